@@ -1,0 +1,1 @@
+"""Pure statistics on arrays: paired intervals, ratios, noninferiority, multiplicity, resolution."""

@@ -1,0 +1,116 @@
+"""Cross-reference checks of a parsed plan: the rules a single section cannot see on its own.
+
+Each problem is returned as ``(path, message)`` where ``path`` is the field path into the YAML
+document (``("gates", 1, "metric")``), so it can be reported with its line number.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from prereg.expressions import ExpressionError, parse_contrast
+from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
+
+Problem = tuple[tuple[Any, ...], str]
+
+
+def _known(kind: str, name: str, known: Any) -> str:
+    return f"unknown {kind} {name!r}; known: {', '.join(sorted(known)) or '(none)'}"
+
+
+def _check_selector(
+    selector: dict[str, Any], strata: Strata, path: tuple[Any, ...], problems: list[Problem]
+) -> None:
+    for factor, level in selector.items():
+        if factor not in strata.factors:
+            problems.append(((*path, factor), _known("factor", factor, strata.factors)))
+        elif level_key(level) not in {level_key(v) for v in strata.factors[factor]}:
+            problems.append(((*path, factor), f"{level!r} is not a level of factor {factor!r}"))
+
+
+def _check_strata(plan: Plan, problems: list[Problem]) -> None:
+    strata = plan.strata
+    for factor, levels in strata.factors.items():
+        counts = Counter(level_key(v) for v in levels)
+        for i, level in enumerate(levels):
+            if counts[level_key(level)] > 1:
+                problems.append(((("strata", "factors", factor, i)), f"level {level!r} of {factor!r} is listed twice"))
+                break
+    for section in ("calibration", "held_out"):
+        for i, selector in enumerate(getattr(strata, section)):
+            if not selector:
+                problems.append((("strata", section, i), "an empty selector would select every stratum"))
+            _check_selector(selector, strata, ("strata", section, i), problems)
+    if strata.calibration and strata.held_out:
+        everything = strata.enumerate()
+        for stratum in everything:
+            in_cal = any(Strata.selects(s, stratum) for s in strata.calibration)
+            in_held = any(Strata.selects(s, stratum) for s in strata.held_out)
+            if in_cal and in_held:
+                problems.append((("strata", "held_out"), f"stratum {stratum} is both calibration and held out"))
+                break
+    for arm, settings in plan.arms.items():
+        for key in settings:
+            if key in strata.factors:
+                problems.append(
+                    (("arms", arm, key), f"{key!r} is set by both a stratum factor and arm {arm!r}; choose one")
+                )
+
+
+def _check_gates(plan: Plan, problems: list[Problem]) -> None:
+    ids = Counter(g.id for g in plan.gates)
+    for i, gate in enumerate(plan.gates):
+        path = ("gates", i)
+        if ids[gate.id] > 1:
+            problems.append(((*path, "id"), f"duplicate gate id {gate.id!r}"))
+        if gate.metric not in plan.metrics:
+            problems.append(((*path, "metric"), _known("metric", gate.metric, plan.metrics)))
+        try:
+            contrast = parse_contrast(gate.contrast, known_arms=set(plan.arms))
+        except ExpressionError as err:
+            problems.append(((*path, "contrast"), str(err)))
+            continue
+        rule = gate.parsed_rule()
+        if contrast.scale == "ratio":
+            values = [v for v in (rule.threshold, rule.low) if v is not None]
+            if any(v <= 0 for v in values):
+                problems.append(
+                    ((*path, "pass_if"), "a ratio contrast is positive: its threshold must be a ratio above 0")
+                )
+    if not any(g.role == "primary" for g in plan.gates):
+        problems.append((("gates",), "no primary gate: at least one gate must decide the claim"))
+
+
+def _check_invalidators(plan: Plan, problems: list[Problem]) -> None:
+    ids = Counter(inv.id for inv in plan.invalidators)
+    gate_ids = {g.id for g in plan.gates}
+    signals = {m.signal for m in plan.metrics.values() if m.signal is not None}
+    for i, inv in enumerate(plan.invalidators):
+        path = ("invalidators", i)
+        if ids[inv.id] > 1:
+            problems.append(((*path, "id"), f"duplicate invalidator id {inv.id!r}"))
+        if inv.blocks != "all":
+            for j, gate_id in enumerate(inv.blocks):
+                if gate_id not in gate_ids:
+                    problems.append(((*path, "blocks", j), _known("gate", gate_id, gate_ids)))
+            if len(set(inv.blocks)) != len(inv.blocks):
+                problems.append(((*path, "blocks"), "a gate is listed twice"))
+        if isinstance(inv, (MetricBounds, ControlsIdentical)):
+            if inv.metric not in plan.metrics:
+                problems.append(((*path, "metric"), _known("metric", inv.metric, plan.metrics)))
+            if isinstance(inv, ControlsIdentical):
+                _check_selector(inv.where, plan.strata, (*path, "where"), problems)
+        elif inv.signal not in signals:
+            problems.append(
+                ((*path, "signal"), f"signal {inv.signal!r} backs no metric (metrics name their signal with 'signal:')")
+            )
+
+
+def check_plan(plan: Plan) -> list[Problem]:
+    """All cross-reference problems of ``plan`` (empty when the plan is consistent)."""
+    problems: list[Problem] = []
+    _check_strata(plan, problems)
+    _check_gates(plan, problems)
+    _check_invalidators(plan, problems)
+    return problems

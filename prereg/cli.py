@@ -1,0 +1,256 @@
+"""The ``prereg`` console script: init, validate, freeze, verify, amend, show, schema.
+
+A thin shell over :mod:`prereg.plan` and :mod:`prereg.lock`; heavy modules are imported inside the
+handlers so ``prereg --help`` starts instantly. Exit codes: 0 ok, 2 bad input or usage, 3 integrity
+failure (a lock that does not verify), 4 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+
+
+def _load(path: str) -> Any:
+    from prereg.plan import PlanError, load_plan
+
+    try:
+        return load_plan(path)
+    except PlanError as err:
+        raise UserError(err.render(), details=[p.to_json() for p in err.problems]) from None
+
+
+def _read_lock(path: str) -> dict[str, Any]:
+    from prereg.lock import LockError, read_lock
+
+    try:
+        return read_lock(path)
+    except LockError as err:
+        raise UserError(str(err)) from None
+
+
+def _summary(loaded: Any) -> str:
+    plan = loaded.plan
+    n_strata = len(plan.strata.enumerate())
+    primary = sum(g.role == "primary" for g in plan.gates)
+    return (
+        f"{plan.study}: {len(plan.arms)} arms, {n_strata} strata x {plan.strata.replicates} replicate(s), "
+        f"{len(plan.metrics)} metrics, {len(plan.gates)} gates ({primary} primary), "
+        f"{len(plan.invalidators)} invalidators"
+    )
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the commented starter plan."""
+    from importlib.resources import files
+
+    target = Path(args.path)
+    if target.exists():
+        raise UserError(f"{target}: already exists; choose another path (nothing was overwritten)")
+    if not target.parent.is_dir():
+        raise UserError(f"{target.parent}: no such folder")
+    text = files("prereg").joinpath("templates/starter.yaml").read_bytes()
+    with open(target, "xb") as fh:
+        fh.write(text)
+    if args.json:
+        emit_json({"ok": True, "path": str(target)})
+    else:
+        print(f"wrote {target}: edit it, then 'prereg validate {target}' and 'prereg freeze {target}'")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate a plan and print a one-line summary."""
+    loaded = _load(args.file)
+    if args.json:
+        emit_json({"ok": True, "file": args.file, "study": loaded.plan.study, "plan_sha256": loaded.plan_sha256,
+                   "summary": _summary(loaded)})
+    else:
+        print(f"{args.file}: valid prereg/v1 plan. {_summary(loaded)}")
+    return EXIT_OK
+
+
+def cmd_freeze(args: argparse.Namespace) -> int:
+    """Validate, canonicalise, hash and lock a plan."""
+    from prereg.lock import build_lock, default_lock_path, write_lock
+
+    loaded = _load(args.file)
+    lock_path = Path(args.output) if args.output else default_lock_path(args.file)
+    if lock_path.exists():
+        existing = _read_lock(str(lock_path))
+        if existing.get("plan_sha256") != loaded.plan_sha256:
+            raise UserError(
+                f"{lock_path} already locks a different plan ({str(existing.get('plan_sha256'))[:12]}); "
+                f"re-freezing is refused: record the change with 'prereg amend {args.file} --reason ...'"
+            )
+        status, frozen_at = "already frozen (unchanged)", existing.get("frozen_at")
+    else:
+        if not lock_path.parent.is_dir():
+            raise UserError(f"{lock_path.parent}: no such folder for the lock")
+        lock = build_lock(loaded, args.file)
+        write_lock(lock_path, lock)
+        status, frozen_at = "frozen", lock["frozen_at"]
+    if args.json:
+        emit_json({"ok": True, "status": status, "lock": str(lock_path), "plan_sha256": loaded.plan_sha256,
+                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": frozen_at})
+    else:
+        print(f"{status}: {lock_path}")
+        print(f"plan sha256 {loaded.plan_sha256}")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check a lock's hashes and chain, and that its YAML (given or beside it) still matches."""
+    from prereg.lock import verify_lock, yaml_beside
+
+    lock = _read_lock(args.lock)
+    yaml_path = args.yaml or yaml_beside(args.lock)
+    yaml_plan = None
+    yaml_problem = None
+    if yaml_path is not None:
+        from prereg.plan import PlanError, load_plan
+
+        if args.yaml and not Path(args.yaml).is_file():
+            raise UserError(f"{args.yaml}: no such file")
+        try:
+            yaml_plan = load_plan(yaml_path)
+        except PlanError as err:
+            yaml_problem = f"{yaml_path} no longer validates as a plan:\n{err.render(limit=5)}"
+    report = verify_lock(lock, yaml_plan)
+    if yaml_problem:
+        report.ok = False
+        report.differences.append(yaml_problem)
+    if args.json:
+        emit_json({**report.to_json(), "lock": args.lock})
+    elif report.ok:
+        extra = f" and {report.yaml_checked} matches it" if report.yaml_checked else " (no YAML beside it to check)"
+        print(f"{args.lock}: intact{extra}; plan sha256 {report.plan_sha256}")
+        for note in report.notes:
+            print(f"note: {note}")
+    else:
+        print(f"{args.lock}: INTEGRITY FAILURE", file=sys.stderr)
+        for diff in report.differences:
+            print(f"- {diff}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_INTEGRITY
+
+
+def cmd_amend(args: argparse.Namespace) -> int:
+    """Record a changed plan as a new version of its lock, with the reason and whether data existed."""
+    from prereg.lock import amend_lock, default_lock_path, runs_info, verify_lock, write_lock
+
+    reason = (args.reason or "").strip()
+    if not reason:
+        raise UserError("--reason must say why the plan changes")
+    lock_path = Path(args.lock) if args.lock else default_lock_path(args.file)
+    if not lock_path.exists():
+        raise UserError(f"{lock_path}: no lock to amend; freeze the plan first ('prereg freeze {args.file}')")
+    lock = _read_lock(str(lock_path))
+    report = verify_lock(lock)
+    if not report.ok:
+        raise UserError(
+            f"{lock_path} does not verify; refusing to amend a broken chain:\n- " + "\n- ".join(report.differences),
+            exit_code=EXIT_INTEGRITY,
+        )
+    loaded = _load(args.file)
+    if loaded.plan_sha256 == lock["plan_sha256"]:
+        raise UserError(f"{args.file} canonicalises to the locked plan: nothing to amend")
+    runs = None
+    if args.runs is not None:
+        if not Path(args.runs).is_dir():
+            raise UserError(f"{args.runs}: no such runs folder")
+        runs = runs_info(args.runs)
+    new_lock = amend_lock(lock, loaded, args.file, reason, runs)
+    write_lock(lock_path, new_lock)
+    entry = new_lock["amendments"][-1]
+    if args.json:
+        emit_json({"ok": True, "lock": str(lock_path), **{k: entry[k] for k in (
+            "version", "parent_plan_sha256", "plan_sha256", "post_data", "runs_checked", "changed", "amended_at")}})
+    else:
+        flag = " POST-DATA" if entry["post_data"] else ""
+        print(f"amended{flag}: {lock_path} is now version {entry['version']}")
+        print(f"plan sha256 {entry['parent_plan_sha256'][:12]} -> {entry['plan_sha256']}")
+        print(f"changed: {', '.join(entry['changed'])}")
+        if not entry["runs_checked"]:
+            print("note: no --runs folder given, so whether data already existed was not checked")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Render a lock for a reviewer (or print it as JSON)."""
+    from prereg.lock import verify_lock
+
+    lock = _read_lock(args.lock)
+    report = verify_lock(lock)
+    if args.json:
+        from reports.plan_view import plan_sentences
+
+        emit_json({"lock": lock, "verification": report.to_json(), "sentences": plan_sentences(lock)})
+        return EXIT_OK if report.ok else EXIT_INTEGRITY
+    from reports.plan_view import render_lock
+    from reports.terminal import make_console
+
+    make_console().print(render_lock(lock, report))
+    return EXIT_OK if report.ok else EXIT_INTEGRITY
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print the JSON Schema of prereg/v1."""
+    from prereg.schema import Plan
+
+    schema = Plan.model_json_schema(by_alias=True)
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "prereg/v1", **schema}
+    emit_json(schema)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``prereg`` argument parser."""
+    parser = ArgumentParser(
+        prog="prereg",
+        description="Freeze a preregistration before any run: validate, canonicalise, hash, lock, amend.",
+        epilog="exit codes: 0 ok, 2 bad input or usage, 3 integrity failure, 4 internal error",
+    )
+    from prereg._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"prereg {__version__}")
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+
+    def add(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        p.set_defaults(handler=handler)
+        return p
+
+    p = add("init", cmd_init, "write a commented starter plan that validates")
+    p.add_argument("path", nargs="?", default="study.yaml", help="where to write it (default: study.yaml)")
+    p = add("validate", cmd_validate, "check a plan; one-line summary, or every problem with its line")
+    p.add_argument("file", help="the plan (YAML)")
+    p = add("freeze", cmd_freeze, "lock a plan: canonical form, SHA-256, read-only <stem>.lock.json")
+    p.add_argument("file", help="the plan (YAML)")
+    p.add_argument("-o", "--output", metavar="LOCK", help="lock path (default: <stem>.lock.json beside the YAML)")
+    p = add("verify", cmd_verify, "check a lock's hashes and amendment chain, and its YAML if present")
+    p.add_argument("lock", help="the lock file")
+    p.add_argument("--yaml", metavar="FILE", help="the plan YAML to compare (default: <stem>.yaml beside the lock)")
+    p = add("amend", cmd_amend, "record a changed plan as a new lock version with its reason")
+    p.add_argument("file", help="the changed plan (YAML)")
+    p.add_argument("--reason", required=True, metavar="TEXT", help="why the plan changes")
+    p.add_argument("--runs", metavar="DIR", help="the runs folder: records whether data already existed")
+    p.add_argument("--lock", metavar="LOCK", help="the lock to amend (default: <stem>.lock.json beside the YAML)")
+    p = add("show", cmd_show, "render a lock for a reviewer: gates as sentences, invalidators, amendments")
+    p.add_argument("lock", help="the lock file")
+    p = add("schema", cmd_schema, "print the JSON Schema of prereg/v1 (for editors' YAML language servers)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``prereg``."""
+    return run_main("prereg", build_parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

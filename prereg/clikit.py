@@ -1,0 +1,105 @@
+"""CLI plumbing shared by the toolkit's console scripts (``prereg``, ``collect``, ``gates``, ``reports``).
+
+Kept import-light (argparse, json, sys only) so every ``--help`` starts instantly.
+
+Exit codes (documented in the README and used by every console script):
+
+* ``EXIT_OK`` (0): success.
+* ``EXIT_BAD_INPUT`` (2): bad input or usage, with one clear message on stderr.
+* ``EXIT_INTEGRITY`` (3): an integrity failure (a lock that does not verify).
+* ``EXIT_INTERNAL`` (4): a bug in the toolkit; the message asks for a report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2
+EXIT_INTEGRITY = 3
+EXIT_INTERNAL = 4
+
+
+class UserError(Exception):
+    """Bad input or usage: reported as one message, exit code ``EXIT_BAD_INPUT`` unless given."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.details = details
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports usage errors in the toolkit's style (one line, exit 2)."""
+
+    def error(self, message: str) -> NoReturn:  # noqa: D102 - argparse API
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity)."""
+    print(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False))
+
+
+def run_main(
+    prog: str,
+    build_parser: Callable[[], argparse.ArgumentParser],
+    argv: Sequence[str] | None,
+) -> int:
+    """Parse ``argv``, dispatch to ``args.handler(args)`` and map every failure to an exit code.
+
+    Handlers return an exit code. ``UserError`` prints ``prog: message`` (and a JSON error object on
+    stdout when ``--json`` was given); any other exception is a toolkit bug and exits
+    ``EXIT_INTERNAL`` with a one-line message, never a traceback.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    as_json = bool(getattr(args, "json", False))
+    try:
+        return int(handler(args))
+    except UserError as err:
+        print(f"{prog}: {err.message}", file=sys.stderr)
+        if as_json:
+            emit_json({"ok": False, "exit_code": err.exit_code, "error": err.message, "details": err.details})
+        return err.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
+        print(
+            f"{prog}: internal error ({type(err).__name__}: {err}); please report it with the input that caused it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def not_yet_parser(prog: str, description: str, planned: dict[str, str]) -> argparse.ArgumentParser:
+    """A parser for a console script whose subcommands are planned but not built yet.
+
+    ``planned`` maps each subcommand to a one-line description; calling one exits 2 with a
+    "not yet available" message rather than pretending to work.
+    """
+    parser = ArgumentParser(prog=prog, description=description)
+    sub = parser.add_subparsers(title="subcommands (not yet available in this version)", metavar="COMMAND")
+    for name, text in planned.items():
+        p = sub.add_parser(name, help=f"{text} (not yet available)", add_help=True)
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+        def _handler(args: argparse.Namespace, _name: str = name) -> int:
+            raise UserError(f"'{prog} {_name}' is not yet available in this version of the toolkit")
+
+        p.set_defaults(handler=_handler)
+    return parser

@@ -1,0 +1,303 @@
+"""Parsers for a gate's ``contrast`` and ``pass_if`` strings (a real tokenizer and parser, no eval).
+
+Contrast grammar (arms are identifiers, numbers are decimal literals)::
+
+    expr    := term (('+' | '-') term)*
+    term    := unary (('*' | '/') unary)*
+    unary   := '-' unary | primary
+    primary := NUMBER | ARM | '(' expr ')'
+
+Two forms are accepted, never mixed:
+
+* **linear** (``+ - ( )`` and numeric coefficients): ``adaptive - fixed``,
+  ``(a - b) - (c - d)``, ``a - 0.5*b - 0.5*c``. The coefficients must sum to zero and no constant
+  term is allowed (put offsets in ``pass_if``). Analysed on the metric's own scale.
+* **ratio** (``/ * ( )`` between arms, no numbers): ``a / b``, ``(a / b) / (c / d)``. The arms'
+  exponents must sum to zero, so the result is a dimensionless ratio. Analysed on the log scale
+  (a linear contrast of log outcomes with the exponents as coefficients) and reported as a ratio.
+
+``pass_if`` is one of ``upper < X``, ``upper <= X``, ``lower > X``, ``lower >= X``,
+``estimate < X``, ``estimate > X``, or ``within [A, B]`` (equivalence: both bounds inside).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Scale = Literal["difference", "ratio"]
+
+
+class ExpressionError(ValueError):
+    """A contrast or rule that does not parse or does not make sense; the message says why."""
+
+
+_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/()]))")
+
+
+def _tokens(text: str) -> list[tuple[str, str, int]]:
+    out: list[tuple[str, str, int]] = []
+    pos = 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            bad = text[pos:].lstrip()[:1]
+            raise ExpressionError(f"unexpected character {bad!r} at position {len(text) - len(text[pos:].lstrip()) + 1}")
+        kind = m.lastgroup or "op"
+        out.append((kind, m.group(kind), m.start(kind) + 1))
+        pos = m.end()
+    return out
+
+
+# AST nodes: ("num", float) | ("arm", name) | ("neg", node) | ("group", node) | (op, left, right)
+Node = tuple
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self) -> tuple[str, str, int] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, value: str | None = None) -> tuple[str, str, int]:
+        tok = self.peek()
+        if tok is None:
+            raise ExpressionError("unexpected end of expression" + (f" (expected {value!r})" if value else ""))
+        if value is not None and tok[1] != value:
+            raise ExpressionError(f"expected {value!r} at position {tok[2]}, found {tok[1]!r}")
+        self.i += 1
+        return tok
+
+    def parse(self) -> Node:
+        if not self.toks:
+            raise ExpressionError("empty expression")
+        node = self.expr()
+        tok = self.peek()
+        if tok is not None:
+            raise ExpressionError(f"unexpected {tok[1]!r} at position {tok[2]}")
+        return node
+
+    def expr(self) -> Node:
+        node = self.term()
+        while (tok := self.peek()) is not None and tok[1] in "+-" and tok[0] == "op":
+            self.take()
+            node = (tok[1], node, self.term())
+        return node
+
+    def term(self) -> Node:
+        node = self.unary()
+        while (tok := self.peek()) is not None and tok[1] in "*/" and tok[0] == "op":
+            self.take()
+            node = (tok[1], node, self.unary())
+        return node
+
+    def unary(self) -> Node:
+        tok = self.peek()
+        if tok is not None and tok == ("op", "-", tok[2]):
+            self.take()
+            return ("neg", self.unary())
+        return self.primary()
+
+    def primary(self) -> Node:
+        tok = self.take()
+        if tok[0] == "num":
+            return ("num", float(tok[1]))
+        if tok[0] == "name":
+            return ("arm", tok[1])
+        if tok[1] == "(":
+            inner = self.expr()
+            self.take(")")
+            return ("group", inner)
+        raise ExpressionError(f"unexpected {tok[1]!r} at position {tok[2]}")
+
+
+def _has_arm(node: Node) -> bool:
+    if node[0] == "arm":
+        return True
+    return any(_has_arm(child) for child in node[1:] if isinstance(child, tuple))
+
+
+def _uses(node: Node) -> tuple[bool, bool]:
+    """(uses linear operators, uses ratio operators) anywhere in ``node``."""
+    kind = node[0]
+    linear = kind in ("+", "-", "neg")
+    ratio = kind in ("*", "/") and _has_arm(node[1]) and _has_arm(node[2])
+    for child in node[1:]:
+        if isinstance(child, tuple):
+            cl, cr = _uses(child)
+            linear, ratio = linear or cl, ratio or cr
+    return linear, ratio
+
+
+def _linear(node: Node) -> tuple[dict[str, float], float]:
+    """Evaluate ``node`` as an affine map: (arm -> coefficient, constant)."""
+    kind = node[0]
+    if kind == "num":
+        return {}, node[1]
+    if kind == "arm":
+        return {node[1]: 1.0}, 0.0
+    if kind == "group":
+        return _linear(node[1])
+    if kind == "neg":
+        coefs, const = _linear(node[1])
+        return {k: -v for k, v in coefs.items()}, -const
+    if kind in "+-":
+        (lc, lk), (rc, rk) = _linear(node[1]), _linear(node[2])
+        sign = 1.0 if kind == "+" else -1.0
+        out = dict(lc)
+        for arm, v in rc.items():
+            out[arm] = out.get(arm, 0.0) + sign * v
+        return out, lk + sign * rk
+    if kind == "*":
+        (lc, lk), (rc, rk) = _linear(node[1]), _linear(node[2])
+        if lc and rc:  # pragma: no cover - classified as ratio form before we get here
+            raise ExpressionError("a product of two arms is a ratio-form contrast")
+        coefs, scalar, const = (lc, rk, lk) if lc else (rc, lk, rk)
+        return {k: v * scalar for k, v in coefs.items()}, const * scalar
+    raise ExpressionError("'/' divides arms and makes a ratio contrast; write coefficients as 0.5*b, not b/2")
+
+
+def _ratio(node: Node) -> dict[str, float]:
+    """Evaluate ``node`` as a monomial: arm -> exponent."""
+    kind = node[0]
+    if kind == "arm":
+        return {node[1]: 1.0}
+    if kind == "group":
+        return _ratio(node[1])
+    if kind in "*/":
+        left, right = _ratio(node[1]), _ratio(node[2])
+        sign = 1.0 if kind == "*" else -1.0
+        out = dict(left)
+        for arm, v in right.items():
+            out[arm] = out.get(arm, 0.0) + sign * v
+        return out
+    raise ExpressionError("numbers are not allowed in a ratio contrast (a / b); put thresholds in pass_if")
+
+
+def _format(node: Node) -> str:
+    kind = node[0]
+    if kind == "num":
+        return _fmt_number(node[1])
+    if kind == "arm":
+        return node[1]
+    if kind == "group":
+        return f"({_format(node[1])})"
+    if kind == "neg":
+        return f"-{_format(node[1])}"
+    sep = " " if kind in "+-/" else ""
+    return f"{_format(node[1])}{sep}{kind}{sep}{_format(node[2])}"
+
+
+def _fmt_number(value: float) -> str:
+    return str(int(value)) if value == int(value) and abs(value) < 1e15 else repr(value)
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A parsed contrast: ``coefficients`` per arm (log-scale exponents when ``scale == 'ratio'``)."""
+
+    text: str
+    scale: Scale
+    coefficients: dict[str, float]
+
+    @property
+    def arms(self) -> list[str]:
+        """The arms the contrast uses, in order of first appearance."""
+        return list(self.coefficients)
+
+
+def parse_contrast(text: str, known_arms: set[str] | None = None) -> Contrast:
+    """Parse a contrast; ``text`` of the result is the canonical spelling (normalised spacing)."""
+    if not isinstance(text, str):
+        raise ExpressionError("a contrast is a string such as 'adaptive - fixed' or 'adaptive / fixed'")
+    tree = _Parser(text).parse()
+    linear, ratio = _uses(tree)
+    if linear and ratio:
+        raise ExpressionError(
+            "mixes the linear form (+ -) with the ratio form (/ or arm*arm); write either "
+            "'a - b' (analysed as a difference) or 'a / b' (analysed on the log scale)"
+        )
+    if ratio:
+        coefs = _ratio(tree)
+        scale: Scale = "ratio"
+    else:
+        coefs, const = _linear(tree)
+        if abs(const) > 1e-12:
+            raise ExpressionError("a contrast may not contain a constant term; put offsets in pass_if")
+        scale = "difference"
+    coefs = {arm: c for arm, c in coefs.items() if abs(c) > 1e-12}
+    if not coefs:
+        raise ExpressionError("the contrast is identically zero: it compares nothing")
+    if not all(math.isfinite(c) for c in coefs.values()):
+        raise ExpressionError("coefficients must be finite numbers")
+    total = sum(coefs.values())
+    if abs(total) > 1e-9:
+        what = "exponents (numerator minus denominator arms)" if scale == "ratio" else "coefficients"
+        raise ExpressionError(f"the {what} must sum to zero (they sum to {total:g}): a contrast compares arms")
+    if known_arms is not None:
+        unknown = [arm for arm in coefs if arm not in known_arms]
+        if unknown:
+            raise ExpressionError(f"unknown arm(s) {', '.join(map(repr, unknown))}; arms are {sorted(known_arms)}")
+    return Contrast(text=_format(tree), scale=scale, coefficients=coefs)
+
+
+_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_BOUND_RULE = re.compile(rf"^\s*(upper|lower|estimate)\s*(<=|>=|<|>)\s*{_NUM}\s*$")
+_WITHIN_RULE = re.compile(rf"^\s*within\s*\[\s*{_NUM}\s*,\s*{_NUM}\s*\]\s*$")
+_ALLOWED_OPS = {"upper": ("<", "<="), "lower": (">", ">="), "estimate": ("<", ">")}
+
+
+@dataclass(frozen=True)
+class PassRule:
+    """A parsed ``pass_if``: ``quantity`` is upper | lower | estimate | within.
+
+    For bounds, ``op`` and ``threshold``; for ``within``, ``low`` and ``high`` (both interval bounds
+    must lie inside). Thresholds are on the reported scale (a ratio for ratio contrasts).
+    """
+
+    quantity: Literal["upper", "lower", "estimate", "within"]
+    op: str | None = None
+    threshold: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The canonical spelling of the rule."""
+        if self.quantity == "within":
+            return f"within [{_fmt_rule_number(self.low)}, {_fmt_rule_number(self.high)}]"
+        return f"{self.quantity} {self.op} {_fmt_rule_number(self.threshold)}"
+
+
+def _fmt_rule_number(value: float | None) -> str:
+    return repr(float(value)) if value is not None else "?"
+
+
+def parse_pass_if(text: str) -> PassRule:
+    """Parse a ``pass_if`` rule string."""
+    if not isinstance(text, str):
+        raise ExpressionError("pass_if is a string such as 'upper < 0.02' or 'within [-0.1, 0.1]'")
+    if m := _BOUND_RULE.match(text):
+        quantity, op, value = m.group(1), m.group(2), float(m.group(3))
+        if op not in _ALLOWED_OPS[quantity]:
+            allowed = " or ".join(f"'{quantity} {o} X'" for o in _ALLOWED_OPS[quantity])
+            raise ExpressionError(f"'{quantity} {op}' is not a rule; use {allowed}")
+        if not math.isfinite(value):
+            raise ExpressionError("the threshold must be a finite number")
+        return PassRule(quantity, op=op, threshold=value)  # type: ignore[arg-type]
+    if m := _WITHIN_RULE.match(text):
+        low, high = float(m.group(1)), float(m.group(2))
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise ExpressionError("the equivalence bounds must be finite numbers")
+        if not low < high:
+            raise ExpressionError(f"within [A, B] needs A < B (got [{low:g}, {high:g}])")
+        return PassRule("within", low=low, high=high)
+    raise ExpressionError(
+        "not a rule; use one of 'upper < X', 'upper <= X', 'lower > X', 'lower >= X', "
+        "'estimate < X', 'estimate > X', 'within [A, B]'"
+    )

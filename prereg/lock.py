@@ -1,0 +1,342 @@
+"""The lock file format (``prereg/lock/v1``): a frozen plan, its hashes and its amendment chain.
+
+This module owns ``*.lock.json``; nothing else parses it. A lock is a JSON object::
+
+    format           "prereg/lock/v1"
+    plan             the canonical plan (see prereg.plan)            -- the current version
+    plan_sha256      SHA-256 of the canonical plan's canonical bytes
+    yaml_sha256      SHA-256 of the raw YAML bytes it came from
+    yaml_file        the YAML's file name (informative)
+    frozen_at        UTC ISO-8601 time of the first freeze
+    toolkit_version  the toolkit that froze it
+    environment      python, platform, git {commit, dirty} of the YAML's repository (or null)
+    amendments       the chain, oldest first; each entry:
+        version, parent_plan_sha256, parent_yaml_sha256, parent_plan (the whole parent plan, so
+        the chain can be re-hashed end to end), plan_sha256, yaml_sha256, reason, amended_at,
+        post_data (a ledger existed in the runs folder named), runs_checked, runs
+        ({dir, ledger_sha256, ledger_lines} or null), changed (field paths that differ),
+        toolkit_version, environment, parent_entry_sha256 (the previous entry's hash, or null)
+        and entry_sha256 (SHA-256 of the entry's canonical bytes without this field)
+
+Locks are written atomically (temporary file, fsync, rename, fsync of the folder) and made
+read-only. ``verify_lock`` re-hashes everything; nothing here trusts a stored hash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from prereg._version import __version__
+from prereg.plan import (
+    LoadedPlan,
+    canonical_bytes,
+    format_path,
+    plan_from_canonical,
+    plan_hash,
+    read_input_file,
+    sha256_hex,
+)
+
+LOCK_FORMAT = "prereg/lock/v1"
+LOCK_SUFFIX = ".lock.json"
+LEDGER_NAME = "ledger.jsonl"  # the run ledger's file name (its format is owned by collect/)
+_MAX_LOCK_BYTES = 64 << 20
+
+
+class LockError(Exception):
+    """A file that is not a readable lock (exit 2), as opposed to a lock that fails verification."""
+
+
+@dataclass
+class VerifyReport:
+    """The outcome of verifying a lock: ``ok`` and, when not, what differs."""
+
+    ok: bool
+    plan_sha256: str | None
+    differences: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    yaml_checked: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description."""
+        return {
+            "ok": self.ok,
+            "plan_sha256": self.plan_sha256,
+            "differences": self.differences,
+            "notes": self.notes,
+            "yaml_checked": self.yaml_checked,
+        }
+
+
+def utc_now() -> str:
+    """Current UTC time as ISO-8601 with a ``Z`` suffix, to the second."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def default_lock_path(yaml_path: str | os.PathLike[str]) -> Path:
+    """``study.yaml`` -> ``study.lock.json`` beside it."""
+    p = Path(yaml_path)
+    return p.with_name(p.stem + LOCK_SUFFIX) if p.suffix in (".yaml", ".yml") else p.with_name(p.name + LOCK_SUFFIX)
+
+
+def yaml_beside(lock_path: str | os.PathLike[str]) -> Path | None:
+    """The ``<stem>.yaml`` (or ``.yml``) beside ``<stem>.lock.json``, if it exists."""
+    p = Path(lock_path)
+    if not p.name.endswith(LOCK_SUFFIX):
+        return None
+    stem = p.name[: -len(LOCK_SUFFIX)]
+    for suffix in (".yaml", ".yml"):
+        candidate = p.with_name(stem + suffix)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _git_identity(folder: Path) -> dict[str, Any] | None:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=5, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit.strip(), "dirty": bool(status.strip()) if status is not None else None}
+
+
+def environment_info(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """Python, platform and the git commit + dirty flag of ``folder``'s repository (or null)."""
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "git": _git_identity(Path(folder).resolve()),
+    }
+
+
+def build_lock(loaded: LoadedPlan, yaml_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A fresh lock (no amendments) for a validated plan."""
+    return {
+        "format": LOCK_FORMAT,
+        "plan": loaded.canonical,
+        "plan_sha256": loaded.plan_sha256,
+        "yaml_sha256": loaded.yaml_sha256,
+        "yaml_file": Path(yaml_path).name,
+        "frozen_at": utc_now(),
+        "toolkit_version": __version__,
+        "environment": environment_info(Path(yaml_path).parent),
+        "amendments": [],
+    }
+
+
+def write_lock(path: str | os.PathLike[str], lock: dict[str, Any]) -> None:
+    """Write ``lock`` atomically to ``path`` and make it read-only (replacing any previous version)."""
+    target = Path(path)
+    data = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).encode() + b"\n"
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name}")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def read_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a lock file as JSON; raise ``LockError`` if it is unreadable or not a prereg lock."""
+    try:
+        raw = read_input_file(path, limit=_MAX_LOCK_BYTES)
+        lock = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise LockError(f"{path}: not UTF-8 JSON: not a lock file") from None
+    except ValueError as err:  # JSONDecodeError is a ValueError; read_input_file raises ValueError
+        message = str(err)
+        raise LockError(message if message.startswith(str(path)) else f"{path}: not a lock file ({message})") from None
+    if not isinstance(lock, dict) or lock.get("format") != LOCK_FORMAT:
+        raise LockError(f"{path}: not a prereg lock (expected \"format\": \"{LOCK_FORMAT}\")")
+    return lock
+
+
+def diff_paths(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[str]:
+    """Field paths (``gates[0].pass_if``) where two canonical plans differ."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            if key not in old or key not in new:
+                out.append(format_path((*path, key)))
+            else:
+                out.extend(diff_paths(old[key], new[key], (*path, key)))
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [p for i, (a, b) in enumerate(zip(old, new)) for p in diff_paths(a, b, (*path, i))]
+    if type(old) is not type(new) or old != new:
+        return [format_path(path) or "(whole plan)"]
+    return []
+
+
+def _check_plan_data(plan: Any, what: str, stored_hash: Any, problems: list[str]) -> str | None:
+    if not isinstance(plan, dict):
+        problems.append(f"{what}: the plan is missing or not an object")
+        return None
+    actual = plan_hash(plan)
+    if actual != stored_hash:
+        problems.append(f"{what}: stored hash {str(stored_hash)[:12]} does not match the plan's hash {actual[:12]}")
+    try:
+        plan_from_canonical(plan)
+    except ValidationError as err:
+        problems.append(f"{what}: the stored plan no longer validates ({err.error_count()} problems)")
+    return actual
+
+
+def verify_chain(lock: dict[str, Any]) -> list[str]:
+    """Integrity problems of a lock read by ``read_lock``: hashes, the plan itself, the chain."""
+    problems: list[str] = []
+    current = _check_plan_data(lock.get("plan"), "current plan", lock.get("plan_sha256"), problems)
+    amendments = lock.get("amendments")
+    if not isinstance(amendments, list):
+        return [*problems, "the amendment chain is missing or not a list"]
+    times = [lock.get("frozen_at")]
+    for i, entry in enumerate(amendments):
+        label = f"amendment {i + 1}"
+        if not isinstance(entry, dict):
+            problems.append(f"{label}: not an object")
+            continue
+        _check_plan_data(entry.get("parent_plan"), f"{label} parent", entry.get("parent_plan_sha256"), problems)
+        if i > 0 and isinstance(amendments[i - 1], dict):
+            if entry.get("parent_plan_sha256") != amendments[i - 1].get("plan_sha256"):
+                problems.append(f"{label}: its parent is not the plan that amendment {i} produced")
+        nxt = amendments[i + 1] if i + 1 < len(amendments) else None
+        produced = nxt.get("parent_plan_sha256") if isinstance(nxt, dict) else current
+        if entry.get("plan_sha256") != produced:
+            problems.append(f"{label}: the plan it records does not match the next version in the chain")
+        if entry.get("plan_sha256") == entry.get("parent_plan_sha256"):
+            problems.append(f"{label}: amends a plan into itself")
+        if entry.get("entry_sha256") != entry_hash(entry):
+            problems.append(f"{label}: the entry was edited after it was written (its entry hash does not match)")
+        previous = amendments[i - 1].get("entry_sha256") if i > 0 and isinstance(amendments[i - 1], dict) else None
+        if entry.get("parent_entry_sha256") != previous:
+            problems.append(f"{label}: does not link to the previous amendment entry")
+        if not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
+            problems.append(f"{label}: no reason recorded")
+        times.append(entry.get("amended_at"))
+    if not all(isinstance(t, str) for t in times):
+        problems.append("missing or malformed timestamps (frozen_at / amended_at)")
+    elif times != sorted(times):
+        problems.append("timestamps go backwards: frozen_at and amended_at must be in order")
+    for key in ("yaml_sha256", "toolkit_version"):
+        if not isinstance(lock.get(key), str):
+            problems.append(f"'{key}' is missing")
+    return problems
+
+
+def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> VerifyReport:
+    """Verify a lock end to end, and optionally that ``yaml_plan`` still canonicalises to its plan."""
+    differences = verify_chain(lock)
+    report = VerifyReport(ok=not differences, plan_sha256=lock.get("plan_sha256"), differences=differences)
+    if yaml_plan is not None:
+        report.yaml_checked = yaml_plan.source
+        if yaml_plan.plan_sha256 != lock.get("plan_sha256"):
+            changed = diff_paths(lock.get("plan"), yaml_plan.canonical)
+            report.ok = False
+            report.differences.append(
+                f"{yaml_plan.source} no longer matches the lock (plan hash {yaml_plan.plan_sha256[:12]} "
+                f"vs locked {str(lock.get('plan_sha256'))[:12]}); changed: {', '.join(changed[:12])}"
+                + (" ..." if len(changed) > 12 else "")
+                + "; use 'prereg amend' to record a change"
+            )
+        elif yaml_plan.yaml_sha256 != lock.get("yaml_sha256"):
+            report.notes.append(
+                f"{yaml_plan.source}: the text changed (comments or layout) but the plan is identical"
+            )
+    return report
+
+
+def runs_info(runs_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a runs folder holds, for an amendment: whether a ledger exists, its hash and line count."""
+    folder = Path(runs_dir)
+    ledger = folder / LEDGER_NAME
+    if not ledger.is_file():
+        return {"dir": str(runs_dir), "ledger_sha256": None, "ledger_lines": 0}
+    data = ledger.read_bytes()
+    return {"dir": str(runs_dir), "ledger_sha256": sha256_hex(data), "ledger_lines": data.count(b"\n")}
+
+
+def entry_hash(entry: dict[str, Any]) -> str:
+    """SHA-256 of an amendment entry's canonical bytes, ``entry_sha256`` itself left out."""
+    return sha256_hex(canonical_bytes({k: v for k, v in entry.items() if k != "entry_sha256"}))
+
+
+def amend_lock(
+    lock: dict[str, Any],
+    loaded: LoadedPlan,
+    yaml_path: str | os.PathLike[str],
+    reason: str,
+    runs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """A new lock version: ``loaded`` becomes the plan, the old one the parent of a new amendment."""
+    entry = {
+        "version": len(lock["amendments"]) + 2,
+        "parent_plan_sha256": lock["plan_sha256"],
+        "parent_yaml_sha256": lock["yaml_sha256"],
+        "parent_plan": lock["plan"],
+        "plan_sha256": loaded.plan_sha256,
+        "yaml_sha256": loaded.yaml_sha256,
+        "reason": reason,
+        "amended_at": utc_now(),
+        "post_data": bool(runs and runs["ledger_sha256"] is not None and runs["ledger_lines"] > 0),
+        "runs_checked": runs is not None,
+        "runs": runs,
+        "changed": diff_paths(lock["plan"], loaded.canonical),
+        "toolkit_version": __version__,
+        "environment": environment_info(Path(yaml_path).parent),
+    }
+    previous = lock["amendments"][-1]["entry_sha256"] if lock["amendments"] else None
+    entry["parent_entry_sha256"] = previous
+    entry["entry_sha256"] = entry_hash(entry)
+    return {
+        **lock,
+        "plan": loaded.canonical,
+        "plan_sha256": loaded.plan_sha256,
+        "yaml_sha256": loaded.yaml_sha256,
+        "yaml_file": Path(yaml_path).name,
+        "amendments": [*lock["amendments"], entry],
+    }

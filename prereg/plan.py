@@ -1,0 +1,233 @@
+"""The plan file format: load a ``prereg/v1`` YAML, validate it, canonicalise it, hash it.
+
+This module owns the plan format; nothing else parses plan YAML.
+
+* ``load_plan(path)`` -> ``LoadedPlan`` (the model, its canonical form and both hashes), or
+  ``PlanError`` listing every problem with its file, line:column and field path.
+* ``canonical_plan(plan)`` is the plan as plain JSON data with every default filled and optional
+  fields left out when unset; ``canonical_bytes`` serialises it with sorted keys and no
+  whitespace, and ``sha256_hex(canonical_bytes(...))`` is the plan hash. Contrasts and rules are
+  re-spelled canonically (``adaptive-fixed`` and ``adaptive - fixed`` hash the same), numbers are
+  normalised by type (a float field holds ``0.9`` whether written ``0.90`` or ``9e-1``; free-form
+  values keep their YAML type, so ``1`` and ``1.0`` in arm settings differ), and comments, key order
+  and layout do not matter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from prereg.checks import check_plan
+from prereg.schema import Plan
+from prereg.yamlsafe import KEY_MARK, MAX_BYTES, LoadedYaml, YamlError, load_yaml
+
+_PATTERN_HELP = {
+    r"^[A-Za-z_][A-Za-z0-9_]*$": "names are identifiers: letters, digits and '_', not starting with a digit",
+    r"^[A-Za-z][A-Za-z0-9_.-]*$": "ids start with a letter and use letters, digits, '_', '.' or '-'",
+    r"^[0-9a-f]{64}$": "a SHA-256 is 64 lowercase hexadecimal digits",
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*$": "a study slug uses letters, digits, '.', '_' or '-'",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in a plan: field path, 1-based position (when known) and message."""
+
+    path: tuple[Any, ...]
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def field(self) -> str:
+        """The field path as written in messages: ``gates[1].pass_if``."""
+        return format_path(self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready description."""
+        return {"field": self.field, "line": self.line, "column": self.column, "message": self.message}
+
+
+@dataclass
+class PlanError(Exception):
+    """A plan that cannot be accepted; ``problems`` lists every problem found."""
+
+    source: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def render(self, limit: int = 20) -> str:
+        """One line per problem: ``file:line:col: field: message``."""
+        lines = []
+        for p in self.problems[:limit]:
+            where = self.source + (f":{p.line}:{p.column}" if p.line is not None else "")
+            lines.append(f"{where}: {p.field + ': ' if p.path else ''}{p.message}")
+        if len(self.problems) > limit:
+            lines.append(f"... and {len(self.problems) - limit} more problems")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    """A validated plan with its canonical form and hashes."""
+
+    plan: Plan
+    canonical: dict[str, Any]
+    plan_sha256: str
+    yaml_sha256: str
+    source: str
+
+
+def format_path(path: tuple[Any, ...]) -> str:
+    """``("gates", 1, "pass_if")`` -> ``gates[1].pass_if``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    if isinstance(value, float) and value == 0.0:
+        return 0.0  # -0.0 and 0.0 are the same number
+    return value
+
+
+def canonical_plan(plan: Plan) -> dict[str, Any]:
+    """The plan as JSON data: defaults filled, unset optional fields omitted, numbers normalised."""
+    return _normalise(plan.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def canonical_bytes(data: Any) -> bytes:
+    """Canonical JSON serialisation: sorted keys, no whitespace, UTF-8, finite numbers only."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def plan_hash(canonical: dict[str, Any]) -> str:
+    """The plan hash: SHA-256 of the canonical bytes of the canonical plan."""
+    return sha256_hex(canonical_bytes(canonical))
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[tuple[Any, ...], str | None]:
+    """Map a pydantic error location onto the document path; also return a bad key, if any."""
+    path: list[Any] = []
+    current = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if part == "[key]":
+            return tuple(path), str(path[-1]) if path else None
+        if isinstance(current, dict) and part in current:
+            path.append(part)
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            path.append(part)
+            current = current[part]
+        elif last or not isinstance(current, dict):
+            path.append(part)
+            current = None
+        # else: a union tag or validator name that pydantic inserts; it is not in the document
+    return tuple(path), None
+
+
+def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[Problem]:
+    problems = []
+    for e in err.errors(include_url=False):
+        path, bad_key = _data_path(tuple(e["loc"]), loaded.data)
+        kind, msg = e["type"], e["msg"]
+        if kind == "extra_forbidden":
+            msg = f"unknown key {path[-1]!r}" if path else "unknown key"
+        elif kind == "missing":
+            msg = f"missing required key {path[-1]!r}" if path else "missing required key"
+        elif bad_key is not None:
+            msg = f"invalid name {bad_key!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
+            problems.append(_positioned((*path, KEY_MARK), msg, loaded, display=path))
+            continue
+        elif kind == "string_pattern_mismatch":
+            msg = f"{e['input']!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
+        elif kind in ("value_error", "assertion_error") and msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        problems.append(_positioned(path, msg, loaded))
+    return problems
+
+
+def _positioned(
+    path: tuple[Any, ...], message: str, loaded: LoadedYaml, display: tuple[Any, ...] | None = None
+) -> Problem:
+    pos = loaded.position(path)
+    return Problem(path if display is None else display, message, *(pos if pos else (None, None)))
+
+
+def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
+    """Validate raw YAML bytes as a plan; raise ``PlanError`` with every problem found."""
+    try:
+        loaded = load_yaml(raw)
+    except YamlError as err:
+        raise PlanError(source, [Problem((), err.message, err.line, err.column)]) from None
+    if not isinstance(loaded.data, dict):
+        kind = type(loaded.data).__name__
+        raise PlanError(source, [Problem((), f"a plan is a YAML mapping (got a {kind})", 1, 1)])
+    if "schema" in loaded.data and loaded.data["schema"] != "prereg/v1":
+        message = f"unsupported schema {loaded.data['schema']!r}; this toolkit reads 'prereg/v1'"
+        raise PlanError(source, [_positioned(("schema",), message, loaded)])
+    try:
+        plan = Plan.model_validate(loaded.data)
+    except ValidationError as err:
+        raise PlanError(source, _problems_from_validation(err, loaded)) from None
+    problems = [_positioned(path, msg, loaded) for path, msg in check_plan(plan)]
+    if problems:
+        raise PlanError(source, problems)
+    canonical = canonical_plan(plan)
+    return LoadedPlan(plan, canonical, plan_hash(canonical), sha256_hex(raw), source)
+
+
+def read_input_file(path: str | os.PathLike[str], limit: int = MAX_BYTES) -> bytes:
+    """Read a small regular file, raising ``OSError``-free ``ValueError`` messages for the CLI."""
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{p}: no such file")
+    if p.is_dir():
+        raise ValueError(f"{p}: is a directory, not a file")
+    if not p.is_file():
+        raise ValueError(f"{p}: not a regular file")
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as err:
+        raise ValueError(f"{p}: cannot read ({err.strerror or err})") from None
+    if len(data) > limit:
+        raise ValueError(f"{p}: larger than {limit} bytes")
+    return data
+
+
+def load_plan(path: str | os.PathLike[str]) -> LoadedPlan:
+    """Read and validate a plan file; raise ``PlanError`` (unreadable files included)."""
+    try:
+        raw = read_input_file(path)
+    except ValueError as err:
+        raise PlanError(str(path), [Problem((), str(err).split(": ", 1)[-1])]) from None
+    return parse_plan(raw, str(path))
+
+
+def plan_from_canonical(canonical: dict[str, Any]) -> Plan:
+    """Rebuild the model from canonical data (as stored in a lock); raises ``ValidationError``."""
+    return Plan.model_validate(canonical)

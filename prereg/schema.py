@@ -1,0 +1,256 @@
+"""The ``prereg/v1`` plan schema: pydantic models that are the format's documentation.
+
+Every model forbids unknown keys and validates strictly (no string-to-number coercion). Field
+descriptions flow into ``prereg schema`` (JSON Schema for editors). Cross-references between
+sections (a gate naming an unknown metric, a signal no metric is backed by...) are checked after
+the models parse, in :mod:`prereg.checks`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, field_validator, model_validator
+
+from prereg.expressions import Contrast, PassRule, parse_contrast, parse_pass_if
+
+SCHEMA_ID = "prereg/v1"
+
+Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
+ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=64)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+Scalar = Union[str, bool, int, float]
+Method = Literal["t", "signflip", "wilcoxon", "bootstrap", "bca"]
+Evidence = Literal["measured", "modeled", "prior", "unmeasured", "unavailable"]
+
+RESAMPLING_METHODS = ("bootstrap", "bca", "signflip")
+DEFAULT_RESAMPLES = {"bootstrap": 9999, "bca": 9999, "signflip": 100_000}
+DEFAULT_SEED = 0
+
+
+def level_key(value: Scalar) -> str:
+    """A type-aware key for a factor level (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct)."""
+    return json.dumps([type(value).__name__, value])
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Experiment(_Model):
+    """What ``collect run`` executes. Omit it for plans whose runs are imported."""
+
+    collector: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")] = Field(
+        description="Built-in collector name, e.g. 'torch.multisite', 'sim.multisite', 'sim.churn'."
+    )
+    params: dict[Identifier, JsonValue] = Field(
+        default_factory=dict,
+        description="Default run parameters; stratum factor levels and arm settings override them.",
+    )
+
+
+class Strata(_Model):
+    """Matched blocks: every arm runs once per stratum (a combination of factor levels) and replicate."""
+
+    factors: dict[Identifier, Annotated[list[Scalar], Field(min_length=1)]] = Field(
+        min_length=1, description="Factor name -> its levels; strata are all combinations."
+    )
+    replicates: int = Field(default=1, ge=1, le=10_000, description="Replicates per stratum and arm.")
+    calibration: list[dict[Identifier, Scalar]] = Field(
+        default_factory=list,
+        description="Selectors (factor -> level) of strata reserved for calibration, not for claims.",
+    )
+    held_out: list[dict[Identifier, Scalar]] = Field(
+        default_factory=list,
+        description="Selectors (factor -> level) of strata held out until the final evaluation.",
+    )
+
+    def enumerate(self) -> list[dict[str, Scalar]]:
+        """Every stratum as a factor -> level mapping, in the order the levels are written."""
+        names = list(self.factors)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.factors[n] for n in names))]
+
+    @staticmethod
+    def selects(selector: dict[str, Scalar], stratum: dict[str, Scalar]) -> bool:
+        """Whether ``stratum`` matches every factor -> level pair of ``selector``."""
+        return all(
+            name in stratum and level_key(stratum[name]) == level_key(level) for name, level in selector.items()
+        )
+
+
+class Metric(_Model):
+    """A recorded quantity: its unit, its good direction and the class of its evidence."""
+
+    unit: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(description="e.g. nats, J, FLOP.")
+    better: Literal["lower", "higher"] = Field(description="Which direction is an improvement.")
+    evidence: Evidence = Field(description="measured | modeled | prior | unmeasured | unavailable.")
+    signal: Identifier | None = Field(
+        default=None, description="Telemetry signal backing this metric (e.g. energy_counter)."
+    )
+    description: Text | None = None
+
+
+class _Invalidator(_Model):
+    id: ItemId
+    blocks: Literal["all"] | Annotated[list[ItemId], Field(min_length=1)] = Field(
+        description="'all', or the ids of the gates this invalidator refuses when it fires."
+    )
+    description: Text | None = None
+
+
+class CounterSupport(_Invalidator):
+    """Fires when any run saw fewer than ``min_updates`` updates of the signal's counter."""
+
+    kind: Literal["counter_support"]
+    signal: Identifier
+    min_updates: int = Field(ge=1)
+
+
+class SensorUpdatePeriod(_Invalidator):
+    """Fires when any run's effective sensor update period exceeds ``max_ms`` milliseconds."""
+
+    kind: Literal["sensor_update_period"]
+    signal: Identifier
+    max_ms: float = Field(gt=0)
+
+
+class LoggerCalibration(_Invalidator):
+    """Fires when any run's achieved / requested poll interval exceeds ``max_ratio``."""
+
+    kind: Literal["logger_calibration"]
+    signal: Identifier
+    max_ratio: float = Field(ge=1)
+
+
+class MetricBounds(_Invalidator):
+    """Fires on a non-finite value or a value outside [``min``, ``max``] (give at least one)."""
+
+    kind: Literal["metric_bounds"]
+    metric: Identifier
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> MetricBounds:
+        if self.min is None and self.max is None:
+            raise ValueError("metric_bounds needs 'min', 'max' or both")
+        if self.min is not None and self.max is not None and not self.min < self.max:
+            raise ValueError(f"min ({self.min:g}) must be below max ({self.max:g})")
+        return self
+
+
+class ControlsIdentical(_Invalidator):
+    """Fires unless all arms agree exactly on ``metric`` in the control strata selected by ``where``."""
+
+    kind: Literal["controls_identical"]
+    metric: Identifier
+    where: dict[Identifier, Scalar] = Field(min_length=1, description="Selector of the no-failure strata.")
+
+
+Invalidator = Annotated[
+    Union[CounterSupport, SensorUpdatePeriod, LoggerCalibration, MetricBounds, ControlsIdentical],
+    Field(discriminator="kind"),
+]
+
+
+class Gate(_Model):
+    """A paired contrast of arms on one metric, an interval method, and the frozen rule it must meet."""
+
+    id: ItemId
+    metric: Identifier
+    contrast: str = Field(
+        description="Linear 'a - b', '(a - b) - (c - d)', 'a - 0.5*b - 0.5*c' or ratio 'a / b', '(a / b) / (c / d)'."
+    )
+    method: Method
+    confidence: float = Field(gt=0.5, lt=1, description="Two-sided level; a one-sided test uses one bound of it.")
+    pass_if: str = Field(
+        description="'upper < X', 'upper <= X', 'lower > X', 'lower >= X', 'estimate < X', 'estimate > X' "
+        "or 'within [A, B]'; ratio contrasts state X on the ratio scale."
+    )
+    role: Literal["primary", "sensitivity"] = Field(
+        default="primary", description="Sensitivity gates are reported but never decide the claim."
+    )
+    group: Identifier | None = Field(default=None, description="A family of gates, e.g. 'mechanism'.")
+    resamples: int | None = Field(
+        default=None, ge=99, le=10_000_000, description="Resampling methods only (bootstrap, bca, signflip)."
+    )
+    seed: int | None = Field(default=None, ge=0, description="Resampling methods only; fixed at freeze time.")
+    description: Text | None = None
+
+    @field_validator("contrast")
+    @classmethod
+    def _canonical_contrast(cls, value: str) -> str:
+        return parse_contrast(value).text
+
+    @field_validator("pass_if")
+    @classmethod
+    def _canonical_rule(cls, value: str) -> str:
+        return parse_pass_if(value).text
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resampling_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        method = data.get("method")
+        if method in RESAMPLING_METHODS:
+            data = dict(data)
+            data.setdefault("resamples", DEFAULT_RESAMPLES[method])
+            data.setdefault("seed", DEFAULT_SEED)
+        elif isinstance(method, str):
+            for key in ("resamples", "seed"):
+                if data.get(key) is not None:
+                    raise ValueError(f"'{key}' applies only to resampling methods {RESAMPLING_METHODS}, not '{method}'")
+        return data
+
+    def parsed_contrast(self) -> Contrast:
+        """The contrast as coefficients per arm and a scale (difference | ratio)."""
+        return parse_contrast(self.contrast)
+
+    def parsed_rule(self) -> PassRule:
+        """The pass_if rule as a structured object."""
+        return parse_pass_if(self.pass_if)
+
+
+class Decision(_Model):
+    """How gate verdicts decide the claim."""
+
+    claim: Text = Field(description="The sentence the study claims when the decision is 'supported'.")
+    require: Literal["all"] = Field(
+        default="all", description="'all': every primary gate must pass (an intersection-union test)."
+    )
+    multiplicity: Literal["none", "holm", "bonferroni"] = Field(
+        default="none", description="Adjustment applied to the gates' rule p-values."
+    )
+
+
+class Predecessor(_Model):
+    """An earlier evaluation artifact of the same line of work, and what this plan changes about it."""
+
+    path: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    changes: Text
+
+
+class Plan(_Model):
+    """A preregistration in the ``prereg/v1`` format."""
+
+    schema_version: Literal["prereg/v1"] = Field(alias="schema", description="Always 'prereg/v1'.")
+    study: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=128)] = Field(
+        description="A short slug naming the study."
+    )
+    title: Text
+    hypothesis: Text
+    experiment: Experiment | None = None
+    arms: dict[Identifier, dict[Identifier, Scalar]] = Field(
+        min_length=2, description="Arm name -> its settings (overriding experiment params)."
+    )
+    strata: Strata
+    metrics: dict[Identifier, Metric] = Field(min_length=1)
+    invalidators: list[Invalidator] = Field(default_factory=list)
+    gates: list[Gate] = Field(min_length=1)
+    decision: Decision
+    scope: Text | None = Field(default=None, description="What the evidence will not cover, shown to reviewers.")
+    predecessors: list[Predecessor] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""Rendering plans, evaluations and telemetry for people (terminal, Markdown)."""
