@@ -32,11 +32,11 @@ def _check_selector(
 def _check_strata(plan: Plan, problems: list[Problem]) -> None:
     strata = plan.strata
     for factor, levels in strata.factors.items():
-        counts = Counter(level_key(v) for v in levels)
+        seen: set[str] = set()
         for i, level in enumerate(levels):
-            if counts[level_key(level)] > 1:
-                problems.append(((("strata", "factors", factor, i)), f"level {level!r} of {factor!r} is listed twice"))
-                break
+            if level_key(level) in seen:
+                problems.append((("strata", "factors", factor, i), f"level {level!r} of {factor!r} is listed twice"))
+            seen.add(level_key(level))
     for section in ("calibration", "held_out"):
         for i, selector in enumerate(getattr(strata, section)):
             if not selector:

@@ -90,7 +90,9 @@ def cmd_freeze(args: argparse.Namespace) -> int:
             )
         status, frozen_at = "already frozen (unchanged)", existing.get("frozen_at")
     else:
-        if not lock_path.parent.is_dir():
+        if args.output:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+        elif not lock_path.parent.is_dir():  # pragma: no cover - the YAML's own folder exists
             raise UserError(f"{lock_path.parent}: no such folder for the lock")
         lock = build_lock(loaded, args.file)
         write_lock(lock_path, lock)

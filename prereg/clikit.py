@@ -48,6 +48,13 @@ def emit_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False))
 
 
+def _report_failure(prog: str, message: str, exit_code: int, details: Any, as_json: bool) -> int:
+    print(f"{prog}: {message}", file=sys.stderr)
+    if as_json:
+        emit_json({"ok": False, "exit_code": exit_code, "error": message, "details": details})
+    return exit_code
+
+
 def run_main(
     prog: str,
     build_parser: Callable[[], argparse.ArgumentParser],
@@ -69,15 +76,15 @@ def run_main(
     try:
         return int(handler(args))
     except UserError as err:
-        print(f"{prog}: {err.message}", file=sys.stderr)
-        if as_json:
-            emit_json({"ok": False, "exit_code": err.exit_code, "error": err.message, "details": err.details})
-        return err.exit_code
+        return _report_failure(prog, err.message, err.exit_code, err.details, as_json)
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as err:  # a path that cannot be read or written: the user's environment, not a bug
+        where = f"{err.filename}: " if err.filename else ""
+        return _report_failure(prog, f"{where}{err.strerror or err}", EXIT_BAD_INPUT, None, as_json)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
     except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
         print(
             f"{prog}: internal error ({type(err).__name__}: {err}); please report it with the input that caused it",

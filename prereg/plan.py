@@ -136,6 +136,8 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[tuple[Any, ...], str | 
         last = i == len(loc) - 1
         if part == "[key]":
             return tuple(path), str(path[-1]) if path else None
+        if isinstance(current, dict) and part not in current and current.get("kind") == part:
+            continue  # the discriminator tag pydantic inserts for a union member
         if isinstance(current, dict) and part in current:
             path.append(part)
             current = current[part]
@@ -156,6 +158,8 @@ def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[
         kind, msg = e["type"], e["msg"]
         if kind == "extra_forbidden":
             msg = f"unknown key {path[-1]!r}" if path else "unknown key"
+            problems.append(_positioned((*path, KEY_MARK), msg, loaded, display=path))
+            continue
         elif kind == "missing":
             msg = f"missing required key {path[-1]!r}" if path else "missing required key"
         elif bad_key is not None:
