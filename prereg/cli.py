@@ -132,6 +132,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     elif report.ok:
         extra = f" and {report.yaml_checked} matches it" if report.yaml_checked else " (no YAML beside it to check)"
         print(f"{args.lock}: intact{extra}; plan sha256 {report.plan_sha256}")
+        if report.genesis_plan_sha256 != report.plan_sha256:
+            print(f"first frozen as {report.genesis_plan_sha256} (compare with the hash you published)")
         for note in report.notes:
             print(f"note: {note}")
     else:

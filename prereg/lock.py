@@ -18,8 +18,16 @@ This module owns ``*.lock.json``; nothing else parses it. A lock is a JSON objec
         toolkit_version, environment, parent_entry_sha256 (the previous entry's hash, or null)
         and entry_sha256 (SHA-256 of the entry's canonical bytes without this field)
 
+    lock_sha256      SHA-256 of the canonical bytes of everything above (set by ``write_lock``)
+
 Locks are written atomically (temporary file, fsync, rename, fsync of the folder) and made
 read-only. ``verify_lock`` re-hashes everything; nothing here trusts a stored hash.
+
+What this protects against: any edit made without re-running the toolkit (a changed margin, a
+dropped amendment, a rewritten reason) fails verification. A lock is a self-contained file, so
+someone who recomputes every hash can forge a consistent one; the defence is the *genesis* hash
+(the plan as first frozen), which ``prereg verify`` prints so it can be compared with the one
+published or committed before the data existed.
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ class VerifyReport:
 
     ok: bool
     plan_sha256: str | None
+    genesis_plan_sha256: str | None = None
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     yaml_checked: str | None = None
@@ -72,6 +81,7 @@ class VerifyReport:
         return {
             "ok": self.ok,
             "plan_sha256": self.plan_sha256,
+            "genesis_plan_sha256": self.genesis_plan_sha256,
             "differences": self.differences,
             "notes": self.notes,
             "yaml_checked": self.yaml_checked,
@@ -145,8 +155,22 @@ def build_lock(loaded: LoadedPlan, yaml_path: str | os.PathLike[str]) -> dict[st
     }
 
 
+def lock_hash(lock: dict[str, Any]) -> str:
+    """SHA-256 of the whole lock's canonical bytes, ``lock_sha256`` itself left out."""
+    return sha256_hex(canonical_bytes({k: v for k, v in lock.items() if k != "lock_sha256"}))
+
+
+def genesis_hash(lock: dict[str, Any]) -> Any:
+    """The hash of the plan as first frozen (the one to publish or register elsewhere)."""
+    amendments = lock.get("amendments")
+    if isinstance(amendments, list) and amendments and isinstance(amendments[0], dict):
+        return amendments[0].get("parent_plan_sha256")
+    return lock.get("plan_sha256")
+
+
 def write_lock(path: str | os.PathLike[str], lock: dict[str, Any]) -> None:
-    """Write ``lock`` atomically to ``path`` and make it read-only (replacing any previous version)."""
+    """Seal ``lock`` (set ``lock_sha256``), write it atomically to ``path`` and make it read-only."""
+    lock["lock_sha256"] = lock_hash(lock)
     target = Path(path)
     data = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).encode() + b"\n"
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
@@ -262,6 +286,8 @@ def verify_chain(lock: dict[str, Any]) -> list[str]:
         problems.append("missing or malformed timestamps (frozen_at / amended_at)")
     elif times != sorted(times):
         problems.append("timestamps go backwards: frozen_at and amended_at must be in order")
+    if lock.get("lock_sha256") != lock_hash(lock):
+        problems.append("the lock was edited after it was written (lock_sha256 does not match its content)")
     for key in ("yaml_sha256", "toolkit_version"):
         if not isinstance(lock.get(key), str):
             problems.append(f"'{key}' is missing")
@@ -271,7 +297,12 @@ def verify_chain(lock: dict[str, Any]) -> list[str]:
 def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> VerifyReport:
     """Verify a lock end to end, and optionally that ``yaml_plan`` still canonicalises to its plan."""
     differences = verify_chain(lock)
-    report = VerifyReport(ok=not differences, plan_sha256=lock.get("plan_sha256"), differences=differences)
+    report = VerifyReport(
+        ok=not differences,
+        plan_sha256=lock.get("plan_sha256"),
+        genesis_plan_sha256=genesis_hash(lock),
+        differences=differences,
+    )
     if yaml_plan is not None:
         report.yaml_checked = yaml_plan.source
         if yaml_plan.plan_sha256 != lock.get("plan_sha256"):
