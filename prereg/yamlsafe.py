@@ -182,8 +182,9 @@ def load_yaml(raw: bytes) -> LoadedYaml:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise YamlError(f"file is not UTF-8 text (byte {err.start})") from None
-    loader = _StrictLoader(text)
+    loader: _StrictLoader | None = None
     try:
+        loader = _StrictLoader(text)  # the reader already refuses unprintable characters here
         node = loader.get_single_node()
         if node is None:
             raise YamlError("the file is empty: a plan is a YAML mapping starting with 'schema: prereg/v1'")
@@ -202,5 +203,6 @@ def load_yaml(raw: bytes) -> LoadedYaml:
     except (ValueError, OverflowError, RecursionError) as err:
         raise YamlError(f"invalid YAML value: {err}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return LoadedYaml(data, positions)

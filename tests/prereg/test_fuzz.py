@@ -1,0 +1,112 @@
+"""Property tests: no input, however broken, produces a traceback or an internal error."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prereg.cli import main
+from prereg.plan import PlanError, parse_plan
+from tests.conftest import shared_example_path
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20),
+)
+json_like = st.recursive(
+    scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)),
+    max_leaves=20,
+)
+
+
+def accepts_or_refuses(raw: bytes) -> None:
+    try:
+        parse_plan(raw, "fuzz.yaml")
+    except PlanError as err:
+        assert err.problems and all(p.message for p in err.problems)
+        assert err.render()
+
+
+@FUZZ
+@given(st.binary(max_size=400))
+def test_random_bytes(raw):
+    accepts_or_refuses(raw)
+
+
+@FUZZ
+@given(json_like)
+def test_random_yaml_documents(doc):
+    accepts_or_refuses(yaml.safe_dump(doc).encode())
+
+
+@FUZZ
+@given(st.text(max_size=300))
+def test_random_text(text):
+    accepts_or_refuses(text.encode())
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+BASE = None
+
+
+def base_plan() -> dict:
+    global BASE
+    if BASE is None:
+        BASE = yaml.safe_load(shared_example_path("cadence-energy.yaml").read_bytes())
+    return copy.deepcopy(BASE)
+
+
+@FUZZ
+@given(st.data())
+def test_mutated_plans(data):
+    """Replace, delete or add one field anywhere in a valid plan: accepted or refused, never a crash."""
+    plan = base_plan()
+    paths = [p for p in _paths(plan) if p]
+    path = data.draw(st.sampled_from(paths))
+    parent = plan
+    for part in path[:-1]:
+        parent = parent[part]
+    action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+    if action == "replace":
+        parent[path[-1]] = data.draw(json_like)
+    elif action == "delete":
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[data.draw(st.text(max_size=8))] = data.draw(json_like)
+    else:
+        parent.append(data.draw(json_like))
+    accepts_or_refuses(yaml.safe_dump(plan).encode())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=300))
+def test_cli_validate_never_crashes(raw):
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "plan.yaml"
+        target.write_bytes(raw)
+        assert main(["validate", str(target)]) in (0, 2)
+        assert main(["verify", str(target)]) in (0, 2, 3)
+
+
+@pytest.mark.parametrize("argv", [["validate", "/"], ["verify", "/"], ["show", "/nonexistent"], ["freeze", "/"]])
+def test_cli_paths_that_are_not_files(argv, capsys):
+    assert main(argv) == 2
+    assert "Traceback" not in capsys.readouterr().err
