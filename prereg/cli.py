@@ -188,17 +188,31 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Render a lock for a reviewer (or print it as JSON)."""
     from prereg.lock import verify_lock
 
+    from prereg.lock import renderable
+
     lock = _read_lock(args.lock)
     report = verify_lock(lock)
+    if not renderable(lock):
+        if args.json:
+            emit_json({"lock": lock, "verification": report.to_json(), "sentences": None})
+        else:
+            print(f"{args.lock}: INTEGRITY FAILURE; the plan is too damaged to show", file=sys.stderr)
+            for diff in report.differences:
+                print(f"- {diff}", file=sys.stderr)
+        return EXIT_INTEGRITY
+    from prereg.plan import canonical_plan, plan_from_canonical
+
+    # Display the plan as the schema reads it (unset optional fields dropped), never raw JSON.
+    display = {**lock, "plan": canonical_plan(plan_from_canonical(lock["plan"]))}
     if args.json:
         from reports.plan_view import plan_sentences
 
-        emit_json({"lock": lock, "verification": report.to_json(), "sentences": plan_sentences(lock)})
+        emit_json({"lock": lock, "verification": report.to_json(), "sentences": plan_sentences(display)})
         return EXIT_OK if report.ok else EXIT_INTEGRITY
     from reports.plan_view import render_lock
     from reports.terminal import make_console
 
-    make_console().print(render_lock(lock, report))
+    make_console().print(render_lock(display, report))
     return EXIT_OK if report.ok else EXIT_INTEGRITY
 
 

@@ -40,9 +40,9 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from prereg._version import __version__
 from prereg.plan import (
@@ -59,6 +59,74 @@ LOCK_FORMAT = "prereg/lock/v1"
 LOCK_SUFFIX = ".lock.json"
 LEDGER_NAME = "ledger.jsonl"  # the run ledger's file name (its format is owned by collect/)
 _MAX_LOCK_BYTES = 64 << 20
+
+
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class GitIdentity(_Strict):
+    """The commit of the YAML's repository and whether its tracked files had changes."""
+
+    commit: str
+    dirty: bool | None
+
+
+class Environment(_Strict):
+    """Where a lock version was written."""
+
+    python: str
+    implementation: str
+    platform: str
+    machine: str
+    git: GitIdentity | None
+
+
+class RunsInfo(_Strict):
+    """What the runs folder named at amendment time held."""
+
+    dir: str
+    ledger_sha256: Sha256 | None
+    ledger_lines: int
+
+
+class Amendment(_Strict):
+    """One link of the amendment chain."""
+
+    version: int
+    parent_plan_sha256: Sha256
+    parent_yaml_sha256: Sha256
+    parent_plan: dict[str, Any]
+    plan_sha256: Sha256
+    yaml_sha256: Sha256
+    reason: str
+    amended_at: str
+    post_data: bool
+    runs_checked: bool
+    runs: RunsInfo | None
+    changed: list[str]
+    toolkit_version: str
+    environment: Environment
+    parent_entry_sha256: Sha256 | None
+    entry_sha256: Sha256
+
+
+class LockFile(_Strict):
+    """The structure of a ``prereg/lock/v1`` file (hashes are checked separately)."""
+
+    format: Literal["prereg/lock/v1"]
+    plan: dict[str, Any]
+    plan_sha256: Sha256
+    yaml_sha256: Sha256
+    yaml_file: str
+    frozen_at: str
+    toolkit_version: str
+    environment: Environment
+    amendments: list[Amendment]
+    lock_sha256: Sha256
 
 
 class LockError(Exception):
@@ -251,9 +319,21 @@ def _check_plan_data(plan: Any, what: str, stored_hash: Any, problems: list[str]
     return actual
 
 
+def structure_problems(lock: dict[str, Any]) -> list[str]:
+    """Fields of a lock that are missing, unknown or of the wrong type (empty when well-formed)."""
+    try:
+        LockFile.model_validate(lock)
+    except ValidationError as err:
+        return [
+            f"malformed lock: {format_path(tuple(e['loc'])) or '(top level)'}: {e['msg']}"
+            for e in err.errors(include_url=False)
+        ]
+    return []
+
+
 def verify_chain(lock: dict[str, Any]) -> list[str]:
-    """Integrity problems of a lock read by ``read_lock``: hashes, the plan itself, the chain."""
-    problems: list[str] = []
+    """Integrity problems of a lock read by ``read_lock``: structure, hashes, the plan, the chain."""
+    problems: list[str] = structure_problems(lock)[:10]
     current = _check_plan_data(lock.get("plan"), "current plan", lock.get("plan_sha256"), problems)
     amendments = lock.get("amendments")
     if not isinstance(amendments, list):
@@ -288,10 +368,18 @@ def verify_chain(lock: dict[str, Any]) -> list[str]:
         problems.append("timestamps go backwards: frozen_at and amended_at must be in order")
     if lock.get("lock_sha256") != lock_hash(lock):
         problems.append("the lock was edited after it was written (lock_sha256 does not match its content)")
-    for key in ("yaml_sha256", "toolkit_version"):
-        if not isinstance(lock.get(key), str):
-            problems.append(f"'{key}' is missing")
     return problems
+
+
+def renderable(lock: dict[str, Any]) -> bool:
+    """Whether a lock's current plan and amendment entries are well-formed enough to display."""
+    if structure_problems(lock):
+        return False
+    try:
+        plan_from_canonical(lock["plan"])
+    except ValidationError:
+        return False
+    return True
 
 
 def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> VerifyReport:

@@ -57,7 +57,9 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
             f"{_OP_WORDS[rule.op]} {_num(rule.threshold)}{unit_text}"
         )
     text += f"; method {gate['method']}"
-    if "resamples" in gate:
+    if gate["method"] == "signflip":
+        text += f" (exact up to 20 blocks, beyond that {gate['resamples']} random sign patterns, seed {gate['seed']})"
+    elif "resamples" in gate:
         text += f" ({gate['resamples']} resamples, seed {gate['seed']})"
     if gate.get("role") == "sensitivity":
         text += "; a sensitivity gate: reported, never decides the claim"
@@ -203,7 +205,8 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
                 when.append("before data (runs folder held no ledger)")
             else:
                 when.append("not checked against a runs folder", style="yellow")
-            changed = ", ".join(entry.get("changed", [])) or "-"
+            changed_paths = entry.get("changed")
+            changed = ", ".join(map(str, changed_paths)) if isinstance(changed_paths, list) else str(changed_paths)
             atable.add_row(Text(f"v{entry.get('version')}"), when, Text(f"\"{entry.get('reason')}\"\nchanged: {changed}"))
         parts.append(atable)
     return Group(*parts)

@@ -110,3 +110,43 @@ def test_cli_validate_never_crashes(raw):
 def test_cli_paths_that_are_not_files(argv, capsys):
     assert main(argv) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+LOCKS: dict = {}
+
+
+def amended_lock() -> dict:
+    """A lock with one amendment, built once through the library."""
+    if not LOCKS:
+        from prereg.lock import amend_lock, build_lock, lock_hash
+
+        raw = shared_example_path("equal-work.yaml").read_bytes()
+        first = parse_plan(raw, "equal-work.yaml")
+        second = parse_plan(raw.replace(b"upper < 0.02", b"upper < 0.03"), "equal-work.yaml")
+        lock = amend_lock(build_lock(first, "equal-work.yaml"), second, "equal-work.yaml", "pilot", None)
+        lock["lock_sha256"] = lock_hash(lock)
+        LOCKS["lock"] = lock
+    return copy.deepcopy(LOCKS["lock"])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_tampered_locks_never_crash_verify_or_show(data):
+    """Any one-field tampering of a lock: verify and show exit 3 (or 0 if harmless), never 4."""
+    import json
+
+    lock = amended_lock()
+    paths = [p for p in _paths(lock) if p]
+    path = data.draw(st.sampled_from(paths))
+    parent = lock
+    for part in path[:-1]:
+        parent = parent[part]
+    if data.draw(st.booleans()):
+        parent[path[-1]] = data.draw(json_like)
+    else:
+        del parent[path[-1]]
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "x.lock.json"
+        target.write_text(json.dumps(lock))
+        for argv in (["verify", str(target)], ["show", str(target)], ["show", "--json", str(target)]):
+            assert main(argv) in (0, 2, 3), argv
