@@ -1,0 +1,213 @@
+"""Shared pieces of the estimators: the result object, argument checks, degenerate data.
+
+Conventions used by every interval function:
+
+* ``d`` is the vector of per-block contrasts on the *analysis* scale: plain differences for
+  ``scale="difference"``, natural-log ratios for ``scale="ratio"`` (see
+  :func:`estimators.paired_contrast`).
+* ``confidence`` is two-sided; each tail gets ``alpha = (1 - confidence) / 2``. A one-sided test at
+  level ``alpha`` therefore uses the matching bound of the two-sided ``1 - 2 alpha`` interval.
+* Results are reported on the *reported* scale: ratio results are exponentiated back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+Scale = Literal["difference", "ratio"]
+SCALES: tuple[str, ...] = ("difference", "ratio")
+METHODS: tuple[str, ...] = ("t", "signflip", "wilcoxon", "bootstrap", "bca")
+
+#: relative spread below which a contrast vector counts as constant (rounding-noise level)
+CONSTANT_RTOL = 1e-12
+
+DEGENERATE_WARNING = (
+    "all block contrasts are equal (spread <= 1e-12 x their magnitude): no sampling variability "
+    "can be estimated; the interval is the single observed value and the p-value is undefined"
+)
+
+
+@dataclass(frozen=True)
+class IntervalResult:
+    """A two-sided interval for the centre of the block contrasts, on the reported scale.
+
+    ``estimate``, ``lower`` and ``upper`` are differences (scale ``difference``) or ratios
+    (scale ``ratio``: exponentiated log-scale values). ``p_value`` is two-sided, against
+    ``null`` (0 for differences, 1 for ratios), and is ``None`` when undefined (degenerate
+    data). ``attained_confidence`` is the exact coverage of a discrete method (``None`` for
+    continuous ones). ``exact`` means the reference distribution was enumerated exactly;
+    ``monte_carlo`` that it was sampled (seeded). Bounds may be infinite when the data are
+    too few for the requested confidence (stated in ``warnings``), never NaN.
+    """
+
+    estimate: float
+    lower: float
+    upper: float
+    confidence: float
+    method: str
+    n: int
+    scale: str = "difference"
+    attained_confidence: float | None = None
+    sidedness: str = "two-sided"
+    df: float | None = None
+    p_value: float | None = None
+    null: float | None = 0.0
+    degenerate: bool = False
+    exact: bool = False
+    monte_carlo: bool = False
+    warnings: tuple[str, ...] = ()
+    resamples: int | None = None
+    seed: int | None = None
+
+    def confidence_interval(self) -> tuple[float, float]:
+        """``(lower, upper)`` on the reported scale."""
+        return (self.lower, self.upper)
+
+    def analysis_scale(self) -> tuple[float, float, float]:
+        """``(estimate, lower, upper)`` on the analysis scale (natural log for ratios)."""
+        if self.scale == "ratio":
+            with np.errstate(divide="ignore"):
+                return (
+                    float(np.log(self.estimate)),
+                    float(np.log(self.lower)),
+                    float(np.log(self.upper)),
+                )
+        return (self.estimate, self.lower, self.upper)
+
+
+def check_contrasts(d: ArrayLike, min_n: int = 2) -> NDArray[np.float64]:
+    """Return ``d`` as a 1-D float64 array, refusing NaN/inf, wrong shapes and n < ``min_n``."""
+    arr = np.asarray(d, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"contrasts must be a 1-D array, got shape {arr.shape}")
+    if arr.size < min_n:
+        raise ValueError(f"need at least {min_n} block contrasts, got n = {arr.size}")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        raise ValueError(f"contrasts contain {bad} NaN or infinite value(s)")
+    return arr
+
+
+def check_confidence(confidence: float) -> float:
+    """Two-sided confidence level, strictly inside (0, 1)."""
+    try:
+        c = float(confidence)
+    except (TypeError, ValueError):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}") from None
+    if not (0.0 < c < 1.0):
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    return c
+
+
+def check_scale(scale: str) -> str:
+    """``'difference'`` or ``'ratio'``."""
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return scale
+
+
+def check_resamples(resamples: int, minimum: int = 100) -> int:
+    """A positive resample count (at least ``minimum``)."""
+    if isinstance(resamples, bool) or int(resamples) != resamples or resamples < minimum:
+        raise ValueError(f"resamples must be an integer >= {minimum}, got {resamples!r}")
+    return int(resamples)
+
+
+def tail_alpha(confidence: float) -> float:
+    """Per-tail level of a two-sided interval."""
+    return (1.0 - confidence) / 2.0
+
+
+def floor_count(x: float) -> int:
+    """``floor(x)`` tolerant of rounding just below an integer (``0.05 * 20 = 0.99999..``)."""
+    return int(math.floor(x * (1.0 + 1e-12) + 1e-12))
+
+
+def is_constant(d: NDArray[np.float64]) -> bool:
+    """True when the contrasts are equal up to rounding noise (relative spread <= 1e-12)."""
+    spread = float(np.ptp(d))
+    return spread <= CONSTANT_RTOL * float(np.max(np.abs(d)))
+
+
+def null_value(scale: str) -> float:
+    """The stated null on the reported scale: 0 (difference) or 1 (ratio)."""
+    return 1.0 if scale == "ratio" else 0.0
+
+
+def to_reported(x: float, scale: str) -> float:
+    """Analysis scale -> reported scale (``exp`` for ratios; infinities map to 0 / inf)."""
+    return float(np.exp(x)) if scale == "ratio" else float(x)
+
+
+def to_analysis(x: float, scale: str, what: str = "threshold") -> float:
+    """Reported scale -> analysis scale; a ratio threshold must be positive and finite."""
+    x = float(x)
+    if scale == "ratio":
+        if not (np.isfinite(x) and x > 0):
+            raise ValueError(f"a ratio {what} must be positive and finite, got {x!r}")
+        return float(np.log(x))
+    if not np.isfinite(x):
+        raise ValueError(f"{what} must be finite, got {x!r}")
+    return x
+
+
+def build_result(
+    *,
+    estimate: float,
+    lower: float,
+    upper: float,
+    confidence: float,
+    method: str,
+    n: int,
+    scale: str,
+    **extra: object,
+) -> IntervalResult:
+    """Make an :class:`IntervalResult` from analysis-scale values (back-transforms ratios)."""
+    return IntervalResult(
+        estimate=to_reported(estimate, scale),
+        lower=to_reported(lower, scale),
+        upper=to_reported(upper, scale),
+        confidence=confidence,
+        method=method,
+        n=n,
+        scale=scale,
+        null=null_value(scale),
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def degenerate_result(
+    d: NDArray[np.float64],
+    confidence: float,
+    method: str,
+    scale: str,
+    df: float | None = None,
+    extra_warnings: tuple[str, ...] = (),
+    **extra: object,
+) -> IntervalResult:
+    """The marked degenerate interval ``lower = upper = estimate`` for constant contrasts."""
+    value = float(np.mean(d))
+    return build_result(
+        estimate=value,
+        lower=value,
+        upper=value,
+        confidence=confidence,
+        method=method,
+        n=int(d.size),
+        scale=scale,
+        df=df,
+        p_value=None,
+        degenerate=True,
+        warnings=(DEGENERATE_WARNING, *extra_warnings),
+        **extra,
+    )
+
+
+def two_sided(p_greater: float, p_less: float) -> float:
+    """Two-sided p-value from the two one-sided ones: ``min(1, 2 min(p_greater, p_less))``."""
+    return float(min(1.0, 2.0 * min(p_greater, p_less)))

@@ -1,0 +1,69 @@
+"""Method dispatch: one entry point for every interval method and its one-sided tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._common import METHODS, IntervalResult
+from .bootstrap import bca_interval, bootstrap_interval, bootstrap_one_sided
+from .signflip import signflip_interval, signflip_one_sided
+from .tinterval import t_interval, t_one_sided
+from .wilcoxon import wilcoxon_interval, wilcoxon_one_sided
+
+
+def check_method(method: str) -> str:
+    """One of ``t``, ``signflip``, ``wilcoxon``, ``bootstrap``, ``bca``."""
+    if method not in METHODS:
+        raise ValueError(f"unknown interval method {method!r}; choose one of {METHODS}")
+    return method
+
+
+def interval(
+    method_name: str,
+    d: ArrayLike,
+    confidence: float = 0.95,
+    scale: str = "difference",
+    resamples: int = 9999,
+    seed: int | None = 0,
+) -> IntervalResult:
+    """Compute the named interval for block contrasts ``d`` (analysis scale).
+
+    ``resamples`` and ``seed`` are passed to the resampling methods (``bootstrap``, ``bca``,
+    and ``signflip`` beyond n = 20) and ignored by the others.
+    """
+    check_method(method_name)
+    if method_name == "t":
+        return t_interval(d, confidence, scale)
+    if method_name == "signflip":
+        return signflip_interval(d, confidence, scale, resamples=resamples, seed=seed)
+    if method_name == "wilcoxon":
+        return wilcoxon_interval(d, confidence, scale)
+    if method_name == "bootstrap":
+        return bootstrap_interval(d, confidence, scale, resamples=resamples, seed=seed)
+    return bca_interval(d, confidence, scale, resamples=resamples, seed=seed)
+
+
+def one_sided_p_values(
+    method_name: str,
+    d: NDArray[np.float64],
+    mu: float,
+    resamples: int = 9999,
+    seed: int | None = 0,
+) -> tuple[float, float]:
+    """``(p_greater, p_less)`` of the named method's test at null centre ``mu`` (analysis scale).
+
+    ``p_greater`` tests H0: theta <= mu (small when the data lie well above mu);
+    ``p_less`` tests H0: theta >= mu. ``d`` must be validated and non-constant.
+    """
+    check_method(method_name)
+    if method_name == "t":
+        return t_one_sided(d, mu)
+    if method_name == "signflip":
+        return signflip_one_sided(d, mu, resamples, seed)
+    if method_name == "wilcoxon":
+        return wilcoxon_one_sided(d, mu)
+    return bootstrap_one_sided(d, mu, method_name == "bca", resamples, seed)
+
+
+__all__ = ["interval", "one_sided_p_values", "check_method"]

@@ -1,0 +1,303 @@
+"""Decision helpers: pass_if rules on intervals, their p-values, multiplicity, resolution.
+
+Rules. A :class:`Rule` is a parsed ``pass_if``: ``upper < 0.02``, ``lower > -0.01``,
+``estimate <= 1.1`` or ``within [0.8, 1.25]`` (TOST: both bounds strictly inside). Thresholds
+are on the *reported* scale (ratios for ratio contrasts). A rule is evaluated on the two-sided
+interval at confidence ``c``, so a one-sided claim at level ``alpha`` uses the matching bound of
+the two-sided ``1 - 2 alpha`` interval (design: statistics conventions).
+
+Rule p-values. Each bound rule implies a shifted one-sided null, tested with the interval's
+own method at the threshold (on the analysis scale):
+
+* ``upper < u`` (or ``<=``): H0: theta >= u; p = ``p_less(u)``.
+* ``lower > l`` (or ``>=``): H0: theta <= l; p = ``p_greater(l)``.
+* ``within [l, h]``: TOST, p = ``max(p_greater(l), p_less(h))``.
+* ``estimate ...`` and the non-test directions (``upper > u``, ``lower < l``) imply no null and
+  have no p-value (ValueError).
+
+theta is the mean contrast (t, signflip, bootstrap, bca) or the pseudo-median (wilcoxon). The
+rule holds at confidence ``c`` exactly when its p-value is below ``(1 - c) / 2`` (``<`` for the
+continuous t; ``<=`` for the discrete exact methods, whose p-values sit on a lattice;
+bootstrap p-values come from inverting the bootstrap interval itself).
+
+Multiplicity. With several gates the plan states ``none``, ``holm`` or ``bonferroni``;
+:func:`adjust_p_values` applies it to the rule p-values (report raw and adjusted). A decision
+that needs *every* gate to pass (``require: all``) is an intersection-union test: the claim is
+the intersection of the gates' alternatives, so testing each at level alpha gives an overall
+level-alpha test with no multiplicity adjustment (Berger 1982). Adjustment is needed when any
+one of several gates suffices (a union of alternatives).
+
+Resolution. Each measured value is known only to within +-b (absolute, metric units). Its
+effect on a block contrast is bounded by :func:`estimators.propagate_bounds` (``sum |c_j| b_j``;
+log-scale terms ``-log(1 - b/x)`` for ratios). The effect on an interval end is bounded by
+
+* signflip, wilcoxon, bootstrap: ``max_i b_i`` -- every end is an order statistic of averages
+  of block contrasts (subset means, Walsh averages, resample means with the seeded indices
+  fixed), and each average moves by at most the largest block bound;
+* t: ``mean(b) + t_q ||b||_2 / sqrt(n (n - 1))`` -- the mean moves by at most ``mean(b)`` and
+  the standard deviation by at most ``||b||_2 / sqrt(n - 1)`` (triangle inequality);
+* bca: ``max_i b_i`` with the bias correction and acceleration held fixed (approximate).
+
+:func:`resolution_check` evaluates the rule on the extreme intervals: shifted down and up by
+that bound (for ``within``, whose two ends can move independently: widened and narrowed). If the
+outcomes differ, the instrument cannot resolve the rule (``could_change``; gates report
+``unresolvable``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from ._common import (
+    IntervalResult,
+    check_confidence,
+    check_contrasts,
+    check_scale,
+    is_constant,
+    tail_alpha,
+    to_analysis,
+    to_reported,
+)
+from .contrast import paired_contrast, propagate_bounds
+from .dispatch import check_method, interval, one_sided_p_values
+
+QUANTITIES = ("upper", "lower", "estimate", "within")
+OPS = ("<", "<=", ">", ">=")
+ADJUSTMENTS = ("none", "holm", "bonferroni")
+
+
+class DegenerateContrastWarning(UserWarning):
+    """A rule p-value was requested for constant contrasts (no variability to test)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A parsed ``pass_if`` rule; thresholds on the reported scale.
+
+    ``quantity`` is ``upper``, ``lower``, ``estimate`` (compared with ``op`` to ``threshold``)
+    or ``within`` (``low < lower`` and ``upper < high``; ``op``/``threshold`` unused).
+    """
+
+    quantity: str
+    op: str | None = None
+    threshold: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.quantity not in QUANTITIES:
+            raise ValueError(f"rule quantity must be one of {QUANTITIES}, got {self.quantity!r}")
+        if self.quantity == "within":
+            if self.low is None or self.high is None:
+                raise ValueError("a 'within' rule needs low and high")
+            if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
+                raise ValueError(f"'within' needs finite low < high, got [{self.low}, {self.high}]")
+            return
+        if self.op not in OPS:
+            raise ValueError(f"rule op must be one of {OPS}, got {self.op!r}")
+        if self.threshold is None or not math.isfinite(self.threshold):
+            raise ValueError(f"rule '{self.quantity} {self.op}' needs a finite threshold")
+
+
+def _compare(value: float, op: str, threshold: float) -> bool:
+    if op == "<":
+        return value < threshold
+    if op == "<=":
+        return value <= threshold
+    if op == ">":
+        return value > threshold
+    return value >= threshold
+
+
+def _holds(rule: Rule, estimate: float, lower: float, upper: float) -> bool:
+    """Evaluate ``rule`` on reported-scale values."""
+    if rule.quantity == "within":
+        assert rule.low is not None and rule.high is not None
+        return bool(rule.low < lower and upper < rule.high)
+    value = {"upper": upper, "lower": lower, "estimate": estimate}[rule.quantity]
+    assert rule.op is not None and rule.threshold is not None
+    return _compare(value, rule.op, rule.threshold)
+
+
+def rule_holds(rule: Rule, result: IntervalResult) -> bool:
+    """Whether ``rule`` holds on ``result`` (reported scale; a degenerate result is evaluated
+    on its single value -- check ``result.degenerate`` before calling that a pass)."""
+    return _holds(rule, result.estimate, result.lower, result.upper)
+
+
+def rule_p_value(
+    rule: Rule,
+    d: ArrayLike,
+    confidence: float = 0.95,
+    method: str = "t",
+    scale: str = "difference",
+    resamples: int = 9999,
+    seed: int | None = 0,
+) -> float:
+    """One-sided p-value of the shifted null implied by ``rule`` (see the module doc).
+
+    ``d`` are the block contrasts on the analysis scale. ``confidence`` is validated but the
+    p-value does not depend on it. For constant contrasts there is nothing to test: a
+    :class:`DegenerateContrastWarning` is issued and 0.0 / 1.0 returned according as the rule
+    holds on the single value.
+    """
+    arr = check_contrasts(d)
+    check_confidence(confidence)
+    check_scale(scale)
+    check_method(method)
+    if rule.quantity == "estimate" or (
+        rule.quantity == "upper" and rule.op in (">", ">=")
+    ) or (rule.quantity == "lower" and rule.op in ("<", "<=")):
+        raise ValueError(
+            f"rule '{rule.quantity} {rule.op} {rule.threshold}' implies no one-sided null "
+            "hypothesis, so it has no p-value"
+        )
+    if is_constant(arr):
+        v = to_reported(float(np.mean(arr)), scale)
+        holds = _holds(rule, v, v, v)
+        warnings.warn(
+            "constant block contrasts: the rule p-value is degenerate "
+            f"({0.0 if holds else 1.0}), not a test result",
+            DegenerateContrastWarning,
+            stacklevel=2,
+        )
+        return 0.0 if holds else 1.0
+
+    def p(mu: float) -> tuple[float, float]:
+        return one_sided_p_values(method, arr, mu, resamples, seed)
+
+    if rule.quantity == "within":
+        assert rule.low is not None and rule.high is not None
+        lo = to_analysis(rule.low, scale, "within low")
+        hi = to_analysis(rule.high, scale, "within high")
+        return float(max(p(lo)[0], p(hi)[1]))
+    assert rule.threshold is not None
+    mu = to_analysis(rule.threshold, scale)
+    p_greater, p_less = p(mu)
+    return float(p_less if rule.quantity == "upper" else p_greater)
+
+
+def adjust_p_values(p: ArrayLike, method: str = "holm") -> NDArray[np.float64]:
+    """Multiplicity-adjusted p-values (``none``, ``holm`` step-down, ``bonferroni``), capped
+    at 1, in the input order. Agrees with ``statsmodels.stats.multitest.multipletests``."""
+    arr = np.asarray(p, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"p-values must be a 1-D array, got shape {arr.shape}")
+    if np.any(~np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
+        raise ValueError("p-values must be finite and in [0, 1]")
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"multiplicity method must be one of {ADJUSTMENTS}, got {method!r}")
+    m = arr.size
+    if method == "none" or m == 0:
+        return arr.copy()
+    if method == "bonferroni":
+        return np.minimum(1.0, arr * m)
+    order = np.argsort(arr, kind="stable")
+    stepped = np.minimum(1.0, np.maximum.accumulate(arr[order] * (m - np.arange(m))))
+    out = np.empty(m, dtype=np.float64)
+    out[order] = stepped
+    return out
+
+
+@dataclass(frozen=True)
+class ResolutionCheck:
+    """Outcome of :func:`resolution_check`.
+
+    ``interval_bound`` is the bound on how far any interval end can move (analysis scale, log
+    for ratios); ``extremes`` are the two extreme intervals evaluated, ``(lower, upper)`` on the
+    reported scale; ``could_change`` is True when the rule's outcome differs between them.
+    """
+
+    holds: bool
+    could_change: bool
+    holds_at_extremes: tuple[bool, bool]
+    extremes: tuple[tuple[float, float], tuple[float, float]]
+    interval_bound: float
+    block_bounds: tuple[float, ...]
+    result: IntervalResult
+
+    @property
+    def resolvable(self) -> bool:
+        """True when the measurement bounds cannot change the rule's outcome."""
+        return not self.could_change
+
+
+def interval_bound(
+    method: str, block_bounds: NDArray[np.float64], confidence: float
+) -> float:
+    """Worst-case movement of an interval end given per-block contrast bounds (module doc)."""
+    b = block_bounds
+    if not np.all(np.isfinite(b)):
+        return math.inf
+    if method == "t":
+        n = b.size
+        q = float(stats.t.ppf(1.0 - tail_alpha(confidence), n - 1))
+        return float(np.mean(b) + q * np.sqrt(np.sum(b * b)) / math.sqrt(n * (n - 1)))
+    return float(np.max(b))
+
+
+def resolution_check(
+    rule: Rule,
+    d: ArrayLike,
+    block_bounds: ArrayLike,
+    confidence: float = 0.95,
+    method: str = "t",
+    scale: str = "difference",
+    resamples: int = 9999,
+    seed: int | None = 0,
+) -> ResolutionCheck:
+    """Could the rule's outcome change if every value moved anywhere within its bound?
+
+    ``block_bounds`` are per-block bounds on the contrast (analysis scale; from
+    :func:`estimators.propagate_bounds`), non-negative, ``inf`` allowed. The interval is
+    computed, each end is moved by :func:`interval_bound`, and the rule is evaluated on the
+    interval shifted down and up (``within``: widened and narrowed).
+    """
+    arr = check_contrasts(d)
+    b = np.asarray(block_bounds, dtype=np.float64)
+    if b.shape != arr.shape:
+        raise ValueError(f"block_bounds must have shape {arr.shape}, got {b.shape}")
+    if np.any(np.isnan(b)) or np.any(b < 0):
+        raise ValueError("block bounds must be non-negative (inf allowed)")
+    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
+    shift = interval_bound(method, b, res.confidence)
+    est, lo, hi = res.analysis_scale()
+    if rule.quantity == "within":
+        cands = [(est, lo - shift, hi + shift), (est, lo + shift, hi - shift)]
+    else:
+        cands = [(est - shift, lo - shift, hi - shift), (est + shift, lo + shift, hi + shift)]
+    rep = [tuple(to_reported(x, scale) for x in c) for c in cands]
+    outcomes = (_holds(rule, *rep[0]), _holds(rule, *rep[1]))
+    return ResolutionCheck(
+        holds=rule_holds(rule, res),
+        could_change=outcomes[0] != outcomes[1],
+        holds_at_extremes=outcomes,
+        extremes=((rep[0][1], rep[0][2]), (rep[1][1], rep[1][2])),
+        interval_bound=shift,
+        block_bounds=tuple(float(x) for x in b),
+        result=res,
+    )
+
+
+def resolution_check_outcomes(
+    rule: Rule,
+    outcomes: ArrayLike,
+    coefficients: ArrayLike,
+    bounds: ArrayLike,
+    confidence: float = 0.95,
+    method: str = "t",
+    scale: str = "difference",
+    resamples: int = 9999,
+    seed: int | None = 0,
+) -> ResolutionCheck:
+    """:func:`resolution_check` from the outcome matrix and each value's measurement bound
+    (absolute, metric units; broadcast like ``outcomes``)."""
+    d = paired_contrast(outcomes, coefficients, scale)
+    b = propagate_bounds(outcomes, coefficients, bounds, scale)
+    return resolution_check(rule, d, b, confidence, method, scale, resamples, seed)
