@@ -1,22 +1,90 @@
-"""The ``collect`` console script. Its subcommands arrive with the collection issues."""
+"""The ``collect`` console script: bring runs into a ledger under a frozen plan.
+
+``collect import`` works today; ``run``, ``probe`` and ``churn`` arrive with their issues.
+Exit codes: 0 ok, 2 bad input or usage, 3 the lock does not verify.
+"""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from prereg.clikit import not_yet_parser, run_main
+from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, add_not_yet, emit_json, run_main
 
 PLANNED = {
     "run": "execute a frozen plan with the built-in collectors",
-    "import": "bring runs made elsewhere into a ledger under a lock",
     "probe": "measure what a telemetry sensor can resolve",
     "churn": "checkpoint-interval table under Poisson preemption",
 }
 
 
+def load_verified_lock(path: str) -> tuple[dict[str, Any], Any]:
+    """Read a lock that verifies, and its plan model; a broken lock is an integrity failure (exit 3)."""
+    from prereg.lock import LockError, read_lock, verify_lock
+    from prereg.plan import plan_from_canonical
+
+    try:
+        lock = read_lock(path)
+    except LockError as err:
+        raise UserError(str(err)) from None
+    report = verify_lock(lock)
+    if not report.ok:
+        raise UserError(
+            f"{path} does not verify; refusing to use it:\n- " + "\n- ".join(report.differences),
+            exit_code=EXIT_INTEGRITY,
+        )
+    return lock, plan_from_canonical(lock["plan"])
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl."""
+    from collect.importer import ImportProblem, import_table
+
+    lock, plan = load_verified_lock(args.lock)
+    table = Path(args.file)
+    if not table.is_file():
+        raise UserError(f"{table}: no such file")
+    runs = Path(args.out)
+    if runs.exists() and not runs.is_dir():
+        raise UserError(f"{runs}: exists and is not a folder")
+    try:
+        records = import_table(table, plan, lock["plan_sha256"], runs)
+    except ImportProblem as err:
+        raise UserError(
+            f"{table}: nothing imported; the table does not fit the plan:\n" + "\n".join(err.errors),
+            details=err.errors,
+        ) from None
+    if args.json:
+        emit_json({"ok": True, "imported": len(records), "ledger": str(runs / "ledger.jsonl"),
+                   "prereg_sha256": lock["plan_sha256"], "run_ids": [r.run_id for r in records]})
+    else:
+        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock['plan_sha256'][:12]}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``collect`` argument parser."""
+    parser = ArgumentParser(
+        prog="collect",
+        description="Produce runs for a frozen plan, or import runs made elsewhere, into an append-only ledger.",
+        epilog="exit codes: 0 ok, 2 bad input or usage, 3 the lock does not verify, 4 internal error",
+    )
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    p = sub.add_parser("import", help="bring a CSV / JSONL / Parquet table of runs into a ledger under a lock")
+    p.add_argument("file", help="the table (.csv, .csv.gz, .jsonl, .parquet)")
+    p.add_argument("--lock", required=True, help="the frozen plan (*.lock.json)")
+    p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_import)
+    add_not_yet(sub, "collect", PLANNED)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``collect``."""
-    return run_main("collect", lambda: not_yet_parser("collect", __doc__ or "", PLANNED), argv)
+    return run_main("collect", build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -93,20 +93,23 @@ def run_main(
         return EXIT_INTERNAL
 
 
-def not_yet_parser(prog: str, description: str, planned: dict[str, str]) -> argparse.ArgumentParser:
-    """A parser for a console script whose subcommands are planned but not built yet.
+def add_not_yet(sub: Any, prog: str, planned: dict[str, str]) -> None:
+    """Add subcommands that are planned but not built yet to a subparsers object.
 
-    ``planned`` maps each subcommand to a one-line description; calling one exits 2 with a
-    "not yet available" message rather than pretending to work.
+    Calling one exits 2 with a "not yet available" message rather than pretending to work.
     """
-    parser = ArgumentParser(prog=prog, description=description)
-    sub = parser.add_subparsers(title="subcommands (not yet available in this version)", metavar="COMMAND")
     for name, text in planned.items():
-        p = sub.add_parser(name, help=f"{text} (not yet available)", add_help=True)
+        p = sub.add_parser(name, help=f"{text} (not yet available)")
         p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
         def _handler(args: argparse.Namespace, _name: str = name) -> int:
             raise UserError(f"'{prog} {_name}' is not yet available in this version of the toolkit")
 
         p.set_defaults(handler=_handler)
+
+
+def not_yet_parser(prog: str, description: str, planned: dict[str, str]) -> argparse.ArgumentParser:
+    """A parser for a console script none of whose subcommands is built yet."""
+    parser = ArgumentParser(prog=prog, description=description)
+    add_not_yet(parser.add_subparsers(title="subcommands", metavar="COMMAND"), prog, planned)
     return parser

@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, shared_example_path
-
-BIN = Path(sys.executable).parent
-
-
-def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    exe = BIN / args[0] if (BIN / args[0]).exists() else shutil.which(args[0])
-    assert exe, f"console script {args[0]} is not installed"
-    proc = subprocess.run(
-        [str(exe), *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=60,
-        env={**os.environ, **(env or {})},
-    )
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    return proc
+from tests.helpers import run
 
 
 @pytest.fixture

@@ -1,0 +1,239 @@
+"""``collect import``: bring a table of runs made elsewhere into a ledger under a frozen plan.
+
+Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson``) and Parquet
+(``.parquet``, needs pandas with pyarrow). Columns:
+
+* ``arm`` (required), one column per stratum factor (required), ``replicate`` (optional, default 0),
+  ``run_id`` (optional; default a stable id derived from the plan hash, stratum, arm and replicate),
+  ``status`` (optional, ``complete`` | ``failed``, default complete), ``seed``, ``started_at``,
+  ``finished_at`` (optional);
+* one column per metric, named as the plan names it (an empty cell: not recorded; ``nan``/``inf``
+  are kept as non-finite values for the invalidators to see);
+* (Parquet: a null in a float column reads back as NaN, i.e. a non-finite value, not a missing one)
+* telemetry columns ``<signal>.<field>`` for the plan's signals, with fields ``updates``,
+  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``.
+
+Every row is checked before anything is written: an unknown column, arm or level, a replicate
+outside the plan, a value that is not a number, a row repeated in the file or already in the
+ledger is an error naming the row, and nothing is imported. CSV cells are text, so a level matches
+when its written form matches (``1`` matches the plan level ``1``).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from collect.ledger import RunRecord, TelemetrySummary, append_records, encode_metric, read_ledger
+from prereg.schema import Plan, level_key
+
+RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
+TELEMETRY_FIELDS = set(TelemetrySummary.model_fields)
+MAX_ERRORS = 20
+
+
+class ImportProblem(ValueError):
+    """The table does not fit the plan; ``errors`` name each offending row (1-based data rows)."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """Rows of a CSV / JSONL / Parquet file as dicts (CSV cells are strings)."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".csv.gz")):
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:  # type: ignore[operator]
+            reader = csv.DictReader(fh)
+            rows = []
+            for row in reader:
+                if None in row:
+                    raise ImportProblem([f"row {reader.line_num - 1}: more cells than header columns"])
+                rows.append(dict(row))
+            return rows
+    if name.endswith((".jsonl", ".ndjson")):
+        rows = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            value = json.loads(line, parse_constant=lambda c: float(c))
+            if not isinstance(value, dict):
+                raise ImportProblem([f"row {number}: not a JSON object"])
+            rows.append(value)
+        return rows
+    if name.endswith(".parquet"):
+        try:
+            import pandas as pd
+
+            frame = pd.read_parquet(path)
+        except ImportError as err:
+            raise ImportProblem([f"reading Parquet needs pandas with pyarrow ({err})"]) from None
+        return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    raise ImportProblem([f"{path.name}: unknown table format (use .csv, .csv.gz, .jsonl or .parquet)"])
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python scalars."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _match_level(value: Any, levels: list[Any]) -> tuple[bool, Any]:
+    if value is None or value == "":
+        return False, None
+    typed = [lv for lv in levels if level_key(lv) == level_key(value)]
+    if typed:
+        return True, typed[0]
+    text = str(value).strip()
+    by_text = [lv for lv in levels if (str(lv).lower() if isinstance(lv, bool) else str(lv)) == text]
+    if len(by_text) == 1:
+        return True, by_text[0]
+    return False, None
+
+
+def _number(value: Any, what: str) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{what}: {value!r} is not a number")
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value).strip().lower()
+    special = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
+               "-infinity": -math.inf}
+    if text in special:
+        return special[text]
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{what}: {value!r} is not a number") from None
+
+
+def _integer(value: Any, what: str, default: int | None) -> int | None:
+    number = _number(value, what)
+    if number is None:
+        return default
+    if not math.isfinite(number) or number != int(number):
+        raise ValueError(f"{what}: {value!r} is not a whole number")
+    return int(number)
+
+
+def _run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
+    key = json.dumps([plan_sha256, stratum, arm, replicate], sort_keys=True)
+    return "imp-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
+    unknown = []
+    signals = {m.signal: m for m in plan.metrics.values() if m.signal}
+    for column in row:
+        if column in RESERVED or column in plan.strata.factors or column in plan.metrics:
+            continue
+        signal, _, fld = str(column).partition(".")
+        if signal in signals and fld in TELEMETRY_FIELDS:
+            continue
+        unknown.append(column)
+    if unknown:
+        raise ValueError(f"unknown column(s) {', '.join(map(repr, unknown))}")
+    arm = row.get("arm")
+    if not isinstance(arm, str) or arm.strip() not in plan.arms:
+        raise ValueError(f"arm {arm!r} is not an arm of the plan ({', '.join(plan.arms)})")
+    stratum = {}
+    for factor, levels in plan.strata.factors.items():
+        if factor not in row:
+            raise ValueError(f"missing the stratum factor column {factor!r}")
+        ok, level = _match_level(row[factor], levels)
+        if not ok:
+            raise ValueError(f"{factor} = {row[factor]!r} is not a level of the plan ({', '.join(map(str, levels))})")
+        stratum[factor] = level
+    replicate = _integer(row.get("replicate"), "replicate", 0)
+    if replicate is None or not 0 <= replicate < plan.strata.replicates:
+        raise ValueError(f"replicate {replicate} is outside the plan's 0..{plan.strata.replicates - 1}")
+    status = (str(row.get("status") or "complete")).strip()
+    if status not in ("complete", "failed"):
+        raise ValueError(f"status {status!r} must be 'complete' or 'failed'")
+    metrics = {name: encode_metric(_number(row.get(name), name)) for name in plan.metrics if name in row}
+    telemetry: dict[str, TelemetrySummary] = {}
+    for signal, metric in signals.items():
+        values = {f: row[f"{signal}.{f}"] for f in TELEMETRY_FIELDS if f"{signal}.{f}" in row}
+        if not values:
+            continue
+        summary: dict[str, Any] = {"evidence": str(values.pop("evidence", None) or metric.evidence).strip()}
+        for f, v in values.items():
+            summary[f] = _integer(v, f"{signal}.{f}", None) if f == "updates" else _number(v, f"{signal}.{f}")
+        telemetry[signal] = TelemetrySummary.model_validate(summary)
+    run_id = str(row.get("run_id") or "").strip() or _run_id(plan_sha256, stratum, arm.strip(), replicate)
+    return RunRecord.model_validate(
+        {
+            "run_id": run_id, "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm.strip(),
+            "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
+            "seed": _integer(row.get("seed"), "seed", None),
+            "started_at": (str(row["started_at"]) if row.get("started_at") not in (None, "") else None),
+            "finished_at": (str(row["finished_at"]) if row.get("finished_at") not in (None, "") else None),
+            "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
+        }
+    )
+
+
+def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path) -> list[RunRecord]:
+    """Turn every row into a record, or raise ``ImportProblem`` listing the rows that do not fit."""
+    from pydantic import ValidationError
+
+    errors: list[str] = []
+    records: list[RunRecord] = []
+    if not rows:
+        raise ImportProblem([f"{source}: the table has no rows"])
+    existing = read_ledger(runs_dir)
+    seen_ids = {r.run_id: "the ledger" for r in existing.records}
+    seen_keys: dict[str, str] = {}
+    for r in existing.records:
+        if r.status == "complete" and r.prereg_sha256 == plan_sha256:
+            seen_keys[json.dumps([r.stratum, r.arm, r.replicate], sort_keys=True)] = "the ledger"
+    for number, row in enumerate(rows, start=1):
+        try:
+            record = _row_record(row, number, plan, plan_sha256, source)
+        except (ValueError, ValidationError) as err:
+            message = str(err).splitlines()[0] if not isinstance(err, ValidationError) else _pydantic_message(err)
+            errors.append(f"row {number}: {message}")
+            continue
+        key = json.dumps([record.stratum, record.arm, record.replicate], sort_keys=True)
+        if record.status == "complete" and key in seen_keys:
+            errors.append(
+                f"row {number}: arm {record.arm} in stratum {record.stratum} replicate {record.replicate} "
+                f"is already in {seen_keys[key]}"
+            )
+        elif record.run_id in seen_ids:
+            errors.append(f"row {number}: run_id {record.run_id!r} is already in {seen_ids[record.run_id]}")
+        seen_ids.setdefault(record.run_id, f"row {number}")
+        if record.status == "complete":
+            seen_keys.setdefault(key, f"row {number}")
+        records.append(record)
+    if errors:
+        extra = [f"... and {len(errors) - MAX_ERRORS} more"] if len(errors) > MAX_ERRORS else []
+        raise ImportProblem(errors[:MAX_ERRORS] + extra)
+    return records
+
+
+def _pydantic_message(err: Any) -> str:
+    first = err.errors(include_url=False)[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+def import_table(table: Path, plan: Plan, plan_sha256: str, runs_dir: Path) -> list[RunRecord]:
+    """Validate the whole table against the plan, then append every row to the ledger."""
+    try:
+        rows = read_table(table)
+    except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError) as err:
+        raise ImportProblem([f"{table.name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
+    records = build_records(rows, plan, plan_sha256, table.name, runs_dir)
+    append_records(runs_dir, records)
+    return records
+
+
+__all__ = ["ImportProblem", "build_records", "import_table", "read_table"]

@@ -1,0 +1,57 @@
+"""Helpers shared by end-to-end tests: console scripts and synthetic run tables."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run an installed console script; never accept a traceback."""
+    exe = BIN / args[0] if (BIN / args[0]).exists() else shutil.which(args[0])
+    assert exe, f"console script {args[0]} is not installed"
+    proc = subprocess.run(
+        [str(exe), *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    return proc
+
+
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    """Write rows (dicts with the same keys) as a CSV table."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def equal_work_rows(nll_shift: float = 0.005, energy_ratio: float = 0.9, updates: int = 50) -> list[dict]:
+    """A deterministic table of runs for the shared equal-work plan (2 arms x 6 strata)."""
+    rows = []
+    jitter = [0.003, -0.002, 0.001, -0.004, 0.002, 0.0]
+    i = 0
+    for site in (0, 1, 2):
+        for seed in (101, 102):
+            base = 2.5 + jitter[i]
+            for arm in ("fixed", "adaptive"):
+                adaptive = arm == "adaptive"
+                rows.append({
+                    "arm": arm, "outage_site": site, "seed": seed,
+                    "final_nll": round(base + (nll_shift + jitter[5 - i] / 4 if adaptive else 0.0), 6),
+                    "attempted_flop": 1e15 * (0.9 if adaptive else 1.0) * (1 + jitter[i]),
+                    "ticks": 100 + i,
+                    "energy": 5000.0 * (energy_ratio if adaptive else 1.0) * (1 + jitter[(i + 2) % 6]),
+                    "energy_counter.updates": updates,
+                    "energy_counter.effective_period_ms": 100,
+                    "energy_counter.bound": 1.0,
+                })
+            i += 1
+    return rows
