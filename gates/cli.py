@@ -1,18 +1,87 @@
-"""The ``gates`` console script. ``gates evaluate`` arrives with the gates issue."""
+"""The ``gates`` console script: ``gates evaluate LOCK RUNS``.
+
+Exit codes: 0 supported, 1 not supported, 3 refused (or the lock does not verify), 2 bad input or
+usage (one clear message, never a traceback), 4 internal error.
+"""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
-from prereg.clikit import not_yet_parser, run_main
+from prereg.clikit import EXIT_BAD_INPUT, EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
-PLANNED = {"evaluate": "verdicts per gate and the decision, from a lock and a run ledger"}
+EXIT_NOT_SUPPORTED = 1
+DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "refused": EXIT_INTEGRITY}
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Evaluate every gate of a verified lock on a runs folder; write and print the report."""
+    from collect.cli import load_verified_lock
+    from collect.ledger import ledger_path, read_ledger
+    from gates.artifact import write_evaluation
+    from gates.assemble import build_evaluation
+
+    lock, plan = load_verified_lock(args.lock)
+    runs = Path(args.runs)
+    if not runs.is_dir():
+        raise UserError(f"{runs}: no such runs folder")
+    if not ledger_path(runs).is_file():
+        raise UserError(f"{runs}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
+    evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
+    out = Path(args.out) if args.out else runs / "evaluation.json"
+    write_evaluation(out, evaluation)
+    if args.markdown:
+        from reports.evaluation_view import evaluation_markdown
+
+        _write_text(Path(args.markdown), evaluation_markdown(evaluation, show_blocks=args.blocks))
+    if args.json:
+        emit_json(evaluation.model_dump(mode="json", by_alias=True))
+    else:
+        from reports.evaluation_view import render_evaluation
+        from reports.terminal import make_console
+
+        make_console().print(render_evaluation(evaluation, show_blocks=args.blocks))
+        print(f"evaluation written to {out}")
+    return DECISION_EXIT[evaluation.decision]
+
+
+def _write_text(path: Path, text: str) -> None:
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``gates`` argument parser."""
+    parser = ArgumentParser(
+        prog="gates",
+        description="Evaluate a frozen plan's gates on collected runs: paired intervals, invalidators, verdicts.",
+        epilog="exit codes: 0 supported, 1 not supported, 3 refused or broken lock, 2 bad input or usage, "
+        "4 internal error",
+    )
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    p = sub.add_parser("evaluate", help="verdict per gate and the decision from a lock and a runs folder")
+    p.add_argument("lock", help="the frozen plan (*.lock.json)")
+    p.add_argument("runs", help="the runs folder holding ledger.jsonl")
+    p.add_argument("--out", metavar="FILE", help="where to write evaluation.json (default: RUNS/evaluation.json)")
+    p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
+    p.add_argument("--blocks", action="store_true", help="include the per-block paired rows in the report")
+    p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")
+    p.set_defaults(handler=cmd_evaluate)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``gates``."""
-    return run_main("gates", lambda: not_yet_parser("gates", __doc__ or "", PLANNED), argv)
+    return run_main("gates", build_parser, argv)
 
+
+__all__ = ["main", "EXIT_BAD_INPUT"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

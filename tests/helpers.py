@@ -46,9 +46,9 @@ def equal_work_rows(nll_shift: float = 0.005, energy_ratio: float = 0.9, updates
                 rows.append({
                     "arm": arm, "outage_site": site, "seed": seed,
                     "final_nll": round(base + (nll_shift + jitter[5 - i] / 4 if adaptive else 0.0), 6),
-                    "attempted_flop": 1e15 * (0.9 if adaptive else 1.0) * (1 + jitter[i]),
+                    "attempted_flop": 1e15 * (0.9 * (1 + jitter[(i + 1) % 6]) if adaptive else 1 + jitter[i]),
                     "ticks": 100 + i,
-                    "energy": 5000.0 * (energy_ratio if adaptive else 1.0) * (1 + jitter[(i + 2) % 6]),
+                    "energy": 5000.0 * (energy_ratio * (1 + jitter[(i + 3) % 6]) if adaptive else 1 + jitter[(i + 2) % 6]),
                     "energy_counter.updates": updates,
                     "energy_counter.effective_period_ms": 100,
                     "energy_counter.bound": 1.0,

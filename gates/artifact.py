@@ -1,0 +1,241 @@
+"""The evaluation artifact (``evaluation.json``, schema ``gates/evaluation/v1``).
+
+This module owns the format: the pydantic models below are its documentation, ``write_evaluation``
+writes it atomically and ``read_evaluation`` reads it back (for ``reports show``). Every number in
+the terminal and Markdown reports comes from this file.
+
+Non-finite numbers (an interval end at infinity when too few pairs exist for the level) are
+stored as the strings ``"Infinity"`` / ``"-Infinity"`` (JSON has no infinity) and read back as
+floats by :func:`as_float`. Recorded values in the per-block rows may also be ``"NaN"`` (a
+diverged run); computed results never are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+EVALUATION_SCHEMA = "gates/evaluation/v1"
+
+Verdict = Literal["pass", "fail", "refused", "unresolvable", "vacuous"]
+Decision = Literal["supported", "not_supported", "refused"]
+Evidence = Literal["measured", "modeled", "prior", "unmeasured", "unavailable"]
+Number = Union[float, Literal["Infinity", "-Infinity"]]
+DataNumber = Union[float, Literal["Infinity", "-Infinity", "NaN"]]  # a recorded value may be NaN
+Scalar = Union[str, bool, int, float]
+
+
+def encode_number(value: float | None) -> Number | None:
+    """A float as stored: infinities become strings; NaN is refused (it must never be a result)."""
+    if value is None:
+        return None
+    if math.isnan(value):
+        raise ValueError("NaN has no place in an evaluation artifact")
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float(value)
+
+
+def encode_value(value: float | None) -> DataNumber | None:
+    """A recorded metric value as stored: like ``encode_number`` but NaN is kept as ``"NaN"``."""
+    if value is not None and math.isnan(value):
+        return "NaN"
+    return encode_number(value)
+
+
+def as_float(value: DataNumber | None) -> float | None:
+    """A stored number back as a float (``"Infinity"`` -> ``inf``, ``"NaN"`` -> nan)."""
+    if value is None:
+        return None
+    if value == "NaN":
+        return math.nan
+    if value == "Infinity":
+        return math.inf
+    if value == "-Infinity":
+        return -math.inf
+    return float(value)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Resolution(_Model):
+    """Whether the metric's measurement bounds could change the rule's outcome."""
+
+    interval_bound: Number = Field(description="How far an interval end can move (analysis scale; log for ratios).")
+    could_change: bool
+    extremes: list[list[Number]] = Field(description="The two extreme intervals checked, [lower, upper] each.")
+
+
+class GateResult(_Model):
+    """One gate's evaluation."""
+
+    id: str
+    metric: str
+    unit: str
+    contrast: str
+    scale: Literal["difference", "ratio"]
+    role: Literal["primary", "sensitivity"]
+    group: str | None = None
+    verdict: Verdict
+    estimate: Number | None = None
+    lower: Number | None = None
+    upper: Number | None = None
+    confidence: float
+    attained_confidence: float | None = None
+    method: str
+    n_pairs: int
+    rule: str = Field(description="The frozen pass_if, canonical spelling.")
+    margin: list[float] = Field(description="The rule's threshold [X], or [A, B] for within.")
+    null: float = Field(description="The null on the reported scale: 0 (difference) or 1 (ratio).")
+    p_raw: float | None = Field(default=None, description="One-sided p-value of the shifted null the rule implies.")
+    p_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
+    evidence: Evidence
+    refused_by: list[str] = Field(default_factory=list, description="Invalidator ids and data problems.")
+    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list, description="From the estimator.")
+    resolution: Resolution | None = None
+    arm_medians: dict[str, Number | None] = Field(
+        default_factory=dict, description="Median of the metric per arm over the blocks (diagnostics)."
+    )
+
+
+class InvalidatorResult(_Model):
+    """One invalidator's check."""
+
+    id: str
+    kind: str
+    fired: bool
+    observed: Number | str | None = None
+    threshold: Number | str | None = None
+    detail: str
+    blocks: list[str] = Field(description="Gate ids this invalidator refuses when it fires.")
+
+
+class BlockRow(_Model):
+    """A block (stratum x replicate): each gate's contrast value there and the arms' values."""
+
+    block: str
+    stratum: dict[str, Scalar]
+    replicate: int
+    contrasts: dict[str, Number | None] = Field(description="Gate id -> the block's contrast (reported scale).")
+    values: dict[str, dict[str, DataNumber | None]] = Field(description="Metric -> arm -> recorded value.")
+
+
+class RunAccounting(_Model):
+    """How the ledger matched the plan."""
+
+    planned: int
+    matched: int
+    missing: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    duplicate: list[str] = Field(default_factory=list)
+    unplanned: list[str] = Field(default_factory=list)
+    other_plan: list[str] = Field(default_factory=list)
+    ledger_problems: list[str] = Field(default_factory=list)
+
+
+class LedgerIdentity(_Model):
+    """Which ledger was evaluated."""
+
+    path: str
+    sha256: str | None
+    records: int
+    torn_tail: bool
+
+
+class AmendmentSummary(_Model):
+    """One amendment of the plan, as reviewers need to see it."""
+
+    version: int
+    amended_at: str
+    reason: str
+    post_data: bool
+    runs_checked: bool
+
+
+class PredecessorCheck(_Model):
+    """An earlier evaluation named by the plan, and whether its file still has the stated hash."""
+
+    path: str
+    sha256: str
+    changes: str
+    status: Literal["verified", "mismatch", "missing"]
+
+
+class GroupTally(_Model):
+    """Verdict counts of one gate group."""
+
+    total: int
+    counts: dict[str, int]
+
+
+class Evaluation(_Model):
+    """The whole artifact."""
+
+    schema_: Literal["gates/evaluation/v1"] = Field(EVALUATION_SCHEMA, alias="schema")
+    prereg_sha256: str
+    genesis_plan_sha256: str
+    study: str
+    title: str
+    claim: str
+    scope: str | None = None
+    frozen_at: str
+    amendments: list[AmendmentSummary]
+    ledger: LedgerIdentity
+    runs: RunAccounting
+    decision: Decision
+    decision_reason: str
+    multiplicity: Literal["none", "holm", "bonferroni"]
+    gates: list[GateResult]
+    groups: dict[str, GroupTally]
+    invalidators: list[InvalidatorResult]
+    blocks: list[BlockRow]
+    predecessors: list[PredecessorCheck]
+    toolkit_version: str
+    evaluated_at: str
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> None:
+    """Write the artifact atomically (temporary file, fsync, rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = evaluation.model_dump(mode="json", by_alias=True)
+    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+
+
+class EvaluationError(ValueError):
+    """A file that is not a readable ``gates/evaluation/v1`` artifact."""
+
+
+def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
+    """Read and validate an artifact; raise ``EvaluationError`` with one clear message."""
+    p = Path(path)
+    if not p.is_file():
+        raise EvaluationError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+    try:
+        data: Any = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise EvaluationError(f"{p}: not JSON ({err})") from None
+    if not isinstance(data, dict) or data.get("schema") != EVALUATION_SCHEMA:
+        raise EvaluationError(f"{p}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
+    try:
+        return Evaluation.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise EvaluationError(f"{p}: malformed evaluation artifact: {where}: {first['msg']}") from None

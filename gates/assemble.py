@@ -1,0 +1,120 @@
+"""Assembling the evaluation artifact from a verified lock and a ledger (no terminal output here)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from collect.ledger import Ledger
+from gates.artifact import (
+    AmendmentSummary,
+    BlockRow,
+    Evaluation,
+    GateResult,
+    GroupTally,
+    InvalidatorResult,
+    LedgerIdentity,
+    PredecessorCheck,
+    Resolution,
+    RunAccounting,
+    encode_number,
+    encode_value,
+)
+from gates.evaluate import GateOutcome, decide, evaluate_gates, gate_blocks
+from gates.invalidators import check_invalidators
+from gates.matching import match_ledger
+from prereg._version import __version__
+from prereg.lock import genesis_hash, utc_now
+from prereg.schema import Plan
+
+
+def _number_or_text(value: Any) -> Any:
+    return encode_number(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
+    rule = o.gate.parsed_rule()
+    r = o.result
+    margin = [rule.low, rule.high] if rule.quantity == "within" else [rule.threshold]
+    resolution = None
+    if o.resolution is not None:
+        resolution = Resolution(
+            interval_bound=encode_number(o.resolution.interval_bound),
+            could_change=o.resolution.could_change,
+            extremes=[[encode_number(x) for x in pair] for pair in o.resolution.extremes],
+        )
+    return GateResult(
+        id=o.gate.id, metric=o.gate.metric, unit=plan.metrics[o.gate.metric].unit, contrast=o.gate.contrast,
+        scale=o.scale, role=o.gate.role, group=o.gate.group, verdict=o.verdict,
+        estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
+        upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,
+        attained_confidence=r.attained_confidence if r else None, method=o.gate.method, n_pairs=o.n_pairs,
+        rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
+        p_raw=o.p_raw, p_adjusted=o.p_adjusted, evidence=o.evidence, refused_by=o.refused_by, notes=o.notes,
+        warnings=o.warnings, resolution=resolution,
+        arm_medians={k: encode_number(v) for k, v in o.arm_medians.items()},
+    )
+
+
+def _predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:
+    out = []
+    for pred in plan.predecessors:
+        path = (base / pred.path) if not Path(pred.path).is_absolute() else Path(pred.path)
+        if not path.is_file():
+            status = "missing"
+        else:
+            status = "verified" if hashlib.sha256(path.read_bytes()).hexdigest() == pred.sha256 else "mismatch"
+        out.append(PredecessorCheck(path=pred.path, sha256=pred.sha256, changes=pred.changes, status=status))
+    return out
+
+
+def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path) -> Evaluation:
+    """Match, check invalidators, evaluate gates, decide; return the artifact."""
+    match = match_ledger(plan, lock["plan_sha256"], ledger)
+    checks = check_invalidators(plan, match)
+    outcomes = evaluate_gates(plan, match, checks)
+    decision, reason = decide(outcomes)
+    groups: dict[str, GroupTally] = {}
+    for o in outcomes:
+        if o.gate.group:
+            tally = groups.setdefault(o.gate.group, GroupTally(total=0, counts={}))
+            tally.total += 1
+            tally.counts[o.verdict] = tally.counts.get(o.verdict, 0) + 1
+    blocks = []
+    gblocks = gate_blocks(match)
+    for i, block in enumerate(gblocks):
+        values = {
+            metric: {arm: encode_value(r.metric(metric)) for arm, r in block.records.items()}
+            for metric in plan.metrics
+        }
+        contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
+        blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
+                               contrasts=contrasts, values=values))
+    return Evaluation(
+        prereg_sha256=lock["plan_sha256"], genesis_plan_sha256=genesis_hash(lock), study=plan.study,
+        title=plan.title, claim=plan.decision.claim, scope=plan.scope, frozen_at=lock["frozen_at"],
+        amendments=[
+            AmendmentSummary(version=a["version"], amended_at=a["amended_at"], reason=a["reason"],
+                             post_data=a["post_data"], runs_checked=a["runs_checked"])
+            for a in lock["amendments"]
+        ],
+        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=len(ledger.records),
+                              torn_tail=ledger.torn_tail),
+        runs=RunAccounting(
+            planned=match.planned, matched=match.matched,
+            missing=[t for _, t in match.missing] + [f"{t} (calibration)" for _, t in match.missing_calibration],
+            failed=[t for _, t in match.failed], duplicate=[t for _, t in match.duplicate],
+            unplanned=[t for _, t in match.unplanned], other_plan=[t for _, t in match.other_plan],
+            ledger_problems=match.ledger_problems,
+        ),
+        decision=decision, decision_reason=reason, multiplicity=plan.decision.multiplicity,
+        gates=[_gate_result(o, plan) for o in outcomes], groups=groups,
+        invalidators=[
+            InvalidatorResult(id=c.id, kind=c.kind, fired=c.fired, observed=_number_or_text(c.observed),
+                              threshold=_number_or_text(c.threshold), detail=c.detail, blocks=c.blocks)
+            for c in checks
+        ],
+        blocks=blocks, predecessors=_predecessors(plan, lock_path.parent), toolkit_version=__version__,
+        evaluated_at=utc_now(),
+    )

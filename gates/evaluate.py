@@ -1,0 +1,235 @@
+"""Evaluating a frozen plan on a ledger: each gate's interval and verdict, then the decision.
+
+Per gate (blocks = non-calibration strata x replicates, in plan order):
+
+1. **refused** when an invalidator blocking it fired, or the runs it needs are missing,
+   duplicated, unplanned, recorded under another plan hash, lack the metric, hold a non-finite
+   value, or (ratio contrasts) a value <= 0, or fewer than 2 blocks exist. Diagnostics (arm
+   medians and, when the data allow, the interval) are still computed and marked as such.
+2. the estimator computes the paired interval (``estimators.interval``) and the rule's one-sided
+   p-value (``estimators.rule_p_value``; ``estimate`` rules have none).
+3. **vacuous** when the rule holds but could not have failed: the block contrasts are all equal
+   (e.g. every contrast is exactly zero, or the metric never varied), so the interval is a
+   single value with no sampling variability. A constant contrast that misses the rule is a fail.
+4. **unresolvable** when the metric is backed by a telemetry signal and the runs' measurement
+   ``bound`` s (metric units) could change the rule's outcome (``estimators.resolution_check``),
+   or when a run lacks the bound (the resolution cannot be shown).
+5. **pass** / **fail** from the rule on the interval; with ``multiplicity: holm|bonferroni`` a
+   primary gate passes only if its adjusted p-value also clears its level alpha = (1 - c) / 2.
+   The family is every primary gate; gates without a p-value (refused, or ``estimate`` rules)
+   enter it with p = 1, which is conservative. Sensitivity gates are never adjusted.
+
+The decision (over primary gates): ``refused`` if any is refused or unresolvable, else
+``supported`` if all pass (vacuous counts as passed, flagged), else ``not_supported``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gates.invalidators import InvalidatorCheck
+from gates.matching import Block, Match
+from prereg.schema import Gate, Plan
+
+EVIDENCE_ORDER = ["measured", "modeled", "prior", "unmeasured", "unavailable"]  # strongest first
+DISCRETE_METHODS = {"signflip", "wilcoxon"}
+
+
+@dataclass
+class GateOutcome:
+    """Everything computed for one gate (turned into the artifact's ``GateResult``)."""
+
+    gate: Gate
+    verdict: str
+    scale: str
+    evidence: str
+    refused_by: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    result: Any = None  # estimators.IntervalResult
+    p_raw: float | None = None
+    p_adjusted: float | None = None
+    n_pairs: int = 0
+    resolution: Any = None  # estimators.ResolutionCheck
+    arm_medians: dict[str, float | None] = field(default_factory=dict)
+    contrasts: list[float | None] = field(default_factory=list)  # per gate block, reported scale
+
+
+def gate_blocks(match: Match) -> list[Block]:
+    """The blocks that give pairs to gates: every non-calibration block, in plan order."""
+    return [b for b in match.blocks.values() if not b.calibration]
+
+
+def _outcome_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray, list[str]]:
+    """(blocks x contrast arms) values of the gate's metric, and data problems by name."""
+    contrast = gate.parsed_contrast()
+    problems: list[str] = []
+    values = np.full((len(blocks), len(contrast.arms)), np.nan)
+    for i, block in enumerate(blocks):
+        for j, arm in enumerate(contrast.arms):
+            record = block.records.get(arm)
+            value = record.metric(gate.metric) if record is not None else None
+            if record is not None and value is None:
+                problems.append(f"no {gate.metric} recorded for arm {arm} in {block.label} ({record.run_id})")
+            elif value is not None and not math.isfinite(value):
+                problems.append(f"non-finite {gate.metric} for arm {arm} in {block.label}")
+            elif value is not None and contrast.scale == "ratio" and value <= 0:
+                problems.append(f"{gate.metric} = {value:g} <= 0 for arm {arm} in {block.label}: no ratio")
+            if value is not None:
+                values[i, j] = value
+    return values, problems
+
+
+def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray | None, list[str]]:
+    """Measurement bounds (metric units) of the gate's values, or None when the metric has no signal."""
+    signal = plan.metrics[gate.metric].signal
+    if signal is None:
+        return None, []
+    arms = gate.parsed_contrast().arms
+    bounds = np.zeros((len(blocks), len(arms)))
+    lacking = []
+    for i, block in enumerate(blocks):
+        for j, arm in enumerate(arms):
+            summary = block.records[arm].telemetry.get(signal)
+            if summary is None or summary.bound is None:
+                lacking.append(block.records[arm].run_id)
+            else:
+                bounds[i, j] = summary.bound
+    return bounds, lacking
+
+
+def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
+    """The weakest evidence class among the metric's and its signal's telemetry."""
+    metric = plan.metrics[gate.metric]
+    classes = [metric.evidence]
+    if metric.signal:
+        for block in blocks:
+            for record in block.records.values():
+                summary = record.telemetry.get(metric.signal)
+                if summary is not None:
+                    classes.append(summary.evidence)
+    return max(classes, key=EVIDENCE_ORDER.index)
+
+
+def _estimator_rule(gate: Gate) -> Any:
+    from estimators import Rule
+
+    return Rule(**asdict(gate.parsed_rule()))
+
+
+def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
+    """Compute one gate (before multiplicity); see the module doc for the verdict order."""
+    import estimators as est
+
+    contrast = gate.parsed_contrast()
+    blocks = gate_blocks(match)
+    outcome = GateOutcome(gate, "refused", contrast.scale, _evidence(gate, plan, blocks))
+    outcome.refused_by = list(fired) + match.arm_problems(set(contrast.arms))
+    values, data_problems = _outcome_matrix(gate, plan, blocks)
+    outcome.refused_by += data_problems
+    for j, arm in enumerate(contrast.arms):
+        column = values[:, j][np.isfinite(values[:, j])]
+        outcome.arm_medians[arm] = float(np.median(column)) if column.size else None
+    complete_rows = np.all(np.isfinite(values), axis=1)
+    if contrast.scale == "ratio":
+        complete_rows &= np.all(values > 0, axis=1)
+    coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
+    outcome.contrasts = [None] * len(blocks)
+    n_complete = int(complete_rows.sum())
+    if n_complete < 2:
+        outcome.refused_by.append(f"only {n_complete} complete block(s): a paired interval needs 2 or more")
+        return outcome
+    d = est.paired_contrast(values[complete_rows], coefs, contrast.scale)
+    for i, value in zip(np.flatnonzero(complete_rows), d):
+        outcome.contrasts[i] = float(np.exp(value) if contrast.scale == "ratio" else value)
+    outcome.n_pairs = n_complete
+    rule = _estimator_rule(gate)
+    resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcome.result = est.interval(gate.method, d, gate.confidence, contrast.scale, resamples=resamples, seed=seed)
+        if rule.quantity != "estimate":
+            outcome.p_raw = est.rule_p_value(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
+    outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
+    if outcome.refused_by:
+        outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
+        return outcome
+    holds = est.rule_holds(rule, outcome.result)
+    if outcome.result.degenerate:
+        outcome.verdict = "vacuous" if holds else "fail"
+        outcome.notes.append(
+            "every block's contrast is the same value: no variability, so the rule "
+            + ("could not have failed" if holds else "fails on that single value")
+        )
+        return outcome
+    bounds, lacking = _bounds_matrix(gate, plan, blocks)
+    if bounds is not None:
+        signal = plan.metrics[gate.metric].signal
+        if lacking:
+            outcome.verdict = "unresolvable"
+            outcome.notes.append(f"no measurement bound of {signal} in run(s) {', '.join(lacking[:3])}")
+            return outcome
+        outcome.resolution = est.resolution_check_outcomes(
+            rule, values[complete_rows], coefs, bounds[complete_rows], gate.confidence, gate.method,
+            contrast.scale, resamples, seed,
+        )
+        if outcome.resolution.could_change:
+            outcome.verdict = "unresolvable"
+            outcome.notes.append(
+                f"the {signal} measurement bounds could move the interval by "
+                f"{outcome.resolution.interval_bound:.3g} (analysis scale), enough to change the rule's outcome"
+            )
+            return outcome
+    outcome.verdict = "pass" if holds else "fail"
+    return outcome
+
+
+def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
+    """Adjust primary gates' rule p-values and demote passes that do not survive (module doc)."""
+    from estimators import adjust_p_values
+
+    primary = [o for o in outcomes if o.gate.role == "primary"]
+    if not primary:
+        return
+    family = np.array([o.p_raw if o.p_raw is not None else 1.0 for o in primary])
+    adjusted = adjust_p_values(family, method)
+    for o, p_adj in zip(primary, adjusted):
+        if o.p_raw is None:
+            continue
+        o.p_adjusted = float(p_adj)
+        if method == "none" or o.verdict != "pass":
+            continue
+        alpha = (1 - o.gate.confidence) / 2
+        clears = p_adj <= alpha if o.gate.method in DISCRETE_METHODS else p_adj < alpha
+        if not clears:
+            o.verdict = "fail"
+            o.notes.append(f"passes on its own (p = {o.p_raw:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
+
+
+def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:
+    """The decision over primary gates and a one-line reason."""
+    primary = [o for o in outcomes if o.gate.role == "primary"]
+    blocked = [o for o in primary if o.verdict in ("refused", "unresolvable")]
+    if blocked:
+        return "refused", "; ".join(f"gate {o.gate.id} is {o.verdict}" for o in blocked)
+    failed = [o for o in primary if o.verdict == "fail"]
+    if failed:
+        return "not_supported", "; ".join(f"gate {o.gate.id} failed" for o in failed)
+    vacuous = sum(o.verdict == "vacuous" for o in primary)
+    extra = f" ({vacuous} vacuous: could not have failed)" if vacuous else ""
+    return "supported", f"all {len(primary)} primary gates passed{extra}"
+
+
+def evaluate_gates(plan: Plan, match: Match, checks: list[InvalidatorCheck]) -> list[GateOutcome]:
+    """Every gate's outcome, multiplicity applied."""
+    outcomes = []
+    for gate in plan.gates:
+        fired = [c.id for c in checks if c.fired and gate.id in c.blocks]
+        outcomes.append(evaluate_gate(gate, plan, match, fired))
+    apply_multiplicity(outcomes, plan.decision.multiplicity)
+    return outcomes

@@ -1,0 +1,141 @@
+"""Matching a run ledger to a frozen plan: every (stratum, arm, replicate) exactly once.
+
+Calibration strata (``strata.calibration``) are matched and checked by invalidators but give no
+pairs to the gates, so a missing calibration run refuses nothing (it is still listed).
+
+A *cell* is one planned run: a stratum (a combination of factor levels), an arm and a replicate.
+A *block* is a stratum and a replicate: the unit inside which arms are paired. Records that are
+complete, under the plan's hash, and name a planned cell fill it; everything else is accounted for
+by name: missing cells, failed runs, duplicates, unplanned runs and runs recorded under another
+plan hash. Problems touch the arms they name, and gates are refused for the arms they use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from collect.ledger import Ledger, RunRecord
+from prereg.schema import Plan, Strata, level_key
+
+BlockKey = tuple[tuple[str, ...], int]
+
+
+def stratum_key(plan: Plan, stratum: dict[str, Any]) -> tuple[str, ...] | None:
+    """A hashable key for a stratum of ``plan`` (None if it names other factors or levels)."""
+    if set(stratum) != set(plan.strata.factors):
+        return None
+    key = []
+    for factor, levels in plan.strata.factors.items():
+        value = stratum[factor]
+        if level_key(value) not in {level_key(v) for v in levels}:
+            return None
+        key.append(level_key(value))
+    return tuple(key)
+
+
+def stratum_label(stratum: dict[str, Any]) -> str:
+    """``outage_site=0, seed=101``."""
+    return ", ".join(f"{k}={v}" for k, v in stratum.items())
+
+
+def block_label(stratum: dict[str, Any], replicate: int) -> str:
+    """``outage_site=0, seed=101 #0``."""
+    return f"{stratum_label(stratum)} #{replicate}"
+
+
+@dataclass
+class Block:
+    """A stratum x replicate, with the records of its arms (one per arm when complete)."""
+
+    stratum: dict[str, Any]
+    replicate: int
+    calibration: bool
+    records: dict[str, RunRecord] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Human-readable block name."""
+        return block_label(self.stratum, self.replicate)
+
+
+@dataclass
+class Match:
+    """The ledger laid onto the plan's blocks, and every problem found, by name."""
+
+    blocks: dict[BlockKey, Block]
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (arm, description)
+    missing_calibration: list[tuple[str, str]] = field(default_factory=list)  # never refuses a gate
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    duplicate: list[tuple[str, str]] = field(default_factory=list)
+    unplanned: list[tuple[str, str]] = field(default_factory=list)
+    other_plan: list[tuple[str, str]] = field(default_factory=list)
+    ledger_problems: list[str] = field(default_factory=list)
+    n_arms: int = 0
+
+    @property
+    def planned(self) -> int:
+        """Number of planned cells (blocks x arms)."""
+        return len(self.blocks) * self.n_arms
+
+    @property
+    def matched(self) -> int:
+        """Number of planned cells filled by a valid record."""
+        return sum(len(b.records) for b in self.blocks.values())
+
+    def arm_problems(self, arms: set[str]) -> list[str]:
+        """Every problem touching any of ``arms``, as refusal reasons."""
+        out = []
+        # Failed runs are listed in the accounting but refuse nothing by themselves: a failed
+        # run whose cell was later completed is a retry; one whose cell stayed empty is missing.
+        for kind, items in (
+            ("missing run", self.missing),
+            ("duplicate run", self.duplicate),
+            ("unplanned run", self.unplanned),
+            ("run under another plan hash", self.other_plan),
+        ):
+            out.extend(f"{kind}: {text}" for arm, text in items if arm in arms)
+        return out
+
+    def records(self) -> list[RunRecord]:
+        """Every matched record (calibration blocks included)."""
+        return [r for b in self.blocks.values() for r in b.records.values()]
+
+
+def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
+    """Lay ``ledger`` onto ``plan``; see the module doc."""
+    blocks: dict[BlockKey, Block] = {}
+    for stratum in plan.strata.enumerate():
+        skey = stratum_key(plan, stratum)
+        assert skey is not None
+        calibration = any(Strata.selects(sel, stratum) for sel in plan.strata.calibration)
+        for replicate in range(plan.strata.replicates):
+            blocks[(skey, replicate)] = Block(stratum, replicate, calibration)
+    match = Match(blocks, n_arms=len(plan.arms))
+    match.ledger_problems = [f"ledger line {p.line}: {p.message}" for p in ledger.problems]
+    for record in ledger.records:
+        where = f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
+        if record.prereg_sha256 != plan_sha256:
+            match.other_plan.append((record.arm, f"{where} was recorded under plan {record.prereg_sha256[:12]}"))
+            continue
+        skey = stratum_key(plan, record.stratum)
+        if record.arm not in plan.arms or skey is None or (skey, record.replicate) not in blocks:
+            match.unplanned.append((record.arm, f"{where} is not a cell of the plan"))
+            continue
+        if record.status != "complete":
+            match.failed.append((record.arm, f"{where} has status {record.status}"))
+            continue
+        block = blocks[(skey, record.replicate)]
+        if record.arm in block.records:
+            first = block.records[record.arm].run_id
+            match.duplicate.append((record.arm, f"{where} repeats {first}"))
+            continue
+        block.records[record.arm] = record
+    # A duplicated cell is ambiguous (which run is the real one?): it is listed in ``duplicate``,
+    # and gates using that arm are refused through ``arm_problems``.
+    for block in blocks.values():
+        for arm in plan.arms:
+            if arm not in block.records:
+                target = match.missing_calibration if block.calibration else match.missing
+                target.append((arm, f"arm {arm} in {block.label}"))
+    return match
