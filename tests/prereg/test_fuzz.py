@@ -64,6 +64,23 @@ def _paths(value, prefix=()):
             yield from _paths(v, (*prefix, i))
 
 
+def mutate_one_field(data, document, actions: list[str]) -> None:
+    """Replace, delete or add (one of ``actions``) a field at a random path of ``document``."""
+    path = data.draw(st.sampled_from([p for p in _paths(document) if p]))
+    parent = document
+    for part in path[:-1]:
+        parent = parent[part]
+    action = data.draw(st.sampled_from(actions))
+    if action == "replace":
+        parent[path[-1]] = data.draw(json_like)
+    elif action == "delete":
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[data.draw(st.text(max_size=8))] = data.draw(json_like)
+    else:
+        parent.append(data.draw(json_like))
+
+
 BASE = None
 
 
@@ -79,20 +96,7 @@ def base_plan() -> dict:
 def test_mutated_plans(data):
     """Replace, delete or add one field anywhere in a valid plan: accepted or refused, never a crash."""
     plan = base_plan()
-    paths = [p for p in _paths(plan) if p]
-    path = data.draw(st.sampled_from(paths))
-    parent = plan
-    for part in path[:-1]:
-        parent = parent[part]
-    action = data.draw(st.sampled_from(["replace", "delete", "add"]))
-    if action == "replace":
-        parent[path[-1]] = data.draw(json_like)
-    elif action == "delete":
-        del parent[path[-1]]
-    elif isinstance(parent, dict):
-        parent[data.draw(st.text(max_size=8))] = data.draw(json_like)
-    else:
-        parent.append(data.draw(json_like))
+    mutate_one_field(data, plan, ["replace", "delete", "add"])
     accepts_or_refuses(yaml.safe_dump(plan).encode())
 
 
@@ -136,15 +140,7 @@ def test_tampered_locks_never_crash_verify_or_show(data):
     import json
 
     lock = amended_lock()
-    paths = [p for p in _paths(lock) if p]
-    path = data.draw(st.sampled_from(paths))
-    parent = lock
-    for part in path[:-1]:
-        parent = parent[part]
-    if data.draw(st.booleans()):
-        parent[path[-1]] = data.draw(json_like)
-    else:
-        del parent[path[-1]]
+    mutate_one_field(data, lock, ["replace", "delete"])
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "x.lock.json"
         target.write_text(json.dumps(lock))
