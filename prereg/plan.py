@@ -166,6 +166,8 @@ def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[
             msg = f"invalid name {bad_key!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
             problems.append(_positioned((*path, KEY_MARK), msg, loaded, display=path))
             continue
+        elif kind == "string_type" and isinstance(e.get("input"), (int, float, bool)):
+            msg = f"{msg} (YAML read {e['input']!r} as a {type(e['input']).__name__}; put the value in quotes)"
         elif kind == "string_pattern_mismatch":
             msg = f"{e['input']!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
         elif kind in ("value_error", "assertion_error") and msg.startswith("Value error, "):

@@ -148,3 +148,19 @@ def test_decision_rules():
     assert decide([_outcome("a", 0.01), _outcome("v", None, "vacuous")])[0] == "supported"
     assert decide([_outcome("a", 0.01, "fail"), _outcome("u", None, "unresolvable")])[0] == "refused"
     assert decide([_outcome("a", 0.01), _outcome("s", 0.5, "refused", "sensitivity")])[0] == "supported"
+
+
+def test_predecessors_are_checked(tmp_path):
+    earlier = tmp_path / "pilot-evaluation.json"
+    earlier.write_text('{"pilot": true}\n')
+    import hashlib
+
+    digest = hashlib.sha256(earlier.read_bytes()).hexdigest()
+    preds = (
+        f"predecessors:\n  - {{path: pilot-evaluation.json, sha256: {digest}, changes: tighter margin}}\n"
+        f"  - {{path: gone.json, sha256: '{'0' * 64}', changes: none}}\n"
+        f"  - {{path: pilot-evaluation.json, sha256: {'1' * 64}, changes: wrong hash}}\n"
+    ).encode()
+    lock = freeze(tmp_path, FEATURES + preds)
+    _, data = evaluate(lock, imported(tmp_path, lock, feature_rows()))
+    assert [p["status"] for p in data["predecessors"]] == ["verified", "missing", "mismatch"]

@@ -239,6 +239,7 @@ def test_predecessors_and_scope(equal_work_bytes):
     plan = parse_plan(good).plan
     assert plan.scope == "Three sites only." and plan.predecessors[0].changes == "tighter margin"
     one_problem(good.replace(b"ab" * 32, b"AB" * 32), "predecessors[0].sha256", "64 lowercase hexadecimal")
+    one_problem(good.replace(b"ab" * 32, b"12" * 32), "predecessors[0].sha256", "put the value in quotes")
 
 
 def test_many_problems_reported_together(equal_work_bytes):
