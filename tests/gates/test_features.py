@@ -159,7 +159,7 @@ def test_predecessors_are_checked(tmp_path):
     preds = (
         f"predecessors:\n  - {{path: pilot-evaluation.json, sha256: {digest}, changes: tighter margin}}\n"
         f"  - {{path: gone.json, sha256: '{'0' * 64}', changes: none}}\n"
-        f"  - {{path: pilot-evaluation.json, sha256: {'1' * 64}, changes: wrong hash}}\n"
+        f"  - {{path: pilot-evaluation.json, sha256: '{'1' * 64}', changes: wrong hash}}\n"
     ).encode()
     lock = freeze(tmp_path, FEATURES + preds)
     _, data = evaluate(lock, imported(tmp_path, lock, feature_rows()))
