@@ -1,17 +1,95 @@
-"""The ``reports`` console script. ``reports show`` arrives with the gates issue."""
+"""The ``reports`` console script: the reviewer's report of an evaluation.
+
+``reports show EVALUATION_JSON`` prints the report (plain when not a terminal or NO_COLOR is
+set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writes it as
+GitHub-flavoured Markdown (``-`` prints the Markdown instead of the terminal report), ``--json``
+prints the artifact itself. Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact
+(or bad usage), 4 internal error.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from prereg.clikit import not_yet_parser, run_main
+from prereg.clikit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
-PLANNED = {"show": "reprint the reviewer's report from an evaluation.json"}
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it and ``os.replace``."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder, not a file to write")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UserError(f"{parent}: no such folder")
+    tmp = parent / f".{path.name}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print an evaluation for a reviewer (and write Markdown, or print the artifact as JSON)."""
+    from gates.artifact import EvaluationError, read_evaluation
+
+    if args.json and args.markdown == "-":
+        raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
+
+    try:
+        ev = read_evaluation(args.evaluation)
+    except EvaluationError as err:
+        raise UserError(str(err)) from None
+    if args.json:
+        emit_json(ev.model_dump(mode="json", by_alias=True))
+    markdown = None
+    if args.markdown is not None:
+        from reports.evaluation_markdown import evaluation_markdown
+
+        markdown = evaluation_markdown(ev, show_blocks=args.blocks)
+        if args.markdown == "-":
+            sys.stdout.write(markdown)
+        else:
+            write_text_atomically(Path(args.markdown), markdown)
+            print(f"reports: wrote Markdown to {args.markdown}", file=sys.stderr)
+    if not args.json and args.markdown != "-":
+        from reports.evaluation_view import render_evaluation
+        from reports.terminal import make_console
+
+        make_console().print(render_evaluation(ev, show_blocks=args.blocks))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``reports`` argument parser."""
+    parser = ArgumentParser(
+        prog="reports",
+        description="Render evaluations for people: the reviewer's report in the terminal or as Markdown.",
+        epilog="exit codes: 0 shown, 2 bad input or usage (a missing or malformed artifact), 4 internal error",
+    )
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    p = sub.add_parser("show", help="the reviewer's report of an evaluation.json (gates evaluate writes it)")
+    p.add_argument("evaluation", metavar="EVALUATION_JSON", help="the artifact (schema gates/evaluation/v1)")
+    p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically); '-' prints it "
+                        "on stdout instead of the terminal report")
+    p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
+    p.set_defaults(handler=cmd_show)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reports``."""
-    return run_main("reports", lambda: not_yet_parser("reports", __doc__ or "", PLANNED), argv)
+    return run_main("reports", build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,177 @@
+"""The reviewer's report of an evaluation as GitHub-flavoured Markdown (papers, pull requests).
+
+Same content as the terminal report (``reports.evaluation_view``): header, decision sentence,
+gate tables, forest bars in a ``text`` code block, invalidators, sensitivity, diagnostics,
+notes, predecessors and (optionally) the per-block rows. User text is escaped so it renders as
+written: Markdown punctuation is backslash-escaped, ``|`` in table cells becomes ``\\|`` and
+line breaks inside a cell become ``<br>``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from reports import evaluation_text as et
+from reports.forest import LEGEND
+
+if TYPE_CHECKING:
+    from gates.artifact import Evaluation
+
+MD_BAR_WIDTH = 44
+GATE_COLUMNS = ["verdict", "gate", "metric, evidence", "contrast", "estimate", "interval", "rule",
+                "method, n", "p", "group"]
+_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~])")
+
+
+def md_escape(text: str) -> str:
+    """User text made literal in Markdown (inline and in table cells)."""
+    return _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def md_code(text: str) -> str:
+    """A code span that survives a table cell (a '|' inside is escaped, as GFM requires)."""
+    return "`" + str(text).replace("`", "'").replace("|", "\\|") + "`"
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GFM table; cells must already be escaped (see ``md_escape``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(c if c else " " for c in row) + " |" for row in rows]
+    return lines
+
+
+def _verdict_md(word: str) -> str:
+    return f"**{word}**"
+
+
+def _gate_rows(ev: Evaluation, views: list[et.GateView]) -> list[list[str]]:
+    rows = []
+    for v in views:
+        if v.is_evidence:
+            estimate, interval = md_escape(v.estimate), md_escape(v.interval)
+        else:
+            estimate, interval = "see Diagnostics, not evidence", md_escape(v.meaning)
+        rows.append([
+            _verdict_md(v.word), md_code(v.id), md_escape(f"{v.metric}, {v.evidence}"), md_escape(v.contrast),
+            estimate, interval, md_escape(v.rule), md_escape(v.test), md_escape(v.p or "none") if v.is_evidence else "see Diagnostics",
+            md_escape(v.group or "-"),
+        ])
+    return rows
+
+
+def _forest_block(views: list[et.GateView]) -> list[str]:
+    if not views:
+        return []
+    width = max(len(v.id) for v in views)
+    lines = ["", md_escape(f"Forest bars, each gate on its own axis ({LEGEND}):"), "", "```text"]
+    for v in views:
+        lo, bar, hi = v.bar
+        lines.append(f"{v.id:<{width}}  {v.word:<12} {lo:>9} {bar} {hi}")
+    lines.append("```")
+    return lines
+
+
+def _header(ev: Evaluation) -> list[str]:
+    lines = [f"# Evaluation: {md_escape(ev.study)}", "", f"**{md_escape(ev.title)}**", ""]
+    lines.append(f"- Plan: {md_escape(et.plan_text(ev))}")
+    if not ev.amendments:
+        lines.append("- Amended: never (the plan as first frozen)")
+    for a in ev.amendments:
+        flag = et.amendment_flag(a)
+        flag = f"**{flag}**" if a.post_data else flag
+        lines.append(f"- Amended: v{a.version} {md_escape(a.amended_at)}: {flag} (\"{md_escape(a.reason)}\")")
+    lines.append(f"- Ledger: {md_escape(et.ledger_text(ev))}")
+    run_lines = et.run_lines(ev.runs, limit=None)
+    lines.append(f"- Runs: {md_escape(run_lines[0])}")
+    lines += [f"  - {md_escape(line)}" for line in run_lines[1:]]
+    lines.append(f"- Evaluated {md_escape(ev.evaluated_at)} with toolkit {md_escape(ev.toolkit_version)}; "
+                 f"multiplicity {ev.multiplicity}")
+    return lines
+
+
+def _decision(ev: Evaluation) -> list[str]:
+    word, rest = et.decision_sentence(ev)
+    lines = ["", "## Decision", "", f"**{word}**{md_escape(rest)}"]
+    modeled = et.modeled_note(ev)
+    if modeled:
+        lines += ["", md_escape(modeled)]
+    lines += ["", md_escape(et.scope_text(ev))]
+    return lines
+
+
+def _invalidators(ev: Evaluation) -> list[str]:
+    rows = et.invalidator_rows(ev)
+    lines = ["", "## Invalidators", ""]
+    if not rows:
+        return lines + ["none in the plan"]
+    return lines + md_table(
+        ["status", "invalidator", "kind", "observed", "threshold", "refuses", "detail"],
+        [[f"**{r['status']}**" if r["status"] == "FIRED" else r["status"], md_code(r["id"]), md_escape(r["kind"]),
+          md_escape(r["observed"]), md_escape(r["threshold"]), md_escape(r["blocks"]), md_escape(r["detail"])]
+         for r in rows],
+    )
+
+
+def _diagnostics(ev: Evaluation) -> list[str]:
+    gates = et.diagnostic_gates(ev)
+    if not gates:
+        return []
+    views = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in gates]
+    lines = ["", "## Diagnostics, not evidence (refused or unresolvable gates)", ""]
+    lines += md_table(
+        ["verdict", "gate", "role", "metric, evidence", "why", "arm medians", "estimate (diagnostic)",
+         "interval (diagnostic)", "test (diagnostic)"],
+        [[_verdict_md(v.word), md_code(v.id), v.role, md_escape(f"{v.metric}, {v.evidence}"),
+          md_escape("; ".join(v.refused_by + ([v.resolution] if v.resolution else [])) or v.meaning),
+          md_escape(v.arm_medians), md_escape(v.estimate), md_escape(v.interval),
+          md_escape("; ".join(x for x in (v.test, v.p) if x))] for v in views],
+    )
+    return lines + _forest_block(views)
+
+
+def _notes(ev: Evaluation) -> list[str]:
+    lines = et.note_lines(ev)
+    if not lines:
+        return []
+    return ["", "## Notes and estimator warnings", ""] + [f"- {md_escape(line)}" for line in lines]
+
+
+def _predecessors(ev: Evaluation) -> list[str]:
+    rows = et.predecessor_lines(ev)
+    if not rows:
+        return ["", "Predecessors: none"]
+    return ["", "## Predecessors", ""] + [f"- **{status}** {md_escape(line)}" for status, line in rows]
+
+
+def _blocks(ev: Evaluation) -> list[str]:
+    rows = et.block_rows(ev)
+    lines = ["", "## Blocks (paired rows)", ""]
+    if not rows:
+        return lines + ["no paired rows recorded"]
+    return lines + md_table(
+        ["block", "replicate", "contrast per gate", "arms' values"],
+        [[md_escape(r["block"]), r["replicate"],
+          "<br>".join(f"{md_code(g)}: {md_escape(val)}" for g, val in r["contrasts"]) or "-",
+          "<br>".join(f"{md_escape(m)}: {md_escape(vals)}" for m, vals in r["values"]) or "-"] for r in rows],
+    )
+
+
+def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
+    """The whole report as GitHub-flavoured Markdown (ends with a newline)."""
+    lines = _header(ev) + _decision(ev)
+    primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
+    lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
+    lines += md_table(GATE_COLUMNS, _gate_rows(ev, primary)) + _forest_block(primary)
+    groups = et.group_lines(ev)
+    if groups:
+        lines += ["", "Groups: " + "; ".join(md_escape(g) for g in groups)]
+    lines += _invalidators(ev)
+    sensitivity = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.sensitivity_gates(ev)]
+    if sensitivity:
+        lines += ["", "## Sensitivity (reported, never decides)", ""]
+        lines += md_table(GATE_COLUMNS, _gate_rows(ev, sensitivity)) + _forest_block(sensitivity)
+    lines += _diagnostics(ev) + _notes(ev) + _predecessors(ev)
+    if show_blocks:
+        lines += _blocks(ev)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,396 @@
+"""The words and numbers of an evaluation report, as plain data shared by terminal and Markdown.
+
+Nothing here draws: every function turns part of an ``Evaluation`` (``gates.artifact``) into
+strings. Words carry every meaning (verdicts, decisions, evidence classes, post-data amendments);
+the renderers may add colour, never replace a word with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gates.artifact import as_float
+from reports.forest import forest_axis, forest_bar
+
+if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
+    from gates.artifact import AmendmentSummary, Evaluation, GateResult, RunAccounting
+
+VERDICT_WORDS = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "refused": "REFUSED",
+    "unresolvable": "UNRESOLVABLE",
+    "vacuous": "VACUOUS",
+}
+VERDICT_MEANINGS = {
+    "pass": "the frozen rule holds on the interval",
+    "fail": "valid data; the frozen rule does not hold",
+    "refused": "no claim either way",
+    "unresolvable": "the instrument cannot resolve the margin",
+    "vacuous": "passed as written, but could not have failed",
+}
+DECISION_WORDS = {"supported": "SUPPORTED", "not_supported": "NOT SUPPORTED", "refused": "REFUSED"}
+EVIDENCE_WORDS = {
+    "measured": "measured",
+    "modeled": "modeled (simulator)",
+    "prior": "prior (assumed)",
+    "unmeasured": "unmeasured",
+    "unavailable": "unavailable (no sensor)",
+}
+PREDECESSOR_WORDS = {"verified": "VERIFIED", "mismatch": "HASH MISMATCH", "missing": "MISSING"}
+EVIDENCE_VERDICTS = ("pass", "fail", "vacuous")  # verdicts whose numbers are evidence
+EM_DASH = "\u2014"
+
+
+def fmt_num(value: Any) -> str:
+    """A number for people: 4 significant digits, whole numbers up to 1e9, infinities as +-inf."""
+    x = as_float(value)
+    if x is None:
+        return "n/a"
+    if math.isinf(x):
+        return "+inf" if x > 0 else "-inf"
+    if x != 0 and 1e4 <= abs(x) < 1e9:
+        return f"{x:.0f}"
+    text = f"{x:.4g}"
+    return "0" if text == "-0" else text
+
+
+def fmt_pct(value: float) -> str:
+    """A confidence level as a percentage (0.9 -> '90%', 0.975 -> '97.5%')."""
+    return f"{100 * value:.4g}%"
+
+
+def fmt_p(value: float) -> str:
+    """A p-value (tiny ones as '< 0.0001')."""
+    return "< 0.0001" if value < 1e-4 else f"{value:.2g}"
+
+
+def with_unit(value: Any, gate: GateResult) -> str:
+    """A value of ``gate``'s contrast with its unit: ratios as '0.91x', differences as '0.004 nats'."""
+    text = fmt_num(value)
+    x = as_float(value)
+    if x is None:
+        return text
+    if gate.scale == "ratio":
+        return text if math.isinf(x) else f"{text}x"
+    return f"{text} {gate.unit}".rstrip()
+
+
+def interval_text(gate: GateResult) -> str:
+    """'90% CI [-0.001, 0.009] nats' or '90% CI [0.85x, +infx]' (ratio ends carry the 'x')."""
+    if gate.lower is None or gate.upper is None:
+        return f"{fmt_pct(gate.confidence)} CI: none"
+    if gate.scale == "ratio":
+        return f"{fmt_pct(gate.confidence)} CI [{with_unit(gate.lower, gate)}, {with_unit(gate.upper, gate)}]"
+    return f"{fmt_pct(gate.confidence)} CI [{fmt_num(gate.lower)}, {fmt_num(gate.upper)}] {gate.unit}".rstrip()
+
+
+def rule_text(gate: GateResult) -> str:
+    """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 1 (ratio)')."""
+    return f"{gate.rule} (ratio)" if gate.scale == "ratio" else f"{gate.rule} {gate.unit}".rstrip()
+
+
+def contrast_text(gate: GateResult) -> str:
+    """What the gate compares ('adaptive - fixed of final_nll' / 'ratio adaptive / fixed of energy')."""
+    prefix = "ratio " if gate.scale == "ratio" else ""
+    return f"{prefix}{gate.contrast} of {gate.metric}"
+
+
+def p_text(gate: GateResult, multiplicity: str) -> str:
+    """'p = 0.003; holm-adjusted 0.006', or '' when the rule has no p-value."""
+    parts = []
+    if gate.p_raw is not None:
+        parts.append(f"p = {fmt_p(gate.p_raw)}")
+    if gate.p_adjusted is not None and multiplicity != "none":
+        parts.append(f"{multiplicity}-adjusted {fmt_p(gate.p_adjusted)}")
+    return "; ".join(parts)
+
+
+def method_text(gate: GateResult) -> str:
+    """'t, n = 6' plus the attained confidence of exact discrete methods."""
+    text = f"{gate.method}, n = {gate.n_pairs}"
+    if gate.attained_confidence is not None:
+        text += f", attained {fmt_pct(gate.attained_confidence)}"
+    return text
+
+
+def refusal_text(entry: str, invalidator_ids: set[str]) -> str:
+    """One ``refused_by`` entry in words (a bare invalidator id becomes 'invalidator X fired')."""
+    return f"invalidator {entry} fired" if entry in invalidator_ids else entry
+
+
+def resolution_text(gate: GateResult) -> str:
+    """The measurement-resolution check in words, or '' when none was made."""
+    r = gate.resolution
+    if r is None:
+        return ""
+    change = "could change the rule's outcome" if r.could_change else "cannot change the rule's outcome"
+    ends = "; ".join(f"[{fmt_num(a)}, {fmt_num(b)}]" for a, b, *_ in r.extremes)
+    return (
+        f"measurement bounds move interval ends by up to {fmt_num(r.interval_bound)} (analysis scale) "
+        f"and {change}" + (f"; extreme intervals {ends}" if ends else "")
+    )
+
+
+def arm_medians_text(gate: GateResult) -> str:
+    """'fixed 2.5 nats, adaptive 2.51 nats' (medians over the blocks, metric units)."""
+    if not gate.arm_medians:
+        return "none recorded"
+    return ", ".join(f"{arm} {fmt_num(v)}" + ("" if v is None else f" {gate.unit}") for arm, v in gate.arm_medians.items())
+
+
+def bar_for(gate: GateResult, width: int) -> tuple[str, str, str]:
+    """(left axis label, forest bar, right axis label) for one gate."""
+    lower, upper, est = as_float(gate.lower), as_float(gate.upper), as_float(gate.estimate)
+    log = gate.scale == "ratio"
+    marks = list(gate.margin)
+    bar = forest_bar(lower, upper, est, marks, gate.null, width, log=log)
+    lo, hi = forest_axis(lower, upper, est, marks, gate.null, log=log)
+    unit = "x" if log else f" {gate.unit}"
+    return fmt_num(lo) + ("x" if log else ""), bar, fmt_num(hi) + unit
+
+
+@dataclass
+class GateView:
+    """Everything a renderer prints about one gate, as strings."""
+
+    id: str
+    verdict: str
+    word: str
+    meaning: str
+    role: str
+    group: str | None
+    metric: str
+    evidence: str
+    contrast: str
+    estimate: str
+    interval: str
+    rule: str
+    test: str
+    p: str
+    refused_by: list[str]
+    notes: list[str]
+    warnings: list[str]
+    arm_medians: str
+    resolution: str
+    bar: tuple[str, str, str]
+    is_evidence: bool = field(default=True)
+
+
+def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView:
+    """The strings of one gate."""
+    ids = {i.id for i in ev.invalidators}
+    return GateView(
+        id=gate.id,
+        verdict=gate.verdict,
+        word=VERDICT_WORDS[gate.verdict],
+        meaning=VERDICT_MEANINGS[gate.verdict],
+        role=gate.role,
+        group=gate.group,
+        metric=gate.metric,
+        evidence=EVIDENCE_WORDS[gate.evidence],
+        contrast=contrast_text(gate),
+        estimate=with_unit(gate.estimate, gate),
+        interval=interval_text(gate),
+        rule=rule_text(gate),
+        test=method_text(gate),
+        p=p_text(gate, ev.multiplicity),
+        refused_by=[refusal_text(r, ids) for r in gate.refused_by],
+        notes=list(gate.notes),
+        warnings=list(gate.warnings),
+        arm_medians=arm_medians_text(gate),
+        resolution=resolution_text(gate),
+        bar=bar_for(gate, bar_width),
+        is_evidence=gate.verdict in EVIDENCE_VERDICTS,
+    )
+
+
+def primary_gates(ev: Evaluation) -> list[GateResult]:
+    return [g for g in ev.gates if g.role == "primary"]
+
+
+def sensitivity_gates(ev: Evaluation) -> list[GateResult]:
+    return [g for g in ev.gates if g.role == "sensitivity"]
+
+
+def diagnostic_gates(ev: Evaluation) -> list[GateResult]:
+    """Refused or unresolvable gates (primary first): their numbers are diagnostics, not evidence."""
+    return [g for g in primary_gates(ev) + sensitivity_gates(ev) if g.verdict in ("refused", "unresolvable")]
+
+
+def _gate_list(ids: list[str]) -> str:
+    return ("gate " if len(ids) == 1 else "gates ") + ", ".join(ids)
+
+
+def decision_explanation(ev: Evaluation) -> str:
+    """Why the decision is what it is, in one clause built from the primary gates' verdicts."""
+    primary = primary_gates(ev)
+    ids = {i.id for i in ev.invalidators}
+    n = len(primary)
+    if ev.decision == "refused":
+        parts = []
+        for g in primary:
+            if g.verdict == "refused":
+                why = "; ".join(refusal_text(r, ids) for r in g.refused_by) or "no reason recorded"
+                parts.append(f"gate {g.id} was refused ({why})")
+            elif g.verdict == "unresolvable":
+                parts.append(f"gate {g.id} is unresolvable (the instrument cannot resolve its margin)")
+        if not parts:
+            return f"no claim either way: {ev.decision_reason}"
+        return "no claim either way, because " + "; ".join(parts)
+    if ev.decision == "not_supported":
+        failed = [g.id for g in primary if g.verdict == "fail"]
+        if not failed:
+            return ev.decision_reason
+        passed = sum(g.verdict in ("pass", "vacuous") for g in primary)
+        return f"{_gate_list(failed)} failed ({passed} of {n} primary gates passed)"
+    if any(g.verdict not in ("pass", "vacuous") for g in primary):  # an inconsistent artifact: say what it says
+        return ev.decision_reason
+    vacuous = sum(g.verdict == "vacuous" for g in primary)
+    extra = f" ({vacuous} vacuous: could not have failed)" if vacuous else ""
+    return f"all {n} primary gates passed{extra}"
+
+
+def modeled_note(ev: Evaluation) -> str:
+    """A sentence saying the claim rests on weaker-than-measured evidence, or ''."""
+    classes = sorted({g.evidence for g in primary_gates(ev) if g.evidence != "measured"})
+    if not classes:
+        return ""
+    return "Evidence: this claim rests on " + ", ".join(EVIDENCE_WORDS[c] for c in classes) + " numbers, not measured ones only."
+
+
+def decision_sentence(ev: Evaluation) -> tuple[str, str]:
+    """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
+    rest = f': "{ev.claim}" {EM_DASH} {decision_explanation(ev)}'
+    return DECISION_WORDS[ev.decision], rest.rstrip(".") + "."
+
+
+def scope_text(ev: Evaluation) -> str:
+    """The plan's scope line (or that it stated none)."""
+    scope = " ".join(ev.scope.split()) if ev.scope else "none stated in the plan"
+    return f"Scope (not covered by this evidence): {scope}"
+
+
+def amendment_flag(a: AmendmentSummary) -> str:
+    """Whether data already existed when the plan was amended, in words."""
+    if a.post_data:
+        return "POST-DATA AMENDMENT: runs already existed"
+    if a.runs_checked:
+        return "before data (no runs existed)"
+    return "not checked against the runs"
+
+
+def short(sha: str | None) -> str:
+    return sha[:12] if sha else "none"
+
+
+def name_list(names: list[str], limit: int | None) -> str:
+    shown = names if limit is None else names[:limit]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more (reports show --json lists all)" if more else "")
+
+
+RUN_PROBLEMS = ("missing", "failed", "duplicate", "unplanned", "other_plan", "ledger_problems")
+RUN_PROBLEM_WORDS = {
+    "missing": "missing",
+    "failed": "failed",
+    "duplicate": "duplicate",
+    "unplanned": "unplanned",
+    "other_plan": "under another plan",
+    "ledger_problems": "ledger problems",
+}
+
+
+def run_lines(runs: RunAccounting, limit: int | None = 10) -> list[str]:
+    """'24 planned, 23 matched' and one line per kind of problem, naming the runs."""
+    lines = [f"{runs.planned} planned, {runs.matched} matched"]
+    for key in RUN_PROBLEMS:
+        names = getattr(runs, key)
+        if names:
+            lines.append(f"{RUN_PROBLEM_WORDS[key]} ({len(names)}): {name_list(names, limit)}")
+    return lines
+
+
+def ledger_text(ev: Evaluation) -> str:
+    led = ev.ledger
+    text = f"{led.path}, sha256 {short(led.sha256)}, {led.records} records"
+    if led.torn_tail:
+        text += "; TORN TAIL: the last line was incomplete and ignored"
+    return text
+
+
+def plan_text(ev: Evaluation) -> str:
+    text = f"sha256 {short(ev.prereg_sha256)}, frozen {ev.frozen_at}"
+    if ev.genesis_plan_sha256 != ev.prereg_sha256:
+        text += f" (first frozen as {short(ev.genesis_plan_sha256)})"
+    return text
+
+
+def group_lines(ev: Evaluation) -> list[str]:
+    """'mechanism 3/3 passed, 1 vacuous' per group (vacuous counts as passed, and is named)."""
+    lines = []
+    for name, tally in ev.groups.items():
+        counts = tally.counts
+        passed = counts.get("pass", 0) + counts.get("vacuous", 0)
+        extra = [f"{counts[v]} {w}" for v, w in (
+            ("vacuous", "vacuous"), ("fail", "failed"), ("refused", "refused"), ("unresolvable", "unresolvable"),
+        ) if counts.get(v)]
+        lines.append(f"{name} {passed}/{tally.total} passed" + "".join(f", {x}" for x in extra))
+    return lines
+
+
+def _observed(value: Any) -> str:
+    """An invalidator's observed value or threshold: a number, or words as recorded."""
+    if isinstance(value, str) and value not in ("Infinity", "-Infinity"):
+        return value
+    return fmt_num(value)
+
+
+def invalidator_rows(ev: Evaluation) -> list[dict[str, str]]:
+    """Per invalidator: status word, observed vs threshold, what it blocks, detail."""
+    rows = []
+    for inv in ev.invalidators:
+        rows.append({
+            "id": inv.id,
+            "kind": inv.kind,
+            "status": "FIRED" if inv.fired else "not fired",
+            "observed": _observed(inv.observed),
+            "threshold": _observed(inv.threshold),
+            "blocks": ", ".join(inv.blocks) if inv.blocks else "no gate",
+            "detail": inv.detail,
+        })
+    return rows
+
+
+def note_lines(ev: Evaluation) -> list[str]:
+    """Every gate note and estimator warning, each prefixed by its gate."""
+    lines = []
+    for g in ev.gates:
+        lines += [f"{g.id}: {n}" for n in g.notes]
+        lines += [f"{g.id}: estimator warning: {w}" for w in g.warnings]
+    return lines
+
+
+def predecessor_lines(ev: Evaluation) -> list[tuple[str, str]]:
+    """(status word, 'path (sha256 abc...): changes') per predecessor."""
+    return [
+        (PREDECESSOR_WORDS[p.status], f"{p.path} (sha256 {short(p.sha256)}): {' '.join(p.changes.split())}")
+        for p in ev.predecessors
+    ]
+
+
+def block_rows(ev: Evaluation) -> list[dict[str, Any]]:
+    """Per block: label, each gate's contrast with units, each metric's arm values."""
+    gates = {g.id: g for g in ev.gates}
+    rows = []
+    for b in ev.blocks:
+        contrasts = [
+            (gid, with_unit(v, gates[gid]) if gid in gates else fmt_num(v)) for gid, v in b.contrasts.items()
+        ]
+        values = [
+            (metric, ", ".join(f"{arm} {fmt_num(v)}" for arm, v in arms.items())) for metric, arms in b.values.items()
+        ]
+        rows.append({"block": b.block, "replicate": str(b.replicate), "contrasts": contrasts, "values": values})
+    return rows
