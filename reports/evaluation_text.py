@@ -102,7 +102,8 @@ def p_text(gate: GateResult, multiplicity: str) -> str:
     """'p = 0.003; holm-adjusted 0.006', or '' when the rule has no p-value."""
     parts = []
     if gate.p_raw is not None:
-        parts.append(f"p = {fmt_p(gate.p_raw)}")
+        p = fmt_p(gate.p_raw)
+        parts.append(f"p {p}" if p.startswith("<") else f"p = {p}")
     if gate.p_adjusted is not None and multiplicity != "none":
         parts.append(f"{multiplicity}-adjusted {fmt_p(gate.p_adjusted)}")
     return "; ".join(parts)
