@@ -20,6 +20,8 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from prereg.fileio import atomic_write
+
 EVALUATION_SCHEMA = "gates/evaluation/v1"
 
 Verdict = Literal["pass", "fail", "refused", "unresolvable", "vacuous"]
@@ -210,12 +212,7 @@ def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> No
     target.parent.mkdir(parents=True, exist_ok=True)
     data = evaluation.model_dump(mode="json", by_alias=True)
     text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    atomic_write(target, text.encode())
 
 
 class EvaluationError(ValueError):

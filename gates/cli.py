@@ -35,7 +35,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.markdown:
         from reports.evaluation_view import evaluation_markdown
 
-        _write_text(Path(args.markdown), evaluation_markdown(evaluation, show_blocks=args.blocks))
+        from reports.cli import write_text_atomically
+
+        write_text_atomically(Path(args.markdown), evaluation_markdown(evaluation, show_blocks=args.blocks))
     if args.json:
         emit_json(evaluation.model_dump(mode="json", by_alias=True))
     else:
@@ -45,15 +47,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks))
         print(f"evaluation written to {out}")
     return DECISION_EXIT[evaluation.decision]
-
-
-def _write_text(path: Path, text: str) -> None:
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def build_parser() -> argparse.ArgumentParser:

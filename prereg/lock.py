@@ -45,6 +45,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from prereg._version import __version__
+from prereg.fileio import atomic_write
 from prereg.plan import (
     LoadedPlan,
     canonical_bytes,
@@ -239,25 +240,8 @@ def genesis_hash(lock: dict[str, Any]) -> Any:
 def write_lock(path: str | os.PathLike[str], lock: dict[str, Any]) -> None:
     """Seal ``lock`` (set ``lock_sha256``), write it atomically to ``path`` and make it read-only."""
     lock["lock_sha256"] = lock_hash(lock)
-    target = Path(path)
     data = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).encode() + b"\n"
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(path, data, read_only=True)
 
 
 def _reject_constant(name: str) -> Any:

@@ -10,31 +10,22 @@ prints the artifact itself. Exit codes: 0 shown, 2 a missing, non-JSON or malfor
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from prereg.clikit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.fileio import atomic_write
 
 
 def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file beside it and ``os.replace``."""
+    """Write ``text`` to ``path`` atomically (``prereg.fileio.atomic_write``), with clear errors."""
     if path.is_dir():
         raise UserError(f"{path}: is a folder, not a file to write")
     parent = path.parent
     if not parent.is_dir():
         raise UserError(f"{parent}: no such folder")
-    tmp = parent / f".{path.name}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    atomic_write(path, text.encode("utf-8"))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
