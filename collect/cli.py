@@ -15,7 +15,6 @@ from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, ad
 
 PLANNED = {
     "run": "execute a frozen plan with the built-in collectors",
-    "probe": "measure what a telemetry sensor can resolve",
     "churn": "checkpoint-interval table under Poisson preemption",
 }
 
@@ -64,6 +63,37 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Poll a sensor and say, per signal, what it can resolve."""
+    from collect.telemetry.base import SensorError, open_sensor
+    from collect.telemetry.probe import probe_json, probe_sentence, probe_trace
+    from collect.telemetry.recorder import Recorder
+
+    if not (args.poll_ms > 0 and args.seconds > 0 and args.window_s > 0):
+        raise UserError("--poll-ms, --seconds and --window-s must be positive")
+    try:
+        sensor = open_sensor(args.sensor)
+    except SensorError as err:
+        raise UserError(f"cannot open sensor {args.sensor!r}: {err}") from None
+    with sensor:
+        wanted = list(args.signal) if args.signal else list(sensor.signals())
+        try:
+            readable = [s for s in wanted if s not in sensor.unavailable]
+            recorder = Recorder(sensor, readable, args.poll_ms, spec=args.sensor)
+        except KeyError as err:
+            raise UserError(str(err).strip('"')) from None
+        with recorder, recorder.phase("probe"):
+            recorder.advance(args.seconds * 1000)
+        unavailable = {s: r for s, r in sensor.unavailable.items() if s in wanted}
+        probes = probe_trace(recorder.trace(), unavailable, args.window_s)
+    if args.json:
+        emit_json(probe_json(probes, args.sensor, args.seconds))
+    else:
+        for p in probes:
+            print(probe_sentence(p))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``collect`` argument parser."""
     parser = ArgumentParser(
@@ -78,6 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_import)
+    p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
+    p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")
+    p.add_argument("--poll-ms", type=float, default=20.0, help="requested poll interval, ms (default 20)")
+    p.add_argument("--seconds", type=float, default=5.0, help="how long to poll (default 5)")
+    p.add_argument("--window-s", type=float, default=1.0, help="window for the resolvable-energy figure (default 1)")
+    p.add_argument("--signal", action="append", help="a signal to probe (repeatable; default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_probe)
     add_not_yet(sub, "collect", PLANNED)
     return parser
 

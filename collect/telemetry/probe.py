@@ -1,0 +1,101 @@
+"""``collect probe``: what a meter can and cannot resolve, before an energy margin is preregistered.
+
+The resolution sentence: the energy of a window is uncertain at each end by about one update
+period's worth of energy at the observed power (the counter moved somewhere inside the last
+update interval), plus one quantum each end. Two windows of ``window_s`` can therefore be told
+apart only when their energies differ by more than about ``2 * P * T_update + 2 * q``; that figure
+is ``resolvable_j`` (and as a share of the window's energy, ``resolvable_fraction``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from collect.telemetry.analysis import achieved_poll, update_period
+from collect.telemetry.trace import Trace
+
+POWER_SIGNALS = ("power_average", "power_usage", "power_instant", "power_samples")
+
+
+@dataclass(frozen=True)
+class SignalProbe:
+    """What one signal delivered during the probe."""
+
+    signal: str
+    unit: str
+    status: str  # "ok" or the reason it is unavailable
+    evidence: str
+    requested_poll_ms: float
+    achieved_poll_ms: float | None
+    achieved_poll_p95_ms: float | None
+    effective_period_ms: float | None
+    driver_period_ms: float | None
+    updates: int
+    observed_power_w: float | None
+    window_s: float
+    resolvable_j: float | None
+    resolvable_fraction: float | None
+
+
+def observed_power_w(trace: Trace) -> float | None:
+    """Mean power over the probe: from the energy counter if present, else the power readings."""
+    rows = trace.rows("energy_counter")
+    if rows["value"].size >= 2 and rows["t_after_ns"][-1] > rows["t_after_ns"][0]:
+        dv = rows["value"][-1] - rows["value"][0]
+        if dv > 0:
+            return float(dv / 1000.0 / ((rows["t_after_ns"][-1] - rows["t_after_ns"][0]) / 1e9))
+    for signal in POWER_SIGNALS:
+        values = trace.rows(signal)["value"]
+        if values.size:
+            return float(np.mean(values))
+    return None
+
+
+def probe_trace(trace: Trace, unavailable: dict[str, str], window_s: float = 1.0) -> list[SignalProbe]:
+    """Per-signal probe results for a recorded trace."""
+    power = observed_power_w(trace)
+    med, p95 = achieved_poll(trace)
+    out = []
+    for name, info in trace.signals.items():
+        if name not in set(trace.signal) and name not in unavailable:
+            continue
+        if name in unavailable:
+            out.append(SignalProbe(name, info.unit, unavailable[name], "unavailable", trace.requested_poll_ms,
+                                   med, p95, None, None, 0, power, window_s, None, None))
+            continue
+        period = update_period(trace, name)
+        resolvable = fraction = None
+        if power is not None and period.effective_period_ms is not None and info.unit in ("mJ", "W"):
+            quantum_j = 0.002 if info.kind == "counter" else 0.0
+            resolvable = 2 * power * period.effective_period_ms / 1000.0 + quantum_j
+            fraction = resolvable / (power * window_s) if power > 0 else None
+        out.append(SignalProbe(
+            name, info.unit, "ok", trace.evidence if info.evidence != "unavailable" else "unavailable",
+            trace.requested_poll_ms, med, p95, period.effective_period_ms, period.driver_period_ms,
+            period.updates, power, window_s, resolvable, fraction,
+        ))
+    return out
+
+
+def probe_json(probes: list[SignalProbe], sensor: str, seconds: float) -> dict[str, Any]:
+    """The ``--json`` object: ``signals.<name>.<field>``."""
+    return {"sensor": sensor, "seconds": seconds, "signals": {p.signal: asdict(p) for p in probes}}
+
+
+def probe_sentence(p: SignalProbe) -> str:
+    """The sentence a researcher needs before preregistering an energy margin."""
+    if p.status != "ok":
+        return f"{p.signal}: unavailable ({p.status}); it cannot back any claim"
+    achieved = f"{p.achieved_poll_ms:.3g} ms" if p.achieved_poll_ms is not None else "n/a"
+    period = f"{p.effective_period_ms:.4g} ms" if p.effective_period_ms is not None else "no updates seen"
+    text = (f"{p.signal}: polled every {achieved} (asked {p.requested_poll_ms:g} ms); the value changed "
+            f"{p.updates} times, every {period}")
+    if p.driver_period_ms is not None:
+        text += f" (driver timestamps: every {p.driver_period_ms:.4g} ms)"
+    if p.resolvable_j is not None and p.observed_power_w is not None:
+        text += (f". Over a {p.window_s:g} s window at {p.observed_power_w:.4g} W it resolves energy differences "
+                 f"of about {p.resolvable_j:.3g} J or more ({100 * (p.resolvable_fraction or 0):.2g}% of the window)")
+    return text + "."

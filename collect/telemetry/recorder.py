@@ -1,0 +1,147 @@
+"""The recorder: poll a sensor at a requested interval, keep every poll, mark phases.
+
+    rec = Recorder(open_sensor("sim:clock=real"), ["energy_counter"], poll_ms=20)
+    with rec:                                  # starts the background poller
+        with rec.phase("compute"):
+            train_a_while()
+        with rec.phase("checkpoint"):
+            save()
+    trace = rec.trace()                        # every poll, phases, requested/achieved intervals
+
+On a real clock a daemon thread polls: it appends each reading to a list (no I/O, no locks on the
+training thread's path) and sleeps until the next deadline; a late poll is taken at once and the
+schedule is not caught up with bursts. On a *virtual* clock (``sim:clock=virtual``) nothing runs in
+the background: :meth:`advance` lets simulated time pass and polls at every deadline inside it,
+so tests are deterministic and instant. Phases call the sensor's ``set_phase`` hook when it has
+one (the simulator draws that phase's load); a real GPU ignores it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from collect.telemetry.base import Reading, Sensor
+from collect.telemetry.trace import Phase, Trace
+
+_MS = 1_000_000
+
+
+class Recorder:
+    """See the module doc. ``poll_ms`` is the requested poll interval in milliseconds."""
+
+    def __init__(self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "") -> None:
+        if not poll_ms > 0:
+            raise ValueError("poll_ms must be > 0")
+        known = sensor.signals()
+        unknown = [s for s in signals if s not in known]
+        if unknown:
+            raise KeyError(f"unknown signal(s) {unknown}; this sensor has {sorted(known)}")
+        self.sensor = sensor
+        self.signals = list(signals)
+        self.poll_ms = float(poll_ms)
+        self.spec = spec
+        self.virtual = bool(getattr(sensor, "virtual", False))
+        self._readings: list[Reading] = []
+        self._poll_ns: list[int] = []
+        self._phases: list[Phase] = []
+        self._depth = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._next_ns = 0
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> Recorder:
+        """Begin polling (a background thread on a real clock; the first poll happens now)."""
+        self._next_ns = self.sensor.now_ns()
+        if self.virtual:
+            self._poll_once()
+            return self
+        self._thread = threading.Thread(target=self._loop, name="telemetry-recorder", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop polling (joins the thread)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> Recorder:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _poll_once(self) -> None:
+        self._poll_ns.append(self.sensor.now_ns())
+        self._readings.extend(self.sensor.read(self.signals))
+        self._next_ns += int(self.poll_ms * _MS)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._poll_once()
+            now = self.sensor.now_ns()
+            if self._next_ns <= now:  # late: poll again at once, but do not burst to catch up
+                self._next_ns = now
+                continue
+            self._stop.wait((self._next_ns - now) / 1e9)
+
+    # --- time and phases -------------------------------------------------------------------------
+    def advance(self, ms: float) -> None:
+        """Let ``ms`` pass: on a virtual clock, step through it polling at every deadline."""
+        if not self.virtual:
+            time.sleep(ms / 1e3)
+            return
+        end = self.sensor.now_ns() + int(ms * _MS)
+        while self._next_ns <= end:
+            now = self.sensor.now_ns()
+            if self._next_ns > now:
+                self.sensor.advance(self._next_ns - now)  # type: ignore[attr-defined]
+            self._poll_once()
+        now = self.sensor.now_ns()
+        if end > now:
+            self.sensor.advance(end - now)  # type: ignore[attr-defined]
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[Phase]:
+        """Mark a phase (nestable); the sensor's ``set_phase`` hook is told on entry and exit."""
+        hook = getattr(self.sensor, "set_phase", None)
+        mark = Phase(name, self.sensor.now_ns(), -1, self._depth)
+        self._phases.append(mark)
+        self._depth += 1
+        if hook:
+            hook(name)
+        try:
+            yield mark
+        finally:
+            mark.end_ns = self.sensor.now_ns()
+            self._depth -= 1
+            if hook:
+                hook(self._open_phase_name() or "idle")
+
+    def _open_phase_name(self) -> str | None:
+        open_phases = [p for p in self._phases if p.end_ns < 0]
+        return open_phases[-1].name if open_phases else None
+
+    # --- results ---------------------------------------------------------------------------------
+    def trace(self) -> Trace:
+        """Everything recorded so far (call after :meth:`stop` for a complete trace)."""
+        return Trace.from_readings(
+            list(self._readings), self.sensor.signals(), self.poll_ms, list(self._poll_ns),
+            [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases], self.spec,
+            self.sensor.evidence,
+        )
+
+    def achieved_poll_ms(self) -> tuple[float | None, float | None]:
+        """Median and 95th percentile of the achieved poll interval (ms), or None before 2 polls."""
+        starts = np.array(self._poll_ns, dtype=np.int64)
+        if starts.size < 2:
+            return None, None
+        gaps = np.diff(starts) / _MS
+        return float(np.median(gaps)), float(np.percentile(gaps, 95))

@@ -1,0 +1,182 @@
+"""The telemetry trace format: every poll of every signal, and the phase marks.
+
+This module owns trace files. A trace is written as two files beside each other:
+
+* ``<base>.polls.parquet`` (with pyarrow) or ``<base>.polls.csv.gz`` (without): one row per
+  reading, columns ``signal``, ``t_before_ns``, ``t_after_ns``, ``value`` (empty when not ok),
+  ``status``, ``driver_ts_us`` (empty when the driver gives none);
+* ``<base>.meta.json``: ``format`` (``collect/trace/v1``), the sensor spec and evidence class,
+  each signal's unit and kind, ``requested_poll_ms``, the poll start times (``poll_ns``), and the
+  phases as ``[name, start_ns, end_ns, depth]``.
+
+Times are ns on the sensor's clock (monotonic). Nothing is summarised away: the analysis
+functions in :mod:`collect.telemetry.analysis` work from these rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collect.telemetry.base import Reading, SignalInfo
+
+TRACE_FORMAT = "collect/trace/v1"
+
+
+@dataclass
+class Phase:
+    """A marked interval of the run (nestable: ``depth`` 0 is outermost)."""
+
+    name: str
+    start_ns: int
+    end_ns: int
+    depth: int
+
+
+@dataclass
+class Trace:
+    """Readings in columns (numpy arrays), the signals' metadata, the polls and the phases."""
+
+    signal: np.ndarray  # str
+    t_before_ns: np.ndarray  # int64
+    t_after_ns: np.ndarray  # int64
+    value: np.ndarray  # float64, NaN when not ok
+    status: np.ndarray  # str
+    driver_ts_us: np.ndarray  # float64, NaN when absent
+    signals: dict[str, SignalInfo]
+    requested_poll_ms: float
+    poll_ns: np.ndarray  # int64: when each poll began
+    phases: list[Phase] = field(default_factory=list)
+    sensor: str = ""
+    evidence: str = "measured"
+
+    @classmethod
+    def from_readings(
+        cls, readings: list[Reading], signals: dict[str, SignalInfo], requested_poll_ms: float,
+        poll_ns: list[int], phases: list[Phase], sensor: str, evidence: str,
+    ) -> Trace:
+        """Build the columns from a list of readings."""
+        return cls(
+            signal=np.array([r.signal for r in readings], dtype=object),
+            t_before_ns=np.array([r.t_before_ns for r in readings], dtype=np.int64),
+            t_after_ns=np.array([r.t_after_ns for r in readings], dtype=np.int64),
+            value=np.array([np.nan if r.value is None else r.value for r in readings], dtype=np.float64),
+            status=np.array([r.status for r in readings], dtype=object),
+            driver_ts_us=np.array([np.nan if r.driver_ts_us is None else r.driver_ts_us for r in readings],
+                                  dtype=np.float64),
+            signals=signals, requested_poll_ms=requested_poll_ms, poll_ns=np.array(poll_ns, dtype=np.int64),
+            phases=phases, sensor=sensor, evidence=evidence,
+        )
+
+    def rows(self, signal: str, ok_only: bool = True) -> dict[str, np.ndarray]:
+        """The readings of one signal, in time order (only ok ones by default)."""
+        mask = self.signal == signal
+        if ok_only:
+            mask &= self.status == "ok"
+        order = np.argsort(self.t_before_ns[mask], kind="stable")
+        return {
+            "t_before_ns": self.t_before_ns[mask][order], "t_after_ns": self.t_after_ns[mask][order],
+            "value": self.value[mask][order], "driver_ts_us": self.driver_ts_us[mask][order],
+        }
+
+    def phase(self, name: str) -> Phase:
+        """The first phase called ``name``."""
+        for p in self.phases:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+COLUMNS = ["signal", "t_before_ns", "t_after_ns", "value", "status", "driver_ts_us"]
+
+
+def write_trace(trace: Trace, base: str | Path) -> list[Path]:
+    """Write the trace beside ``base`` (Parquet when pyarrow is installed, else CSV.gz)."""
+    from prereg.fileio import atomic_write
+
+    base = Path(base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pa = None
+    if pa is not None:
+        table = pa.table({
+            "signal": pa.array(list(trace.signal), pa.string()),
+            "t_before_ns": trace.t_before_ns, "t_after_ns": trace.t_after_ns,
+            "value": trace.value, "status": pa.array(list(trace.status), pa.string()),
+            "driver_ts_us": trace.driver_ts_us,
+        })
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        polls = base.with_name(base.name + ".polls.parquet")
+        atomic_write(polls, buffer.getvalue())
+    else:
+        text = io.StringIO()
+        writer = csv.writer(text)
+        writer.writerow(COLUMNS)
+        for i in range(trace.signal.size):
+            value = "" if np.isnan(trace.value[i]) else repr(float(trace.value[i]))
+            stamp = "" if np.isnan(trace.driver_ts_us[i]) else str(int(trace.driver_ts_us[i]))
+            writer.writerow([trace.signal[i], int(trace.t_before_ns[i]), int(trace.t_after_ns[i]), value,
+                             trace.status[i], stamp])
+        polls = base.with_name(base.name + ".polls.csv.gz")
+        atomic_write(polls, gzip.compress(text.getvalue().encode(), mtime=0))
+    meta = {
+        "format": TRACE_FORMAT, "sensor": trace.sensor, "evidence": trace.evidence,
+        "signals": {n: {"unit": s.unit, "kind": s.kind, "evidence": s.evidence} for n, s in trace.signals.items()},
+        "requested_poll_ms": trace.requested_poll_ms, "poll_ns": [int(x) for x in trace.poll_ns],
+        "phases": [[p.name, p.start_ns, p.end_ns, p.depth] for p in trace.phases],
+        "polls_file": polls.name,
+    }
+    meta_path = base.with_name(base.name + ".meta.json")
+    atomic_write(meta_path, json.dumps(meta, indent=1).encode())
+    return [polls, meta_path]
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read."""
+
+
+def read_trace(base: str | Path) -> Trace:
+    """Read a trace written by :func:`write_trace` (``base`` without the suffixes, or the meta file)."""
+    base = Path(base)
+    meta_path = base if base.name.endswith(".meta.json") else base.with_name(base.name + ".meta.json")
+    try:
+        meta: dict[str, Any] = json.loads(meta_path.read_text())
+        if meta.get("format") != TRACE_FORMAT:
+            raise TraceError(f"{meta_path}: not a {TRACE_FORMAT} trace")
+        polls = meta_path.with_name(str(meta["polls_file"]))
+        if polls.name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            cols = pq.read_table(polls).to_pydict()
+        else:
+            with gzip.open(polls, "rt", newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            cols = {c: [r[c] for r in rows] for c in COLUMNS}
+    except (OSError, ValueError, KeyError, ImportError) as err:
+        raise TraceError(f"{meta_path}: cannot read the trace ({err})") from None
+    signals = {n: SignalInfo(n, s["unit"], s["kind"], s["evidence"]) for n, s in meta["signals"].items()}
+
+    def floats(values: list[Any]) -> np.ndarray:
+        return np.array([np.nan if v in ("", None) else float(v) for v in values], dtype=np.float64)
+
+    return Trace(
+        signal=np.array(cols["signal"], dtype=object),
+        t_before_ns=np.array([int(v) for v in cols["t_before_ns"]], dtype=np.int64),
+        t_after_ns=np.array([int(v) for v in cols["t_after_ns"]], dtype=np.int64),
+        value=floats(cols["value"]), status=np.array(cols["status"], dtype=object),
+        driver_ts_us=floats(cols["driver_ts_us"]), signals=signals,
+        requested_poll_ms=float(meta["requested_poll_ms"]), poll_ns=np.array(meta["poll_ns"], dtype=np.int64),
+        phases=[Phase(str(n), int(a), int(b), int(d)) for n, a, b, d in meta["phases"]],
+        sensor=str(meta.get("sensor", "")), evidence=str(meta.get("evidence", "measured")),
+    )
