@@ -273,6 +273,6 @@ def test_schema():
 def test_other_console_scripts_exist_and_say_not_yet():
     for prog in ("collect", "gates", "reports"):
         assert run(prog, "--help").returncode == 0
-    for sub in ("run", "probe", "churn"):
+    for sub in ("run", "churn"):
         proc = run("collect", sub, "x")
         assert proc.returncode == 2 and "not yet available" in proc.stderr
