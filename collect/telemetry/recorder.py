@@ -10,7 +10,10 @@
 
 On a real clock a daemon thread polls: it appends each reading to a list (no I/O, no locks on the
 training thread's path) and sleeps until the next deadline; a late poll is taken at once and the
-schedule is not caught up with bursts. On a *virtual* clock (``sim:clock=virtual``) nothing runs in
+schedule is not caught up with bursts. The thread lowers its own scheduling priority (``nice``,
+default 10, Linux): when the CPU is saturated the training thread wins and polls are late rather
+than the training slow; the achieved poll interval reports it (and ``logger_calibration``
+invalidators refuse claims that need the requested rate). On a *virtual* clock (``sim:clock=virtual``) nothing runs in
 the background: :meth:`advance` lets simulated time pass and polls at every deadline inside it,
 so tests are deterministic and instant. Phases call the sensor's ``set_phase`` hook when it has
 one (the simulator draws that phase's load); a real GPU ignores it.
@@ -18,6 +21,7 @@ one (the simulator draws that phase's load); a real GPU ignores it.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -34,7 +38,9 @@ _MS = 1_000_000
 class Recorder:
     """See the module doc. ``poll_ms`` is the requested poll interval in milliseconds."""
 
-    def __init__(self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "") -> None:
+    def __init__(
+        self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "", nice: int = 10
+    ) -> None:
         if not poll_ms > 0:
             raise ValueError("poll_ms must be > 0")
         known = sensor.signals()
@@ -44,6 +50,7 @@ class Recorder:
         self.sensor = sensor
         self.signals = list(signals)
         self.poll_ms = float(poll_ms)
+        self.nice = nice
         self.spec = spec
         self.virtual = bool(getattr(sensor, "virtual", False))
         self._readings: list[Reading] = []
@@ -84,6 +91,11 @@ class Recorder:
         self._next_ns += int(self.poll_ms * _MS)
 
     def _loop(self) -> None:
+        if self.nice:
+            try:  # Linux: a thread has its own nice value; the training thread keeps priority
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+            except (AttributeError, OSError):
+                pass
         while not self._stop.is_set():
             self._poll_once()
             now = self.sensor.now_ns()
