@@ -98,6 +98,13 @@ class Sensor(abc.ABC):
     def now_ns(self) -> int:
         """The clock readings are stamped with (monotonic ns; virtual for simulated sensors)."""
 
+    def power_range_w(self) -> tuple[float, float]:
+        """Physical bounds on the device's power (W) for the partial ends of an energy window.
+
+        Conservative by default: (0, 2000). Backends override it with what they know.
+        """
+        return 0.0, 2000.0
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the device (default: nothing to release)."""
 

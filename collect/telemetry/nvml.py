@@ -274,6 +274,11 @@ class NvmlSensor(Sensor):
         except self._nv.NVMLError:
             pass
 
+    def power_range_w(self) -> tuple[float, float]:
+        """(0, 1.5 x the enforced power limit): power can exceed the limit briefly, never by half."""
+        limit = self.device_info().get("power_limit_w")
+        return (0.0, 1.5 * float(limit)) if isinstance(limit, (int, float)) and limit > 0 else (0.0, 2000.0)
+
     def device_info(self) -> dict[str, object]:
         """The device's identity for the run's environment; a field NVML refuses is None."""
         nv, h = self._nv, self._handle

@@ -150,6 +150,18 @@ class Recorder:
             self.sensor.evidence,
         )
 
+    def ledger_summary(self, signal: str = "energy_counter", joules_per_unit: float = 1.0) -> dict[str, object]:
+        """The ledger's telemetry summary of ``signal`` over the whole recording (see
+        :func:`collect.telemetry.analysis.ledger_summary`), with the sensor's power range."""
+        from collect.telemetry.analysis import ledger_summary
+
+        trace = self.trace()
+        if trace.poll_ns.size == 0:
+            raise ValueError("nothing recorded yet")
+        p_min, p_max = self.sensor.power_range_w()
+        end = int(max(trace.t_after_ns.max(initial=0), trace.poll_ns[-1]))
+        return ledger_summary(trace, signal, int(trace.poll_ns[0]), end, p_min, p_max, joules_per_unit)
+
     def achieved_poll_ms(self) -> tuple[float | None, float | None]:
         """Median and 95th percentile of the achieved poll interval (ms), or None before 2 polls."""
         starts = np.array(self._poll_ns, dtype=np.int64)

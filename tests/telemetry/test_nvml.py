@@ -520,6 +520,14 @@ def test_device_info_tolerates_not_supported(fake: FakeNvml) -> None:
     assert info["power_limit_w"] is None and info["uuid"] is None and info["name"] == "NVIDIA H100 80GB HBM3"
 
 
+def test_power_range_from_the_power_limit(fake: FakeNvml) -> None:
+    sensor = open_sensor("nvml")
+    assert sensor.power_range_w() == (0.0, 1050.0)  # 1.5 x the 700 W enforced limit
+    fake.fail["nvmlDeviceGetEnforcedPowerLimit"] = C["NVML_ERROR_NOT_SUPPORTED"]
+    fake.fail["nvmlDeviceGetPowerManagementLimit"] = C["NVML_ERROR_NOT_SUPPORTED"]
+    assert sensor.power_range_w() == (0.0, 2000.0)  # unknown limit: the conservative default
+
+
 def test_real_pynvml_without_driver_raises_sensor_error() -> None:
     pynvml = pytest.importorskip("pynvml")
     assert not isinstance(sys.modules["pynvml"], FakeNvml)

@@ -142,6 +142,12 @@ def test_ledger_summary_is_a_valid_telemetry_summary():
     assert summary.effective_period_ms == pytest.approx(100, rel=0.05)
     assert summary.requested_poll_ms == 20 and summary.achieved_poll_ms == pytest.approx(20, rel=0.01)
     assert 0 < summary.bound < 70  # J: about one update interval of energy at each end
+    rec = Recorder(sensor, ["energy_counter"], 20)
+    rec.start()
+    with rec.phase("compute"):
+        rec.advance(1000)
+    whole = TelemetrySummary.model_validate(rec.ledger_summary())
+    assert whole.updates >= 8 and whole.evidence == "modeled"
 
 
 @pytest.mark.parametrize("parquet", [True, False])
