@@ -1,7 +1,8 @@
 """The ``collect`` console script: bring runs into a ledger under a frozen plan.
 
 ``collect import`` works today; ``run``, ``probe`` and ``churn`` arrive with their issues.
-Exit codes: 0 ok, 2 bad input or usage, 3 the lock does not verify.
+Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad input or usage,
+3 the lock does not verify.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 
 from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, add_not_yet, emit_json, run_main
 
+EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
+
 PLANNED = {
-    "run": "execute a frozen plan with the built-in collectors",
     "churn": "checkpoint-interval table under Poisson preemption",
 }
 
@@ -63,6 +65,50 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """Execute every run of a frozen plan not yet complete in RUNS, appending each to the ledger."""
+    import sys
+
+    from collect.engine import EngineError, expand_plan, run_plan
+
+    lock, plan = load_verified_lock(args.lock)
+    if args.jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    runs = Path(args.out)
+    if runs.exists() and not runs.is_dir():
+        raise UserError(f"{runs}: exists and is not a folder")
+    try:
+        expand_plan(plan, lock["plan_sha256"])  # every parameter checked before anything runs
+        progress, finish = _progress(sys.stderr.isatty() and not args.json)
+        summary = run_plan(plan, lock["plan_sha256"], runs, args.jobs, args.executor, progress)
+        finish()
+    except EngineError as err:
+        raise UserError(str(err)) from None
+    if args.json:
+        emit_json({"ok": summary.failed == 0, "planned": summary.planned, "skipped": summary.skipped,
+                   "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl")})
+    else:
+        print(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
+              f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}")
+    return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
+
+
+def _progress(on_tty: bool):  # type: ignore[no-untyped-def]
+    """A rich progress bar on a TTY, nothing otherwise: (update(done, total), finish())."""
+    if not on_tty:
+        return None, lambda: None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
+    bar.start()
+    task = bar.add_task("runs", total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update, bar.stop
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
     from collect.telemetry.base import SensorError, open_sensor
@@ -108,6 +154,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_import)
+    p = sub.add_parser("run", help="execute a frozen plan with its built-in collector into RUNS/ledger.jsonl")
+    p.add_argument("lock", help="the frozen plan (*.lock.json)")
+    p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl, traces/)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel runs (a local process pool; default 1)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local (default) or ray (RAY_ADDRESS, or a local Ray instance)")
+    p.add_argument("--resume", action="store_true",
+                   help="skip runs already complete (a plain re-run does the same; kept for clarity)")
+    p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    p.set_defaults(handler=cmd_run)
     p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
     p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")
     p.add_argument("--poll-ms", type=float, default=20.0, help="requested poll interval, ms (default 20)")

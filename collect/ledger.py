@@ -70,6 +70,8 @@ class RunRecord(_Strict):
     code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")
     env: dict[str, Any] = Field(default_factory=dict, description="Environment identity (python, platform, device).")
     source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
+    error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
+    traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
 
     def metric(self, name: str) -> float | None:
         """A metric as a float (NaN/inf restored), or None when not recorded."""

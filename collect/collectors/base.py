@@ -1,0 +1,99 @@
+"""The collector interface: one run in, metrics (and optional traces and telemetry) out.
+
+A collector is a class with a ``name`` (the plan's ``experiment.collector``), a table of the
+parameters it reads (``PARAMS``: name -> ``Param``), and ``run(ctx) -> RunResult``. The engine
+(``collect run``) merges a run's parameters -- the plan's ``experiment.params`` (defaults),
+overridden by the stratum's factor levels, overridden by the arm's settings -- checks them with
+:func:`check_params` (unknown names are refused; types and ranges checked), derives the seed from
+the stratum and replicate (never the arm: common random numbers), and calls ``run``.
+
+Collectors are deterministic given ``ctx.params`` and ``ctx.seed``. They may write files only
+under ``ctx.trace_dir`` and only with names starting ``f"{ctx.run_id}."`` (see ``trace_path``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+class ParamError(ValueError):
+    """A run parameter the collector does not know, or a value it cannot use."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One documented parameter: its type, default (None = required) and a check."""
+
+    kind: type | tuple[type, ...]
+    default: Any
+    help: str
+    check: Callable[[Any], bool] | None = None
+    check_text: str = ""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a collector needs for one run."""
+
+    run_id: str
+    params: Mapping[str, Any]
+    seed: int
+    stratum: Mapping[str, Any]
+    arm: str
+    replicate: int
+    trace_dir: Path
+
+    def trace_path(self, suffix: str) -> Path:
+        """``trace_dir / f"{run_id}.{suffix}"``; ``suffix`` may not contain a path separator."""
+        if "/" in suffix or "\\" in suffix or suffix.startswith("."):
+            raise ValueError(f"bad trace suffix {suffix!r}")
+        return self.trace_dir / f"{self.run_id}.{suffix}"
+
+
+@dataclass
+class RunResult:
+    """What a run produced: metrics by name (floats), optional telemetry summaries and trace files."""
+
+    metrics: dict[str, float]
+    telemetry: dict[str, dict[str, Any]] = field(default_factory=dict)
+    traces: list[str] = field(default_factory=list)  # file names written under trace_dir
+    info: dict[str, Any] = field(default_factory=dict)  # extra identity (e.g. data hash), kept in ``code``
+
+
+class Collector:
+    """Base class of the built-in collectors."""
+
+    name: ClassVar[str] = ""
+    PARAMS: ClassVar[dict[str, Param]] = {}
+    METRICS: ClassVar[dict[str, str]] = {}  # metric name -> unit, for documentation and checks
+
+    def run(self, ctx: RunContext) -> RunResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def check_params(collector: type[Collector], params: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults filled, unknown names refused, types and checks applied; raises ``ParamError``."""
+    unknown = sorted(set(params) - set(collector.PARAMS))
+    if unknown:
+        raise ParamError(
+            f"collector {collector.name} does not read parameter(s) {', '.join(unknown)}; "
+            f"it reads {', '.join(sorted(collector.PARAMS))}"
+        )
+    out: dict[str, Any] = {}
+    for name, spec in collector.PARAMS.items():
+        value = params.get(name, spec.default)
+        if value is None and spec.default is None and name not in params:
+            raise ParamError(f"collector {collector.name} needs parameter {name} ({spec.help})")
+        kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+        if value is not None:
+            if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+                raise ParamError(f"parameter {name} = {value!r} must be {' or '.join(k.__name__ for k in kinds)}")
+            if spec.check is not None and not spec.check(value):
+                raise ParamError(f"parameter {name} = {value!r} {spec.check_text or 'is out of range'}")
+        out[name] = value
+    return out

@@ -1,0 +1,237 @@
+"""The collection engine behind ``collect run``: plan -> runs -> ledger, crash-safe and resumable.
+
+1. The plan is expanded into runs: every stratum x replicate x arm. A run's parameters are the
+   plan's ``experiment.params``, overridden by the stratum's factor levels, overridden by the
+   arm's settings; the blocking factors ``seed`` and ``block`` label strata and are not passed to
+   the collector. The collector checks them (unknown names refused) before any run starts, and
+   every plan metric must be one the collector produces.
+2. Each run's seed derives from its stratum and replicate only (SHA-256 of their canonical JSON),
+   never from the arm: every arm of a stratum meets the same failures and data (common random
+   numbers). Run ids derive from the plan hash, stratum, arm and replicate, so a re-run knows them.
+3. Runs execute in-process (``jobs=1``), in a local process pool (``jobs=N``) or on Ray
+   (``executor="ray"``). Only this process appends to the ledger, one record per finished run
+   (atomic, fsynced: see ``collect.ledger``). A ``kill -9`` at any moment loses at most the runs in
+   flight; a re-run (``--resume`` is the same) skips runs already complete under this plan hash,
+   redoes the rest, and never duplicates. A run that raises is recorded as ``failed`` with its
+   error and does not stop the others; a later re-run retries it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import platform
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collect.collectors.base import Collector, ParamError, RunContext, check_params
+from collect.ledger import TRACES_DIR, RunRecord, append_records, read_ledger
+from prereg._version import __version__
+from prereg.lock import environment_info, utc_now
+from prereg.schema import Plan
+
+COLLECTORS = {
+    "sim.churn": "collect.sim.churn:ChurnCollector",
+    "sim.multisite": "collect.sim.multisite:MultisiteCollector",
+    "torch.multisite": "collect.torchrun.collector:TorchMultisiteCollector",
+}
+BLOCKING_FACTORS = ("seed", "block")
+
+
+class EngineError(ValueError):
+    """A plan the engine cannot run (unknown collector, bad parameters, metrics it cannot produce)."""
+
+
+def load_collector(name: str) -> type[Collector]:
+    """The collector class registered under ``name``."""
+    if name not in COLLECTORS:
+        raise EngineError(f"unknown collector {name!r}; built in: {', '.join(sorted(COLLECTORS))}")
+    module, _, attr = COLLECTORS[name].partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ImportError as err:
+        raise EngineError(f"collector {name} is not available here: {err}") from None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def stratum_seed(stratum: dict[str, Any], replicate: int) -> int:
+    """The run seed of a stratum and replicate (never the arm): 63 bits of SHA-256."""
+    digest = hashlib.sha256(_canonical({"stratum": stratum, "replicate": replicate}).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def run_id_of(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
+    """A stable run id for one cell of the plan."""
+    key = _canonical({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
+    return "run-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One cell of the plan, with its merged and checked parameters."""
+
+    run_id: str
+    stratum: dict[str, Any]
+    arm: str
+    replicate: int
+    seed: int
+    params: dict[str, Any]
+
+
+def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[PlannedRun]]:
+    """Every run of the plan, parameters checked; raises ``EngineError`` before anything runs."""
+    if plan.experiment is None:
+        raise EngineError("the plan has no 'experiment' section: its runs are imported ('collect import'), not run")
+    collector = load_collector(plan.experiment.collector)
+    missing = [m for m in plan.metrics if m not in collector.METRICS]
+    if missing:
+        raise EngineError(
+            f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
+            f"it produces {', '.join(sorted(collector.METRICS))}"
+        )
+    runs = []
+    for stratum in plan.strata.enumerate():
+        for replicate in range(plan.strata.replicates):
+            for arm, settings in plan.arms.items():
+                merged = {**plan.experiment.params}
+                merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
+                merged.update(settings)
+                try:
+                    params = check_params(collector, merged)
+                except ParamError as err:
+                    raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+                runs.append(PlannedRun(
+                    run_id_of(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
+                    stratum_seed(stratum, replicate), params,
+                ))
+    return collector, runs
+
+
+def execute_run(
+    collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any]
+) -> dict[str, Any]:
+    """Run one cell and return its ledger record as a dict (complete, or failed with the error).
+
+    Executed in worker processes too, so it takes and returns plain data.
+    """
+    started = utc_now()
+    t0 = time.perf_counter()
+    trace_dir = Path(runs_dir) / TRACES_DIR
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    collector = load_collector(collector_name)
+    ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
+                     planned.replicate, trace_dir)
+    record: dict[str, Any] = {
+        "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
+        "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,
+        "code": {"toolkit_version": __version__, "collector": collector_name, "git": identity.get("git")},
+        "env": {"python": identity.get("python"), "platform": identity.get("platform")},
+        "source": f"collect run ({collector_name})",
+    }
+    try:
+        result = collector().run(ctx)
+        metrics = {k: float(v) for k, v in result.metrics.items()}
+        record.update(status="complete", metrics=metrics, telemetry=result.telemetry,
+                      traces=[f"{TRACES_DIR}/{name}" for name in result.traces])
+        record["code"].update(result.info)
+    except Exception as err:  # noqa: BLE001 - a failing run is data, recorded, not a crash
+        last = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        record.update(status="failed", metrics={}, error=f"{type(err).__name__}: {err}{where}")
+    record["finished_at"] = utc_now()
+    record["env"]["seconds"] = round(time.perf_counter() - t0, 6)
+    return record
+
+
+@dataclass
+class RunSummary:
+    """What ``run_plan`` did."""
+
+    planned: int
+    skipped: int
+    completed: int
+    failed: int
+
+
+Args = tuple[str, str, str, dict[str, Any]]  # collector name, plan hash, runs dir, code identity
+
+
+def _serial(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
+    collector, plan_sha256, runs, identity = args
+    for planned in todo:
+        yield execute_run(collector, planned, plan_sha256, runs, identity)
+
+
+def _pool(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
+    collector, plan_sha256, runs, identity = args
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending: set[Future[dict[str, Any]]] = set()
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < 2 * jobs:  # bounded: a kill loses at most these
+                pending.add(pool.submit(execute_run, collector, queue.pop(0), plan_sha256, runs, identity))
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+
+def _ray(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
+    collector, plan_sha256, runs, identity = args
+    try:
+        import ray
+    except ImportError:
+        raise EngineError("--executor ray needs Ray: pip install 'prereg-toolkit[ray]'") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address="auto" if _ray_cluster_address() else None, include_dashboard=False,
+                 log_to_driver=False, num_cpus=None if _ray_cluster_address() else jobs)
+    remote = ray.remote(execute_run)
+    try:
+        pending = [remote.remote(collector, planned, plan_sha256, runs, identity) for planned in todo]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _ray_cluster_address() -> str | None:
+    import os
+
+    return os.environ.get("RAY_ADDRESS")
+
+
+def run_plan(
+    plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
+    progress: Callable[[int, int], None] | None = None,
+) -> RunSummary:
+    """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes."""
+    collector, planned = expand_plan(plan, plan_sha256)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    ledger = read_ledger(runs_dir)
+    done = {r.run_id for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256}
+    todo = [p for p in planned if p.run_id not in done]
+    summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
+    identity = {**environment_info(Path.cwd()), "python": platform.python_version()}
+    args: Args = (collector.name, plan_sha256, str(runs_dir), identity)
+    run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
+    results = run_all(args, todo, jobs)
+    for i, record in enumerate(results, start=1):
+        append_records(runs_dir, [RunRecord.model_validate(record)])
+        if record["status"] == "complete":
+            summary.completed += 1
+        else:
+            summary.failed += 1
+        if progress:
+            progress(summary.skipped + i, summary.planned)
+    return summary
