@@ -1,6 +1,7 @@
 """The ``collect`` console script: bring runs into a ledger under a frozen plan.
 
-``collect import`` works today; ``run``, ``probe`` and ``churn`` arrive with their issues.
+Subcommands: ``run`` (execute a frozen plan), ``import`` (runs made elsewhere), ``probe`` (what a
+telemetry sensor can resolve), ``churn`` (the checkpoint-interval table).
 Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad input or usage,
 3 the lock does not verify.
 """
@@ -12,13 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, add_not_yet, emit_json, run_main
+from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 
-PLANNED = {
-    "churn": "checkpoint-interval table under Poisson preemption",
-}
 
 
 def load_verified_lock(path: str) -> tuple[dict[str, Any], Any]:
@@ -109,6 +107,26 @@ def _progress(on_tty: bool):  # type: ignore[no-untyped-def]
     return update, bar.stop
 
 
+def cmd_churn(args: argparse.Namespace) -> int:
+    """The checkpoint-interval table under Poisson preemption: closed forms and Monte Carlo."""
+    from collect.sim.churn import churn_table, render_churn_table
+
+    for name in ("mtbf_s", "checkpoint_s"):
+        if not getattr(args, name) > 0:
+            raise UserError(f"--{name.replace('_', '-')} must be > 0")
+    if args.restart_s < 0 or args.workers < 1 or args.segments < 100:
+        raise UserError("--restart-s must be >= 0, --workers >= 1 and --segments >= 100")
+    try:
+        table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, args.workers, args.segments, args.seed)
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    if args.json:
+        emit_json(table)
+    else:
+        print(render_churn_table(table))
+    return EXIT_OK
+
+
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
     from collect.telemetry.base import SensorError, open_sensor
@@ -164,6 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip runs already complete (a plain re-run does the same; kept for clarity)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(handler=cmd_run)
+    p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC")
+    p.add_argument("--mtbf-s", dest="mtbf_s", type=float, required=True, help="mean time between failures per worker, s")
+    p.add_argument("--checkpoint-s", dest="checkpoint_s", type=float, required=True, help="checkpoint cost C, s")
+    p.add_argument("--restart-s", dest="restart_s", type=float, required=True, help="restart cost R, s")
+    p.add_argument("--workers", type=int, default=1, help="synchronous workers (job failure rate = N / MTBF)")
+    p.add_argument("--segments", type=int, default=20_000, help="Monte Carlo segments per interval (default 20000)")
+    p.add_argument("--seed", type=int, default=0, help="Monte Carlo seed (default 0)")
+    p.add_argument("--json", action="store_true", help="intervals.<name>.interval_s / .efficiency / .mc.* / .loss_vs_exact")
+    p.set_defaults(handler=cmd_churn)
     p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
     p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")
     p.add_argument("--poll-ms", type=float, default=20.0, help="requested poll interval, ms (default 20)")
@@ -172,7 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--signal", action="append", help="a signal to probe (repeatable; default: all)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_probe)
-    add_not_yet(sub, "collect", PLANNED)
     return parser
 
 

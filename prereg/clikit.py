@@ -91,25 +91,3 @@ def run_main(
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-
-
-def add_not_yet(sub: Any, prog: str, planned: dict[str, str]) -> None:
-    """Add subcommands that are planned but not built yet to a subparsers object.
-
-    Calling one exits 2 with a "not yet available" message rather than pretending to work.
-    """
-    for name, text in planned.items():
-        p = sub.add_parser(name, help=f"{text} (not yet available)")
-        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-
-        def _handler(args: argparse.Namespace, _name: str = name) -> int:
-            raise UserError(f"'{prog} {_name}' is not yet available in this version of the toolkit")
-
-        p.set_defaults(handler=_handler)
-
-
-def not_yet_parser(prog: str, description: str, planned: dict[str, str]) -> argparse.ArgumentParser:
-    """A parser for a console script none of whose subcommands is built yet."""
-    parser = ArgumentParser(prog=prog, description=description)
-    add_not_yet(parser.add_subparsers(title="subcommands", metavar="COMMAND"), prog, planned)
-    return parser

@@ -102,7 +102,7 @@ def _gate_table(title: str, views: list[et.GateView]) -> Any:
 
     table = Table(title=title, title_justify="left", show_lines=True, expand=False)
     table.add_column("verdict", no_wrap=True)
-    table.add_column("gate / metric", max_width=22)
+    table.add_column("gate / metric", max_width=22, overflow="fold")
     table.add_column("estimate and interval", ratio=1)
     table.add_column("rule and test", ratio=1)
     for v in views:
@@ -152,7 +152,7 @@ def _invalidators(ev: Evaluation) -> list[Any]:
     if not rows:
         return [_heading("Invalidators"), Text("none in the plan")]
     table = Table(title="Invalidators", title_justify="left", show_lines=True)
-    table.add_column("invalidator", max_width=22)
+    table.add_column("invalidator", max_width=22, overflow="fold")
     table.add_column("status", no_wrap=True)
     table.add_column("observed vs threshold", max_width=16)
     table.add_column("detail / refuses", ratio=1)
@@ -224,7 +224,7 @@ def _blocks(ev: Evaluation) -> list[Any]:
     if not rows:
         return [_heading("Blocks"), Text("no paired rows recorded")]
     table = Table(title="Blocks (paired rows)", title_justify="left", show_lines=True)
-    table.add_column("block", max_width=24)
+    table.add_column("block", max_width=24, overflow="fold")
     table.add_column("contrast per gate", ratio=1)
     table.add_column("arms' values", ratio=1)
     for r in rows:

@@ -1,0 +1,1 @@
+"""Simulators behind the built-in collectors: the churn law and multi-site recovery."""

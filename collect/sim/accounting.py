@@ -1,0 +1,139 @@
+"""Types, constants and invariants of the multi-site recovery model (see :mod:`collect.sim.recovery`)."""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+POLICIES = ("wait", "restart", "continue", "oracle")
+BYTE_CLASSES = ("gradient_sync", "parameter_broadcast", "checkpoint_upload", "restore_download",
+                "rejoin_transfer", "control")
+EVENT_KINDS = ("compute", "collective", "state_transfer", "checkpoint", "failure", "preemption",
+               "restore", "replay", "rejoin")
+FRONTIER_VERSION = b"sim.multisite/frontier/v1"
+
+
+class InvariantError(AssertionError):
+    """A model invariant was violated (a bug, never a property of the inputs)."""
+
+
+def frontier_hash(target: int, step_ids: Iterable[int]) -> str:
+    """sha256 of the target and the retained step ids in checkpoint-lineage order.
+
+    A complete run retains each of steps 1..target exactly once, so every policy gives the same
+    hash for the same target; a lost, duplicated or reordered step changes it.
+    """
+    h = hashlib.sha256(FRONTIER_VERSION)
+    h.update(int(target).to_bytes(8, "little"))
+    h.update(array("q", step_ids).tobytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Model settings (ticks, steps, bytes). Outages come separately (see ``collect.sim.outages``)."""
+
+    policy: str
+    sites: int = 3
+    target_steps: int = 1000
+    checkpoint_every_steps: int = 100
+    checkpoint_ticks: int = 5
+    restore_ticks: int = 20
+    rejoin_ticks: int = 10
+    param_bytes: int = 50_000_000
+    gradient_bytes: int = 50_000_000
+    buffer_bytes: int = 4_096
+    checkpoint_bytes: int = 300_000_000
+    rejoin_bytes: int = 300_000_000
+    control_bytes: int = 256
+
+
+@dataclass
+class Event:
+    """One trace event; times in ticks (converted to ns when written)."""
+
+    kind: str
+    site: int | None
+    start: int
+    end: int
+    work: int = 0
+    steps: tuple[int, int] | None = None
+    checkpoint: int | None = None
+    parent: int | None = None
+    bytes: dict[str, int] = field(default_factory=dict)
+    aborted: bool = False
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A durable checkpoint: id, the step it holds, its parent's id, the tick it completed."""
+
+    id: int
+    step: int
+    parent: int | None
+    tick: int
+
+
+@dataclass
+class SimResult:
+    """Outcome of one run. Work in site-steps (``*_steps``: step attempts); time in ticks."""
+
+    policy: str
+    end_tick: int = 0
+    attempted: int = 0
+    retained: int = 0
+    lost: int = 0
+    replayed: int = 0
+    attempted_steps: int = 0
+    retained_steps: int = 0
+    lost_steps: int = 0
+    replayed_steps: int = 0
+    compute_ticks: int = 0
+    checkpoint_ticks: int = 0
+    stall_ticks: int = 0
+    checkpoints_aborted: int = 0
+    state_losses: int = 0
+    failures: int = 0
+    restores: int = 0
+    rejoins: int = 0
+    bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BYTE_CLASSES, 0))
+    lineage: list[Checkpoint] = field(default_factory=list)
+    retained_step_ids: list[int] = field(default_factory=list)
+    frontier_sha256: str = ""
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def wan_bytes(self) -> int:
+        """Total inter-site bytes (the sum of the disjoint classes)."""
+        return sum(self.bytes.values())
+
+
+def check_invariants(r: SimResult, cfg: SimConfig) -> None:
+    """Raise :class:`InvariantError` unless the run's accounting is exact."""
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise InvariantError(f"{cfg.policy}: {what}")
+
+    need(r.attempted == r.retained + r.lost, f"attempted {r.attempted} != retained {r.retained} + lost {r.lost}")
+    need(r.attempted_steps == r.retained_steps + r.lost_steps, "step attempts != retained + lost")
+    need(r.replayed_steps == r.lost_steps, f"replayed steps {r.replayed_steps} != lost steps {r.lost_steps}")
+    need(0 <= r.replayed <= r.attempted, "replayed work outside attempted work")
+    need(r.retained_step_ids == list(range(1, cfg.target_steps + 1)), "retained steps are not 1..target once each")
+    need(r.lineage[-1].step == cfg.target_steps, "durable frontier is not the target")
+    for a, b in zip(r.lineage, r.lineage[1:]):
+        need(b.parent == a.id and b.step > a.step and b.tick >= a.tick, f"broken lineage at checkpoint {b.id}")
+    need(r.compute_ticks + r.checkpoint_ticks + r.stall_ticks == r.end_tick, "ticks do not add up")
+    need(set(r.bytes) == set(BYTE_CLASSES) and all(v >= 0 for v in r.bytes.values()), "bad byte classes")
+    by_class = dict.fromkeys(BYTE_CLASSES, 0)
+    for e in r.events:
+        if e.kind not in EVENT_KINDS or e.start > e.end:
+            raise InvariantError(f"{cfg.policy}: bad event {e}")
+        for c, v in e.bytes.items():
+            by_class[c] += v
+    need(all(by_class[c] == r.bytes[c] for c in BYTE_CLASSES if c != "control"), "event bytes != class totals")
+    if cfg.policy == "oracle":
+        need(r.lost == 0, "the oracle lost work")
+    if cfg.policy in ("wait", "continue"):
+        need(r.lost == 0 or r.state_losses > 0, "work lost without a state loss")
