@@ -157,3 +157,30 @@ def test_collect_run_console_refusals(tmp_path):
     proc = run("collect", "run", str(tmp_path / "imported.lock.json"), "--out", str(tmp_path / "runs"))
     assert proc.returncode == 2 and "runs are imported" in proc.stderr
     assert run("collect", "run", str(tmp_path / "imported.lock.json"), "--out", str(tmp_path / "r"), "--jobs", "0").returncode == 2
+
+
+def test_ray_executor_gives_the_same_ledger(tmp_path, monkeypatch):
+    """`--executor ray` on a local Ray instance started here: the same records as the local pool."""
+    pytest.importorskip("ray")
+    from tests.conftest import OWN_EXAMPLES
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    lock = tmp_path / "ms.lock.json"
+    assert run("prereg", "freeze", str(OWN_EXAMPLES / "multisite-recovery.yaml"), "-o", str(lock)).returncode == 0
+    local = run("collect", "run", str(lock), "--out", str(tmp_path / "local"), "--jobs", "2")
+    distributed = run("collect", "run", str(lock), "--out", str(tmp_path / "ray"), "--executor", "ray", "--jobs", "2")
+    assert local.returncode == 0 and distributed.returncode == 0, distributed.stderr
+    key = lambda r: (r.run_id, r.status, tuple(sorted(r.metrics.items())), r.seed)  # noqa: E731
+    a = sorted(key(r) for r in read_ledger(tmp_path / "local").records)
+    b = sorted(key(r) for r in read_ledger(tmp_path / "ray").records)
+    assert a == b and len(a) == 48
+
+
+def test_unbuilt_collector_is_refused_clearly(tmp_path):
+    lock = tmp_path / "ew.lock.json"
+    from tests.conftest import shared_example_path
+
+    assert run("prereg", "freeze", str(shared_example_path("equal-work.yaml")), "-o", str(lock)).returncode == 0
+    proc = run("collect", "run", str(lock), "--out", str(tmp_path / "runs"))
+    assert proc.returncode == 2 and "torch.multisite" in proc.stderr and "not built yet" in proc.stderr
+    assert not (tmp_path / "runs").exists()
