@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 import platform
 import time
 import traceback
@@ -34,6 +33,7 @@ from collect.collectors.base import Collector, ParamError, RunContext, check_par
 from collect.ledger import TRACES_DIR, RunRecord, append_records, read_ledger
 from prereg._version import __version__
 from prereg.lock import environment_info, utc_now
+from prereg.plan import canonical_bytes
 from prereg.schema import Plan
 
 COLLECTORS = {
@@ -61,20 +61,16 @@ def load_collector(name: str) -> type[Collector]:
         raise EngineError(f"collector {name} is not available here: {err}") from None
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def stratum_seed(stratum: dict[str, Any], replicate: int) -> int:
     """The run seed of a stratum and replicate (never the arm): 63 bits of SHA-256."""
-    digest = hashlib.sha256(_canonical({"stratum": stratum, "replicate": replicate}).encode()).digest()
+    digest = hashlib.sha256(canonical_bytes({"stratum": stratum, "replicate": replicate})).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
 def run_id_of(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
     """A stable run id for one cell of the plan."""
-    key = _canonical({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
-    return "run-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+    key = canonical_bytes({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
+    return "run-" + hashlib.sha256(key).hexdigest()[:20]
 
 
 @dataclass(frozen=True)

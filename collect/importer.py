@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.ledger import RunRecord, TelemetrySummary, append_records, encode_metric, read_ledger
+from prereg.plan import canonical_bytes
 from prereg.schema import Plan, level_key
 
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
@@ -125,8 +126,7 @@ def _integer(value: Any, what: str, default: int | None) -> int | None:
 
 
 def _run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
-    key = json.dumps([plan_sha256, stratum, arm, replicate], sort_keys=True)
-    return "imp-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    return "imp-" + hashlib.sha256(canonical_bytes([plan_sha256, stratum, arm, replicate])).hexdigest()[:16]
 
 
 def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
