@@ -25,6 +25,7 @@ def evaluate_example(tmp_path: Path, plan: Path, table: str, *extra: str):
         (OWN_EXAMPLES / "continuation.yaml", "continuation.csv", 0, "SUPPORTED:"),
         ("equal-work.yaml", "equal-work.csv", 3, "gate energy_saving was refused"),
         ("cadence-energy.yaml", "cadence-energy.csv", 1, "gate sparse_keeps_learning"),
+        (OWN_EXAMPLES / "cadence-continuation.yaml", "cadence-energy.csv", 0, "SUPPORTED:"),
     ],
 )
 def test_example_decisions(tmp_path, plan, table, code, words):
