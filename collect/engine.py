@@ -39,8 +39,8 @@ from prereg.schema import Plan
 COLLECTORS = {
     "sim.churn": "collect.sim.churn:ChurnCollector",
     "sim.multisite": "collect.sim.multisite:MultisiteCollector",
+    "torch.multisite": "collect.torchrun.collector:TorchMultisiteCollector",
 }
-NOT_BUILT = {"torch.multisite": "the torch collector (a real model trained through failures) is not built yet"}
 BLOCKING_FACTORS = ("seed", "block")
 
 
@@ -50,8 +50,6 @@ class EngineError(ValueError):
 
 def load_collector(name: str) -> type[Collector]:
     """The collector class registered under ``name``."""
-    if name in NOT_BUILT:
-        raise EngineError(f"collector {name}: {NOT_BUILT[name]}; this version runs {', '.join(sorted(COLLECTORS))}")
     if name not in COLLECTORS:
         raise EngineError(f"unknown collector {name!r}; built in: {', '.join(sorted(COLLECTORS))}")
     module, _, attr = COLLECTORS[name].partition(":")

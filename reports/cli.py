@@ -3,8 +3,11 @@
 ``reports show EVALUATION_JSON`` prints the report (plain when not a terminal or NO_COLOR is
 set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writes it as
 GitHub-flavoured Markdown (``-`` prints the Markdown instead of the terminal report), ``--json``
-prints the artifact itself. Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact
-(or bad usage), 4 internal error.
+prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
+``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
+arm on one axis (``reports.plot_command``; needs the ``plot`` extra). Exit codes: 0 shown, 2 a
+missing, non-JSON or malformed artifact, trace or run id, matplotlib missing (or bad usage),
+4 internal error.
 """
 
 from __future__ import annotations
@@ -59,11 +62,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Write the plots of an evaluation or of one block of runs, and print their text equivalents."""
+    from reports.plot_command import cmd_plot as run_plot
+
+    return run_plot(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``reports`` argument parser."""
     parser = ArgumentParser(
         prog="reports",
-        description="Render evaluations for people: the reviewer's report in the terminal or as Markdown.",
+        description="Render evaluations for people: the reviewer's report in the terminal or as Markdown, "
+                    "and plots with text equivalents.",
         epilog="exit codes: 0 shown, 2 bad input or usage (a missing or malformed artifact), 4 internal error",
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
@@ -75,6 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "on stdout instead of the terminal report")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
     p.set_defaults(handler=cmd_show)
+    p = sub.add_parser(
+        "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, or "
+                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID)",
+        description="Write plots and print each one's text equivalent. Needs matplotlib: "
+                    "pip install 'prereg-toolkit[plot]'.",
+    )
+    p.add_argument("input", metavar="EVALUATION_JSON|RUNS",
+                   help="an evaluation.json (forest plot), or a runs folder holding ledger.jsonl (with --run)")
+    p.add_argument("--run", metavar="ID",
+                   help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
+    p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")
+    p.set_defaults(handler=cmd_plot)
     return parser
 
 

@@ -96,7 +96,7 @@ def _verdict_cell(v: et.GateView) -> Any:
     return cell
 
 
-def _gate_table(title: str, views: list[et.GateView]) -> Any:
+def gate_table(title: str, views: list[et.GateView]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
@@ -121,7 +121,7 @@ def _gate_table(title: str, views: list[et.GateView]) -> Any:
     return table
 
 
-def _forest(views: list[et.GateView]) -> Any:
+def forest_section(views: list[et.GateView]) -> Any:
     from rich.text import Text
 
     text = Text()
@@ -167,7 +167,7 @@ def _invalidators(ev: Evaluation) -> list[Any]:
     return [Text(""), table]
 
 
-def _diagnostics(ev: Evaluation, gates: list[GateResult]) -> list[Any]:
+def diagnostics_section(ev: Evaluation, gates: list[GateResult]) -> list[Any]:
     from rich.padding import Padding
     from rich.text import Text
 
@@ -244,13 +244,13 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False) -> Any:
     parts: list[Any] = _header(ev) + _decision(ev)
     primary = [et.gate_view(g, ev, BAR_WIDTH) for g in et.primary_gates(ev)]
     title = f"Primary gates (decide the claim; multiplicity {ev.multiplicity})"
-    parts += [Text(""), _gate_table(title, primary), _forest(primary)]
+    parts += [Text(""), gate_table(title, primary), forest_section(primary)]
     parts += _groups(ev)
     parts += _invalidators(ev)
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
-        parts += [Text(""), _gate_table("Sensitivity (reported, never decides)", sensitivity), _forest(sensitivity)]
-    parts += _diagnostics(ev, et.diagnostic_gates(ev))
+        parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]
+    parts += diagnostics_section(ev, et.diagnostic_gates(ev))
     parts += _notes(ev)
     parts += _predecessors(ev)
     if show_blocks:

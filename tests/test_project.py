@@ -31,7 +31,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 def test_torch_cpu_build_installed_before_the_torch_extra():
     command = readme_commands()[1]
-    assert command.index("pip install torch==2.13.0") < command.index(".[dev,torch,ray]")
+    assert command.index("pip install torch==2.13.0") < command.index(".[dev,torch,ray,plot]")
 
 
 def test_console_scripts_start_without_heavy_imports():

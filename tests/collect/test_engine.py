@@ -175,12 +175,3 @@ def test_ray_executor_gives_the_same_ledger(tmp_path, monkeypatch):
     b = sorted(key(r) for r in read_ledger(tmp_path / "ray").records)
     assert a == b and len(a) == 48
 
-
-def test_unbuilt_collector_is_refused_clearly(tmp_path):
-    lock = tmp_path / "ew.lock.json"
-    from tests.conftest import shared_example_path
-
-    assert run("prereg", "freeze", str(shared_example_path("equal-work.yaml")), "-o", str(lock)).returncode == 0
-    proc = run("collect", "run", str(lock), "--out", str(tmp_path / "runs"))
-    assert proc.returncode == 2 and "torch.multisite" in proc.stderr and "not built yet" in proc.stderr
-    assert not (tmp_path / "runs").exists()
