@@ -22,6 +22,7 @@ and puts the previous settings back afterwards (the engine parallelises across r
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -33,6 +34,7 @@ import torch
 from torch import nn
 
 from collect.torchrun.model import Batches, WindowMLP
+from prereg.fileio import atomic_write
 
 CKPT_FORMAT = "torchrun/ckpt/v1"
 
@@ -55,31 +57,14 @@ def deterministic(seed: int, threads: int = 1) -> Iterator[None]:
             torch.set_num_threads(prev_threads)
 
 
-def fsync_dir(path: Path) -> None:
-    """fsync a folder so a rename inside it is durable (best effort on platforms without it)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def save_atomic(obj: dict[str, Any], path: Path) -> int:
-    """``torch.save`` to ``path.tmp``, fsync, rename onto ``path``, fsync the folder; returns bytes."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        torch.save(obj, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-        size = fh.tell()
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-    return size
+    """``torch.save`` into memory, then ``prereg.fileio.atomic_write`` (temp file, fsync, rename,
+    fsync of the folder); returns the bytes written."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    data = buffer.getvalue()
+    atomic_write(path, data)
+    return len(data)
 
 
 class Trainer:
