@@ -20,7 +20,13 @@ import math
 import re
 from typing import Any, ClassVar
 
-from collect.collectors.base import Collector, Param, RunContext, RunResult, check_params
+from collect.collectors.base import (
+    Collector,
+    Param,
+    RunContext,
+    RunResult,
+    check_params,
+)
 from collect.sim import churn_law as law
 
 __all__ = ["INTERVAL_NAMES", "TABLE_INTERVALS", "ChurnCollector", "churn_table", "render_churn_table",

@@ -1,5 +1,9 @@
 """The multi-site recovery model behind ``sim.multisite``: integer ticks, exact work accounting.
 
+The rules below are implemented once, in :mod:`collect.sim.harness`; :func:`simulate` runs that
+harness in step mode with a worker that does nothing (``torch.multisite`` runs the same harness
+with a real trainer), then checks the invariants and the frontier hash.
+
 One tick is the time of one synchronous data-parallel step. The job holds a set of *member* sites
 (replicas with the current state); a step computed by m members is m *site-steps* of work and
 advances the in-memory frontier ``progress`` by one step id, whatever m is (survivors keep their
@@ -54,258 +58,45 @@ from collect.sim.accounting import (
     BYTE_CLASSES,
     EVENT_KINDS,
     POLICIES,
-    Checkpoint,
-    Event,
     InvariantError,
     SimConfig,
     SimResult,
     check_invariants,
     frontier_hash,
 )
+from collect.sim.harness import Harness
 from collect.sim.outages import Outage
 
 __all__ = ["BYTE_CLASSES", "EVENT_KINDS", "POLICIES", "InvariantError", "SimConfig", "SimResult",
            "check_invariants", "frontier_hash", "simulate"]
-MAX_ITERATIONS = 5_000_000
 
 
-def _prorate(total: int, elapsed: int, length: int) -> int:
-    return total if elapsed >= length else total * elapsed // length
+class NullWorker:
+    """The simulator's worker: decisions only, no real work (checkpoint size from the config)."""
 
+    def step(self, step_id: int, sites: Sequence[int]) -> None:
+        """Nothing to compute."""
 
-class _Sim:
-    def __init__(self, cfg: SimConfig, outages: Sequence[Outage]) -> None:
-        if cfg.policy not in POLICIES:
-            raise ValueError(f"policy {cfg.policy!r} must be one of {', '.join(POLICIES)}")
-        self.cfg, self.outages = cfg, list(outages)
-        # (tick, 0 = return / 1 = onset, site, end): returns first at a tick
-        tl = [(o.end_tick, 0, o.site, o.end_tick) for o in outages]
-        tl += [(o.start_tick, 1, o.site, o.end_tick) for o in outages]
-        self.timeline = sorted(tl)
-        self.next_ev = 0
-        self.now = 0
-        self.up = [True] * cfg.sites
-        self.members = set(range(cfg.sites))
-        self.progress = self.durable = self.high = 0
-        self.pending: list[tuple[int, int, int]] = []  # (first step, last step, sites)
-        self.needs_restore = False
-        self.r = SimResult(cfg.policy)
-        self.r.lineage.append(Checkpoint(0, 0, None, 0))  # the initial state, durable by definition
-        self.seg_by_ckpt: dict[int, list[tuple[int, int]]] = {0: []}
+    def save(self, ckpt_id: int, step_id: int, tokens: int) -> int:
+        """Nothing written: 0 bytes, so the configured ``checkpoint_bytes`` is charged."""
+        return 0
 
-    # --- outages -------------------------------------------------------------------------------
-    def _process_events(self, until: int) -> None:
-        """Apply every outage onset/return with tick <= ``until``."""
-        tl = self.timeline
-        while self.next_ev < len(tl) and tl[self.next_ev][0] <= until:
-            tick, onset, site, end = tl[self.next_ev]
-            self.next_ev += 1
-            if not onset:
-                self.up[site] = True
-                continue
-            if site in self.members and tick < self.now:
-                raise InvariantError(f"member failure at tick {tick} missed (now {self.now})")
-            self.up[site] = False
-            self.r.failures += 1
-            self.r.events.append(Event("failure", site, tick, end))
-            if site in self.members:
-                self._member_failed(site, tick)
-
-    def _member_failed(self, site: int, tick: int) -> None:
-        self.members.discard(site)
-        if not self.members:  # nobody holds the in-memory state any more
-            self.r.state_losses += 1
-            self._lose_pending()
-            self.needs_restore = True
-        elif self.cfg.policy in ("restart", "oracle"):
-            for s in sorted(self.members):
-                self.r.events.append(Event("preemption", s, tick, tick))
-            self._lose_pending()
-            self.needs_restore = True
-
-    def _next_event_tick(self) -> int | None:
-        return self.timeline[self.next_ev][0] if self.next_ev < len(self.timeline) else None
-
-    def _next_onset(self, sites: set[int]) -> int | None:
-        """Earliest onset strictly after now at one of ``sites``."""
-        for tick, onset, site, _ in self.timeline[self.next_ev:]:
-            if onset and site in sites and tick > self.now:
-                return tick
-        return None
-
-    # --- work ledger ---------------------------------------------------------------------------
-    def _lose_pending(self) -> None:
-        for first, last, m in self.pending:
-            self.r.lost += (last - first + 1) * m
-            self.r.lost_steps += last - first + 1
-        self.pending.clear()
-        self.progress = self.durable
-
-    def _retain_pending(self, ckpt_id: int) -> None:
-        segs = self.seg_by_ckpt.setdefault(ckpt_id, [])
-        for first, last, m in self.pending:
-            self.r.retained += (last - first + 1) * m
-            self.r.retained_steps += last - first + 1
-            segs.append((first, last))
-        self.pending.clear()
-
-    # --- phases --------------------------------------------------------------------------------
-    def _phase(self, length: int, involved: set[int]) -> tuple[int, bool]:
-        """Advance up to ``length`` ticks; stop early at a failure of an involved site."""
-        f = self._next_onset(involved)
-        elapsed = f - self.now if f is not None and f < self.now + length else length
-        return elapsed, elapsed == length
-
-    def _checkpoint(self) -> None:
-        cfg, r = self.cfg, self.r
-        start, parent = self.now, r.lineage[-1].id
-        elapsed, done = self._phase(cfg.checkpoint_ticks, set(self.members))
-        self.now += elapsed
-        r.checkpoint_ticks += elapsed
-        nbytes = _prorate(cfg.checkpoint_bytes, elapsed, cfg.checkpoint_ticks)
-        r.bytes["checkpoint_upload"] += nbytes
-        ckpt = None
-        steps = (self.durable + 1, self.progress)
-        if done:
-            ckpt = len(r.lineage)
-            r.lineage.append(Checkpoint(ckpt, self.progress, parent, self.now))
-            self._retain_pending(ckpt)
-            self.durable = self.progress
-        else:
-            r.checkpoints_aborted += 1
-        r.events.append(Event("checkpoint", min(self.members), start, self.now, steps=steps, checkpoint=ckpt,
-                              parent=parent, bytes={"checkpoint_upload": nbytes}, aborted=not done))
-
-    def _restore(self, sites: set[int]) -> None:
-        """``sites`` load the last durable checkpoint; members not in ``sites`` idle meanwhile."""
-        cfg, r = self.cfg, self.r
-        if self.progress != self.durable:
-            raise InvariantError("restore with undurable work in memory")
-        start, ckpt = self.now, r.lineage[-1].id
-        elapsed, done = self._phase(cfg.restore_ticks, self.members | sites)
-        self.now += elapsed
-        r.stall_ticks += elapsed
-        each = _prorate(cfg.checkpoint_bytes, elapsed, cfg.restore_ticks)
-        for s in sorted(sites):
-            r.bytes["restore_download"] += each
-            r.events.append(Event("restore", s, start, self.now, checkpoint=ckpt,
-                                  bytes={"restore_download": each}, aborted=not done))
-        if done:
-            self.members |= sites
-            self.needs_restore = False
-            r.restores += 1
-
-    def _rejoin(self, joiners: set[int]) -> None:
-        """Live state transfer from a member to each joiner (wait, continue)."""
-        cfg, r = self.cfg, self.r
-        start = self.now
-        elapsed, done = self._phase(cfg.rejoin_ticks, self.members | joiners)
-        self.now += elapsed
-        r.stall_ticks += elapsed
-        each = _prorate(cfg.rejoin_bytes, elapsed, cfg.rejoin_ticks)
-        for s in sorted(joiners):
-            r.bytes["rejoin_transfer"] += each
-            r.events.append(Event("state_transfer", s, start, self.now, parent=r.lineage[-1].id,
-                                  bytes={"rejoin_transfer": each}, aborted=not done))
-            r.events.append(Event("rejoin", s, start, self.now, aborted=not done))
-        if done:
-            self.members |= joiners
-            r.rejoins += len(joiners)
-
-    def _compute(self, n: int) -> None:
-        cfg, r = self.cfg, self.r
-        m, first, last = len(self.members), self.progress + 1, self.progress + n
-        replay = first <= self.high
-        kind = "replay" if replay else "compute"
-        parent = r.lineage[-1].id
-        for s in sorted(self.members):
-            r.events.append(Event(kind, s, self.now, self.now + n, work=n, steps=(first, last), parent=parent))
-        grad, buf = 2 * (m - 1) * cfg.gradient_bytes * n, (m - 1) * cfg.buffer_bytes * n
-        r.bytes["gradient_sync"] += grad
-        r.bytes["parameter_broadcast"] += buf
-        r.events.append(Event("collective", None, self.now, self.now + n, steps=(first, last),
-                              bytes={"gradient_sync": grad, "parameter_broadcast": buf}))
-        self.pending.append((first, last, m))
-        r.attempted += n * m
-        r.attempted_steps += n
-        if replay:
-            r.replayed += n * m
-            r.replayed_steps += n
-        self.high = max(self.high, last)
-        self.progress = last
-        self.now += n
-        r.compute_ticks += n
-
-    def _idle(self) -> None:
-        nxt = self._next_event_tick()
-        if nxt is None or nxt <= self.now:
-            raise InvariantError(f"policy {self.cfg.policy} stalled at tick {self.now} with nothing to wait for")
-        self.r.stall_ticks += nxt - self.now
-        self.now = nxt
-
-    # --- the policy ----------------------------------------------------------------------------
-    def _step(self) -> None:
-        cfg, pol = self.cfg, self.cfg.policy
-        returners = {s for s in range(cfg.sites) if self.up[s] and s not in self.members}
-        if not self.members:
-            return self._restore(returners) if returners else self._idle()
-        if self.needs_restore:
-            return self._restore(self.members | returners)
-        if returners:
-            if pol in ("wait", "continue"):
-                return self._rejoin(returners)
-            if self.progress == self.durable:
-                return self._restore(returners)
-        k, target = cfg.checkpoint_every_steps, cfg.target_steps
-        if self.progress > self.durable and (self.progress % k == 0 or self.progress == target):
-            return self._checkpoint()
-        limits = [k - self.progress % k, target - self.progress]
-        if pol == "oracle":
-            f = self._next_onset(self.members)
-            if f is not None:
-                # compute ticks that leave time for a checkpoint to start before f and end by f
-                room = f - max(cfg.checkpoint_ticks, 1) - self.now
-                if room < 1 and self.progress > self.durable:
-                    return self._checkpoint()
-                limits.append(room)
-        if pol == "wait" and len(self.members) < cfg.sites:
-            return self._idle()
-        nxt = self._next_event_tick()
-        if nxt is not None:
-            limits.append(nxt - self.now)
-        if self.progress < self.high:
-            limits.append(self.high - self.progress)
-        n = min(limits)
-        return self._compute(n) if n >= 1 else self._idle()
-
-    def run(self) -> SimResult:
-        cfg, r = self.cfg, self.r
-        init = (cfg.sites - 1) * cfg.param_bytes
-        r.bytes["parameter_broadcast"] += init
-        r.events.append(Event("collective", None, 0, 0, bytes={"parameter_broadcast": init}))
-        for _ in range(MAX_ITERATIONS):
-            if self.durable >= cfg.target_steps:
-                break
-            self._process_events(self.now)
-            self._step()
-        else:
-            raise InvariantError("no completion within the iteration limit")
-        r.end_tick = self.now
-        self._process_events(self.now - 1)  # count outages that began before the end
-        down = sum(max(0, min(o.end_tick, self.now) - o.start_tick) for o in self.outages if o.start_tick < self.now)
-        r.bytes["control"] += cfg.control_bytes * (cfg.sites * self.now - down)
-        steps: list[int] = []
-        for c in r.lineage:  # the lineage is a chain: each checkpoint's parent is the one before it
-            for first, last in self.seg_by_ckpt.get(c.id, []):
-                steps.extend(range(first, last + 1))
-        r.retained_step_ids = steps
-        r.frontier_sha256 = frontier_hash(cfg.target_steps, steps)
-        r.events.sort(key=lambda e: e.start)  # stable: emission order within a tick
-        check_invariants(r, cfg)
-        return r
+    def load(self, ckpt_id: int) -> None:
+        """Nothing to restore."""
 
 
 def simulate(cfg: SimConfig, outages: Sequence[Outage]) -> SimResult:
     """Run one policy against an outage schedule; invariants are checked before returning."""
-    return _Sim(cfg, outages).run()
-
+    h = Harness(cfg, outages, NullWorker(), target=cfg.target_steps, count="steps").run()
+    r = SimResult(
+        policy=cfg.policy, end_tick=h.end_tick, attempted=h.attempted_site_steps, retained=h.retained_site_steps,
+        lost=h.lost_site_steps, replayed=h.replayed_site_steps, attempted_steps=h.attempted_steps,
+        retained_steps=h.retained_steps, lost_steps=h.lost_steps, replayed_steps=h.replayed_steps,
+        compute_ticks=h.compute_ticks, checkpoint_ticks=h.checkpoint_ticks, stall_ticks=h.stall_ticks,
+        checkpoints_aborted=h.checkpoints_aborted, state_losses=h.state_losses, failures=h.failures,
+        restores=h.restores, rejoins=h.rejoins, bytes=dict(h.bytes), lineage=list(h.lineage),
+        retained_step_ids=list(h.retained_step_ids), events=list(h.events),
+    )
+    r.frontier_sha256 = frontier_hash(cfg.target_steps, r.retained_step_ids)
+    check_invariants(r, cfg)
+    return r

@@ -13,7 +13,7 @@ What a run does (params in :data:`PARAMS`, metrics in :data:`METRICS`):
    stratum, for ``target_steps = ceil(useful_tokens / (sites * micro_batch))`` (the steps a
    failure-free run takes; only the default horizon ``2 x target_steps`` reads it). The arm's
    ``policy`` (wait, restart, continue, oracle) recovers by the simulator's rules
-   (:mod:`collect.torchrun.harness`): one tick = one synchronous step; each live site computes its
+   (:mod:`collect.sim.harness`): one tick = one synchronous step; each live site computes its
    micro-batch gradient, averaged over the live sites; every ``checkpoint_every_steps`` a real
    durable checkpoint (``torch.save`` to a temp file, fsync, ``os.replace``) of model, optimizer,
    RNG and counters; restores read it with ``torch.load(weights_only=True)``; lost steps are

@@ -11,11 +11,11 @@ from typing import Any
 import torch
 
 from collect.sim.accounting import SimConfig
+from collect.sim.harness import Harness, HarnessResult
 from collect.sim.outages import Outage
 from collect.telemetry.analysis import energy_from_counter
 from collect.telemetry.base import Sensor
 from collect.telemetry.recorder import Recorder
-from collect.torchrun.harness import Harness, HarnessResult
 from collect.torchrun.markov import SourceSpec, make_corpora
 from collect.torchrun.model import (
     Batches,

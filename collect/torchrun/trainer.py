@@ -68,7 +68,7 @@ def save_atomic(obj: dict[str, Any], path: Path) -> int:
 
 
 class Trainer:
-    """The replica state and its real operations (implements :class:`collect.torchrun.harness.Worker`)."""
+    """The replica state and its real operations (implements :class:`collect.sim.harness.Worker`)."""
 
     def __init__(self, model: WindowMLP, batches: Batches, lr: float, ckpt_path: Path | None,
                  device: str = "cpu") -> None:

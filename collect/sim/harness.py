@@ -1,13 +1,11 @@
-"""The failure harness: the policy rules of ``sim.multisite`` driving real work (no torch here).
+"""The failure harness: the one implementation of the multi-site policy rules (no torch here).
 
-This is :mod:`collect.sim.recovery` -- the same ticks, phases, policy decisions, outage handling
-and work accounting -- with the simulated work replaced by calls to a :class:`Worker` (the torch
-trainer in :mod:`collect.torchrun.trainer`, or a fake in tests). One tick is one synchronous step;
+The rules are documented in :mod:`collect.sim.recovery`. The work behind each decision is a
+:class:`Worker`: nothing for the simulator (``sim.multisite`` runs this harness in step mode with a
+null worker), the torch trainer for ``torch.multisite`` (:mod:`collect.torchrun.trainer`). One tick is one synchronous step;
 a compute batch of ``n`` steps by the member sites is ``n`` real optimizer steps, a checkpoint is a
 real durable write, a restore a real load. Decisions are taken exactly where the simulator takes
-them (batches end at checkpoint boundaries, outage events, the replay frontier and the target), so
-with ``count="steps"`` the harness reproduces ``sim.multisite``'s accounting and event trace
-exactly (tested).
+them (batches end at checkpoint boundaries, outage events, the replay frontier and the target).
 
 The one difference is the target: with ``count="tokens"`` (the torch collector) every policy stops
 when the same number of *tokens* is durable (``target``), not the same number of steps. A step by
@@ -90,6 +88,7 @@ class HarnessResult:
     bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BYTE_CLASSES, 0))
     lineage: list[Checkpoint] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    retained_step_ids: list[int] = field(default_factory=list)
     final_step: int = 0
 
 
@@ -126,6 +125,7 @@ class Harness:
         self.progress = self.durable = self.high = 0  # step ids
         self.work = self.durable_work = 0  # target units (tokens or steps) in memory / durable
         self.pending: list[tuple[int, int, int, int]] = []  # (first step, last step, site-steps, tokens)
+        self.seg_by_ckpt: dict[int, list[tuple[int, int]]] = {0: []}  # step ids each checkpoint made durable
         self.needs_restore = False
         self.ckpt_size = 0
         self.r = HarnessResult(cfg.policy)
@@ -177,12 +177,14 @@ class Harness:
         self.pending.clear()
         self.progress, self.work = self.durable, self.durable_work
 
-    def _retain_pending(self) -> None:
+    def _retain_pending(self, ckpt_id: int) -> None:
         r = self.r
+        segments = self.seg_by_ckpt.setdefault(ckpt_id, [])
         for first, last, ss, tok in self.pending:
             r.retained_site_steps += ss
             r.retained_tokens += tok
             r.retained_steps += last - first + 1
+            segments.append((first, last))
         self.pending.clear()
 
     # --- phases ----------------------------------------------------------------------------------
@@ -207,7 +209,7 @@ class Harness:
         steps = (self.durable + 1, self.progress)
         if done:
             r.lineage.append(Checkpoint(ckpt, self.progress, parent, self.now))  # type: ignore[arg-type]
-            self._retain_pending()
+            self._retain_pending(ckpt)  # type: ignore[arg-type]
             self.durable, self.durable_work = self.progress, self.work
         else:
             r.checkpoints_aborted += 1
@@ -367,7 +369,10 @@ class Harness:
         self._process_events(self.now - 1)
         down = sum(max(0, min(o.end_tick, self.now) - o.start_tick) for o in self.outages if o.start_tick < self.now)
         r.bytes["control"] += cfg.control_bytes * (cfg.sites * self.now - down)
-        r.events.sort(key=lambda e: e.start)
+        r.events.sort(key=lambda e: e.start)  # stable: emission order within a tick
+        for c in r.lineage:  # the lineage is a chain: each checkpoint's parent is the one before it
+            for first, last in self.seg_by_ckpt.get(c.id, []):
+                r.retained_step_ids.extend(range(first, last + 1))
         self._check()
         return r
 
