@@ -13,6 +13,7 @@ under ``ctx.trace_dir`` and only with names starting ``f"{ctx.run_id}."`` (see `
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,15 +64,16 @@ class RunResult:
     info: dict[str, Any] = field(default_factory=dict)  # extra identity (e.g. data hash), kept in ``code``
 
 
-class Collector:
+class Collector(abc.ABC):
     """Base class of the built-in collectors."""
 
     name: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
     METRICS: ClassVar[dict[str, str]] = {}  # metric name -> unit, for documentation and checks
 
-    def run(self, ctx: RunContext) -> RunResult:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, ctx: RunContext) -> RunResult:
+        """Do one run (deterministic given ``ctx.params`` and ``ctx.seed``)."""
 
 
 def check_params(collector: type[Collector], params: Mapping[str, Any]) -> dict[str, Any]:
