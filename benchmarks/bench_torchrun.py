@@ -29,10 +29,10 @@ from pathlib import Path
 import torch
 
 from collect.sim.accounting import SimConfig
+from collect.sim.harness import Harness
 from collect.telemetry.base import open_sensor
 from collect.telemetry.recorder import Recorder
 from collect.torchrun.collector import PARAMS, _Telemetry
-from collect.sim.harness import Harness
 from collect.torchrun.markov import SourceSpec, make_corpora
 from collect.torchrun.model import Batches, WindowMLP, param_count
 from collect.torchrun.trainer import Trainer, deterministic

@@ -103,6 +103,13 @@ class SimResult:
     retained_step_ids: list[int] = field(default_factory=list)
     frontier_sha256: str = ""
     events: list[Event] = field(default_factory=list)
+    # token accounting, for the torch collector (in step mode a site-step is one token)
+    attempted_tokens: int = 0
+    retained_tokens: int = 0
+    lost_tokens: int = 0
+    replayed_tokens: int = 0
+    checkpoint_bytes_written: int = 0  # bytes of real checkpoint files (0 in the simulator)
+    final_step: int = 0  # the durable frontier's step id at the end
 
     @property
     def wan_bytes(self) -> int:

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from collect.sim.accounting import (
-    BYTE_CLASSES,
     POLICIES,
     Checkpoint,
     Event,
     InvariantError,
     SimConfig,
+    SimResult,
 )
 from collect.sim.outages import Outage
 
@@ -56,40 +55,6 @@ PhaseHook = Callable[[str, int], AbstractContextManager[object]]
 
 def _no_phase(name: str, ticks: int) -> AbstractContextManager[object]:
     return nullcontext()
-
-
-@dataclass
-class HarnessResult:
-    """Outcome of one run. Tokens, site-steps (``*_site_steps``) and step attempts (``*_steps``)."""
-
-    policy: str
-    end_tick: int = 0
-    attempted_tokens: int = 0
-    retained_tokens: int = 0
-    lost_tokens: int = 0
-    replayed_tokens: int = 0
-    attempted_site_steps: int = 0
-    retained_site_steps: int = 0
-    lost_site_steps: int = 0
-    replayed_site_steps: int = 0
-    attempted_steps: int = 0
-    retained_steps: int = 0
-    lost_steps: int = 0
-    replayed_steps: int = 0
-    compute_ticks: int = 0
-    checkpoint_ticks: int = 0
-    stall_ticks: int = 0
-    checkpoints_aborted: int = 0
-    checkpoint_bytes_written: int = 0
-    state_losses: int = 0
-    failures: int = 0
-    restores: int = 0
-    rejoins: int = 0
-    bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BYTE_CLASSES, 0))
-    lineage: list[Checkpoint] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    retained_step_ids: list[int] = field(default_factory=list)
-    final_step: int = 0
 
 
 def _prorate(total: int, elapsed: int, length: int) -> int:
@@ -128,7 +93,7 @@ class Harness:
         self.seg_by_ckpt: dict[int, list[tuple[int, int]]] = {0: []}  # step ids each checkpoint made durable
         self.needs_restore = False
         self.ckpt_size = 0
-        self.r = HarnessResult(cfg.policy)
+        self.r = SimResult(cfg.policy)
         self.r.lineage.append(Checkpoint(0, 0, None, 0))
 
     # --- outages (as collect.sim.recovery) -------------------------------------------------------
@@ -171,7 +136,7 @@ class Harness:
     def _lose_pending(self) -> None:
         r = self.r
         for first, last, ss, tok in self.pending:
-            r.lost_site_steps += ss
+            r.lost += ss
             r.lost_tokens += tok
             r.lost_steps += last - first + 1
         self.pending.clear()
@@ -181,7 +146,7 @@ class Harness:
         r = self.r
         segments = self.seg_by_ckpt.setdefault(ckpt_id, [])
         for first, last, ss, tok in self.pending:
-            r.retained_site_steps += ss
+            r.retained += ss
             r.retained_tokens += tok
             r.retained_steps += last - first + 1
             segments.append((first, last))
@@ -296,11 +261,11 @@ class Harness:
         r.events.append(Event("collective", None, self.now, self.now + n, steps=(first, last),
                               bytes={"gradient_sync": grad, "parameter_broadcast": buf}))
         self.pending.append((first, last, site_steps, tokens))
-        r.attempted_site_steps += site_steps
+        r.attempted += site_steps
         r.attempted_tokens += tokens
         r.attempted_steps += n
         if replay:
-            r.replayed_site_steps += site_steps
+            r.replayed += site_steps
             r.replayed_tokens += tokens
             r.replayed_steps += n
         self.high = max(self.high, last)
@@ -351,7 +316,7 @@ class Harness:
         n = min(limits)
         return self._compute(n) if n >= 1 else self._idle()
 
-    def run(self) -> HarnessResult:
+    def run(self) -> SimResult:
         """Run to the target, check the accounting, return the result."""
         cfg, r = self.cfg, self.r
         init = (cfg.sites - 1) * cfg.param_bytes
@@ -384,7 +349,7 @@ class Harness:
                 raise InvariantError(f"{r.policy}: {what}")
 
         need(r.attempted_tokens == r.retained_tokens + r.lost_tokens, "attempted tokens != retained + lost")
-        need(r.attempted_site_steps == r.retained_site_steps + r.lost_site_steps, "site-steps do not add up")
+        need(r.attempted == r.retained + r.lost, "site-steps do not add up")
         need(r.attempted_steps == r.retained_steps + r.lost_steps, "step attempts != retained + lost")
         need(r.replayed_steps == r.lost_steps, "replayed steps != lost steps")
         need(r.retained_steps == r.final_step == r.lineage[-1].step, "durable frontier != retained steps")

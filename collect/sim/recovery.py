@@ -87,16 +87,7 @@ class NullWorker:
 
 def simulate(cfg: SimConfig, outages: Sequence[Outage]) -> SimResult:
     """Run one policy against an outage schedule; invariants are checked before returning."""
-    h = Harness(cfg, outages, NullWorker(), target=cfg.target_steps, count="steps").run()
-    r = SimResult(
-        policy=cfg.policy, end_tick=h.end_tick, attempted=h.attempted_site_steps, retained=h.retained_site_steps,
-        lost=h.lost_site_steps, replayed=h.replayed_site_steps, attempted_steps=h.attempted_steps,
-        retained_steps=h.retained_steps, lost_steps=h.lost_steps, replayed_steps=h.replayed_steps,
-        compute_ticks=h.compute_ticks, checkpoint_ticks=h.checkpoint_ticks, stall_ticks=h.stall_ticks,
-        checkpoints_aborted=h.checkpoints_aborted, state_losses=h.state_losses, failures=h.failures,
-        restores=h.restores, rejoins=h.rejoins, bytes=dict(h.bytes), lineage=list(h.lineage),
-        retained_step_ids=list(h.retained_step_ids), events=list(h.events),
-    )
+    r = Harness(cfg, outages, NullWorker(), target=cfg.target_steps, count="steps").run()
     r.frontier_sha256 = frontier_hash(cfg.target_steps, r.retained_step_ids)
     check_invariants(r, cfg)
     return r

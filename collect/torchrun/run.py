@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from collect.sim.accounting import SimConfig
-from collect.sim.harness import Harness, HarnessResult
+from collect.sim.accounting import SimConfig, SimResult
+from collect.sim.harness import Harness
 from collect.sim.outages import Outage
 from collect.telemetry.analysis import energy_from_counter
 from collect.telemetry.base import Sensor
@@ -36,7 +36,7 @@ HELDOUT_CHAIN = 256  # predictions per held-out chain
 class Outcome:
     """Everything the collector turns into metrics, traces and identity."""
 
-    result: HarnessResult
+    result: SimResult
     initial_nll: float
     final_nll: float
     nll_floor: float
