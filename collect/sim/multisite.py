@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import (
@@ -166,6 +167,14 @@ def event_records(r: SimResult, tick_ms: float) -> list[dict[str, Any]]:
              "parent": e.parent, "bytes": e.bytes, "aborted": e.aborted} for i, e in enumerate(r.events)]
 
 
+def write_events(path: Path, r: SimResult, tick_ms: float) -> None:
+    """Write the run's event trace as JSON Lines (the schema of :func:`event_records`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in event_records(r, tick_ms):
+            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+
+
 def run_params(params: Mapping[str, Any], seed: int) -> tuple[SimResult, list[Outage]]:
     """Validate, draw the stratum's outages and simulate (no files written)."""
     p = validate(params)
@@ -182,13 +191,9 @@ class MultisiteCollector(Collector):
 
     def run(self, ctx: RunContext) -> RunResult:
         p = validate(ctx.params)
-        outages = draw_outages(p, ctx.seed)
-        r = simulate(config_from(p), outages)
+        r, outages = run_params(p, ctx.seed)
         path = ctx.trace_path("events.jsonl")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as fh:
-            for rec in event_records(r, p["tick_ms"]):
-                fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        write_events(path, r, p["tick_ms"])
         info: dict[str, Any] = {
             "model": "sim.multisite/v1", "evidence": EVIDENCE, "policy": r.policy,
             "deployable": r.policy != "oracle", "frontier_sha256": r.frontier_sha256,

@@ -34,7 +34,6 @@ training FLOP (3 x forward matmul FLOP per token).
 from __future__ import annotations
 
 import csv
-import json
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -49,7 +48,7 @@ from collect.collectors.base import (
     RunResult,
     check_params,
 )
-from collect.sim.multisite import ORACLE_NOTE, event_records
+from collect.sim.multisite import ORACLE_NOTE, write_events
 from collect.sim.multisite import PARAMS as SIM_PARAMS
 from collect.sim.outages import (
     OUTAGE_PARAMS,
@@ -203,9 +202,7 @@ class TorchMultisiteCollector(Collector):
             ckpt.unlink(missing_ok=True)
         r = out.result
         events = ctx.trace_path("events.jsonl")
-        with events.open("w", encoding="utf-8") as fh:
-            for rec in event_records(r, p["tick_ms"]):  # type: ignore[arg-type]
-                fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+        write_events(events, r, p["tick_ms"])
         trajectory = ctx.trace_path("trajectory.csv")
         with trajectory.open("w", encoding="utf-8", newline="") as fh:
             w = csv.writer(fh)
