@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from prereg.clikit import EXIT_BAD_INPUT, EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
 EXIT_NOT_SUPPORTED = 1
 DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "refused": EXIT_INTEGRITY}
@@ -74,7 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_main("gates", build_parser, argv)
 
 
-__all__ = ["main", "EXIT_BAD_INPUT"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
