@@ -13,11 +13,16 @@ from ._common import METHODS, SCALES, IntervalResult
 from .bootstrap import bca_interval, bootstrap_interval
 from .contrast import paired_contrast, propagate_bounds
 from .dispatch import interval, one_sided_p_values
+from .feasibility import MIN_BOOTSTRAP_N, contrast_warnings, insufficient_blocks, minimum_blocks, skewness
 from .rules import (
     DegenerateContrastWarning,
     ResolutionCheck,
     Rule,
+    RuleDecision,
     adjust_p_values,
+    clears,
+    decide_rule,
+    is_tested,
     interval_bound,
     resolution_check,
     resolution_check_outcomes,
@@ -30,6 +35,15 @@ from .wilcoxon import hodges_lehmann, wilcoxon_interval
 
 __all__ = [
     "METHODS",
+    "MIN_BOOTSTRAP_N",
+    "RuleDecision",
+    "clears",
+    "contrast_warnings",
+    "decide_rule",
+    "insufficient_blocks",
+    "is_tested",
+    "minimum_blocks",
+    "skewness",
     "SCALES",
     "DegenerateContrastWarning",
     "IntervalResult",

@@ -2,7 +2,8 @@
 
 The bootstrap under-covers at small n (a percentile interval for the mean has the width of a
 z interval with the plug-in sd, i.e. it ignores both the t quantile and the n/(n-1) factor);
-results with n < 10 carry a warning. Prefer ``t``, ``signflip`` or ``wilcoxon`` there.
+results with n < 20 (``estimators.feasibility.MIN_BOOTSTRAP_N``, from the coverage study) carry
+a warning, and gates refuse to decide with them. Prefer ``t``, ``signflip`` or ``wilcoxon``.
 
 Resampling. ``resamples`` bootstrap means are drawn in blocks of 1024; block ``i`` uses its own
 bit generator ``PCG64(SeedSequence(seed).spawn(...)[i])`` (indices by exact rejection sampling
@@ -24,7 +25,7 @@ function; BCa: the same after undoing the BCa level map). So "bound beyond mu at
 and "p < alpha" agree. They are floored at ``1 / (B + 1)``.
 
 Degenerate data never give NaN or an exception: all contrasts equal -> the single value
-(``degenerate``); all but one equal -> the interval is computed but marked ``degenerate`` with a
+(``degenerate``, the only case so marked); all but one equal -> the interval is computed with a
 warning (its bootstrap distribution is a scaled binomial, so its ends are a few lattice points).
 """
 
@@ -49,18 +50,19 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
+from .feasibility import MIN_BOOTSTRAP_N
 
 BLOCK = 1024
 _CHUNK_ELEMENTS = 65_536
-SMALL_N = 10
+SMALL_N = MIN_BOOTSTRAP_N
 
 UNDERCOVER_WARNING = (
-    "n < 10: bootstrap intervals under-cover at this size (they ignore the t quantile and "
-    "the n/(n-1) variance factor); prefer t, signflip or wilcoxon"
+    f"n < {MIN_BOOTSTRAP_N}: bootstrap intervals under-cover at this size (they ignore the t quantile "
+    "and the n/(n-1) variance factor; coverage study in docs/estimators.md); prefer t, signflip or wilcoxon"
 )
 ALL_BUT_ONE_WARNING = (
     "all contrasts but one are equal: the bootstrap distribution is a scaled binomial and the "
-    "interval's ends are lattice points; treat it as degenerate"
+    "interval's ends are a few lattice points"
 )
 
 
@@ -240,7 +242,6 @@ def _interval(
         n=n,
         scale=scale,
         p_value=two_sided(*_p_values(boot, 0.0, params)),
-        degenerate=all_but_one,
         exact=False,
         monte_carlo=True,
         warnings=tuple(warnings),

@@ -131,6 +131,78 @@ def rule_holds(rule: Rule, result: IntervalResult) -> bool:
     return _holds(rule, result.estimate, result.lower, result.upper)
 
 
+def is_tested(rule: Rule) -> bool:
+    """True for rules that imply a one-sided null (``upper <``/``<=``, ``lower >``/``>=``,
+    ``within``); ``estimate`` rules and the other directions are judged on the interval alone."""
+    if rule.quantity == "within":
+        return True
+    if rule.quantity == "upper":
+        return rule.op in ("<", "<=")
+    if rule.quantity == "lower":
+        return rule.op in (">", ">=")
+    return False
+
+
+def clears(p_value: float, alpha: float) -> bool:
+    """The one decision rule: a p-value clears ``alpha`` when ``p <= alpha`` (boundary
+    included; a 1e-12 relative tolerance absorbs the binary representation of alpha, as the
+    interval constructions do)."""
+    return bool(p_value <= alpha * (1.0 + 1e-12))
+
+
+def _holds_as_test(rule: Rule, estimate: float, lower: float, upper: float) -> bool:
+    """A tested rule on an interval: its threshold must lie outside the (closed) interval, so
+    ``upper <= u`` means the same as ``upper < u`` (both: H0 theta >= u rejected)."""
+    if is_tested(rule) and rule.op in ("<=", ">="):
+        rule = Rule(rule.quantity, rule.op[0], rule.threshold)
+    return _holds(rule, estimate, lower, upper)
+
+
+@dataclass(frozen=True)
+class RuleDecision:
+    """The verdict of one rule on one set of block contrasts (before resolution).
+
+    ``holds``: for tested rules on varying contrasts, exactly ``p_value <= alpha``; for constant
+    contrasts (no variability: ``constant``) and untested rules, the rule on the interval.
+    ``p_value`` is None when there is no test (constant contrasts, untested rules).
+    """
+
+    holds: bool
+    p_value: float | None
+    alpha: float
+    tested: bool
+    constant: bool
+    result: IntervalResult
+
+
+def decide_rule(
+    rule: Rule,
+    d: ArrayLike,
+    confidence: float = 0.95,
+    method: str = "t",
+    scale: str = "difference",
+    resamples: int = 9999,
+    seed: int | None = 0,
+) -> RuleDecision:
+    """Interval, rule p-value and verdict as one construction (see :class:`RuleDecision`).
+
+    The p-value decides: a tested rule holds exactly when its p-value clears
+    ``alpha = (1 - confidence) / 2`` (:func:`clears`); the interval is the set of thresholds
+    the test does not reject, so the two agree (up to floating-point rounding at the exact end
+    of a t interval, a set of measure zero).
+    """
+    arr = check_contrasts(d)
+    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
+    alpha = tail_alpha(res.confidence)
+    constant = is_constant(arr)
+    tested = is_tested(rule)
+    if constant or not tested:
+        holds = _holds_as_test(rule, res.estimate, res.lower, res.upper)
+        return RuleDecision(holds, None, alpha, tested, constant, res)
+    p = rule_p_value(rule, arr, confidence, method, scale, resamples, seed)
+    return RuleDecision(clears(p, alpha), p, alpha, tested, constant, res)
+
+
 def rule_p_value(
     rule: Rule,
     d: ArrayLike,
@@ -273,9 +345,9 @@ def resolution_check(
     else:
         cands = [(est - shift, lo - shift, hi - shift), (est + shift, lo + shift, hi + shift)]
     rep = [tuple(to_reported(x, scale) for x in c) for c in cands]
-    outcomes = (_holds(rule, *rep[0]), _holds(rule, *rep[1]))
+    outcomes = (_holds_as_test(rule, *rep[0]), _holds_as_test(rule, *rep[1]))
     return ResolutionCheck(
-        holds=rule_holds(rule, res),
+        holds=_holds_as_test(rule, res.estimate, res.lower, res.upper),
         could_change=outcomes[0] != outcomes[1],
         holds_at_extremes=outcomes,
         extremes=((rep[0][1], rep[0][2]), (rep[1][1], rep[1][2])),

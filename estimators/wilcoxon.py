@@ -1,30 +1,35 @@
-"""Hodges–Lehmann estimate with the Wilcoxon signed-rank interval (exact where feasible).
+"""Hodges–Lehmann estimate with the Wilcoxon signed-rank interval: one construction.
 
-Test at a null centre ``mu``: ``e = d - mu``; zero differences are dropped (Wilcoxon's
-convention); ``|e|`` is ranked with midranks for ties; ``T = sum of ranks of positive e``. The
-reference distribution is the exact permutation (sign-flip) distribution of the signed
-(mid)ranks *given* the observed ranks, computed by dynamic programming on doubled midranks
-(integers). Without ties or zeros this is the classical signed-rank distribution.
+Test, interval, p-value and resolution bound all come from one statistic, the count of Walsh
+averages ``w_ij = (d_i + d_j) / 2`` (``i <= j``, ``M = n(n+1)/2`` of them) on each side of a null
+centre ``mu`` (Lehmann 1975, ch. 4; Tukey's identity):
 
-Interval. By Tukey's identity ``T(mu) = #{i <= j : (d_i + d_j) / 2 > mu}`` for ``mu`` not
-equal to a Walsh average (ties among equal contrasts keep the identity, because tied
-contrasts share a sign). Hence, with ``M = n(n+1)/2`` Walsh averages ``w_(1) <= ... <= w_(M)``:
+    T_gt(mu) = #{w > mu}        T_lt(mu) = #{w < mu}
 
-* No ties in ``d`` (n <= 400): the null distribution does not depend on ``mu``; with ``k`` the
-  largest integer such that ``P(T <= k - 1) <= alpha`` the interval is ``[w_(k), w_(M+1-k)]``
-  (R's ``wilcox.test`` construction) and ``attained_confidence = 1 - 2 P(T <= k - 1)``.
-  If ``k = 0`` the interval is unbounded (R silently uses ``k = 1`` and a lower level).
-* Ties in ``d`` (n <= 50): the midrank pattern, hence the null distribution, changes with
-  ``mu``. The test is inverted directly: every distinct Walsh average and every gap between
-  two consecutive ones is tested, scanning inwards from each end until the first non-rejected
-  candidate; the reported interval is the closure of the hull of the accepted set.
-  ``attained_confidence`` is ``1 - size_lo - size_hi``, where each size is the largest
-  attainable tail probability <= alpha of the null distribution at that end.
-* Larger n (no ties: n > 400; ties: n > 50): normal approximation to ``T`` with continuity
-  correction and the tie-corrected variance ``n(n+1)(2n+1)/24 - sum(t^3 - t)/48`` (exact=False).
+Without ties or zeros ``T_gt`` is the signed-rank statistic ``V`` (the sum of the ranks of the
+positive ``d - mu``). The reference distribution is the untied signed-rank distribution of ``V``
+(exact by dynamic programming for n <= 400, normal with continuity correction beyond):
 
-Estimate: the Hodges–Lehmann median of the Walsh averages (found with ``np.partition``).
-p-value: the two-sided test of 0 (ratio 1) with the same reference distribution.
+    p_greater(mu) = P(V >= T_gt(mu))    (H0: theta <= mu)
+    p_less(mu)    = P(V >= T_lt(mu))    (H0: theta >= mu; V is symmetric about M / 2)
+
+Both are monotone in ``mu``, so the set of non-rejected ``mu`` is an interval, and it is exactly
+``[w_(k), w_(M+1-k)]`` with ``k`` the largest integer such that ``P(V <= k - 1) <= alpha``
+(R's ``wilcox.test`` construction for untied data). Hence a rule's p-value clears alpha exactly
+when the interval excludes its threshold, and every end is an order statistic of Walsh averages,
+so it moves by at most the largest per-block measurement bound (the resolution bound).
+
+Ties and zeros. A Walsh average equal to ``mu`` is counted on neither side, so ties only lower
+the counts; adding an arbitrarily small symmetric jitter to the data would raise them to the
+continuous case. The test and the interval are therefore conservative with ties: for contrasts
+symmetric about their centre the coverage is at least ``attained_confidence`` (a warning says
+so). This replaces an earlier exact midrank inversion, whose accepted set was not an interval
+(its hull disagreed with its own p-values, and one tie could move an end by much more than the
+data moved).
+
+``attained_confidence = 1 - 2 P(V <= k - 1)``. If ``k = 0`` (``2^-n > alpha``: n too small for
+the level) the interval is unbounded. Estimate: the Hodges–Lehmann median of the Walsh averages,
+a pseudo-median (the centre of symmetry), which is not the mean for skewed contrasts.
 """
 
 from __future__ import annotations
@@ -49,18 +54,24 @@ from ._common import (
 )
 
 EXACT_MAX_N = 400
-EXACT_TIES_MAX_N = 50
 _TOL = 1.0 + 1e-12
 
+TIES_WARNING = (
+    "ties or zeros among the contrasts: Walsh averages equal to a tested value count on neither "
+    "side, so the interval and p-values are conservative (coverage at least the attained level "
+    "for contrasts symmetric about their centre)"
+)
 
-@lru_cache(maxsize=1024)
-def _distribution(weights: tuple[int, ...]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(cdf, sf)`` of ``sum_i w_i B_i``, ``B_i`` iid Bernoulli(1/2), on ``0..sum(w)``."""
-    total = sum(weights)
+
+@lru_cache(maxsize=256)
+def _distribution(n: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(cdf, sf)`` of the untied signed-rank statistic ``V = sum_i i B_i`` on ``0..M``
+    (``B_i`` iid Bernoulli(1/2)); ``sf[t] = P(V >= t)``."""
+    total = n * (n + 1) // 2
     p = np.zeros(total + 1, dtype=np.float64)
     p[0] = 1.0
     top = 0
-    for w in weights:
+    for w in range(1, n + 1):
         shifted = p[: top + 1].copy()
         p[w : top + w + 1] += shifted
         top += w
@@ -70,110 +81,60 @@ def _distribution(weights: tuple[int, ...]) -> tuple[NDArray[np.float64], NDArra
     return cdf, sf
 
 
+class _Reference:
+    """The null distribution of ``V`` for ``n`` blocks: exact (n <= 400) or normal."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.m = n * (n + 1) // 2
+        self.exact = n <= EXACT_MAX_N
+        self.sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
+        if self.exact:
+            self.cdf_table, self.sf_table = _distribution(n)
+
+    def cdf(self, j: int) -> float:
+        """``P(V <= j)``."""
+        if j < 0:
+            return 0.0
+        if j >= self.m:
+            return 1.0
+        if self.exact:
+            return float(self.cdf_table[j])
+        return float(special.ndtr((j + 0.5 - self.m / 2.0) / self.sd))
+
+    def sf(self, t: int) -> float:
+        """``P(V >= t) = P(V <= M - t)`` (symmetry)."""
+        return self.cdf(self.m - t)
+
+    def k(self, alpha: float) -> int:
+        """The largest ``k`` with ``P(V <= k - 1) <= alpha`` (0: unbounded interval)."""
+        lim = alpha * _TOL
+        if self.exact:
+            return int(np.count_nonzero(self.cdf_table <= lim))
+        k = max(0, int(math.floor(self.m / 2.0 - 0.5 + self.sd * float(special.ndtri(alpha)))) + 1)
+        while k > 0 and self.cdf(k - 1) > lim:
+            k -= 1
+        while self.cdf(k) <= lim:
+            k += 1
+        return k
+
+
 def _walsh(d: NDArray[np.float64]) -> NDArray[np.float64]:
     """All ``n(n+1)/2`` Walsh averages ``(d_i + d_j) / 2, i <= j`` (unordered)."""
     i, j = np.triu_indices(d.size)
     return (d[i] + d[j]) * 0.5
 
 
-def _signed_ranks(d: NDArray[np.float64], mu: float) -> tuple[NDArray[np.int64], int]:
-    """Doubled midranks of the non-zero ``|d - mu|`` and the doubled observed statistic.
-
-    Values equal up to rounding (``16 eps`` of the magnitude) count as tied, and as zero when
-    within that of 0, so that ``mu`` at a Walsh average computed in floating point still
-    produces the exact ties and zeros it implies in exact arithmetic.
-    """
-    e = d - mu
-    tol = 16.0 * np.finfo(np.float64).eps * max(float(np.max(np.abs(d))), abs(mu), 1e-300)
-    e = e[np.abs(e) > tol]
-    if e.size == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    a = np.abs(e)
-    order = np.argsort(a, kind="stable")
-    sa = a[order]
-    group = np.concatenate([[0], np.cumsum(np.diff(sa) > tol)])
-    first = np.searchsorted(group, group, side="left")
-    last = np.searchsorted(group, group, side="right")
-    r2 = np.empty(e.size, dtype=np.int64)
-    r2[order] = first + last + 1  # 2 x midrank of positions first+1 .. last
-    return r2, int(r2[e > 0].sum())
-
-
-def _test_at(d: NDArray[np.float64], mu: float) -> tuple[float, float, bool]:
-    """``(p_greater, p_less, exact)`` of the signed-rank test at ``mu``."""
-    r2, t2 = _signed_ranks(d, mu)
-    n = r2.size
-    if n == 0:
-        return 1.0, 1.0, True
-    tied = np.unique(r2).size < n
-    if (not tied and n <= EXACT_MAX_N) or (tied and n <= EXACT_TIES_MAX_N):
-        g = int(np.gcd.reduce(r2))
-        cdf, sf = _distribution(tuple(sorted(int(x) for x in r2 // g)))
-        t = t2 // g
-        return float(sf[t]), float(cdf[t]), True
-    r = r2 / 2.0
-    mean = float(r.sum()) / 2.0
-    sd = math.sqrt(float(np.sum(r * r)) / 4.0)
-    t = t2 / 2.0
-    p_greater = float(special.ndtr(-(t - 0.5 - mean) / sd))
-    p_less = float(special.ndtr((t + 0.5 - mean) / sd))
-    return p_greater, p_less, False
+def _p_values(walsh: NDArray[np.float64], ref: _Reference, mu: float) -> tuple[float, float]:
+    """``(p_greater, p_less)`` from the Walsh-average counts at ``mu``."""
+    t_gt = int(np.count_nonzero(walsh > mu))
+    t_lt = int(np.count_nonzero(walsh < mu))
+    return ref.sf(t_gt), ref.sf(t_lt)
 
 
 def wilcoxon_one_sided(d: NDArray[np.float64], mu: float) -> tuple[float, float]:
     """``(p_greater, p_less)`` of the signed-rank test at null centre ``mu`` (analysis scale)."""
-    p_greater, p_less, _ = _test_at(d, mu)
-    return p_greater, p_less
-
-
-def _size(sf: NDArray[np.float64], alpha: float) -> float:
-    ok = sf[sf <= alpha * _TOL]
-    return float(ok.max()) if ok.size else 0.0
-
-
-def _tail_size_at(d: NDArray[np.float64], mu: float, alpha: float) -> float:
-    r2, _ = _signed_ranks(d, mu)
-    if r2.size == 0:
-        return 0.0
-    g = int(np.gcd.reduce(r2))
-    _, sf = _distribution(tuple(sorted(int(x) for x in r2 // g)))
-    return _size(sf, alpha)
-
-
-def _scan_ties(
-    d: NDArray[np.float64], walsh: NDArray[np.float64], alpha: float
-) -> tuple[float, float, float]:
-    """Exact inversion with ties: ``(lower, upper, attained_confidence)``."""
-    wu = np.unique(walsh)
-    lim = alpha * _TOL
-
-    def below(j: int) -> float:  # a point inside the gap just below wu[j]
-        return float(wu[0] - 1.0 - abs(wu[0])) if j == 0 else 0.5 * (wu[j - 1] + wu[j])
-
-    def above(j: int) -> float:  # a point inside the gap just above wu[j]
-        last = len(wu) - 1
-        return float(wu[last] + 1.0 + abs(wu[last])) if j == last else 0.5 * (wu[j] + wu[j + 1])
-
-    lower, lo_mu = wu[-1], float(wu[-1])
-    for j in range(len(wu)):
-        mu = below(j)
-        if _test_at(d, mu)[0] > lim:
-            lower, lo_mu = (wu[j - 1] if j else -np.inf), mu
-            break
-        if _test_at(d, float(wu[j]))[0] > lim:
-            lower, lo_mu = wu[j], float(wu[j])
-            break
-    upper, hi_mu = wu[0], float(wu[0])
-    for j in range(len(wu) - 1, -1, -1):
-        mu = above(j)
-        if _test_at(d, mu)[1] > lim:
-            upper, hi_mu = (wu[j + 1] if j < len(wu) - 1 else np.inf), mu
-            break
-        if _test_at(d, float(wu[j]))[1] > lim:
-            upper, hi_mu = wu[j], float(wu[j])
-            break
-    attained = 1.0 - _tail_size_at(d, lo_mu, alpha) - _tail_size_at(d, hi_mu, alpha)
-    return float(lower), float(upper), attained
+    return _p_values(_walsh(d), _Reference(int(d.size)), mu)
 
 
 def _order_stats(
@@ -191,7 +152,7 @@ def _order_stats(
 
 
 def hodges_lehmann(d: ArrayLike) -> float:
-    """Hodges–Lehmann estimate: the median of the Walsh averages."""
+    """Hodges–Lehmann estimate: the median of the Walsh averages (a pseudo-median)."""
     arr = check_contrasts(d, min_n=1)
     return _order_stats(_walsh(arr), 0)[2]
 
@@ -202,8 +163,9 @@ def wilcoxon_interval(
     """Hodges–Lehmann estimate with the signed-rank confidence interval (see module doc).
 
     Assumes independent contrasts symmetric about their centre (the pseudo-median). Exact
-    for n <= 400 without ties and n <= 50 with ties; normal approximation beyond (flagged
-    ``exact=False`` with a warning). Ratio scale: HL of the log ratios, exponentiated.
+    reference distribution for n <= 400, normal approximation beyond (flagged ``exact=False``
+    with a warning); conservative with ties or zeros (warned). Ratio scale: HL of the log
+    ratios, exponentiated.
     """
     d = check_contrasts(d)
     confidence = check_confidence(confidence)
@@ -213,41 +175,23 @@ def wilcoxon_interval(
         return degenerate_result(d, confidence, "wilcoxon", scale, exact=True)
     alpha = tail_alpha(confidence)
     walsh = _walsh(d)
-    m = walsh.size
-    values, counts = np.unique(d, return_counts=True)
-    tied = values.size < n
+    ref = _Reference(n)
+    k = ref.k(alpha)
+    attained = 1.0 - 2.0 * ref.cdf(k - 1)
     warnings: list[str] = []
-    exact = True
-    if tied and n <= EXACT_TIES_MAX_N:
-        lower, upper, attained = _scan_ties(d, walsh, alpha)
-        estimate = _order_stats(walsh, 0)[2]
+    if np.unique(d).size < n or np.any(d == 0.0):
+        warnings.append(TIES_WARNING)
+    if not ref.exact:
         warnings.append(
-            "ties among the contrasts: exact permutation distribution of the signed midranks "
-            f"used; attained confidence {attained:.4f} (not the nominal {confidence:.4g})"
+            f"n = {n}: normal approximation to the signed-rank distribution "
+            f"(exact enumeration limit {EXACT_MAX_N})"
         )
-    else:
-        if (not tied) and n <= EXACT_MAX_N:
-            cdf, _ = _distribution(tuple(range(1, n + 1)))
-            k = int(np.count_nonzero(cdf <= alpha * _TOL))
-            attained = 1.0 - 2.0 * (float(cdf[k - 1]) if k > 0 else 0.0)
-        else:
-            exact = False
-            var = n * (n + 1) * (2 * n + 1) / 24.0 - float(np.sum(counts**3 - counts)) / 48.0
-            sd = math.sqrt(var)
-            k = max(0, int(math.floor(m / 2.0 + 0.5 + sd * float(special.ndtri(alpha)))))
-            attained = 1.0 - 2.0 * float(special.ndtr((k - 0.5 - m / 2.0) / sd))
-            warnings.append(
-                f"n = {n}: normal approximation to the signed-rank distribution"
-                f"{' with tie correction' if tied else ''} (exact enumeration limit "
-                f"{EXACT_TIES_MAX_N if tied else EXACT_MAX_N})"
-            )
-        lower, upper, estimate = _order_stats(walsh, k)
-    if not np.isfinite(lower) or not np.isfinite(upper):
+    lower, upper, estimate = _order_stats(walsh, k)
+    if k == 0:
         warnings.append(
-            f"n = {n} is too small for a {confidence:.4g} signed-rank interval; "
-            "the interval is unbounded"
+            f"n = {n} is too small for a {confidence:.4g} signed-rank interval (smallest "
+            f"attainable one-sided p-value {2.0 ** -n:.4g} > {alpha:.4g}); the interval is unbounded"
         )
-    p_greater, p_less, _ = _test_at(d, 0.0)
     return build_result(
         estimate=estimate,
         lower=lower,
@@ -257,7 +201,7 @@ def wilcoxon_interval(
         n=n,
         scale=scale,
         attained_confidence=attained,
-        p_value=two_sided(p_greater, p_less),
-        exact=exact,
+        p_value=two_sided(*_p_values(walsh, ref, 0.0)),
+        exact=ref.exact,
         warnings=tuple(warnings),
     )

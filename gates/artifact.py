@@ -96,7 +96,14 @@ class GateResult(_Model):
     rule: str = Field(description="The frozen pass_if, canonical spelling.")
     margin: list[float] = Field(description="The rule's threshold [X], or [A, B] for within.")
     null: float = Field(description="The null on the reported scale: 0 (difference) or 1 (ratio).")
-    p_raw: float | None = Field(default=None, description="One-sided p-value of the shifted null the rule implies.")
+    analysis_unit: Literal["stratum", "replicate"] = Field(
+        default="stratum", description="What one pair is: a stratum (replicates averaged) or a replicate."
+    )
+    p_raw: float | None = Field(
+        default=None,
+        description="One-sided p-value of the shifted null the rule implies; it decides the verdict (pass exactly "
+        "when p <= (1 - confidence) / 2). None when there is no test: constant contrasts (vacuous) or an estimate rule.",
+    )
     p_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
     evidence: Evidence
     refused_by: list[str] = Field(default_factory=list, description="Invalidator ids and data problems.")

@@ -50,7 +50,7 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
         estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
         upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,
         attained_confidence=r.attained_confidence if r else None, method=o.gate.method, n_pairs=o.n_pairs,
-        rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
+        analysis_unit=o.analysis_unit, rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
         p_raw=o.p_raw, p_adjusted=o.p_adjusted, evidence=o.evidence, refused_by=o.refused_by, notes=o.notes,
         warnings=o.warnings, resolution=resolution,
         arm_medians={k: encode_number(v) for k, v in o.arm_medians.items()},

@@ -33,11 +33,10 @@ from typing import Any
 import numpy as np
 
 from gates.invalidators import InvalidatorCheck
-from gates.matching import Block, Match
+from gates.matching import Block, Match, stratum_label
 from prereg.schema import Gate, Plan
 
 EVIDENCE_ORDER = ["measured", "modeled", "prior", "unmeasured", "unavailable"]  # strongest first
-DISCRETE_METHODS = {"signflip", "wilcoxon"}
 
 
 @dataclass
@@ -58,6 +57,7 @@ class GateOutcome:
     resolution: Any = None  # estimators.ResolutionCheck
     arm_medians: dict[str, float | None] = field(default_factory=dict)
     contrasts: list[float | None] = field(default_factory=list)  # per gate block, reported scale
+    analysis_unit: str = "stratum"
 
 
 def gate_blocks(match: Match) -> list[Block]:
@@ -122,6 +122,50 @@ def _estimator_rule(gate: Gate) -> Any:
     return Rule(**asdict(gate.parsed_rule()))
 
 
+def analysis_unit(plan: Plan) -> str:
+    """``stratum`` (default) or ``replicate``: what one paired contrast is (module doc)."""
+    return plan.strata.analysis_unit or "stratum"
+
+
+def analysis_units(plan: Plan, blocks: list[Block]) -> list[list[int]]:
+    """Indices into ``blocks`` forming each unit of analysis, in plan order."""
+    if analysis_unit(plan) == "replicate":
+        return [[i] for i in range(len(blocks))]
+    groups: dict[str, list[int]] = {}
+    for i, block in enumerate(blocks):
+        groups.setdefault(stratum_label(block.stratum), []).append(i)
+    return list(groups.values())
+
+
+def _unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
+    """Mean of each unit's block values (NaN when any of its blocks is NaN)."""
+    return np.array([float(np.mean(per_block[idx])) for idx in units]) if units else np.zeros(0)
+
+
+def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray,
+                 units: list[list[int]], complete: np.ndarray, outcome: GateOutcome) -> np.ndarray | None:
+    """Per-unit contrast bounds (analysis scale) for a signal-backed metric; None if no signal.
+    Sets ``outcome`` unresolvable (and returns an empty array) when a run lacks its bound."""
+    import estimators as est
+
+    bounds, lacking = _bounds_matrix(gate, plan, blocks)
+    if bounds is None:
+        return None
+    if lacking:
+        outcome.verdict = "unresolvable"
+        outcome.notes.append(
+            f"no measurement bound of {plan.metrics[gate.metric].signal} in run(s) {', '.join(lacking[:3])}"
+        )
+        return np.zeros(0)
+    contrast = gate.parsed_contrast()
+    coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
+    per_block = np.full(len(blocks), np.nan)
+    rows = np.flatnonzero(np.all(np.isfinite(values), axis=1))
+    if rows.size:
+        per_block[rows] = est.propagate_bounds(values[rows], coefs, bounds[rows], contrast.scale)
+    return _unit_means(per_block, units)[complete]
+
+
 def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
     """Compute one gate (before multiplicity); see the module doc for the verdict order."""
     import estimators as est
@@ -129,6 +173,7 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     contrast = gate.parsed_contrast()
     blocks = gate_blocks(match)
     outcome = GateOutcome(gate, "refused", contrast.scale, _evidence(gate, plan, blocks))
+    outcome.analysis_unit = analysis_unit(plan)
     outcome.refused_by = list(fired) + match.arm_problems(set(contrast.arms))
     values, data_problems = _outcome_matrix(gate, plan, blocks)
     outcome.refused_by += data_problems
@@ -139,59 +184,64 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     if contrast.scale == "ratio":
         complete_rows &= np.all(values > 0, axis=1)
     coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
-    outcome.contrasts = [None] * len(blocks)
-    n_complete = int(complete_rows.sum())
-    if n_complete < 2:
-        outcome.refused_by.append(f"only {n_complete} complete block(s): a paired interval needs 2 or more")
-        return outcome
-    d = est.paired_contrast(values[complete_rows], coefs, contrast.scale)
-    for i, value in zip(np.flatnonzero(complete_rows), d):
-        outcome.contrasts[i] = float(np.exp(value) if contrast.scale == "ratio" else value)
+    per_block = np.full(len(blocks), np.nan)
+    if complete_rows.any():
+        per_block[complete_rows] = est.paired_contrast(values[complete_rows], coefs, contrast.scale)
+    outcome.contrasts = [
+        None if not np.isfinite(x) else float(np.exp(x) if contrast.scale == "ratio" else x) for x in per_block
+    ]
+    units = analysis_units(plan, blocks)
+    unit_d = _unit_means(per_block, units)
+    complete = np.isfinite(unit_d)
+    n_complete = int(complete.sum())
     outcome.n_pairs = n_complete
-    rule = _estimator_rule(gate)
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
+    too_few = est.insufficient_blocks(gate.method, gate.confidence, n_complete, resamples)
+    if n_complete < 2:
+        outcome.refused_by.append(f"only {n_complete} complete {outcome.analysis_unit}(s): a paired interval needs 2 or more")
+        return outcome
+    if too_few:
+        outcome.refused_by.append(too_few.replace("the plan gives", "the data give"))
+    d = unit_d[complete]
+    rule = _estimator_rule(gate)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        outcome.result = est.interval(gate.method, d, gate.confidence, contrast.scale, resamples=resamples, seed=seed)
-        if rule.quantity != "estimate":
-            outcome.p_raw = est.rule_p_value(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
+        decision = est.decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
+    outcome.result = decision.result
+    outcome.p_raw = decision.p_value
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
+    outcome.warnings += list(est.contrast_warnings(d, gate.method, contrast.scale))
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
-    holds = est.rule_holds(rule, outcome.result)
-    if outcome.result.degenerate:
-        outcome.verdict = "vacuous" if holds else "fail"
-        outcome.notes.append(
-            "every block's contrast is the same value: no variability, so the rule "
-            + ("could not have failed" if holds else "fails on that single value")
-        )
-        return outcome
-    bounds, lacking = _bounds_matrix(gate, plan, blocks)
-    if bounds is not None:
-        signal = plan.metrics[gate.metric].signal
-        if lacking:
-            outcome.verdict = "unresolvable"
-            outcome.notes.append(f"no measurement bound of {signal} in run(s) {', '.join(lacking[:3])}")
+    b = _unit_bounds(gate, plan, blocks, values, units, complete, outcome)
+    if b is not None:
+        if outcome.verdict == "unresolvable":
             return outcome
-        outcome.resolution = est.resolution_check_outcomes(
-            rule, values[complete_rows], coefs, bounds[complete_rows], gate.confidence, gate.method,
-            contrast.scale, resamples, seed,
+        outcome.resolution = est.resolution_check(
+            rule, d, b, gate.confidence, gate.method, contrast.scale, resamples, seed
         )
         if outcome.resolution.could_change:
             outcome.verdict = "unresolvable"
             outcome.notes.append(
-                f"the {signal} measurement bounds could move the interval by "
+                f"the {plan.metrics[gate.metric].signal} measurement bounds could move the interval by "
                 f"{outcome.resolution.interval_bound:.3g} (analysis scale), enough to change the rule's outcome"
             )
             return outcome
-    outcome.verdict = "pass" if holds else "fail"
+    if decision.constant:
+        outcome.verdict = "vacuous" if decision.holds else "fail"
+        outcome.notes.append(
+            "every unit's contrast is the same value: no sampling variability and no p-value, so the rule "
+            + ("could not have failed" if decision.holds else "fails on that single value")
+        )
+        return outcome
+    outcome.verdict = "pass" if decision.holds else "fail"
     return outcome
 
 
 def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
     """Adjust primary gates' rule p-values and demote passes that do not survive (module doc)."""
-    from estimators import adjust_p_values
+    from estimators import adjust_p_values, clears
 
     primary = [o for o in outcomes if o.gate.role == "primary"]
     if not primary:
@@ -205,8 +255,7 @@ def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
         if method == "none" or o.verdict != "pass":
             continue
         alpha = (1 - o.gate.confidence) / 2
-        clears = p_adj <= alpha if o.gate.method in DISCRETE_METHODS else p_adj < alpha
-        if not clears:
+        if not clears(float(p_adj), alpha):
             o.verdict = "fail"
             o.notes.append(f"passes on its own (p = {o.p_raw:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
 

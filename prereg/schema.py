@@ -66,6 +66,13 @@ class Strata(_Model):
         default_factory=list,
         description="Selectors (factor -> level) of strata held out until the final evaluation.",
     )
+    analysis_unit: Literal["stratum", "replicate"] | None = Field(
+        default=None,
+        description="The unit of analysis of every gate. 'stratum' (the default when omitted): one paired "
+        "contrast per stratum, the mean of its replicates' contrasts (log scale for ratios), so the interval "
+        "covers the average effect over conditions like these strata. 'replicate': every replicate pair is an "
+        "independent block; valid only if the strata do not differ in their effect (otherwise it under-covers).",
+    )
 
     def enumerate(self) -> list[dict[str, Scalar]]:
         """Every stratum as a factor -> level mapping, in the order the levels are written."""

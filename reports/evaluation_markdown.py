@@ -137,6 +137,10 @@ def _notes(ev: Evaluation) -> list[str]:
     return ["", "## Notes and estimator warnings", ""] + [f"- {md_escape(line)}" for line in lines]
 
 
+def _reading(ev: Evaluation) -> list[str]:
+    return ["", "## How to read the verdicts", ""] + [f"- {md_escape(line)}" for line in et.reading_lines(ev)]
+
+
 def _predecessors(ev: Evaluation) -> list[str]:
     rows = et.predecessor_lines(ev)
     if not rows:
@@ -171,7 +175,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
     if sensitivity:
         lines += ["", "## Sensitivity (reported, never decides)", ""]
         lines += md_table(GATE_COLUMNS, _gate_rows(ev, sensitivity)) + _forest_block(sensitivity)
-    lines += _diagnostics(ev) + _notes(ev) + _predecessors(ev)
+    lines += _diagnostics(ev) + _notes(ev) + _reading(ev) + _predecessors(ev)
     if show_blocks:
         lines += _blocks(ev)
     return "\n".join(lines) + "\n"

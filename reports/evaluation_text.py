@@ -99,7 +99,9 @@ def contrast_text(gate: GateResult) -> str:
 
 
 def p_text(gate: GateResult, multiplicity: str) -> str:
-    """'p = 0.003; holm-adjusted 0.006', or '' when the rule has no p-value."""
+    """'p = 0.003; holm-adjusted 0.006', or why there is no p-value."""
+    if gate.p_raw is None and gate.verdict == "vacuous":
+        return "no p-value (no variability to test)"
     parts = []
     if gate.p_raw is not None:
         p = fmt_p(gate.p_raw)
@@ -109,9 +111,12 @@ def p_text(gate: GateResult, multiplicity: str) -> str:
     return "; ".join(parts)
 
 
+UNIT_WORDS = {"stratum": "strata", "replicate": "replicate pairs"}
+
+
 def method_text(gate: GateResult) -> str:
-    """'t, n = 6' plus the attained confidence of exact discrete methods."""
-    text = f"{gate.method}, n = {gate.n_pairs}"
+    """'t, n = 6 strata' plus the attained confidence of exact discrete methods."""
+    text = f"{gate.method}, n = {gate.n_pairs} {UNIT_WORDS[gate.analysis_unit]}"
     if gate.attained_confidence is not None:
         text += f", attained {fmt_pct(gate.attained_confidence)}"
     return text
@@ -193,7 +198,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         metric=gate.metric,
         evidence=EVIDENCE_WORDS[gate.evidence],
         contrast=contrast_text(gate),
-        estimate=with_unit(gate.estimate, gate),
+        estimate=with_unit(gate.estimate, gate) + (" (pseudo-median)" if gate.method == "wilcoxon" else ""),
         interval=interval_text(gate),
         rule=rule_text(gate),
         test=method_text(gate),
@@ -371,6 +376,42 @@ def note_lines(ev: Evaluation) -> list[str]:
     for g in ev.gates:
         lines += [f"{g.id}: {n}" for n in g.notes]
         lines += [f"{g.id}: estimator warning: {w}" for w in g.warnings]
+    return lines
+
+
+def reading_lines(ev: Evaluation) -> list[str]:
+    """How to read the verdicts, in plain words (the parts that apply to this evaluation)."""
+    units = sorted({g.analysis_unit for g in ev.gates})
+    lines = [
+        "Decision rule: a gate passes exactly when its rule's one-sided p-value is at most alpha = (1 - "
+        "confidence) / 2; the interval holds every threshold the test does not reject, so a rule whose threshold "
+        "equals an interval end fails ('<=' and '<' are the same test).",
+    ]
+    if "stratum" in units:
+        lines.append(
+            "Unit of analysis: one pair per stratum (its replicates' contrasts averaged), so the interval covers "
+            "the average effect over conditions like these strata and n counts strata, not runs."
+        )
+    if "replicate" in units:
+        lines.append(
+            "Unit of analysis: every replicate pair is an independent block (the plan says so); the interval "
+            "assumes the strata do not differ in their effect."
+        )
+    if any(g.method == "wilcoxon" for g in ev.gates):
+        lines.append(
+            "A wilcoxon estimate is the Hodges-Lehmann pseudo-median (the centre of symmetry of the contrasts), "
+            "not their mean; for skewed contrasts the two differ."
+        )
+    if any(g.verdict == "vacuous" for g in ev.gates):
+        lines.append(
+            "VACUOUS: every unit's contrast is exactly the same value, so nothing varied and the rule could not "
+            "have failed; there is no p-value, and in a multiplicity family it counts as p = 1."
+        )
+    if any(g.verdict == "unresolvable" for g in ev.gates):
+        lines.append(
+            "UNRESOLVABLE: moving the measured values anywhere within the meter's stated bounds could change the "
+            "rule's outcome, so the instrument cannot tell pass from fail; no claim either way."
+        )
     return lines
 
 

@@ -199,6 +199,10 @@ def _notes(ev: Evaluation) -> list[Any]:
     return [_heading("Notes and estimator warnings"), _bullets(lines)]
 
 
+def _reading(ev: Evaluation) -> list[Any]:
+    return [_heading("How to read the verdicts"), _bullets(et.reading_lines(ev))]
+
+
 def _bullets(lines: list[str]) -> Any:
     from rich.text import Text
 
@@ -252,6 +256,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False) -> Any:
         parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]
     parts += diagnostics_section(ev, et.diagnostic_gates(ev))
     parts += _notes(ev)
+    parts += _reading(ev)
     parts += _predecessors(ev)
     if show_blocks:
         parts += _blocks(ev)

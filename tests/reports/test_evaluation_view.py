@@ -136,9 +136,9 @@ def test_gate_tables_units_rules_and_evidence():
     assert numbers[2] == "no claim either way: see Diagnostics, not evidence"
     assert numbers[4] == "the instrument cannot resolve the margin: see Diagnostics, not evidence"
     tests = table_cells(primary, 3)
-    assert tests[0] == "upper < 0.02 nats t, n = 6 p = 0.0031; holm-adjusted 0.012"
-    assert tests[1] == "upper < 0 FLOP signflip, n = 6, attained 93.75% p = 0.094; holm-adjusted 0.28"
-    assert tests[2] == "upper < 1 (ratio) wilcoxon, n = 3"  # its p-value is a diagnostic: shown there
+    assert tests[0] == "upper < 0.02 nats t, n = 6 strata p = 0.0031; holm-adjusted 0.012"
+    assert tests[1] == "upper < 0 FLOP signflip, n = 6 strata, attained 93.75% p = 0.094; holm-adjusted 0.28"
+    assert tests[2] == "upper < 1 (ratio) wilcoxon, n = 3 strata"  # its p-value is a diagnostic: shown there
     assert tests[4].startswith("within [-2, 2] J")
     sens = after(out, "Sensitivity (reported, never decides)")
     assert table_cells(sens, 0) == ["PASS"]
@@ -168,7 +168,7 @@ def test_groups_invalidators_diagnostics_notes_predecessors():
     diag = flat(after(out, "Diagnostics, not evidence"))
     assert "REFUSED energy_saving" in diag and "refused: invalidator counter_support fired" in diag
     assert "arm medians: fixed 5012 J, adaptive 4561 J" in diag
-    assert "estimate: 0.91x, 90% CI [0.83x, +inf] (ratio adaptive / fixed of energy; measured)" in diag
+    assert "estimate: 0.91x (pseudo-median), 90% CI [0.83x, +inf] (ratio adaptive / fixed of energy; measured)" in diag
     assert "UNRESOLVABLE phase_energy" in diag and "could change the rule's outcome" in diag
     notes = flat(after(out, "Notes and estimator warnings"))
     assert "nll_all_strata: estimator warning: n < 10: bootstrap intervals under-cover" in notes

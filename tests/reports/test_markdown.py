@@ -71,7 +71,7 @@ def test_gate_tables_parse_back():
     diag_header, diag = found["Diagnostics, not evidence (refused or unresolvable gates)"]
     assert [r[1] for r in diag] == ["`energy_saving`", "`phase_energy`"]
     assert unescape(dict(zip(diag_header, diag[0]))["arm medians"]) == "fixed 5012 J, adaptive 4561 J"
-    assert unescape(dict(zip(diag_header, diag[0]))["test (diagnostic)"]) == "wilcoxon, n = 3; p = 0.12"
+    assert unescape(dict(zip(diag_header, diag[0]))["test (diagnostic)"]) == "wilcoxon, n = 3 strata; p = 0.12"
     assert "Blocks (paired rows)" not in found
 
 
