@@ -188,6 +188,63 @@ def _p_values(
     return max(p_greater, floor), max(p_less, floor)
 
 
+def _acceleration_range(d: NDArray[np.float64], delta: float) -> tuple[float, float]:
+    """Range of the jackknife acceleration ``a`` when every contrast moves by at most ``delta``.
+
+    ``a = S3 / (6 S2^1.5)`` with ``S_k = sum c^k`` of the centred contrasts ``c``; each ``c_i``
+    moves by at most ``2 delta`` (itself and the mean), so ``|S3' - S3| <= 3e S2 + 3e^2 sum|c| +
+    n e^3`` and ``sqrt(S2')`` lies within ``sqrt(S2) +- e sqrt(n)`` (``e = 2 delta``). Clipped to
+    the global range ``|a| <= (n - 2) / (6 sqrt(n (n - 1)))``.
+    """
+    n = d.size
+    c = d - d.mean()
+    amax = (n - 2) / (6.0 * np.sqrt(n * (n - 1)))
+    e = 2.0 * delta
+    s2, s3 = float(np.sum(c * c)), float(np.sum(c**3))
+    err3 = 3 * e * s2 + 3 * e * e * float(np.sum(np.abs(c))) + n * e**3
+    r_lo, r_hi = np.sqrt(s2) - e * np.sqrt(n), np.sqrt(s2) + e * np.sqrt(n)
+    if r_lo <= 0:
+        return -amax, amax
+    lo_num, hi_num = s3 - err3, s3 + err3
+    lo = lo_num / (6 * (r_hi if lo_num >= 0 else r_lo) ** 3)
+    hi = hi_num / (6 * (r_lo if hi_num >= 0 else r_hi) ** 3)
+    return float(max(lo, -amax)), float(min(hi, amax))
+
+
+def bca_end_bound(
+    d: NDArray[np.float64], b_max: float, confidence: float, resamples: int = 9999, seed: int | None = 0
+) -> float:
+    """How far a BCa interval end can move when every contrast moves by at most ``b_max``.
+
+    With the resample indices fixed (same seed) each bootstrap mean, so each order statistic,
+    moves by at most ``b_max``; the quantile level moves with ``z0`` and ``a``. Their ranges are
+    bounded (``z0``: resample means within ``2 b_max`` of the estimate may change side;
+    ``a``: :func:`_acceleration_range`), the BCa level is increasing in both, so the end moves
+    by at most ``b_max + max |Q(L') - Q(L)|`` over the attainable levels ``L'``.
+    """
+    if not np.isfinite(b_max):
+        return float("inf")
+    if b_max <= 0:
+        return 0.0
+    boot = np.sort(bootstrap_means(d, resamples, seed))
+    z0, a = _bca_params(d, boot)
+    b = boot.size
+    tol = 4.0 * d.size * np.finfo(np.float64).eps * float(np.max(np.abs(d)) + b_max)
+    w = 2.0 * b_max + 2.0 * tol
+    theta = float(np.mean(d))
+    clip = (0.5 / b, 1.0 - 0.5 / b)
+    z_lo = float(special.ndtri(np.clip(np.count_nonzero(boot < theta - w) / b, *clip)))
+    z_hi = float(special.ndtri(np.clip(np.count_nonzero(boot <= theta + w) / b, *clip)))
+    a_lo, a_hi = _acceleration_range(d, b_max)
+    alpha = tail_alpha(confidence)
+    shift = 0.0
+    for nominal in (alpha, 1.0 - alpha):
+        levels = [_bca_level(nominal, z_lo, a_lo), _bca_level(nominal, z0, a), _bca_level(nominal, z_hi, a_hi)]
+        q = np.quantile(boot, levels)
+        shift = max(shift, float(q[1] - q[0]), float(q[2] - q[1]))
+    return b_max + shift
+
+
 def bootstrap_one_sided(
     d: NDArray[np.float64],
     mu: float,

@@ -56,8 +56,11 @@ def minimum_blocks(method: str, confidence: float, resamples: int | None = None)
     return WILCOXON_EXACT_MAX_N + 1
 
 
-def insufficient_blocks(method: str, confidence: float, n: int, resamples: int | None = None) -> str | None:
-    """A sentence saying why ``n`` blocks cannot decide with ``method``, or None when they can."""
+def insufficient_blocks(
+    method: str, confidence: float, n: int, resamples: int | None = None, unit: str = "blocks"
+) -> str | None:
+    """A sentence saying why ``n`` blocks (paired contrasts, called ``unit``) cannot decide with
+    ``method``, or None when they can."""
     need = minimum_blocks(method, confidence, resamples)
     if need is None:
         return (
@@ -72,7 +75,7 @@ def insufficient_blocks(method: str, confidence: float, n: int, resamples: int |
         "bca": "BCa intervals under-cover below this size (coverage study, docs/estimators.md)",
     }.get(method, f"with fewer blocks the smallest attainable one-sided p-value 2^-n exceeds {tail_alpha(confidence):.4g}, "
           "so the interval is unbounded and the gate could never pass")
-    return f"{method} at confidence {confidence:g} needs at least {need} blocks, the plan gives {n}: {why}"
+    return f"{method} at confidence {confidence:g} needs at least {need} {unit} and has {n}: {why}"
 
 
 def skewness(d: ArrayLike) -> float | None:

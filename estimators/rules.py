@@ -36,7 +36,9 @@ log-scale terms ``-log(1 - b/x)`` for ratios). The effect on an interval end is 
   fixed), and each average moves by at most the largest block bound;
 * t: ``mean(b) + t_q ||b||_2 / sqrt(n (n - 1))`` -- the mean moves by at most ``mean(b)`` and
   the standard deviation by at most ``||b||_2 / sqrt(n - 1)`` (triangle inequality);
-* bca: ``max_i b_i`` with the bias correction and acceleration held fixed (approximate).
+* bca: ``max_i b_i`` plus how far the end can move as the bias correction ``z0`` and the
+  acceleration ``a`` range over the values the perturbed data can give
+  (:func:`estimators.bootstrap.bca_end_bound`; a guaranteed bound, tested under perturbations).
 
 :func:`resolution_check` evaluates the rule on the extreme intervals: shifted down and up by
 that bound (for ``within``, whose two ends can move independently: widened and narrowed). If the
@@ -65,6 +67,7 @@ from ._common import (
     to_reported,
 )
 from .contrast import paired_contrast, propagate_bounds
+from .bootstrap import bca_end_bound
 from .dispatch import check_method, interval, one_sided_p_values
 
 QUANTITIES = ("upper", "lower", "estimate", "within")
@@ -301,12 +304,22 @@ class ResolutionCheck:
 
 
 def interval_bound(
-    method: str, block_bounds: NDArray[np.float64], confidence: float
+    method: str,
+    block_bounds: NDArray[np.float64],
+    confidence: float,
+    d: NDArray[np.float64] | None = None,
+    resamples: int = 9999,
+    seed: int | None = 0,
 ) -> float:
-    """Worst-case movement of an interval end given per-block contrast bounds (module doc)."""
+    """Worst-case movement of an interval end given per-block contrast bounds (module doc).
+    ``bca`` also needs the contrasts ``d`` (and the interval's resamples and seed)."""
     b = block_bounds
     if not np.all(np.isfinite(b)):
         return math.inf
+    if method == "bca":
+        if d is None:
+            raise ValueError("the BCa resolution bound needs the contrasts d")
+        return bca_end_bound(np.asarray(d, dtype=np.float64), float(np.max(b)), confidence, resamples, seed)
     if method == "t":
         n = b.size
         q = float(stats.t.ppf(1.0 - tail_alpha(confidence), n - 1))
@@ -338,7 +351,7 @@ def resolution_check(
     if np.any(np.isnan(b)) or np.any(b < 0):
         raise ValueError("block bounds must be non-negative (inf allowed)")
     res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
-    shift = interval_bound(method, b, res.confidence)
+    shift = interval_bound(method, b, res.confidence, arr, resamples, seed)
     est, lo, hi = res.analysis_scale()
     if rule.quantity == "within":
         cands = [(est, lo - shift, hi + shift), (est, lo + shift, hi - shift)]

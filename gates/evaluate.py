@@ -196,12 +196,13 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     n_complete = int(complete.sum())
     outcome.n_pairs = n_complete
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
-    too_few = est.insufficient_blocks(gate.method, gate.confidence, n_complete, resamples)
+    unit_words = "strata" if outcome.analysis_unit == "stratum" else "replicate pairs"
+    too_few = est.insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
     if n_complete < 2:
         outcome.refused_by.append(f"only {n_complete} complete {outcome.analysis_unit}(s): a paired interval needs 2 or more")
         return outcome
     if too_few:
-        outcome.refused_by.append(too_few.replace("the plan gives", "the data give"))
+        outcome.refused_by.append(too_few)
     d = unit_d[complete]
     rule = _estimator_rule(gate)
     with warnings.catch_warnings(record=True) as caught:

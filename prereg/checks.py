@@ -6,6 +6,7 @@ document (``("gates", 1, "metric")``), so it can be reported with its line numbe
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -107,10 +108,44 @@ def _check_invalidators(plan: Plan, problems: list[Problem]) -> None:
             )
 
 
+MAX_STRATA_COUNTED = 1_000_000
+
+
+def analysis_units_planned(plan: Plan) -> int | None:
+    """How many paired contrasts each gate will get: the non-calibration strata (times the
+    replicates when ``strata.analysis_unit: replicate``); None when too many to count."""
+    strata = plan.strata
+    total = math.prod(len(levels) for levels in strata.factors.values())
+    if total > MAX_STRATA_COUNTED:
+        return None
+    if strata.calibration:
+        total = sum(
+            not any(Strata.selects(sel, s) for sel in strata.calibration) for s in strata.enumerate()
+        )
+    return total * (strata.replicates if strata.analysis_unit == "replicate" else 1)
+
+
+def _check_gate_power(plan: Plan, problems: list[Problem]) -> None:
+    """Refuse gates whose method cannot reach its confidence (or may not decide) with the blocks
+    the plan gives (statistics from :mod:`estimators.feasibility`, imported lazily)."""
+    n = analysis_units_planned(plan)
+    if n is None:
+        return
+    from estimators.feasibility import insufficient_blocks
+
+    unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "non-calibration strata (replicates averaged)"
+    for i, gate in enumerate(plan.gates):
+        why = insufficient_blocks(gate.method, gate.confidence, n, gate.resamples, unit)
+        if why:
+            problems.append((("gates", i, "method"), f"gate {gate.id!r}: {why} (this plan gives {n})"))
+
+
 def check_plan(plan: Plan) -> list[Problem]:
     """All cross-reference problems of ``plan`` (empty when the plan is consistent)."""
     problems: list[Problem] = []
     _check_strata(plan, problems)
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)
+    if not problems:
+        _check_gate_power(plan, problems)
     return problems

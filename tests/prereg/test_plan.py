@@ -207,7 +207,7 @@ def test_arm_setting_clashing_with_factor(equal_work_bytes):
 def test_resamples_only_for_resampling_methods(equal_work_bytes):
     raw = replace(equal_work_bytes, "    method: t\n", "    method: t\n    resamples: 999\n")
     one_problem(raw, "gates[0]", "applies only to resampling methods")
-    raw = replace(equal_work_bytes, "    method: t\n", "    method: bca\n    resamples: 999\n    seed: 7\n")
+    raw = replace(equal_work_bytes, "    method: t\n", "    method: signflip\n    resamples: 999\n    seed: 7\n")
     gate = parse_plan(raw).plan.gates[0]
     assert (gate.resamples, gate.seed) == (999, 7)
 
