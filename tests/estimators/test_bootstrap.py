@@ -81,8 +81,8 @@ def test_degenerate_data_marked_never_nan(method: str, d: np.ndarray) -> None:
 
 
 def test_small_n_warns_under_coverage_and_large_n_does_not() -> None:
-    small = E.bootstrap_interval(np.random.default_rng(1).normal(size=19), resamples=500)
-    big = E.bootstrap_interval(np.random.default_rng(1).normal(size=20), resamples=500)
+    small = E.bootstrap_interval(np.random.default_rng(1).normal(size=29), resamples=500)
+    big = E.bootstrap_interval(np.random.default_rng(1).normal(size=30), resamples=500)
     assert any("under-cover" in w for w in small.warnings)
     assert not any("under-cover" in w for w in big.warnings)
 
