@@ -143,6 +143,10 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     for section in ("calibration", "held_out"):
         if strata.get(section):
             parts.append(Text(f"  {section.replace('_', ' ')}: {strata[section]}"))
+    if strata.get("analysis_unit") == "replicate":
+        parts.append(Text("  unit of analysis: every replicate pair is an independent block (as the plan states)"))
+    else:
+        parts.append(Text("  unit of analysis: one pair per stratum, its replicates' contrasts averaged (the default)"))
     experiment = plan.get("experiment")
     if experiment:
         params = ", ".join(f"{k}: {v}" for k, v in experiment.get("params", {}).items())

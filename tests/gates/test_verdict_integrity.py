@@ -238,6 +238,8 @@ def test_default_unit_is_the_stratum_mean_of_replicates(tmp_path):
     assert g["n_pairs"] == 6 and g["analysis_unit"] == "stratum"
     assert g["estimate"] == pytest.approx(means.mean())
     assert "n = 6 strata" in report(lock, runs)
+    show = run("prereg", "show", str(lock), env={"COLUMNS": "200"}).stdout
+    assert "unit of analysis: one pair per stratum" in show
     assert len(data["blocks"]) == 12  # the per-replicate rows are still reported
 
 
@@ -250,3 +252,5 @@ def test_replicate_unit_only_when_the_plan_says_so(tmp_path):
     g = gates_by_id(data)["g"]
     assert g["n_pairs"] == 12 and g["analysis_unit"] == "replicate"
     assert "n = 12 replicate pairs" in report(lock, runs)
+    show = run("prereg", "show", str(lock), env={"COLUMNS": "200"}).stdout
+    assert "unit of analysis: every replicate pair is an independent block" in show
