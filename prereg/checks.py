@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from prereg.direction import direction_problem
 from prereg.expressions import ExpressionError, parse_contrast
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 
@@ -37,8 +38,8 @@ def _check_strata(plan: Plan, problems: list[Problem]) -> None:
             if level_key(level) in seen:
                 problems.append((("strata", "factors", factor, i), f"level {level!r} of {factor!r} is listed twice"))
             seen.add(level_key(level))
-    for section in ("calibration", "held_out"):
-        for i, selector in enumerate(getattr(strata, section)):
+    for section in ("calibration", "held_out", "controls"):
+        for i, selector in enumerate(getattr(strata, section) or []):
             if not selector:
                 problems.append((("strata", section, i), "an empty selector would select every stratum"))
             _check_selector(selector, strata, ("strata", section, i), problems)
@@ -78,6 +79,11 @@ def _check_gates(plan: Plan, problems: list[Problem]) -> None:
                 problems.append(
                     ((*path, "pass_if"), "a ratio contrast is positive: its threshold must be a ratio above 0")
                 )
+        if gate.metric in plan.metrics:
+            metric = plan.metrics[gate.metric]
+            wrong = direction_problem(contrast, rule, metric.better, gate.direction, gate.metric)
+            if wrong:
+                problems.append(((*path, "direction" if gate.direction else "pass_if"), wrong))
     if not any(g.role == "primary" for g in plan.gates):
         problems.append((("gates",), "no primary gate: at least one gate must decide the claim"))
 

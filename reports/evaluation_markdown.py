@@ -13,6 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from reports import evaluation_text as et
+from reports import provenance_text as pt
 from reports.forest import LEGEND
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ def _header(ev: Evaluation) -> list[str]:
     run_lines = et.run_lines(ev.runs, limit=None)
     lines.append(f"- Runs: {md_escape(run_lines[0])}")
     lines += [f"  - {md_escape(line)}" for line in run_lines[1:]]
+    for label, text, alarm in pt.provenance_lines(ev, limit=None):
+        lines.append(f"- {label}: " + (f"**{md_escape(text)}**" if alarm else md_escape(text)))
     lines.append(f"- Evaluated {md_escape(ev.evaluated_at)} with toolkit {md_escape(ev.toolkit_version)}; "
                  f"multiplicity {ev.multiplicity}")
     return lines

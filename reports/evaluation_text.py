@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gates.artifact import as_float
+from reports import provenance_text as pt
 from reports.forest import forest_axis, forest_bar
 
 if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
@@ -191,7 +192,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         role=gate.role,
         group=gate.group,
         metric=gate.metric,
-        evidence=EVIDENCE_WORDS[gate.evidence],
+        evidence=pt.evidence_words(gate, EVIDENCE_WORDS),
         contrast=contrast_text(gate),
         estimate=with_unit(gate.estimate, gate),
         interval=interval_text(gate),
@@ -199,7 +200,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         test=method_text(gate),
         p=p_text(gate, ev.multiplicity),
         refused_by=[refusal_text(r, ids) for r in gate.refused_by],
-        notes=list(gate.notes),
+        notes=list(gate.notes) + [n for n in [pt.direction_note(gate)] if n],
         warnings=list(gate.warnings),
         arm_medians=arm_medians_text(gate),
         resolution=resolution_text(gate),
@@ -231,7 +232,7 @@ def decision_explanation(ev: Evaluation) -> str:
     ids = {i.id for i in ev.invalidators}
     n = len(primary)
     if ev.decision == "refused":
-        parts = []
+        parts = list(ev.decision_refused_by)
         for g in primary:
             if g.verdict == "refused":
                 why = "; ".join(refusal_text(r, ids) for r in g.refused_by) or "no reason recorded"
@@ -265,7 +266,7 @@ def modeled_note(ev: Evaluation) -> str:
 def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
     rest = f': "{ev.claim}" {EM_DASH} {decision_explanation(ev)}'
-    return DECISION_WORDS[ev.decision], rest.rstrip(".") + "."
+    return DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 
 
 def scope_text(ev: Evaluation) -> str:
@@ -369,17 +370,28 @@ def note_lines(ev: Evaluation) -> list[str]:
     """Every gate note and estimator warning, each prefixed by its gate."""
     lines = []
     for g in ev.gates:
-        lines += [f"{g.id}: {n}" for n in g.notes]
+        lines += [f"{g.id}: {n}" for n in g.notes + [d for d in [pt.direction_note(g)] if d]]
         lines += [f"{g.id}: estimator warning: {w}" for w in g.warnings]
     return lines
 
 
 def predecessor_lines(ev: Evaluation) -> list[tuple[str, str]]:
-    """(status word, 'path (sha256 abc...): changes') per predecessor."""
-    return [
-        (PREDECESSOR_WORDS[p.status], f"{p.path} (sha256 {short(p.sha256)}): {' '.join(p.changes.split())}")
-        for p in ev.predecessors
-    ]
+    """(status word, 'path (sha256 abc...): changes; it recorded: ...') per predecessor."""
+    out = []
+    for p in ev.predecessors:
+        line = f"{p.path} (sha256 {short(p.sha256)}"
+        line += f", the file now has {short(p.actual_sha256)})" if p.actual_sha256 else ")"
+        line += f": {' '.join(p.changes.split())}"
+        if p.recorded_decision:
+            when = f" on {p.recorded_at}" if p.recorded_at else ""
+            line += f"; it recorded {DECISION_WORDS[p.recorded_decision]}{when}"
+            line += f' for "{p.recorded_claim}"' if p.recorded_claim else ""
+        elif p.recorded_note:
+            line += f"; {p.recorded_note}"
+        elif p.status == "missing":
+            line += "; no recorded conclusion (the file is missing)"
+        out.append((PREDECESSOR_WORDS[p.status], line))
+    return out
 
 
 def block_rows(ev: Evaluation) -> list[dict[str, Any]]:
