@@ -207,8 +207,8 @@ def read_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
         raw = read_input_file(path, limit=_MAX_LOCK_BYTES)
         if _looks_like_plan(path, raw):
             raise LockError(
-                f"{path} is a plan (YAML), not a lock: freeze it first with 'prereg freeze {path}' and pass the "
-                f"lock it writes ({default_lock_path(path)})"
+                f"{path} is a plan (YAML), not a lock: run 'prereg freeze {path}' first and pass the lock it "
+                f"writes ({default_lock_path(path)})"
             )
         lock = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except UnicodeDecodeError:

@@ -89,8 +89,16 @@ def interval_text(gate: GateResult) -> str:
 
 
 def rule_text(gate: GateResult) -> str:
-    """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 1 (ratio)')."""
-    return f"{gate.rule} (ratio)" if gate.scale == "ratio" else f"{gate.rule} {gate.unit}".rstrip()
+    """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 0.95 (ratio: requires at least 5% lower)')."""
+    if gate.scale == "ratio":
+        from prereg.direction import ratio_margin_words
+        from prereg.expressions import ExpressionError, parse_pass_if
+
+        try:
+            return f"{gate.rule} (ratio: {ratio_margin_words(parse_pass_if(gate.rule))})"
+        except ExpressionError:
+            return f"{gate.rule} (ratio)"
+    return f"{gate.rule} {gate.unit}".rstrip()
 
 
 def contrast_text(gate: GateResult) -> str:
@@ -305,12 +313,18 @@ RUN_PROBLEM_WORDS = {
 }
 
 
-def run_lines(runs: RunAccounting, limit: int | None = 10) -> list[str]:
-    """'24 planned, 23 matched' and one line per kind of problem, naming the runs."""
+def run_lines(runs: RunAccounting, limit: int | None = 10, collapse_other: bool = False) -> list[str]:
+    """'24 planned, 23 matched' and one line per kind of problem, naming the runs.
+
+    ``collapse_other``: runs under another plan are counted, not named (the 'Other plan' line says
+    what happened and what to do once).
+    """
     lines = [f"{runs.planned} planned, {runs.matched} matched"]
     for key in RUN_PROBLEMS:
         names = getattr(runs, key)
-        if names:
+        if names and key == "other_plan" and collapse_other:  # said once, in words, by 'Other plan'
+            lines.append(f"{RUN_PROBLEM_WORDS[key]} ({len(names)}): see 'Other plan'; --verbose names every run")
+        elif names:
             lines.append(f"{RUN_PROBLEM_WORDS[key]} ({len(names)}): {name_list(names, limit)}")
     return lines
 

@@ -63,7 +63,8 @@ def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
         line.append(f' ("{a.reason}")')
         rows.append(("Amended", line))
     rows.append(("Ledger", Text(et.ledger_text(ev), style="bold red" if ev.ledger.torn_tail else "")))
-    run_lines = et.run_lines(ev.runs, limit=None if verbose else 10)
+    run_lines = et.run_lines(ev.runs, limit=None if verbose else 10,
+                             collapse_other=bool(ev.other_plan_note) and not verbose)
     runs = Text(run_lines[0])
     for line in run_lines[1:]:
         runs.append("\n")

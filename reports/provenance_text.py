@@ -33,7 +33,7 @@ def provenance_lines(ev: Evaluation, limit: int | None = 5) -> list[tuple[str, s
                                   f"{len(early)} run(s) started before the plan version they are judged under", True))
         elif early:
             lines.append(("Data", f"RUNS STARTED BEFORE THE PLAN: {_names(early, limit)}", True))
-        else:
+        elif len(t.unknown_start) < ev.runs.matched:
             lines.append(("Data", "every run with a recorded start began after the plan was frozen", False))
         if t.unknown_start:
             lines.append(("Data", f"{len(t.unknown_start)} run(s) with the {UNKNOWN_START}: "
