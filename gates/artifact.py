@@ -247,6 +247,10 @@ class Evaluation(_Model):
     time_order: TimeOrder | None = None
     plan_yaml: PlanYamlCheck | None = Field(default=None, description="None when no YAML lies beside the lock.")
     controls: Controls | None = None
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Amendments made after the plan version evaluated (gates evaluate --plan-version).",
+    )
     other_plan_note: str | None = Field(
         default=None, description="What to do about runs recorded under another plan hash, in one sentence."
     )

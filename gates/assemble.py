@@ -130,4 +130,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         controls=Controls(blocks=[block_label(b.stratum, b.replicate) for b in control_blocks],
                           paired=bool(plan.strata.pair_controls)) if control_blocks else None,
         other_plan_note=other_plan_note(lock, other_hashes, lock_path),
+        superseded_by=list(lock.get("superseded_by", [])),
     )

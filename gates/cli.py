@@ -24,6 +24,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from gates.assemble import build_evaluation
 
     lock, plan = load_verified_lock(args.lock)
+    if args.plan_version is not None:
+        from gates.provenance import lock_as_of
+        from prereg.plan import plan_from_canonical
+
+        try:
+            lock = lock_as_of(lock, args.plan_version)
+        except ValueError as err:
+            raise UserError(f"{args.lock}: {err}") from None
+        plan = plan_from_canonical(lock["plan"])
     runs = _runs_folder(Path(args.runs), args.lock)
     evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
     out = Path(args.out) if args.out else runs / "evaluation.json"
@@ -81,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="where to write evaluation.json (default: RUNS/evaluation.json)")
     p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
     p.add_argument("--blocks", action="store_true", help="include the per-block paired rows in the report")
+    p.add_argument("--plan-version", type=int, metavar="N",
+                   help="evaluate under version N of the plan (1 = as first frozen) from the lock's amendment chain, "
+                        "e.g. runs collected before a post-data amendment; the report says it was superseded")
     p.add_argument("--verbose", action="store_true",
                    help="name every run in the run accounting (the artifact always lists all)")
     p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")

@@ -91,6 +91,24 @@ def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | No
     return PlanYamlCheck(path=str(path), status="matches", notice=f"{path} matches the lock")
 
 
+def lock_as_of(lock: dict[str, Any], version: int) -> dict[str, Any]:
+    """The lock as it stood at plan ``version`` (1 = as first frozen), from its verified amendment chain.
+
+    Runs collected before a post-data amendment can be evaluated under the plan they were collected
+    for: the parent plan kept in the amendment entry, with the amendments made before it.
+    """
+    current = len(lock["amendments"]) + 1
+    if not 1 <= version <= current:
+        raise ValueError(f"plan version {version} does not exist: this lock has versions 1 to {current}")
+    if version == current:
+        return lock
+    entry = lock["amendments"][version - 1]
+    return {**lock, "plan": entry["parent_plan"], "plan_sha256": entry["parent_plan_sha256"],
+            "yaml_sha256": entry["parent_yaml_sha256"], "amendments": lock["amendments"][: version - 1],
+            "superseded_by": [f"v{a['version']} {a['amended_at']}: \"{a['reason']}\""
+                              for a in lock["amendments"][version - 1:]]}
+
+
 def other_plan_note(lock: dict[str, Any], other_hashes: dict[str, int], lock_path: Path) -> str | None:
     """One message with the next step for runs recorded under other plan hashes, or None."""
     if not other_hashes:
@@ -103,13 +121,16 @@ def other_plan_note(lock: dict[str, Any], other_hashes: dict[str, int], lock_pat
             flag = "a post-data amendment" if amendment.get("post_data") else "an amendment"
             parts.append(
                 f"{count} run(s) were collected under plan {sha[:12]}, which {flag} (v{amendment['version']}, "
-                f"{amendment['amended_at']}: \"{amendment['reason']}\") replaced"
+                f"{amendment['amended_at']}: \"{amendment['reason']}\") replaced; that plan is version "
+                f"{amendment['version'] - 1} (--plan-version {amendment['version'] - 1})"
             )
         else:
             parts.append(f"{count} run(s) were recorded under plan {sha[:12]}, which is not this lock's plan")
     return (
-        "; ".join(parts) + ". They are not evidence for this plan version. Next step: evaluate them with the "
-        "lock of the plan they were collected under, or collect runs under this plan into a new folder "
+        "; ".join(parts) + ". They are not evidence for this plan version. Next step: evaluate them under the "
+        f"plan they were collected for ('gates evaluate {lock_path} RUNS --plan-version N', N from the lock's "
+        "amendment chain; the report then says that plan was superseded), or collect runs under this plan into "
+        "a new folder "
         f"('collect run {lock_path} --out NEW_RUNS', or 'collect import ... --lock {lock_path} --out NEW_RUNS') "
         "and evaluate that. Each run is listed under 'other_plan' in the artifact (and with --verbose)"
     )

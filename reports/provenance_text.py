@@ -25,6 +25,9 @@ def _names(names: list[str], limit: int | None) -> str:
 def provenance_lines(ev: Evaluation, limit: int | None = 5) -> list[tuple[str, str, bool]]:
     """Header lines: data and time order, the plan YAML notice, controls, runs of other plans."""
     lines: list[tuple[str, str, bool]] = []
+    if ev.superseded_by:
+        lines.append(("Superseded", "this evaluation uses an EARLIER VERSION of the plan, later amended: "
+                                    + "; ".join(ev.superseded_by), True))
     t = ev.time_order
     if t is not None:
         early = t.before_freeze + t.before_amendment

@@ -372,6 +372,16 @@ def test_post_data_amendment_is_explained_once_with_the_next_step(tmp_path, equa
     assert proc.stdout.count("Next step") == 1
     verbose = run("gates", "evaluate", str(lock), str(runs), "--verbose", env={"NO_COLOR": "1", "COLUMNS": "200"})
     assert all(i in verbose.stdout for i in ids)
+    assert "--plan-version 1" in note
+    out = tmp_path / "v1.json"
+    proc = run("gates", "evaluate", str(lock), str(runs), "--plan-version", "1", "--out", str(out),
+               env={"NO_COLOR": "1", "COLUMNS": "200"})
+    flat = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "EARLIER VERSION of the plan, later amended: v2" in flat
+    v1 = json.loads(out.read_text())
+    assert v1["decision"] == "supported" and v1["superseded_by"][0].startswith("v2 ") and v1["runs"]["other_plan"] == []
+    bad = run("gates", "evaluate", str(lock), str(runs), "--plan-version", "3")
+    assert bad.returncode == 2 and "versions 1 to 2" in bad.stderr
 
 
 # -- 9. messages that say what is expected ------------------------------------------------------
