@@ -19,7 +19,7 @@ DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "ref
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate every gate of a verified lock on a runs folder; write and print the report."""
     from collect.cli import load_verified_lock
-    from collect.ledger import ledger_path, read_ledger
+    from collect.ledger import read_ledger
     from gates.artifact import write_evaluation
     from gates.assemble import build_evaluation
 

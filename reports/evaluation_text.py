@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from gates.artifact import as_float
 from reports import provenance_text as pt
+from reports.provenance_text import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 from reports.forest import forest_axis, forest_bar
 
 if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
@@ -40,7 +41,6 @@ EVIDENCE_WORDS = {
     "unmeasured": "unmeasured",
     "unavailable": "unavailable (no sensor)",
 }
-PREDECESSOR_WORDS = {"verified": "VERIFIED", "mismatch": "HASH MISMATCH", "missing": "MISSING"}
 EVIDENCE_VERDICTS = ("pass", "fail", "vacuous")  # verdicts whose numbers are evidence
 EM_DASH = "\u2014"
 
@@ -387,25 +387,6 @@ def note_lines(ev: Evaluation) -> list[str]:
         lines += [f"{g.id}: {n}" for n in g.notes + [d for d in [pt.direction_note(g)] if d]]
         lines += [f"{g.id}: estimator warning: {w}" for w in g.warnings]
     return lines
-
-
-def predecessor_lines(ev: Evaluation) -> list[tuple[str, str]]:
-    """(status word, 'path (sha256 abc...): changes; it recorded: ...') per predecessor."""
-    out = []
-    for p in ev.predecessors:
-        line = f"{p.path} (sha256 {short(p.sha256)}"
-        line += f", the file now has {short(p.actual_sha256)})" if p.actual_sha256 else ")"
-        line += f": {' '.join(p.changes.split())}"
-        if p.recorded_decision:
-            when = f" on {p.recorded_at}" if p.recorded_at else ""
-            line += f"; it recorded {DECISION_WORDS[p.recorded_decision]}{when}"
-            line += f' for "{p.recorded_claim}"' if p.recorded_claim else ""
-        elif p.recorded_note:
-            line += f"; {p.recorded_note}"
-        elif p.status == "missing":
-            line += "; no recorded conclusion (the file is missing)"
-        out.append((PREDECESSOR_WORDS[p.status], line))
-    return out
 
 
 def block_rows(ev: Evaluation) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
 
 PRE_EXISTING = "ANALYSIS OF PRE-EXISTING DATA"
+PREDECESSOR_WORDS = {"verified": "VERIFIED", "mismatch": "HASH MISMATCH", "missing": "MISSING"}
+_DECISION_WORDS = {"supported": "SUPPORTED", "not_supported": "NOT SUPPORTED", "refused": "REFUSED"}
 UNKNOWN_START = "start not recorded: that they followed the plan cannot be shown"
 
 
@@ -75,3 +77,22 @@ def direction_note(gate: GateResult) -> str | None:
         return (f"declared intent first_arm_worse: a pass shows {first} is WORSE by {gate.metric}, on purpose "
                 "(the plan says so explicitly)")
     return None
+
+
+def predecessor_lines(ev: Evaluation) -> list[tuple[str, str]]:
+    """(status word, 'path (sha256 abc...): changes; it recorded: ...') per predecessor."""
+    out = []
+    for p in ev.predecessors:
+        line = f"{p.path} (sha256 {p.sha256[:12]}"
+        line += f", the file now has {p.actual_sha256[:12]})" if p.actual_sha256 else ")"
+        line += f": {' '.join(p.changes.split())}"
+        if p.recorded_decision:
+            when = f" on {p.recorded_at}" if p.recorded_at else ""
+            line += f"; it recorded {_DECISION_WORDS[p.recorded_decision]}{when}"
+            line += f' for "{p.recorded_claim}"' if p.recorded_claim else ""
+        elif p.recorded_note:
+            line += f"; {p.recorded_note}"
+        elif p.status == "missing":
+            line += "; no recorded conclusion (the file is missing)"
+        out.append((PREDECESSOR_WORDS[p.status], line))
+    return out
