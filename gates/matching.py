@@ -22,6 +22,7 @@ from collect.ledger import Ledger, RunRecord
 from prereg.schema import ControlsIdentical, Plan, Strata, level_key
 
 BlockKey = tuple[tuple[str, ...], int]
+NAMED_PROBLEMS = 3  # a gate's refusal names up to this many runs of one kind, then counts them
 
 
 def stratum_key(plan: Plan, stratum: dict[str, Any]) -> tuple[str, ...] | None:
@@ -103,7 +104,11 @@ class Match:
             ("duplicate run", self.duplicate),
             ("unplanned run", self.unplanned),
         ):
-            out.extend(f"{kind}: {text}" for arm, text in items if arm in arms)
+            texts = [text for arm, text in items if arm in arms]
+            if len(texts) > NAMED_PROBLEMS:  # said once; the run accounting names every run
+                out.append(f"{len(texts)} {kind}s of arms {', '.join(sorted(arms))} (listed in the run accounting)")
+            else:
+                out.extend(f"{kind}: {text}" for text in texts)
         other = sum(arm in arms for arm, _ in self.other_plan)
         if other:  # said once: the run accounting (and the artifact) name every run
             out.append(f"{other} run(s) of these arms were recorded under another plan hash (see the run accounting)")

@@ -239,6 +239,9 @@ def decision_explanation(ev: Evaluation) -> str:
     primary = primary_gates(ev)
     ids = {i.id for i in ev.invalidators}
     n = len(primary)
+    if ev.decision == "refused" and ev.other_plan_note and ev.runs.matched == 0 and not ev.decision_refused_by:
+        return ("no claim either way: none of the runs in the ledger was collected under this plan version "
+                "(see 'Other plan' for what happened and the next step)")
     if ev.decision == "refused":
         parts = list(ev.decision_refused_by)
         for g in primary:

@@ -364,12 +364,14 @@ def test_post_data_amendment_is_explained_once_with_the_next_step(tmp_path, equa
     note = data["other_plan_note"]
     assert "12 run(s) were collected under plan" in note and "a post-data amendment (v2" in note
     assert "Next step" in note and "collect run" in note
-    for gate in data["gates"]:
+    for gate in data["gates"]:  # one line per kind of problem, not one per run
         assert sum("another plan hash" in r for r in gate["refused_by"]) == 1
+        assert "12 missing runs of arms adaptive, fixed" in gate["refused_by"][-3]
+        assert len(gate["refused_by"]) <= 4
     proc = run("gates", "evaluate", str(lock), str(runs), env={"NO_COLOR": "1", "COLUMNS": "200"})
     ids = [r.split(" ")[0] for r in data["runs"]["other_plan"]]
     assert proc.returncode == 3 and sum(proc.stdout.count(i) for i in ids) == 0
-    assert proc.stdout.count("Next step") == 1
+    assert proc.stdout.count("Next step") == 1 and "none of the runs in the ledger was collected" in proc.stdout
     verbose = run("gates", "evaluate", str(lock), str(runs), "--verbose", env={"NO_COLOR": "1", "COLUMNS": "200"})
     assert all(i in verbose.stdout for i in ids)
     assert "--plan-version 1" in note
