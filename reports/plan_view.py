@@ -75,6 +75,7 @@ def direction_words(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     contrast = parse_contrast(gate["contrast"])
     rule = parse_pass_if(gate["pass_if"])
     better = metrics.get(gate["metric"], {}).get("better", "lower")
+    unit = metrics.get(gate["metric"], {}).get("unit", "")
     pos, neg = sides(contrast)
     first, other = " and ".join(pos), " and ".join(neg)
     if is_interaction(contrast):
@@ -85,7 +86,18 @@ def direction_words(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     if gate.get("direction") == "first_arm_worse":
         return (f"DECLARED INTENT first_arm_worse: a pass shows {first} is WORSE than {other} "
                 f"({gate['metric']}: {better} is better), on purpose")
-    return f"a pass shows {first} is better than {other}, or at most the margin worse ({better} is better)"
+    null = 1.0 if contrast.scale == "ratio" else 0.0
+    threshold = float(rule.threshold)
+    worse_is_large = (better == "lower") == (means == "first_arm_better")
+    if threshold == null:
+        claim = f"{first} is better than {other}"
+    elif (threshold > null) == worse_is_large:
+        size = _pct(abs(threshold - 1)) if contrast.scale == "ratio" else f"{_num(abs(threshold))} {unit}"
+        claim = f"{first} is at most {size} worse than {other} (noninferiority)"
+    else:
+        size = _pct(abs(threshold - 1)) if contrast.scale == "ratio" else f"{_num(abs(threshold))} {unit}"
+        claim = f"{first} is better than {other} by more than {size}"
+    return f"a pass shows {claim} ({gate['metric']}: {better} is better)"
 
 
 def _blocks(inv: dict[str, Any]) -> str:

@@ -180,10 +180,12 @@ def test_declared_intent_validates_and_is_printed_in_words(tmp_path):
 
 def test_interaction_gates_of_the_shared_examples_still_validate(tmp_path, cadence_bytes):
     lock = freeze(tmp_path, cadence_bytes, "cadence.yaml")
-    shown = run("prereg", "show", str(lock), env={"NO_COLOR": "1", "COLUMNS": "200"})
-    flat = " ".join(shown.stdout.split())
-    assert shown.returncode == 0 and "an interaction (a difference of differences)" in flat
-    assert "a pass shows sparse_sparse is better than sparse_restart" in flat
+    shown = run("prereg", "show", str(lock), "--json")
+    sentences = json.loads(shown.stdout)["sentences"]["gates"]
+    assert shown.returncode == 0 and "an interaction (a difference of differences)" in sentences["energy_interaction"]
+    assert "a pass shows sparse_sparse is better than sparse_restart" in sentences["sparse_saves_energy"]
+    assert "sparse_sparse is at most 0.01 nats worse than sparse_restart (noninferiority)" in \
+        sentences["sparse_keeps_learning"]
 
 
 # -- 3. margins ---------------------------------------------------------------------------------
