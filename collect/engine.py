@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
+from collect.evidence import stronger, weakest
 from collect.ledger import TRACES_DIR, RunRecord, append_records, read_ledger
 from prereg._version import __version__
 from prereg.lock import environment_info, utc_now
@@ -109,7 +110,21 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
                     run_id_of(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
                     stratum_seed(stratum, replicate), params,
                 ))
+    check_evidence(plan, collector, runs)
     return collector, runs
+
+
+def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
+    """Refuse a plan that declares a metric stronger than the collector gives with the runs' params."""
+    problems = []
+    for name, metric in plan.metrics.items():
+        given = weakest(collector.metric_evidence(p.params).get(name, "unavailable") for p in runs) if runs else None
+        if given is not None and stronger(metric.evidence, given):
+            problems.append(f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
+                            f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'")
+    if problems:
+        raise EngineError("the plan claims stronger evidence than its collector can give (nothing was run):\n"
+                          + "\n".join(problems))
 
 
 def execute_run(
@@ -136,7 +151,9 @@ def execute_run(
     try:
         result = collector().run(ctx)
         metrics = {k: float(v) for k, v in result.metrics.items()}
+        given = {**collector.metric_evidence(planned.params), **result.info.get("metric_evidence", {})}
         record.update(status="complete", metrics=metrics, telemetry=result.telemetry,
+                      evidence={k: given[k] for k in metrics if k in given},
                       traces=[f"{TRACES_DIR}/{name}" for name in result.traces])
         record["code"].update(result.info)
     except Exception as err:  # noqa: BLE001 - a failing run is data, recorded, not a crash

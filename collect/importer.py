@@ -15,7 +15,11 @@ Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson`
 
 Every row is checked before anything is written: an unknown column, arm or level, a replicate
 outside the plan, a value that is not a number, a row repeated in the file or already in the
-ledger is an error naming the row, and nothing is imported. CSV cells are text, so a level matches
+ledger is an error naming the row, and nothing is imported. A problem of a whole column (an
+unknown header such as ``final_nll (nats)`` or a pandas index column, a column of whole numbers
+written as ``101.0``, an evidence class weaker than the plan declares) is said once, naming the
+column, the expected columns and the closest match. ``started_at`` is a UTC ISO-8601 time; a
+table without it records that the start is unknown. CSV cells are text, so a level matches
 when its written form matches (``1`` matches the plan level ``1``).
 """
 
@@ -36,6 +40,14 @@ from prereg.schema import Plan, level_key
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
 TELEMETRY_FIELDS = set(TelemetrySummary.model_fields)
 MAX_ERRORS = 20
+
+
+class CellError(ValueError):
+    """A cell that does not fit, attributed to its column (so repeats can be said once)."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(message)
+        self.column = column
 
 
 class ImportProblem(ValueError):
@@ -85,6 +97,42 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+def expected_columns(plan: Plan) -> list[str]:
+    """Every column the plan accepts: arm, factors, reserved, metrics, telemetry ``<signal>.<field>``."""
+    signals = [m.signal for m in plan.metrics.values() if m.signal]
+    columns = (["arm", *plan.strata.factors] + sorted(RESERVED - {"arm"}) + list(plan.metrics)
+               + [f"{s}.{f}" for s in signals for f in sorted(TELEMETRY_FIELDS)])
+    return list(dict.fromkeys(columns))
+
+
+def _column_hint(column: str, expected: list[str]) -> str:
+    import difflib
+    import re
+
+    if column.strip() == "" or re.fullmatch(r"Unnamed: \d+|index|level_\d+", column.strip()):
+        return "it looks like a pandas index column: write the table with index=False, or drop that column"
+    bare = re.sub(r"\s*[\(\[].*?[\)\]]\s*$", "", column).strip()
+    if bare != column and bare in expected:
+        return f"did you mean {bare!r}? Units belong in the plan's metrics, not in the header"
+    close = difflib.get_close_matches(bare or column, expected, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else "no plan column is close"
+
+
+def check_columns(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
+    """One error per unknown column (with a did-you-mean), and one for each missing required column."""
+    expected = expected_columns(plan)
+    seen: list[str] = []
+    for row in rows:
+        seen += [str(c) for c in row if str(c) not in seen]
+    unknown = [c for c in seen if c not in expected]
+    errors = [f"column {c!r} is not a column of this plan: {_column_hint(c, expected)}" for c in unknown]
+    missing = [c for c in ["arm", *plan.strata.factors] if c not in seen]
+    errors += [f"required column {c!r} is missing" for c in missing]
+    if errors:
+        errors.append("expected columns: " + ", ".join(expected) + " (only arm and the stratum factors are required)")
+    return errors
+
+
 def _match_level(value: Any, levels: list[Any]) -> tuple[bool, Any]:
     if value is None or value == "":
         return False, None
@@ -102,7 +150,7 @@ def _number(value: Any, what: str) -> float | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
-        raise ValueError(f"{what}: {value!r} is not a number")
+        raise CellError(what, f"{what}: {value!r} is not a number")
     if isinstance(value, (int, float)):
         return float(value)
     text = str(value).strip().lower()
@@ -113,7 +161,7 @@ def _number(value: Any, what: str) -> float | None:
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"{what}: {value!r} is not a number") from None
+        raise CellError(what, f"{what}: {value!r} is not a number") from None
 
 
 def _integer(value: Any, what: str, default: int | None) -> int | None:
@@ -121,8 +169,24 @@ def _integer(value: Any, what: str, default: int | None) -> int | None:
     if number is None:
         return default
     if not math.isfinite(number) or number != int(number):
-        raise ValueError(f"{what}: {value!r} is not a whole number")
+        raise CellError(what, f"{what}: {value!r} is not a whole number")
     return int(number)
+
+
+def _time(value: Any, column: str) -> str | None:
+    """A UTC ISO-8601 time as written (None when empty); anything else is a cell error."""
+    from datetime import datetime
+
+    if value is None or str(value).strip() == "":
+        return None
+    text = str(value).strip()
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CellError(column, f"{column} = {text!r} is not an ISO-8601 time (e.g. 2026-11-29T10:16:29Z)") from None
+    if parsed.tzinfo is None:
+        raise CellError(column, f"{column} = {text!r} has no time zone; write UTC with a Z (e.g. {text}Z)")
+    return text
 
 
 def _run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
@@ -130,34 +194,32 @@ def _run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int)
 
 
 def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
-    unknown = []
+    from collect.evidence import EVIDENCE_ORDER, stronger
+
     signals = {m.signal: m for m in plan.metrics.values() if m.signal}
-    for column in row:
-        if column in RESERVED or column in plan.strata.factors or column in plan.metrics:
-            continue
-        signal, _, fld = str(column).partition(".")
-        if signal in signals and fld in TELEMETRY_FIELDS:
-            continue
-        unknown.append(column)
-    if unknown:
-        raise ValueError(f"unknown column(s) {', '.join(map(repr, unknown))}")
     arm = row.get("arm")
     if not isinstance(arm, str) or arm.strip() not in plan.arms:
-        raise ValueError(f"arm {arm!r} is not an arm of the plan ({', '.join(plan.arms)})")
+        raise CellError("arm", f"arm {arm!r} is not an arm of the plan ({', '.join(plan.arms)})")
     stratum = {}
     for factor, levels in plan.strata.factors.items():
         if factor not in row:
-            raise ValueError(f"missing the stratum factor column {factor!r}")
+            raise CellError(factor, f"missing the stratum factor column {factor!r}")
         ok, level = _match_level(row[factor], levels)
         if not ok:
-            raise ValueError(f"{factor} = {row[factor]!r} is not a level of the plan ({', '.join(map(str, levels))})")
+            text = str(row[factor]).strip()
+            hint = ""
+            if text.endswith(".0") and _match_level(text[:-2], levels)[0]:
+                hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
+                        "them without '.0' (pandas writes integer columns with gaps as floats)")
+            raise CellError(factor, f"{factor} = {row[factor]!r} is not a level of the plan "
+                                    f"({', '.join(map(str, levels))}){hint}")
         stratum[factor] = level
     replicate = _integer(row.get("replicate"), "replicate", 0)
     if replicate is None or not 0 <= replicate < plan.strata.replicates:
-        raise ValueError(f"replicate {replicate} is outside the plan's 0..{plan.strata.replicates - 1}")
+        raise CellError("replicate", f"replicate {replicate} is outside the plan's 0..{plan.strata.replicates - 1}")
     status = (str(row.get("status") or "complete")).strip()
     if status not in ("complete", "failed"):
-        raise ValueError(f"status {status!r} must be 'complete' or 'failed'")
+        raise CellError("status", f"status {status!r} must be 'complete' or 'failed'")
     metrics = {name: encode_metric(_number(row.get(name), name)) for name in plan.metrics if name in row}
     telemetry: dict[str, TelemetrySummary] = {}
     for signal, metric in signals.items():
@@ -165,6 +227,15 @@ def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, 
         if not values:
             continue
         summary: dict[str, Any] = {"evidence": str(values.pop("evidence", None) or metric.evidence).strip()}
+        column = f"{signal}.evidence"
+        if summary["evidence"] not in EVIDENCE_ORDER:
+            raise CellError(column, f"{column} = {summary['evidence']!r} is not an evidence class "
+                                    f"({', '.join(EVIDENCE_ORDER)})")
+        if stronger(metric.evidence, summary["evidence"]):
+            backed = [n for n, m in plan.metrics.items() if m.signal == signal]
+            raise CellError(column, f"{column} = {summary['evidence']!r}, but the plan declares "
+                                    f"{', '.join(backed)} '{metric.evidence}': a plan cannot claim stronger "
+                                    f"evidence than its data carry; declare 'evidence: {summary['evidence']}'")
         for f, v in values.items():
             summary[f] = _integer(v, f"{signal}.{f}", None) if f == "updates" else _number(v, f"{signal}.{f}")
         telemetry[signal] = TelemetrySummary.model_validate(summary)
@@ -174,7 +245,7 @@ def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, 
             "run_id": run_id, "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm.strip(),
             "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
             "seed": _integer(row.get("seed"), "seed", None),
-            "started_at": (str(row["started_at"]) if row.get("started_at") not in (None, "") else None),
+            "started_at": _time(row.get("started_at"), "started_at"),
             "finished_at": (str(row["finished_at"]) if row.get("finished_at") not in (None, "") else None),
             "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
         }
@@ -189,6 +260,10 @@ def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, sour
     records: list[RunRecord] = []
     if not rows:
         raise ImportProblem([f"{source}: the table has no rows"])
+    column_errors = check_columns(rows, plan)
+    if column_errors:
+        raise ImportProblem(column_errors)
+    by_column: dict[str, list[tuple[int, str]]] = {}
     existing = read_ledger(runs_dir)
     seen_ids = {r.run_id: "the ledger" for r in existing.records}
     seen_keys: dict[str, str] = {}
@@ -198,6 +273,9 @@ def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, sour
     for number, row in enumerate(rows, start=1):
         try:
             record = _row_record(row, number, plan, plan_sha256, source)
+        except CellError as err:
+            by_column.setdefault(err.column, []).append((number, str(err)))
+            continue
         except (ValueError, ValidationError) as err:
             message = str(err).splitlines()[0] if not isinstance(err, ValidationError) else _pydantic_message(err)
             errors.append(f"row {number}: {message}")
@@ -214,6 +292,13 @@ def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, sour
         if record.status == "complete":
             seen_keys.setdefault(key, f"row {number}")
         records.append(record)
+    for column, cells in by_column.items():  # a problem of a whole column is said once
+        if len(cells) == 1:
+            errors.append(f"row {cells[0][0]}: {cells[0][1]}")
+        else:
+            rows_text = ", ".join(str(n) for n, _ in cells[:8]) + (" ..." if len(cells) > 8 else "")
+            errors.append(f"column {column!r}: {len(cells)} of {len(rows)} rows do not fit (rows {rows_text}); "
+                          f"row {cells[0][0]}: {cells[0][1]}")
     if errors:
         extra = [f"... and {len(errors) - MAX_ERRORS} more"] if len(errors) > MAX_ERRORS else []
         raise ImportProblem(errors[:MAX_ERRORS] + extra)

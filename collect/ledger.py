@@ -64,7 +64,12 @@ class RunRecord(_Strict):
     status: Literal["complete", "failed"]
     metrics: dict[str, float | NonFinite | None]
     telemetry: dict[str, TelemetrySummary] = Field(default_factory=dict)
-    started_at: str | None = None
+    evidence: dict[str, Evidence] | None = Field(
+        default=None, description="Metric -> the evidence class the collector gives it (None: not recorded)."
+    )
+    started_at: str | None = Field(
+        default=None, description="UTC ISO-8601 start of the run; None: not recorded (an imported table without it)."
+    )
     finished_at: str | None = None
     seed: int | None = None
     code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")

@@ -105,7 +105,11 @@ class GateResult(_Model):
         "when p <= (1 - confidence) / 2). None when there is no test: constant contrasts (vacuous) or an estimate rule.",
     )
     p_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
-    evidence: Evidence
+    evidence: Evidence = Field(description="The weakest of the plan's declaration and what the runs recorded.")
+    evidence_declared: Evidence | None = Field(
+        default=None, description="The class the plan declared for the metric (when it differs from 'evidence')."
+    )
+    direction: str | None = Field(default=None, description="The gate's declared direction intent, if any.")
     refused_by: list[str] = Field(default_factory=list, description="Invalidator ids and data problems.")
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list, description="From the estimator.")
@@ -176,6 +180,40 @@ class PredecessorCheck(_Model):
     sha256: str
     changes: str
     status: Literal["verified", "mismatch", "missing"]
+    actual_sha256: str | None = Field(default=None, description="The file's SHA-256 when it does not match.")
+    recorded_decision: Decision | None = Field(default=None, description="The predecessor's own decision.")
+    recorded_claim: str | None = None
+    recorded_at: str | None = Field(default=None, description="When the predecessor was evaluated.")
+    recorded_note: str | None = Field(default=None, description="Why no conclusion could be read from it.")
+
+
+class TimeOrder(_Model):
+    """Runs against the time the plan (and each amendment) was fixed (``gates.timeorder``)."""
+
+    pre_existing: bool = Field(default=False, description="The plan declares it analyses pre-existing data.")
+    reason: str | None = Field(default=None, description="The plan's reason for analysing pre-existing data.")
+    before_freeze: list[str] = Field(default_factory=list, description="Runs started before frozen_at.")
+    before_amendment: list[str] = Field(
+        default_factory=list, description="Runs started before an amendment they are judged under."
+    )
+    unknown_start: list[str] = Field(default_factory=list, description="Runs whose start was not recorded.")
+    unreadable_start: list[str] = Field(default_factory=list, description="started_at values that are not times.")
+
+
+class PlanYamlCheck(_Model):
+    """The YAML beside the lock compared with the locked plan (as ``prereg verify`` does)."""
+
+    path: str
+    status: Literal["matches", "layout_changed", "changed", "invalid"]
+    changed: list[str] = Field(default_factory=list, description="Field paths that differ from the lock.")
+    notice: str
+
+
+class Controls(_Model):
+    """No-failure control blocks: checked by invalidators; pairs only when the plan says so."""
+
+    blocks: list[str] = Field(description="Control blocks (stratum x replicate).")
+    paired: bool = Field(description="Whether they gave pairs to the gates (strata.pair_controls).")
 
 
 class GroupTally(_Model):
@@ -209,6 +247,20 @@ class Evaluation(_Model):
     predecessors: list[PredecessorCheck]
     toolkit_version: str
     evaluated_at: str
+    decision_refused_by: list[str] = Field(
+        default_factory=list,
+        description="Reasons outside the gates that refuse the decision (time order, predecessors).",
+    )
+    time_order: TimeOrder | None = None
+    plan_yaml: PlanYamlCheck | None = Field(default=None, description="None when no YAML lies beside the lock.")
+    controls: Controls | None = None
+    superseded_by: list[str] = Field(
+        default_factory=list,
+        description="Amendments made after the plan version evaluated (gates evaluate --plan-version).",
+    )
+    other_plan_note: str | None = Field(
+        default=None, description="What to do about runs recorded under another plan hash, in one sentence."
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -229,12 +281,23 @@ class EvaluationError(ValueError):
 def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     """Read and validate an artifact; raise ``EvaluationError`` with one clear message."""
     p = Path(path)
+    expects = "expects an evaluation.json written by 'gates evaluate LOCK RUNS'"
+    if p.is_dir():
+        hint = f" ({p / 'evaluation.json'})" if (p / "evaluation.json").is_file() else " (none here yet)"
+        raise EvaluationError(f"{p}: is a folder; this {expects}, by default RUNS/evaluation.json{hint}")
     if not p.is_file():
         raise EvaluationError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+    text = p.read_bytes()[:65536]
+    if p.name == "ledger.jsonl" or b'"record":"collect/run/v1"' in text.split(b"\n", 1)[0]:
+        raise EvaluationError(f"{p}: is a run ledger, not an evaluation; this {expects} "
+                              f"(gates evaluate writes {p.parent / 'evaluation.json'})")
+    if p.suffix.lower() in (".yaml", ".yml", ".csv") or p.name.endswith(".lock.json"):
+        what = "a plan or lock" if p.suffix.lower() != ".csv" else "a table of runs"
+        raise EvaluationError(f"{p}: is {what}, not an evaluation; this {expects}")
     try:
         data: Any = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise EvaluationError(f"{p}: not JSON ({err})") from None
+        raise EvaluationError(f"{p}: not JSON ({err}); this {expects}") from None
     if not isinstance(data, dict) or data.get("schema") != EVALUATION_SCHEMA:
         raise EvaluationError(f"{p}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -10,20 +9,23 @@ from collect.ledger import Ledger
 from gates.artifact import (
     AmendmentSummary,
     BlockRow,
+    Controls,
     Evaluation,
     GateResult,
     GroupTally,
     InvalidatorResult,
     LedgerIdentity,
-    PredecessorCheck,
     Resolution,
     RunAccounting,
+    TimeOrder,
     encode_number,
     encode_value,
 )
 from gates.evaluate import GateOutcome, decide, evaluate_gates, gate_blocks
 from gates.invalidators import check_invalidators
-from gates.matching import match_ledger
+from gates.matching import block_label, match_ledger
+from gates.provenance import check_plan_yaml, check_predecessors, other_plan_note, predecessor_refusal
+from gates.timeorder import check_time_order
 from prereg._version import __version__
 from prereg.lock import genesis_hash, utc_now
 from prereg.schema import Plan
@@ -51,22 +53,12 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
         upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,
         attained_confidence=r.attained_confidence if r else None, method=o.gate.method, n_pairs=o.n_pairs,
         analysis_unit=o.analysis_unit, rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
-        p_raw=o.p_raw, p_adjusted=o.p_adjusted, evidence=o.evidence, refused_by=o.refused_by, notes=o.notes,
+        p_raw=o.p_raw, p_adjusted=o.p_adjusted, evidence=o.evidence,
+        evidence_declared=declared if (declared := plan.metrics[o.gate.metric].evidence) != o.evidence else None,
+        direction=o.gate.direction, refused_by=o.refused_by, notes=o.notes,
         warnings=o.warnings, resolution=resolution,
         arm_medians={k: encode_number(v) for k, v in o.arm_medians.items()},
     )
-
-
-def _predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:
-    out = []
-    for pred in plan.predecessors:
-        path = (base / pred.path) if not Path(pred.path).is_absolute() else Path(pred.path)
-        if not path.is_file():
-            status = "missing"
-        else:
-            status = "verified" if hashlib.sha256(path.read_bytes()).hexdigest() == pred.sha256 else "mismatch"
-        out.append(PredecessorCheck(path=pred.path, sha256=pred.sha256, changes=pred.changes, status=status))
-    return out
 
 
 def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path) -> Evaluation:
@@ -75,6 +67,17 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     checks = check_invalidators(plan, match)
     outcomes = evaluate_gates(plan, match, checks)
     decision, reason = decide(outcomes)
+    time_order = check_time_order(plan, lock, match.records())
+    predecessors = check_predecessors(plan, lock_path.parent)
+    refusals = [r for r in (time_order.refusal(), predecessor_refusal(predecessors)) if r]
+    if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
+        decision = "refused"
+        reason = "; ".join(refusals) + (f"; gates: {reason}" if reason else "")
+    other_hashes: dict[str, int] = {}
+    for record in ledger.records:
+        if record.prereg_sha256 != lock["plan_sha256"]:
+            other_hashes[record.prereg_sha256] = other_hashes.get(record.prereg_sha256, 0) + 1
+    control_blocks = [b for b in match.blocks.values() if b.control]
     groups: dict[str, GroupTally] = {}
     for o in outcomes:
         if o.gate.group:
@@ -115,6 +118,17 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                               threshold=_number_or_text(c.threshold), detail=c.detail, blocks=c.blocks)
             for c in checks
         ],
-        blocks=blocks, predecessors=_predecessors(plan, lock_path.parent), toolkit_version=__version__,
+        blocks=blocks, predecessors=predecessors, toolkit_version=__version__,
         evaluated_at=utc_now(),
+        decision_refused_by=refusals,
+        time_order=TimeOrder(
+            pre_existing=time_order.pre_existing, reason=time_order.reason, before_freeze=time_order.before_freeze,
+            before_amendment=time_order.before_amendment, unknown_start=time_order.unknown_start,
+            unreadable_start=time_order.unreadable_start,
+        ),
+        plan_yaml=check_plan_yaml(lock, lock_path),
+        controls=Controls(blocks=[block_label(b.stratum, b.replicate) for b in control_blocks],
+                          paired=bool(plan.strata.pair_controls)) if control_blocks else None,
+        other_plan_note=other_plan_note(lock, other_hashes, lock_path),
+        superseded_by=list(lock.get("superseded_by", [])),
     )

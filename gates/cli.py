@@ -19,16 +19,21 @@ DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "ref
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate every gate of a verified lock on a runs folder; write and print the report."""
     from collect.cli import load_verified_lock
-    from collect.ledger import ledger_path, read_ledger
+    from collect.ledger import read_ledger
     from gates.artifact import write_evaluation
     from gates.assemble import build_evaluation
 
     lock, plan = load_verified_lock(args.lock)
-    runs = Path(args.runs)
-    if not runs.is_dir():
-        raise UserError(f"{runs}: no such runs folder")
-    if not ledger_path(runs).is_file():
-        raise UserError(f"{runs}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
+    if args.plan_version is not None:
+        from gates.provenance import lock_as_of
+        from prereg.plan import plan_from_canonical
+
+        try:
+            lock = lock_as_of(lock, args.plan_version)
+        except ValueError as err:
+            raise UserError(f"{args.lock}: {err}") from None
+        plan = plan_from_canonical(lock["plan"])
+    runs = _runs_folder(Path(args.runs), args.lock)
     evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
     out = Path(args.out) if args.out else runs / "evaluation.json"
     write_evaluation(out, evaluation)
@@ -44,9 +49,30 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from reports.evaluation_view import render_evaluation
         from reports.terminal import make_console
 
-        make_console().print(render_evaluation(evaluation, show_blocks=args.blocks))
+        make_console().print(render_evaluation(evaluation, show_blocks=args.blocks, verbose=args.verbose))
         print(f"evaluation written to {out}")
     return DECISION_EXIT[evaluation.decision]
+
+
+def _runs_folder(runs: Path, lock: str) -> Path:
+    """RUNS as a folder holding ledger.jsonl; anything else gets a message saying what is expected."""
+    from collect.ledger import LEDGER_NAME, ledger_path
+
+    if runs.is_file() and runs.name == LEDGER_NAME:
+        raise UserError(f"{runs}: gates evaluate expects the runs folder, not the ledger file: "
+                        f"gates evaluate {lock} {runs.parent}")
+    if runs.is_file() and runs.name.lower().endswith((".csv", ".csv.gz", ".jsonl", ".ndjson", ".parquet")):
+        raise UserError(f"{runs}: is a table of runs, but gates evaluate expects a runs folder holding ledger.jsonl; "
+                        f"import the table first: collect import {runs} --lock {lock} --out RUNS, then "
+                        f"gates evaluate {lock} RUNS")
+    if runs.is_file():
+        raise UserError(f"{runs}: is a file; gates evaluate expects a runs folder holding ledger.jsonl "
+                        "(written by 'collect run' or 'collect import')")
+    if not runs.is_dir():
+        raise UserError(f"{runs}: no such runs folder")
+    if not ledger_path(runs).is_file():
+        raise UserError(f"{runs}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
+    return runs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="where to write evaluation.json (default: RUNS/evaluation.json)")
     p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
     p.add_argument("--blocks", action="store_true", help="include the per-block paired rows in the report")
+    p.add_argument("--plan-version", type=int, metavar="N",
+                   help="evaluate under version N of the plan (1 = as first frozen) from the lock's amendment chain, "
+                        "e.g. runs collected before a post-data amendment; the report says it was superseded")
+    p.add_argument("--verbose", action="store_true",
+                   help="name every run in the run accounting (the artifact always lists all)")
     p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")
     p.set_defaults(handler=cmd_evaluate)
     return parser

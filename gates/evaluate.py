@@ -61,8 +61,8 @@ class GateOutcome:
 
 
 def gate_blocks(match: Match) -> list[Block]:
-    """The blocks that give pairs to gates: every non-calibration block, in plan order."""
-    return [b for b in match.blocks.values() if not b.calibration]
+    """The blocks that give pairs to gates: not calibration, not controls (unless paired), in plan order."""
+    return [b for b in match.blocks.values() if b.gives_pairs]
 
 
 def _outcome_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray, list[str]]:
@@ -104,16 +104,19 @@ def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndar
 
 
 def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
-    """The weakest evidence class among the metric's and its signal's telemetry."""
+    """The weakest of the plan's declaration, the collector's recorded class and the signal's telemetry."""
+    from collect.evidence import recorded_evidence
+
     metric = plan.metrics[gate.metric]
     classes = [metric.evidence]
+    classes += [c for b in blocks for r in b.records.values() if (c := recorded_evidence(r, gate.metric))]
     if metric.signal:
         for block in blocks:
             for record in block.records.values():
                 summary = record.telemetry.get(metric.signal)
                 if summary is not None:
                     classes.append(summary.evidence)
-    return max(classes, key=EVIDENCE_ORDER.index)
+    return max(classes, key=lambda c: EVIDENCE_ORDER.index(c) if c in EVIDENCE_ORDER else len(EVIDENCE_ORDER))
 
 
 def _estimator_rule(gate: Gate) -> Any:

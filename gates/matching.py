@@ -2,6 +2,9 @@
 
 Calibration strata (``strata.calibration``) are matched and checked by invalidators but give no
 pairs to the gates, so a missing calibration run refuses nothing (it is still listed).
+Control strata (``strata.controls``, and those a ``controls_identical`` invalidator selects) are
+matched and checked by invalidators but give no pairs to the gates unless ``strata.pair_controls``
+is true: a no-failure block's contrast is zero by construction and would narrow the interval.
 
 A *cell* is one planned run: a stratum (a combination of factor levels), an arm and a replicate.
 A *block* is a stratum and a replicate: the unit inside which arms are paired. Records that are
@@ -19,6 +22,7 @@ from collect.ledger import Ledger, RunRecord
 from prereg.schema import Plan, Strata, level_key
 
 BlockKey = tuple[tuple[str, ...], int]
+NAMED_PROBLEMS = 3  # a gate's refusal names up to this many runs of one kind, then counts them
 
 
 def stratum_key(plan: Plan, stratum: dict[str, Any]) -> tuple[str, ...] | None:
@@ -52,6 +56,13 @@ class Block:
     replicate: int
     calibration: bool
     records: dict[str, RunRecord] = field(default_factory=dict)
+    control: bool = False  # a no-failure control block
+    pair_controls: bool = False  # the plan lets control blocks give pairs
+
+    @property
+    def gives_pairs(self) -> bool:
+        """Whether the gates pair arms in this block (not calibration; not a control unless allowed)."""
+        return not self.calibration and (not self.control or self.pair_controls)
 
     @property
     def label(self) -> str:
@@ -92,9 +103,15 @@ class Match:
             ("missing run", self.missing),
             ("duplicate run", self.duplicate),
             ("unplanned run", self.unplanned),
-            ("run under another plan hash", self.other_plan),
         ):
-            out.extend(f"{kind}: {text}" for arm, text in items if arm in arms)
+            texts = [text for arm, text in items if arm in arms]
+            if len(texts) > NAMED_PROBLEMS:  # said once; the run accounting names every run
+                out.append(f"{len(texts)} {kind}s of arms {', '.join(sorted(arms))} (listed in the run accounting)")
+            else:
+                out.extend(f"{kind}: {text}" for text in texts)
+        other = sum(arm in arms for arm, _ in self.other_plan)
+        if other:  # said once: the run accounting (and the artifact) name every run
+            out.append(f"{other} run(s) of these arms were recorded under another plan hash (see the run accounting)")
         return out
 
     def records(self) -> list[RunRecord]:
@@ -105,12 +122,15 @@ class Match:
 def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
     """Lay ``ledger`` onto ``plan``; see the module doc."""
     blocks: dict[BlockKey, Block] = {}
+    controls = plan.control_selectors()
     for stratum in plan.strata.enumerate():
         skey = stratum_key(plan, stratum)
         assert skey is not None
         calibration = any(Strata.selects(sel, stratum) for sel in plan.strata.calibration)
+        control = any(Strata.selects(sel, stratum) for sel in controls)
         for replicate in range(plan.strata.replicates):
-            blocks[(skey, replicate)] = Block(stratum, replicate, calibration)
+            blocks[(skey, replicate)] = Block(stratum, replicate, calibration, control=control,
+                                              pair_controls=bool(plan.strata.pair_controls))
     match = Match(blocks, n_arms=len(plan.arms))
     match.ledger_problems = [f"ledger line {p.line}: {p.message}" for p in ledger.problems]
     for record in ledger.records:

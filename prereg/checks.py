@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from typing import Any
 
+from prereg.direction import direction_problem
 from prereg.expressions import ExpressionError, parse_contrast
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 
@@ -38,8 +39,8 @@ def _check_strata(plan: Plan, problems: list[Problem]) -> None:
             if level_key(level) in seen:
                 problems.append((("strata", "factors", factor, i), f"level {level!r} of {factor!r} is listed twice"))
             seen.add(level_key(level))
-    for section in ("calibration", "held_out"):
-        for i, selector in enumerate(getattr(strata, section)):
+    for section in ("calibration", "held_out", "controls"):
+        for i, selector in enumerate(getattr(strata, section) or []):
             if not selector:
                 problems.append((("strata", section, i), "an empty selector would select every stratum"))
             _check_selector(selector, strata, ("strata", section, i), problems)
@@ -79,6 +80,11 @@ def _check_gates(plan: Plan, problems: list[Problem]) -> None:
                 problems.append(
                     ((*path, "pass_if"), "a ratio contrast is positive: its threshold must be a ratio above 0")
                 )
+        if gate.metric in plan.metrics:
+            metric = plan.metrics[gate.metric]
+            wrong = direction_problem(contrast, rule, metric.better, gate.direction, gate.metric)
+            if wrong:
+                problems.append(((*path, "direction" if gate.direction else "pass_if"), wrong))
     if not any(g.role == "primary" for g in plan.gates):
         problems.append((("gates",), "no primary gate: at least one gate must decide the claim"))
 
@@ -112,16 +118,13 @@ MAX_STRATA_COUNTED = 1_000_000
 
 
 def analysis_units_planned(plan: Plan) -> int | None:
-    """How many paired contrasts each gate will get: the non-calibration strata (times the
-    replicates when ``strata.analysis_unit: replicate``); None when too many to count."""
+    """How many paired contrasts each gate will get: the strata that give pairs (not calibration,
+    not unpaired controls), times the replicates when ``strata.analysis_unit: replicate``; None
+    when too many to count."""
     strata = plan.strata
-    total = math.prod(len(levels) for levels in strata.factors.values())
-    if total > MAX_STRATA_COUNTED:
+    if math.prod(len(levels) for levels in strata.factors.values()) > MAX_STRATA_COUNTED:
         return None
-    if strata.calibration:
-        total = sum(
-            not any(Strata.selects(sel, s) for sel in strata.calibration) for s in strata.enumerate()
-        )
+    total = len(plan.pairing_strata())
     return total * (strata.replicates if strata.analysis_unit == "replicate" else 1)
 
 
@@ -133,7 +136,7 @@ def _check_gate_power(plan: Plan, problems: list[Problem]) -> None:
         return
     from estimators.feasibility import insufficient_blocks
 
-    unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "non-calibration strata (replicates averaged)"
+    unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "pairing strata (not calibration or control; replicates averaged)"
     for i, gate in enumerate(plan.gates):
         why = insufficient_blocks(gate.method, gate.confidence, n, gate.resamples, unit)
         if why:

@@ -34,6 +34,15 @@ def _read_lock(path: str) -> dict[str, Any]:
         raise UserError(str(err)) from None
 
 
+def _warnings(loaded: Any) -> list[str]:
+    """Each warning as 'file:line:col: field: message' (printed on stderr; the plan is accepted)."""
+    out = []
+    for w in loaded.warnings:
+        where = loaded.source + (f":{w.line}:{w.column}" if w.line is not None else "")
+        out.append(f"warning: {where}: {w.field}: {w.message}")
+    return out
+
+
 def _summary(loaded: Any) -> str:
     plan = loaded.plan
     n_strata = len(plan.strata.enumerate())
@@ -67,9 +76,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate a plan and print a one-line summary."""
     loaded = _load(args.file)
+    for line in _warnings(loaded):
+        print(line, file=sys.stderr)
     if args.json:
         emit_json({"ok": True, "file": args.file, "study": loaded.plan.study, "plan_sha256": loaded.plan_sha256,
-                   "summary": _summary(loaded)})
+                   "summary": _summary(loaded), "warnings": [w.to_json() for w in loaded.warnings]})
     else:
         print(f"{args.file}: valid prereg/v1 plan. {_summary(loaded)}")
     return EXIT_OK
@@ -80,6 +91,8 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     from prereg.lock import build_lock, default_lock_path, write_lock
 
     loaded = _load(args.file)
+    for line in _warnings(loaded):
+        print(line, file=sys.stderr)
     lock_path = Path(args.output) if args.output else default_lock_path(args.file)
     if lock_path.exists():
         existing = _read_lock(str(lock_path))

@@ -190,10 +190,26 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _looks_like_plan(path: str | os.PathLike[str], raw: bytes) -> bool:
+    """A YAML file name, or text that starts like a prereg/v1 plan rather than JSON."""
+    if Path(path).suffix.lower() in (".yaml", ".yml"):
+        return True
+    head = raw[:4096].lstrip()
+    return not head.startswith(b"{") and b"schema: prereg/v1" in raw[:65536]
+
+
 def read_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a lock file as JSON; raise ``LockError`` if it is unreadable or not a prereg lock."""
+    """Read a lock file as JSON; raise ``LockError`` if it is unreadable or not a prereg lock.
+
+    A plan YAML given where a lock is expected gets the next step ("run prereg freeze") instead.
+    """
     try:
         raw = read_input_file(path, limit=_MAX_LOCK_BYTES)
+        if _looks_like_plan(path, raw):
+            raise LockError(
+                f"{path} is a plan (YAML), not a lock: run 'prereg freeze {path}' first and pass the lock it "
+                f"writes ({default_lock_path(path)})"
+            )
         lock = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise LockError(f"{path}: not UTF-8 JSON: not a lock file") from None

@@ -85,6 +85,7 @@ class LoadedPlan:
     plan_sha256: str
     yaml_sha256: str
     source: str
+    warnings: list[Problem] = field(default_factory=list)  # accepted, but worth a second look
 
 
 def format_path(path: tuple[Any, ...]) -> str:
@@ -170,10 +171,17 @@ def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[
             msg = f"{msg} (YAML read {e['input']!r} as a {type(e['input']).__name__}; put the value in quotes)"
         elif kind == "string_pattern_mismatch":
             msg = f"{e['input']!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
+        elif path and path[-1] == "confidence" and _looks_like_percent(e.get("input")):
+            msg = (f"{e['input']!r} looks like a percentage: confidence is a two-sided level written as a "
+                   f"fraction in (0.5, 1), e.g. {e['input'] / 100:g} for {e['input']:g}%")
         elif kind in ("value_error", "assertion_error") and msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         problems.append(_positioned(path, msg, loaded))
     return problems
+
+
+def _looks_like_percent(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 50 < value < 100
 
 
 def _positioned(
@@ -203,7 +211,10 @@ def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
     if problems:
         raise PlanError(source, problems)
     canonical = canonical_plan(plan)
-    return LoadedPlan(plan, canonical, plan_hash(canonical), sha256_hex(raw), source)
+    from prereg.direction import plan_warnings
+
+    warned = [_positioned(path, msg, loaded) for path, msg in plan_warnings(plan)]
+    return LoadedPlan(plan, canonical, plan_hash(canonical), sha256_hex(raw), source, warned)
 
 
 def read_input_file(path: str | os.PathLike[str], limit: int = MAX_BYTES) -> bytes:

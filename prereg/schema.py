@@ -73,6 +73,18 @@ class Strata(_Model):
         "covers the average effect over conditions like these strata. 'replicate': every replicate pair is an "
         "independent block; valid only if the strata do not differ in their effect (otherwise it under-covers).",
     )
+    controls: list[dict[Identifier, Scalar]] | None = Field(
+        default=None,
+        description="Selectors (factor -> level) of no-failure control strata. Controls are checked by "
+        "invalidators (e.g. controls_identical) but give no pairs to gates, whose contrast they would pull toward "
+        "zero, unless 'pair_controls: true'. Strata a controls_identical invalidator selects with 'where' are "
+        "controls too.",
+    )
+    pair_controls: bool | None = Field(
+        default=None,
+        description="true: control strata also give pairs to the gates (say why in the hypothesis). Default: "
+        "they do not.",
+    )
 
     def enumerate(self) -> list[dict[str, Scalar]]:
         """Every stratum as a factor -> level mapping, in the order the levels are written."""
@@ -184,6 +196,13 @@ class Gate(_Model):
         default=None, ge=99, le=10_000_000, description="Resampling methods only (bootstrap, bca, signflip)."
     )
     seed: int | None = Field(default=None, ge=0, description="Resampling methods only; fixed at freeze time.")
+    direction: Literal["first_arm_better", "first_arm_worse"] | None = Field(
+        default=None,
+        description="What a pass shows about the contrast's first arm(s) (positive coefficients, or the "
+        "numerator of a ratio) by the metric's 'better': 'first_arm_better' (the default the rule is checked "
+        "against) or 'first_arm_worse', to declare on purpose a gate that passes when the first arm is worse; "
+        "prereg show prints it in words. Not for interactions (a difference of differences).",
+    )
     description: Text | None = None
 
     @field_validator("contrast")
@@ -241,6 +260,16 @@ class Predecessor(_Model):
     changes: Text
 
 
+class DataDeclaration(_Model):
+    """Where the runs come from in time. Without it every run must start after the plan was frozen."""
+
+    pre_existing: bool = Field(
+        description="true: the plan analyses runs that (may) have started before it was frozen; the decision "
+        "still stands but every report says it is an analysis of pre-existing data."
+    )
+    reason: Text = Field(description="Why pre-existing data are analysed, shown to reviewers.")
+
+
 class Plan(_Model):
     """A preregistration in the ``prereg/v1`` format."""
 
@@ -261,3 +290,22 @@ class Plan(_Model):
     decision: Decision
     scope: Text | None = Field(default=None, description="What the evidence will not cover, shown to reviewers.")
     predecessors: list[Predecessor] = Field(default_factory=list)
+    data: DataDeclaration | None = Field(
+        default=None,
+        description="Declare up front that the plan analyses pre-existing data (runs started before the "
+        "freeze); otherwise such runs refuse the decision.",
+    )
+
+    def control_selectors(self) -> list[dict[str, Scalar]]:
+        """Selectors of the no-failure control strata: ``strata.controls`` and every
+        ``controls_identical`` invalidator's ``where``."""
+        selectors = list(self.strata.controls or [])
+        selectors += [inv.where for inv in self.invalidators if isinstance(inv, ControlsIdentical)]
+        return selectors
+
+    def pairing_strata(self) -> list[dict[str, Scalar]]:
+        """The strata that give pairs to the gates: not calibration, and not a control unless
+        ``strata.pair_controls`` (enumerates every stratum)."""
+        controls = [] if self.strata.pair_controls else self.control_selectors()
+        excluded = list(self.strata.calibration) + controls
+        return [s for s in self.strata.enumerate() if not any(Strata.selects(sel, s) for sel in excluded)]

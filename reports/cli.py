@@ -58,7 +58,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         from reports.evaluation_view import render_evaluation
         from reports.terminal import make_console
 
-        make_console().print(render_evaluation(ev, show_blocks=args.blocks))
+        make_console().print(render_evaluation(ev, show_blocks=args.blocks, verbose=args.verbose))
     return EXIT_OK
 
 
@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="the reviewer's report of an evaluation.json (gates evaluate writes it)")
     p.add_argument("evaluation", metavar="EVALUATION_JSON", help="the artifact (schema gates/evaluation/v1)")
     p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
+    p.add_argument("--verbose", action="store_true", help="name every run in the run accounting")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the report as GitHub-flavoured Markdown to FILE (atomically); '-' prints it "
                         "on stdout instead of the terminal report")

@@ -13,6 +13,8 @@ import re
 from typing import TYPE_CHECKING
 
 from reports import evaluation_text as et
+from reports.reading_text import reading_lines
+from reports import provenance_text as pt
 from reports.forest import LEGEND
 
 if TYPE_CHECKING:
@@ -85,6 +87,8 @@ def _header(ev: Evaluation) -> list[str]:
     run_lines = et.run_lines(ev.runs, limit=None)
     lines.append(f"- Runs: {md_escape(run_lines[0])}")
     lines += [f"  - {md_escape(line)}" for line in run_lines[1:]]
+    for label, text, alarm in pt.provenance_lines(ev, limit=None):
+        lines.append(f"- {label}: " + (f"**{md_escape(text)}**" if alarm else md_escape(text)))
     lines.append(f"- Evaluated {md_escape(ev.evaluated_at)} with toolkit {md_escape(ev.toolkit_version)}; "
                  f"multiplicity {ev.multiplicity}")
     return lines
@@ -138,7 +142,7 @@ def _notes(ev: Evaluation) -> list[str]:
 
 
 def _reading(ev: Evaluation) -> list[str]:
-    return ["", "## How to read the verdicts", ""] + [f"- {md_escape(line)}" for line in et.reading_lines(ev)]
+    return ["", "## How to read the verdicts", ""] + [f"- {md_escape(line)}" for line in reading_lines(ev)]
 
 
 def _predecessors(ev: Evaluation) -> list[str]:

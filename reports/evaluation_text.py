@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gates.artifact import as_float
+from reports import provenance_text as pt
+from reports.provenance_text import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 from reports.forest import forest_axis, forest_bar
 
 if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
@@ -39,7 +41,6 @@ EVIDENCE_WORDS = {
     "unmeasured": "unmeasured",
     "unavailable": "unavailable (no sensor)",
 }
-PREDECESSOR_WORDS = {"verified": "VERIFIED", "mismatch": "HASH MISMATCH", "missing": "MISSING"}
 EVIDENCE_VERDICTS = ("pass", "fail", "vacuous")  # verdicts whose numbers are evidence
 EM_DASH = "\u2014"
 
@@ -88,8 +89,16 @@ def interval_text(gate: GateResult) -> str:
 
 
 def rule_text(gate: GateResult) -> str:
-    """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 1 (ratio)')."""
-    return f"{gate.rule} (ratio)" if gate.scale == "ratio" else f"{gate.rule} {gate.unit}".rstrip()
+    """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 0.95 (ratio: requires at least 5% lower)')."""
+    if gate.scale == "ratio":
+        from prereg.direction import ratio_margin_words
+        from prereg.expressions import ExpressionError, parse_pass_if
+
+        try:
+            return f"{gate.rule} (ratio: {ratio_margin_words(parse_pass_if(gate.rule))})"
+        except ExpressionError:
+            return f"{gate.rule} (ratio)"
+    return f"{gate.rule} {gate.unit}".rstrip()
 
 
 def contrast_text(gate: GateResult) -> str:
@@ -196,7 +205,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         role=gate.role,
         group=gate.group,
         metric=gate.metric,
-        evidence=EVIDENCE_WORDS[gate.evidence],
+        evidence=pt.evidence_words(gate, EVIDENCE_WORDS),
         contrast=contrast_text(gate),
         estimate=with_unit(gate.estimate, gate) + (" (pseudo-median)" if gate.method == "wilcoxon" else ""),
         interval=interval_text(gate),
@@ -204,7 +213,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         test=method_text(gate),
         p=p_text(gate, ev.multiplicity),
         refused_by=[refusal_text(r, ids) for r in gate.refused_by],
-        notes=list(gate.notes),
+        notes=list(gate.notes) + [n for n in [pt.direction_note(gate)] if n],
         warnings=list(gate.warnings),
         arm_medians=arm_medians_text(gate),
         resolution=resolution_text(gate),
@@ -235,8 +244,11 @@ def decision_explanation(ev: Evaluation) -> str:
     primary = primary_gates(ev)
     ids = {i.id for i in ev.invalidators}
     n = len(primary)
+    if ev.decision == "refused" and ev.other_plan_note and ev.runs.matched == 0 and not ev.decision_refused_by:
+        return ("no claim either way: none of the runs in the ledger was collected under this plan version "
+                "(see 'Other plan' for what happened and the next step)")
     if ev.decision == "refused":
-        parts = []
+        parts = list(ev.decision_refused_by)
         for g in primary:
             if g.verdict == "refused":
                 why = "; ".join(refusal_text(r, ids) for r in g.refused_by) or "no reason recorded"
@@ -270,7 +282,7 @@ def modeled_note(ev: Evaluation) -> str:
 def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
     rest = f': "{ev.claim}" {EM_DASH} {decision_explanation(ev)}'
-    return DECISION_WORDS[ev.decision], rest.rstrip(".") + "."
+    return DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 
 
 def scope_text(ev: Evaluation) -> str:
@@ -309,12 +321,18 @@ RUN_PROBLEM_WORDS = {
 }
 
 
-def run_lines(runs: RunAccounting, limit: int | None = 10) -> list[str]:
-    """'24 planned, 23 matched' and one line per kind of problem, naming the runs."""
+def run_lines(runs: RunAccounting, limit: int | None = 10, collapse_other: bool = False) -> list[str]:
+    """'24 planned, 23 matched' and one line per kind of problem, naming the runs.
+
+    ``collapse_other``: runs under another plan are counted, not named (the 'Other plan' line says
+    what happened and what to do once).
+    """
     lines = [f"{runs.planned} planned, {runs.matched} matched"]
     for key in RUN_PROBLEMS:
         names = getattr(runs, key)
-        if names:
+        if names and key == "other_plan" and collapse_other:  # said once, in words, by 'Other plan'
+            lines.append(f"{RUN_PROBLEM_WORDS[key]} ({len(names)}): see 'Other plan'; --verbose names every run")
+        elif names:
             lines.append(f"{RUN_PROBLEM_WORDS[key]} ({len(names)}): {name_list(names, limit)}")
     return lines
 
@@ -374,53 +392,9 @@ def note_lines(ev: Evaluation) -> list[str]:
     """Every gate note and estimator warning, each prefixed by its gate."""
     lines = []
     for g in ev.gates:
-        lines += [f"{g.id}: {n}" for n in g.notes]
+        lines += [f"{g.id}: {n}" for n in g.notes + [d for d in [pt.direction_note(g)] if d]]
         lines += [f"{g.id}: estimator warning: {w}" for w in g.warnings]
     return lines
-
-
-def reading_lines(ev: Evaluation) -> list[str]:
-    """How to read the verdicts, in plain words (the parts that apply to this evaluation)."""
-    units = sorted({g.analysis_unit for g in ev.gates})
-    lines = [
-        "Decision rule: a gate passes exactly when its rule's one-sided p-value is at most alpha = (1 - "
-        "confidence) / 2; the interval holds every threshold the test does not reject, so a rule whose threshold "
-        "equals an interval end fails ('<=' and '<' are the same test).",
-    ]
-    if "stratum" in units:
-        lines.append(
-            "Unit of analysis: one pair per stratum (its replicates' contrasts averaged), so the interval covers "
-            "the average effect over conditions like these strata and n counts strata, not runs."
-        )
-    if "replicate" in units:
-        lines.append(
-            "Unit of analysis: every replicate pair is an independent block (the plan says so); the interval "
-            "assumes the strata do not differ in their effect."
-        )
-    if any(g.method == "wilcoxon" for g in ev.gates):
-        lines.append(
-            "A wilcoxon estimate is the Hodges-Lehmann pseudo-median (the centre of symmetry of the contrasts), "
-            "not their mean; for skewed contrasts the two differ."
-        )
-    if any(g.verdict == "vacuous" for g in ev.gates):
-        lines.append(
-            "VACUOUS: every unit's contrast is exactly the same value, so nothing varied and the rule could not "
-            "have failed; there is no p-value, and in a multiplicity family it counts as p = 1."
-        )
-    if any(g.verdict == "unresolvable" for g in ev.gates):
-        lines.append(
-            "UNRESOLVABLE: moving the measured values anywhere within the meter's stated bounds could change the "
-            "rule's outcome, so the instrument cannot tell pass from fail; no claim either way."
-        )
-    return lines
-
-
-def predecessor_lines(ev: Evaluation) -> list[tuple[str, str]]:
-    """(status word, 'path (sha256 abc...): changes') per predecessor."""
-    return [
-        (PREDECESSOR_WORDS[p.status], f"{p.path} (sha256 {short(p.sha256)}): {' '.join(p.changes.split())}")
-        for p in ev.predecessors
-    ]
 
 
 def block_rows(ev: Evaluation) -> list[dict[str, Any]]:

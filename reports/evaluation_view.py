@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from reports import evaluation_text as et
+from reports.reading_text import reading_lines
+from reports import provenance_text as pt
 from reports.evaluation_markdown import evaluation_markdown
 from reports.forest import LEGEND
 
@@ -50,7 +52,7 @@ def _fields(rows: list[tuple[Any, Any]]) -> Any:
     return grid
 
 
-def _header(ev: Evaluation) -> list[Any]:
+def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
     from rich.text import Text
 
     rows: list[tuple[str, Any]] = [("Plan", Text(et.plan_text(ev)))]
@@ -62,12 +64,15 @@ def _header(ev: Evaluation) -> list[Any]:
         line.append(f' ("{a.reason}")')
         rows.append(("Amended", line))
     rows.append(("Ledger", Text(et.ledger_text(ev), style="bold red" if ev.ledger.torn_tail else "")))
-    run_lines = et.run_lines(ev.runs)
+    run_lines = et.run_lines(ev.runs, limit=None if verbose else 10,
+                             collapse_other=bool(ev.other_plan_note) and not verbose)
     runs = Text(run_lines[0])
     for line in run_lines[1:]:
         runs.append("\n")
         runs.append(line, style="yellow")
     rows.append(("Runs", runs))
+    for label, text, alarm in pt.provenance_lines(ev, limit=None if verbose else 5):
+        rows.append((label, Text(text, style="bold red" if alarm else "")))
     rows.append(("Evaluated", Text(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}")))
     return [Text(f"{ev.study}: {ev.title}", style="bold"), _fields(rows)]
 
@@ -200,7 +205,7 @@ def _notes(ev: Evaluation) -> list[Any]:
 
 
 def _reading(ev: Evaluation) -> list[Any]:
-    return [_heading("How to read the verdicts"), _bullets(et.reading_lines(ev))]
+    return [_heading("How to read the verdicts"), _bullets(reading_lines(ev))]
 
 
 def _bullets(lines: list[str]) -> Any:
@@ -240,12 +245,12 @@ def _blocks(ev: Evaluation) -> list[Any]:
     return [Text(""), table]
 
 
-def render_evaluation(ev: Evaluation, show_blocks: bool = False) -> Any:
-    """Rich renderables (a ``Group``) of the whole report; fits 80 columns."""
+def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool = False) -> Any:
+    """Rich renderables (a ``Group``) of the whole report; fits 80 columns (``verbose``: name every run)."""
     from rich.console import Group
     from rich.text import Text
 
-    parts: list[Any] = _header(ev) + _decision(ev)
+    parts: list[Any] = _header(ev, verbose) + _decision(ev)
     primary = [et.gate_view(g, ev, BAR_WIDTH) for g in et.primary_gates(ev)]
     title = f"Primary gates (decide the claim; multiplicity {ev.multiplicity})"
     parts += [Text(""), gate_table(title, primary), forest_section(primary)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from prereg.direction import is_interaction, ratio_margin_words, rule_means, sides
 from prereg.expressions import parse_contrast, parse_pass_if
 
 _OP_WORDS = {"<": "is below", "<=": "is at most", ">": "is above", ">=": "is at least"}
@@ -56,6 +57,9 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
             f"passes if the one-sided {_pct(one_sided)} {rule.quantity} bound of {subject} "
             f"{_OP_WORDS[rule.op]} {_num(rule.threshold)}{unit_text}"
         )
+    if contrast.scale == "ratio":
+        text += f" ({ratio_margin_words(rule)})"
+    text += f"; {direction_words(gate, metrics)}"
     text += f"; method {gate['method']}"
     if gate["method"] == "signflip":
         text += f" (exact up to 20 blocks, beyond that {gate['resamples']} random sign patterns, seed {gate['seed']})"
@@ -64,6 +68,36 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     if gate.get("role") == "sensitivity":
         text += "; a sensitivity gate: reported, never decides the claim"
     return text + "."
+
+
+def direction_words(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
+    """What a pass shows about the contrast's first arm(s), in words (with a declared intent named)."""
+    contrast = parse_contrast(gate["contrast"])
+    rule = parse_pass_if(gate["pass_if"])
+    better = metrics.get(gate["metric"], {}).get("better", "lower")
+    unit = metrics.get(gate["metric"], {}).get("unit", "")
+    pos, neg = sides(contrast)
+    first, other = " and ".join(pos), " and ".join(neg)
+    if is_interaction(contrast):
+        return "an interaction (a difference of differences): its sign is not one arm being better"
+    means = rule_means(contrast, rule, better)
+    if means is None:
+        return f"two-sided: a pass shows {first} and {other} differ by less than the margin"
+    if gate.get("direction") == "first_arm_worse":
+        return (f"DECLARED INTENT first_arm_worse: a pass shows {first} is WORSE than {other} "
+                f"({gate['metric']}: {better} is better), on purpose")
+    null = 1.0 if contrast.scale == "ratio" else 0.0
+    threshold = float(rule.threshold)
+    worse_is_large = (better == "lower") == (means == "first_arm_better")
+    if threshold == null:
+        claim = f"{first} is better than {other}"
+    elif (threshold > null) == worse_is_large:
+        size = _pct(abs(threshold - 1)) if contrast.scale == "ratio" else f"{_num(abs(threshold))} {unit}"
+        claim = f"{first} is at most {size} worse than {other} (noninferiority)"
+    else:
+        size = _pct(abs(threshold - 1)) if contrast.scale == "ratio" else f"{_num(abs(threshold))} {unit}"
+        claim = f"{first} is better than {other} by more than {size}"
+    return f"a pass shows {claim} ({gate['metric']}: {better} is better)"
 
 
 def _blocks(inv: dict[str, Any]) -> str:
@@ -147,6 +181,20 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
         parts.append(Text("  unit of analysis: every replicate pair is an independent block (as the plan states)"))
     else:
         parts.append(Text("  unit of analysis: one pair per stratum, its replicates' contrasts averaged (the default)"))
+    controls = list(strata.get("controls") or []) + [
+        inv["where"] for inv in plan.get("invalidators", []) if inv.get("kind") == "controls_identical"
+    ]
+    if controls:
+        paired = ("they ALSO give pairs to the gates (pair_controls: true)" if strata.get("pair_controls")
+                  else "checked by invalidators, they give no pairs to the gates")
+        parts.append(Text(f"  no-failure controls: {controls}; {paired}"))
+    data = plan.get("data")
+    if data and data.get("pre_existing"):
+        parts.append(Text(f"Data: PRE-EXISTING DATA declared: runs may have started before this plan was frozen "
+                          f"(\"{data.get('reason')}\"); every report says so", style="bold yellow"))
+    else:
+        parts.append(Text("Data: every run must start after the plan was frozen (and after any amendment it is "
+                          "judged under); an earlier run refuses the decision"))
     experiment = plan.get("experiment")
     if experiment:
         params = ", ".join(f"{k}: {v}" for k, v in experiment.get("params", {}).items())
@@ -160,6 +208,8 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     for name, m in metrics.items():
         mtable.add_row(*(Text(x) for x in (name, m["unit"], m["better"], EVIDENCE_WORDS[m["evidence"]], m.get("signal", "-"))))
     parts.append(mtable)
+    parts.append(Text("Evidence rule: a gate reports the weakest of the class declared here and what the collector "
+                      "or sensor records; collect run refuses a declaration stronger than its collector gives."))
 
     sentences = plan_sentences(lock)
     gtable = Table(title="Gates", title_justify="left", show_lines=True)

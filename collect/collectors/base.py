@@ -70,6 +70,12 @@ class Collector(abc.ABC):
     name: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
     METRICS: ClassVar[dict[str, str]] = {}  # metric name -> unit, for documentation and checks
+    EVIDENCE: ClassVar[str] = "modeled"  # the evidence class of every metric (simulators: modeled)
+
+    @classmethod
+    def metric_evidence(cls, params: Mapping[str, Any]) -> dict[str, str]:
+        """The strongest evidence class each metric can have with these run parameters."""
+        return {metric: cls.EVIDENCE for metric in cls.METRICS}
 
     @abc.abstractmethod
     def run(self, ctx: RunContext) -> RunResult:

@@ -182,6 +182,12 @@ class TorchMultisiteCollector(Collector):
     PARAMS = PARAMS
     METRICS = METRICS
 
+    @classmethod
+    def metric_evidence(cls, params: Mapping[str, Any]) -> dict[str, str]:
+        """Training metrics are measured, simulated-time ones modeled; energy as the sensor gives it."""
+        sensor = str(params.get("sensor") or PARAMS["sensor"].default)
+        return {**METRIC_EVIDENCE, "energy": "modeled" if sensor.startswith("sim") else "measured"}
+
     def run(self, ctx: RunContext) -> RunResult:
         p = validate(ctx.params)
         from collect.torchrun.run import (

@@ -57,14 +57,16 @@ def test_vacuous_sensitivity_groups_and_calibration(tmp_path):
     lock = freeze(tmp_path, FEATURES)
     rc, data = evaluate(lock, imported(tmp_path, lock, feature_rows()))
     g = gates_by_id(data)
-    assert g["loss_equiv"]["verdict"] == "pass" and g["loss_equiv"]["n_pairs"] == 6  # calibration stratum excluded
+    # calibration stratum f and the no-failure control stratum (outage none) give no pairs
+    assert g["loss_equiv"]["verdict"] == "pass" and g["loss_equiv"]["n_pairs"] == 5
     assert g["same_steps"]["verdict"] == "vacuous" and "could not have failed" in g["same_steps"]["notes"][0]
     assert g["loss_lower"]["verdict"] == "fail" and g["loss_lower"]["role"] == "sensitivity"
     assert rc == 0 and data["decision"] == "supported" and "1 vacuous" in data["decision_reason"]
     assert data["groups"]["learning"] == {"total": 2, "counts": {"pass": 1, "vacuous": 1}}
     inv = {i["id"]: i for i in data["invalidators"]}
     assert inv["controls"]["fired"] is False and inv["controls"]["observed"] == 0.0
-    assert [b["block"] for b in data["blocks"]][0] == "outage=none #0" and len(data["blocks"]) == 6
+    assert [b["block"] for b in data["blocks"]][0] == "outage=a #0" and len(data["blocks"]) == 5
+    assert data["controls"] == {"blocks": ["outage=none #0"], "paired": False}
 
 
 def test_controls_identical_fires(tmp_path):

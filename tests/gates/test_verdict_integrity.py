@@ -21,7 +21,7 @@ from tests.helpers import run
 
 
 def plan_text(blocks: int, gates: str, replicates: int = 1, signal: bool = False, extra_strata: str = "",
-              multiplicity: str = "none") -> bytes:
+              multiplicity: str = "none", better: str = "lower") -> bytes:
     sig = ", signal: energy_counter" if signal else ""
     return f"""schema: prereg/v1
 study: integrity
@@ -32,7 +32,7 @@ strata:
   factors: {{block: [{", ".join(str(i) for i in range(1, blocks + 1))}]}}
   replicates: {replicates}
 {extra_strata}metrics:
-  loss: {{unit: nats, better: lower, evidence: measured{sig}}}
+  loss: {{unit: nats, better: {better}, evidence: measured{sig}}}
 gates:
 {gates}
 decision: {{claim: a is no worse than b., multiplicity: {multiplicity}}}
@@ -165,7 +165,7 @@ def test_boundary_rule_agrees_with_its_p_value(tmp_path, multiplicity, rule):
 @pytest.mark.parametrize("rule, verdict", [("lower > 0.45", "fail"), ("lower > 0.39", "pass")])
 def test_wilcoxon_ties_verdict_agrees_with_interval_and_p(tmp_path, rule, verdict):
     d = [1.3, 2.3, 0.4, 0.6, 1.3, 2.0, 0.6, 0.7, 0.4, -0.9]
-    lock = frozen(tmp_path, plan_text(10, gate_line("g", "wilcoxon", rule)))
+    lock = frozen(tmp_path, plan_text(10, gate_line("g", "wilcoxon", rule), better="higher"))
     runs = imported(tmp_path, lock, rows_for(d))
     rc, data = evaluate(lock, runs)
     g = gates_by_id(data)["g"]
@@ -186,7 +186,7 @@ def test_freeze_refuses_gates_that_cannot_reach_their_level(tmp_path, method, ne
 
 def test_freeze_counts_strata_not_replicates_by_default(tmp_path):
     rc, out, _ = freeze_text(tmp_path, plan_text(4, gate_line("g", "signflip", "upper < 0"), replicates=3))
-    assert rc == 2 and "needs at least 5 non-calibration strata (replicates averaged) and has 4" in out
+    assert rc == 2 and "needs at least 5 pairing strata (not calibration or control; replicates averaged) and has 4" in out
     text = plan_text(4, gate_line("g", "signflip", "upper < 0"), replicates=3, extra_strata="  analysis_unit: replicate\n")
     rc, out, _ = freeze_text(tmp_path, text)
     assert rc == 0, out

@@ -1,0 +1,136 @@
+"""Where the plan and its inputs come from: predecessors, the YAML beside the lock, runs of other plans.
+
+* ``check_predecessors``: each earlier evaluation the plan names must still have the stated
+  SHA-256; a missing or mismatched one refuses the decision. Each predecessor's own recorded
+  conclusion (decision, claim, time) is read from it when it is an evaluation artifact.
+* ``check_plan_yaml``: the ``<stem>.yaml`` beside the lock is compared with the locked plan as
+  ``prereg verify`` does; the locked plan is what is evaluated, but a changed YAML is reported.
+* ``other_plan_note``: one sentence with the next step when runs were recorded under another
+  plan hash (typically the parent plan of a post-data amendment), instead of one line per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from gates.artifact import PlanYamlCheck, PredecessorCheck
+from prereg.schema import Plan
+
+
+def _recorded(data: bytes) -> dict[str, Any]:
+    """The conclusion an evaluation artifact recorded (decision, claim, time), or a note why none."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {"recorded_note": "not an evaluation artifact (not JSON): no recorded conclusion"}
+    if not isinstance(doc, dict) or doc.get("schema") != "gates/evaluation/v1":
+        return {"recorded_note": "not an evaluation artifact: no recorded conclusion"}
+    return {
+        "recorded_decision": doc.get("decision") if doc.get("decision") in ("supported", "not_supported", "refused") else None,
+        "recorded_claim": doc.get("claim") if isinstance(doc.get("claim"), str) else None,
+        "recorded_at": doc.get("evaluated_at") if isinstance(doc.get("evaluated_at"), str) else None,
+    }
+
+
+def check_predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:
+    """Each predecessor's status (verified | mismatch | missing) and its recorded conclusion."""
+    out = []
+    for pred in plan.predecessors:
+        path = (base / pred.path) if not Path(pred.path).is_absolute() else Path(pred.path)
+        extra: dict[str, Any] = {}
+        if not path.is_file():
+            status = "missing"
+        else:
+            data = path.read_bytes()
+            actual = hashlib.sha256(data).hexdigest()
+            status = "verified" if actual == pred.sha256 else "mismatch"
+            extra = _recorded(data)
+            if status == "mismatch":
+                extra["actual_sha256"] = actual
+        out.append(PredecessorCheck(path=pred.path, sha256=pred.sha256, changes=pred.changes, status=status, **extra))
+    return out
+
+
+def predecessor_refusal(checks: list[PredecessorCheck]) -> str | None:
+    """The decision-level refusal for missing or mismatched predecessors, or None."""
+    bad = [p for p in checks if p.status != "verified"]
+    if not bad:
+        return None
+    words = {"missing": "is missing", "mismatch": "does not have the SHA-256 the plan states"}
+    return "; ".join(f"predecessor {p.path} {words[p.status]}" for p in bad) + (
+        " (the plan builds on an earlier result that cannot be shown to be the one it names)"
+    )
+
+
+def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | None:
+    """Compare the YAML beside the lock with the locked plan (the notice ``prereg verify`` gives)."""
+    from prereg.lock import diff_paths, yaml_beside
+    from prereg.plan import PlanError, load_plan
+
+    path = yaml_beside(lock_path)
+    if path is None:
+        return None
+    try:
+        loaded = load_plan(path)
+    except PlanError as err:
+        return PlanYamlCheck(path=str(path), status="invalid", notice=(
+            f"{path} no longer validates as a plan ({err.render(limit=3)}); the locked plan was evaluated"))
+    if loaded.plan_sha256 != lock["plan_sha256"]:
+        changed = diff_paths(lock["plan"], loaded.canonical)
+        shown = ", ".join(changed[:12]) + (" ..." if len(changed) > 12 else "")
+        return PlanYamlCheck(path=str(path), status="changed", changed=changed, notice=(
+            f"{path} no longer matches the lock (plan hash {loaded.plan_sha256[:12]} vs locked "
+            f"{lock['plan_sha256'][:12]}); changed: {shown}. The locked plan was evaluated, not the edited "
+            "YAML; use 'prereg amend' to record a change"))
+    if loaded.yaml_sha256 != lock.get("yaml_sha256"):
+        return PlanYamlCheck(path=str(path), status="layout_changed", notice=(
+            f"{path}: the text changed (comments or layout) but the plan is identical"))
+    return PlanYamlCheck(path=str(path), status="matches", notice=f"{path} matches the lock")
+
+
+def lock_as_of(lock: dict[str, Any], version: int) -> dict[str, Any]:
+    """The lock as it stood at plan ``version`` (1 = as first frozen), from its verified amendment chain.
+
+    Runs collected before a post-data amendment can be evaluated under the plan they were collected
+    for: the parent plan kept in the amendment entry, with the amendments made before it.
+    """
+    current = len(lock["amendments"]) + 1
+    if not 1 <= version <= current:
+        raise ValueError(f"plan version {version} does not exist: this lock has versions 1 to {current}")
+    if version == current:
+        return lock
+    entry = lock["amendments"][version - 1]
+    return {**lock, "plan": entry["parent_plan"], "plan_sha256": entry["parent_plan_sha256"],
+            "yaml_sha256": entry["parent_yaml_sha256"], "amendments": lock["amendments"][: version - 1],
+            "superseded_by": [f"v{a['version']} {a['amended_at']}: \"{a['reason']}\""
+                              for a in lock["amendments"][version - 1:]]}
+
+
+def other_plan_note(lock: dict[str, Any], other_hashes: dict[str, int], lock_path: Path) -> str | None:
+    """One message with the next step for runs recorded under other plan hashes, or None."""
+    if not other_hashes:
+        return None
+    parents = {a["parent_plan_sha256"]: a for a in lock["amendments"]}
+    parts = []
+    for sha, count in other_hashes.items():
+        amendment = parents.get(sha)
+        if amendment is not None:
+            flag = "a post-data amendment" if amendment.get("post_data") else "an amendment"
+            parts.append(
+                f"{count} run(s) were collected under plan {sha[:12]}, which {flag} (v{amendment['version']}, "
+                f"{amendment['amended_at']}: \"{amendment['reason']}\") replaced; that plan is version "
+                f"{amendment['version'] - 1} (--plan-version {amendment['version'] - 1})"
+            )
+        else:
+            parts.append(f"{count} run(s) were recorded under plan {sha[:12]}, which is not this lock's plan")
+    return (
+        "; ".join(parts) + ". They are not evidence for this plan version. Next step: evaluate them under the "
+        f"plan they were collected for ('gates evaluate {lock_path} RUNS --plan-version N', N from the lock's "
+        "amendment chain; the report then says that plan was superseded), or collect runs under this plan into "
+        "a new folder "
+        f"('collect run {lock_path} --out NEW_RUNS', or 'collect import ... --lock {lock_path} --out NEW_RUNS') "
+        "and evaluate that. Each run is listed under 'other_plan' in the artifact (and with --verbose)"
+    )

@@ -1,0 +1,44 @@
+"""How to read the verdicts: plain-word explanations shared by the terminal and Markdown reports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gates.artifact import Evaluation
+
+
+def reading_lines(ev: Evaluation) -> list[str]:
+    """How to read the verdicts, in plain words (the parts that apply to this evaluation)."""
+    units = sorted({g.analysis_unit for g in ev.gates})
+    lines = [
+        "Decision rule: a gate passes exactly when its rule's one-sided p-value is at most alpha = (1 - "
+        "confidence) / 2; the interval holds every threshold the test does not reject, so a rule whose threshold "
+        "equals an interval end fails ('<=' and '<' are the same test).",
+    ]
+    if "stratum" in units:
+        lines.append(
+            "Unit of analysis: one pair per stratum (its replicates' contrasts averaged), so the interval covers "
+            "the average effect over conditions like these strata and n counts strata, not runs."
+        )
+    if "replicate" in units:
+        lines.append(
+            "Unit of analysis: every replicate pair is an independent block (the plan says so); the interval "
+            "assumes the strata do not differ in their effect."
+        )
+    if any(g.method == "wilcoxon" for g in ev.gates):
+        lines.append(
+            "A wilcoxon estimate is the Hodges-Lehmann pseudo-median (the centre of symmetry of the contrasts), "
+            "not their mean; for skewed contrasts the two differ."
+        )
+    if any(g.verdict == "vacuous" for g in ev.gates):
+        lines.append(
+            "VACUOUS: every unit's contrast is exactly the same value, so nothing varied and the rule could not "
+            "have failed; there is no p-value, and in a multiplicity family it counts as p = 1."
+        )
+    if any(g.verdict == "unresolvable" for g in ev.gates):
+        lines.append(
+            "UNRESOLVABLE: moving the measured values anywhere within the meter's stated bounds could change the "
+            "rule's outcome, so the instrument cannot tell pass from fail; no claim either way."
+        )
+    return lines
