@@ -44,12 +44,21 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity)."""
-    print(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False))
+    """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
+    from reports.safe_text import clean_json_text
+
+    print(clean_json_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False)))
+
+
+def safe(text: str) -> str:
+    """``text`` with terminal control characters escaped (``reports.safe_text.clean``)."""
+    from reports.safe_text import clean
+
+    return clean(text)
 
 
 def _report_failure(prog: str, message: str, exit_code: int, details: Any, as_json: bool) -> int:
-    print(f"{prog}: {message}", file=sys.stderr)
+    print(f"{prog}: {safe(message)}", file=sys.stderr)
     if as_json:
         emit_json({"ok": False, "exit_code": exit_code, "error": message, "details": details})
     return exit_code
@@ -87,7 +96,7 @@ def run_main(
         return 130
     except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
         print(
-            f"{prog}: internal error ({type(err).__name__}: {err}); please report it with the input that caused it",
-            file=sys.stderr,
+            f"{prog}: internal error ({type(err).__name__}: {safe(str(err))}); please report it with the input "
+            "that caused it", file=sys.stderr,
         )
         return EXIT_INTERNAL

@@ -9,6 +9,7 @@ append-only and has its own writer (``collect.ledger``).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 
@@ -38,3 +39,25 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
+
+
+def not_a_readable_file(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as an input file (None when it is a regular file): one clear message."""
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return f"{p}: no such file"
+    except PermissionError:
+        return f"{p}: permission denied"
+    except OSError as err:
+        return f"{p}: cannot be read ({err.strerror or err})"
+    if stat.S_ISDIR(mode):
+        return f"{p}: is a folder, not a file"
+    if stat.S_ISFIFO(mode):
+        return f"{p}: is a named pipe (FIFO), not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"{p}: is a device, not a regular file"
+    if not stat.S_ISREG(mode):
+        return f"{p}: is not a regular file"
+    return None

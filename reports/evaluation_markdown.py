@@ -159,6 +159,9 @@ def _blocks(ev: Evaluation) -> list[str]:
 
 def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
     """The whole report as GitHub-flavoured Markdown (ends with a newline)."""
+    from reports.safe_text import clean_model
+
+    ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
     lines = _header(ev) + _decision(ev)
     primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
     lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
