@@ -20,8 +20,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate every gate of a verified lock on a runs folder; write and print the report."""
     from collect.cli import load_verified_lock
     from collect.ledger import ledger_path, read_ledger
-    from gates.artifact import write_evaluation
+    from gates.artifact import sealed, write_evaluation
     from gates.assemble import build_evaluation
+    from gates.integrity import LedgerTampered
 
     lock, plan = load_verified_lock(args.lock)
     runs = Path(args.runs)
@@ -29,7 +30,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise UserError(f"{runs}: no such runs folder")
     if not ledger_path(runs).is_file():
         raise UserError(f"{runs}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
-    evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
+    try:
+        evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
+    except LedgerTampered as err:
+        raise UserError(f"{err}:\n- " + "\n- ".join(err.problems[:50]), exit_code=EXIT_INTEGRITY,
+                        details=err.problems) from None
+    evaluation = sealed(evaluation)
     out = Path(args.out) if args.out else runs / "evaluation.json"
     write_evaluation(out, evaluation)
     if args.markdown:
@@ -46,6 +52,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks))
         print(f"evaluation written to {out}")
+        from gates.integrity import chain_sentence
+
+        import textwrap
+
+        led = evaluation.ledger
+        words = chain_sentence(led.chain, None, led.unchained)
+        print(textwrap.fill(f"ledger {words}", 80))
+        if led.head_sha256:
+            print(f"ledger head sha256:\n{led.head_sha256}")
     return DECISION_EXIT[evaluation.decision]
 
 
