@@ -24,10 +24,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from gates.assemble import build_evaluation
     from gates.integrity import LedgerTampered
 
+    from gates.artifact import is_evaluation_file
+    from prereg.fileio import check_output
+
     lock, plan = load_verified_lock(args.lock)
     runs = Path(args.runs)
     if not runs.is_dir():
         raise UserError(f"{runs}: no such runs folder")
+    out = Path(args.out) if args.out else runs / "evaluation.json"
+    check_output(out, args.force, is_evaluation_file)  # before anything is computed or written
+    if args.markdown:
+        from reports.evaluation_markdown import is_evaluation_markdown
+
+        check_output(Path(args.markdown), args.force, is_evaluation_markdown)
     if not ledger_path(runs).is_file():
         raise UserError(f"{runs}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
     try:
@@ -36,7 +45,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise UserError(f"{err}:\n- " + "\n- ".join(err.problems[:50]), exit_code=EXIT_INTEGRITY,
                         details=err.problems) from None
     evaluation = sealed(evaluation)
-    out = Path(args.out) if args.out else runs / "evaluation.json"
     write_evaluation(out, evaluation)
     if args.markdown:
         from reports.evaluation_view import evaluation_markdown
@@ -79,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="where to write evaluation.json (default: RUNS/evaluation.json)")
     p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
     p.add_argument("--blocks", action="store_true", help="include the per-block paired rows in the report")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out/--markdown file the toolkit did not write (never a ledger, "
+                        "lock, plan, trace, link or device)")
     p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")
     p.set_defaults(handler=cmd_evaluate)
     return parser

@@ -37,6 +37,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     if args.json and args.markdown == "-":
         raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
+    if args.markdown not in (None, "-"):
+        from prereg.fileio import check_output
+        from reports.evaluation_markdown import is_evaluation_markdown
+
+        check_output(Path(args.markdown), args.force, is_evaluation_markdown)
 
     try:
         ev = read_evaluation(args.evaluation)
@@ -95,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the report as GitHub-flavoured Markdown to FILE (atomically); '-' prints it "
                         "on stdout instead of the terminal report")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
+                        "plan, trace, link or device)")
     p.set_defaults(handler=cmd_show)
     p = sub.add_parser(
         "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, or "
