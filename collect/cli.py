@@ -16,6 +16,7 @@ from typing import Any
 from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
+MAX_POLLS = 1_000_000  # collect probe: polls in one probe
 
 
 
@@ -138,6 +139,8 @@ def cmd_churn(args: argparse.Namespace) -> int:
         table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, args.workers, args.segments, args.seed)
     except ValueError as err:
         raise UserError(str(err)) from None
+    except (ArithmeticError, MemoryError) as err:  # a last guard: numbers past what can be computed
+        raise UserError(f"these numbers are too extreme to compute ({type(err).__name__})") from None
     if args.json:
         emit_json(table)
     else:
@@ -151,8 +154,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from collect.telemetry.probe import probe_json, probe_sentence, probe_trace
     from collect.telemetry.recorder import Recorder
 
-    if not (args.poll_ms > 0 and args.seconds > 0 and args.window_s > 0):
-        raise UserError("--poll-ms, --seconds and --window-s must be positive")
+    for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
+                                   ("--window-s", args.window_s, 0.001, 3600.0)):
+        if not low <= value <= high:  # also refuses nan and inf
+            raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
+    if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
+        raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
     try:
         sensor = open_sensor(args.sensor)
     except SensorError as err:

@@ -240,8 +240,11 @@ class EvaluationError(ValueError):
 def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     """Read and validate an artifact; raise ``EvaluationError`` with one clear message."""
     p = Path(path)
-    if not p.is_file():
-        raise EvaluationError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
+    from prereg.fileio import not_a_readable_file
+
+    problem = not_a_readable_file(p)
+    if problem:
+        raise EvaluationError(problem)
     from prereg.plan import read_input_file
 
     try:

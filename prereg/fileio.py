@@ -27,6 +27,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
     """Replace ``path`` with ``data`` atomically; ``read_only`` leaves it mode 0444."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)  # litter of an earlier process with this pid, killed mid-write
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -36,6 +37,11 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
         if read_only:
             os.chmod(tmp, 0o444)
         os.replace(tmp, target)
+    except OSError as err:  # e.g. disk full: say which file could not be written
+        tmp.unlink(missing_ok=True)
+        if err.filename is None:
+            raise OSError(err.errno, f"cannot be written ({err.strerror or err})", str(target)) from None
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
