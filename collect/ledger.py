@@ -184,17 +184,22 @@ def _open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
     return fd
 
 
-def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False) -> str:
-    """SHA-256 of ``RUNS/name`` (a trace), refusing links and paths outside ``RUNS/traces``."""
+def trace_path(runs_dir: str | os.PathLike[str], name: str) -> Path:
+    """``RUNS/name`` for a trace named in a record, refusing paths outside ``RUNS/traces`` and links."""
     parts = Path(name).parts
     if len(parts) < 2 or parts[0] != TRACES_DIR or ".." in parts or Path(name).is_absolute():
         raise OSError(errno.EINVAL, "trace path outside the runs folder's traces/", name)
     folder = Path(runs_dir)
-    for depth in range(1, len(parts)):
+    for depth in range(1, len(parts) + 1):
         if (folder.joinpath(*parts[:depth])).is_symlink():
             raise OSError(errno.ELOOP, "is a symbolic link; never followed out of the runs folder",
                           str(folder.joinpath(*parts[:depth])))
-    fd = _open_no_follow(folder / name, os.O_RDONLY)
+    return folder / name
+
+
+def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False) -> str:
+    """SHA-256 of ``RUNS/name`` (a trace), refusing links and paths outside ``RUNS/traces``."""
+    fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
     digest = hashlib.sha256()
     try:
         if fsync:

@@ -124,3 +124,16 @@ def test_reports_show_refuses_an_edited_or_inconsistent_artifact(study):
     _save(path, unsealed, reseal=False)
     proc = run("reports", "show", str(path))
     assert proc.returncode == 0 and "carries no seal" in proc.stderr
+
+
+def test_trace_paths_never_leave_the_runs_folder(tmp_path):
+    from collect.ledger import trace_path
+
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "ok.events.jsonl").write_text("{}\n")
+    (tmp_path / "traces" / "link.events.jsonl").symlink_to("/etc/hostname")
+    assert trace_path(tmp_path, "traces/ok.events.jsonl") == tmp_path / "traces" / "ok.events.jsonl"
+    for bad in ("../secret.events.jsonl", "traces/../../secret", "/etc/hostname", "traces/link.events.jsonl",
+                "ledger.jsonl"):
+        with pytest.raises(OSError):
+            trace_path(tmp_path, bad)
