@@ -113,3 +113,22 @@ def test_jobs_is_bounded(tmp_path):
     proc = subprocess.run(_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "r"), "--jobs",
                                "100000"), env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--jobs must be between 1 and" in proc.stderr and "CPU" in proc.stderr
+
+
+def test_two_collect_runs_on_one_folder_one_is_refused(tmp_path):
+    """The reported case: `collect run L --out R &` twice. One runs, the other exits 2; no cell twice."""
+    (tmp_path / "plan.yaml").write_text(plan_text(sleep=100.0))
+    assert run("prereg", "freeze", str(tmp_path / "plan.yaml")).returncode == 0
+    cmd = _cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"))
+    first = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):  # until the first holds the lock (a generous bound, only to catch a hang)
+        if (tmp_path / "runs" / ".collect.lock").exists() and (tmp_path / "runs" / ".collect.lock").stat().st_size:
+            break
+        time.sleep(0.05)
+    second = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=120)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode == 2 and "another writer" in second.stderr and f"pid {first.pid}" in second.stderr
+    ledger = read_ledger(tmp_path / "runs")
+    ids = [r.run_id for r in ledger.records]
+    assert len(ids) == len(set(ids)) == 24
