@@ -21,8 +21,8 @@ from gates.artifact import (
     encode_number,
     encode_value,
 )
-from gates.integrity import check_ledger
 from gates.evaluate import GateOutcome, decide, evaluate_gates, gate_blocks
+from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.matching import match_ledger
 from prereg._version import __version__
