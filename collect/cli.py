@@ -16,6 +16,7 @@ from typing import Any
 from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
+MAX_POLLS = 1_000_000  # collect probe: polls in one probe
 
 
 
@@ -41,26 +42,41 @@ def cmd_import(args: argparse.Namespace) -> int:
     """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl."""
     from collect.importer import ImportProblem, import_table
 
+    from prereg.fileio import not_a_readable_file
+
     lock, plan = load_verified_lock(args.lock)
     table = Path(args.file)
-    if not table.is_file():
-        raise UserError(f"{table}: no such file")
+    problem = not_a_readable_file(table)
+    if problem:
+        raise UserError(problem)
     runs = Path(args.out)
     if runs.exists() and not runs.is_dir():
         raise UserError(f"{runs}: exists and is not a folder")
+    skipped: list[str] = []
     try:
-        records = import_table(table, plan, lock["plan_sha256"], runs)
+        records = import_table(table, plan, lock["plan_sha256"], runs, skipped)
     except ImportProblem as err:
         raise UserError(
             f"{table}: nothing imported; the table does not fit the plan:\n" + "\n".join(err.errors),
             details=err.errors,
         ) from None
+    head = ledger_head(runs)
     if args.json:
-        emit_json({"ok": True, "imported": len(records), "ledger": str(runs / "ledger.jsonl"),
+        emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),
+                   "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
                    "prereg_sha256": lock["plan_sha256"], "run_ids": [r.run_id for r in records]})
     else:
-        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock['plan_sha256'][:12]}")
+        already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
+        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock['plan_sha256'][:12]}"
+              f"{already}\nledger head sha256 {head}")
     return EXIT_OK
+
+
+def ledger_head(runs: Path) -> str | None:
+    """The ledger's head hash (to publish when collection ends)."""
+    from collect.ledger import read_ledger, verify_chain
+
+    return verify_chain(read_ledger(runs), check_traces=False).head
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -69,25 +85,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from collect.engine import EngineError, expand_plan, run_plan
 
+    from collect.engine import check_jobs
+
     lock, plan = load_verified_lock(args.lock)
-    if args.jobs < 1:
-        raise UserError("--jobs must be at least 1")
     runs = Path(args.out)
     if runs.exists() and not runs.is_dir():
         raise UserError(f"{runs}: exists and is not a folder")
     try:
+        check_jobs(args.jobs, args.executor)
         expand_plan(plan, lock["plan_sha256"])  # every parameter checked before anything runs
         progress, finish = _progress(sys.stderr.isatty() and not args.json)
         summary = run_plan(plan, lock["plan_sha256"], runs, args.jobs, args.executor, progress)
         finish()
     except EngineError as err:
         raise UserError(str(err)) from None
+    head = ledger_head(runs)
     if args.json:
         emit_json({"ok": summary.failed == 0, "planned": summary.planned, "skipped": summary.skipped,
-                   "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl")})
+                   "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl"),
+                   "ledger_head_sha256": head})
     else:
         print(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
-              f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}")
+              f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}")
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
 
 
@@ -120,6 +139,8 @@ def cmd_churn(args: argparse.Namespace) -> int:
         table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, args.workers, args.segments, args.seed)
     except ValueError as err:
         raise UserError(str(err)) from None
+    except (ArithmeticError, MemoryError) as err:  # a last guard: numbers past what can be computed
+        raise UserError(f"these numbers are too extreme to compute ({type(err).__name__})") from None
     if args.json:
         emit_json(table)
     else:
@@ -133,8 +154,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from collect.telemetry.probe import probe_json, probe_sentence, probe_trace
     from collect.telemetry.recorder import Recorder
 
-    if not (args.poll_ms > 0 and args.seconds > 0 and args.window_s > 0):
-        raise UserError("--poll-ms, --seconds and --window-s must be positive")
+    for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
+                                   ("--window-s", args.window_s, 0.001, 3600.0)):
+        if not low <= value <= high:  # also refuses nan and inf
+            raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
+    if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
+        raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
     try:
         sensor = open_sensor(args.sensor)
     except SensorError as err:

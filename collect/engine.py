@@ -14,6 +14,9 @@
    flight; a re-run (``--resume`` is the same) skips runs already complete under this plan hash,
    redoes the rest, and never duplicates. A run that raises is recorded as ``failed`` with its
    error and does not stop the others; a later re-run retries it.
+4. The runs folder's writer lock (``collect.runlock``) is held for the whole run: a second writer
+   is refused naming the holder. Pool workers die with this process (``collect.workers``). Each
+   record is chained to the ledger's head and carries its traces' SHA-256 (``collect.ledger``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
 from collect.evidence import stronger, weakest
-from collect.ledger import TRACES_DIR, RunRecord, append_records, read_ledger
+from collect.ledger import TRACES_DIR, LedgerAppender, RunRecord, read_ledger
 from prereg._version import __version__
 from prereg.lock import environment_info, utc_now
 from prereg.plan import canonical_bytes
@@ -185,8 +188,14 @@ def _serial(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str,
 
 
 def _pool(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
+    import os
+
+    from collect.runlock import held_descriptors
+    from collect.workers import worker_init
+
     collector, plan_sha256, runs, identity = args
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init,
+                             initargs=(os.getpid(), held_descriptors())) as pool:
         pending: set[Future[dict[str, Any]]] = set()
         queue = list(todo)
         while queue or pending:
@@ -228,9 +237,41 @@ def run_plan(
     plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
     progress: Callable[[int, int], None] | None = None,
 ) -> RunSummary:
-    """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes."""
+    """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes.
+
+    Holds the runs folder's writer lock throughout (``collect.runlock.RunsBusy`` if taken).
+    """
+    from collect.runlock import runs_lock
+
     collector, planned = expand_plan(plan, plan_sha256)
+    check_jobs(jobs, executor)
     runs_dir.mkdir(parents=True, exist_ok=True)
+    with runs_lock(runs_dir, f"collect run ({collector.name}, plan {plan_sha256[:12]})"):
+        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress)
+
+
+MAX_JOBS = 256
+
+
+def check_jobs(jobs: int, executor: str = "local") -> None:
+    """``jobs`` must be 1..2 x this machine's CPUs for the local pool (1..MAX_JOBS on Ray)."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    limit = MAX_JOBS if executor == "ray" else min(MAX_JOBS, 2 * cpus)
+    if not 1 <= jobs <= limit:
+        where = "on Ray" if executor == "ray" else f"here ({cpus} CPU{'s' if cpus != 1 else ''})"
+        raise EngineError(f"--jobs must be between 1 and {limit} {where}, not {jobs}")
+
+
+def _run_locked(
+    collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
+    executor: str, progress: Callable[[int, int], None] | None,
+) -> RunSummary:
+    trace_dir = runs_dir / TRACES_DIR
+    if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
+        raise EngineError(f"{trace_dir}: is a symbolic link or not a folder; traces are never written through it")
+    appender = LedgerAppender(runs_dir)
     ledger = read_ledger(runs_dir)
     done = {r.run_id for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256}
     todo = [p for p in planned if p.run_id not in done]
@@ -240,7 +281,7 @@ def run_plan(
     run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
     results = run_all(args, todo, jobs)
     for i, record in enumerate(results, start=1):
-        append_records(runs_dir, [RunRecord.model_validate(record)])
+        appender.append([RunRecord.model_validate(record)])
         if record["status"] == "complete":
             summary.completed += 1
         else:

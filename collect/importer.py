@@ -14,13 +14,21 @@ Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson`
   ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``.
 
 Every row is checked before anything is written: an unknown column, arm or level, a replicate
-outside the plan, a value that is not a number, a row repeated in the file or already in the
-ledger is an error naming the row, and nothing is imported. A problem of a whole column (an
+outside the plan, a value that is not a number, a row repeated in the file or a cell already in the
+ledger with other content is an error naming the row, and nothing is imported. CSV cells are text,
+so a level matches when its written form matches (``1`` matches the plan level ``1``). A problem of a whole column (an
 unknown header such as ``final_nll (nats)`` or a pandas index column, a column of whole numbers
 written as ``101.0``, an evidence class weaker than the plan declares) is said once, naming the
 column, the expected columns and the closest match. ``started_at`` is a UTC ISO-8601 time; a
-table without it records that the start is unknown. CSV cells are text, so a level matches
-when its written form matches (``1`` matches the plan level ``1``).
+table without it records that the start is unknown.
+
+Resumable: a row whose record is already in the ledger *identically* (same run id and content,
+e.g. from an import that was interrupted, or run twice) is skipped, not refused, so re-running an
+interrupted import finishes it. The new records are appended in one write under the runs folder's
+writer lock (``collect.runlock``), chained to the ledger's head.
+
+Bounds (refused with a message, never a memory exhaustion): ``MAX_TABLE_BYTES`` on disk and after
+gzip decompression, ``MAX_ROWS`` rows, JSON nested deeper than Python can parse.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import gzip
 import hashlib
 import json
 import math
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,8 @@ from prereg.schema import Plan, level_key
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
 TELEMETRY_FIELDS = set(TelemetrySummary.model_fields)
 MAX_ERRORS = 20
+MAX_TABLE_BYTES = 64 << 20
+MAX_ROWS = 100_000
 
 
 class CellError(ValueError):
@@ -58,38 +69,82 @@ class ImportProblem(ValueError):
         self.errors = errors
 
 
+def _read_bounded(path: Path, gz: bool) -> bytes:
+    """The file's bytes (decompressed when ``gz``), refusing more than ``MAX_TABLE_BYTES``."""
+    from prereg.plan import read_input_file
+
+    try:
+        raw = read_input_file(path, limit=MAX_TABLE_BYTES)
+    except ValueError as err:
+        raise ImportProblem([str(err)]) from None
+    if not gz:
+        return raw
+    import io
+
+    with gzip.open(io.BytesIO(raw), "rb") as fh:
+        data = fh.read(MAX_TABLE_BYTES + 1)
+    if len(data) > MAX_TABLE_BYTES:
+        raise ImportProblem([f"{path.name}: decompresses to more than {MAX_TABLE_BYTES} bytes; refused"])
+    return data
+
+
+def _check_rows(count: int, path: Path) -> None:
+    if count > MAX_ROWS:
+        raise ImportProblem([f"{path.name}: more than {MAX_ROWS} rows; split the table"])
+
+
 def read_table(path: Path) -> list[dict[str, Any]]:
     """Rows of a CSV / JSONL / Parquet file as dicts (CSV cells are strings)."""
+    import io
+
     name = path.name.lower()
     if name.endswith((".csv", ".csv.gz")):
-        opener = gzip.open if name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:  # type: ignore[operator]
-            reader = csv.DictReader(fh)
-            rows = []
-            for row in reader:
-                if None in row:
-                    raise ImportProblem([f"row {reader.line_num - 1}: more cells than header columns"])
-                rows.append(dict(row))
-            return rows
+        text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = []
+        for row in reader:
+            if None in row:
+                raise ImportProblem([f"row {reader.line_num - 1}: more cells than header columns"])
+            rows.append(dict(row))
+            _check_rows(len(rows), path)
+        return rows
     if name.endswith((".jsonl", ".ndjson")):
         rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(_read_bounded(path, False).decode("utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
-            value = json.loads(line, parse_constant=lambda c: float(c))
+            try:
+                value = json.loads(line, parse_constant=lambda c: float(c))
+            except RecursionError:
+                raise ImportProblem([f"row {number}: nested too deeply"]) from None
             if not isinstance(value, dict):
                 raise ImportProblem([f"row {number}: not a JSON object"])
             rows.append(value)
+            _check_rows(len(rows), path)
         return rows
     if name.endswith(".parquet"):
-        try:
-            import pandas as pd
-
-            frame = pd.read_parquet(path)
-        except ImportError as err:
-            raise ImportProblem([f"reading Parquet needs pandas with pyarrow ({err})"]) from None
-        return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+        return _read_parquet(path)
     raise ImportProblem([f"{path.name}: unknown table format (use .csv, .csv.gz, .jsonl or .parquet)"])
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    import io
+
+    raw = _read_bounded(path, False)
+    try:
+        import pandas as pd
+        import pyarrow.parquet as pq
+    except ImportError as err:
+        raise ImportProblem([f"reading Parquet needs pandas with pyarrow ({err})"]) from None
+    try:
+        meta = pq.ParquetFile(io.BytesIO(raw)).metadata
+        _check_rows(meta.num_rows, path)
+        frame = pd.read_parquet(io.BytesIO(raw))
+    except ImportProblem:
+        raise
+    except Exception as err:  # noqa: BLE001 - pyarrow raises many types for a file that is not Parquet
+        raise ImportProblem([f"{path.name}: not a readable Parquet file ({type(err).__name__})"]) from None
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _plain(value: Any) -> Any:
@@ -252,8 +307,19 @@ def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, 
     )
 
 
-def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path) -> list[RunRecord]:
-    """Turn every row into a record, or raise ``ImportProblem`` listing the rows that do not fit."""
+def _content(record: RunRecord) -> dict[str, Any]:
+    """A record without its chain fields: what makes two imports of one row the same."""
+    return record.model_dump(mode="json", exclude={"prev_sha256", "record_sha256", "trace_sha256"})
+
+
+def build_records(
+    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
+    skipped: list[str] | None = None,
+) -> list[RunRecord]:
+    """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
+
+    Rows already in the ledger identically are left out (their run ids go to ``skipped``).
+    """
     from pydantic import ValidationError
 
     errors: list[str] = []
@@ -265,6 +331,7 @@ def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, sour
         raise ImportProblem(column_errors)
     by_column: dict[str, list[tuple[int, str]]] = {}
     existing = read_ledger(runs_dir)
+    present = {r.run_id: _content(r) for r in existing.records}
     seen_ids = {r.run_id: "the ledger" for r in existing.records}
     seen_keys: dict[str, str] = {}
     for r in existing.records:
@@ -281,6 +348,11 @@ def build_records(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, sour
             errors.append(f"row {number}: {message}")
             continue
         key = json.dumps([record.stratum, record.arm, record.replicate], sort_keys=True)
+        if present.get(record.run_id) == _content(record) and seen_ids.get(record.run_id) == "the ledger":
+            seen_ids[record.run_id] = f"row {number} (already in the ledger)"
+            if skipped is not None:
+                skipped.append(record.run_id)
+            continue  # an interrupted or repeated import: this row is already in, identically
         if record.status == "complete" and key in seen_keys:
             errors.append(
                 f"row {number}: arm {record.arm} in stratum {record.stratum} replicate {record.replicate} "
@@ -310,15 +382,42 @@ def _pydantic_message(err: Any) -> str:
     return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
 
 
-def import_table(table: Path, plan: Plan, plan_sha256: str, runs_dir: Path) -> list[RunRecord]:
-    """Validate the whole table against the plan, then append every row to the ledger."""
+def import_table(
+    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None
+) -> list[RunRecord]:
+    """Validate the whole table against the plan, then append the rows not yet in, in one write.
+
+    Holds the runs folder's writer lock (``collect.runlock.RunsBusy`` if another writer has it).
+    """
+    from collect.runlock import runs_lock
+
     try:
         rows = read_table(table)
-    except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
         raise ImportProblem([f"{table.name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
-    records = build_records(rows, plan, plan_sha256, table.name, runs_dir)
-    append_records(runs_dir, records)
+    created = not Path(runs_dir).exists()
+    try:
+        with runs_lock(runs_dir, f"collect import {table.name}"):
+            records = build_records(rows, plan, plan_sha256, table.name, runs_dir, skipped)
+            if records:
+                append_records(runs_dir, records)
+    except BaseException:
+        if created:  # a refused import leaves no trace: remove the folder it made for its lock
+            _remove_if_only_lock(Path(runs_dir))
+        raise
     return records
+
+
+def _remove_if_only_lock(runs_dir: Path) -> None:
+    """Remove ``runs_dir`` when it holds nothing but the writer lock file."""
+    from collect.runlock import lock_path
+
+    try:
+        if {p.name for p in runs_dir.iterdir()} <= {lock_path(runs_dir).name}:
+            lock_path(runs_dir).unlink(missing_ok=True)
+            runs_dir.rmdir()
+    except OSError:
+        pass
 
 
 __all__ = ["ImportProblem", "build_records", "import_table", "read_table"]

@@ -11,13 +11,33 @@ starts on a fresh line so the torn fragment stays visible. Nothing is ever rewri
 Non-finite metric values (a diverged loss) are kept, not dropped: JSON has no NaN, so they are
 stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read back as floats;
 ``null`` means the metric was not recorded.
+
+**The hash chain** (fields added to ``collect/run/v1``, optional so older ledgers still read):
+
+* ``record_sha256``: SHA-256 of the record's canonical JSON (sorted keys, no whitespace, UTF-8)
+  without this field -- a record edited after it was written no longer matches it;
+* ``prev_sha256``: the previous record's hash (``GENESIS``, 64 zeros, for the first record; the
+  canonical hash of the last record when appending to a ledger written before the chain existed);
+* ``trace_sha256``: trace path (``traces/...``) -> SHA-256 of the trace file, hashed (and fsynced)
+  by the writer just before the record is appended.
+
+``verify_chain`` re-hashes every record and follows the links: a changed, removed, inserted or
+reordered record breaks it, and it names the first record that does not fit. The *head* hash (the
+last record's) is what a reviewer compares with one published when collection ended: someone who
+rewrites the whole chain consistently (or drops records from its end) is caught only that way.
+Ledgers written before the chain existed are reported as ``absent`` ("no hash chain"), never a crash.
+Lines holding a key twice are refused (a reader could otherwise see either value). The ledger and
+its traces are never opened through a symbolic link.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import math
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -27,6 +47,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 RECORD_FORMAT = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
 TRACES_DIR = "traces"
+GENESIS = "0" * 64  # prev_sha256 of a chain's first record
+MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 Evidence = Literal["measured", "modeled", "prior", "unmeasured", "unavailable"]
 Scalar = Union[str, bool, int, float]
@@ -77,6 +100,9 @@ class RunRecord(_Strict):
     source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
     error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
     traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
+    trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
+    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain).")
+    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field.")
 
     def metric(self, name: str) -> float | None:
         """A metric as a float (NaN/inf restored), or None when not recorded."""
@@ -111,6 +137,9 @@ class Ledger:
     sha256: str | None = None
     lines: int = 0
     torn_tail: bool = False  # the last line was cut short (no trailing newline: a crash during an append)
+    hashes: list[str] = field(default_factory=list)  # canonical hash of each record (parallel to records)
+    record_lines: list[int] = field(default_factory=list)  # 1-based line of each record
+    refused_lines: list[int] = field(default_factory=list)  # complete lines that are JSON but not a record
 
 
 def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
@@ -118,48 +147,155 @@ def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
     return Path(runs_dir) / LEDGER_NAME
 
 
+def canonical_json(data: Any) -> bytes:
+    """The canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def record_hash(data: dict[str, Any]) -> str:
+    """SHA-256 of a record's canonical JSON without its ``record_sha256`` field."""
+    return hashlib.sha256(canonical_json({k: v for k, v in data.items() if k != "record_sha256"})).hexdigest()
+
+
 def _serialise(record: RunRecord) -> bytes:
     data = record.model_dump(mode="json", exclude_none=True)
-    line = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return line.encode() + b"\n"
+    return canonical_json(data) + b"\n"
+
+
+class DuplicateKey(ValueError):
+    """A JSON object holding a key twice."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that refuses a symbolic link or anything but a regular file, with a clear error."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.EMLINK):
+            raise OSError(err.errno, "is a symbolic link; never followed out of the runs folder", str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "is not a regular file", str(path))
+    return fd
+
+
+def trace_path(runs_dir: str | os.PathLike[str], name: str) -> Path:
+    """``RUNS/name`` for a trace named in a record, refusing paths outside ``RUNS/traces`` and links."""
+    parts = Path(name).parts
+    if len(parts) < 2 or parts[0] != TRACES_DIR or ".." in parts or Path(name).is_absolute():
+        raise OSError(errno.EINVAL, "trace path outside the runs folder's traces/", name)
+    folder = Path(runs_dir)
+    for depth in range(1, len(parts) + 1):
+        if (folder.joinpath(*parts[:depth])).is_symlink():
+            raise OSError(errno.ELOOP, "is a symbolic link; never followed out of the runs folder",
+                          str(folder.joinpath(*parts[:depth])))
+    return folder / name
+
+
+def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False) -> str:
+    """SHA-256 of ``RUNS/name`` (a trace), refusing links and paths outside ``RUNS/traces``."""
+    fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
+    digest = hashlib.sha256()
+    try:
+        if fsync:
+            os.fsync(fd)
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+class LedgerAppender:
+    """The single writer's handle: knows the chain head, appends records chained to it.
+
+    Use it only while holding the runs folder's lock (``collect.runlock``): the head it read
+    must stay the head while it appends.
+    """
+
+    def __init__(self, runs_dir: str | os.PathLike[str]) -> None:
+        self.folder = Path(runs_dir)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        current = read_ledger(self.folder)
+        self.head = current.hashes[-1] if current.hashes else GENESIS
+
+    def _chained(self, record: RunRecord) -> bytes:
+        data = record.model_dump(mode="json", exclude_none=True)
+        data.pop("record_sha256", None)
+        if data.get("traces") and not data.get("trace_sha256"):
+            data["trace_sha256"] = {t: hash_trace(self.folder, t, fsync=True) for t in data["traces"]}
+        data["prev_sha256"] = self.head
+        data["record_sha256"] = record_hash(data)
+        RunRecord.model_validate(data)
+        return canonical_json(data) + b"\n"
+
+    def append(self, records: list[RunRecord]) -> None:
+        """Append durably: one ``write`` for the batch, then fsync (and the folder's when created)."""
+        path = ledger_path(self.folder)
+        created = not os.path.lexists(path)
+        payloads = []
+        for r in records:
+            payloads.append(self._chained(RunRecord.model_validate(r.model_dump())))
+            self.head = json.loads(payloads[-1])["record_sha256"]
+        fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            size = os.fstat(fd).st_size
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n")  # keep a torn fragment on its own line, visible to readers
+            _write_all(fd, b"".join(payloads), path)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            from prereg.fileio import fsync_dir
+
+            fsync_dir(self.folder)
+
+
+def _write_all(fd: int, data: bytes, path: Path) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError as err:
+            raise OSError(err.errno, err.strerror or str(err), str(path)) from None
+        view = view[written:]
 
 
 def append_records(runs_dir: str | os.PathLike[str], records: list[RunRecord]) -> None:
-    """Append records durably (one write per record, fsync after each); creates the folder if needed."""
-    folder = Path(runs_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = ledger_path(folder)
-    created = not path.exists()
-    payloads = [_serialise(RunRecord.model_validate(r.model_dump())) for r in records]
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        if not created and path.stat().st_size > 0:
-            with open(path, "rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    os.write(fd, b"\n")  # keep a torn fragment on its own line, visible to readers
-        for payload in payloads:
-            os.write(fd, payload)
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    if created:
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    """Append records durably, chained to the ledger's head; creates the folder if needed."""
+    LedgerAppender(runs_dir).append(records)
+
+
+def _parse_line(line: bytes) -> dict[str, Any]:
+    return json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicates)
 
 
 def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
-    """Read every line; invalid lines become ``problems`` (with 1-based line numbers), never data."""
-    import hashlib
+    """Read every line; invalid lines become ``problems`` (with 1-based line numbers), never data.
 
+    Raises ``OSError`` (with the path) for a ledger that is a symbolic link, not a regular file,
+    or larger than ``MAX_LEDGER_BYTES``.
+    """
     path = ledger_path(runs_dir)
     ledger = Ledger(path=path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return ledger
-    raw = path.read_bytes()
+    fd = _open_no_follow(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(MAX_LEDGER_BYTES + 1)
+    if len(raw) > MAX_LEDGER_BYTES:
+        raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
     ledger.sha256 = hashlib.sha256(raw).hexdigest()
     lines = raw.split(b"\n")
     complete = lines[:-1]  # the part after the last newline is empty, or a torn record
@@ -169,17 +305,102 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
         if not line.strip():
             continue
         try:
-            data = json.loads(line.decode("utf-8"))
+            data = _parse_line(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
             ledger.records.append(RunRecord.model_validate(data))
+            ledger.hashes.append(record_hash(data))
+            ledger.record_lines.append(number)
+        except DuplicateKey as err:
+            ledger.refused_lines.append(number)
+            ledger.problems.append(LedgerProblem(number, f"key {str(err)!r} written twice in one record: refused"))
+        except RecursionError:
+            ledger.refused_lines.append(number)
+            ledger.problems.append(LedgerProblem(number, "nested too deeply to be a run record: refused"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             ledger.problems.append(LedgerProblem(number, "not a JSON object (a torn or corrupted line)"))
-        except ValidationError as err:
-            first = err.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(record)"
-            ledger.problems.append(LedgerProblem(number, f"not a valid run record: {where}: {first['msg']}"))
+        except ValueError as err:
+            ledger.refused_lines.append(number)
+            if isinstance(err, ValidationError):
+                first = err.errors(include_url=False)[0]
+                where = ".".join(str(p) for p in first["loc"]) or "(record)"
+                message = f"not a valid run record: {where}: {first['msg']}"
+            else:
+                message = "not a valid run record: not a JSON object"
+            ledger.problems.append(LedgerProblem(number, message))
     if tail:
         ledger.torn_tail = True
         ledger.problems.append(
             LedgerProblem(len(complete) + 1, "torn last line (no newline: the write was interrupted); ignored")
         )
     return ledger
+
+
+@dataclass
+class ChainReport:
+    """What ``verify_chain`` found: ``status`` is intact, absent (an older ledger) or broken."""
+
+    status: Literal["intact", "absent", "broken", "empty"]
+    head: str | None
+    problems: list[str] = field(default_factory=list)
+    unchained: int = 0  # records written before the chain existed
+
+    @property
+    def ok(self) -> bool:
+        """No evidence of tampering (an absent chain is not evidence either way)."""
+        return self.status != "broken"
+
+
+def _who(record: RunRecord, line: int) -> str:
+    return f"ledger line {line} (run {record.run_id}, arm {record.arm})"
+
+
+def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
+    """Re-hash every record, follow the ``prev_sha256`` links and (optionally) re-hash the traces."""
+    if not ledger.records:
+        report = ChainReport("empty", None)
+    else:
+        report = ChainReport("intact", ledger.hashes[-1])
+    expected, chained = GENESIS, False
+    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines):
+        who = _who(record, line)
+        if record.record_sha256 is None and record.prev_sha256 is None:
+            report.unchained += 1
+            if chained:
+                report.problems.append(f"{who}: carries no hash after chained records (inserted, or its hash removed)")
+        else:
+            if record.record_sha256 != digest:
+                report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
+            if record.prev_sha256 != expected:
+                report.problems.append(
+                    f"{who}: the chain is broken before it (a record was removed, inserted or reordered before it)"
+                )
+            chained = True
+            if check_traces:
+                report.problems += _trace_problems(ledger.path.parent, record, who)
+        expected = digest
+    if chained:
+        for line in ledger.refused_lines:
+            report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
+    if report.problems:
+        report.status = "broken"
+    elif ledger.records and not chained:
+        report.status = "absent"
+    return report
+
+
+def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
+    problems = []
+    for name in record.traces:
+        stored = record.trace_sha256.get(name)
+        if stored is None:
+            problems.append(f"{who}: trace {name} has no recorded hash")
+            continue
+        try:
+            actual = hash_trace(runs_dir, name)
+        except OSError as err:
+            problems.append(f"{who}: trace {name} cannot be checked ({err.strerror or err})")
+            continue
+        if actual != stored:
+            problems.append(f"{who}: trace {name} changed after the run (SHA-256 differs)")
+    return problems

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from prereg.fileio import atomic_write
 
 EVALUATION_SCHEMA = "gates/evaluation/v1"
+MAX_ARTIFACT_BYTES = 256 << 20
 
 Verdict = Literal["pass", "fail", "refused", "unresolvable", "vacuous"]
 Decision = Literal["supported", "not_supported", "refused"]
@@ -161,6 +162,11 @@ class LedgerIdentity(_Model):
     sha256: str | None
     records: int
     torn_tail: bool
+    chain: Literal["intact", "absent", "empty"] | None = Field(
+        default=None, description="The ledger's hash chain: intact, absent (an older ledger) or empty; "
+        "null in artifacts written before the chain existed.")
+    head_sha256: str | None = Field(default=None, description="The chain's head hash (the last record's).")
+    unchained: int = Field(default=0, description="Records written before the chain existed.")
 
 
 class AmendmentSummary(_Model):
@@ -261,15 +267,27 @@ class Evaluation(_Model):
     other_plan_note: str | None = Field(
         default=None, description="What to do about runs recorded under another plan hash, in one sentence."
     )
+    seal_sha256: str | None = Field(
+        default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+def seal_hash(data: dict[str, Any]) -> str:
+    """SHA-256 of an artifact's canonical JSON (sorted keys, no whitespace) without ``seal_sha256``."""
+    import hashlib
+
+    body = {k: v for k, v in data.items() if k != "seal_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                                     allow_nan=False).encode()).hexdigest()
+
+
 def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> None:
-    """Write the artifact atomically (temporary file, fsync, rename)."""
+    """Write the artifact atomically (temporary file, fsync, rename), sealed with ``seal_sha256``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = evaluation.model_dump(mode="json", by_alias=True)
+    data["seal_sha256"] = seal_hash(data)
     text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
     atomic_write(target, text.encode())
 
@@ -285,19 +303,28 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     if p.is_dir():
         hint = f" ({p / 'evaluation.json'})" if (p / "evaluation.json").is_file() else " (none here yet)"
         raise EvaluationError(f"{p}: is a folder; this {expects}, by default RUNS/evaluation.json{hint}")
-    if not p.is_file():
-        raise EvaluationError(f"{p}: no such file" if not p.exists() else f"{p}: not a file")
-    text = p.read_bytes()[:65536]
-    if p.name == "ledger.jsonl" or b'"record":"collect/run/v1"' in text.split(b"\n", 1)[0]:
+    from prereg.fileio import not_a_readable_file
+    from prereg.plan import read_input_file
+
+    problem = not_a_readable_file(p)
+    if problem:
+        raise EvaluationError(problem)
+    try:
+        raw = read_input_file(p, limit=MAX_ARTIFACT_BYTES)
+    except ValueError as err:  # too large, unreadable, not a regular file
+        raise EvaluationError(str(err)) from None
+    if p.name == "ledger.jsonl" or b'"record":"collect/run/v1"' in raw[:65536].split(b"\n", 1)[0]:
         raise EvaluationError(f"{p}: is a run ledger, not an evaluation; this {expects} "
                               f"(gates evaluate writes {p.parent / 'evaluation.json'})")
     if p.suffix.lower() in (".yaml", ".yml", ".csv") or p.name.endswith(".lock.json"):
         what = "a plan or lock" if p.suffix.lower() != ".csv" else "a table of runs"
         raise EvaluationError(f"{p}: is {what}, not an evaluation; this {expects}")
     try:
-        data: Any = json.loads(p.read_text(encoding="utf-8"))
+        data: Any = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise EvaluationError(f"{p}: not JSON ({err}); this {expects}") from None
+    except RecursionError:
+        raise EvaluationError(f"{p}: nested too deeply to be an evaluation artifact") from None
     if not isinstance(data, dict) or data.get("schema") != EVALUATION_SCHEMA:
         raise EvaluationError(f"{p}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
     try:
@@ -306,3 +333,28 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
         first = err.errors(include_url=False)[0]
         where = ".".join(str(x) for x in first["loc"])
         raise EvaluationError(f"{p}: malformed evaluation artifact: {where}: {first['msg']}") from None
+
+
+def seal_status(ev: Evaluation) -> Literal["sealed", "broken", "unsealed"]:
+    """Whether the artifact still has the hash sealed when it was written (unsealed: an older toolkit)."""
+    if ev.seal_sha256 is None:
+        return "unsealed"
+    for exclude_unset in (True, False):  # as read back from a file; as built in memory
+        if seal_hash(ev.model_dump(mode="json", by_alias=True, exclude_unset=exclude_unset)) == ev.seal_sha256:
+            return "sealed"
+    return "broken"
+
+
+def sealed(ev: Evaluation) -> Evaluation:
+    """A copy of ``ev`` with ``seal_sha256`` set (``write_evaluation`` seals what it writes too)."""
+    return ev.model_copy(update={"seal_sha256": seal_hash(ev.model_dump(mode="json", by_alias=True))})
+
+
+def is_evaluation_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an evaluation artifact (a file the toolkit wrote, safe to replace)."""
+    try:
+        read_evaluation(path)
+    except EvaluationError:
+        return False
+    return True
+

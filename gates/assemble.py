@@ -22,6 +22,7 @@ from gates.artifact import (
     encode_value,
 )
 from gates.evaluate import GateOutcome, decide, evaluate_gates, gate_blocks
+from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.matching import block_label, match_ledger
 from gates.provenance import check_plan_yaml, check_predecessors, other_plan_note, predecessor_refusal
@@ -62,7 +63,11 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
 
 
 def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path) -> Evaluation:
-    """Match, check invalidators, evaluate gates, decide; return the artifact."""
+    """Match, check invalidators, evaluate gates, decide; return the artifact.
+
+    Raises ``gates.integrity.LedgerTampered`` when the ledger's hash chain does not verify.
+    """
+    chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
     checks = check_invalidators(plan, match)
     outcomes = evaluate_gates(plan, match, checks)
@@ -103,7 +108,8 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
             for a in lock["amendments"]
         ],
         ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=len(ledger.records),
-                              torn_tail=ledger.torn_tail),
+                              torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head,
+                              unchained=chain.unchained),
         runs=RunAccounting(
             planned=match.planned, matched=match.matched,
             missing=[t for _, t in match.missing] + [f"{t} (calibration)" for _, t in match.missing_calibration],

@@ -20,8 +20,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate every gate of a verified lock on a runs folder; write and print the report."""
     from collect.cli import load_verified_lock
     from collect.ledger import read_ledger
-    from gates.artifact import write_evaluation
+    from gates.artifact import is_evaluation_file, sealed, write_evaluation
     from gates.assemble import build_evaluation
+    from gates.integrity import LedgerTampered
+    from prereg.fileio import check_output
 
     lock, plan = load_verified_lock(args.lock)
     if args.plan_version is not None:
@@ -34,8 +36,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             raise UserError(f"{args.lock}: {err}") from None
         plan = plan_from_canonical(lock["plan"])
     runs = _runs_folder(Path(args.runs), args.lock)
-    evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
     out = Path(args.out) if args.out else runs / "evaluation.json"
+    check_output(out, args.force, is_evaluation_file)  # before anything is computed or written
+    if args.markdown:
+        from reports.evaluation_markdown import is_evaluation_markdown
+
+        check_output(Path(args.markdown), args.force, is_evaluation_markdown)
+    try:
+        evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
+    except LedgerTampered as err:
+        raise UserError(f"{err}:\n- " + "\n- ".join(err.problems[:50]), exit_code=EXIT_INTEGRITY,
+                        details=err.problems) from None
+    evaluation = sealed(evaluation)
     write_evaluation(out, evaluation)
     if args.markdown:
         from reports.evaluation_view import evaluation_markdown
@@ -51,6 +63,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks, verbose=args.verbose))
         print(f"evaluation written to {out}")
+        from gates.integrity import chain_sentence
+
+        import textwrap
+
+        led = evaluation.ledger
+        words = chain_sentence(led.chain, None, led.unchained)
+        print(textwrap.fill(f"ledger {words}", 80))
+        if led.head_sha256:
+            print(f"ledger head sha256:\n{led.head_sha256}")
     return DECISION_EXIT[evaluation.decision]
 
 
@@ -95,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "e.g. runs collected before a post-data amendment; the report says it was superseded")
     p.add_argument("--verbose", action="store_true",
                    help="name every run in the run accounting (the artifact always lists all)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --out/--markdown file the toolkit did not write (never a ledger, "
+                        "lock, plan, trace, link or device)")
     p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")
     p.set_defaults(handler=cmd_evaluate)
     return parser

@@ -143,9 +143,23 @@ def _check_gate_power(plan: Plan, problems: list[Problem]) -> None:
             problems.append((("gates", i, "method"), f"gate {gate.id!r}: {why} (this plan gives {n})"))
 
 
+MAX_PLANNED_RUNS = 100_000  # strata x replicates x arms: more is refused before anything is enumerated
+
+
+def planned_runs(plan: Plan) -> int:
+    """How many runs the plan expands into (computed, never enumerated)."""
+    count = plan.strata.replicates * len(plan.arms)
+    for levels in plan.strata.factors.values():
+        count *= len(levels)
+    return count
+
+
 def check_plan(plan: Plan) -> list[Problem]:
     """All cross-reference problems of ``plan`` (empty when the plan is consistent)."""
     problems: list[Problem] = []
+    if planned_runs(plan) > MAX_PLANNED_RUNS:
+        return [(("strata", "factors"), f"the plan expands into {planned_runs(plan):,} runs (strata x replicates "
+                 f"x arms); at most {MAX_PLANNED_RUNS:,} are supported")]
     _check_strata(plan, problems)
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)

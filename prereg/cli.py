@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 
 
 def _load(path: str) -> Any:
@@ -148,11 +148,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.genesis_plan_sha256 != report.plan_sha256:
             print(f"first frozen as {report.genesis_plan_sha256} (compare with the hash you published)")
         for note in report.notes:
-            print(f"note: {note}")
+            print(f"note: {safe(note)}")
     else:
         print(f"{args.lock}: INTEGRITY FAILURE", file=sys.stderr)
         for diff in report.differences:
-            print(f"- {diff}", file=sys.stderr)
+            print(f"- {safe(diff)}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_INTEGRITY
 
 
@@ -191,7 +191,7 @@ def cmd_amend(args: argparse.Namespace) -> int:
         flag = " POST-DATA" if entry["post_data"] else ""
         print(f"amended{flag}: {lock_path} is now version {entry['version']}")
         print(f"plan sha256 {entry['parent_plan_sha256'][:12]} -> {entry['plan_sha256']}")
-        print(f"changed: {', '.join(entry['changed'])}")
+        print(f"changed: {safe(', '.join(entry['changed']))}")
         if not entry["runs_checked"]:
             print("note: no --runs folder given, so whether data already existed was not checked")
     return EXIT_OK
@@ -210,8 +210,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             emit_json({"lock": lock, "verification": report.to_json(), "sentences": None})
         else:
             print(f"{args.lock}: INTEGRITY FAILURE; the plan is too damaged to show", file=sys.stderr)
+            from reports.safe_text import clean
+
             for diff in report.differences:
-                print(f"- {diff}", file=sys.stderr)
+                print(f"- {clean(diff)}", file=sys.stderr)
         return EXIT_INTEGRITY
     from prereg.plan import canonical_plan, plan_from_canonical
 

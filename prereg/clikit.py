@@ -1,6 +1,6 @@
 """CLI plumbing shared by the toolkit's console scripts (``prereg``, ``collect``, ``gates``, ``reports``).
 
-Kept import-light (argparse, json, sys only) so every ``--help`` starts instantly.
+Kept import-light (argparse, json, os, sys only) so every ``--help`` starts instantly.
 
 Exit codes (documented in the README and used by every console script):
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -22,6 +23,7 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_INTEGRITY = 3
 EXIT_INTERNAL = 4
+_OOM_MESSAGE = b"out of memory: the input is too large for this machine\n"
 
 
 class UserError(Exception):
@@ -44,12 +46,21 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity)."""
-    print(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False))
+    """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
+    from reports.safe_text import clean_json_text
+
+    print(clean_json_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False)))
+
+
+def safe(text: str) -> str:
+    """``text`` with terminal control characters escaped (``reports.safe_text.clean``)."""
+    from reports.safe_text import clean
+
+    return clean(text)
 
 
 def _report_failure(prog: str, message: str, exit_code: int, details: Any, as_json: bool) -> int:
-    print(f"{prog}: {message}", file=sys.stderr)
+    print(f"{prog}: {safe(message)}", file=sys.stderr)
     if as_json:
         emit_json({"ok": False, "exit_code": exit_code, "error": message, "details": details})
     return exit_code
@@ -82,12 +93,21 @@ def run_main(
     except OSError as err:  # a path that cannot be read or written: the user's environment, not a bug
         where = f"{err.filename}: " if err.filename else ""
         return _report_failure(prog, f"{where}{err.strerror or err}", EXIT_BAD_INPUT, None, as_json)
+    except MemoryError:  # allocate nothing here: the message is ready-made bytes
+        try:
+            os.write(2, _OOM_MESSAGE)
+        except OSError:
+            pass
+        return EXIT_BAD_INPUT
+    except RecursionError:
+        print(f"{prog}: the input is nested too deeply to be read", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
         print(
-            f"{prog}: internal error ({type(err).__name__}: {err}); please report it with the input that caused it",
-            file=sys.stderr,
+            f"{prog}: internal error ({type(err).__name__}: {safe(str(err))}); please report it with the input "
+            "that caused it", file=sys.stderr,
         )
         return EXIT_INTERNAL

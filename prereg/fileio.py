@@ -9,6 +9,8 @@ append-only and has its own writer (``collect.ledger``).
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -25,6 +27,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
     """Replace ``path`` with ``data`` atomically; ``read_only`` leaves it mode 0444."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)  # litter of an earlier process with this pid, killed mid-write
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -34,7 +37,99 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
         if read_only:
             os.chmod(tmp, 0o444)
         os.replace(tmp, target)
+    except OSError as err:  # e.g. disk full: say which file could not be written
+        tmp.unlink(missing_ok=True)
+        if err.filename is None:
+            raise OSError(err.errno, f"cannot be written ({err.strerror or err})", str(target)) from None
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
+
+
+def not_a_readable_file(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as an input file (None when it is a regular file): one clear message."""
+    p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return f"{p}: no such file"
+    except PermissionError:
+        return f"{p}: permission denied"
+    except OSError as err:
+        return f"{p}: cannot be read ({err.strerror or err})"
+    if stat.S_ISDIR(mode):
+        return f"{p}: is a folder, not a file"
+    if stat.S_ISFIFO(mode):
+        return f"{p}: is a named pipe (FIFO), not a regular file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"{p}: is a device, not a regular file"
+    if not stat.S_ISREG(mode):
+        return f"{p}: is not a regular file"
+    return None
+
+
+PROTECTED_NAMES = ("ledger.jsonl", ".collect.lock")  # the run ledger and the runs folder's lock
+PROTECTED_SUFFIXES = (".lock.json", ".yaml", ".yml", ".jsonl")  # locks, plans, ledgers and traces
+_PROTECTED_MARKERS = (rb'"record":\s*"collect/run/v1"', rb'"format":\s*"prereg/lock/v1"',
+                      rb"(?m)^schema:\s*['\"]?prereg/v1")
+
+
+class OutputRefused(OSError):
+    """An output path the toolkit will not write over (a ledger, lock, plan, trace, device...)."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output(
+    path: str | os.PathLike[str], force: bool = False, ours: Callable[[Path], bool] | None = None,
+) -> None:
+    """Refuse to write ``path`` over anything but a regular file the toolkit wrote (``OutputRefused``).
+
+    Never written over, even with ``force``: a symbolic link, a folder, a device, a FIFO or socket;
+    a run ledger, a runs-folder lock, a plan lock, a plan (``.yaml``), a trace (in a ``traces/``
+    folder, or any ``.jsonl``) -- recognised by name or by their first bytes. An existing regular
+    file for which ``ours(path)`` is true (the same kind of output, e.g. an earlier evaluation) is
+    replaced; any other existing file only with ``force``. The parent folder must exist.
+    """
+    target = Path(path)
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        if not target.parent.is_dir():
+            raise OutputRefused(2, "no such folder to write into", str(target.parent)) from None
+        return
+    if not stat.S_ISREG(mode):
+        raise OutputRefused(17, f"exists and is {_kind(mode)}; never written over", str(target))
+    name = target.name
+    protected = name in PROTECTED_NAMES or name.endswith(PROTECTED_SUFFIXES) or target.parent.name == "traces"
+    if not protected:
+        try:
+            with open(target, "rb") as fh:
+                head = fh.read(4096)
+        except OSError:
+            head = b""
+        import re
+
+        protected = any(re.search(marker, head) for marker in _PROTECTED_MARKERS)
+    if protected:
+        raise OutputRefused(17, "is a ledger, lock, plan or trace; never written over (choose another path)",
+                            str(target))
+    if ours is not None and ours(target):
+        return
+    if not force:
+        raise OutputRefused(17, "exists and was not written by the toolkit as this kind of output; "
+                                "use --force to replace it", str(target))

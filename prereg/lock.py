@@ -213,6 +213,8 @@ def read_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
         lock = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise LockError(f"{path}: not UTF-8 JSON: not a lock file") from None
+    except RecursionError:
+        raise LockError(f"{path}: nested too deeply to be a lock file") from None
     except ValueError as err:  # JSONDecodeError is a ValueError; read_input_file raises ValueError
         message = str(err)
         raise LockError(message if message.startswith(str(path)) else f"{path}: not a lock file ({message})") from None

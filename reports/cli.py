@@ -7,7 +7,7 @@ prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest pl
 ``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
 arm on one axis (``reports.plot_command``; needs the ``plot`` extra). Exit codes: 0 shown, 2 a
 missing, non-JSON or malformed artifact, trace or run id, matplotlib missing (or bad usage),
-4 internal error.
+3 an artifact that contradicts itself or its seal (``gates.consistency``), 4 internal error.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from prereg.clikit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 from prereg.fileio import atomic_write
 
 
@@ -37,11 +37,26 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     if args.json and args.markdown == "-":
         raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
+    if args.markdown not in (None, "-"):
+        from prereg.fileio import check_output
+        from reports.evaluation_markdown import is_evaluation_markdown
+
+        check_output(Path(args.markdown), args.force, is_evaluation_markdown)
 
     try:
         ev = read_evaluation(args.evaluation)
     except EvaluationError as err:
         raise UserError(str(err)) from None
+    from gates.artifact import seal_status
+    from gates.consistency import consistency_problems
+
+    problems = consistency_problems(ev)
+    if problems:
+        raise UserError(f"{args.evaluation}: INCONSISTENT evaluation artifact; refusing to show it:\n- "
+                        + "\n- ".join(problems), exit_code=EXIT_INTEGRITY, details=problems)
+    if seal_status(ev) == "unsealed":
+        print(f"reports: note: {args.evaluation} carries no seal (written by an older toolkit); its consistency "
+              "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
     if args.json:
         emit_json(ev.model_dump(mode="json", by_alias=True))
     markdown = None
@@ -86,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the report as GitHub-flavoured Markdown to FILE (atomically); '-' prints it "
                         "on stdout instead of the terminal report")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
+                        "plan, trace, link or device)")
     p.set_defaults(handler=cmd_show)
     p = sub.add_parser(
         "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, or "

@@ -9,6 +9,8 @@ line breaks inside a cell become ``<br>``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import re
 from typing import TYPE_CHECKING
 
@@ -167,6 +169,9 @@ def _blocks(ev: Evaluation) -> list[str]:
 
 def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
     """The whole report as GitHub-flavoured Markdown (ends with a newline)."""
+    from reports.safe_text import clean_model
+
+    ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
     lines = _header(ev) + _decision(ev)
     primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
     lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
@@ -183,3 +188,13 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
     if show_blocks:
         lines += _blocks(ev)
     return "\n".join(lines) + "\n"
+
+
+def is_evaluation_markdown(path: Path) -> bool:
+    """Whether ``path`` holds a Markdown report this module wrote (safe to replace with a new one)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.startswith("# Evaluation: ") and "\n- Plan: sha256 " in head

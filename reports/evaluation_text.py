@@ -342,7 +342,9 @@ def ledger_text(ev: Evaluation) -> str:
     text = f"{led.path}, sha256 {short(led.sha256)}, {led.records} records"
     if led.torn_tail:
         text += "; TORN TAIL: the last line was incomplete and ignored"
-    return text
+    from gates.integrity import chain_sentence
+
+    return text + "; " + chain_sentence(led.chain, led.head_sha256, led.unchained)
 
 
 def plan_text(ev: Evaluation) -> str:

@@ -250,6 +250,10 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     from rich.console import Group
     from rich.text import Text
 
+    from reports.safe_text import clean_model
+
+    ev = clean_model(ev)  # no control characters from the plan or ledger reach the terminal
+
     parts: list[Any] = _header(ev, verbose) + _decision(ev)
     primary = [et.gate_view(g, ev, BAR_WIDTH) for g in et.primary_gates(ev)]
     title = f"Primary gates (decide the claim; multiplicity {ev.multiplicity})"

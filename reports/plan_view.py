@@ -129,7 +129,9 @@ def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
 
 def plan_sentences(lock: dict[str, Any]) -> dict[str, Any]:
     """Gate and invalidator sentences of a lock's current plan, keyed by id."""
-    plan = lock["plan"]
+    from reports.safe_text import clean_tree
+
+    plan = clean_tree(lock["plan"])
     metrics = plan.get("metrics", {})
     return {
         "gates": {g["id"]: gate_sentence(g, metrics) for g in plan.get("gates", [])},
@@ -143,6 +145,10 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from reports.safe_text import clean_tree
+
+    lock = clean_tree(lock)  # no control characters from the plan reach the terminal
+    report = type(report)(**clean_tree(vars(report))) if hasattr(report, "__dataclass_fields__") else report
     plan = lock["plan"]
     metrics = plan.get("metrics", {})
     parts: list[Any] = []

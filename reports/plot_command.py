@@ -38,8 +38,10 @@ def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
     from reports.plots import forest_figure, save_figure
     from reports.terminal import make_console
 
+    from reports.safe_text import clean_model
+
     try:
-        ev = read_evaluation(source)
+        ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
     except EvaluationError as err:
         raise UserError(str(err)) from None
     out = _out_dir(args, source.parent)
@@ -72,13 +74,15 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
     if has_trajectories(block):
         paths = save_figure(nll_figure(block), out, f"nll-{args.run}", args.format)
         written.append(("held-out NLL over ticks (every arm on one axis)", paths, nll_text(block)))
+    from reports.safe_text import clean
+
     for title, paths, _ in written:
         _print_paths(title, paths)
     if not has_trajectories(block):
-        print(f"no NLL plot: no run of the block left a trajectory.csv ({block.title})")
+        print(f"no NLL plot: no run of the block left a trajectory.csv ({clean(block.title)})")
     for title, _, text in written:
         print(f"\nText equivalent of the {title.split(' (')[0]}:")
-        print(text)
+        print(clean(text))
     return EXIT_OK
 
 

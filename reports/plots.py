@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prereg.clikit import UserError
-from prereg.fileio import atomic_write
+from prereg.fileio import atomic_write, check_output
 from reports.timeline import MARK_KINDS, SPAN_KINDS, Block
 
 if TYPE_CHECKING:
@@ -54,6 +54,16 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), dpi=110)
 
 
+def _is_image(path: Path) -> bool:
+    """A PNG or SVG file (a plot written earlier: safe to replace)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return head.startswith(b"\x89PNG\r\n") or (b"<svg" in head or head.lstrip().startswith(b"<?xml"))
+
+
 def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
     """Write ``stem.png`` / ``stem.svg`` atomically (reproducible bytes: no dates, fixed SVG ids)."""
     import matplotlib
@@ -65,6 +75,7 @@ def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
         with matplotlib.rc_context({"svg.hashsalt": "reports-plot", "svg.fonttype": "none"}):
             fig.savefig(buf, format=ext, metadata=metadata, bbox_inches="tight")
         path = out_dir / f"{stem}.{ext}"
+        check_output(path, ours=_is_image)  # never over a ledger, lock, link, device or foreign file
         atomic_write(path, buf.getvalue())
         paths.append(path)
     return paths

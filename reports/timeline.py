@@ -89,11 +89,13 @@ class Block:
 
 def _trace_file(runs_dir: Path, traces: list[str], run_id: str, suffix: str) -> Path | None:
     """The run's trace ending in ``suffix``: as listed in the ledger, else ``traces/<run_id><suffix>``."""
+    from collect.ledger import trace_path
+
     for rel in traces:
         if rel.endswith(suffix):
-            return runs_dir / rel
+            return trace_path(runs_dir, rel)  # never outside RUNS/traces, never through a link
     default = runs_dir / "traces" / f"{run_id}{suffix}"
-    return default if default.is_file() else None
+    return default if default.is_file() and not default.is_symlink() else None
 
 
 def _number(value: Any, what: str) -> float:

@@ -55,3 +55,47 @@ def equal_work_rows(nll_shift: float = 0.005, energy_ratio: float = 0.9, updates
                 })
             i += 1
     return rows
+
+
+def children(pid: int) -> list[int]:
+    """Live (non-zombie) processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (non-zombie) process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def frozen_shared(tmp_path: Path, name: str = "equal-work.yaml", text: str | None = None) -> Path:
+    """Freeze a shared example plan (or ``text`` in its place) in ``tmp_path``; the lock's path."""
+    from tests.conftest import shared_example_path
+
+    plan = tmp_path / name
+    if text is None:
+        plan.write_bytes(shared_example_path(name).read_bytes())
+    else:
+        plan.write_text(text)
+    proc = run("prereg", "freeze", str(plan))
+    assert proc.returncode == 0, proc.stderr
+    return plan.with_name(plan.stem + ".lock.json")
+
+
+def imported_equal_work(tmp_path: Path, lock: Path) -> Path:
+    """Import the deterministic equal-work table under ``lock`` into ``tmp_path/runs``."""
+    table = write_csv(tmp_path / "runs.csv", equal_work_rows())
+    proc = run("collect", "import", str(table), "--lock", str(lock), "--out", str(tmp_path / "runs"))
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path / "runs"

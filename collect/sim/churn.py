@@ -132,6 +132,28 @@ class ChurnCollector(Collector):
         return RunResult(metrics=metrics, info=info)
 
 
+MAX_WORKERS = 1_000_000
+MAX_SEGMENTS = 10_000_000
+MIN_SECONDS, MAX_SECONDS = 1e-6, 1e9  # times from a microsecond to ~30 years
+MAX_RATE_COST = 50.0  # n C / MTBF beyond this: a checkpoint almost never completes (exp overflows)
+
+
+def _check_range(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: int, segments: int) -> None:
+    """Refuse inputs outside what the closed forms and the Monte Carlo can compute (``ValueError``)."""
+    for name, value, zero_ok in (("mtbf_s", mtbf_s, False), ("checkpoint_s", checkpoint_s, False),
+                                 ("restart_s", restart_s, True)):
+        ok = isinstance(value, (int, float)) and math.isfinite(value) and (
+            (zero_ok and value == 0) or MIN_SECONDS <= value <= MAX_SECONDS)
+        if not ok:
+            raise ValueError(f"{name} = {value!r} must be a number from {MIN_SECONDS:g} to {MAX_SECONDS:g} s"
+                             + (" (or 0)" if zero_ok else ""))
+    if not isinstance(segments, int) or not 100 <= segments <= MAX_SEGMENTS:
+        raise ValueError(f"segments = {segments!r} must be an integer from 100 to {MAX_SEGMENTS}")
+    if workers * checkpoint_s / mtbf_s > MAX_RATE_COST:
+        raise ValueError(f"workers x checkpoint_s / mtbf_s = {workers * checkpoint_s / mtbf_s:.3g} exceeds "
+                         f"{MAX_RATE_COST:g}: a checkpoint would almost never complete; no interval is meaningful")
+
+
 def churn_table(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: int = 1,
                 segments: int = 20_000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
     """Closed-form and Monte Carlo efficiency of each interval rule, as a JSON-ready dict.
@@ -142,8 +164,9 @@ def churn_table(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: i
     and ``loss_vs_exact`` (fraction of the exact optimum's efficiency lost). Where a history would
     need more than ``MAX_GAPS / 2`` failures (an interval far beyond the job's MTBF), the ``mc``
     values are ``None`` and ``n`` is 0: not simulated. Raises ``ValueError`` on bad inputs."""
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"workers = {workers!r} must be an integer >= 1")
+    if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers = {workers!r} must be an integer from 1 to {MAX_WORKERS}")
+    _check_range(mtbf_s, checkpoint_s, restart_s, workers, segments)
     rate = law.job_rate(1.0 / law.check_number("mtbf_s", mtbf_s), workers)
     C, R = law.check_number("checkpoint_s", checkpoint_s), law.check_number("restart_s", restart_s, zero_ok=True)
     best = law.optimal_efficiency(rate, C, R)

@@ -168,11 +168,12 @@ def event_records(r: SimResult, tick_ms: float) -> list[dict[str, Any]]:
 
 
 def write_events(path: Path, r: SimResult, tick_ms: float) -> None:
-    """Write the run's event trace as JSON Lines (the schema of :func:`event_records`)."""
+    """Write the run's event trace as JSON Lines (the schema of :func:`event_records`), atomically and fsynced."""
+    from prereg.fileio import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for rec in event_records(r, tick_ms):
-            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    text = "".join(json.dumps(rec, separators=(",", ":")) + "\n" for rec in event_records(r, tick_ms))
+    atomic_write(path, text.encode("utf-8"))
 
 
 def run_params(params: Mapping[str, Any], seed: int) -> tuple[SimResult, list[Outage]]:

@@ -33,6 +33,7 @@ clock_event_reasons -       gauge      bit mask of clock-event (throttle) reason
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -136,6 +137,10 @@ def open_sensor(spec: str) -> Sensor:
     raise SensorError(f"unknown sensor {spec!r}: use 'nvml[:index=N]', 'sim:key=value,...' or 'replay:PATH'")
 
 
+MAX_OPTION = 1e9  # numeric sensor options: finite and at most this
+MIN_OPTION_MS = 0.1  # a time option (``*_ms``) is 0 or at least this: finer would spin, not measure
+
+
 def parse_spec_options(text: str, allowed: dict[str, type]) -> dict[str, object]:
     """``"a=1,b=x"`` -> typed options; unknown keys and bad values raise ``SensorError``."""
     options: dict[str, object] = {}
@@ -156,4 +161,9 @@ def parse_spec_options(text: str, allowed: dict[str, type]) -> dict[str, object]
                 options[key] = kind(value.strip())
         except ValueError:
             raise SensorError(f"sensor option {key}={value!r} is not a valid {kind.__name__}") from None
+        number = options[key]
+        if kind in (int, float) and not (math.isfinite(number) and abs(number) <= MAX_OPTION):  # type: ignore[arg-type]
+            raise SensorError(f"sensor option {key}={value.strip()} must be a finite number of at most {MAX_OPTION:g}")
+        if kind in (int, float) and key.endswith("_ms") and number != 0 and not number >= MIN_OPTION_MS:  # type: ignore[operator]
+            raise SensorError(f"sensor option {key}={value.strip()} must be 0 or at least {MIN_OPTION_MS:g} ms")
     return options

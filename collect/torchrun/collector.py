@@ -34,6 +34,7 @@ training FLOP (3 x forward matmul FLOP per token).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -58,6 +59,7 @@ from collect.sim.outages import (
 )
 from collect.sim.recovery import POLICIES
 from collect.telemetry.base import SensorError, open_sensor
+from prereg.fileio import atomic_write
 
 CKPT_SUFFIX = "ckpt"
 
@@ -210,11 +212,12 @@ class TorchMultisiteCollector(Collector):
         events = ctx.trace_path("events.jsonl")
         write_events(events, r, p["tick_ms"])
         trajectory = ctx.trace_path("trajectory.csv")
-        with trajectory.open("w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["tick", "useful_steps", "heldout_nll", "state_tokens"])
-            for row in out.trajectory:
-                w.writerow([row[0], row[1], repr(row[2]), row[3]])
+        buffer = io.StringIO(newline="")
+        w = csv.writer(buffer)
+        w.writerow(["tick", "useful_steps", "heldout_nll", "state_tokens"])
+        for row in out.trajectory:
+            w.writerow([row[0], row[1], repr(row[2]), row[3]])
+        atomic_write(trajectory, buffer.getvalue().encode("utf-8"))  # durable as the ledger that points at it
         train = out.flop["train"]
         metrics: dict[str, float] = {
             "final_nll": out.final_nll, "initial_nll": out.initial_nll, "nll_floor": out.nll_floor,

@@ -10,16 +10,12 @@ from pathlib import Path
 import pytest
 
 from collect.ledger import read_ledger
-from tests.conftest import shared_example_path
-from tests.helpers import equal_work_rows, run, write_csv
+from tests.helpers import equal_work_rows, frozen_shared, run, write_csv
 
 
 @pytest.fixture
 def lock(tmp_path: Path) -> Path:
-    plan = tmp_path / "equal-work.yaml"
-    plan.write_bytes(shared_example_path("equal-work.yaml").read_bytes())
-    assert run("prereg", "freeze", str(plan)).returncode == 0
-    return tmp_path / "equal-work.lock.json"
+    return frozen_shared(tmp_path)
 
 
 def do_import(table: Path, lock: Path, runs: Path, *extra: str):
@@ -90,13 +86,34 @@ def test_rows_that_do_not_fit_import_nothing(tmp_path, lock, mutate, words):
     assert not (tmp_path / "runs" / "ledger.jsonl").exists()
 
 
-def test_reimport_is_refused_and_ledger_untouched(tmp_path, lock):
+def test_reimport_of_a_changed_table_is_refused_and_ledger_untouched(tmp_path, lock):
     table = write_csv(tmp_path / "runs.csv", equal_work_rows())
     assert do_import(table, lock, tmp_path / "runs").returncode == 0
     before = (tmp_path / "runs" / "ledger.jsonl").read_bytes()
-    proc = do_import(table, lock, tmp_path / "runs")
+    changed = write_csv(tmp_path / "runs.csv", equal_work_rows(nll_shift=0.5))
+    proc = do_import(changed, lock, tmp_path / "runs")
     assert proc.returncode == 2 and "already in the ledger" in proc.stderr
     assert (tmp_path / "runs" / "ledger.jsonl").read_bytes() == before
+
+
+def test_identical_reimport_is_a_no_op_and_an_interrupted_import_can_be_finished(tmp_path, lock):
+    """Resumable import: rows already in the ledger identically are skipped, the rest appended."""
+    rows = equal_work_rows()
+    table = write_csv(tmp_path / "runs.csv", rows)
+    assert do_import(table, lock, tmp_path / "runs").returncode == 0
+    ledger = tmp_path / "runs" / "ledger.jsonl"
+    full = ledger.read_bytes()
+    lines = full.splitlines(keepends=True)
+    ledger.write_bytes(b"".join(lines[:5]) + lines[5][:40])  # an import killed mid-write
+    proc = do_import(table, lock, tmp_path / "runs")
+    assert proc.returncode == 0 and "5 rows already in the ledger" in proc.stdout, proc.stderr
+    again = do_import(table, lock, tmp_path / "runs")
+    assert again.returncode == 0 and "imported 0 runs" in again.stdout
+    from collect.ledger import read_ledger, verify_chain
+
+    result = read_ledger(tmp_path / "runs")
+    assert len({r.run_id for r in result.records}) == len(result.records) == len(rows)
+    assert verify_chain(result).status == "intact"
 
 
 def test_non_finite_and_missing_values_are_kept(tmp_path, lock):

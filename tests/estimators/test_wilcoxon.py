@@ -6,7 +6,6 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import estimators as E
 from estimators.wilcoxon import _walsh

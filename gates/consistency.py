@@ -1,0 +1,100 @@
+"""Is an evaluation artifact consistent with itself? (``reports show`` refuses one that is not.)
+
+An ``evaluation.json`` is sealed when written (``gates.artifact.seal_status``); an edit that does
+not recompute the seal is caught by it. An edit that does (or an artifact from before seals) is
+still checked against the rules the artifact must obey:
+
+* the decision follows from the primary gates' verdicts and the reasons outside the gates
+  (refused if ``decision_refused_by`` names any, or a primary gate is refused or unresolvable,
+  else not supported if any failed, else supported);
+* a ``pass`` or ``vacuous`` verdict holds its rule on its own interval (or estimate);
+* a ``fail`` whose interval robustly holds the rule is only possible when the plan's multiplicity
+  rule demoted it (an adjusted p-value is recorded);
+* a gate blocked by a fired invalidator, or with reasons in ``refused_by``, is ``refused``;
+  a ``refused`` gate names its reasons;
+* interval ends are ordered (lower <= upper) and the run accounting adds up.
+
+Comparisons allow a relative slack of 1e-9 (values pass through the log scale for ratios).
+"""
+
+from __future__ import annotations
+
+import math
+
+from gates.artifact import Evaluation, GateResult, as_float, seal_status
+
+_SLACK = 1e-9
+
+
+def _lt(a: float, b: float) -> bool:
+    """a < b beyond rounding."""
+    return a < b - _SLACK * max(1.0, abs(a), abs(b))
+
+
+def _rule_state(g: GateResult) -> str | None:
+    """'holds' / 'fails' robustly on the stored numbers, 'edge' within rounding, None if unknown."""
+    parts = g.rule.split()
+    if not parts or not g.margin:
+        return None
+    quantity = parts[0]
+    lower, upper, estimate = as_float(g.lower), as_float(g.upper), as_float(g.estimate)
+    if quantity == "within":
+        if len(g.margin) != 2 or lower is None or upper is None:
+            return None
+        a, b = g.margin
+        if _lt(a, lower) and _lt(upper, b):
+            return "holds"
+        if _lt(lower, a) or _lt(b, upper):
+            return "fails"
+        return "edge"
+    value = {"upper": upper, "lower": lower, "estimate": estimate}.get(quantity)
+    if value is None or len(parts) < 2 or math.isnan(value):
+        return None
+    x, op = g.margin[0], parts[1]
+    if op in ("<", "<="):
+        return "holds" if _lt(value, x) else ("fails" if _lt(x, value) else "edge")
+    if op in (">", ">="):
+        return "holds" if _lt(x, value) else ("fails" if _lt(value, x) else "edge")
+    return None
+
+
+def _decision(ev: Evaluation) -> str:
+    primary = [g for g in ev.gates if g.role == "primary"]
+    if ev.decision_refused_by or any(g.verdict in ("refused", "unresolvable") for g in primary):
+        return "refused"
+    if any(g.verdict == "fail" for g in primary):
+        return "not_supported"
+    return "supported"
+
+
+def consistency_problems(ev: Evaluation) -> list[str]:
+    """Every way the artifact contradicts itself or its seal (empty: consistent)."""
+    problems: list[str] = []
+    if seal_status(ev) == "broken":
+        problems.append("the artifact was changed after it was written (its seal_sha256 does not match)")
+    expected = _decision(ev)
+    if ev.decision != expected:
+        problems.append(f"decision {ev.decision} contradicts the primary gates' verdicts (they give {expected})")
+    fired = {i.id: i for i in ev.invalidators if i.fired}
+    for g in ev.gates:
+        who = f"gate {g.id}"
+        lower, upper = as_float(g.lower), as_float(g.upper)
+        if lower is not None and upper is not None and _lt(upper, lower):
+            problems.append(f"{who}: interval lower {lower} > upper {upper}")
+        blockers = [i for i, inv in fired.items() if g.id in inv.blocks]
+        if blockers and g.verdict != "refused":
+            problems.append(f"{who}: verdict {g.verdict} although invalidator(s) {', '.join(blockers)} fired")
+        if g.verdict == "refused" and not g.refused_by:
+            problems.append(f"{who}: refused without a reason")
+        if g.verdict != "refused" and g.refused_by:
+            problems.append(f"{who}: verdict {g.verdict} although it lists refusal reasons")
+        state = _rule_state(g)
+        if g.verdict in ("pass", "vacuous") and state != "holds" and state != "edge":
+            problems.append(f"{who}: verdict {g.verdict} but its rule '{g.rule}' does not hold on "
+                            f"[{g.lower}, {g.upper}] (estimate {g.estimate})")
+        demoted = ev.multiplicity != "none" and g.p_adjusted is not None
+        if g.verdict == "fail" and state == "holds" and not demoted:
+            problems.append(f"{who}: verdict fail but its rule '{g.rule}' holds on [{g.lower}, {g.upper}]")
+    if ev.runs.matched > ev.runs.planned:
+        problems.append(f"{ev.runs.matched} runs matched of only {ev.runs.planned} planned")
+    return problems

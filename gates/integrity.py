@@ -1,0 +1,43 @@
+"""The ledger's hash chain as ``gates evaluate`` checks it: a broken chain refuses the decision.
+
+``collect.ledger.verify_chain`` does the re-hashing; this module turns its report into the
+refusal (``LedgerTampered``, exit 3 at the CLI) and into the words reviewers read. A ledger
+written before the chain existed is evaluated, with a plain statement that edits to it cannot be
+detected; a chain that is present but does not verify is never evaluated.
+"""
+
+from __future__ import annotations
+
+from collect.ledger import ChainReport, Ledger, verify_chain
+
+
+class LedgerTampered(ValueError):
+    """The ledger's chain does not verify: ``problems`` name each record that does not fit."""
+
+    def __init__(self, ledger: Ledger, report: ChainReport) -> None:
+        self.path = ledger.path
+        self.problems = report.problems
+        super().__init__(f"{ledger.path}: the hash chain does not verify; refusing the decision")
+
+
+def check_ledger(ledger: Ledger) -> ChainReport:
+    """The chain report of an intact (or pre-chain) ledger; raises ``LedgerTampered`` otherwise."""
+    report = verify_chain(ledger)
+    if not report.ok:
+        raise LedgerTampered(ledger, report)
+    return report
+
+
+def chain_sentence(status: str | None, head: str | None, unchained: int = 0) -> str:
+    """What the chain proves, in words, for the report."""
+    if status == "intact":
+        extra = (f" ({unchained} earlier record(s) were written before the chain existed and are not "
+                 "protected)") if unchained else ""
+        where = f"; head {head}" if head else ""
+        return (f"hash chain intact{where} (compare the head with the one published when collection "
+                f"ended){extra}")
+    if status == "absent":
+        return "no hash chain: written by an older toolkit version, so edits to it cannot be detected"
+    if status == "empty":
+        return "no records"
+    return "hash chain not checked (an artifact written before the chain existed)"

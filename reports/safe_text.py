@@ -1,0 +1,60 @@
+"""Text from plans, ledgers and artifacts made safe to show: no terminal control sequences.
+
+A plan's title, claim, arm names, reasons and notes are written by people and travel through
+files; a string holding ``ESC [2K`` or a carriage return could overwrite the decision line on a
+reviewer's terminal, and a bidirectional override could reorder what is read. ``clean`` escapes
+every C0/C1 control character (except newline and tab), DEL and the Unicode bidi controls as
+visible ``\\xNN`` / ``\\uNNNN`` text; ``clean_tree`` does it to every string (keys included) of a
+JSON-like structure. Every renderer calls it on what it shows; nothing else changes the data.
+Import-light (``re`` only): the CLIs use it for their error messages too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(text: str, single_line: bool = False) -> str:
+    """``text`` with control characters escaped (newlines too when ``single_line``)."""
+    out = _UNSAFE.sub(_escape, text)
+    if single_line:
+        out = out.replace("\n", "\\n").replace("\t", " ")
+    return out
+
+
+def clean_tree(value: Any) -> Any:
+    """Every string (and dict key) of a JSON-like structure passed through ``clean``."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_tree(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(clean_tree(v) for v in value)
+    return value
+
+
+def has_unsafe(text: str) -> bool:
+    """Whether ``text`` holds anything ``clean`` would escape."""
+    return _UNSAFE.search(text) is not None
+
+
+def clean_model(model: Any) -> Any:
+    """A pydantic model with every string passed through ``clean`` (validated back to its type)."""
+    return type(model).model_validate(clean_tree(model.model_dump(by_alias=True)))
+
+
+def clean_json_text(text: str) -> str:
+    """JSON text with the characters ``json.dumps(ensure_ascii=False)`` leaves raw escaped as ``\\uNNNN``."""
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -1,0 +1,158 @@
+"""The ledger's hash chain: every single-record edit is detected, and gates evaluate refuses it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import collect.engine as engine
+from collect.ledger import GENESIS, read_ledger, record_hash, verify_chain
+from tests.collect.test_engine import loaded, plan_text
+from tests.helpers import frozen_shared, imported_equal_work, run
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch) -> Path:
+    """24 records written by the engine (a fake collector that writes one trace per run)."""
+    monkeypatch.setitem(engine.COLLECTORS, "test.slow", "tests.collect.fake_collectors:SlowCollector")
+    plan, sha = loaded(plan_text())
+    engine.run_plan(plan, sha, tmp_path / "runs")
+    return tmp_path / "runs"
+
+
+def _lines(runs: Path) -> list[dict]:
+    return [json.loads(line) for line in (runs / "ledger.jsonl").read_text().splitlines()]
+
+
+def _write(runs: Path, lines: list[dict | str]) -> None:
+    text = "".join((x if isinstance(x, str) else json.dumps(x, sort_keys=True, separators=(",", ":"))) + "\n"
+                   for x in lines)
+    (runs / "ledger.jsonl").write_text(text)
+
+
+def _mutate(value):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value * 3 + 1
+    if isinstance(value, str):
+        if len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+            return ("1" if value[0] != "1" else "2") + value[1:]  # another well-formed hash
+        return value + "x"
+    if isinstance(value, dict):
+        if value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+            return {k: v * 3 for k, v in value.items()}
+        return {**value, "x": 1}
+    if isinstance(value, list):
+        return [*value, "traces/x"]
+    return "edited"
+
+
+def test_chain_fields_and_intact_report(runs):
+    ledger = read_ledger(runs)
+    assert len(ledger.records) == 24
+    first = ledger.records[0]
+    assert first.prev_sha256 == GENESIS and first.record_sha256 == ledger.hashes[0]
+    assert all(r.prev_sha256 == h for r, h in zip(ledger.records[1:], ledger.hashes))
+    assert set(first.trace_sha256) == set(first.traces) and len(first.traces) == 1
+    report = verify_chain(ledger)
+    assert report.status == "intact" and report.head == ledger.hashes[-1] and report.problems == []
+
+
+def test_every_single_record_edit_is_detected(runs):
+    """Change one field of one record (every field of every record): the chain names that record."""
+    original = _lines(runs)
+    cases = detected = 0
+    for i, rec in enumerate(original):
+        for key in rec:
+            lines = copy.deepcopy(original)
+            lines[i][key] = _mutate(rec[key])
+            _write(runs, lines)
+            report = verify_chain(read_ledger(runs))
+            cases += 1
+            if report.status == "broken" and any(f"ledger line {i + 1}" in p for p in report.problems):
+                detected += 1
+            else:
+                pytest.fail(f"edit of {key} in record {i + 1} went unnoticed: {report}")
+    assert cases == detected and cases >= 24 * 15
+
+
+def test_structural_edits_are_detected(runs):
+    original = _lines(runs)
+    raw = (runs / "ledger.jsonl").read_text().splitlines()
+    trace = runs / original[3]["traces"][0]
+    fabricated = {**copy.deepcopy(original[5]), "run_id": "run-fabricated"}
+    fabricated["record_sha256"] = record_hash(fabricated)  # a forger who re-hashes the record itself
+    a, b = copy.deepcopy(original[0]), copy.deepcopy(original[1])
+    a["metrics"], b["metrics"] = b["metrics"], a["metrics"]
+    cases = {
+        "removed": original[:4] + original[5:],
+        "swapped lines": [original[1], original[0], *original[2:]],
+        "metrics swapped between arms": [a, b, *original[2:]],
+        "fabricated record inserted": original[:6] + [fabricated] + original[6:],
+        "fabricated record appended without hashes": original + [
+            {k: v for k, v in fabricated.items() if k not in ("record_sha256", "prev_sha256")}],
+        "key written twice": raw[:2] + [raw[2][:-1] + ',"status":"complete"}'] + raw[3:],
+        "a record replaced by junk JSON": original[:2] + ['{"note": "deleted"}'] + original[3:],
+    }
+    for name, lines in cases.items():
+        _write(runs, lines)  # type: ignore[arg-type]
+        report = verify_chain(read_ledger(runs))
+        assert report.status == "broken", name
+    _write(runs, original)
+    trace.write_text(trace.read_text() + "edited\n")
+    assert verify_chain(read_ledger(runs)).status == "broken"
+
+
+def test_what_the_chain_cannot_prove_is_caught_by_the_published_head(runs):
+    """Dropping the last record keeps the chain intact; only the published head hash shows it."""
+    original = _lines(runs)
+    head = verify_chain(read_ledger(runs)).head
+    _write(runs, original[:-1])
+    report = verify_chain(read_ledger(runs))
+    assert report.status == "intact" and report.head != head
+
+
+def test_a_ledger_written_before_the_chain_is_reported_not_refused(runs):
+    lines = [{k: v for k, v in rec.items() if k not in ("record_sha256", "prev_sha256", "trace_sha256")}
+             for rec in _lines(runs)]
+    _write(runs, lines)
+    report = verify_chain(read_ledger(runs))
+    assert report.status == "absent" and report.ok and report.unchained == 24
+    _write(runs, lines[:-2])
+    engine.run_plan(*loaded(plan_text()), runs)  # the two missing runs chain onto the last old record
+    ledger = read_ledger(runs)
+    report = verify_chain(ledger)
+    assert report.status == "intact" and report.unchained == 22 and len(ledger.records) == 24
+    assert ledger.records[22].prev_sha256 == ledger.hashes[21]
+
+
+@pytest.fixture
+def imported(tmp_path: Path) -> tuple[Path, Path]:
+    lock = frozen_shared(tmp_path)
+    return lock, imported_equal_work(tmp_path, lock)
+
+
+def test_gates_evaluate_prints_the_head_and_refuses_an_edited_ledger(imported):
+    lock, runs = imported
+    head = verify_chain(read_ledger(runs)).head
+    proc = run("gates", "evaluate", str(lock), str(runs))
+    assert proc.returncode in (0, 1) and head in proc.stdout and "hash chain intact" in proc.stdout
+    assert json.loads((runs / "evaluation.json").read_text())["ledger"]["head_sha256"] == head
+    lines = _lines(runs)
+    lines[3]["metrics"]["final_nll"] *= 3  # a valid-JSON edit that could change the decision
+    _write(runs, lines)
+    proc = run("gates", "evaluate", str(lock), str(runs), "--out", str(runs / "again.json"))
+    assert proc.returncode == 3 and "ledger line 4" in proc.stderr and "changed after it was written" in proc.stderr
+    assert not (runs / "again.json").exists()
+
+
+def test_gates_evaluate_on_a_pre_chain_ledger_says_so(imported):
+    lock, runs = imported
+    _write(runs, [{k: v for k, v in rec.items() if k not in ("record_sha256", "prev_sha256")}
+                  for rec in _lines(runs)])
+    proc = run("gates", "evaluate", str(lock), str(runs))
+    assert proc.returncode in (0, 1) and "no hash chain: written by an older toolkit version" in proc.stdout
