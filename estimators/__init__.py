@@ -7,62 +7,64 @@ Arrays in, frozen result objects out; no files, YAML, plans or gates. Typical us
     rule_holds(Rule("upper", "<", 1.05), res)
 
 See ``docs/estimators.md`` for the constructions and conventions.
+
+The package imports lazily (PEP 562): ``import estimators`` is cheap, and a name's module (and
+numpy / scipy) is loaded on first use, so ``prereg validate`` can ask
+:mod:`estimators.feasibility` without importing scipy.
 """
 
-from ._common import METHODS, SCALES, IntervalResult
-from .bootstrap import bca_interval, bootstrap_interval
-from .contrast import paired_contrast, propagate_bounds
-from .dispatch import interval, one_sided_p_values
-from .feasibility import MIN_BOOTSTRAP_N, contrast_warnings, insufficient_blocks, minimum_blocks, skewness
-from .rules import (
-    DegenerateContrastWarning,
-    ResolutionCheck,
-    Rule,
-    RuleDecision,
-    adjust_p_values,
-    clears,
-    decide_rule,
-    is_tested,
-    interval_bound,
-    resolution_check,
-    resolution_check_outcomes,
-    rule_holds,
-    rule_p_value,
-)
-from .signflip import signflip_interval
-from .tinterval import t_interval
-from .wilcoxon import hodges_lehmann, wilcoxon_interval
+from __future__ import annotations
 
-__all__ = [
-    "METHODS",
-    "MIN_BOOTSTRAP_N",
-    "RuleDecision",
-    "clears",
-    "contrast_warnings",
-    "decide_rule",
-    "insufficient_blocks",
-    "is_tested",
-    "minimum_blocks",
-    "skewness",
-    "SCALES",
-    "DegenerateContrastWarning",
-    "IntervalResult",
-    "ResolutionCheck",
-    "Rule",
-    "adjust_p_values",
-    "bca_interval",
-    "bootstrap_interval",
-    "hodges_lehmann",
-    "interval",
-    "interval_bound",
-    "one_sided_p_values",
-    "paired_contrast",
-    "propagate_bounds",
-    "resolution_check",
-    "resolution_check_outcomes",
-    "rule_holds",
-    "rule_p_value",
-    "signflip_interval",
-    "t_interval",
-    "wilcoxon_interval",
-]
+import importlib
+from typing import Any
+
+_LOCATIONS: dict[str, str] = {
+    "DegenerateContrastWarning": "rules",
+    "IntervalResult": "_common",
+    "METHODS": "_common",
+    "MIN_BOOTSTRAP_N": "feasibility",
+    "ResolutionCheck": "rules",
+    "Rule": "rules",
+    "RuleDecision": "rules",
+    "SCALES": "_common",
+    "adjust_p_values": "rules",
+    "bca_interval": "bootstrap",
+    "bootstrap_interval": "bootstrap",
+    "clears": "rules",
+    "contrast_warnings": "feasibility",
+    "decide_rule": "rules",
+    "hodges_lehmann": "wilcoxon",
+    "insufficient_blocks": "feasibility",
+    "interval": "dispatch",
+    "interval_bound": "rules",
+    "is_tested": "rules",
+    "minimum_blocks": "feasibility",
+    "one_sided_p_values": "dispatch",
+    "paired_contrast": "contrast",
+    "propagate_bounds": "contrast",
+    "resolution_check": "rules",
+    "resolution_check_outcomes": "rules",
+    "rule_holds": "rules",
+    "rule_p_value": "rules",
+    "signflip_interval": "signflip",
+    "skewness": "feasibility",
+    "t_interval": "tinterval",
+    "wilcoxon_interval": "wilcoxon",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``name`` from its module on first use."""
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'estimators' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LOCATIONS))
+
+
+__all__ = sorted(_LOCATIONS)
