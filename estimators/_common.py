@@ -23,6 +23,13 @@ Scale = Literal["difference", "ratio"]
 SCALES: tuple[str, ...] = ("difference", "ratio")
 METHODS: tuple[str, ...] = ("t", "signflip", "wilcoxon", "bootstrap", "bca")
 
+#: largest n whose sign-flip reference distribution is enumerated exactly (Monte Carlo beyond)
+SIGNFLIP_EXACT_MAX_N = 20
+#: largest n whose signed-rank distribution is computed exactly (normal approximation beyond)
+WILCOXON_EXACT_MAX_N = 400
+#: relative tolerance of "p <= alpha" on exact lattices (binary representation of alpha)
+EXACT_TOL = 1.0 + 1e-12
+
 #: relative spread below which a contrast vector counts as constant (rounding-noise level)
 CONSTANT_RTOL = 1e-12
 

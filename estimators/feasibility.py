@@ -32,13 +32,11 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._common import floor_count, tail_alpha
+from ._common import EXACT_TOL as _TOL
+from ._common import SIGNFLIP_EXACT_MAX_N, WILCOXON_EXACT_MAX_N, floor_count, tail_alpha
 
 MIN_BOOTSTRAP_N = 20
 BOOTSTRAP_WARN_N = 30
-SIGNFLIP_EXACT_MAX_N = 20
-WILCOXON_EXACT_MAX_N = 400
-_TOL = 1.0 + 1e-12
 
 
 def minimum_blocks(method: str, confidence: float, resamples: int | None = None) -> int | None:

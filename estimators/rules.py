@@ -15,10 +15,11 @@ own method at the threshold (on the analysis scale):
 * ``estimate ...`` and the non-test directions (``upper > u``, ``lower < l``) imply no null and
   have no p-value (ValueError).
 
-theta is the mean contrast (t, signflip, bootstrap, bca) or the pseudo-median (wilcoxon). The
-rule holds at confidence ``c`` exactly when its p-value is below ``(1 - c) / 2`` (``<`` for the
-continuous t; ``<=`` for the discrete exact methods, whose p-values sit on a lattice;
-bootstrap p-values come from inverting the bootstrap interval itself).
+theta is the mean contrast (t, signflip, bootstrap, bca) or the pseudo-median (wilcoxon). One
+decision rule (:func:`decide_rule`, :func:`clears`): a tested rule holds at confidence ``c``
+exactly when its p-value is at most ``(1 - c) / 2``; every interval is the closed set of centres
+its test does not reject, so the threshold must lie outside it (``upper <= u`` and ``upper < u``
+are one test). Bootstrap p-values come from inverting the bootstrap interval itself.
 
 Multiplicity. With several gates the plan states ``none``, ``holm`` or ``bonferroni``;
 :func:`adjust_p_values` applies it to the rule p-values (report raw and adjusted). A decision
@@ -66,8 +67,8 @@ from ._common import (
     to_analysis,
     to_reported,
 )
-from .contrast import paired_contrast, propagate_bounds
 from .bootstrap import bca_end_bound
+from .contrast import paired_contrast, propagate_bounds
 from .dispatch import check_method, interval, one_sided_p_values
 
 QUANTITIES = ("upper", "lower", "estimate", "within")
@@ -226,9 +227,7 @@ def rule_p_value(
     check_confidence(confidence)
     check_scale(scale)
     check_method(method)
-    if rule.quantity == "estimate" or (
-        rule.quantity == "upper" and rule.op in (">", ">=")
-    ) or (rule.quantity == "lower" and rule.op in ("<", "<=")):
+    if not is_tested(rule):
         raise ValueError(
             f"rule '{rule.quantity} {rule.op} {rule.threshold}' implies no one-sided null "
             "hypothesis, so it has no p-value"
@@ -336,13 +335,15 @@ def resolution_check(
     scale: str = "difference",
     resamples: int = 9999,
     seed: int | None = 0,
+    result: IntervalResult | None = None,
 ) -> ResolutionCheck:
     """Could the rule's outcome change if every value moved anywhere within its bound?
 
     ``block_bounds`` are per-block bounds on the contrast (analysis scale; from
     :func:`estimators.propagate_bounds`), non-negative, ``inf`` allowed. The interval is
-    computed, each end is moved by :func:`interval_bound`, and the rule is evaluated on the
-    interval shifted down and up (``within``: widened and narrowed).
+    computed (``result``: the same interval, already computed by the caller), each end is moved
+    by :func:`interval_bound`, and the rule is evaluated on the interval shifted down and up
+    (``within``: widened and narrowed).
     """
     arr = check_contrasts(d)
     b = np.asarray(block_bounds, dtype=np.float64)
@@ -350,7 +351,7 @@ def resolution_check(
         raise ValueError(f"block_bounds must have shape {arr.shape}, got {b.shape}")
     if np.any(np.isnan(b)) or np.any(b < 0):
         raise ValueError("block bounds must be non-negative (inf allowed)")
-    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
+    res = result if result is not None else interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
     shift = interval_bound(method, b, res.confidence, arr, resamples, seed)
     est, lo, hi = res.analysis_scale()
     if rule.quantity == "within":

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._common import (
+    SIGNFLIP_EXACT_MAX_N,
     IntervalResult,
     build_result,
     check_confidence,
@@ -47,7 +48,7 @@ from ._common import (
     two_sided,
 )
 
-EXACT_MAX_N = 20
+EXACT_MAX_N = SIGNFLIP_EXACT_MAX_N
 _CHUNK_ELEMENTS = 4_000_000
 
 

@@ -42,6 +42,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from ._common import (
+    EXACT_TOL,
+    WILCOXON_EXACT_MAX_N,
     IntervalResult,
     build_result,
     check_confidence,
@@ -53,8 +55,8 @@ from ._common import (
     two_sided,
 )
 
-EXACT_MAX_N = 400
-_TOL = 1.0 + 1e-12
+EXACT_MAX_N = WILCOXON_EXACT_MAX_N
+_TOL = EXACT_TOL
 
 TIES_WARNING = (
     "ties or zeros among the contrasts: Walsh averages equal to a tested value count on neither "

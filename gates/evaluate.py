@@ -1,23 +1,26 @@
 """Evaluating a frozen plan on a ledger: each gate's interval and verdict, then the decision.
 
-Per gate (blocks = non-calibration strata x replicates, in plan order):
+Per gate (blocks = pairing strata x replicates, in plan order: not calibration, not controls
+unless ``strata.pair_controls``):
 
-1. **refused** when an invalidator blocking it fired, or the runs it needs are missing,
+1. the block contrasts are averaged into units of analysis: one per stratum (its replicates'
+   contrasts averaged, log scale for ratios) unless ``strata.analysis_unit: replicate``.
+2. **refused** when an invalidator blocking it fired, or the runs it needs are missing,
    duplicated, unplanned, recorded under another plan hash, lack the metric, hold a non-finite
-   value, or (ratio contrasts) a value <= 0, or fewer than 2 blocks exist. Diagnostics (arm
-   medians and, when the data allow, the interval) are still computed and marked as such.
-2. the estimator computes the paired interval (``estimators.interval``) and the rule's one-sided
-   p-value (``estimators.rule_p_value``; ``estimate`` rules have none).
-3. **vacuous** when the rule holds but could not have failed: the block contrasts are all equal
-   (e.g. every contrast is exactly zero, or the metric never varied), so the interval is a
-   single value with no sampling variability. A constant contrast that misses the rule is a fail.
+   value, or (ratio contrasts) a value <= 0, or there are fewer units than the method needs to
+   decide (``estimators.insufficient_blocks``). Diagnostics (arm medians and, when the data
+   allow, the interval) are still computed and marked as such.
+3. ``estimators.decide_rule`` gives the interval, the rule's one-sided p-value and whether the
+   rule holds: for tested rules exactly when the p-value clears alpha = (1 - c) / 2.
 4. **unresolvable** when the metric is backed by a telemetry signal and the runs' measurement
    ``bound`` s (metric units) could change the rule's outcome (``estimators.resolution_check``),
-   or when a run lacks the bound (the resolution cannot be shown).
-5. **pass** / **fail** from the rule on the interval; with ``multiplicity: holm|bonferroni`` a
-   primary gate passes only if its adjusted p-value also clears its level alpha = (1 - c) / 2.
-   The family is every primary gate; gates without a p-value (refused, or ``estimate`` rules)
-   enter it with p = 1, which is conservative. Sensitivity gates are never adjusted.
+   or when a run lacks the bound (the resolution cannot be shown). Checked before vacuous.
+5. **vacuous** when the units' contrasts are all equal and the rule holds on that single value
+   (it could not have failed; no p-value). A constant contrast that misses the rule is a fail.
+6. **pass** / **fail** otherwise; with ``multiplicity: holm|bonferroni`` a primary gate passes
+   only if its adjusted p-value also clears alpha. The family is every primary gate; gates without
+   a p-value (refused, vacuous, or ``estimate`` rules) enter it with p = 1, which is conservative.
+   Sensitivity gates are never adjusted.
 
 The decision (over primary gates): ``refused`` if any is refused or unresolvable, else
 ``supported`` if all pass (vacuous counts as passed, flagged), else ``not_supported``.
@@ -145,8 +148,9 @@ def _unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
     return np.array([float(np.mean(per_block[idx])) for idx in units]) if units else np.zeros(0)
 
 
-def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray,
-                 units: list[list[int]], complete: np.ndarray, outcome: GateOutcome) -> np.ndarray | None:
+def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray, coefs: np.ndarray,
+                 complete_rows: np.ndarray, units: list[list[int]], complete: np.ndarray,
+                 outcome: GateOutcome) -> np.ndarray | None:
     """Per-unit contrast bounds (analysis scale) for a signal-backed metric; None if no signal.
     Sets ``outcome`` unresolvable (and returns an empty array) when a run lacks its bound."""
     import estimators as est
@@ -160,12 +164,11 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
             f"no measurement bound of {plan.metrics[gate.metric].signal} in run(s) {', '.join(lacking[:3])}"
         )
         return np.zeros(0)
-    contrast = gate.parsed_contrast()
-    coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
     per_block = np.full(len(blocks), np.nan)
-    rows = np.flatnonzero(np.all(np.isfinite(values), axis=1))
-    if rows.size:
-        per_block[rows] = est.propagate_bounds(values[rows], coefs, bounds[rows], contrast.scale)
+    if complete_rows.any():
+        per_block[complete_rows] = est.propagate_bounds(
+            values[complete_rows], coefs, bounds[complete_rows], gate.parsed_contrast().scale
+        )
     return _unit_means(per_block, units)[complete]
 
 
@@ -218,12 +221,12 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
-    b = _unit_bounds(gate, plan, blocks, values, units, complete, outcome)
+    b = _unit_bounds(gate, plan, blocks, values, coefs, complete_rows, units, complete, outcome)
     if b is not None:
         if outcome.verdict == "unresolvable":
             return outcome
         outcome.resolution = est.resolution_check(
-            rule, d, b, gate.confidence, gate.method, contrast.scale, resamples, seed
+            rule, d, b, gate.confidence, gate.method, contrast.scale, resamples, seed, result=decision.result
         )
         if outcome.resolution.could_change:
             outcome.verdict = "unresolvable"
