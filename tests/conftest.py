@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# Byte-for-byte copies of ../shared/examples (the v1 plans the tool must accept as written), kept in
+# Byte-for-byte copies of the shared example plans (the v1 plans the tool must accept as written), kept in
 # the repository so a clone anywhere runs every test; tests/test_fixtures.py pins their hashes.
 SHARED_EXAMPLES = REPO / "tests" / "fixtures" / "shared_examples"
 OWN_EXAMPLES = REPO / "examples"
 
 
 def shared_example_path(name: str) -> Path:
-    """Path of the repository's copy of ``../shared/examples/<name>``."""
+    """Path of the repository's copy of the shared example plan ``<name>``."""
     path = SHARED_EXAMPLES / name
     assert path.is_file(), f"missing fixture {path}"
     return path
