@@ -39,8 +39,6 @@ from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match, stratum_label
 from prereg.schema import Gate, Plan
 
-EVIDENCE_ORDER = ["measured", "modeled", "prior", "unmeasured", "unavailable"]  # strongest first
-
 
 @dataclass
 class GateOutcome:
@@ -108,7 +106,7 @@ def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndar
 
 def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     """The weakest of the plan's declaration, the collector's recorded class and the signal's telemetry."""
-    from collect.evidence import recorded_evidence
+    from collect.evidence import recorded_evidence, weakest
 
     metric = plan.metrics[gate.metric]
     classes = [metric.evidence]
@@ -119,7 +117,7 @@ def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
                 summary = record.telemetry.get(metric.signal)
                 if summary is not None:
                     classes.append(summary.evidence)
-    return max(classes, key=lambda c: EVIDENCE_ORDER.index(c) if c in EVIDENCE_ORDER else len(EVIDENCE_ORDER))
+    return weakest(classes)
 
 
 def _estimator_rule(gate: Gate) -> Any:
