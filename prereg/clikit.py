@@ -2,12 +2,7 @@
 
 Kept import-light (argparse, json, os, sys only) so every ``--help`` starts instantly.
 
-Exit codes (documented in the README and used by every console script):
-
-* ``EXIT_OK`` (0): success.
-* ``EXIT_BAD_INPUT`` (2): bad input or usage, with one clear message on stderr.
-* ``EXIT_INTEGRITY`` (3): an integrity failure (a lock that does not verify).
-* ``EXIT_INTERNAL`` (4): a bug in the toolkit; the message asks for a report.
+Exit codes are defined once in :mod:`prereg.errors` (with the exception base that carries them).
 """
 
 from __future__ import annotations
@@ -19,21 +14,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_INTEGRITY = 3
-EXIT_INTERNAL = 4
+from prereg.errors import (  # noqa: F401 - re-exported for the console scripts
+    EXIT_BAD_INPUT,
+    EXIT_INTEGRITY,
+    EXIT_INTERNAL,
+    EXIT_NOT_SUPPORTED,
+    EXIT_OK,
+    InputError,
+    IntegrityError,
+    ToolkitError,
+)
+
 _OOM_MESSAGE = b"out of memory: the input is too large for this machine\n"
 
-
-class UserError(Exception):
-    """Bad input or usage: reported as one message, exit code ``EXIT_BAD_INPUT`` unless given."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT, details: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
-        self.details = details
+#: the name the console scripts use for bad input (one class: :class:`prereg.errors.InputError`)
+UserError = InputError
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -73,7 +68,7 @@ def run_main(
 ) -> int:
     """Parse ``argv``, dispatch to ``args.handler(args)`` and map every failure to an exit code.
 
-    Handlers return an exit code. ``UserError`` prints ``prog: message`` (and a JSON error object on
+    Handlers return an exit code. A ``ToolkitError`` prints ``prog: message`` (and a JSON error object on
     stdout when ``--json`` was given); any other exception is a toolkit bug and exits
     ``EXIT_INTERNAL`` with a one-line message, never a traceback.
     """
@@ -86,7 +81,7 @@ def run_main(
     as_json = bool(getattr(args, "json", False))
     try:
         return int(handler(args))
-    except UserError as err:
+    except ToolkitError as err:  # every deliberate error, mapped once to its exit code
         return _report_failure(prog, err.message, err.exit_code, err.details, as_json)
     except BrokenPipeError:
         return EXIT_OK

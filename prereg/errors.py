@@ -1,0 +1,56 @@
+"""The toolkit's one exception base and its exit codes.
+
+Every error the toolkit raises on purpose derives from :class:`ToolkitError`, which carries the
+exit code a console script returns for it and, optionally, machine-readable ``details`` (a list of
+problems, say). Library callers catch ``ToolkitError`` (or a subclass); the console scripts map it
+to ``prog: message`` on stderr and its ``exit_code`` in one place (``prereg.clikit.run_main``).
+
+Exit codes (documented in the README, used by every console script):
+
+* ``EXIT_OK`` (0): success (for ``gates evaluate``: the claim is supported).
+* ``EXIT_NOT_SUPPORTED`` (1): ``gates evaluate`` decided the claim is not supported.
+* ``EXIT_BAD_INPUT`` (2): bad input or usage -- :class:`InputError`.
+* ``EXIT_INTEGRITY`` (3): an integrity failure or a refused decision -- :class:`IntegrityError`.
+* ``EXIT_INTERNAL`` (4): a bug in the toolkit (anything that is not a ``ToolkitError``).
+
+Import-light on purpose (no third-party imports): every package may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EXIT_OK = 0
+EXIT_NOT_SUPPORTED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTEGRITY = 3
+EXIT_INTERNAL = 4
+
+
+class ToolkitError(Exception):
+    """Base of every deliberate toolkit error: a message for people, an exit code, optional details."""
+
+    #: exit code of a console script that stops on this error (subclasses override)
+    exit_code: int = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, *, exit_code: int | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+        self.details = details
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InputError(ToolkitError):
+    """Bad input or usage: a malformed plan, junk data, a missing file or sensor (exit 2)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class IntegrityError(ToolkitError):
+    """A broken promise: a lock or ledger that does not verify, a changed plan re-frozen (exit 3)."""
+
+    exit_code = EXIT_INTEGRITY
