@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
-from collect.evidence import stronger, weakest
+from estimators.vocabulary import stronger, weakest
 from collect.ledger import TRACES_DIR, LedgerAppender, RunRecord, read_ledger
 from prereg._version import __version__
 from prereg.lock import environment_info, utc_now

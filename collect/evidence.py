@@ -1,27 +1,14 @@
-"""Evidence classes, strongest first, and how classes combine: a number is as weak as its weakest source.
+"""What a ledger record says about the evidence class of its metrics.
 
-``measured`` (a sensor or a real run) > ``modeled`` (a simulator) > ``prior`` (assumed) >
-``unmeasured`` > ``unavailable``. A gate reports the weakest of the plan's declaration and what
-the collector or sensor recorded; a plan may not declare a metric stronger than its collector gives.
+The classes themselves and how they combine (a number is as weak as its weakest source) are
+defined once, in :mod:`estimators.vocabulary` (``EVIDENCE_ORDER``, ``weakest``, ``stronger``). A
+gate reports the weakest of the plan's declaration and what the collector or sensor recorded; a
+plan may not declare a metric stronger than its collector gives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
-
-EVIDENCE_ORDER = ("measured", "modeled", "prior", "unmeasured", "unavailable")  # strongest first
-
-
-def weakest(classes: Iterable[str]) -> str:
-    """The weakest class of ``classes`` (unknown names count as the weakest of all)."""
-    return max(classes, key=lambda c: EVIDENCE_ORDER.index(c) if c in EVIDENCE_ORDER else len(EVIDENCE_ORDER))
-
-
-def stronger(declared: str, available: str) -> bool:
-    """Whether ``declared`` claims more than ``available`` can give."""
-    return weakest([declared, available]) != declared
-
 
 def recorded_evidence(record: Any, metric: str) -> str | None:
     """What a ledger record says the collector gave for ``metric`` (None when it says nothing).

@@ -249,7 +249,7 @@ def _run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int)
 
 
 def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
-    from collect.evidence import EVIDENCE_ORDER, stronger
+    from estimators.vocabulary import EVIDENCE_ORDER, stronger
 
     signals = {m.signal: m for m in plan.metrics.values() if m.signal}
     arm = row.get("arm")

@@ -44,6 +44,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from estimators.vocabulary import Evidence
+
 RECORD_FORMAT = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
 TRACES_DIR = "traces"
@@ -51,7 +53,6 @@ GENESIS = "0" * 64  # prev_sha256 of a chain's first record
 MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
-Evidence = Literal["measured", "modeled", "prior", "unmeasured", "unavailable"]
 Scalar = Union[str, bool, int, float]
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]

@@ -19,9 +19,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-Scale = Literal["difference", "ratio"]
-SCALES: tuple[str, ...] = ("difference", "ratio")
-METHODS: tuple[str, ...] = ("t", "signflip", "wilcoxon", "bootstrap", "bca")
+from .vocabulary import METHODS, SCALES, Scale  # noqa: F401 - re-exported
 
 #: largest n whose sign-flip reference distribution is enumerated exactly (Monte Carlo beyond)
 SIGNFLIP_EXACT_MAX_N = 20

@@ -1,6 +1,6 @@
 """Decision helpers: pass_if rules on intervals, their p-values, multiplicity, resolution.
 
-Rules. A :class:`Rule` is a parsed ``pass_if``: ``upper < 0.02``, ``lower > -0.01``,
+Rules. A :class:`Rule` (defined in :mod:`estimators.vocabulary`) is a parsed ``pass_if``: ``upper < 0.02``, ``lower > -0.01``,
 ``estimate <= 1.1`` or ``within [0.8, 1.25]`` (TOST: both bounds strictly inside). Thresholds
 are on the *reported* scale (ratios for ratio contrasts). A rule is evaluated on the two-sided
 interval at confidence ``c``, so a one-sided claim at level ``alpha`` uses the matching bound of
@@ -71,42 +71,13 @@ from .bootstrap import bca_end_bound
 from .contrast import paired_contrast, propagate_bounds
 from .dispatch import check_method, interval, one_sided_p_values
 
-QUANTITIES = ("upper", "lower", "estimate", "within")
-OPS = ("<", "<=", ">", ">=")
-ADJUSTMENTS = ("none", "holm", "bonferroni")
+from .vocabulary import MULTIPLICITIES, OPS, QUANTITIES, Rule, RuleError  # noqa: F401 - re-exported
+
+ADJUSTMENTS = MULTIPLICITIES
 
 
 class DegenerateContrastWarning(UserWarning):
     """A rule p-value was requested for constant contrasts (no variability to test)."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A parsed ``pass_if`` rule; thresholds on the reported scale.
-
-    ``quantity`` is ``upper``, ``lower``, ``estimate`` (compared with ``op`` to ``threshold``)
-    or ``within`` (``low < lower`` and ``upper < high``; ``op``/``threshold`` unused).
-    """
-
-    quantity: str
-    op: str | None = None
-    threshold: float | None = None
-    low: float | None = None
-    high: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.quantity not in QUANTITIES:
-            raise ValueError(f"rule quantity must be one of {QUANTITIES}, got {self.quantity!r}")
-        if self.quantity == "within":
-            if self.low is None or self.high is None:
-                raise ValueError("a 'within' rule needs low and high")
-            if not (math.isfinite(self.low) and math.isfinite(self.high) and self.low < self.high):
-                raise ValueError(f"'within' needs finite low < high, got [{self.low}, {self.high}]")
-            return
-        if self.op not in OPS:
-            raise ValueError(f"rule op must be one of {OPS}, got {self.op!r}")
-        if self.threshold is None or not math.isfinite(self.threshold):
-            raise ValueError(f"rule '{self.quantity} {self.op}' needs a finite threshold")
 
 
 def _compare(value: float, op: str, threshold: float) -> bool:
@@ -136,15 +107,8 @@ def rule_holds(rule: Rule, result: IntervalResult) -> bool:
 
 
 def is_tested(rule: Rule) -> bool:
-    """True for rules that imply a one-sided null (``upper <``/``<=``, ``lower >``/``>=``,
-    ``within``); ``estimate`` rules and the other directions are judged on the interval alone."""
-    if rule.quantity == "within":
-        return True
-    if rule.quantity == "upper":
-        return rule.op in ("<", "<=")
-    if rule.quantity == "lower":
-        return rule.op in (">", ">=")
-    return False
+    """True for rules that imply a one-sided null (:attr:`Rule.tested`)."""
+    return rule.tested
 
 
 def clears(p_value: float, alpha: float) -> bool:

@@ -20,14 +20,13 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from estimators.vocabulary import AnalysisUnit, Decision, Evidence, Multiplicity, Scale, Verdict
 from prereg.fileio import atomic_write
+from prereg.schema import RuleField
 
 EVALUATION_SCHEMA = "gates/evaluation/v1"
 MAX_ARTIFACT_BYTES = 256 << 20
 
-Verdict = Literal["pass", "fail", "refused", "unresolvable", "vacuous"]
-Decision = Literal["supported", "not_supported", "refused"]
-Evidence = Literal["measured", "modeled", "prior", "unmeasured", "unavailable"]
 Number = Union[float, Literal["Infinity", "-Infinity"]]
 DataNumber = Union[float, Literal["Infinity", "-Infinity", "NaN"]]  # a recorded value may be NaN
 Scalar = Union[str, bool, int, float]
@@ -83,7 +82,7 @@ class GateResult(_Model):
     metric: str
     unit: str
     contrast: str
-    scale: Literal["difference", "ratio"]
+    scale: Scale
     role: Literal["primary", "sensitivity"]
     group: str | None = None
     verdict: Verdict
@@ -94,10 +93,10 @@ class GateResult(_Model):
     attained_confidence: float | None = None
     method: str
     n_pairs: int
-    rule: str = Field(description="The frozen pass_if, canonical spelling.")
+    rule: RuleField = Field(description="The frozen pass_if, canonical spelling.")
     margin: list[float] = Field(description="The rule's threshold [X], or [A, B] for within.")
     null: float = Field(description="The null on the reported scale: 0 (difference) or 1 (ratio).")
-    analysis_unit: Literal["stratum", "replicate"] = Field(
+    analysis_unit: AnalysisUnit = Field(
         default="stratum", description="What one pair is: a stratum (replicates averaged) or a replicate."
     )
     p_raw: float | None = Field(
@@ -245,7 +244,7 @@ class Evaluation(_Model):
     runs: RunAccounting
     decision: Decision
     decision_reason: str
-    multiplicity: Literal["none", "holm", "bonferroni"]
+    multiplicity: Multiplicity
     gates: list[GateResult]
     groups: dict[str, GroupTally]
     invalidators: list[InvalidatorResult]

@@ -37,7 +37,7 @@ def _number_or_text(value: Any) -> Any:
 
 
 def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
-    rule = o.gate.parsed_rule()
+    rule = o.gate.pass_if
     r = o.result
     margin = [rule.low, rule.high] if rule.quantity == "within" else [rule.threshold]
     resolution = None
@@ -48,7 +48,7 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
             extremes=[[encode_number(x) for x in pair] for pair in o.resolution.extremes],
         )
     return GateResult(
-        id=o.gate.id, metric=o.gate.metric, unit=plan.metrics[o.gate.metric].unit, contrast=o.gate.contrast,
+        id=o.gate.id, metric=o.gate.metric, unit=plan.metrics[o.gate.metric].unit, contrast=o.gate.contrast.text,
         scale=o.scale, role=o.gate.role, group=o.gate.group, verdict=o.verdict,
         estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
         upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,

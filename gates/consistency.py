@@ -33,24 +33,22 @@ def _lt(a: float, b: float) -> bool:
 
 def _rule_state(g: GateResult) -> str | None:
     """'holds' / 'fails' robustly on the stored numbers, 'edge' within rounding, None if unknown."""
-    parts = g.rule.split()
-    if not parts or not g.margin:
-        return None
-    quantity = parts[0]
+    rule = g.rule
     lower, upper, estimate = as_float(g.lower), as_float(g.upper), as_float(g.estimate)
-    if quantity == "within":
-        if len(g.margin) != 2 or lower is None or upper is None:
+    if rule.quantity == "within":
+        if lower is None or upper is None:
             return None
-        a, b = g.margin
+        a, b = rule.low, rule.high
+        assert a is not None and b is not None
         if _lt(a, lower) and _lt(upper, b):
             return "holds"
         if _lt(lower, a) or _lt(b, upper):
             return "fails"
         return "edge"
-    value = {"upper": upper, "lower": lower, "estimate": estimate}.get(quantity)
-    if value is None or len(parts) < 2 or math.isnan(value):
+    value = {"upper": upper, "lower": lower, "estimate": estimate}.get(rule.quantity)
+    if value is None or math.isnan(value) or rule.threshold is None:
         return None
-    x, op = g.margin[0], parts[1]
+    x, op = rule.threshold, rule.op
     if op in ("<", "<="):
         return "holds" if _lt(value, x) else ("fails" if _lt(x, value) else "edge")
     if op in (">", ">="):

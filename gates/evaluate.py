@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,7 +68,7 @@ def gate_blocks(match: Match) -> list[Block]:
 
 def _outcome_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray, list[str]]:
     """(blocks x contrast arms) values of the gate's metric, and data problems by name."""
-    contrast = gate.parsed_contrast()
+    contrast = gate.contrast
     problems: list[str] = []
     values = np.full((len(blocks), len(contrast.arms)), np.nan)
     for i, block in enumerate(blocks):
@@ -91,7 +91,7 @@ def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndar
     signal = plan.metrics[gate.metric].signal
     if signal is None:
         return None, []
-    arms = gate.parsed_contrast().arms
+    arms = gate.contrast.arms
     bounds = np.zeros((len(blocks), len(arms)))
     lacking = []
     for i, block in enumerate(blocks):
@@ -106,7 +106,8 @@ def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndar
 
 def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     """The weakest of the plan's declaration, the collector's recorded class and the signal's telemetry."""
-    from collect.evidence import recorded_evidence, weakest
+    from collect.evidence import recorded_evidence
+    from estimators.vocabulary import weakest
 
     metric = plan.metrics[gate.metric]
     classes = [metric.evidence]
@@ -118,12 +119,6 @@ def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
                 if summary is not None:
                     classes.append(summary.evidence)
     return weakest(classes)
-
-
-def _estimator_rule(gate: Gate) -> Any:
-    from estimators import Rule
-
-    return Rule(**asdict(gate.parsed_rule()))
 
 
 def analysis_unit(plan: Plan) -> str:
@@ -165,7 +160,7 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
     per_block = np.full(len(blocks), np.nan)
     if complete_rows.any():
         per_block[complete_rows] = est.propagate_bounds(
-            values[complete_rows], coefs, bounds[complete_rows], gate.parsed_contrast().scale
+            values[complete_rows], coefs, bounds[complete_rows], gate.contrast.scale
         )
     return _unit_means(per_block, units)[complete]
 
@@ -174,7 +169,7 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     """Compute one gate (before multiplicity); see the module doc for the verdict order."""
     import estimators as est
 
-    contrast = gate.parsed_contrast()
+    contrast = gate.contrast
     blocks = gate_blocks(match)
     outcome = GateOutcome(gate, "refused", contrast.scale, _evidence(gate, plan, blocks))
     outcome.analysis_unit = analysis_unit(plan)
@@ -208,7 +203,7 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     if too_few:
         outcome.refused_by.append(too_few)
     d = unit_d[complete]
-    rule = _estimator_rule(gate)
+    rule = gate.pass_if
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         decision = est.decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)

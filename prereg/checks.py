@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from prereg.direction import direction_problem
-from prereg.expressions import ExpressionError, parse_contrast
+from prereg.expressions import ExpressionError, check_arms
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 
 Problem = tuple[tuple[Any, ...], str]
@@ -67,12 +67,12 @@ def _check_gates(plan: Plan, problems: list[Problem]) -> None:
             problems.append(((*path, "id"), f"duplicate gate id {gate.id!r}"))
         if gate.metric not in plan.metrics:
             problems.append(((*path, "metric"), _known("metric", gate.metric, plan.metrics)))
+        contrast, rule = gate.contrast, gate.pass_if
         try:
-            contrast = parse_contrast(gate.contrast, known_arms=set(plan.arms))
+            check_arms(contrast, set(plan.arms))
         except ExpressionError as err:
             problems.append(((*path, "contrast"), str(err)))
             continue
-        rule = gate.parsed_rule()
         if contrast.scale == "ratio":
             values = [v for v in (rule.threshold, rule.low) if v is not None]
             if any(v <= 0 for v in values):

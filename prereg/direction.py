@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prereg.expressions import Contrast, PassRule
+from estimators.vocabulary import Rule
+from prereg.expressions import Contrast
 
 RATIO_PLAUSIBLE = (0.5, 2.0)
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -37,14 +38,14 @@ def is_interaction(contrast: Contrast) -> bool:
     return len(pos) >= 2 and len(neg) >= 2
 
 
-def passes_when(rule: PassRule) -> str | None:
+def passes_when(rule: Rule) -> str | None:
     """'small' or 'large' (which contrast values pass), or None for a two-sided ``within``."""
     if rule.quantity == "within":
         return None
     return "small" if rule.op in ("<", "<=") else "large"
 
 
-def rule_means(contrast: Contrast, rule: PassRule, better: str) -> str | None:
+def rule_means(contrast: Contrast, rule: Rule, better: str) -> str | None:
     """'first_arm_better' / 'first_arm_worse' (what a pass shows), or None (two-sided, interaction)."""
     way = passes_when(rule)
     if way is None or is_interaction(contrast):
@@ -57,7 +58,7 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def mirrored_rule(rule: PassRule, scale: str) -> str:
+def mirrored_rule(rule: Rule, scale: str) -> str:
     """The rule on the other side of the null: 'lower > -0.01' -> 'upper < 0.01'; ratios invert."""
     assert rule.op is not None and rule.threshold is not None
     x = rule.threshold
@@ -69,7 +70,7 @@ def _arms_text(arms: list[str]) -> str:
     return arms[0] if len(arms) == 1 else "(" + " and ".join(arms) + ")"
 
 
-def direction_problem(contrast: Contrast, rule: PassRule, better: str, declared: str | None, metric: str) -> str | None:
+def direction_problem(contrast: Contrast, rule: Rule, better: str, declared: str | None, metric: str) -> str | None:
     """Why the rule's direction contradicts the metric's ``better`` (or the declared intent), else None."""
     if is_interaction(contrast):
         if declared is not None:
@@ -100,7 +101,7 @@ def _pct(value: float) -> str:
     return f"{100 * value:.3g}%"
 
 
-def ratio_margin_words(rule: PassRule) -> str:
+def ratio_margin_words(rule: Rule) -> str:
     """A ratio rule's margin as a percentage change: 'allows up to 400% higher', 'requires at least 5% lower'."""
     if rule.quantity == "within":
         assert rule.low is not None and rule.high is not None
@@ -121,7 +122,7 @@ def plan_warnings(plan: Any) -> list[tuple[tuple[Any, ...], str]]:
     out: list[tuple[tuple[Any, ...], str]] = []
     lo, hi = RATIO_PLAUSIBLE
     for i, gate in enumerate(plan.gates):
-        contrast, rule = gate.parsed_contrast(), gate.parsed_rule()
+        contrast, rule = gate.contrast, gate.pass_if
         if contrast.scale != "ratio":
             continue
         values = [v for v in (rule.threshold, rule.low, rule.high) if v is not None]

@@ -1,4 +1,4 @@
-"""Parsers for a gate's ``contrast`` and ``pass_if`` strings (a real tokenizer and parser, no eval).
+"""The parser for a gate's ``contrast`` string (a real tokenizer and parser, no eval).
 
 Contrast grammar (arms are identifiers, numbers are decimal literals)::
 
@@ -16,8 +16,7 @@ Two forms are accepted, never mixed:
   exponents must sum to zero, so the result is a dimensionless ratio. Analysed on the log scale
   (a linear contrast of log outcomes with the exponents as coefficients) and reported as a ratio.
 
-``pass_if`` is one of ``upper < X``, ``upper <= X``, ``lower > X``, ``lower >= X``,
-``estimate < X``, ``estimate > X``, or ``within [A, B]`` (equivalence: both bounds inside).
+``pass_if`` rules are the one :class:`estimators.vocabulary.Rule` type (``Rule.parse``).
 """
 
 from __future__ import annotations
@@ -25,13 +24,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-Scale = Literal["difference", "ratio"]
+from estimators.vocabulary import Scale
+from prereg.errors import InputError
 
 
-class ExpressionError(ValueError):
-    """A contrast or rule that does not parse or does not make sense; the message says why."""
+class ExpressionError(InputError, ValueError):
+    """A contrast that does not parse or does not make sense; the message says why."""
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/()]))")
@@ -205,6 +204,9 @@ class Contrast:
     scale: Scale
     coefficients: dict[str, float]
 
+    def __str__(self) -> str:
+        return self.text
+
     @property
     def arms(self) -> list[str]:
         """The arms the contrast uses, in order of first appearance."""
@@ -239,65 +241,14 @@ def parse_contrast(text: str, known_arms: set[str] | None = None) -> Contrast:
     if abs(total) > 1e-9:
         what = "exponents (numerator minus denominator arms)" if scale == "ratio" else "coefficients"
         raise ExpressionError(f"the {what} must sum to zero (they sum to {total:g}): a contrast compares arms")
+    contrast = Contrast(text=_format(tree), scale=scale, coefficients=coefs)
     if known_arms is not None:
-        unknown = [arm for arm in coefs if arm not in known_arms]
-        if unknown:
-            raise ExpressionError(f"unknown arm(s) {', '.join(map(repr, unknown))}; arms are {sorted(known_arms)}")
-    return Contrast(text=_format(tree), scale=scale, coefficients=coefs)
+        check_arms(contrast, known_arms)
+    return contrast
 
 
-_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
-_BOUND_RULE = re.compile(rf"^\s*(upper|lower|estimate)\s*(<=|>=|<|>)\s*{_NUM}\s*$")
-_WITHIN_RULE = re.compile(rf"^\s*within\s*\[\s*{_NUM}\s*,\s*{_NUM}\s*\]\s*$")
-_ALLOWED_OPS = {"upper": ("<", "<="), "lower": (">", ">="), "estimate": ("<", ">")}
-
-
-@dataclass(frozen=True)
-class PassRule:
-    """A parsed ``pass_if``: ``quantity`` is upper | lower | estimate | within.
-
-    For bounds, ``op`` and ``threshold``; for ``within``, ``low`` and ``high`` (both interval bounds
-    must lie inside). Thresholds are on the reported scale (a ratio for ratio contrasts).
-    """
-
-    quantity: Literal["upper", "lower", "estimate", "within"]
-    op: str | None = None
-    threshold: float | None = None
-    low: float | None = None
-    high: float | None = None
-
-    @property
-    def text(self) -> str:
-        """The canonical spelling of the rule."""
-        if self.quantity == "within":
-            return f"within [{_fmt_rule_number(self.low)}, {_fmt_rule_number(self.high)}]"
-        return f"{self.quantity} {self.op} {_fmt_rule_number(self.threshold)}"
-
-
-def _fmt_rule_number(value: float | None) -> str:
-    return repr(float(value)) if value is not None else "?"
-
-
-def parse_pass_if(text: str) -> PassRule:
-    """Parse a ``pass_if`` rule string."""
-    if not isinstance(text, str):
-        raise ExpressionError("pass_if is a string such as 'upper < 0.02' or 'within [-0.1, 0.1]'")
-    if m := _BOUND_RULE.match(text):
-        quantity, op, value = m.group(1), m.group(2), float(m.group(3))
-        if op not in _ALLOWED_OPS[quantity]:
-            allowed = " or ".join(f"'{quantity} {o} X'" for o in _ALLOWED_OPS[quantity])
-            raise ExpressionError(f"'{quantity} {op}' is not a rule; use {allowed}")
-        if not math.isfinite(value):
-            raise ExpressionError("the threshold must be a finite number")
-        return PassRule(quantity, op=op, threshold=value)  # type: ignore[arg-type]
-    if m := _WITHIN_RULE.match(text):
-        low, high = float(m.group(1)), float(m.group(2))
-        if not (math.isfinite(low) and math.isfinite(high)):
-            raise ExpressionError("the equivalence bounds must be finite numbers")
-        if not low < high:
-            raise ExpressionError(f"within [A, B] needs A < B (got [{low:g}, {high:g}])")
-        return PassRule("within", low=low, high=high)
-    raise ExpressionError(
-        "not a rule; use one of 'upper < X', 'upper <= X', 'lower > X', 'lower >= X', "
-        "'estimate < X', 'estimate > X', 'within [A, B]'"
-    )
+def check_arms(contrast: Contrast, known_arms: set[str]) -> None:
+    """Refuse a contrast naming an arm the plan does not have (``ExpressionError``)."""
+    unknown = [arm for arm in contrast.coefficients if arm not in known_arms]
+    if unknown:
+        raise ExpressionError(f"unknown arm(s) {', '.join(map(repr, unknown))}; arms are {sorted(known_arms)}")

@@ -12,9 +12,20 @@ import itertools
 import json
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PlainSerializer,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 
-from prereg.expressions import Contrast, PassRule, parse_contrast, parse_pass_if
+from estimators.vocabulary import AnalysisUnit, Evidence, Method, Multiplicity, Rule
+from prereg.expressions import Contrast, parse_contrast
 
 SCHEMA_ID = "prereg/v1"
 
@@ -22,8 +33,30 @@ Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$
 ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=64)]
 Text = Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
 Scalar = Union[str, bool, int, float]
-Method = Literal["t", "signflip", "wilcoxon", "bootstrap", "bca"]
-Evidence = Literal["measured", "modeled", "prior", "unmeasured", "unavailable"]
+
+
+def _contrast(value: object) -> Contrast:
+    if isinstance(value, Contrast):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("a contrast is a string such as 'a - b' or 'a / b'")
+    return parse_contrast(value)
+
+
+#: a gate's contrast: parsed once when the plan loads, written back in its canonical spelling
+ContrastField = Annotated[
+    Contrast,
+    PlainValidator(_contrast),
+    PlainSerializer(lambda c: c.text, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]
+#: a gate's pass rule: parsed once into the one :class:`estimators.vocabulary.Rule`, written back canonically
+RuleField = Annotated[
+    Rule,
+    PlainValidator(Rule.parse),
+    PlainSerializer(lambda r: r.text, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]
 
 RESAMPLING_METHODS = ("bootstrap", "bca", "signflip")
 DEFAULT_RESAMPLES = {"bootstrap": 9999, "bca": 9999, "signflip": 100_000}
@@ -66,7 +99,7 @@ class Strata(_Model):
         default_factory=list,
         description="Selectors (factor -> level) of strata held out until the final evaluation.",
     )
-    analysis_unit: Literal["stratum", "replicate"] | None = Field(
+    analysis_unit: AnalysisUnit | None = Field(
         default=None,
         description="The unit of analysis of every gate. 'stratum' (the default when omitted): one paired "
         "contrast per stratum, the mean of its replicates' contrasts (log scale for ratios), so the interval "
@@ -179,12 +212,12 @@ class Gate(_Model):
 
     id: ItemId
     metric: Identifier
-    contrast: str = Field(
+    contrast: ContrastField = Field(
         description="Linear 'a - b', '(a - b) - (c - d)', 'a - 0.5*b - 0.5*c' or ratio 'a / b', '(a / b) / (c / d)'."
     )
     method: Method
     confidence: float = Field(gt=0.5, lt=1, description="Two-sided level; a one-sided test uses one bound of it.")
-    pass_if: str = Field(
+    pass_if: RuleField = Field(
         description="'upper < X', 'upper <= X', 'lower > X', 'lower >= X', 'estimate < X', 'estimate > X' "
         "or 'within [A, B]'; ratio contrasts state X on the ratio scale."
     )
@@ -205,16 +238,6 @@ class Gate(_Model):
     )
     description: Text | None = None
 
-    @field_validator("contrast")
-    @classmethod
-    def _canonical_contrast(cls, value: str) -> str:
-        return parse_contrast(value).text
-
-    @field_validator("pass_if")
-    @classmethod
-    def _canonical_rule(cls, value: str) -> str:
-        return parse_pass_if(value).text
-
     @model_validator(mode="before")
     @classmethod
     def _resampling_defaults(cls, data: Any) -> Any:
@@ -231,14 +254,6 @@ class Gate(_Model):
                     raise ValueError(f"'{key}' applies only to resampling methods {RESAMPLING_METHODS}, not '{method}'")
         return data
 
-    def parsed_contrast(self) -> Contrast:
-        """The contrast as coefficients per arm and a scale (difference | ratio)."""
-        return parse_contrast(self.contrast)
-
-    def parsed_rule(self) -> PassRule:
-        """The pass_if rule as a structured object."""
-        return parse_pass_if(self.pass_if)
-
 
 class Decision(_Model):
     """How gate verdicts decide the claim."""
@@ -247,7 +262,7 @@ class Decision(_Model):
     require: Literal["all"] = Field(
         default="all", description="'all': every primary gate must pass (an intersection-union test)."
     )
-    multiplicity: Literal["none", "holm", "bonferroni"] = Field(
+    multiplicity: Multiplicity = Field(
         default="none", description="Adjustment applied to the gates' rule p-values."
     )
 

@@ -92,12 +92,8 @@ def rule_text(gate: GateResult) -> str:
     """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 0.95 (ratio: requires at least 5% lower)')."""
     if gate.scale == "ratio":
         from prereg.direction import ratio_margin_words
-        from prereg.expressions import ExpressionError, parse_pass_if
 
-        try:
-            return f"{gate.rule} (ratio: {ratio_margin_words(parse_pass_if(gate.rule))})"
-        except ExpressionError:
-            return f"{gate.rule} (ratio)"
+        return f"{gate.rule} (ratio: {ratio_margin_words(gate.rule)})"
     return f"{gate.rule} {gate.unit}".rstrip()
 
 

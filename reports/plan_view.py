@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from prereg.direction import is_interaction, ratio_margin_words, rule_means, sides
-from prereg.expressions import parse_contrast, parse_pass_if
+from estimators.vocabulary import Rule
+from prereg.expressions import parse_contrast
 
 _OP_WORDS = {"<": "is below", "<=": "is at most", ">": "is above", ">=": "is at least"}
 EVIDENCE_WORDS = {
@@ -33,7 +34,7 @@ def _pct(value: float) -> str:
 def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     """One sentence saying exactly when ``gate`` (canonical plan data) passes."""
     contrast = parse_contrast(gate["contrast"])
-    rule = parse_pass_if(gate["pass_if"])
+    rule = Rule.parse(gate["pass_if"])
     metric = gate["metric"]
     unit = metrics.get(metric, {}).get("unit", "?")
     confidence = float(gate["confidence"])
@@ -73,7 +74,7 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
 def direction_words(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     """What a pass shows about the contrast's first arm(s), in words (with a declared intent named)."""
     contrast = parse_contrast(gate["contrast"])
-    rule = parse_pass_if(gate["pass_if"])
+    rule = Rule.parse(gate["pass_if"])
     better = metrics.get(gate["metric"], {}).get("better", "lower")
     unit = metrics.get(gate["metric"], {}).get("unit", "")
     pos, neg = sides(contrast)

@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from estimators.vocabulary import Evidence
+
 Status = Literal["ok", "not_supported", "no_permission", "error"]
 Kind = Literal["counter", "gauge"]
 
@@ -49,7 +51,7 @@ class SignalInfo:
     name: str
     unit: str
     kind: Kind
-    evidence: Literal["measured", "modeled", "unavailable"]
+    evidence: Evidence  # measured, modeled or unavailable
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class Sensor(abc.ABC):
     """A source of readings. Subclasses: ``nvml`` (real GPUs), ``sim`` (simulated), ``replay``."""
 
     #: evidence class of everything this sensor reports ("measured" for hardware, "modeled" for sim)
-    evidence: Literal["measured", "modeled"] = "measured"
+    evidence: Evidence = "measured"
 
     @abc.abstractmethod
     def signals(self) -> dict[str, SignalInfo]:

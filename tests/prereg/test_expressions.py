@@ -6,7 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prereg.expressions import ExpressionError, parse_contrast, parse_pass_if
+from estimators.vocabulary import Rule, RuleError
+from prereg.expressions import ExpressionError, parse_contrast
+
+parse_pass_if = Rule.parse
 
 
 @pytest.mark.parametrize(
@@ -97,7 +100,7 @@ def test_within_rule():
     ],
 )
 def test_rule_refusals(text, words):
-    with pytest.raises(ExpressionError) as info:
+    with pytest.raises(RuleError) as info:
         parse_pass_if(text)
     assert words in str(info.value)
 
@@ -107,7 +110,7 @@ def test_arbitrary_text_never_crashes(text):
     for parse in (parse_contrast, parse_pass_if):
         try:
             parse(text)
-        except ExpressionError:
+        except (ExpressionError, RuleError):
             pass
 
 

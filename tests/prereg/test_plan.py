@@ -33,11 +33,11 @@ def test_shared_examples_are_accepted(equal_work_bytes, cadence_bytes):
     ew = parse_plan(equal_work_bytes)
     assert ew.plan.study == "equal-work-continuation"
     assert [g.id for g in ew.plan.gates] == ["learning_noninferior", "work_saved", "energy_saving"]
-    assert ew.plan.gates[1].parsed_contrast().scale == "ratio"
+    assert ew.plan.gates[1].contrast.scale == "ratio"
     assert len(ew.plan.strata.enumerate()) == 6
     ce = parse_plan(cadence_bytes)
     assert ce.plan.decision.multiplicity == "holm"
-    assert ce.plan.gates[0].parsed_contrast().coefficients == {
+    assert ce.plan.gates[0].contrast.coefficients == {
         "dense_restart": 1.0, "dense_sparse": -1.0, "sparse_restart": -1.0, "sparse_sparse": 1.0
     }
     # signflip gates get their resampling settings pinned at freeze time

@@ -42,14 +42,14 @@ def realistic_evaluation() -> Evaluation:
         gate(),
         gate(
             id="work_saved", metric="attempted_flop", unit="FLOP", group="mechanism", verdict="fail",
-            estimate=-2.1e13, lower=-5.3e13, upper=1.1e13, rule="upper < 0", margin=[0.0],
+            estimate=-2.1e13, lower=-5.3e13, upper=1.1e13, rule="upper < 0.0", margin=[0.0],
             method="signflip", attained_confidence=0.9375, p_raw=0.094, p_adjusted=0.28,
             arm_medians={"fixed": 1.0e15, "adaptive": 9.8e14},
         ),
         gate(
             id="energy_saving", metric="energy", unit="J", contrast="adaptive / fixed", scale="ratio",
             group="mechanism", verdict="refused", estimate=0.91, lower=0.83, upper="Infinity",
-            rule="upper < 1", margin=[1.0], null=1.0, method="wilcoxon", n_pairs=3, p_raw=0.125,
+            rule="upper < 1.0", margin=[1.0], null=1.0, method="wilcoxon", n_pairs=3, p_raw=0.125,
             p_adjusted=None, refused_by=["counter_support"],
             notes=["refused: the interval above is a diagnostic, not evidence"],
             warnings=["n < 10: bootstrap intervals under-cover; prefer exact methods"],
@@ -57,13 +57,13 @@ def realistic_evaluation() -> Evaluation:
         ),
         gate(
             id="no_phase_loss", metric="lost_steps", unit="steps", group="mechanism", verdict="vacuous",
-            estimate=0.0, lower=0.0, upper=0.0, rule="upper <= 0", margin=[0.0], p_raw=None,
+            estimate=0.0, lower=0.0, upper=0.0, rule="upper <= 0.0", margin=[0.0], p_raw=None,
             p_adjusted=None, notes=["every block's contrast is the same value: no variability, so the rule could not have failed"],
             arm_medians={"fixed": 0.0, "adaptive": 0.0},
         ),
         gate(
             id="phase_energy", metric="restart_energy", unit="J", group=None, verdict="unresolvable",
-            estimate=-1.5, lower=-3.2, upper=0.4, rule="within [-2, 2]", margin=[-2.0, 2.0],
+            estimate=-1.5, lower=-3.2, upper=0.4, rule="within [-2.0, 2.0]", margin=[-2.0, 2.0],
             p_raw=0.21, p_adjusted=0.42,
             resolution=Resolution(interval_bound=1.8, could_change=True, extremes=[[-5.0, 2.2], [-1.4, -1.4]]),
             notes=["the energy_counter measurement bounds could move the interval by 1.8 (analysis scale), "
@@ -135,7 +135,7 @@ def supported_evaluation() -> Evaluation:
     """Three primary gates, all passed, one vacuous; no invalidator fired."""
     ev = realistic_evaluation()
     gates = [ev.gates[0], ev.gates[3], gate(id="energy_saving", metric="energy", unit="J", contrast="adaptive / fixed",
-                                             scale="ratio", estimate=0.9, lower=0.85, upper=0.95, rule="upper < 1",
+                                             scale="ratio", estimate=0.9, lower=0.85, upper=0.95, rule="upper < 1.0",
                                              margin=[1.0], null=1.0)]
     return ev.model_copy(update={
         "gates": gates, "decision": "supported", "decision_reason": "all 3 primary gates passed",
