@@ -56,7 +56,7 @@ def signflip_vs_scipy() -> bool:
         print(
             f"    interval [{res.lower:.6f}, {res.upper:.6f}] "
             f"attained {res.attained_confidence:.6f};"
-            f" p ours {res.p_value:.8f} scipy {ref.pvalue:.8f}"
+            f" p ours {res.p_value_vs_null:.8f} scipy {ref.pvalue:.8f}"
         )
         if n == 20:
             hit = t_ours < 0.100

@@ -110,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
 
 
-def _progress(on_tty: bool):  # type: ignore[no-untyped-def]
+def _progress(on_tty: bool) -> tuple[Any, Any]:
     """A rich progress bar on a TTY, nothing otherwise: (update(done, total), finish())."""
     if not on_tty:
         return None, lambda: None

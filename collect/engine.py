@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
-from estimators.vocabulary import stronger, weakest
 from collect.ledger import TRACES_DIR, LedgerAppender, RunRecord, read_ledger
+from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
 from prereg.lock import environment_info, utc_now
 from prereg.plan import canonical_bytes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 def recorded_evidence(record: Any, metric: str) -> str | None:
     """What a ledger record says the collector gave for ``metric`` (None when it says nothing).
 

@@ -144,7 +144,7 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
         raise
     except Exception as err:  # noqa: BLE001 - pyarrow raises many types for a file that is not Parquet
         raise ImportProblem([f"{path.name}: not a readable Parquet file ({type(err).__name__})"]) from None
-    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _plain(value: Any) -> Any:

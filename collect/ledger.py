@@ -40,13 +40,13 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Final, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from estimators.vocabulary import Evidence
 
-RECORD_FORMAT = "collect/run/v1"
+RECORD_FORMAT: Final = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
 TRACES_DIR = "traces"
 GENESIS = "0" * 64  # prev_sha256 of a chain's first record

@@ -1,12 +1,22 @@
 """Pure statistics on arrays: paired intervals, ratios, noninferiority, multiplicity, resolution.
 
-Arrays in, frozen result objects out; no files, YAML, plans or gates. Typical use::
+Arrays (or one long table) in, frozen result objects out; no files, YAML, plans or gates. From a
+table, one call::
+
+    res = compare(runs, metric="energy_j", arm="policy", block="seed",
+                  contrast="continue / restart", rule="upper < 1.05", method="t", confidence=0.90)
+    res.estimate, res.confidence_interval(), res.pvalue, res.verdict
+
+From arrays::
 
     d = paired_contrast(outcomes, [1, -1], scale="ratio")     # per-block log ratios
     res = interval("signflip", d, confidence=0.90, scale="ratio")
-    rule_holds(Rule("upper", "<", 1.05), res)
+    rule_p_value("upper < 1.05", res)
 
-See ``docs/estimators.md`` for the constructions and conventions.
+:mod:`estimators.vocabulary` defines the words every package shares (scales, methods, the one
+:class:`Rule` type, verdicts, decisions, evidence classes); :mod:`estimators.expressions` parses a
+contrast's text. This package imports no other package of the toolkit (it is the leaf every other
+one may import). See ``docs/estimators.md`` for the constructions and conventions.
 
 The package imports lazily (PEP 562): ``import estimators`` is cheap, and a name's module (and
 numpy / scipy) is loaded on first use, so ``prereg validate`` can ask
@@ -21,6 +31,10 @@ from typing import Any
 _LOCATIONS: dict[str, str] = {
     "DegenerateContrastWarning": "rules",
     "IntervalResult": "_common",
+    "ConfidenceInterval": "_common",
+    "RatioInputWarning": "_common",
+    "compare": "compare",
+    "Comparison": "compare",
     "METHODS": "vocabulary",
     "MIN_BOOTSTRAP_N": "feasibility",
     "ResolutionCheck": "rules",

@@ -13,8 +13,9 @@ Conventions used by every interval function:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+import warnings
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -37,15 +38,28 @@ DEGENERATE_WARNING = (
 )
 
 
+class ConfidenceInterval(NamedTuple):
+    """An interval's ends on the reported scale."""
+
+    low: float
+    high: float
+
+
+class RatioInputWarning(UserWarning):
+    """``scale="ratio"`` contrasts that look like ratios rather than log ratios."""
+
+
 @dataclass(frozen=True)
 class IntervalResult:
     """A two-sided interval for the centre of the block contrasts, on the reported scale.
 
     ``estimate``, ``lower`` and ``upper`` are differences (scale ``difference``) or ratios
-    (scale ``ratio``: exponentiated log-scale values). ``p_value`` is two-sided, against
-    ``null`` (0 for differences, 1 for ratios), and is ``None`` when undefined (degenerate
-    data). ``attained_confidence`` is the exact coverage of a discrete method (``None`` for
-    continuous ones). ``exact`` means the reference distribution was enumerated exactly;
+    (scale ``ratio``: exponentiated log-scale values). ``p_value_vs_null`` is the two-sided test
+    of ``null`` (0 for differences, 1 for ratios) -- not a pass rule's p-value, which is
+    :func:`estimators.rule_p_value` ``(rule, result)`` -- and is ``None`` when undefined (degenerate
+    data). ``contrasts`` keeps the block contrasts (analysis scale) the interval was computed from.
+    ``attained_confidence`` is the exact coverage of a discrete method (``None`` for continuous
+    ones). ``exact`` means the reference distribution was enumerated exactly;
     ``monte_carlo`` that it was sampled (seeded). Bounds may be infinite when the data are
     too few for the requested confidence (stated in ``warnings``), never NaN.
     """
@@ -60,7 +74,7 @@ class IntervalResult:
     attained_confidence: float | None = None
     sidedness: str = "two-sided"
     df: float | None = None
-    p_value: float | None = None
+    p_value_vs_null: float | None = None
     null: float | None = 0.0
     degenerate: bool = False
     exact: bool = False
@@ -68,10 +82,11 @@ class IntervalResult:
     warnings: tuple[str, ...] = ()
     resamples: int | None = None
     seed: int | None = None
+    contrasts: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
-    def confidence_interval(self) -> tuple[float, float]:
-        """``(lower, upper)`` on the reported scale."""
-        return (self.lower, self.upper)
+    def confidence_interval(self) -> ConfidenceInterval:
+        """``(low, high)`` on the reported scale (a named tuple, as in scipy.stats)."""
+        return ConfidenceInterval(self.lower, self.upper)
 
     def analysis_scale(self) -> tuple[float, float, float]:
         """``(estimate, lower, upper)`` on the analysis scale (natural log for ratios)."""
@@ -109,11 +124,26 @@ def check_confidence(confidence: float) -> float:
     return c
 
 
-def check_scale(scale: str) -> str:
-    """``'difference'`` or ``'ratio'``."""
+def check_scale(scale: str, d: NDArray[np.float64] | None = None) -> str:
+    """``'difference'`` or ``'ratio'``; for ``ratio``, warn (:class:`RatioInputWarning`) when the
+    contrasts ``d`` look like ratios rather than the natural-log ratios the methods take."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if scale == "ratio" and d is not None and looks_like_ratios(d):
+        warnings.warn(
+            "scale='ratio' takes natural-log ratios, but every contrast lies in [0.5, 2] and none is "
+            "negative: these look like ratios. Pass np.log(ratios), build them with "
+            "paired_contrast(..., scale='ratio'), or call estimators.compare on the raw values. (Log ratios "
+            "this large mean every block's ratio is between 1.65 and 7.4.)",
+            RatioInputWarning,
+            stacklevel=3,
+        )
     return scale
+
+
+def looks_like_ratios(d: NDArray[np.float64]) -> bool:
+    """All contrasts in [0.5, 2]: plain ratios near 1, not log ratios near 0."""
+    return bool(d.size > 0 and float(np.min(d)) >= 0.5 and float(np.max(d)) <= 2.0)
 
 
 def check_resamples(resamples: int, minimum: int = 100) -> int:
@@ -206,8 +236,9 @@ def degenerate_result(
         n=int(d.size),
         scale=scale,
         df=df,
-        p_value=None,
+        p_value_vs_null=None,
         degenerate=True,
+        contrasts=d,
         warnings=(DEGENERATE_WARNING, *extra_warnings),
         **extra,
     )

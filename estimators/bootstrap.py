@@ -86,8 +86,7 @@ def _indices(
     for k in range(per_word):
         np.right_shift(raw, np.uint64(bits * k), out=fields[k])
         np.bitwise_and(fields[k], mask, out=fields[k])
-    v = fields.ravel()
-    v = v[v < np.uint64(n)].view(np.int64)  # values < n: the same bits as int64
+    v: NDArray[np.int64] = fields.ravel()[fields.ravel() < np.uint64(n)].view(np.int64)  # values < n: the same bits
     if v.size < need:  # rare: top up with a second draw
         v = np.concatenate([v, _indices(bg, n, need - v.size, margin)])
     return v[:need]
@@ -272,7 +271,7 @@ def _interval(
     method = "bca" if bca else "bootstrap"
     d = check_contrasts(d)
     confidence = check_confidence(confidence)
-    check_scale(scale)
+    check_scale(scale, d)
     resamples = check_resamples(resamples)
     n = int(d.size)
     warnings: list[str] = [UNDERCOVER_WARNING] if n < SMALL_N else []
@@ -293,6 +292,7 @@ def _interval(
         levels = [_bca_level(alpha, *params), _bca_level(1.0 - alpha, *params)]
     lower, upper = (float(x) for x in np.quantile(boot, levels))
     return build_result(
+        contrasts=d,
         estimate=float(np.mean(d)),
         lower=lower,
         upper=upper,
@@ -300,7 +300,7 @@ def _interval(
         method=method,
         n=n,
         scale=scale,
-        p_value=two_sided(*_p_values(boot, 0.0, params)),
+        p_value_vs_null=two_sided(*_p_values(boot, 0.0, params)),
         exact=False,
         monte_carlo=True,
         warnings=tuple(warnings),

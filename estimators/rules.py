@@ -70,7 +70,6 @@ from ._common import (
 from .bootstrap import bca_end_bound
 from .contrast import paired_contrast, propagate_bounds
 from .dispatch import check_method, interval, one_sided_p_values
-
 from .vocabulary import MULTIPLICITIES, OPS, QUANTITIES, Rule, RuleError  # noqa: F401 - re-exported
 
 ADJUSTMENTS = MULTIPLICITIES
@@ -172,8 +171,8 @@ def decide_rule(
 
 
 def rule_p_value(
-    rule: Rule,
-    d: ArrayLike,
+    rule: Rule | str,
+    d: ArrayLike | IntervalResult,
     confidence: float = 0.95,
     method: str = "t",
     scale: str = "difference",
@@ -182,11 +181,21 @@ def rule_p_value(
 ) -> float:
     """One-sided p-value of the shifted null implied by ``rule`` (see the module doc).
 
-    ``d`` are the block contrasts on the analysis scale. ``confidence`` is validated but the
-    p-value does not depend on it. For constant contrasts there is nothing to test: a
+    ``d`` are the block contrasts on the analysis scale, or an :class:`IntervalResult`, whose
+    contrasts, method, scale, resamples and seed are then used (``rule_p_value(rule, result)``).
+    ``rule`` may be its text (``"upper < 1.05"``). ``confidence`` is validated but the p-value
+    does not depend on it. For constant contrasts there is nothing to test: a
     :class:`DegenerateContrastWarning` is issued and 0.0 / 1.0 returned according as the rule
     holds on the single value.
     """
+    rule = Rule.parse(rule)
+    if isinstance(d, IntervalResult):
+        if d.contrasts is None:
+            raise ValueError("this IntervalResult carries no contrasts; pass the block contrasts instead")
+        confidence, method, scale = d.confidence, d.method, d.scale
+        resamples = d.resamples if d.resamples is not None else resamples
+        seed = d.seed if d.resamples is not None else seed
+        d = d.contrasts
     arr = check_contrasts(d)
     check_confidence(confidence)
     check_scale(scale)

@@ -141,7 +141,7 @@ def signflip_interval(
     """
     d = check_contrasts(d)
     confidence = check_confidence(confidence)
-    check_scale(scale)
+    check_scale(scale, d)
     n = int(d.size)
     if n > EXACT_MAX_N:
         resamples = check_resamples(resamples)
@@ -163,6 +163,7 @@ def signflip_interval(
         )
     attained = 1.0 - 2.0 * floor_count(alpha * ref.total) / ref.total
     return build_result(
+        contrasts=d,
         estimate=float(np.mean(d)),
         lower=lower,
         upper=upper,
@@ -171,7 +172,7 @@ def signflip_interval(
         n=n,
         scale=scale,
         attained_confidence=attained,
-        p_value=two_sided(*ref.p_values(0.0)),
+        p_value_vs_null=two_sided(*ref.p_values(0.0)),
         exact=ref.exact,
         monte_carlo=not ref.exact,
         warnings=tuple(warnings),

@@ -50,7 +50,7 @@ def t_interval(
     """
     d = check_contrasts(d)
     confidence = check_confidence(confidence)
-    check_scale(scale)
+    check_scale(scale, d)
     n = int(d.size)
     if is_constant(d):
         return degenerate_result(d, confidence, "t", scale, df=float(n - 1))
@@ -58,6 +58,7 @@ def t_interval(
     q = float(special.stdtrit(df, 1.0 - tail_alpha(confidence)))
     p_greater, p_less = t_one_sided(d, 0.0)
     return build_result(
+        contrasts=d,
         estimate=m,
         lower=m - q * se,
         upper=m + q * se,
@@ -66,6 +67,6 @@ def t_interval(
         n=n,
         scale=scale,
         df=float(df),
-        p_value=two_sided(p_greater, p_less),
+        p_value_vs_null=two_sided(p_greater, p_less),
         exact=False,
     )

@@ -49,7 +49,7 @@ EVIDENCE_ORDER: tuple[Evidence, ...] = ("measured", "modeled", "prior", "unmeasu
 def weakest(classes: Iterable[str]) -> str:
     """The weakest evidence class of ``classes`` (a number is as weak as its weakest source;
     unknown names count as the weakest of all)."""
-    return max(classes, key=lambda c: EVIDENCE_ORDER.index(c) if c in EVIDENCE_ORDER else len(EVIDENCE_ORDER))  # type: ignore[arg-type]
+    return max(classes, key=lambda c: EVIDENCE_ORDER.index(c) if c in EVIDENCE_ORDER else len(EVIDENCE_ORDER))
 
 
 def stronger(declared: str, available: str) -> bool:

@@ -171,7 +171,7 @@ def wilcoxon_interval(
     """
     d = check_contrasts(d)
     confidence = check_confidence(confidence)
-    check_scale(scale)
+    check_scale(scale, d)
     n = int(d.size)
     if is_constant(d):
         return degenerate_result(d, confidence, "wilcoxon", scale, exact=True)
@@ -195,6 +195,7 @@ def wilcoxon_interval(
             f"attainable one-sided p-value {2.0 ** -n:.4g} > {alpha:.4g}); the interval is unbounded"
         )
     return build_result(
+        contrasts=d,
         estimate=estimate,
         lower=lower,
         upper=upper,
@@ -203,7 +204,7 @@ def wilcoxon_interval(
         n=n,
         scale=scale,
         attained_confidence=attained,
-        p_value=two_sided(*_p_values(walsh, ref, 0.0)),
+        p_value_vs_null=two_sided(*_p_values(walsh, ref, 0.0)),
         exact=ref.exact,
         warnings=tuple(warnings),
     )

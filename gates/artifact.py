@@ -16,7 +16,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Final, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,7 +24,7 @@ from estimators.vocabulary import AnalysisUnit, Decision, Evidence, Multiplicity
 from prereg.fileio import atomic_write
 from prereg.schema import RuleField
 
-EVALUATION_SCHEMA = "gates/evaluation/v1"
+EVALUATION_SCHEMA: Final = "gates/evaluation/v1"
 MAX_ARTIFACT_BYTES = 256 << 20
 
 Number = Union[float, Literal["Infinity", "-Infinity"]]

@@ -110,7 +110,7 @@ def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     from estimators.vocabulary import weakest
 
     metric = plan.metrics[gate.metric]
-    classes = [metric.evidence]
+    classes: list[str] = [metric.evidence]
     classes += [c for b in blocks for r in b.records.values() if (c := recorded_evidence(r, gate.metric))]
     if metric.signal:
         for block in blocks:
@@ -206,6 +206,8 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     rule = gate.pass_if
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # the gate built these log ratios itself from positive values: the ratio-input guess is moot
+        warnings.simplefilter("ignore", est.RatioInputWarning)
         decision = est.decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
     outcome.result = decision.result
     outcome.p_raw = decision.p_value

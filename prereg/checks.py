@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
-from prereg.expressions import ExpressionError, check_arms
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 
 Problem = tuple[tuple[Any, ...], str]

@@ -199,9 +199,7 @@ def cmd_amend(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Render a lock for a reviewer (or print it as JSON)."""
-    from prereg.lock import verify_lock
-
-    from prereg.lock import renderable
+    from prereg.lock import renderable, verify_lock
 
     lock = _read_lock(args.lock)
     report = verify_lock(lock)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimators.expressions import Contrast
 from estimators.vocabulary import Rule
-from prereg.expressions import Contrast
 
 RATIO_PLAUSIBLE = (0.5, 2.0)
 _MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}

@@ -299,7 +299,7 @@ def verify_chain(lock: dict[str, Any]) -> list[str]:
         times.append(entry.get("amended_at"))
     if not all(isinstance(t, str) for t in times):
         problems.append("missing or malformed timestamps (frozen_at / amended_at)")
-    elif times != sorted(times):
+    elif times != sorted(str(t) for t in times):
         problems.append("timestamps go backwards: frozen_at and amended_at must be in order")
     if lock.get("lock_sha256") != lock_hash(lock):
         problems.append("the lock was edited after it was written (lock_sha256 does not match its content)")

@@ -164,13 +164,13 @@ def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[
         elif kind == "missing":
             msg = f"missing required key {path[-1]!r}" if path else "missing required key"
         elif bad_key is not None:
-            msg = f"invalid name {bad_key!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
+            msg = f"invalid name {bad_key!r}: {_PATTERN_HELP.get(str(e.get('ctx', {}).get('pattern')), msg)}"
             problems.append(_positioned((*path, KEY_MARK), msg, loaded, display=path))
             continue
         elif kind == "string_type" and isinstance(e.get("input"), (int, float, bool)):
             msg = f"{msg} (YAML read {e['input']!r} as a {type(e['input']).__name__}; put the value in quotes)"
         elif kind == "string_pattern_mismatch":
-            msg = f"{e['input']!r}: {_PATTERN_HELP.get(e.get('ctx', {}).get('pattern'), msg)}"
+            msg = f"{e['input']!r}: {_PATTERN_HELP.get(str(e.get('ctx', {}).get('pattern')), msg)}"
         elif path and path[-1] == "confidence" and _looks_like_percent(e.get("input")):
             msg = (f"{e['input']!r} looks like a percentage: confidence is a two-sided level written as a "
                    f"fraction in (0.5, 1), e.g. {e['input'] / 100:g} for {e['input']:g}%")

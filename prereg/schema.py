@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from estimators.expressions import Contrast, parse_contrast
 from estimators.vocabulary import AnalysisUnit, Evidence, Method, Multiplicity, Rule
-from prereg.expressions import Contrast, parse_contrast
 
 SCHEMA_ID = "prereg/v1"
 

@@ -92,11 +92,11 @@ _Resolver.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|nul
 class _Constructor(SafeConstructor):
     """Safe constructor with YAML 1.2 number parsing."""
 
-    def construct_yaml_int(self, node: ScalarNode) -> int:  # type: ignore[override]
+    def construct_yaml_int(self, node: ScalarNode) -> int:
         value = str(self.construct_scalar(node))
         return int(value, 16) if value.lower().startswith("0x") else int(value)
 
-    def construct_yaml_float(self, node: ScalarNode) -> float:  # type: ignore[override]
+    def construct_yaml_float(self, node: ScalarNode) -> float:
         value = str(self.construct_scalar(node)).lower()
         if value.endswith("inf") or value.endswith("nan"):
             raise YamlError(
@@ -107,8 +107,8 @@ class _Constructor(SafeConstructor):
         return float(value)
 
 
-_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.construct_yaml_int)
-_Constructor.add_constructor("tag:yaml.org,2002:float", _Constructor.construct_yaml_float)
+_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.construct_yaml_int)  # type: ignore[type-var]
+_Constructor.add_constructor("tag:yaml.org,2002:float", _Constructor.construct_yaml_float)  # type: ignore[type-var]
 
 
 class _StrictLoader(Reader, Scanner, Parser, Composer, _Constructor, _Resolver):
@@ -123,7 +123,7 @@ class _StrictLoader(Reader, Scanner, Parser, Composer, _Constructor, _Resolver):
         _Resolver.__init__(self)
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         event = self.peek_event()
         line, column = event.start_mark.line + 1, event.start_mark.column + 1
         if self.check_event(AliasEvent):

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from gates.artifact import as_float
 from reports import provenance_text as pt
-from reports.provenance_text import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 from reports.forest import forest_axis, forest_bar
+from reports.provenance_text import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 
 if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
     from gates.artifact import AmendmentSummary, Evaluation, GateResult, RunAccounting

@@ -67,9 +67,9 @@ def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
     run_lines = et.run_lines(ev.runs, limit=None if verbose else 10,
                              collapse_other=bool(ev.other_plan_note) and not verbose)
     runs = Text(run_lines[0])
-    for line in run_lines[1:]:
+    for run_line in run_lines[1:]:
         runs.append("\n")
-        runs.append(line, style="yellow")
+        runs.append(run_line, style="yellow")
     rows.append(("Runs", runs))
     for label, text, alarm in pt.provenance_lines(ev, limit=None if verbose else 5):
         rows.append((label, Text(text, style="bold red" if alarm else "")))

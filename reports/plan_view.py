@@ -7,11 +7,12 @@ turns a lock and its verification report into rich renderables. Words carry ever
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from prereg.direction import is_interaction, ratio_margin_words, rule_means, sides
+from estimators.expressions import parse_contrast
 from estimators.vocabulary import Rule
-from prereg.expressions import parse_contrast
+from prereg.direction import is_interaction, ratio_margin_words, rule_means, sides
 
 _OP_WORDS = {"<": "is below", "<=": "is at most", ">": "is above", ">=": "is at least"}
 EVIDENCE_WORDS = {
@@ -23,8 +24,8 @@ EVIDENCE_WORDS = {
 }
 
 
-def _num(value: float) -> str:
-    return f"{value:g}"
+def _num(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
 
 
 def _pct(value: float) -> str:
@@ -51,12 +52,12 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
             f"[{_num(rule.low)}, {_num(rule.high)}]{unit_text} (equivalence: two one-sided tests at {_pct(alpha)} each)"
         )
     elif rule.quantity == "estimate":
-        text = f"passes if the point estimate of {subject} {_OP_WORDS[rule.op]} {_num(rule.threshold)}{unit_text}"
+        text = f"passes if the point estimate of {subject} {_OP_WORDS[str(rule.op)]} {_num(rule.threshold)}{unit_text}"
     else:
         one_sided = (1 + confidence) / 2
         text = (
             f"passes if the one-sided {_pct(one_sided)} {rule.quantity} bound of {subject} "
-            f"{_OP_WORDS[rule.op]} {_num(rule.threshold)}{unit_text}"
+            f"{_OP_WORDS[str(rule.op)]} {_num(rule.threshold)}{unit_text}"
         )
     if contrast.scale == "ratio":
         text += f" ({ratio_margin_words(rule)})"
@@ -88,7 +89,7 @@ def direction_words(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
         return (f"DECLARED INTENT first_arm_worse: a pass shows {first} is WORSE than {other} "
                 f"({gate['metric']}: {better} is better), on purpose")
     null = 1.0 if contrast.scale == "ratio" else 0.0
-    threshold = float(rule.threshold)
+    threshold = float(rule.threshold if rule.threshold is not None else math.nan)
     worse_is_large = (better == "lower") == (means == "first_arm_better")
     if threshold == null:
         claim = f"{first} is better than {other}"

@@ -22,7 +22,7 @@ class ReplaySensor(Sensor):
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.evidence = "modeled" if trace.evidence == "modeled" else "measured"  # type: ignore[assignment]
+        self.evidence = "modeled" if trace.evidence == "modeled" else "measured"
         self._rows = {name: trace.rows(name, ok_only=False) for name in trace.signals}
         self._status = {name: trace.status[trace.signal == name] for name in trace.signals}
         self._t = int(trace.poll_ns[0]) if trace.poll_ns.size else 0

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from estimators.vocabulary import Rule, RuleError
-from prereg.expressions import ExpressionError, parse_contrast
+from estimators.expressions import ExpressionError, parse_contrast
 
 parse_pass_if = Rule.parse
 

@@ -25,11 +25,10 @@ import math
 import re
 from dataclasses import dataclass
 
-from estimators.vocabulary import Scale
-from prereg.errors import InputError
+from .vocabulary import Scale
 
 
-class ExpressionError(InputError, ValueError):
+class ExpressionError(ValueError):
     """A contrast that does not parse or does not make sense; the message says why."""
 
 
