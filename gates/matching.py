@@ -29,12 +29,13 @@ def stratum_key(plan: Plan, stratum: dict[str, Any]) -> tuple[str, ...] | None:
     """A hashable key for a stratum of ``plan`` (None if it names other factors or levels)."""
     if set(stratum) != set(plan.strata.factors):
         return None
+    known = plan.strata.level_keys
     key = []
-    for factor, levels in plan.strata.factors.items():
-        value = stratum[factor]
-        if level_key(value) not in {level_key(v) for v in levels}:
+    for factor in plan.strata.factors:
+        k = level_key(stratum[factor])
+        if k not in known[factor]:
             return None
-        key.append(level_key(value))
+        key.append(k)
     return tuple(key)
 
 

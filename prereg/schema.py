@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import cached_property
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
@@ -118,6 +119,12 @@ class Strata(_Model):
         description="true: control strata also give pairs to the gates (say why in the hypothesis). Default: "
         "they do not.",
     )
+
+    @cached_property
+    def level_keys(self) -> dict[str, frozenset[str]]:
+        """Factor -> the type-aware keys (:func:`level_key`) of its levels, computed once, so
+        matching a run's levels costs one key per factor, not one per level."""
+        return {name: frozenset(level_key(v) for v in levels) for name, levels in self.factors.items()}
 
     def enumerate(self) -> list[dict[str, Scalar]]:
         """Every stratum as a factor -> level mapping, in the order the levels are written."""
