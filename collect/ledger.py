@@ -44,6 +44,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from prereg.errors import InputError
+
 RECORD_FORMAT = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
 TRACES_DIR = "traces"
@@ -162,7 +164,7 @@ def _serialise(record: RunRecord) -> bytes:
     return canonical_json(data) + b"\n"
 
 
-class DuplicateKey(ValueError):
+class DuplicateKey(InputError, ValueError):
     """A JSON object holding a key twice."""
 
 

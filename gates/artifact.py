@@ -20,6 +20,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from prereg.errors import InputError
 from prereg.fileio import atomic_write
 
 EVALUATION_SCHEMA = "gates/evaluation/v1"
@@ -292,7 +293,7 @@ def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> No
     atomic_write(target, text.encode())
 
 
-class EvaluationError(ValueError):
+class EvaluationError(InputError, ValueError):
     """A file that is not a readable ``gates/evaluation/v1`` artifact."""
 
 

@@ -13,6 +13,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from prereg.errors import InputError
+
 
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """fsync a folder so a rename or creation inside it survives a crash."""
@@ -76,8 +78,17 @@ _PROTECTED_MARKERS = (rb'"record":\s*"collect/run/v1"', rb'"format":\s*"prereg/l
                       rb"(?m)^schema:\s*['\"]?prereg/v1")
 
 
-class OutputRefused(OSError):
-    """An output path the toolkit will not write over (a ledger, lock, plan, trace, device...)."""
+class OutputRefused(InputError, OSError):
+    """An output path the toolkit will not write over (a ledger, lock, plan, trace, device...).
+
+    Both an :class:`~prereg.errors.InputError` (exit 2) and an ``OSError`` (``errno``, ``strerror``,
+    ``filename``), so callers catching either keep working; its message is ``filename: strerror``.
+    """
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
 
 
 def _kind(mode: int) -> str:

@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from prereg.errors import InputError
+
 Status = Literal["ok", "not_supported", "no_permission", "error"]
 Kind = Literal["counter", "gauge"]
 
@@ -72,7 +74,7 @@ class Reading:
     detail: str | None = None
 
 
-class SensorError(Exception):
+class SensorError(InputError):
     """The sensor cannot be opened at all (no driver, no such device, bad spec)."""
 
 

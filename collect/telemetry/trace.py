@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from prereg.errors import InputError
+
 from collect.telemetry.base import Reading, SignalInfo
 
 TRACE_FORMAT = "collect/trace/v1"
@@ -142,7 +144,7 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
     return [polls, meta_path]
 
 
-class TraceError(ValueError):
+class TraceError(InputError, ValueError):
     """A trace that cannot be read."""
 
 
