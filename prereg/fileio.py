@@ -50,6 +50,17 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
     fsync_dir(target.parent)
 
 
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write`); a folder or missing parent is an ``InputError``."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{target}: is a folder, not a file to write")
+    parent = target.parent
+    if not parent.is_dir():
+        raise InputError(f"{parent}: no such folder")
+    atomic_write(target, text.encode("utf-8"))
+
+
 def not_a_readable_file(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as an input file (None when it is a regular file): one clear message."""
     p = Path(path)

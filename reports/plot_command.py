@@ -32,7 +32,7 @@ def _print_paths(title: str, paths: list[Path]) -> None:
 
 
 def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
-    from gates.artifact import EvaluationError, read_evaluation
+    from gates.api import read_evaluation
     from reports import evaluation_text as et
     from reports.evaluation_view import BAR_WIDTH, diagnostics_section, forest_section, gate_table
     from reports.plots import forest_figure, save_figure
@@ -40,10 +40,7 @@ def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
 
     from reports.safe_text import clean_model
 
-    try:
-        ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
-    except EvaluationError as err:
-        raise UserError(str(err)) from None
+    ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
     out = _out_dir(args, source.parent)
     paths = save_figure(forest_figure(ev), out, "forest", args.format)
     _print_paths("forest plot (every gate's interval against its margin and null)", paths)
