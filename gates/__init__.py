@@ -8,11 +8,16 @@ Public Python API (what a notebook calls; see ``docs/api.md``)::
     ev = gates.read_evaluation("runs/evaluation.json")
 
 The package imports lazily (PEP 562): ``import gates`` loads nothing heavy until a name is used.
+``gates.evaluate`` is the function even after the submodule ``gates/evaluate.py`` (the per-gate
+verdicts) is imported: the package never stores a submodule under a public API name (import it as
+``from gates.evaluate import ...`` or ``importlib.import_module("gates.evaluate")``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 _LOCATIONS: dict[str, str] = {
@@ -41,3 +46,15 @@ def __dir__() -> list[str]:
 
 
 __all__ = sorted(_LOCATIONS)
+
+
+class _Package(types.ModuleType):
+    """This package's module type: a submodule import never hides a public API name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LOCATIONS and isinstance(value, types.ModuleType):
+            return  # e.g. gates/evaluate.py: reachable through sys.modules, never as gates.evaluate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

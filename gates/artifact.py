@@ -273,6 +273,18 @@ class Evaluation(_Model):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per gate (``gates.frame.COLUMNS``); needs pandas."""
+        from gates.frame import evaluation_frame
+
+        return evaluation_frame(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rendering: the decision and a table of gates, every value HTML-escaped."""
+        from reports.evaluation_html import evaluation_html  # gates never draws: reports renders
+
+        return evaluation_html(self)
+
 
 def seal_hash(data: dict[str, Any]) -> str:
     """SHA-256 of an artifact's canonical JSON (sorted keys, no whitespace) without ``seal_sha256``."""

@@ -2,8 +2,8 @@
 
 Public Python API (what a notebook calls; see ``docs/api.md``)::
 
-    text = reports.evaluation_markdown(ev, show_blocks=True)   # GitHub-flavoured Markdown
-    html = reports.evaluation_html(ev)                          # what ev._repr_html_() shows
+    text = reports.markdown_report(ev, show_blocks=True)   # GitHub-flavoured Markdown
+    html = reports.html_report(ev)                          # what ev._repr_html_() shows
     reports.render_evaluation(ev)                               # a rich renderable for a console
 
 The package imports lazily (PEP 562): ``import reports`` loads no rich or matplotlib until used.
@@ -15,10 +15,12 @@ import importlib
 from typing import Any
 
 _LOCATIONS: dict[str, str] = {
-    "evaluation_html": "evaluation_html",
-    "evaluation_markdown": "evaluation_markdown",
+    "html_report": "evaluation_html",
+    "markdown_report": "evaluation_markdown",
     "render_evaluation": "evaluation_view",
 }
+#: public names that differ from the function's name in its module (never a submodule's name)
+_NAMES = {"html_report": "evaluation_html", "markdown_report": "evaluation_markdown"}
 
 
 def __getattr__(name: str) -> Any:
@@ -26,7 +28,7 @@ def __getattr__(name: str) -> Any:
     module = _LOCATIONS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(f".{module}", __name__), _NAMES.get(name, name))
     globals()[name] = value
     return value
 
