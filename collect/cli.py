@@ -76,7 +76,7 @@ def _progress(on_tty: bool):  # type: ignore[no-untyped-def]
 
     bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
     task = bar.add_task("runs", total=None)
-    started = []
+    started: list[bool] = []
 
     def update(done: int, total: int) -> None:
         if not started:

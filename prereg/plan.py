@@ -70,13 +70,13 @@ class PlanError(InputError):
     def __str__(self) -> str:
         return self.render()
 
-    @property  # type: ignore[override]
-    def message(self) -> str:
+    @property
+    def message(self) -> str:  # type: ignore[override]
         """Every problem, one line each (at most 20)."""
         return self.render()
 
-    @property  # type: ignore[override]
-    def details(self) -> list[dict[str, Any]]:
+    @property
+    def details(self) -> list[dict[str, Any]]:  # type: ignore[override]
         """Every problem as a JSON-ready object."""
         return [p.to_json() for p in self.problems]
 
