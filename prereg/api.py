@@ -10,7 +10,8 @@ What a notebook calls (re-exported lazily by ``import prereg``)::
 Rules (the ``prereg`` CLI only prints what these return; library callers get the same refusals):
 
 * freezing over an existing lock that locks a different plan is refused (``InputError``, exit 2):
-  a change is recorded with :func:`amend`, never by re-freezing; the same plan is a no-op;
+  a change is recorded with :func:`amend`, never by re-freezing; the same plan is a no-op, unless
+  that lock does not verify (``IntegrityError``, exit 3: it is never reported as "already frozen");
 * amending needs a reason, an existing lock that verifies (else ``IntegrityError``, exit 3) and a
   plan that actually changed; naming a runs folder records whether data already existed
   (``post_data``), and naming one that does not exist is refused;
@@ -107,6 +108,12 @@ def freeze(plan_path: PathLike, lock_path: PathLike | None = None, *, loaded: Lo
             raise InputError(
                 f"{target} already locks a different plan ({str(existing.get('plan_sha256'))[:12]}); "
                 f"re-freezing is refused: record the change with 'prereg amend {plan_path} --reason ...'"
+            )
+        report = verify_lock(existing)
+        if not report.ok:
+            raise IntegrityError(
+                f"{target} locks this plan but does not verify; refusing to use it:\n- "
+                + "\n- ".join(report.differences)
             )
         return _lock_of(target, existing)
     if lock_path is not None:

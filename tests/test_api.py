@@ -57,6 +57,17 @@ def test_freeze_of_a_changed_plan_over_an_existing_lock_is_refused(study: Path) 
     assert lock.path.read_bytes() == before
 
 
+def test_freeze_over_a_tampered_lock_of_the_same_plan_is_an_integrity_failure(study: Path) -> None:
+    lock = prereg.freeze(study)
+
+    def backdate(data: dict) -> None:
+        data["frozen_at"] = "2001-01-01T00:00:00Z"
+
+    _rewrite(lock.path, backdate)
+    with pytest.raises(IntegrityError, match="does not verify"):
+        prereg.freeze(study)
+
+
 def test_load_lock_of_a_tampered_lock_raises_integrity_error(study: Path) -> None:
     lock = prereg.freeze(study)
 
