@@ -71,14 +71,22 @@ class PlanError(InputError):
         return self.render()
 
     @property
-    def message(self) -> str:  # type: ignore[override]
+    def message(self) -> str:
         """Every problem, one line each (at most 20)."""
         return self.render()
 
+    @message.setter
+    def message(self, value: str) -> None:  # derived from ``problems``: nothing to store
+        pass
+
     @property
-    def details(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    def details(self) -> Any:
         """Every problem as a JSON-ready object."""
         return [p.to_json() for p in self.problems]
+
+    @details.setter
+    def details(self, value: Any) -> None:  # derived from ``problems``: nothing to store
+        pass
 
     def render(self, limit: int = 20) -> str:
         """One line per problem: ``file:line:col: field: message``."""
