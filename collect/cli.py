@@ -111,10 +111,7 @@ def cmd_churn(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
-    from collect.telemetry.base import SensorError
-    from collect.telemetry.registry import open_sensor
-    from collect.telemetry.probe import probe_json, probe_sentence, probe_trace
-    from collect.telemetry.recorder import Recorder
+    from collect.telemetry.probe import probe_json, probe_sensor, probe_sentence
 
     for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
                                    ("--window-s", args.window_s, 0.001, 3600.0)):
@@ -122,21 +119,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
     if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
         raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
-    try:
-        sensor = open_sensor(args.sensor)
-    except SensorError as err:
-        raise UserError(f"cannot open sensor {args.sensor!r}: {err}") from None
-    with sensor:
-        wanted = list(args.signal) if args.signal else list(sensor.signals())
-        try:
-            readable = [s for s in wanted if s not in sensor.unavailable]
-            recorder = Recorder(sensor, readable, args.poll_ms, spec=args.sensor)
-        except KeyError as err:
-            raise UserError(str(err).strip('"')) from None
-        with recorder, recorder.phase("probe"):
-            recorder.advance(args.seconds * 1000)
-        unavailable = {s: r for s, r in sensor.unavailable.items() if s in wanted}
-        probes = probe_trace(recorder.trace(), unavailable, args.window_s)
+    probes = probe_sensor(args.sensor, args.poll_ms, args.seconds, args.window_s, args.signal)
     if args.json:
         emit_json(probe_json(probes, args.sensor, args.seconds))
     else:
