@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from collect.telemetry.base import open_sensor
+from collect.telemetry.registry import open_sensor
 from collect.telemetry.recorder import Recorder
 
 

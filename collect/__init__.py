@@ -1,1 +1,48 @@
-"""Producing runs: collectors, telemetry sensors and samplers, the run ledger, the ``collect`` CLI."""
+"""Producing runs: collectors, telemetry sensors and samplers, the run ledger, the ``collect`` CLI.
+
+Public Python API (what a notebook calls; see ``docs/api.md``)::
+
+    summary = collect.run_plan(lock, "runs/", jobs=4)          # lock: a prereg.Lock or a lock path
+    records = collect.import_table(lock, "runs.csv", "runs/")
+    ledger = collect.read_ledger("runs/")
+    with collect.open_sensor("sim:clock=virtual") as sensor: ...
+
+The package imports lazily (PEP 562): ``import collect`` loads nothing heavy until a name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LOCATIONS: dict[str, str] = {
+    "COLLECTORS": "engine",
+    "EngineError": "engine",
+    "ImportProblem": "importer",
+    "Ledger": "ledger",
+    "RunRecord": "ledger",
+    "RunSummary": "engine",
+    "SENSORS": "telemetry.registry",
+    "import_table": "api",
+    "ledger_head": "api",
+    "open_sensor": "telemetry.registry",
+    "read_ledger": "api",
+    "run_plan": "api",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``name`` from its module on first use."""
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LOCATIONS))
+
+
+__all__ = sorted(_LOCATIONS)

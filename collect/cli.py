@@ -2,6 +2,8 @@
 
 Subcommands: ``run`` (execute a frozen plan), ``import`` (runs made elsewhere), ``probe`` (what a
 telemetry sensor can resolve), ``churn`` (the checkpoint-interval table).
+Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
+is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
 Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad input or usage,
 3 the lock does not verify.
 """
@@ -13,92 +15,46 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.clikit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 MAX_POLLS = 1_000_000  # collect probe: polls in one probe
 
 
 
-def load_verified_lock(path: str) -> tuple[dict[str, Any], Any]:
-    """Read a lock that verifies, and its plan model; a broken lock is an integrity failure (exit 3)."""
-    from prereg.lock import LockError, read_lock, verify_lock
-    from prereg.plan import plan_from_canonical
-
-    try:
-        lock = read_lock(path)
-    except LockError as err:
-        raise UserError(str(err)) from None
-    report = verify_lock(lock)
-    if not report.ok:
-        raise UserError(
-            f"{path} does not verify; refusing to use it:\n- " + "\n- ".join(report.differences),
-            exit_code=EXIT_INTEGRITY,
-        )
-    return lock, plan_from_canonical(lock["plan"])
-
-
 def cmd_import(args: argparse.Namespace) -> int:
-    """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl."""
-    from collect.importer import ImportProblem, import_table
+    """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl (``collect.api.import_table``)."""
+    from collect.api import import_table, ledger_head
+    from prereg.api import load_lock
 
-    from prereg.fileio import not_a_readable_file
-
-    lock, plan = load_verified_lock(args.lock)
-    table = Path(args.file)
-    problem = not_a_readable_file(table)
-    if problem:
-        raise UserError(problem)
+    lock = load_lock(args.lock)
     runs = Path(args.out)
-    if runs.exists() and not runs.is_dir():
-        raise UserError(f"{runs}: exists and is not a folder")
     skipped: list[str] = []
-    try:
-        records = import_table(table, plan, lock["plan_sha256"], runs, skipped)
-    except ImportProblem as err:
-        raise UserError(
-            f"{table}: nothing imported; the table does not fit the plan:\n" + "\n".join(err.errors),
-            details=err.errors,
-        ) from None
+    records = import_table(lock, args.file, runs, skipped)
     head = ledger_head(runs)
     if args.json:
         emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),
                    "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
-                   "prereg_sha256": lock["plan_sha256"], "run_ids": [r.run_id for r in records]})
+                   "prereg_sha256": lock.plan_sha256, "run_ids": [r.run_id for r in records]})
     else:
         already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
-        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock['plan_sha256'][:12]}"
+        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
               f"{already}\nledger head sha256 {head}")
     return EXIT_OK
 
 
-def ledger_head(runs: Path) -> str | None:
-    """The ledger's head hash (to publish when collection ends)."""
-    from collect.ledger import read_ledger, verify_chain
-
-    return verify_chain(read_ledger(runs), check_traces=False).head
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    """Execute every run of a frozen plan not yet complete in RUNS, appending each to the ledger."""
+    """Execute every run of a frozen plan not yet complete in RUNS (``collect.api.run_plan``)."""
     import sys
 
-    from collect.engine import EngineError, expand_plan, run_plan
+    from collect.api import ledger_head, run_plan
 
-    from collect.engine import check_jobs
-
-    lock, plan = load_verified_lock(args.lock)
     runs = Path(args.out)
-    if runs.exists() and not runs.is_dir():
-        raise UserError(f"{runs}: exists and is not a folder")
+    progress, finish = _progress(sys.stderr.isatty() and not args.json)
     try:
-        check_jobs(args.jobs, args.executor)
-        expand_plan(plan, lock["plan_sha256"])  # every parameter checked before anything runs
-        progress, finish = _progress(sys.stderr.isatty() and not args.json)
-        summary = run_plan(plan, lock["plan_sha256"], runs, args.jobs, args.executor, progress)
+        summary = run_plan(args.lock, runs, args.jobs, args.executor, progress)
+    finally:
         finish()
-    except EngineError as err:
-        raise UserError(str(err)) from None
     head = ledger_head(runs)
     if args.json:
         emit_json({"ok": summary.failed == 0, "planned": summary.planned, "skipped": summary.skipped,
@@ -111,16 +67,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _progress(on_tty: bool) -> tuple[Any, Any]:
-    """A rich progress bar on a TTY, nothing otherwise: (update(done, total), finish())."""
+    """A rich progress bar on a TTY, nothing otherwise: (update(done, total), finish()).
+
+    The bar starts at the first update, so a plan refused before any run leaves no bar behind.
+    """
     if not on_tty:
         return None, lambda: None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
-    bar.start()
     task = bar.add_task("runs", total=None)
+    started: list[bool] = []
 
     def update(done: int, total: int) -> None:
+        if not started:
+            bar.start()
+            started.append(True)
         bar.update(task, completed=done, total=total)
 
     return update, bar.stop
@@ -150,9 +118,7 @@ def cmd_churn(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
-    from collect.telemetry.base import SensorError, open_sensor
-    from collect.telemetry.probe import probe_json, probe_sentence, probe_trace
-    from collect.telemetry.recorder import Recorder
+    from collect.telemetry.probe import probe_json, probe_sensor, probe_sentence
 
     for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
                                    ("--window-s", args.window_s, 0.001, 3600.0)):
@@ -160,21 +126,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
     if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
         raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
-    try:
-        sensor = open_sensor(args.sensor)
-    except SensorError as err:
-        raise UserError(f"cannot open sensor {args.sensor!r}: {err}") from None
-    with sensor:
-        wanted = list(args.signal) if args.signal else list(sensor.signals())
-        try:
-            readable = [s for s in wanted if s not in sensor.unavailable]
-            recorder = Recorder(sensor, readable, args.poll_ms, spec=args.sensor)
-        except KeyError as err:
-            raise UserError(str(err).strip('"')) from None
-        with recorder, recorder.phase("probe"):
-            recorder.advance(args.seconds * 1000)
-        unavailable = {s: r for s, r in sensor.unavailable.items() if s in wanted}
-        probes = probe_trace(recorder.trace(), unavailable, args.window_s)
+    probes = probe_sensor(args.sensor, args.poll_ms, args.seconds, args.window_s, args.signal)
     if args.json:
         emit_json(probe_json(probes, args.sensor, args.seconds))
     else:

@@ -36,6 +36,7 @@ from collect.collectors.base import Collector, ParamError, RunContext, check_par
 from collect.ledger import TRACES_DIR, LedgerAppender, RunRecord, read_ledger
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
+from prereg.errors import InputError
 from prereg.lock import environment_info, utc_now
 from prereg.plan import canonical_bytes
 from prereg.schema import Plan
@@ -48,7 +49,7 @@ COLLECTORS = {
 BLOCKING_FACTORS = ("seed", "block")
 
 
-class EngineError(ValueError):
+class EngineError(InputError, ValueError):
     """A plan the engine cannot run (unknown collector, bad parameters, metrics it cannot produce)."""
 
 

@@ -42,7 +42,14 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from collect.ledger import RunRecord, TelemetrySummary, append_records, encode_metric, read_ledger
+from collect.ledger import (
+    RunRecord,
+    TelemetrySummary,
+    append_records,
+    encode_metric,
+    read_ledger,
+)
+from prereg.errors import InputError
 from prereg.plan import canonical_bytes
 from prereg.schema import Plan, level_key
 
@@ -53,7 +60,7 @@ MAX_TABLE_BYTES = 64 << 20
 MAX_ROWS = 100_000
 
 
-class CellError(ValueError):
+class CellError(InputError, ValueError):
     """A cell that does not fit, attributed to its column (so repeats can be said once)."""
 
     def __init__(self, column: str, message: str) -> None:
@@ -61,11 +68,15 @@ class CellError(ValueError):
         self.column = column
 
 
-class ImportProblem(ValueError):
-    """The table does not fit the plan; ``errors`` name each offending row (1-based data rows)."""
+class ImportProblem(InputError, ValueError):
+    """The table does not fit the plan; ``errors`` name each offending row (1-based data rows).
 
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("\n".join(errors))
+    With ``table`` the message names it and says nothing was imported (what ``collect import`` prints).
+    """
+
+    def __init__(self, errors: list[str], table: str | None = None) -> None:
+        head = f"{table}: nothing imported; the table does not fit the plan:\n" if table is not None else ""
+        super().__init__(head + "\n".join(errors), details=errors if table is not None else None)
         self.errors = errors
 
 

@@ -45,6 +45,7 @@ from typing import Annotated, Any, Final, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from estimators.vocabulary import Evidence
+from prereg.errors import InputError
 
 RECORD_FORMAT: Final = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
@@ -163,7 +164,7 @@ def _serialise(record: RunRecord) -> bytes:
     return canonical_json(data) + b"\n"
 
 
-class DuplicateKey(ValueError):
+class DuplicateKey(InputError, ValueError):
     """A JSON object holding a key twice."""
 
 

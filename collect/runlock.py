@@ -30,12 +30,19 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from prereg.errors import InputError
+
 LOCK_NAME = ".collect.lock"
 _held: dict[str, int] = {}  # folder -> descriptor held by this process
 
 
-class RunsBusy(OSError):
-    """Another live process holds the runs folder's lock."""
+class RunsBusy(InputError, OSError):
+    """Another live process holds the runs folder's lock (exit 2; also an ``OSError``: ``filename: strerror``)."""
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
 
 
 def lock_path(runs_dir: str | os.PathLike[str]) -> Path:

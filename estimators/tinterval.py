@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special  # stdtr / stdtrit: Student t CDF and quantile (scipy.stats is slow to import)
+from scipy import (
+    special,  # stdtr / stdtrit: Student t CDF and quantile (scipy.stats is slow to import)
+)
 
 from ._common import (
     IntervalResult,

@@ -1,1 +1,44 @@
-"""Matching runs to the plan, invalidators, verdicts, the decision and the ``gates`` CLI."""
+"""Matching runs to the plan, invalidators, verdicts, the decision and the ``gates`` CLI.
+
+Public Python API (what a notebook calls; see ``docs/api.md``)::
+
+    ev = gates.evaluate(lock, "runs/")          # -> gates.Evaluation (nothing written unless out=...)
+    ev.decision; ev.to_frame()                  # one row per gate; ev renders as HTML in Jupyter
+    gates.write_evaluation("evaluation.json", ev)
+    ev = gates.read_evaluation("runs/evaluation.json")
+
+The package imports lazily (PEP 562): ``import gates`` loads nothing heavy until a name is used.
+The per-gate verdicts and the decision are computed in :mod:`gates.verdicts`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LOCATIONS: dict[str, str] = {
+    "Evaluation": "artifact",
+    "EvaluationError": "artifact",
+    "GateResult": "artifact",
+    "LedgerTampered": "integrity",
+    "evaluate": "api",
+    "read_evaluation": "api",
+    "write_evaluation": "api",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load ``name`` from its module on first use."""
+    module = _LOCATIONS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LOCATIONS))
+
+
+__all__ = sorted(_LOCATIONS)

@@ -20,7 +20,15 @@ from typing import Any, Final, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from estimators.vocabulary import AnalysisUnit, Decision, Evidence, Multiplicity, Scale, Verdict
+from estimators.vocabulary import (
+    AnalysisUnit,
+    Decision,
+    Evidence,
+    Multiplicity,
+    Scale,
+    Verdict,
+)
+from prereg.errors import InputError
 from prereg.fileio import atomic_write
 from prereg.schema import RuleField
 
@@ -271,6 +279,20 @@ class Evaluation(_Model):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per gate (``gates.frame.COLUMNS``); needs pandas."""
+        from gates.frame import evaluation_frame
+
+        return evaluation_frame(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rendering: the decision and a table of gates, every value HTML-escaped."""
+        from reports.evaluation_html import (
+            evaluation_html,  # gates never draws: reports renders
+        )
+
+        return evaluation_html(self)
+
 
 def seal_hash(data: dict[str, Any]) -> str:
     """SHA-256 of an artifact's canonical JSON (sorted keys, no whitespace) without ``seal_sha256``."""
@@ -291,7 +313,7 @@ def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> No
     atomic_write(target, text.encode())
 
 
-class EvaluationError(ValueError):
+class EvaluationError(InputError, ValueError):
     """A file that is not a readable ``gates/evaluation/v1`` artifact."""
 
 

@@ -21,12 +21,17 @@ from gates.artifact import (
     encode_number,
     encode_value,
 )
-from gates.evaluate import GateOutcome, decide, evaluate_gates, gate_blocks
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.matching import block_label, match_ledger
-from gates.provenance import check_plan_yaml, check_predecessors, other_plan_note, predecessor_refusal
+from gates.provenance import (
+    check_plan_yaml,
+    check_predecessors,
+    other_plan_note,
+    predecessor_refusal,
+)
 from gates.timeorder import check_time_order
+from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg._version import __version__
 from prereg.lock import genesis_hash, utc_now
 from prereg.schema import Plan

@@ -1,5 +1,7 @@
 """The ``gates`` console script: ``gates evaluate LOCK RUNS``.
 
+Argparse + one call of :func:`gates.api.evaluate` + printing (the report is drawn by ``reports``).
+
 Exit codes: 0 supported, 1 not supported, 3 refused (or the lock does not verify), 2 bad input or
 usage (one clear message, never a traceback), 4 internal error.
 """
@@ -10,90 +12,52 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.clikit import (
+    EXIT_INTEGRITY,
+    EXIT_NOT_SUPPORTED,
+    EXIT_OK,
+    ArgumentParser,
+    emit_json,
+    run_main,
+)
 
-EXIT_NOT_SUPPORTED = 1
 DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "refused": EXIT_INTEGRITY}
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """Evaluate every gate of a verified lock on a runs folder; write and print the report."""
-    from collect.cli import load_verified_lock
-    from collect.ledger import read_ledger
-    from gates.artifact import is_evaluation_file, sealed, write_evaluation
-    from gates.assemble import build_evaluation
-    from gates.integrity import LedgerTampered
-    from prereg.fileio import check_output
+    """Evaluate every gate of a verified lock on a runs folder (``gates.api.evaluate``); write and print the report."""
+    from gates.api import evaluate
+    from prereg.fileio import write_text_atomically
 
-    lock, plan = load_verified_lock(args.lock)
-    if args.plan_version is not None:
-        from gates.provenance import lock_as_of
-        from prereg.plan import plan_from_canonical
-
-        try:
-            lock = lock_as_of(lock, args.plan_version)
-        except ValueError as err:
-            raise UserError(f"{args.lock}: {err}") from None
-        plan = plan_from_canonical(lock["plan"])
-    runs = _runs_folder(Path(args.runs), args.lock)
-    out = Path(args.out) if args.out else runs / "evaluation.json"
-    check_output(out, args.force, is_evaluation_file)  # before anything is computed or written
+    out = Path(args.out) if args.out else Path(args.runs) / "evaluation.json"
+    also = []
     if args.markdown:
         from reports.evaluation_markdown import is_evaluation_markdown
 
-        check_output(Path(args.markdown), args.force, is_evaluation_markdown)
-    try:
-        evaluation = build_evaluation(lock, plan, read_ledger(runs), Path(args.lock))
-    except LedgerTampered as err:
-        raise UserError(f"{err}:\n- " + "\n- ".join(err.problems[:50]), exit_code=EXIT_INTEGRITY,
-                        details=err.problems) from None
-    evaluation = sealed(evaluation)
-    write_evaluation(out, evaluation)
+        also.append((Path(args.markdown), is_evaluation_markdown))
+    evaluation = evaluate(args.lock, args.runs, plan_version=args.plan_version, out=out, force=args.force,
+                          also_writes=also)
     if args.markdown:
         from reports.evaluation_view import evaluation_markdown
-
-        from reports.cli import write_text_atomically
 
         write_text_atomically(Path(args.markdown), evaluation_markdown(evaluation, show_blocks=args.blocks))
     if args.json:
         emit_json(evaluation.model_dump(mode="json", by_alias=True))
     else:
+        import textwrap
+
+        from gates.integrity import chain_sentence
         from reports.evaluation_view import render_evaluation
         from reports.terminal import make_console
 
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks, verbose=args.verbose))
         print(f"evaluation written to {out}")
-        from gates.integrity import chain_sentence
-
-        import textwrap
-
         led = evaluation.ledger
         words = chain_sentence(led.chain, None, led.unchained)
         print(textwrap.fill(f"ledger {words}", 80))
         if led.head_sha256:
             print(f"ledger head sha256:\n{led.head_sha256}")
     return DECISION_EXIT[evaluation.decision]
-
-
-def _runs_folder(runs: Path, lock: str) -> Path:
-    """RUNS as a folder holding ledger.jsonl; anything else gets a message saying what is expected."""
-    from collect.ledger import LEDGER_NAME, ledger_path
-
-    if runs.is_file() and runs.name == LEDGER_NAME:
-        raise UserError(f"{runs}: gates evaluate expects the runs folder, not the ledger file: "
-                        f"gates evaluate {lock} {runs.parent}")
-    if runs.is_file() and runs.name.lower().endswith((".csv", ".csv.gz", ".jsonl", ".ndjson", ".parquet")):
-        raise UserError(f"{runs}: is a table of runs, but gates evaluate expects a runs folder holding ledger.jsonl; "
-                        f"import the table first: collect import {runs} --lock {lock} --out RUNS, then "
-                        f"gates evaluate {lock} RUNS")
-    if runs.is_file():
-        raise UserError(f"{runs}: is a file; gates evaluate expects a runs folder holding ledger.jsonl "
-                        "(written by 'collect run' or 'collect import')")
-    if not runs.is_dir():
-        raise UserError(f"{runs}: no such runs folder")
-    if not ledger_path(runs).is_file():
-        raise UserError(f"{runs}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
-    return runs
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,15 +9,23 @@ detected; a chain that is present but does not verify is never evaluated.
 from __future__ import annotations
 
 from collect.ledger import ChainReport, Ledger, verify_chain
+from prereg.errors import IntegrityError
 
 
-class LedgerTampered(ValueError):
-    """The ledger's chain does not verify: ``problems`` name each record that does not fit."""
+class LedgerTampered(IntegrityError, ValueError):
+    """The ledger's chain does not verify (exit 3): ``problems`` name each record that does not fit.
+
+    The message lists the first 50 problems; ``details`` holds all of them.
+    """
 
     def __init__(self, ledger: Ledger, report: ChainReport) -> None:
         self.path = ledger.path
         self.problems = report.problems
-        super().__init__(f"{ledger.path}: the hash chain does not verify; refusing the decision")
+        super().__init__(
+            f"{ledger.path}: the hash chain does not verify; refusing the decision:\n- "
+            + "\n- ".join(report.problems[:50]),
+            details=report.problems,
+        )
 
 
 def check_ledger(ledger: Ledger) -> ChainReport:

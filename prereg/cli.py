@@ -1,7 +1,8 @@
 """The ``prereg`` console script: init, validate, freeze, verify, amend, show, schema.
 
-A thin shell over :mod:`prereg.plan` and :mod:`prereg.lock`; heavy modules are imported inside the
-handlers so ``prereg --help`` starts instantly. Exit codes: 0 ok, 2 bad input or usage, 3 integrity
+Argparse + one call of the library (:mod:`prereg.api`, :mod:`prereg.plan`, :mod:`prereg.lock`) + printing:
+the integrity rules (no re-freezing a changed plan, no amending a broken lock) live in
+:mod:`prereg.api`. Heavy modules are imported inside the handlers so ``prereg --help`` starts instantly. Exit codes: 0 ok, 2 bad input or usage, 3 integrity
 failure (a lock that does not verify), 4 internal error.
 """
 
@@ -13,25 +14,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
+from prereg.clikit import (
+    EXIT_INTEGRITY,
+    EXIT_OK,
+    ArgumentParser,
+    UserError,
+    emit_json,
+    run_main,
+    safe,
+)
 
 
 def _load(path: str) -> Any:
-    from prereg.plan import PlanError, load_plan
+    from prereg.plan import load_plan
 
-    try:
-        return load_plan(path)
-    except PlanError as err:
-        raise UserError(err.render(), details=[p.to_json() for p in err.problems]) from None
-
-
-def _read_lock(path: str) -> dict[str, Any]:
-    from prereg.lock import LockError, read_lock
-
-    try:
-        return read_lock(path)
-    except LockError as err:
-        raise UserError(str(err)) from None
+    return load_plan(path)
 
 
 def _warnings(loaded: Any) -> list[str]:
@@ -87,59 +84,30 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_freeze(args: argparse.Namespace) -> int:
-    """Validate, canonicalise, hash and lock a plan."""
-    from prereg.lock import build_lock, default_lock_path, write_lock
+    """Validate, canonicalise, hash and lock a plan (``prereg.api.freeze``: a changed plan is refused)."""
+    from prereg.api import freeze
+    from prereg.lock import default_lock_path
 
     loaded = _load(args.file)
     for line in _warnings(loaded):
         print(line, file=sys.stderr)
-    lock_path = Path(args.output) if args.output else default_lock_path(args.file)
-    if lock_path.exists():
-        existing = _read_lock(str(lock_path))
-        if existing.get("plan_sha256") != loaded.plan_sha256:
-            raise UserError(
-                f"{lock_path} already locks a different plan ({str(existing.get('plan_sha256'))[:12]}); "
-                f"re-freezing is refused: record the change with 'prereg amend {args.file} --reason ...'"
-            )
-        status, frozen_at = "already frozen (unchanged)", existing.get("frozen_at")
-    else:
-        if args.output:
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-        elif not lock_path.parent.is_dir():  # pragma: no cover - the YAML's own folder exists
-            raise UserError(f"{lock_path.parent}: no such folder for the lock")
-        lock = build_lock(loaded, args.file)
-        write_lock(lock_path, lock)
-        status, frozen_at = "frozen", lock["frozen_at"]
+    existed = (Path(args.output) if args.output else default_lock_path(args.file)).exists()
+    lock = freeze(args.file, args.output, loaded=loaded)
+    status = "already frozen (unchanged)" if existed else "frozen"
     if args.json:
-        emit_json({"ok": True, "status": status, "lock": str(lock_path), "plan_sha256": loaded.plan_sha256,
-                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": frozen_at})
+        emit_json({"ok": True, "status": status, "lock": str(lock.path), "plan_sha256": loaded.plan_sha256,
+                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at})
     else:
-        print(f"{status}: {lock_path}")
+        print(f"{status}: {lock.path}")
         print(f"plan sha256 {loaded.plan_sha256}")
     return EXIT_OK
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Check a lock's hashes and chain, and that its YAML (given or beside it) still matches."""
-    from prereg.lock import verify_lock, yaml_beside
+    from prereg.api import verify
 
-    lock = _read_lock(args.lock)
-    yaml_path = args.yaml or yaml_beside(args.lock)
-    yaml_plan = None
-    yaml_problem = None
-    if yaml_path is not None:
-        from prereg.plan import PlanError, load_plan
-
-        if args.yaml and not Path(args.yaml).is_file():
-            raise UserError(f"{args.yaml}: no such file")
-        try:
-            yaml_plan = load_plan(yaml_path)
-        except PlanError as err:
-            yaml_problem = f"{yaml_path} no longer validates as a plan:\n{err.render(limit=5)}"
-    report = verify_lock(lock, yaml_plan)
-    if yaml_problem:
-        report.ok = False
-        report.differences.append(yaml_problem)
+    report = verify(args.lock, args.yaml or None)
     if args.json:
         emit_json({**report.to_json(), "lock": args.lock})
     elif report.ok:
@@ -157,39 +125,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_amend(args: argparse.Namespace) -> int:
-    """Record a changed plan as a new version of its lock, with the reason and whether data existed."""
-    from prereg.lock import amend_lock, default_lock_path, runs_info, verify_lock, write_lock
+    """Record a changed plan as a new version of its lock (``prereg.api.amend``: a broken lock is refused)."""
+    from prereg.api import amend
 
-    reason = (args.reason or "").strip()
-    if not reason:
-        raise UserError("--reason must say why the plan changes")
-    lock_path = Path(args.lock) if args.lock else default_lock_path(args.file)
-    if not lock_path.exists():
-        raise UserError(f"{lock_path}: no lock to amend; freeze the plan first ('prereg freeze {args.file}')")
-    lock = _read_lock(str(lock_path))
-    report = verify_lock(lock)
-    if not report.ok:
-        raise UserError(
-            f"{lock_path} does not verify; refusing to amend a broken chain:\n- " + "\n- ".join(report.differences),
-            exit_code=EXIT_INTEGRITY,
-        )
-    loaded = _load(args.file)
-    if loaded.plan_sha256 == lock["plan_sha256"]:
-        raise UserError(f"{args.file} canonicalises to the locked plan: nothing to amend")
-    runs = None
-    if args.runs is not None:
-        if not Path(args.runs).is_dir():
-            raise UserError(f"{args.runs}: no such runs folder")
-        runs = runs_info(args.runs)
-    new_lock = amend_lock(lock, loaded, args.file, reason, runs)
-    write_lock(lock_path, new_lock)
-    entry = new_lock["amendments"][-1]
+    lock = amend(args.file, args.lock, args.reason, args.runs)
+    entry = lock.data["amendments"][-1]
     if args.json:
-        emit_json({"ok": True, "lock": str(lock_path), **{k: entry[k] for k in (
+        emit_json({"ok": True, "lock": str(lock.path), **{k: entry[k] for k in (
             "version", "parent_plan_sha256", "plan_sha256", "post_data", "runs_checked", "changed", "amended_at")}})
     else:
         flag = " POST-DATA" if entry["post_data"] else ""
-        print(f"amended{flag}: {lock_path} is now version {entry['version']}")
+        print(f"amended{flag}: {lock.path} is now version {entry['version']}")
         print(f"plan sha256 {entry['parent_plan_sha256'][:12]} -> {entry['plan_sha256']}")
         print(f"changed: {safe(', '.join(entry['changed']))}")
         if not entry["runs_checked"]:
@@ -199,19 +145,17 @@ def cmd_amend(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Render a lock for a reviewer (or print it as JSON)."""
-    from prereg.lock import renderable, verify_lock
+    from prereg.lock import read_lock, renderable, verify_lock
 
-    lock = _read_lock(args.lock)
+    lock = read_lock(args.lock)
     report = verify_lock(lock)
     if not renderable(lock):
         if args.json:
             emit_json({"lock": lock, "verification": report.to_json(), "sentences": None})
         else:
             print(f"{args.lock}: INTEGRITY FAILURE; the plan is too damaged to show", file=sys.stderr)
-            from reports.safe_text import clean
-
             for diff in report.differences:
-                print(f"- {clean(diff)}", file=sys.stderr)
+                print(f"- {safe(diff)}", file=sys.stderr)
         return EXIT_INTEGRITY
     from prereg.plan import canonical_plan, plan_from_canonical
 

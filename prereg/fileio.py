@@ -13,6 +13,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from prereg.errors import InputError
+
 
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """fsync a folder so a rename or creation inside it survives a crash."""
@@ -48,6 +50,17 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
     fsync_dir(target.parent)
 
 
+def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write`); a folder or missing parent is an ``InputError``."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{target}: is a folder, not a file to write")
+    parent = target.parent
+    if not parent.is_dir():
+        raise InputError(f"{parent}: no such folder")
+    atomic_write(target, text.encode("utf-8"))
+
+
 def not_a_readable_file(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as an input file (None when it is a regular file): one clear message."""
     p = Path(path)
@@ -76,8 +89,17 @@ _PROTECTED_MARKERS = (rb'"record":\s*"collect/run/v1"', rb'"format":\s*"prereg/l
                       rb"(?m)^schema:\s*['\"]?prereg/v1")
 
 
-class OutputRefused(OSError):
-    """An output path the toolkit will not write over (a ledger, lock, plan, trace, device...)."""
+class OutputRefused(InputError, OSError):
+    """An output path the toolkit will not write over (a ledger, lock, plan, trace, device...).
+
+    Both an :class:`~prereg.errors.InputError` (exit 2) and an ``OSError`` (``errno``, ``strerror``,
+    ``filename``), so callers catching either keep working; its message is ``filename: strerror``.
+    """
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
 
 
 def _kind(mode: int) -> str:

@@ -45,6 +45,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from prereg._version import __version__
+from prereg.errors import InputError
 from prereg.fileio import atomic_write
 from prereg.lock_schema import LockFile
 from prereg.plan import (
@@ -63,7 +64,7 @@ LEDGER_NAME = "ledger.jsonl"  # the run ledger's file name (its format is owned 
 _MAX_LOCK_BYTES = 64 << 20
 
 
-class LockError(Exception):
+class LockError(InputError):
     """A file that is not a readable lock (exit 2), as opposed to a lock that fails verification."""
 
 

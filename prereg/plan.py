@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from prereg.checks import check_plan
+from prereg.errors import InputError
 from prereg.schema import Plan
 from prereg.yamlsafe import KEY_MARK, MAX_BYTES, LoadedYaml, YamlError, load_yaml
 
@@ -56,14 +57,36 @@ class Problem:
 
 
 @dataclass
-class PlanError(Exception):
-    """A plan that cannot be accepted; ``problems`` lists every problem found."""
+class PlanError(InputError):
+    """A plan that cannot be accepted (exit 2); ``problems`` lists every problem found.
+
+    Its ``message`` is :meth:`render` (every problem with its line), its ``details`` the problems
+    as JSON objects: what ``run_main`` prints and puts in a ``--json`` error.
+    """
 
     source: str
     problems: list[Problem] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.render()
+
+    @property
+    def message(self) -> str:
+        """Every problem, one line each (at most 20)."""
+        return self.render()
+
+    @message.setter
+    def message(self, value: str) -> None:  # derived from ``problems``: nothing to store
+        pass
+
+    @property
+    def details(self) -> Any:
+        """Every problem as a JSON-ready object."""
+        return [p.to_json() for p in self.problems]
+
+    @details.setter
+    def details(self, value: Any) -> None:  # derived from ``problems``: nothing to store
+        pass
 
     def render(self, limit: int = 20) -> str:
         """One line per problem: ``file:line:col: field: message``."""

@@ -32,6 +32,8 @@ from yaml.reader import Reader
 from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
+from prereg.errors import InputError
+
 MAX_BYTES = 1 << 20  # 1 MiB: a plan is a few kilobytes
 MAX_DEPTH = 32
 
@@ -39,12 +41,11 @@ Path = tuple[str | int, ...]
 KEY_MARK = "@key"  # positions[(*path, KEY_MARK)] is where the key of ``path`` is written
 
 
-class YamlError(Exception):
+class YamlError(InputError):
     """A plan that is not acceptable YAML. ``line``/``column`` are 1-based, or None."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.line = line
         self.column = column
 

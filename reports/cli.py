@@ -17,23 +17,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from prereg.clikit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
-from prereg.fileio import atomic_write
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (``prereg.fileio.atomic_write``), with clear errors."""
-    if path.is_dir():
-        raise UserError(f"{path}: is a folder, not a file to write")
-    parent = path.parent
-    if not parent.is_dir():
-        raise UserError(f"{parent}: no such folder")
-    atomic_write(path, text.encode("utf-8"))
+from prereg.clikit import (
+    EXIT_INTEGRITY,
+    EXIT_OK,
+    ArgumentParser,
+    UserError,
+    emit_json,
+    run_main,
+)
+from prereg.fileio import write_text_atomically
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print an evaluation for a reviewer (and write Markdown, or print the artifact as JSON)."""
-    from gates.artifact import EvaluationError, read_evaluation
+    from gates.api import read_evaluation
 
     if args.json and args.markdown == "-":
         raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
@@ -43,10 +40,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         check_output(Path(args.markdown), args.force, is_evaluation_markdown)
 
-    try:
-        ev = read_evaluation(args.evaluation)
-    except EvaluationError as err:
-        raise UserError(str(err)) from None
+    ev = read_evaluation(args.evaluation)
     from gates.artifact import seal_status
     from gates.consistency import consistency_problems
 

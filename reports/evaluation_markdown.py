@@ -9,15 +9,14 @@ line breaks inside a cell become ``<br>``.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reports import evaluation_text as et
-from reports.reading_text import reading_lines
 from reports import provenance_text as pt
 from reports.forest import LEGEND
+from reports.reading_text import reading_lines
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation

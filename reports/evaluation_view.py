@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from reports import evaluation_text as et
-from reports.reading_text import reading_lines
 from reports import provenance_text as pt
 from reports.evaluation_markdown import evaluation_markdown
 from reports.forest import LEGEND
+from reports.reading_text import reading_lines
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prereg.clikit import EXIT_OK, UserError
+from prereg.errors import EXIT_OK, InputError
 
 
 def _out_dir(args: argparse.Namespace, default: Path) -> Path:
     out = Path(args.out) if args.out else default
     if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: not a folder (--out names the folder the plots go to)")
+        raise InputError(f"{out}: not a folder (--out names the folder the plots go to)")
     out.mkdir(parents=True, exist_ok=True)
     return out
 
@@ -32,18 +32,19 @@ def _print_paths(title: str, paths: list[Path]) -> None:
 
 
 def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
-    from gates.artifact import EvaluationError, read_evaluation
+    from gates.api import read_evaluation
     from reports import evaluation_text as et
-    from reports.evaluation_view import BAR_WIDTH, diagnostics_section, forest_section, gate_table
+    from reports.evaluation_view import (
+        BAR_WIDTH,
+        diagnostics_section,
+        forest_section,
+        gate_table,
+    )
     from reports.plots import forest_figure, save_figure
+    from reports.safe_text import clean_model
     from reports.terminal import make_console
 
-    from reports.safe_text import clean_model
-
-    try:
-        ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
-    except EvaluationError as err:
-        raise UserError(str(err)) from None
+    ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
     out = _out_dir(args, source.parent)
     paths = save_figure(forest_figure(ev), out, "forest", args.format)
     _print_paths("forest plot (every gate's interval against its margin and null)", paths)
@@ -92,14 +93,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     source = Path(args.input)
     if not source.exists():
-        raise UserError(f"{source}: no such file or folder")
+        raise InputError(f"{source}: no such file or folder")
     if source.is_dir():
         if not args.run:
-            raise UserError(f"{source}: a runs folder needs --run ID (a run in its ledger.jsonl); "
+            raise InputError(f"{source}: a runs folder needs --run ID (a run in its ledger.jsonl); "
                             "for the forest plot give the evaluation.json itself")
         require_matplotlib()
         return _plot_runs(args, source)
     if args.run:
-        raise UserError(f"--run needs a runs folder (the one holding ledger.jsonl), not the file {source}")
+        raise InputError(f"--run needs a runs folder (the one holding ledger.jsonl), not the file {source}")
     require_matplotlib()
     return _plot_evaluation(args, source)

@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prereg.clikit import UserError
+from prereg.errors import InputError
 from prereg.fileio import atomic_write, check_output
 from reports.timeline import MARK_KINDS, SPAN_KINDS, Block
 
@@ -41,11 +41,11 @@ OTHER_SPAN = ("#bcbd22", "++")
 
 
 def require_matplotlib() -> None:
-    """Raise a ``UserError`` (exit 2) with the install hint when matplotlib is missing."""
+    """Raise a ``InputError`` (exit 2) with the install hint when matplotlib is missing."""
     try:
         import matplotlib.figure  # noqa: F401
     except ImportError:
-        raise UserError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
+        raise InputError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
 
 
 def _figure(width: float, height: float) -> Any:

@@ -10,7 +10,7 @@ asked for: one run per arm (policy), all meeting the same outages. For each run 
   ``heldout_nll`` (``useful_steps`` and any others are ignored).
 
 It also writes the plots' text equivalents (a per-arm list of events in seconds; a table of tick
-vs held-out NLL per arm). Nothing here imports matplotlib; every problem is a ``UserError`` with
+vs held-out NLL per arm). Nothing here imports matplotlib; every problem is a ``InputError`` with
 one message (exit 2).
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prereg.clikit import UserError
+from prereg.errors import InputError
 
 # Kinds the timeline draws as spans (bars) and as marks (symbols at the event's start), in legend order.
 SPAN_KINDS = ("compute", "checkpoint", "collective", "state_transfer", "restore", "replay", "failure")
@@ -105,12 +105,12 @@ def _number(value: Any, what: str) -> float:
 
 
 def read_events(path: Path) -> list[Event]:
-    """The events of one ``events.jsonl`` (blank lines skipped); a malformed line is a ``UserError``."""
+    """The events of one ``events.jsonl`` (blank lines skipped); a malformed line is a ``InputError``."""
     events = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text (an event trace is JSON lines)") from None
+        raise InputError(f"{path}: not UTF-8 text (an event trace is JSON lines)") from None
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -129,7 +129,7 @@ def read_events(path: Path) -> list[Event]:
             if end < start:
                 raise ValueError("'end_ns' is before 'start_ns'")
         except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
-            raise UserError(f"{path}: line {number}: malformed event ({err})") from None
+            raise InputError(f"{path}: line {number}: malformed event ({err})") from None
         events.append(Event(kind, site, start, end, bool(data.get("aborted", False))))
     return events
 
@@ -142,7 +142,7 @@ def read_trajectory(path: Path) -> list[tuple[float, float]]:
             columns = reader.fieldnames or []
             missing = [c for c in ("tick", "heldout_nll") if c not in columns]
             if missing:
-                raise UserError(f"{path}: not a trajectory (missing column {', '.join(missing)}; "
+                raise InputError(f"{path}: not a trajectory (missing column {', '.join(missing)}; "
                                 "expected tick, useful_steps, heldout_nll)")
             rows = []
             for number, row in enumerate(reader, start=2):
@@ -151,12 +151,12 @@ def read_trajectory(path: Path) -> list[tuple[float, float]]:
                     if not math.isfinite(tick):
                         raise ValueError
                 except (TypeError, ValueError):
-                    raise UserError(f"{path}: line {number}: tick and heldout_nll must be numbers") from None
+                    raise InputError(f"{path}: line {number}: tick and heldout_nll must be numbers") from None
                 rows.append((tick, nll))
     except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text (a trajectory is CSV)") from None
+        raise InputError(f"{path}: not UTF-8 text (a trajectory is CSV)") from None
     except csv.Error as err:
-        raise UserError(f"{path}: not a CSV table ({err})") from None
+        raise InputError(f"{path}: not a CSV table ({err})") from None
     return sorted(rows)
 
 
@@ -166,15 +166,15 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
 
     folder = Path(runs_dir)
     if not folder.is_dir():
-        raise UserError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
+        raise InputError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
     ledger = read_ledger(folder)
     if not ledger.path.is_file():
-        raise UserError(f"{folder}: not a runs folder (no {LEDGER_NAME})")
+        raise InputError(f"{folder}: not a runs folder (no {LEDGER_NAME})")
     target = next((r for r in reversed(ledger.records) if r.run_id == run_id), None)
     if target is None:
         some = ", ".join(sorted({r.run_id for r in ledger.records})[:3])
         hint = f" (it holds {len(ledger.records)} runs, e.g. {some})" if some else " (it holds no runs)"
-        raise UserError(f"run {run_id}: not in {ledger.path}{hint}")
+        raise InputError(f"run {run_id}: not in {ledger.path}{hint}")
     same = [r for r in ledger.records if r.prereg_sha256 == target.prereg_sha256
             and r.stratum == target.stratum and r.replicate == target.replicate]
     latest: dict[str, Any] = {}
@@ -186,16 +186,16 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
         trace.events_path = _trace_file(folder, r.traces, r.run_id, ".events.jsonl")
         if trace.events_path is not None:
             if not trace.events_path.is_file():
-                raise UserError(f"{trace.events_path}: no such file (listed in the ledger for run {r.run_id})")
+                raise InputError(f"{trace.events_path}: no such file (listed in the ledger for run {r.run_id})")
             trace.events = read_events(trace.events_path)
         trace.trajectory_path = _trace_file(folder, r.traces, r.run_id, ".trajectory.csv")
         if trace.trajectory_path is not None:
             if not trace.trajectory_path.is_file():
-                raise UserError(f"{trace.trajectory_path}: no such file (listed in the ledger for run {r.run_id})")
+                raise InputError(f"{trace.trajectory_path}: no such file (listed in the ledger for run {r.run_id})")
             trace.trajectory = read_trajectory(trace.trajectory_path)
         runs.append(trace)
     if not any(t.events_path for t in runs) and not any(t.trajectory_path for t in runs):
-        raise UserError(f"run {run_id}: no event trace or trajectory for any run of its block "
+        raise InputError(f"run {run_id}: no event trace or trajectory for any run of its block "
                         f"(looked in {folder / 'traces'})")
     return Block(run_id, dict(target.stratum), target.replicate, runs)
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from prereg.errors import InputError
 
-class ParamError(ValueError):
+
+class ParamError(InputError, ValueError):
     """A run parameter the collector does not know, or a value it cannot use."""
 
 

@@ -7,6 +7,8 @@ from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from prereg.errors import EXIT_INTERNAL, ToolkitError
+
 POLICIES = ("wait", "restart", "continue", "oracle")
 BYTE_CLASSES = ("gradient_sync", "parameter_broadcast", "checkpoint_upload", "restore_download",
                 "rejoin_transfer", "control")
@@ -15,8 +17,10 @@ EVENT_KINDS = ("compute", "collective", "state_transfer", "checkpoint", "failure
 FRONTIER_VERSION = b"sim.multisite/frontier/v1"
 
 
-class InvariantError(AssertionError):
-    """A model invariant was violated (a bug, never a property of the inputs)."""
+class InvariantError(ToolkitError, AssertionError):
+    """A model invariant was violated (a bug, never a property of the inputs): exit ``EXIT_INTERNAL``."""
+
+    exit_code = EXIT_INTERNAL
 
 
 def frontier_hash(target: int, step_ids: Iterable[int]) -> str:

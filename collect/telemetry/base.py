@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from estimators.vocabulary import Evidence
+from prereg.errors import InputError
 
 Status = Literal["ok", "not_supported", "no_permission", "error"]
 Kind = Literal["counter", "gauge"]
@@ -74,7 +75,7 @@ class Reading:
     detail: str | None = None
 
 
-class SensorError(Exception):
+class SensorError(InputError):
     """The sensor cannot be opened at all (no driver, no such device, bad spec)."""
 
 
@@ -108,6 +109,11 @@ class Sensor(abc.ABC):
         """
         return 0.0, 2000.0
 
+    @classmethod
+    def from_spec(cls, rest: str) -> Sensor:
+        """Open the sensor from the part of its spec after ``kind:`` (see ``collect.telemetry.registry``)."""
+        raise SensorError(f"{cls.__name__} cannot be opened from a spec")
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the device (default: nothing to release)."""
 
@@ -116,27 +122,6 @@ class Sensor(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def open_sensor(spec: str) -> Sensor:
-    """A sensor from a spec string: ``nvml``, ``nvml:index=1``, ``sim:update_ms=100,...``, ``replay:PATH``.
-
-    Raises ``SensorError`` with one clear message when the sensor cannot be opened.
-    """
-    kind, _, rest = spec.partition(":")
-    if kind == "sim":
-        from collect.telemetry.sim import SimSensor
-
-        return SimSensor.from_spec(rest)
-    if kind == "nvml":
-        from collect.telemetry.nvml import NvmlSensor
-
-        return NvmlSensor.from_spec(rest)
-    if kind == "replay":
-        from collect.telemetry.replay import ReplaySensor
-
-        return ReplaySensor.from_path(rest)
-    raise SensorError(f"unknown sensor {spec!r}: use 'nvml[:index=N]', 'sim:key=value,...' or 'replay:PATH'")
 
 
 MAX_OPTION = 1e9  # numeric sensor options: finite and at most this

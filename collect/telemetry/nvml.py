@@ -21,7 +21,15 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from collect.telemetry.base import Kind, Reading, Sensor, SensorError, SignalInfo, Status, parse_spec_options
+from collect.telemetry.base import (
+    Kind,
+    Reading,
+    Sensor,
+    SensorError,
+    SignalInfo,
+    Status,
+    parse_spec_options,
+)
 
 # NVML return codes (nvml.h, a stable C ABI; the same values as pynvml's NVML_ERROR_* constants).
 NVML_SUCCESS = 0

@@ -80,6 +80,36 @@ def probe_trace(trace: Trace, unavailable: dict[str, str], window_s: float = 1.0
     return out
 
 
+def probe_sensor(
+    spec: str, poll_ms: float, seconds: float, window_s: float = 1.0, signals: list[str] | None = None,
+) -> list[SignalProbe]:
+    """Open the sensor ``spec``, poll ``signals`` (default: all) for ``seconds`` and probe each one.
+
+    The sensor is closed on the way out, even on error; an unknown signal or a sensor that cannot
+    be opened is an ``InputError`` (exit 2) with one clear message.
+    """
+    from collect.telemetry.base import SensorError
+    from collect.telemetry.recorder import Recorder
+    from collect.telemetry.registry import open_sensor
+    from prereg.errors import InputError
+
+    try:
+        sensor = open_sensor(spec)
+    except SensorError as err:
+        raise InputError(f"cannot open sensor {spec!r}: {err}") from None
+    with sensor:
+        wanted = list(signals) if signals else list(sensor.signals())
+        try:
+            readable = [s for s in wanted if s not in sensor.unavailable]
+            recorder = Recorder(sensor, readable, poll_ms, spec=spec)
+        except KeyError as err:
+            raise InputError(str(err).strip('"')) from None
+        with recorder, recorder.phase("probe"):
+            recorder.advance(seconds * 1000)
+        unavailable = {s: r for s, r in sensor.unavailable.items() if s in wanted}
+        return probe_trace(recorder.trace(), unavailable, window_s)
+
+
 def probe_json(probes: list[SignalProbe], sensor: str, seconds: float) -> dict[str, Any]:
     """The ``--json`` object: ``signals.<name>.<field>``."""
     return {"sensor": sensor, "seconds": seconds, "signals": {p.signal: asdict(p) for p in probes}}

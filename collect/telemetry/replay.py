@@ -28,6 +28,11 @@ class ReplaySensor(Sensor):
         self._t = int(trace.poll_ns[0]) if trace.poll_ns.size else 0
 
     @classmethod
+    def from_spec(cls, rest: str) -> ReplaySensor:
+        """``replay:PATH``: the trace at ``PATH`` (see :meth:`from_path`)."""
+        return cls.from_path(rest)
+
+    @classmethod
     def from_path(cls, path: str) -> ReplaySensor:
         """Open the trace written at ``path`` (its base name or its ``.meta.json``)."""
         try:

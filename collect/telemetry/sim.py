@@ -27,7 +27,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from collect.telemetry.base import Reading, Sensor, SensorError, SignalInfo, parse_spec_options
+from collect.telemetry.base import (
+    Reading,
+    Sensor,
+    SensorError,
+    SignalInfo,
+    parse_spec_options,
+)
 
 OPTIONS: dict[str, type] = {
     "update_ms": float, "window_ms": float, "power_w": float, "idle_w": float, "checkpoint_w": float,

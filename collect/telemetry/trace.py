@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from collect.telemetry.base import Reading, SignalInfo
+from prereg.errors import InputError
 
 TRACE_FORMAT = "collect/trace/v1"
 
@@ -142,7 +143,7 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
     return [polls, meta_path]
 
 
-class TraceError(ValueError):
+class TraceError(InputError, ValueError):
     """A trace that cannot be read."""
 
 

@@ -58,7 +58,8 @@ from collect.sim.outages import (
     scripted_outages,
 )
 from collect.sim.recovery import POLICIES
-from collect.telemetry.base import SensorError, open_sensor
+from collect.telemetry.base import SensorError
+from collect.telemetry.registry import open_sensor
 from prereg.fileio import atomic_write
 
 CKPT_SUFFIX = "ckpt"
@@ -200,12 +201,13 @@ class TorchMultisiteCollector(Collector):
             sensor = open_sensor(p["sensor"])
         except SensorError as err:
             raise ParamError(f"sensor {p['sensor']!r}: {err}") from None
-        ctx.trace_dir.mkdir(parents=True, exist_ok=True)
-        ckpt = ctx.trace_path(CKPT_SUFFIX)
-        outages = draw_outages(outage_params(p), ctx.seed)
-        t0 = time.perf_counter()
-        out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry)
-        wall = time.perf_counter() - t0
+        with sensor:  # released (NVML shut down) even when training raises
+            ctx.trace_dir.mkdir(parents=True, exist_ok=True)
+            ckpt = ctx.trace_path(CKPT_SUFFIX)
+            outages = draw_outages(outage_params(p), ctx.seed)
+            t0 = time.perf_counter()
+            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry)
+            wall = time.perf_counter() - t0
         if not p["keep_checkpoint"]:
             ckpt.unlink(missing_ok=True)
         r = out.result

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from gates.evaluate import GateOutcome, apply_multiplicity, decide
+from gates.verdicts import GateOutcome, apply_multiplicity, decide
 from prereg.plan import parse_plan
 from tests.conftest import shared_example_path
 from tests.gates.test_evaluate import evaluate, freeze, gates_by_id, imported

@@ -20,7 +20,8 @@ from collect.telemetry.analysis import (
     updates_in,
     value_changes,
 )
-from collect.telemetry.base import SensorError, open_sensor
+from collect.telemetry.base import SensorError
+from collect.telemetry.registry import open_sensor
 from collect.telemetry.recorder import Recorder
 from collect.telemetry.sim import SimSensor
 from collect.telemetry.trace import read_trace, write_trace

@@ -1,0 +1,118 @@
+"""Evaluating a frozen plan from Python: the library path of ``gates evaluate``.
+
+What a notebook calls (re-exported lazily by ``import gates``)::
+
+    ev = gates.evaluate("study.lock.json", "runs/")        # -> gates.artifact.Evaluation
+    ev.decision, ev.gates[0].verdict
+    ev.to_frame()                                           # one row per gate (pandas)
+    gates.write_evaluation("runs/evaluation.json", ev)      # or evaluate(..., out=...)
+
+Rules (the ``gates`` CLI only prints what these return):
+
+* the lock must verify (``prereg.load_lock``: ``IntegrityError``, exit 3); ``plan_version`` picks
+  an earlier version from its amendment chain (the artifact says it was superseded);
+* ``runs`` is the folder holding ``ledger.jsonl``; anything else is refused with what is expected;
+* a ledger whose hash chain does not verify refuses the evaluation (``LedgerTampered``, exit 3);
+* nothing is written unless ``out`` is given; ``out`` is checked before anything is computed and
+  never replaces a ledger, lock, plan, trace, link or a file the toolkit did not write (unless
+  ``force``, and then only a regular file).
+
+Imports no ``*.cli`` module and draws nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+from prereg.api import Lock, load_lock
+from prereg.errors import InputError
+
+if TYPE_CHECKING:
+    from gates.artifact import Evaluation
+
+PathLike = Union[str, "os.PathLike[str]"]
+LockLike = Union[Lock, str, "os.PathLike[str]"]
+TABLE_SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".ndjson", ".parquet")
+
+
+def check_runs_folder(runs: PathLike, lock_label: str) -> Path:
+    """``runs`` as a folder holding ledger.jsonl; anything else gets a message saying what is expected."""
+    from collect.ledger import LEDGER_NAME, ledger_path
+
+    folder = Path(runs)
+    lock = lock_label
+    if folder.is_file() and folder.name == LEDGER_NAME:
+        raise InputError(f"{folder}: gates evaluate expects the runs folder, not the ledger file: "
+                         f"gates evaluate {lock} {folder.parent}")
+    if folder.is_file() and folder.name.lower().endswith(TABLE_SUFFIXES):
+        raise InputError(f"{folder}: is a table of runs, but gates evaluate expects a runs folder holding "
+                         f"ledger.jsonl; import the table first: collect import {folder} --lock {lock} --out RUNS, "
+                         f"then gates evaluate {lock} RUNS")
+    if folder.is_file():
+        raise InputError(f"{folder}: is a file; gates evaluate expects a runs folder holding ledger.jsonl "
+                         "(written by 'collect run' or 'collect import')")
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such runs folder")
+    if not ledger_path(folder).is_file():
+        raise InputError(f"{folder}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
+    return folder
+
+
+def evaluate(
+    lock: LockLike,
+    runs: PathLike,
+    *,
+    plan_version: int | None = None,
+    out: PathLike | None = None,
+    force: bool = False,
+    also_writes: Sequence[tuple[PathLike, Callable[[Path], bool]]] = (),
+) -> Evaluation:
+    """Every gate of a verified lock evaluated on a runs folder: verdicts, invalidators, the decision.
+
+    Returns the sealed :class:`~gates.artifact.Evaluation`; with ``out`` it is also written there
+    (atomically; see the module's rules for what is never replaced). ``also_writes`` names files
+    the caller will write afterwards (path, "is this our kind of file?"), checked with ``out``.
+    """
+    from collect.ledger import read_ledger
+    from gates.artifact import is_evaluation_file, sealed
+    from gates.assemble import build_evaluation
+    from prereg.fileio import check_output
+
+    label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
+    verified = load_lock(lock)
+    data, plan = verified.data, verified.plan
+    if plan_version is not None:
+        from gates.provenance import lock_as_of
+        from prereg.plan import plan_from_canonical
+
+        try:
+            data = lock_as_of(data, plan_version)
+        except ValueError as err:
+            raise InputError(f"{label}: {err}") from None
+        plan = plan_from_canonical(data["plan"])
+    folder = check_runs_folder(runs, label)
+    if out is not None:
+        check_output(out, force, is_evaluation_file)  # before anything is computed or written
+    for path, ours in also_writes:
+        check_output(path, force, ours)
+    evaluation = sealed(build_evaluation(data, plan, read_ledger(folder), verified.path))
+    if out is not None:
+        write_evaluation(out, evaluation)
+    return evaluation
+
+
+def write_evaluation(path: PathLike, evaluation: Evaluation) -> None:
+    """Write the artifact atomically, sealed (``gates.artifact.write_evaluation``)."""
+    from gates.artifact import write_evaluation as write
+
+    write(path, evaluation)
+
+
+def read_evaluation(path: PathLike) -> Evaluation:
+    """Read and validate an ``evaluation.json`` (``EvaluationError``, exit 2, if it is not one)."""
+    from gates.artifact import read_evaluation as read
+
+    return read(path)
