@@ -50,6 +50,7 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
+from . import _reference_cache as cache
 from .feasibility import BOOTSTRAP_WARN_N, MIN_BOOTSTRAP_N
 
 BLOCK = 1024
@@ -119,6 +120,18 @@ def bootstrap_means(
         with ThreadPoolExecutor(max_workers=workers) as pool:
             parts = list(pool.map(lambda sb: _block(d, sb[0], sb[1]), zip(seqs, sizes)))
     return np.concatenate(parts)
+
+
+def sorted_bootstrap_means(
+    d: NDArray[np.float64], resamples: int, seed: int | None, workers: int | None = None
+) -> NDArray[np.float64]:
+    """The sorted bootstrap means, computed once per (contrasts, resamples, seed) and shared by
+    the interval, its p-values and the BCa resolution bound (read-only; ``_reference_cache``)."""
+    return cache.cached(
+        cache.key("bootstrap", d, resamples, seed),
+        lambda: cache.frozen(np.sort(bootstrap_means(d, resamples, seed, workers))),
+        lambda a: a.nbytes,
+    )
 
 
 def _inverse_quantile(s: NDArray[np.float64], mu: float, side: str) -> float:
@@ -227,7 +240,7 @@ def bca_end_bound(
         return float("inf")
     if b_max <= 0:
         return 0.0
-    boot = np.sort(bootstrap_means(d, resamples, seed))
+    boot = sorted_bootstrap_means(d, resamples, seed)
     z0, a = _bca_params(d, boot)
     b = boot.size
     tol = 4.0 * d.size * np.finfo(np.float64).eps * float(np.max(np.abs(d)) + b_max)
@@ -255,7 +268,7 @@ def bootstrap_one_sided(
     workers: int | None = None,
 ) -> tuple[float, float]:
     """``(p_greater, p_less)`` at null centre ``mu`` from the percentile or BCa bootstrap."""
-    boot = np.sort(bootstrap_means(d, resamples, seed, workers))
+    boot = sorted_bootstrap_means(d, resamples, seed, workers)
     return _p_values(boot, mu, _bca_params(d, boot) if bca else None)
 
 
@@ -284,7 +297,7 @@ def _interval(
     all_but_one = int(counts.max()) == n - 1
     if all_but_one:
         warnings.append(ALL_BUT_ONE_WARNING)
-    boot = np.sort(bootstrap_means(d, resamples, seed, workers))
+    boot = sorted_bootstrap_means(d, resamples, seed, workers)
     alpha = tail_alpha(confidence)
     params = _bca_params(d, boot) if bca else None
     levels = [alpha, 1.0 - alpha]

@@ -146,6 +146,9 @@ class WalshAverages:
         self.direct = self.n <= DIRECT_MAX_N if direct is None else direct
         self.values = materialise(d) if self.direct else None
         self.sorted = None if self.direct else np.sort(d)
+        for a in (self.values, self.sorted):
+            if a is not None:
+                a.flags.writeable = False  # shared through the reference cache
 
     def counts(self, mu: float) -> tuple[int, int]:
         """``(#{w > mu}, #{w < mu})``."""

@@ -54,6 +54,7 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
+from . import _reference_cache as cache
 from .walsh import WalshAverages
 from .walsh import materialise as _walsh  # noqa: F401 - the direct path, used by tests
 
@@ -123,6 +124,15 @@ class _Reference:
         return k
 
 
+def _walsh_averages(d: NDArray[np.float64]) -> WalshAverages:
+    """The Walsh averages of ``d``, built once per contrasts (``_reference_cache``)."""
+    return cache.cached(cache.key("walsh", d, None, None), lambda: WalshAverages(d), _nbytes)
+
+
+def _nbytes(w: WalshAverages) -> int:
+    return sum(a.nbytes for a in (w.values, w.sorted) if a is not None)
+
+
 def _p_values(walsh: WalshAverages, ref: _Reference, mu: float) -> tuple[float, float]:
     """``(p_greater, p_less)`` from the Walsh-average counts at ``mu``."""
     t_gt, t_lt = walsh.counts(mu)
@@ -131,7 +141,7 @@ def _p_values(walsh: WalshAverages, ref: _Reference, mu: float) -> tuple[float, 
 
 def wilcoxon_one_sided(d: NDArray[np.float64], mu: float) -> tuple[float, float]:
     """``(p_greater, p_less)`` of the signed-rank test at null centre ``mu`` (analysis scale)."""
-    return _p_values(WalshAverages(d), _Reference(int(d.size)), mu)
+    return _p_values(_walsh_averages(d), _Reference(int(d.size)), mu)
 
 
 def hodges_lehmann(d: ArrayLike) -> float:
@@ -157,7 +167,7 @@ def wilcoxon_interval(
     if is_constant(d):
         return degenerate_result(d, confidence, "wilcoxon", scale, exact=True)
     alpha = tail_alpha(confidence)
-    walsh = WalshAverages(d)
+    walsh = _walsh_averages(d)
     ref = _Reference(n)
     k = ref.k(alpha)
     attained = 1.0 - 2.0 * ref.cdf(k - 1)
