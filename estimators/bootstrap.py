@@ -93,14 +93,77 @@ def _indices(
     return v[:need]
 
 
+def _words(n: int, need: int, margin: float = 1.01) -> int:
+    """Raw 64-bit words one :func:`_indices` call draws for ``need`` indices below ``n``."""
+    bits = max(1, (n - 1).bit_length())
+    per_word = 64 // bits
+    return int(np.ceil(need / (per_word * n / (1 << bits)) * margin)) + 1
+
+
+class _Sampler:
+    """The stream of :func:`_indices` calls, with preallocated buffers (same indices, fewer
+    allocations and passes). Each call draws the same raw words; field ``k`` of every word is
+    extracted, filtered (``< n``) and appended in the same order, stopping once ``need`` are in.
+    """
+
+    def __init__(self, n: int, rows: int) -> None:
+        self.n = n
+        self.bits = max(1, (n - 1).bit_length())
+        self.per_word = 64 // self.bits
+        self.mask = np.uint64((1 << self.bits) - 1)
+        self.shifts = [np.uint64(self.bits * k) for k in range(self.per_word)]
+        words = _words(n, rows * n)
+        self.field = np.empty(words, dtype=np.uint64)
+        self.keep = np.empty(words, dtype=np.bool_)
+        self.out = np.empty(rows * n + words, dtype=np.uint64)  # room for one field's overshoot
+        # boolean indexing is faster when few fields are rejected (predictable branches), the
+        # branch-free np.compress when many are (acceptance n / 2^bits is in (1/2, 1])
+        self.mostly_kept = n / (1 << self.bits) >= 0.8
+
+    def indices(self, bg: np.random.PCG64, need: int) -> NDArray[np.int64]:
+        """Exactly ``_indices(bg, n, need)``: a view valid until the next call."""
+        got = 0
+        while got < need:  # more than one round only on the rare top-up
+            words = _words(self.n, need - got)
+            raw = bg.random_raw(words)
+            if words > self.field.size:
+                self.field = np.empty(words, dtype=np.uint64)
+                self.keep = np.empty(words, dtype=np.bool_)
+            if got + words * self.per_word > self.out.size:
+                self.out = np.resize(self.out, got + words * self.per_word)
+            field, keep = self.field[:words], self.keep[:words]
+            for k in range(self.per_word):
+                if got >= need:
+                    break
+                if k:
+                    np.right_shift(raw, self.shifts[k], out=field)
+                    np.bitwise_and(field, self.mask, out=field)
+                else:
+                    np.bitwise_and(raw, self.mask, out=field)
+                np.less(field, np.uint64(self.n), out=keep)
+                if self.mostly_kept:
+                    kept = field[keep]
+                    self.out[got : got + kept.size] = kept
+                    got += kept.size
+                else:
+                    c = int(np.count_nonzero(keep))
+                    np.compress(keep, field, out=self.out[got : got + c])
+                    got += c
+        return self.out[:need].view(np.int64)
+
+
 def _block(d: NDArray[np.float64], seq: np.random.SeedSequence, b: int) -> NDArray[np.float64]:
     bg = np.random.PCG64(seq)
     n = d.size
     out = np.empty(b, dtype=np.float64)
     step = max(1, _CHUNK_ELEMENTS // n)
+    sampler = _Sampler(n, min(step, b))
+    vals = np.empty(min(step, b) * n, dtype=np.float64)
     for s in range(0, b, step):
         c = min(step, b - s)
-        out[s : s + c] = d[_indices(bg, n, c * n).reshape(c, n)].sum(axis=1)
+        idx = sampler.indices(bg, c * n)
+        np.take(d, idx, out=vals[: c * n], mode="clip")  # idx < n: no bounds check needed
+        np.sum(vals[: c * n].reshape(c, n), axis=1, out=out[s : s + c])
     out /= n
     return out
 
