@@ -36,9 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from ._common import (
+    special,
     IntervalResult,
     build_result,
     check_confidence,
@@ -220,7 +220,7 @@ def _bca_params(d: NDArray[np.float64], boot: NDArray[np.float64]) -> tuple[floa
     below = np.count_nonzero(boot < theta - tol)
     ties = np.count_nonzero(np.abs(boot - theta) <= tol)
     prop = (below + 0.5 * ties) / b
-    z0 = float(special.ndtri(np.clip(prop, 0.5 / b, 1.0 - 0.5 / b)))
+    z0 = float(special().ndtri(np.clip(prop, 0.5 / b, 1.0 - 0.5 / b)))
     n = d.size
     jack = (d.sum() - d) / (n - 1)
     u = jack.mean() - jack
@@ -231,23 +231,23 @@ def _bca_params(d: NDArray[np.float64], boot: NDArray[np.float64]) -> tuple[floa
 
 def _bca_level(alpha: float, z0: float, a: float) -> float:
     """BCa-adjusted quantile level for nominal level ``alpha`` (kept inside [0, 1])."""
-    y = z0 + float(special.ndtri(alpha))
+    y = z0 + float(special().ndtri(alpha))
     den = 1.0 - a * y
     if den <= 0:
         return 1.0 if y > 0 else 0.0
-    return float(special.ndtr(z0 + y / den))
+    return float(special().ndtr(z0 + y / den))
 
 
 def _bca_unlevel(q: float, z0: float, a: float) -> float:
     """Nominal level ``alpha`` whose BCa-adjusted level is ``q`` (inverse of ``_bca_level``)."""
-    w = float(special.ndtri(q)) - z0
+    w = float(special().ndtri(q)) - z0
     if not np.isfinite(w):
         y = (1.0 / a) if (a != 0 and (a < 0) == (w < 0)) else w
     elif 1.0 + a * w <= 0:
         y = -np.inf if w < 0 else np.inf
     else:
         y = w / (1.0 + a * w)
-    return float(special.ndtr(y - z0))
+    return float(special().ndtr(y - z0))
 
 
 def _p_values(
@@ -310,8 +310,8 @@ def bca_end_bound(
     w = 2.0 * b_max + 2.0 * tol
     theta = float(np.mean(d))
     clip = (0.5 / b, 1.0 - 0.5 / b)
-    z_lo = float(special.ndtri(np.clip(np.count_nonzero(boot < theta - w) / b, *clip)))
-    z_hi = float(special.ndtri(np.clip(np.count_nonzero(boot <= theta + w) / b, *clip)))
+    z_lo = float(special().ndtri(np.clip(np.count_nonzero(boot < theta - w) / b, *clip)))
+    z_hi = float(special().ndtri(np.clip(np.count_nonzero(boot <= theta + w) / b, *clip)))
     a_lo, a_hi = _acceleration_range(d, b_max)
     alpha = tail_alpha(confidence)
     shift = 0.0

@@ -39,9 +39,9 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from ._common import (
+    special,
     EXACT_TOL,
     WILCOXON_EXACT_MAX_N,
     IntervalResult,
@@ -105,7 +105,7 @@ class _Reference:
             return 1.0
         if self.exact:
             return float(self.cdf_table[j])
-        return float(special.ndtr((j + 0.5 - self.m / 2.0) / self.sd))
+        return float(special().ndtr((j + 0.5 - self.m / 2.0) / self.sd))
 
     def sf(self, t: int) -> float:
         """``P(V >= t) = P(V <= M - t)`` (symmetry)."""
@@ -116,7 +116,7 @@ class _Reference:
         lim = alpha * _TOL
         if self.exact:
             return int(np.count_nonzero(self.cdf_table <= lim))
-        k = max(0, int(math.floor(self.m / 2.0 - 0.5 + self.sd * float(special.ndtri(alpha)))) + 1)
+        k = max(0, int(math.floor(self.m / 2.0 - 0.5 + self.sd * float(special().ndtri(alpha)))) + 1)
         while k > 0 and self.cdf(k - 1) > lim:
             k -= 1
         while self.cdf(k) <= lim:
