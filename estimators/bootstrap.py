@@ -119,11 +119,30 @@ class _Sampler:
         # boolean indexing is faster when few fields are rejected (predictable branches), the
         # branch-free np.compress when many are (acceptance n / 2^bits is in (1/2, 1])
         self.mostly_kept = n / (1 << self.bits) >= 0.8
+        self.fields = np.empty((self.per_word, words if self.mostly_kept else 0), dtype=np.uint64)
+        self.keep2 = np.empty(self.fields.shape, dtype=np.bool_)
 
     def indices(self, bg: np.random.PCG64, need: int) -> NDArray[np.int64]:
         """Exactly ``_indices(bg, n, need)``: a view valid until the next call."""
         got = 0
-        while got < need:  # more than one round only on the rare top-up
+        if self.mostly_kept:  # every field at once, one boolean index (as _indices does)
+            words = _words(self.n, need)
+            raw = bg.random_raw(words)
+            fields = self.fields[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.uint64)
+            keep = self.keep2[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.bool_)
+            np.bitwise_and(raw, self.mask, out=fields[0])
+            for k in range(1, self.per_word):
+                np.right_shift(raw, self.shifts[k], out=fields[k])
+                np.bitwise_and(fields[k], self.mask, out=fields[k])
+            np.less(fields, np.uint64(self.n), out=keep)
+            v = fields[keep]  # row-major: field 0 of every word, then field 1, ...
+            if v.size >= need:
+                return v[:need].view(np.int64)
+            got = v.size  # rare: top up below, exactly as _indices recurses
+            if got + need > self.out.size:
+                self.out = np.empty(got + need + words, dtype=np.uint64)
+            self.out[:got] = v
+        while got < need:  # the general path (low acceptance), and top-ups
             words = _words(self.n, need - got)
             raw = bg.random_raw(words)
             if words > self.field.size:

@@ -94,3 +94,17 @@ def test_import_needs_no_scipy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(("n", "need"), [(513, 30), (820, 40), (1000, 65_000), (10_000, 60_000)])
+def test_sampler_replays_indices_including_top_ups(n: int, need: int) -> None:
+    """Small draws at low acceptance run short and top up (about 8% of calls at n = 513, 0.5% at
+    n = 820, the boolean-index path); the sampler must follow the same stream through them."""
+    from estimators.bootstrap import _Sampler
+
+    sampler = _Sampler(n, max(1, need // n))
+    bg_new, bg_old = np.random.PCG64(9), np.random.PCG64(9)
+    calls = 2000 if need < 1000 else 5
+    for _ in range(calls):
+        assert np.array_equal(sampler.indices(bg_new, need), old._indices(bg_old, n, need))
+    assert bg_new.state == bg_old.state
