@@ -55,7 +55,7 @@ def cached(k: tuple[Any, ...], build: Callable[[], T], nbytes: Callable[[T], int
         if hit is not None:
             _entries.move_to_end(k)
             _state["hits"] += 1
-            return hit[0]  # type: ignore[no-any-return]
+            return hit[0]
         _state["misses"] += 1
     value = build()  # outside the lock: a concurrent duplicate build is harmless
     size = int(nbytes(value))
