@@ -100,7 +100,7 @@ def test_import_needs_no_scipy() -> None:
 def test_sampler_replays_indices_including_top_ups(n: int, need: int) -> None:
     """Small draws at low acceptance run short and top up (about 8% of calls at n = 513, 0.5% at
     n = 820, the boolean-index path); the sampler must follow the same stream through them."""
-    from estimators.bootstrap import _Sampler
+    from estimators._draws import Sampler as _Sampler
 
     sampler = _Sampler(n, max(1, need // n))
     bg_new, bg_old = np.random.PCG64(9), np.random.PCG64(9)
