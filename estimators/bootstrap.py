@@ -7,7 +7,7 @@ results with n < 30 carry a warning, and gates refuse to decide below n = 20
 
 Resampling. ``resamples`` bootstrap means are drawn in blocks of 1024; block ``i`` uses its own
 bit generator ``PCG64(SeedSequence(seed).spawn(...)[i])`` (indices by exact rejection sampling
-of bit fields, see ``_indices``), so the draws -- and the interval --
+of bit fields, see ``estimators._draws``), so the draws -- and the interval --
 are identical whatever the number of worker threads (numpy releases the GIL while generating
 and gathering, so ``workers > 1`` uses more cores). ``workers=None`` uses up to 4 threads
 for large problems (resamples x n >= 2e6) and 1 otherwise.
@@ -36,9 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from ._common import (
+    special,
     IntervalResult,
     build_result,
     check_confidence,
@@ -50,6 +50,8 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
+from . import _reference_cache as cache
+from ._draws import Sampler, _indices  # noqa: F401 - _indices: the reference definition, used by tests
 from .feasibility import BOOTSTRAP_WARN_N, MIN_BOOTSTRAP_N
 
 BLOCK = 1024
@@ -68,38 +70,18 @@ ALL_BUT_ONE_WARNING = (
 )
 
 
-def _indices(
-    bg: np.random.PCG64, n: int, need: int, margin: float = 1.01
-) -> NDArray[np.int64]:
-    """``need`` iid uniform indices in ``[0, n)``, exactly uniform by rejection sampling.
-
-    Each 64-bit output of the bit generator is cut into ``64 // L`` fields of ``L = bit_length(n
-    - 1)`` bits; fields ``>= n`` are rejected (acceptance >= 1/2). This needs about 5x fewer raw
-    words than one 32-bit draw per index, which is what makes the bootstrap fast.
-    """
-    bits = max(1, (n - 1).bit_length())
-    per_word = 64 // bits
-    words = int(np.ceil(need / (per_word * n / (1 << bits)) * margin)) + 1
-    raw = bg.random_raw(words)
-    fields = np.empty((per_word, words), dtype=np.uint64)
-    mask = np.uint64((1 << bits) - 1)
-    for k in range(per_word):
-        np.right_shift(raw, np.uint64(bits * k), out=fields[k])
-        np.bitwise_and(fields[k], mask, out=fields[k])
-    v: NDArray[np.int64] = fields.ravel()[fields.ravel() < np.uint64(n)].view(np.int64)  # values < n: the same bits
-    if v.size < need:  # rare: top up with a second draw
-        v = np.concatenate([v, _indices(bg, n, need - v.size, margin)])
-    return v[:need]
-
-
 def _block(d: NDArray[np.float64], seq: np.random.SeedSequence, b: int) -> NDArray[np.float64]:
     bg = np.random.PCG64(seq)
     n = d.size
     out = np.empty(b, dtype=np.float64)
     step = max(1, _CHUNK_ELEMENTS // n)
+    sampler = Sampler(n, min(step, b))
+    vals = np.empty(min(step, b) * n, dtype=np.float64)
     for s in range(0, b, step):
         c = min(step, b - s)
-        out[s : s + c] = d[_indices(bg, n, c * n).reshape(c, n)].sum(axis=1)
+        idx = sampler.indices(bg, c * n)
+        np.take(d, idx, out=vals[: c * n], mode="clip")  # idx < n: no bounds check needed
+        np.sum(vals[: c * n].reshape(c, n), axis=1, out=out[s : s + c])
     out /= n
     return out
 
@@ -119,6 +101,18 @@ def bootstrap_means(
         with ThreadPoolExecutor(max_workers=workers) as pool:
             parts = list(pool.map(lambda sb: _block(d, sb[0], sb[1]), zip(seqs, sizes)))
     return np.concatenate(parts)
+
+
+def sorted_bootstrap_means(
+    d: NDArray[np.float64], resamples: int, seed: int | None, workers: int | None = None
+) -> NDArray[np.float64]:
+    """The sorted bootstrap means, computed once per (contrasts, resamples, seed) and shared by
+    the interval, its p-values and the BCa resolution bound (read-only; ``_reference_cache``)."""
+    return cache.cached(
+        cache.key("bootstrap", d, resamples, seed),
+        lambda: cache.frozen(np.sort(bootstrap_means(d, resamples, seed, workers))),
+        lambda a: a.nbytes,
+    )
 
 
 def _inverse_quantile(s: NDArray[np.float64], mu: float, side: str) -> float:
@@ -144,7 +138,7 @@ def _bca_params(d: NDArray[np.float64], boot: NDArray[np.float64]) -> tuple[floa
     below = np.count_nonzero(boot < theta - tol)
     ties = np.count_nonzero(np.abs(boot - theta) <= tol)
     prop = (below + 0.5 * ties) / b
-    z0 = float(special.ndtri(np.clip(prop, 0.5 / b, 1.0 - 0.5 / b)))
+    z0 = float(special().ndtri(np.clip(prop, 0.5 / b, 1.0 - 0.5 / b)))
     n = d.size
     jack = (d.sum() - d) / (n - 1)
     u = jack.mean() - jack
@@ -155,23 +149,23 @@ def _bca_params(d: NDArray[np.float64], boot: NDArray[np.float64]) -> tuple[floa
 
 def _bca_level(alpha: float, z0: float, a: float) -> float:
     """BCa-adjusted quantile level for nominal level ``alpha`` (kept inside [0, 1])."""
-    y = z0 + float(special.ndtri(alpha))
+    y = z0 + float(special().ndtri(alpha))
     den = 1.0 - a * y
     if den <= 0:
         return 1.0 if y > 0 else 0.0
-    return float(special.ndtr(z0 + y / den))
+    return float(special().ndtr(z0 + y / den))
 
 
 def _bca_unlevel(q: float, z0: float, a: float) -> float:
     """Nominal level ``alpha`` whose BCa-adjusted level is ``q`` (inverse of ``_bca_level``)."""
-    w = float(special.ndtri(q)) - z0
+    w = float(special().ndtri(q)) - z0
     if not np.isfinite(w):
         y = (1.0 / a) if (a != 0 and (a < 0) == (w < 0)) else w
     elif 1.0 + a * w <= 0:
         y = -np.inf if w < 0 else np.inf
     else:
         y = w / (1.0 + a * w)
-    return float(special.ndtr(y - z0))
+    return float(special().ndtr(y - z0))
 
 
 def _p_values(
@@ -227,15 +221,15 @@ def bca_end_bound(
         return float("inf")
     if b_max <= 0:
         return 0.0
-    boot = np.sort(bootstrap_means(d, resamples, seed))
+    boot = sorted_bootstrap_means(d, resamples, seed)
     z0, a = _bca_params(d, boot)
     b = boot.size
     tol = 4.0 * d.size * np.finfo(np.float64).eps * float(np.max(np.abs(d)) + b_max)
     w = 2.0 * b_max + 2.0 * tol
     theta = float(np.mean(d))
     clip = (0.5 / b, 1.0 - 0.5 / b)
-    z_lo = float(special.ndtri(np.clip(np.count_nonzero(boot < theta - w) / b, *clip)))
-    z_hi = float(special.ndtri(np.clip(np.count_nonzero(boot <= theta + w) / b, *clip)))
+    z_lo = float(special().ndtri(np.clip(np.count_nonzero(boot < theta - w) / b, *clip)))
+    z_hi = float(special().ndtri(np.clip(np.count_nonzero(boot <= theta + w) / b, *clip)))
     a_lo, a_hi = _acceleration_range(d, b_max)
     alpha = tail_alpha(confidence)
     shift = 0.0
@@ -255,7 +249,7 @@ def bootstrap_one_sided(
     workers: int | None = None,
 ) -> tuple[float, float]:
     """``(p_greater, p_less)`` at null centre ``mu`` from the percentile or BCa bootstrap."""
-    boot = np.sort(bootstrap_means(d, resamples, seed, workers))
+    boot = sorted_bootstrap_means(d, resamples, seed, workers)
     return _p_values(boot, mu, _bca_params(d, boot) if bca else None)
 
 
@@ -284,7 +278,7 @@ def _interval(
     all_but_one = int(counts.max()) == n - 1
     if all_but_one:
         warnings.append(ALL_BUT_ONE_WARNING)
-    boot = np.sort(bootstrap_means(d, resamples, seed, workers))
+    boot = sorted_bootstrap_means(d, resamples, seed, workers)
     alpha = tail_alpha(confidence)
     params = _bca_params(d, boot) if bca else None
     levels = [alpha, 1.0 - alpha]

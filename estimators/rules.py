@@ -55,9 +55,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from ._common import (
+    special,
     IntervalResult,
     check_confidence,
     check_contrasts,
@@ -294,7 +294,7 @@ def interval_bound(
         return bca_end_bound(np.asarray(d, dtype=np.float64), float(np.max(b)), confidence, resamples, seed)
     if method == "t":
         n = b.size
-        q = float(special.stdtrit(n - 1, 1.0 - tail_alpha(confidence)))
+        q = float(special().stdtrit(n - 1, 1.0 - tail_alpha(confidence)))
         return float(np.mean(b) + q * np.sqrt(np.sum(b * b)) / math.sqrt(n * (n - 1)))
     return float(np.max(b))
 

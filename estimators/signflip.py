@@ -48,6 +48,8 @@ from ._common import (
     two_sided,
 )
 
+from . import _reference_cache as cache
+
 EXACT_MAX_N = SIGNFLIP_EXACT_MAX_N
 _CHUNK_ELEMENTS = 4_000_000
 
@@ -93,13 +95,13 @@ class _Reference:
         self.n = d.size
         self.exact = self.n <= EXACT_MAX_N
         if self.exact:
-            self.means = subset_means(d)
+            self.means = cache.frozen(subset_means(d))
             self.total = 1 << self.n
             self.extra = 0
         else:
-            self.means, self.extra = _sampled_means(d, resamples, seed)
+            means, self.extra = _sampled_means(d, resamples, seed)
+            self.means = cache.frozen(means)
             self.total = resamples + 1
-        self.sorted: NDArray[np.float64] | None = None
 
     def p_values(self, mu: float) -> tuple[float, float]:
         """``(p_greater, p_less)`` at ``mu``: exact counts of subset means on each side."""
@@ -119,11 +121,19 @@ class _Reference:
         return float(part[k - 1]), float(part[m - k]), k
 
 
+def reference(d: NDArray[np.float64], resamples: int, seed: int | None) -> _Reference:
+    """The reference set for ``d``, built once per (contrasts, resamples, seed) and shared by the
+    interval and the rule p-values (``_reference_cache``; exact enumeration ignores the seed)."""
+    exact = d.size <= EXACT_MAX_N
+    k = cache.key("signflip-exact", d, None, None) if exact else cache.key("signflip-mc", d, resamples, seed)
+    return cache.cached(k, lambda: _Reference(d, resamples, seed), lambda r: r.means.nbytes)
+
+
 def signflip_one_sided(
     d: NDArray[np.float64], mu: float, resamples: int = 9999, seed: int | None = 0
 ) -> tuple[float, float]:
     """``(p_greater, p_less)`` of the sign-flip test at null centre ``mu`` (analysis scale)."""
-    return _Reference(d, resamples, seed).p_values(mu)
+    return reference(d, resamples, seed).p_values(mu)
 
 
 def signflip_interval(
@@ -147,7 +157,7 @@ def signflip_interval(
         resamples = check_resamples(resamples)
     if is_constant(d):
         return degenerate_result(d, confidence, "signflip", scale, exact=n <= EXACT_MAX_N)
-    ref = _Reference(d, resamples, seed)
+    ref = reference(d, resamples, seed)
     alpha = tail_alpha(confidence)
     lower, upper, k = ref.bounds(alpha)
     warnings: list[str] = []

@@ -6,11 +6,9 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import (
-    special,  # stdtr / stdtrit: Student t CDF and quantile (scipy.stats is slow to import)
-)
 
 from ._common import (
+    special,
     IntervalResult,
     build_result,
     check_confidence,
@@ -36,7 +34,7 @@ def t_one_sided(d: NDArray[np.float64], mu: float) -> tuple[float, float]:
     """
     m, se, df = _moments(d)
     t = (m - mu) / se
-    return float(special.stdtr(df, -t)), float(special.stdtr(df, t))
+    return float(special().stdtr(df, -t)), float(special().stdtr(df, t))
 
 
 def t_interval(
@@ -57,7 +55,7 @@ def t_interval(
     if is_constant(d):
         return degenerate_result(d, confidence, "t", scale, df=float(n - 1))
     m, se, df = _moments(d)
-    q = float(special.stdtrit(df, 1.0 - tail_alpha(confidence)))
+    q = float(special().stdtrit(df, 1.0 - tail_alpha(confidence)))
     p_greater, p_less = t_one_sided(d, 0.0)
     return build_result(
         contrasts=d,

@@ -39,9 +39,9 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
 
 from ._common import (
+    special,
     EXACT_TOL,
     WILCOXON_EXACT_MAX_N,
     IntervalResult,
@@ -54,6 +54,9 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
+from . import _reference_cache as cache
+from .walsh import WalshAverages
+from .walsh import materialise as _walsh  # noqa: F401 - the direct path, used by tests
 
 EXACT_MAX_N = WILCOXON_EXACT_MAX_N
 _TOL = EXACT_TOL
@@ -102,7 +105,7 @@ class _Reference:
             return 1.0
         if self.exact:
             return float(self.cdf_table[j])
-        return float(special.ndtr((j + 0.5 - self.m / 2.0) / self.sd))
+        return float(special().ndtr((j + 0.5 - self.m / 2.0) / self.sd))
 
     def sf(self, t: int) -> float:
         """``P(V >= t) = P(V <= M - t)`` (symmetry)."""
@@ -113,7 +116,7 @@ class _Reference:
         lim = alpha * _TOL
         if self.exact:
             return int(np.count_nonzero(self.cdf_table <= lim))
-        k = max(0, int(math.floor(self.m / 2.0 - 0.5 + self.sd * float(special.ndtri(alpha)))) + 1)
+        k = max(0, int(math.floor(self.m / 2.0 - 0.5 + self.sd * float(special().ndtri(alpha)))) + 1)
         while k > 0 and self.cdf(k - 1) > lim:
             k -= 1
         while self.cdf(k) <= lim:
@@ -121,42 +124,30 @@ class _Reference:
         return k
 
 
-def _walsh(d: NDArray[np.float64]) -> NDArray[np.float64]:
-    """All ``n(n+1)/2`` Walsh averages ``(d_i + d_j) / 2, i <= j`` (unordered)."""
-    i, j = np.triu_indices(d.size)
-    return (d[i] + d[j]) * 0.5
+def _walsh_averages(d: NDArray[np.float64]) -> WalshAverages:
+    """The Walsh averages of ``d``, built once per contrasts (``_reference_cache``)."""
+    return cache.cached(cache.key("walsh", d, None, None), lambda: WalshAverages(d), _nbytes)
 
 
-def _p_values(walsh: NDArray[np.float64], ref: _Reference, mu: float) -> tuple[float, float]:
+def _nbytes(w: WalshAverages) -> int:
+    return sum(a.nbytes for a in (w.values, w.sorted) if a is not None)
+
+
+def _p_values(walsh: WalshAverages, ref: _Reference, mu: float) -> tuple[float, float]:
     """``(p_greater, p_less)`` from the Walsh-average counts at ``mu``."""
-    t_gt = int(np.count_nonzero(walsh > mu))
-    t_lt = int(np.count_nonzero(walsh < mu))
+    t_gt, t_lt = walsh.counts(mu)
     return ref.sf(t_gt), ref.sf(t_lt)
 
 
 def wilcoxon_one_sided(d: NDArray[np.float64], mu: float) -> tuple[float, float]:
     """``(p_greater, p_less)`` of the signed-rank test at null centre ``mu`` (analysis scale)."""
-    return _p_values(_walsh(d), _Reference(int(d.size)), mu)
-
-
-def _order_stats(
-    walsh: NDArray[np.float64], k: int
-) -> tuple[float, float, float]:
-    """``(w_(k), w_(M+1-k), median)`` with one partition; k = 0 gives infinite ends."""
-    m = walsh.size
-    mid = [(m - 1) // 2, m // 2]
-    kth = sorted(set(mid + ([k - 1, m - k] if k > 0 else [])))
-    part = np.partition(walsh, kth)
-    median = 0.5 * (part[mid[0]] + part[mid[1]])
-    if k == 0:
-        return -np.inf, np.inf, float(median)
-    return float(part[k - 1]), float(part[m - k]), float(median)
+    return _p_values(_walsh_averages(d), _Reference(int(d.size)), mu)
 
 
 def hodges_lehmann(d: ArrayLike) -> float:
     """Hodges–Lehmann estimate: the median of the Walsh averages (a pseudo-median)."""
     arr = check_contrasts(d, min_n=1)
-    return _order_stats(_walsh(arr), 0)[2]
+    return WalshAverages(arr).order_stats(0)[2]
 
 
 def wilcoxon_interval(
@@ -176,7 +167,7 @@ def wilcoxon_interval(
     if is_constant(d):
         return degenerate_result(d, confidence, "wilcoxon", scale, exact=True)
     alpha = tail_alpha(confidence)
-    walsh = _walsh(d)
+    walsh = _walsh_averages(d)
     ref = _Reference(n)
     k = ref.k(alpha)
     attained = 1.0 - 2.0 * ref.cdf(k - 1)
@@ -188,7 +179,7 @@ def wilcoxon_interval(
             f"n = {n}: normal approximation to the signed-rank distribution "
             f"(exact enumeration limit {EXACT_MAX_N})"
         )
-    lower, upper, estimate = _order_stats(walsh, k)
+    lower, upper, estimate = walsh.order_stats(k)
     if k == 0:
         warnings.append(
             f"n = {n} is too small for a {confidence:.4g} signed-rank interval (smallest "
