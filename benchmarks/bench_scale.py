@@ -137,7 +137,7 @@ def one_size(runs: int, folder: Path) -> dict[str, object]:
                                  folder)
     if proc.returncode != 0:
         raise SystemExit(f"collect import failed: {proc.stderr}")
-    t_eval, rss, proc = measured([str(BIN / "gates"), "evaluate", str(lock), str(out), "--json"], folder)
+    t_eval, rss, proc = measured([str(BIN / "gates"), "evaluate", str(lock), str(out)], folder)
     if proc.returncode not in (0, 1, 3):
         raise SystemExit(f"gates evaluate failed ({proc.returncode}): {proc.stderr}")
     t_base = baseline(table)

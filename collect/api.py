@@ -70,7 +70,8 @@ def import_table(
 ) -> list[RunRecord]:
     """Validate a CSV / JSONL / Parquet table of runs against the plan and append it to ``out``'s ledger.
 
-    Returns the records appended; the ids of rows already in the ledger go into ``skipped`` if given.
+    Returns the records appended, as written (chained: the last one's ``record_sha256`` is the new
+    ledger head); the ids of rows already in the ledger go into ``skipped`` if given.
     """
     from collect.importer import ImportProblem
     from collect.importer import import_table as import_rows

@@ -31,7 +31,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     runs = Path(args.out)
     skipped: list[str] = []
     records = import_table(lock, args.file, runs, skipped)
-    head = ledger_head(runs)
+    head = records[-1].record_sha256 if records else ledger_head(runs)  # the appended batch's last hash
     if args.json:
         emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),
                    "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,

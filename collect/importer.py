@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.ledger import (
+    Ledger,
     RunRecord,
     TelemetrySummary,
     append_records,
@@ -199,16 +200,17 @@ def check_columns(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
     return errors
 
 
-def _match_level(value: Any, levels: list[Any]) -> tuple[bool, Any]:
+def _match_level(value: Any, lookup: tuple[dict[str, Any], dict[str, list[Any]]]) -> tuple[bool, Any]:
+    """The plan level ``value`` names: the same typed value, else the one level written as its text."""
     if value is None or value == "":
         return False, None
-    typed = [lv for lv in levels if level_key(lv) == level_key(value)]
-    if typed:
-        return True, typed[0]
-    text = str(value).strip()
-    by_text = [lv for lv in levels if (str(lv).lower() if isinstance(lv, bool) else str(lv)) == text]
-    if len(by_text) == 1:
-        return True, by_text[0]
+    by_key, by_text = lookup
+    key = level_key(value)
+    if key in by_key:
+        return True, by_key[key]
+    candidates = by_text.get(str(value).strip(), [])
+    if len(candidates) == 1:
+        return True, candidates[0]
     return False, None
 
 
@@ -270,15 +272,16 @@ def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, 
     for factor, levels in plan.strata.factors.items():
         if factor not in row:
             raise CellError(factor, f"missing the stratum factor column {factor!r}")
-        ok, level = _match_level(row[factor], levels)
+        lookup = plan.strata.level_lookup[factor]
+        ok, level = _match_level(row[factor], lookup)
         if not ok:
             text = str(row[factor]).strip()
             hint = ""
-            if text.endswith(".0") and _match_level(text[:-2], levels)[0]:
+            if text.endswith(".0") and _match_level(text[:-2], lookup)[0]:
                 hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
                         "them without '.0' (pandas writes integer columns with gaps as floats)")
-            raise CellError(factor, f"{factor} = {row[factor]!r} is not a level of the plan "
-                                    f"({', '.join(map(str, levels))}){hint}")
+            shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
+            raise CellError(factor, f"{factor} = {row[factor]!r} is not a level of the plan ({shown}){hint}")
         stratum[factor] = level
     replicate = _integer(row.get("replicate"), "replicate", 0)
     if replicate is None or not 0 <= replicate < plan.strata.replicates:
@@ -318,13 +321,19 @@ def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, 
     )
 
 
+def _cell_key(record: RunRecord) -> tuple[Any, ...]:
+    """The planned cell a record fills, type-aware (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct)."""
+    stratum = tuple(sorted((k, type(v).__name__, v) for k, v in record.stratum.items()))
+    return (stratum, record.arm, record.replicate)
+
+
 def _content(record: RunRecord) -> dict[str, Any]:
     """A record without its chain fields: what makes two imports of one row the same."""
     return record.model_dump(mode="json", exclude={"prev_sha256", "record_sha256", "trace_sha256"})
 
 
 def build_records(
-    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
+    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, existing: Ledger,
     skipped: list[str] | None = None,
 ) -> list[RunRecord]:
     """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
@@ -341,13 +350,12 @@ def build_records(
     if column_errors:
         raise ImportProblem(column_errors)
     by_column: dict[str, list[tuple[int, str]]] = {}
-    existing = read_ledger(runs_dir)
     present = {r.run_id: _content(r) for r in existing.records}
     seen_ids = {r.run_id: "the ledger" for r in existing.records}
-    seen_keys: dict[str, str] = {}
+    seen_keys: dict[tuple[Any, ...], str] = {}
     for r in existing.records:
         if r.status == "complete" and r.prereg_sha256 == plan_sha256:
-            seen_keys[json.dumps([r.stratum, r.arm, r.replicate], sort_keys=True)] = "the ledger"
+            seen_keys[_cell_key(r)] = "the ledger"
     for number, row in enumerate(rows, start=1):
         try:
             record = _row_record(row, number, plan, plan_sha256, source)
@@ -358,8 +366,9 @@ def build_records(
             message = str(err).splitlines()[0] if not isinstance(err, ValidationError) else _pydantic_message(err)
             errors.append(f"row {number}: {message}")
             continue
-        key = json.dumps([record.stratum, record.arm, record.replicate], sort_keys=True)
-        if present.get(record.run_id) == _content(record) and seen_ids.get(record.run_id) == "the ledger":
+        key = _cell_key(record)
+        if (record.run_id in present and seen_ids.get(record.run_id) == "the ledger"
+                and present[record.run_id] == _content(record)):
             seen_ids[record.run_id] = f"row {number} (already in the ledger)"
             if skipped is not None:
                 skipped.append(record.run_id)
@@ -409,9 +418,10 @@ def import_table(
     created = not Path(runs_dir).exists()
     try:
         with runs_lock(runs_dir, f"collect import {table.name}"):
-            records = build_records(rows, plan, plan_sha256, table.name, runs_dir, skipped)
+            existing = read_ledger(runs_dir)
+            records = build_records(rows, plan, plan_sha256, table.name, existing, skipped)
             if records:
-                append_records(runs_dir, records)
+                records = append_records(runs_dir, records, existing)
     except BaseException:
         if created:  # a refused import leaves no trace: remove the folder it made for its lock
             _remove_if_only_lock(Path(runs_dir))

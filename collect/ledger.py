@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from estimators.vocabulary import Evidence
 from prereg.errors import InputError
+from prereg.plan import canonical_bytes
 
 RECORD_FORMAT: Final = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
@@ -149,9 +150,8 @@ def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
     return Path(runs_dir) / LEDGER_NAME
 
 
-def canonical_json(data: Any) -> bytes:
-    """The canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+#: the canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8 (the plan's own form)
+canonical_json = canonical_bytes
 
 
 def record_hash(data: dict[str, Any]) -> str:
@@ -225,30 +225,35 @@ class LedgerAppender:
     must stay the head while it appends.
     """
 
-    def __init__(self, runs_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, runs_dir: str | os.PathLike[str], current: Ledger | None = None) -> None:
+        """``current``: the ledger as the caller just read it under the writer lock (else read here)."""
         self.folder = Path(runs_dir)
         self.folder.mkdir(parents=True, exist_ok=True)
-        current = read_ledger(self.folder)
+        if current is None:
+            current = read_ledger(self.folder)
         self.head = current.hashes[-1] if current.hashes else GENESIS
 
-    def _chained(self, record: RunRecord) -> bytes:
+    def _chained(self, record: RunRecord) -> tuple[bytes, RunRecord]:
         data = record.model_dump(mode="json", exclude_none=True)
         data.pop("record_sha256", None)
         if data.get("traces") and not data.get("trace_sha256"):
             data["trace_sha256"] = {t: hash_trace(self.folder, t, fsync=True) for t in data["traces"]}
         data["prev_sha256"] = self.head
         data["record_sha256"] = record_hash(data)
-        RunRecord.model_validate(data)
-        return canonical_json(data) + b"\n"
+        return canonical_json(data) + b"\n", RunRecord.model_validate(data)
 
-    def append(self, records: list[RunRecord]) -> None:
-        """Append durably: one ``write`` for the batch, then fsync (and the folder's when created)."""
+    def append(self, records: list[RunRecord]) -> list[RunRecord]:
+        """Append durably: one ``write`` for the batch, then fsync (and the folder's when created).
+        Returns the records as written (chained: ``prev_sha256``, ``record_sha256``); ``head`` is the
+        new head hash. A crash leaves the batch whole, or absent with at most a torn last line."""
         path = ledger_path(self.folder)
         created = not os.path.lexists(path)
-        payloads = []
+        payloads, written = [], []
         for r in records:
-            payloads.append(self._chained(RunRecord.model_validate(r.model_dump())))
-            self.head = json.loads(payloads[-1])["record_sha256"]
+            payload, chained = self._chained(r)
+            payloads.append(payload)
+            written.append(chained)
+            self.head = chained.record_sha256 or self.head
         fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             size = os.fstat(fd).st_size
@@ -262,6 +267,7 @@ class LedgerAppender:
             from prereg.fileio import fsync_dir
 
             fsync_dir(self.folder)
+        return written
 
 
 def _write_all(fd: int, data: bytes, path: Path) -> None:
@@ -274,9 +280,12 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         view = view[written:]
 
 
-def append_records(runs_dir: str | os.PathLike[str], records: list[RunRecord]) -> None:
-    """Append records durably, chained to the ledger's head; creates the folder if needed."""
-    LedgerAppender(runs_dir).append(records)
+def append_records(
+    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None
+) -> list[RunRecord]:
+    """Append records durably, chained to the ledger's head (``current``: the ledger as just read
+    under the writer lock); creates the folder if needed. Returns the records as written."""
+    return LedgerAppender(runs_dir, current).append(records)
 
 
 def _parse_line(line: bytes) -> dict[str, Any]:

@@ -79,11 +79,14 @@ def _sampled_means(
     out = np.empty(resamples, dtype=np.float64)
     sizes = np.empty(resamples, dtype=np.float64)
     step = max(1, _CHUNK_ELEMENTS // n)
+    half = np.uint64(1 << 63)
     for start in range(0, resamples, step):
         b = min(step, resamples - start)
-        mask = rng.random((b, n)) < 0.5
-        out[start : start + b] = mask @ d
-        sizes[start : start + b] = mask.sum(axis=1)
+        # ``rng.random() < 0.5`` exactly: a double is ``(raw >> 11) * 2**-53``, below 0.5 iff ``raw < 2**63``;
+        # the same draws without making the doubles (about 2x faster at n = 5000)
+        mask = rng.bit_generator.random_raw((b, n)) < half
+        out[start : start + b] = mask.astype(np.float64) @ d  # BLAS; bool @ float takes numpy's slow loop
+        sizes[start : start + b] = np.count_nonzero(mask, axis=1)
     empty = sizes == 0
     return out[~empty] / sizes[~empty], int(np.count_nonzero(empty))
 

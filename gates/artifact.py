@@ -29,7 +29,7 @@ from estimators.vocabulary import (
     Verdict,
 )
 from prereg.errors import InputError
-from prereg.fileio import atomic_write
+from prereg.fileio import atomic_write, readable_json
 from prereg.schema import RuleField
 
 EVALUATION_SCHEMA: Final = "gates/evaluation/v1"
@@ -309,8 +309,7 @@ def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> No
     target.parent.mkdir(parents=True, exist_ok=True)
     data = evaluation.model_dump(mode="json", by_alias=True)
     data["seal_sha256"] = seal_hash(data)
-    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n"
-    atomic_write(target, text.encode())
+    atomic_write(target, (readable_json(data) + "\n").encode())
 
 
 class EvaluationError(InputError, ValueError):

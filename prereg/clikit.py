@@ -44,7 +44,9 @@ def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
     from reports.safe_text import clean_json_text
 
-    print(clean_json_text(json.dumps(obj, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False)))
+    from prereg.fileio import readable_json
+
+    print(clean_json_text(readable_json(json.loads(json.dumps(obj, sort_keys=True, allow_nan=False)))))
 
 
 def safe(text: str) -> str:

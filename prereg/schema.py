@@ -9,7 +9,6 @@ the models parse, in :mod:`prereg.checks`.
 from __future__ import annotations
 
 import itertools
-import json
 from functools import cached_property
 from typing import Annotated, Any, Literal, Union
 
@@ -65,8 +64,9 @@ DEFAULT_SEED = 0
 
 
 def level_key(value: Scalar) -> str:
-    """A type-aware key for a factor level (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct)."""
-    return json.dumps([type(value).__name__, value])
+    """A type-aware key for a factor level (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct):
+    the type's name and the value's ``repr`` (injective for str, bool, int and float; in memory only)."""
+    return f"{type(value).__name__}:{value!r}"
 
 
 class _Model(BaseModel):
@@ -125,6 +125,20 @@ class Strata(_Model):
         """Factor -> the type-aware keys (:func:`level_key`) of its levels, computed once, so
         matching a run's levels costs one key per factor, not one per level."""
         return {name: frozenset(level_key(v) for v in levels) for name, levels in self.factors.items()}
+
+    @cached_property
+    def level_lookup(self) -> dict[str, tuple[dict[str, Scalar], dict[str, list[Scalar]]]]:
+        """Factor -> (its first level per type-aware key, its levels per written text: ``true`` for
+        booleans), computed once so reading a table's levels is linear in its rows."""
+        out: dict[str, tuple[dict[str, Scalar], dict[str, list[Scalar]]]] = {}
+        for name, levels in self.factors.items():
+            by_key: dict[str, Scalar] = {}
+            by_text: dict[str, list[Scalar]] = {}
+            for level in levels:
+                by_key.setdefault(level_key(level), level)
+                by_text.setdefault(str(level).lower() if isinstance(level, bool) else str(level), []).append(level)
+            out[name] = (by_key, by_text)
+        return out
 
     def enumerate(self) -> list[dict[str, Scalar]]:
         """Every stratum as a factor -> level mapping, in the order the levels are written."""
