@@ -89,8 +89,11 @@ def _poll_loop(conn: Connection, sensor: Any, signals: list[str], poll_ms: float
     c_sig, c_tb, c_ta = cols["signal"], cols["t_before_ns"], cols["t_after_ns"]
     c_val, c_st, c_drv = cols["value"], cols["status"], cols["driver_ts_us"]
     while True:
-        while conn.poll():  # commands first: they are rare and small
-            kind, arg = conn.recv()
+        while _ready(conn):  # commands first: they are rare and small
+            try:
+                kind, arg = conn.recv()
+            except (EOFError, OSError):  # the parent is gone
+                return
             if kind == "phase" and hook is not None:
                 hook(arg)
             elif kind == "snap":
@@ -98,32 +101,54 @@ def _poll_loop(conn: Connection, sensor: Any, signals: list[str], poll_ms: float
             elif kind == "stop":
                 conn.send(("data", cols, polls, error))
                 return
-        if error is None:
-            polls.append(sensor.now_ns())
-            try:
-                readings = sensor.read(signals)
-            except SensorError as err:
-                error = str(err)
-                readings = []
-            for r in readings:
-                c_sig.append(r.signal)
-                c_tb.append(r.t_before_ns)
-                c_ta.append(r.t_after_ns)
-                c_val.append(r.value)
-                c_st.append(r.status)
-                c_drv.append(r.driver_ts_us)
-            next_ns += step
-            now = sensor.now_ns()
-            if next_ns <= now:  # late: poll again at once, but do not burst to catch up
-                next_ns = now
-                continue
+        if error is not None:  # a read failed: wait for the parent to collect the error
+            if not _wait(conn, None):
+                return
+            continue
+        now = sensor.now_ns()
+        if now < next_ns:
             wait_s = (next_ns - now) / 1e9
-        else:
-            wait_s = None  # a read failed: wait for the parent to collect the error
+            # poll(2) sleeps in whole ms (rounded up): wake ~2 ms early for commands, then sleep
+            # the rest with nanosleep, so a 1 ms interval is 1 ms and a stop is answered at once
+            if wait_s > 0.003:
+                if not _wait(conn, wait_s - 0.002):
+                    return
+            else:
+                time.sleep(wait_s)
+            continue
+        polls.append(now)
         try:
-            conn.poll(wait_s)  # sleeps until the deadline, waking at once for a command
-        except (EOFError, OSError):
-            return
+            readings = sensor.read(signals)
+        except SensorError as err:
+            error = str(err)
+            readings = []
+        for r in readings:
+            c_sig.append(r.signal)
+            c_tb.append(r.t_before_ns)
+            c_ta.append(r.t_after_ns)
+            c_val.append(r.value)
+            c_st.append(r.status)
+            c_drv.append(r.driver_ts_us)
+        next_ns += step
+        now = sensor.now_ns()
+        if next_ns <= now:  # late: poll again at once, but do not burst to catch up
+            next_ns = now
+
+
+def _ready(conn: Connection) -> bool:
+    try:
+        return conn.poll()
+    except (EOFError, OSError):
+        return True  # recv() then reports the closed pipe
+
+
+def _wait(conn: Connection, timeout: float | None) -> bool:
+    """Sleep until a command arrives or ``timeout`` s pass; False when the pipe is gone."""
+    try:
+        conn.poll(timeout)
+    except (EOFError, OSError):
+        return False
+    return True
 
 
 class ProcessPoller:
