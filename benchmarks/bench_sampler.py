@@ -152,6 +152,7 @@ def synthetic_trace(n: int, wrap_mj: int) -> Trace:
 def summaries(rows: int) -> None:
     """Each measurement on a fresh trace (no row selection cached from an earlier one)."""
     wrap = 2**32
+    synthetic_trace(rows, wrap).rows("energy_counter")  # warm-up: the first touch of this much memory
     trace = synthetic_trace(rows, wrap)
     t0 = time.perf_counter()
     new = analysis.value_changes(trace, "energy_counter", wrap)
