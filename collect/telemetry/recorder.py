@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from collect.telemetry.base import Reading, Sensor
+from collect.telemetry.base import Reading, Sensor, SensorError
 from collect.telemetry.sampler import CHILD_KINDS, ProcessPoller
 from collect.telemetry.trace import Phase, Trace
 
@@ -84,9 +84,10 @@ class Recorder:
             self._poll_once()
             return self
         if self.mode == "process":
-            self._child = ProcessPoller(self.spec, self.signals, self.poll_ms, self.nice,
-                                        getattr(self.sensor, "_t0", None))
-            self._child.start()
+            child = ProcessPoller(self.spec, self.signals, self.poll_ms, self.nice,
+                                  getattr(self.sensor, "_t0", None))
+            child.start()  # SensorError when the child cannot open the sensor (it is joined)
+            self._child = child
             return self
         self._thread = threading.Thread(target=self._loop, name="telemetry-recorder", daemon=True)
         self._thread.start()
@@ -109,8 +110,14 @@ class Recorder:
     def __enter__(self) -> Recorder:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.stop()
+            return
+        try:  # the block's own exception wins over a sensor error reported at stop
+            self.stop()
+        except SensorError:
+            pass
 
     def _poll_once(self) -> None:
         self._poll_ns.append(self.sensor.now_ns())

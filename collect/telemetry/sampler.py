@@ -89,7 +89,7 @@ def _poll_loop(conn: Connection, sensor: Any, signals: list[str], poll_ms: float
     c_sig, c_tb, c_ta = cols["signal"], cols["t_before_ns"], cols["t_after_ns"]
     c_val, c_st, c_drv = cols["value"], cols["status"], cols["driver_ts_us"]
     while True:
-        while _ready(conn):  # commands first: they are rare and small
+        while polls and _ready(conn):  # commands (rare, small) once the first poll is taken
             try:
                 kind, arg = conn.recv()
             except (EOFError, OSError):  # the parent is gone

@@ -10,6 +10,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 from multiprocessing import Pipe
 
 import numpy as np
@@ -92,7 +93,7 @@ def test_open_error_in_the_child_is_the_same_sensor_error() -> None:
     with pytest.raises(SensorError) as got:
         rec.start()
     assert str(got.value) == str(expected.value)
-    assert rec._child is None or rec._child._proc is None
+    assert rec._child is None
 
 
 class _Failing(SimSensor):
@@ -198,12 +199,24 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path) -> None:
 def test_trace_columns_match_from_readings() -> None:
     from collect.telemetry.recorder import trace_from_columns
 
-    readings = [Reading("energy_counter", 1, 2, 5.0, "mJ", "ok", 7.0), Reading("power_average", 3, 4, None, "W",
+    readings = [Reading("energy_counter", 1, 2, 5.0, "mJ", "ok", 7), Reading("power_average", 3, 4, None, "W",
                                                                                 "error", None)]
-    cols = {"signal": [r.signal for r in readings], "t_before_ns": [1, 3], "t_after_ns": [2, 4],
+    cols: dict[str, list[Any]] = {"signal": [r.signal for r in readings], "t_before_ns": [1, 3], "t_after_ns": [2, 4],
             "value": [5.0, None], "status": ["ok", "error"], "driver_ts_us": [7.0, None]}
     sensor = SimSensor(clock="virtual")
     a = Trace.from_readings(readings, sensor.signals(), 1.0, [1, 3], [], "s", "modeled")
     b = trace_from_columns(cols, sensor.signals(), 1.0, [1, 3], [], "s", "modeled")
     for name in ("signal", "t_before_ns", "t_after_ns", "value", "status", "driver_ts_us", "poll_ns"):
         assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=name in ("value", "driver_ts_us")), name
+
+
+def test_child_is_joined_when_the_block_raises() -> None:
+    rec = Recorder(SimSensor(clock="real"), ["energy_counter"], 2, spec="sim:clock=real")
+    with pytest.raises(RuntimeError, match="training failed"):
+        with rec:
+            assert rec._child is not None and rec._child._proc is not None
+            pid = rec._child._proc.pid
+            with rec.phase("compute"):
+                raise RuntimeError("training failed")
+    assert rec._child is None and not _alive(pid)
+    assert rec.trace().poll_ns.size >= 1 and rec.trace().phases[0].end_ns >= 0
