@@ -22,7 +22,9 @@ Times are ns on the sensor's clock: the host monotonic clock for NVML (shared by
 for the simulator the child's sensor is given the parent sensor's origin (``_t0``), so phases
 marked in the parent and polls taken in the child are on one clock. The child asks the kernel
 for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, see :mod:`collect.workers`) and exits
-when its pipe closes; :meth:`ProcessPoller.stop` joins it (killing it after a grace period).
+when its pipe closes (the fallback off Linux; note that the kernel's parent-death signal follows
+the *thread* that started the child, so start the recorder from a thread that outlives it);
+:meth:`ProcessPoller.stop` joins it (killing it after a grace period).
 Scheduling: the child lowers its own priority (``nice``) like the thread poller did.
 """
 
