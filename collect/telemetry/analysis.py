@@ -68,16 +68,19 @@ def value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Upda
     resets: list[tuple[int, int]] = []
     kind = trace.signals[signal].kind if signal in trace.signals else "gauge"
     if kind == "counter":
-        offset = 0.0
-        corrected = v.copy()
-        for k in range(1, v.size):
-            if v[k] < v[k - 1]:
-                if wrap_mj and v[k] + wrap_mj >= v[k - 1]:
-                    offset += wrap_mj
-                else:
-                    resets.append((int(tb[k - 1]), int(ta[k])))
-            corrected[k] = v[k] + offset
-        v = corrected
+        # vectorised (was a per-row loop): whether a decrease is a wrap depends only on the raw
+        # values, so the offset is the running count of wraps times the modulus (exact in floats)
+        down = np.flatnonzero(v[1:] < v[:-1]) + 1
+        if wrap_mj:
+            is_wrap = v[down] + wrap_mj >= v[down - 1]
+        else:
+            is_wrap = np.zeros(down.size, dtype=bool)
+        bad = down[~is_wrap]
+        resets = [(int(tb[k - 1]), int(ta[k])) for k in bad]
+        if is_wrap.any():
+            steps = np.zeros(v.size, dtype=np.float64)
+            steps[down[is_wrap]] = 1.0
+            v = v + np.cumsum(steps) * float(wrap_mj or 0)
     changed = np.flatnonzero(v[1:] != v[:-1]) + 1
     return Updates(tb[changed - 1], ta[changed], v[changed], resets, float(v[0]), int(ta[0]))
 
@@ -179,7 +182,11 @@ def energy_from_counter(
         lower = max(lower, vals[j] - vals[i] - q + p_min_w * ((lo[i] - a_ns) + (b_ns - hi[j])) / _S)
         upper = min(upper, vals[j] - vals[i] + q + p_max_w * ((hi[i] - a_ns) + (b_ns - lo[j])) / _S)
     # outer pair: the last known value at or before a, the first update at or after b
-    before = [(float(vals[k]), int(hi[k])) for k in np.flatnonzero(hi <= a_ns)]
+    before: list[tuple[float, int]] = []
+    done = np.flatnonzero(hi <= a_ns)
+    if done.size:  # the first of the latest (as ``max`` over the rows picked it)
+        last = done[int(np.argmax(hi[done]))]
+        before.append((float(vals[last]), int(hi[last])))
     if u.first_hi_ns is not None and u.first_hi_ns <= a_ns and u.first_value is not None:
         before.append((u.first_value / 1000.0, u.first_hi_ns))
     after = np.flatnonzero(lo >= b_ns)
@@ -228,9 +235,9 @@ def phase_energy(
 ) -> EnergyEstimate:
     """Energy of a marked phase: from the counter when the trace has one, else from power."""
     mark = trace.phase(phase)
-    if "energy_counter" in set(trace.signal):
+    if bool(np.any(trace.signal == "energy_counter")):
         return energy_from_counter(trace, mark.start_ns, mark.end_ns, p_min_w, p_max_w, wrap_mj=wrap_mj)
-    power = next((s for s in ("power_average", "power_usage", "power_instant") if s in set(trace.signal)), None)
+    power = next((s for s in ("power_average", "power_usage", "power_instant") if np.any(trace.signal == s)), None)
     if power is None:
         return _range_only(mark.start_ns, mark.end_ns, p_min_w, p_max_w, "no energy or power signal")
     return energy_from_power(trace, mark.start_ns, mark.end_ns, p_min_w, p_max_w, power)

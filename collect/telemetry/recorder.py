@@ -8,7 +8,11 @@
             save()
     trace = rec.trace()                        # every poll, phases, requested/achieved intervals
 
-On a real clock a daemon thread polls: it appends each reading to a list (no I/O, no locks on the
+On a real clock, when the sensor can be opened from its spec (``sim:...``, ``nvml``; ``mode``
+"auto" or "process"), a child *process* owns its own copy of the sensor and polls it on its own
+clock (:mod:`collect.telemetry.sampler`): no GIL is shared with training, and the parent only
+marks phases (ns timestamps on the sensor's clock). Otherwise (``mode="thread"``, or no spec), a
+daemon thread polls: it appends each reading to a list (no I/O, no locks on the
 training thread's path) and sleeps until the next deadline; a late poll is taken at once and the
 schedule is not caught up with bursts. The thread lowers its own scheduling priority (``nice``,
 default 10, Linux): when the CPU is saturated the training thread wins and polls are late rather
@@ -26,10 +30,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
-from collect.telemetry.base import Reading, Sensor
+from collect.telemetry.base import Reading, Sensor, SensorError
+from collect.telemetry.sampler import CHILD_KINDS, ProcessPoller
 from collect.telemetry.trace import Phase, Trace
 
 _MS = 1_000_000
@@ -39,8 +45,11 @@ class Recorder:
     """See the module doc. ``poll_ms`` is the requested poll interval in milliseconds."""
 
     def __init__(
-        self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "", nice: int = 10
+        self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "", nice: int = 10,
+        mode: str = "auto",
     ) -> None:
+        if mode not in ("auto", "process", "thread"):
+            raise ValueError("mode must be 'auto', 'process' or 'thread'")
         if not poll_ms > 0:
             raise ValueError("poll_ms must be > 0")
         known = sensor.signals()
@@ -60,6 +69,12 @@ class Recorder:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._next_ns = 0
+        can_child = spec.partition(":")[0] in CHILD_KINDS and not self.virtual
+        if mode == "process" and not can_child:
+            raise ValueError(f"sensor {spec!r} cannot be polled from a child process")
+        self.mode = "process" if can_child and mode != "thread" else ("virtual" if self.virtual else "thread")
+        self._child: ProcessPoller | None = None
+        self._columns: dict[str, list[Any]] | None = None  # what the child recorded
 
     # --- lifecycle -----------------------------------------------------------------------------
     def start(self) -> Recorder:
@@ -68,13 +83,26 @@ class Recorder:
         if self.virtual:
             self._poll_once()
             return self
+        if self.mode == "process":
+            child = ProcessPoller(self.spec, self.signals, self.poll_ms, self.nice,
+                                  getattr(self.sensor, "_t0", None))
+            child.start()  # SensorError when the child cannot open the sensor (it is joined)
+            self._child = child
+            return self
         self._thread = threading.Thread(target=self._loop, name="telemetry-recorder", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Stop polling (joins the thread)."""
+        """Stop polling (joins the thread or the child; ``SensorError`` if the child's read failed)."""
         self._stop.set()
+        if self._child is not None:
+            child, self._child = self._child, None
+            try:
+                child.stop()
+            finally:
+                self._poll_ns = list(child.poll_ns)
+                self._columns = child.columns
         if self._thread is not None:
             self._thread.join()
             self._thread = None
@@ -82,8 +110,14 @@ class Recorder:
     def __enter__(self) -> Recorder:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.stop()
+            return
+        try:  # the block's own exception wins over a sensor error reported at stop
+            self.stop()
+        except SensorError:
+            pass
 
     def _poll_once(self) -> None:
         self._poll_ns.append(self.sensor.now_ns())
@@ -129,13 +163,18 @@ class Recorder:
         self._depth += 1
         if hook:
             hook(name)
+            if self._child is not None:
+                self._child.phase(name)
         try:
             yield mark
         finally:
             mark.end_ns = self.sensor.now_ns()
             self._depth -= 1
             if hook:
-                hook(self._open_phase_name() or "idle")
+                after = self._open_phase_name() or "idle"
+                hook(after)
+                if self._child is not None:
+                    self._child.phase(after)
 
     def _open_phase_name(self) -> str | None:
         open_phases = [p for p in self._phases if p.end_ns < 0]
@@ -144,6 +183,13 @@ class Recorder:
     # --- results ---------------------------------------------------------------------------------
     def trace(self) -> Trace:
         """Everything recorded so far (call after :meth:`stop` for a complete trace)."""
+        phases = [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases]
+        if self._child is not None:
+            self._child.snapshot()
+            self._poll_ns, self._columns = list(self._child.poll_ns), self._child.columns
+        if self._columns is not None:
+            return trace_from_columns(self._columns, self.sensor.signals(), self.poll_ms, self._poll_ns, phases,
+                                      self.spec, self.sensor.evidence)
         return Trace.from_readings(
             list(self._readings), self.sensor.signals(), self.poll_ms, list(self._poll_ns),
             [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases], self.spec,
@@ -169,3 +215,20 @@ class Recorder:
             return None, None
         gaps = np.diff(starts) / _MS
         return float(np.median(gaps)), float(np.percentile(gaps, 95))
+
+
+def trace_from_columns(
+    cols: dict[str, list[Any]], signals: dict[str, Any], requested_poll_ms: float, poll_ns: list[int],
+    phases: list[Phase], sensor: str, evidence: str,
+) -> Trace:
+    """The Trace of the child's columns (the same arrays :meth:`Trace.from_readings` builds)."""
+    def floats(values: list[Any]) -> np.ndarray:
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+
+    return Trace(
+        signal=np.array(cols["signal"], dtype=object), t_before_ns=np.array(cols["t_before_ns"], dtype=np.int64),
+        t_after_ns=np.array(cols["t_after_ns"], dtype=np.int64), value=floats(cols["value"]),
+        status=np.array(cols["status"], dtype=object), driver_ts_us=floats(cols["driver_ts_us"]),
+        signals=signals, requested_poll_ms=requested_poll_ms, poll_ns=np.array(poll_ns, dtype=np.int64),
+        phases=phases, sensor=sensor, evidence=evidence,
+    )

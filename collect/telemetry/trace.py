@@ -57,6 +57,8 @@ class Trace:
     phases: list[Phase] = field(default_factory=list)
     sensor: str = ""
     evidence: str = "measured"
+    _row_cache: dict[tuple[str, bool], tuple[Any, Any, Any, np.ndarray | None]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_readings(
@@ -77,14 +79,33 @@ class Trace:
         )
 
     def rows(self, signal: str, ok_only: bool = True) -> dict[str, np.ndarray]:
-        """The readings of one signal, in time order (only ok ones by default)."""
-        mask = self.signal == signal
-        if ok_only:
-            mask &= self.status == "ok"
-        order = np.argsort(self.t_before_ns[mask], kind="stable")
+        """The readings of one signal, in time order (only ok ones by default).
+
+        The row selection (string compares over every row: the costly part at millions of rows)
+        is kept per (signal, ok_only) while ``signal``, ``status`` and ``t_before_ns`` are the
+        same arrays; the sort is skipped when the rows are already in time order.
+        """
+        key = (signal, ok_only)
+        hit = self._row_cache.get(key)
+        if hit is not None and hit[0] is self.signal and hit[1] is self.status and hit[2] is self.t_before_ns:
+            idx = hit[3]
+        else:
+            mask = self.signal == signal
+            if ok_only:
+                mask &= self.status == "ok"
+            idx = np.flatnonzero(mask)
+            t = self.t_before_ns[idx]
+            if t.size > 1 and not bool(np.all(t[1:] >= t[:-1])):
+                idx = idx[np.argsort(t, kind="stable")]
+            elif idx.size == self.t_before_ns.size:
+                idx = None  # every row, in order: copies, no gather
+            self._row_cache[key] = (self.signal, self.status, self.t_before_ns, idx)
+        if idx is None:
+            return {"t_before_ns": self.t_before_ns.copy(), "t_after_ns": self.t_after_ns.copy(),
+                    "value": self.value.copy(), "driver_ts_us": self.driver_ts_us.copy()}
         return {
-            "t_before_ns": self.t_before_ns[mask][order], "t_after_ns": self.t_after_ns[mask][order],
-            "value": self.value[mask][order], "driver_ts_us": self.driver_ts_us[mask][order],
+            "t_before_ns": self.t_before_ns[idx], "t_after_ns": self.t_after_ns[idx],
+            "value": self.value[idx], "driver_ts_us": self.driver_ts_us[idx],
         }
 
     def phase(self, name: str) -> Phase:

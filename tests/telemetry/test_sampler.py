@@ -1,0 +1,222 @@
+"""The out-of-process poller: same trace contents, phases on one clock, errors, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+from multiprocessing import Pipe
+
+import numpy as np
+import pytest
+
+from collect.telemetry.analysis import Updates, ledger_summary, value_changes
+from collect.telemetry.base import Reading, SensorError, SignalInfo
+from collect.telemetry.recorder import Recorder
+from collect.telemetry.sampler import _poll_loop
+from collect.telemetry.sim import SimSensor
+from collect.telemetry.trace import Trace
+
+SPEC = "sim:clock=real,update_ms=20,counter_update_ms=20,window_ms=10"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its reparented init) counts as dead
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def test_process_poller_records_every_poll_and_phases() -> None:
+    sensor = SimSensor(clock="real", update_ms=20, counter_update_ms=20, window_ms=10)
+    rec = Recorder(sensor, ["energy_counter", "power_average"], poll_ms=5, spec=SPEC)
+    assert rec.mode == "process"
+    with rec:
+        child = rec._child
+        assert child is not None and child._proc is not None
+        pid = child._proc.pid
+        with rec.phase("compute"):
+            rec.advance(150)
+            with rec.phase("checkpoint"):
+                rec.advance(60)
+        mid = rec.trace()  # a snapshot while running
+        assert mid.poll_ns.size >= 5
+    assert not _alive(pid) and rec._child is None
+    trace = rec.trace()
+    median, _ = rec.achieved_poll_ms()
+    assert trace.poll_ns.size >= 15 and median is not None and 4 <= median <= 25
+    assert trace.signal.size == 2 * trace.poll_ns.size  # every poll of every signal
+    assert set(trace.signal) == {"energy_counter", "power_average"}
+    assert [(p.name, p.depth) for p in trace.phases] == [("compute", 0), ("checkpoint", 1)]
+    outer, inner = trace.phases
+    assert outer.start_ns <= inner.start_ns < inner.end_ns <= outer.end_ns
+    # one clock: the child's polls lie around the phases the parent marked
+    assert trace.poll_ns[0] <= outer.start_ns + 50_000_000 and trace.poll_ns[-1] >= inner.end_ns - 50_000_000
+    assert trace.t_before_ns.dtype == np.int64 and trace.value.dtype == np.float64
+    assert trace.requested_poll_ms == 5.0 and trace.sensor == SPEC
+    summary = rec.ledger_summary()
+    assert summary["updates"] and summary["requested_poll_ms"] == 5.0
+
+
+def test_thread_mode_and_virtual_clock_stay_in_process() -> None:
+    virtual = Recorder(SimSensor(clock="virtual"), ["energy_counter"], 10, spec="sim:clock=virtual")
+    assert virtual.mode == "virtual"
+    with virtual:
+        virtual.advance(100)
+    assert virtual.trace().poll_ns.size == 11
+    thread = Recorder(SimSensor(clock="real"), ["energy_counter"], 5, spec=SPEC, mode="thread")
+    assert thread.mode == "thread"
+    with thread:
+        thread.advance(30)
+    assert thread.trace().poll_ns.size >= 2
+    no_spec = Recorder(SimSensor(clock="real"), ["energy_counter"], 5)
+    assert no_spec.mode == "thread"
+    with pytest.raises(ValueError):
+        Recorder(SimSensor(clock="virtual"), ["energy_counter"], 5, spec="sim:clock=virtual", mode="process")
+
+
+def test_open_error_in_the_child_is_the_same_sensor_error() -> None:
+    with pytest.raises(SensorError) as expected:
+        SimSensor.from_spec("warp=9")
+    rec = Recorder(SimSensor(clock="real"), ["energy_counter"], 5, spec="sim:warp=9", mode="process")
+    with pytest.raises(SensorError) as got:
+        rec.start()
+    assert str(got.value) == str(expected.value)
+    assert rec._child is None
+
+
+class _Failing(SimSensor):
+    def __init__(self) -> None:
+        super().__init__(clock="real")
+        self.reads = 0
+
+    def read(self, signals: Sequence[str]) -> list[Reading]:
+        self.reads += 1
+        if self.reads > 2:
+            raise SensorError("GPU is lost (NVML_ERROR_GPU_IS_LOST)")
+        return super().read(signals)
+
+
+def test_read_error_is_reported_with_what_came_before() -> None:
+    parent, child = Pipe()
+    sensor = _Failing()
+    loop = threading.Thread(target=_poll_loop, args=(child, sensor, ["energy_counter"], 1.0), daemon=True)
+    loop.start()
+    deadline = time.monotonic() + 60
+    while sensor.reads < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    parent.send(("stop", None))
+    kind, cols, polls, error = parent.recv()
+    loop.join(60)
+    assert kind == "data" and error == "GPU is lost (NVML_ERROR_GPU_IS_LOST)"
+    assert len(cols["signal"]) == 2 and len(polls) == 3
+
+
+def old_value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Updates:
+    """The per-row loop that ``analysis.value_changes`` replaced (the baseline; as in benchmarks/bench_sampler.py)."""
+    rows = trace.rows(signal)
+    v = rows["value"].astype(np.float64)
+    tb, ta = rows["t_before_ns"], rows["t_after_ns"]
+    resets: list[tuple[int, int]] = []
+    offset = 0.0
+    corrected = v.copy()
+    for k in range(1, v.size):
+        if v[k] < v[k - 1]:
+            if wrap_mj and v[k] + wrap_mj >= v[k - 1]:
+                offset += wrap_mj
+            else:
+                resets.append((int(tb[k - 1]), int(ta[k])))
+        corrected[k] = v[k] + offset
+    v = corrected
+    changed = np.flatnonzero(v[1:] != v[:-1]) + 1
+    return Updates(tb[changed - 1], ta[changed], v[changed], resets, float(v[0]), int(ta[0]))
+
+
+def synthetic_trace(n: int, wrap_mj: int) -> Trace:
+    """``n`` polls of a 1 mJ counter updating every 4 polls (1 ms polls), wrapping at ``wrap_mj``."""
+    t = np.arange(n, dtype=np.int64) * 1_000_000
+    energy = np.floor(np.arange(n) // 4 * 37.5)  # mJ at 150 W per 1 ms poll... steps of 37.5 mJ per update
+    value = np.mod(energy, wrap_mj)
+    return Trace(
+        signal=np.full(n, "energy_counter", dtype=object), t_before_ns=t, t_after_ns=t + 20_000,
+        value=value, status=np.full(n, "ok", dtype=object), driver_ts_us=np.full(n, np.nan),
+        signals={"energy_counter": SignalInfo("energy_counter", "mJ", "counter", "measured")},
+        requested_poll_ms=1.0, poll_ns=t.copy(), sensor="synthetic", evidence="measured",
+    )
+
+
+def test_vectorised_unwrap_equals_the_loop() -> None:
+    for wrap in (None, 1000, 2**32):
+        trace = synthetic_trace(20_000, 1000)
+        trace.value[5000] = 3.0  # a reset in the middle
+        old, new = old_value_changes(trace, "energy_counter", wrap), value_changes(trace, "energy_counter", wrap)
+        assert np.array_equal(old.lo_ns, new.lo_ns) and np.array_equal(old.hi_ns, new.hi_ns)
+        assert np.array_equal(old.value, new.value) and old.resets == new.resets
+        assert old.first_value == new.first_value and old.first_hi_ns == new.first_hi_ns
+        summary = ledger_summary(trace, "energy_counter", 1_000_000_000, 19_000_000_000, 50.0, 700.0, wrap_mj=wrap)
+        assert summary["updates"]
+
+
+def test_no_orphan_when_the_parent_is_killed(tmp_path) -> None:
+    script = textwrap.dedent(f"""
+        import sys, time
+        from collect.telemetry.recorder import Recorder
+        from collect.telemetry.registry import open_sensor
+        rec = Recorder(open_sensor({SPEC!r}), ["energy_counter"], 5, spec={SPEC!r})
+        rec.start()
+        print(rec._child._proc.pid, flush=True)
+        time.sleep(600)
+    """)
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        assert _alive(child)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(60)
+        deadline = time.monotonic() + 60  # only to catch a hang
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_trace_columns_match_from_readings() -> None:
+    from collect.telemetry.recorder import trace_from_columns
+
+    readings = [Reading("energy_counter", 1, 2, 5.0, "mJ", "ok", 7), Reading("power_average", 3, 4, None, "W",
+                                                                                "error", None)]
+    cols: dict[str, list[Any]] = {"signal": [r.signal for r in readings], "t_before_ns": [1, 3], "t_after_ns": [2, 4],
+            "value": [5.0, None], "status": ["ok", "error"], "driver_ts_us": [7.0, None]}
+    sensor = SimSensor(clock="virtual")
+    a = Trace.from_readings(readings, sensor.signals(), 1.0, [1, 3], [], "s", "modeled")
+    b = trace_from_columns(cols, sensor.signals(), 1.0, [1, 3], [], "s", "modeled")
+    for name in ("signal", "t_before_ns", "t_after_ns", "value", "status", "driver_ts_us", "poll_ns"):
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=name in ("value", "driver_ts_us")), name
+
+
+def test_child_is_joined_when_the_block_raises() -> None:
+    rec = Recorder(SimSensor(clock="real"), ["energy_counter"], 2, spec="sim:clock=real")
+    with pytest.raises(RuntimeError, match="training failed"):
+        with rec:
+            assert rec._child is not None and rec._child._proc is not None
+            pid = rec._child._proc.pid
+            with rec.phase("compute"):
+                raise RuntimeError("training failed")
+    assert rec._child is None and not _alive(pid)
+    assert rec.trace().poll_ns.size >= 1 and rec.trace().phases[0].end_ns >= 0
