@@ -13,8 +13,9 @@ The per-gate verdicts and the decision are computed in :mod:`gates.verdicts`.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from estimators.lazy import LazyExports
 
 _LOCATIONS: dict[str, str] = {
     "Evaluation": "artifact",
@@ -27,18 +28,16 @@ _LOCATIONS: dict[str, str] = {
 }
 
 
+_exports = LazyExports(__name__, _LOCATIONS)
+
+
 def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use."""
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
+    return _exports.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LOCATIONS))
+    return _exports.names()
 
 
 __all__ = sorted(_LOCATIONS)

@@ -15,9 +15,9 @@ so every console script's ``--help`` stays instant.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from estimators.lazy import LazyExports
 from prereg._version import __version__
 
 _LOCATIONS: dict[str, str] = {
@@ -38,18 +38,16 @@ _LOCATIONS: dict[str, str] = {
 }
 
 
+_exports = LazyExports(__name__, _LOCATIONS)
+
+
 def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use."""
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'prereg' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
+    return _exports.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LOCATIONS))
+    return _exports.names()
 
 
 __all__ = ["__version__", *sorted(_LOCATIONS)]

@@ -11,30 +11,26 @@ The package imports lazily (PEP 562): ``import reports`` loads no rich or matplo
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from estimators.lazy import LazyExports
+
 _LOCATIONS: dict[str, str] = {
-    "html_report": "evaluation_html",
-    "markdown_report": "evaluation_markdown",
+    "html_report": "evaluation_html:evaluation_html",
+    "markdown_report": "evaluation_markdown:evaluation_markdown",
     "render_evaluation": "evaluation_view",
-}
-#: public names that differ from the function's name in its module (never a submodule's name)
-_NAMES = {"html_report": "evaluation_html", "markdown_report": "evaluation_markdown"}
+}  # "module:attribute" where the public name differs from the function's (never a submodule's name)
+
+_exports = LazyExports(__name__, _LOCATIONS)
 
 
 def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use."""
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), _NAMES.get(name, name))
-    globals()[name] = value
-    return value
+    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
+    return _exports.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LOCATIONS))
+    return _exports.names()
 
 
 __all__ = sorted(_LOCATIONS)

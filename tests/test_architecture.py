@@ -41,7 +41,7 @@ BACKWARD_LAZY = {
     ("gates.artifact", "reports.evaluation_html"),
 }
 #: estimators modules every package may import eagerly (no numpy/scipy: checked below)
-LIGHT_ESTIMATORS = {"estimators", "estimators.vocabulary", "estimators.expressions"}
+LIGHT_ESTIMATORS = {"estimators", "estimators.lazy", "estimators.vocabulary", "estimators.expressions"}
 #: exception classes outside the ToolkitError tree, each with its reason
 EXCEPTION_EXEMPT: set[str] = set()  # none: estimators' own errors are ValueErrors by design (below)
 
