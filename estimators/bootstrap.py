@@ -37,8 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _reference_cache as cache
 from ._common import (
-    special,
     IntervalResult,
     build_result,
     check_confidence,
@@ -47,10 +47,10 @@ from ._common import (
     check_scale,
     degenerate_result,
     is_constant,
+    special,
     tail_alpha,
     two_sided,
 )
-from . import _reference_cache as cache
 from ._draws import Sampler, _indices  # noqa: F401 - _indices: the reference definition, used by tests
 from .feasibility import BOOTSTRAP_WARN_N, MIN_BOOTSTRAP_N
 

@@ -57,12 +57,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._common import (
-    special,
     IntervalResult,
     check_confidence,
     check_contrasts,
     check_scale,
     is_constant,
+    special,
     tail_alpha,
     to_analysis,
     to_reported,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _reference_cache as cache
 from ._common import (
     SIGNFLIP_EXACT_MAX_N,
     IntervalResult,
@@ -47,8 +48,6 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
-
-from . import _reference_cache as cache
 
 EXACT_MAX_N = SIGNFLIP_EXACT_MAX_N
 _CHUNK_ELEMENTS = 4_000_000

@@ -8,7 +8,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._common import (
-    special,
     IntervalResult,
     build_result,
     check_confidence,
@@ -16,6 +15,7 @@ from ._common import (
     check_scale,
     degenerate_result,
     is_constant,
+    special,
     tail_alpha,
     two_sided,
 )

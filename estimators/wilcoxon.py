@@ -40,8 +40,8 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from . import _reference_cache as cache
 from ._common import (
-    special,
     EXACT_TOL,
     WILCOXON_EXACT_MAX_N,
     IntervalResult,
@@ -51,10 +51,10 @@ from ._common import (
     check_scale,
     degenerate_result,
     is_constant,
+    special,
     tail_alpha,
     two_sided,
 )
-from . import _reference_cache as cache
 from .walsh import WalshAverages
 from .walsh import materialise as _walsh  # noqa: F401 - the direct path, used by tests
 

@@ -29,11 +29,11 @@ def stratum_key(plan: Plan, stratum: dict[str, Any]) -> tuple[str, ...] | None:
     """A hashable key for a stratum of ``plan`` (None if it names other factors or levels)."""
     if set(stratum) != set(plan.strata.factors):
         return None
-    known = plan.strata.level_keys
+    lookup = plan.strata.level_lookup
     key = []
     for factor in plan.strata.factors:
         k = level_key(stratum[factor])
-        if k not in known[factor]:
+        if k not in lookup[factor][0]:  # the factor's levels by type-aware key
             return None
         key.append(k)
     return tuple(key)

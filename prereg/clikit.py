@@ -46,6 +46,7 @@ def emit_json(obj: Any) -> None:
 
     from prereg.fileio import readable_json
 
+    # through json once: keys sorted and made strings, tuples made lists, exactly as json.dumps does
     print(clean_json_text(readable_json(json.loads(json.dumps(obj, sort_keys=True, allow_nan=False)))))
 
 

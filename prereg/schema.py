@@ -121,12 +121,6 @@ class Strata(_Model):
     )
 
     @cached_property
-    def level_keys(self) -> dict[str, frozenset[str]]:
-        """Factor -> the type-aware keys (:func:`level_key`) of its levels, computed once, so
-        matching a run's levels costs one key per factor, not one per level."""
-        return {name: frozenset(level_key(v) for v in levels) for name, levels in self.factors.items()}
-
-    @cached_property
     def level_lookup(self) -> dict[str, tuple[dict[str, Scalar], dict[str, list[Scalar]]]]:
         """Factor -> (its first level per type-aware key, its levels per written text: ``true`` for
         booleans), computed once so reading a table's levels is linear in its rows."""
