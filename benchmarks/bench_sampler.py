@@ -18,7 +18,7 @@ Targets: loss < 2 % at 10 ms and < 5 % at 1 ms (process poller).
 
 Part 2 (summaries): a synthetic N-row energy-counter trace (default 10M rows, updates every 4
 polls, wraps) summarised by ``analysis.ledger_summary``; the old per-row unwrap loop
-(``old_value_changes`` below, the code this replaced) is timed on the same rows and its update
+(``old_value_changes`` in ``_baseline_telemetry.py``, the code this replaced) is timed on the same rows and its update
 windows, values and resets checked equal to the vectorised ones. Seconds, and ns per row.
 """
 
@@ -31,6 +31,9 @@ import time
 
 import numpy as np
 import torch
+from _baseline_telemetry import (
+    old_value_changes,  # benchmarks/ is sys.path[0] when run as a script
+)
 
 from collect.telemetry import analysis
 from collect.telemetry.base import SignalInfo
@@ -114,26 +117,6 @@ def throughput(args: argparse.Namespace) -> None:
               f"ratio of medians (both no-recorder conditions pooled) {100 * pooled:.2f}%")
     print(f"targets: process 10 ms < 2%, process 1 ms < 5%; control ratio q1..q3 {noise[0]:.3f}..{noise[2]:.3f} "
           "is this machine's noise floor")
-
-
-def old_value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> analysis.Updates:
-    """The per-row loop that ``analysis.value_changes`` replaced (the baseline)."""
-    rows = trace.rows(signal)
-    v = rows["value"].astype(np.float64)
-    tb, ta = rows["t_before_ns"], rows["t_after_ns"]
-    resets: list[tuple[int, int]] = []
-    offset = 0.0
-    corrected = v.copy()
-    for k in range(1, v.size):
-        if v[k] < v[k - 1]:
-            if wrap_mj and v[k] + wrap_mj >= v[k - 1]:
-                offset += wrap_mj
-            else:
-                resets.append((int(tb[k - 1]), int(ta[k])))
-        corrected[k] = v[k] + offset
-    v = corrected
-    changed = np.flatnonzero(v[1:] != v[:-1]) + 1
-    return analysis.Updates(tb[changed - 1], ta[changed], v[changed], resets, float(v[0]), int(ta[0]))
 
 
 def synthetic_trace(n: int, wrap_mj: int) -> Trace:

@@ -10,13 +10,14 @@ import textwrap
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 from multiprocessing import Pipe
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from collect.telemetry.analysis import Updates, ledger_summary, value_changes
+from collect.telemetry.analysis import ledger_summary, value_changes
 from collect.telemetry.base import Reading, SensorError, SignalInfo
 from collect.telemetry.recorder import Recorder
 from collect.telemetry.sampler import _poll_loop
@@ -24,6 +25,9 @@ from collect.telemetry.sim import SimSensor
 from collect.telemetry.trace import Trace
 
 SPEC = "sim:clock=real,update_ms=20,counter_update_ms=20,window_ms=10"
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from _baseline_telemetry import old_value_changes  # noqa: E402 - the loop the vectorised code replaced
 
 
 def _alive(pid: int) -> bool:
@@ -121,26 +125,6 @@ def test_read_error_is_reported_with_what_came_before() -> None:
     loop.join(60)
     assert kind == "data" and error == "GPU is lost (NVML_ERROR_GPU_IS_LOST)"
     assert len(cols["signal"]) == 2 and len(polls) == 3
-
-
-def old_value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Updates:
-    """The per-row loop that ``analysis.value_changes`` replaced (the baseline; as in benchmarks/bench_sampler.py)."""
-    rows = trace.rows(signal)
-    v = rows["value"].astype(np.float64)
-    tb, ta = rows["t_before_ns"], rows["t_after_ns"]
-    resets: list[tuple[int, int]] = []
-    offset = 0.0
-    corrected = v.copy()
-    for k in range(1, v.size):
-        if v[k] < v[k - 1]:
-            if wrap_mj and v[k] + wrap_mj >= v[k - 1]:
-                offset += wrap_mj
-            else:
-                resets.append((int(tb[k - 1]), int(ta[k])))
-        corrected[k] = v[k] + offset
-    v = corrected
-    changed = np.flatnonzero(v[1:] != v[:-1]) + 1
-    return Updates(tb[changed - 1], ta[changed], v[changed], resets, float(v[0]), int(ta[0]))
 
 
 def synthetic_trace(n: int, wrap_mj: int) -> Trace:
