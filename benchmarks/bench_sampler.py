@@ -31,15 +31,14 @@ import time
 
 import numpy as np
 import torch
-from _baseline_telemetry import (
-    old_value_changes,  # benchmarks/ is sys.path[0] when run as a script
+from _baseline_telemetry import (  # benchmarks/ is sys.path[0] as a script
+    old_value_changes,
+    synthetic_trace,
 )
 
 from collect.telemetry import analysis
-from collect.telemetry.base import SignalInfo
 from collect.telemetry.recorder import Recorder
 from collect.telemetry.registry import open_sensor
-from collect.telemetry.trace import Trace
 from collect.torchrun.collector import PARAMS
 from collect.torchrun.markov import SourceSpec, make_corpora
 from collect.torchrun.model import Batches, WindowMLP
@@ -117,19 +116,6 @@ def throughput(args: argparse.Namespace) -> None:
               f"ratio of medians (both no-recorder conditions pooled) {100 * pooled:.2f}%")
     print(f"targets: process 10 ms < 2%, process 1 ms < 5%; control ratio q1..q3 {noise[0]:.3f}..{noise[2]:.3f} "
           "is this machine's noise floor")
-
-
-def synthetic_trace(n: int, wrap_mj: int) -> Trace:
-    """``n`` polls of a 1 mJ counter updating every 4 polls (1 ms polls), wrapping at ``wrap_mj``."""
-    t = np.arange(n, dtype=np.int64) * 1_000_000
-    energy = np.floor(np.arange(n) // 4 * 37.5)  # mJ at 150 W per 1 ms poll... steps of 37.5 mJ per update
-    value = np.mod(energy, wrap_mj)
-    return Trace(
-        signal=np.full(n, "energy_counter", dtype=object), t_before_ns=t, t_after_ns=t + 20_000,
-        value=value, status=np.full(n, "ok", dtype=object), driver_ts_us=np.full(n, np.nan),
-        signals={"energy_counter": SignalInfo("energy_counter", "mJ", "counter", "measured")},
-        requested_poll_ms=1.0, poll_ns=t.copy(), sensor="synthetic", evidence="measured",
-    )
 
 
 def summaries(rows: int) -> None:

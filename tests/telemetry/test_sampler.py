@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from collect.telemetry.analysis import ledger_summary, value_changes
-from collect.telemetry.base import Reading, SensorError, SignalInfo
+from collect.telemetry.base import Reading, SensorError
 from collect.telemetry.recorder import Recorder
 from collect.telemetry.sampler import _poll_loop
 from collect.telemetry.sim import SimSensor
@@ -27,7 +27,7 @@ from collect.telemetry.trace import Trace
 SPEC = "sim:clock=real,update_ms=20,counter_update_ms=20,window_ms=10"
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _baseline_telemetry import old_value_changes  # noqa: E402 - the loop the vectorised code replaced
+from _baseline_telemetry import old_value_changes, synthetic_trace  # noqa: E402 - the loop the vectorised code replaced
 
 
 def _alive(pid: int) -> bool:
@@ -125,19 +125,6 @@ def test_read_error_is_reported_with_what_came_before() -> None:
     loop.join(60)
     assert kind == "data" and error == "GPU is lost (NVML_ERROR_GPU_IS_LOST)"
     assert len(cols["signal"]) == 2 and len(polls) == 3
-
-
-def synthetic_trace(n: int, wrap_mj: int) -> Trace:
-    """``n`` polls of a 1 mJ counter updating every 4 polls (1 ms polls), wrapping at ``wrap_mj``."""
-    t = np.arange(n, dtype=np.int64) * 1_000_000
-    energy = np.floor(np.arange(n) // 4 * 37.5)  # mJ at 150 W per 1 ms poll... steps of 37.5 mJ per update
-    value = np.mod(energy, wrap_mj)
-    return Trace(
-        signal=np.full(n, "energy_counter", dtype=object), t_before_ns=t, t_after_ns=t + 20_000,
-        value=value, status=np.full(n, "ok", dtype=object), driver_ts_us=np.full(n, np.nan),
-        signals={"energy_counter": SignalInfo("energy_counter", "mJ", "counter", "measured")},
-        requested_poll_ms=1.0, poll_ns=t.copy(), sensor="synthetic", evidence="measured",
-    )
 
 
 def test_vectorised_unwrap_equals_the_loop() -> None:
