@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from estimators.vocabulary import Evidence
 from prereg.errors import InputError
+from collect.ledger_hashing import record_hash, sealed_line, stored_line_hash
 from prereg.plan import canonical_bytes
 
 RECORD_FORMAT: Final = "collect/run/v1"
@@ -154,11 +155,6 @@ def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
 canonical_json = canonical_bytes
 
 
-def record_hash(data: dict[str, Any]) -> str:
-    """SHA-256 of a record's canonical JSON without its ``record_sha256`` field."""
-    return hashlib.sha256(canonical_json({k: v for k, v in data.items() if k != "record_sha256"})).hexdigest()
-
-
 def _serialise(record: RunRecord) -> bytes:
     data = record.model_dump(mode="json", exclude_none=True)
     return canonical_json(data) + b"\n"
@@ -239,8 +235,11 @@ class LedgerAppender:
         if data.get("traces") and not data.get("trace_sha256"):
             data["trace_sha256"] = {t: hash_trace(self.folder, t, fsync=True) for t in data["traces"]}
         data["prev_sha256"] = self.head
-        data["record_sha256"] = record_hash(data)
-        return canonical_json(data) + b"\n", RunRecord.model_validate(data)
+        line, digest = sealed_line(data)
+        chained = record.model_copy(
+            update={"prev_sha256": self.head, "record_sha256": digest, "trace_sha256": data.get("trace_sha256", {})}
+        )
+        return line + b"\n", chained
 
     def append(self, records: list[RunRecord]) -> list[RunRecord]:
         """Append durably: one ``write`` for the batch, then fsync (and the folder's when created).
@@ -320,7 +319,9 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
             if not isinstance(data, dict):
                 raise ValueError("not an object")
             ledger.records.append(RunRecord.model_validate(data))
-            ledger.hashes.append(record_hash(data))
+            stored = stored_line_hash(line)  # the line's own hash, when it is the form that was hashed
+            ledger.hashes.append(stored if stored is not None and data.get("record_sha256") == stored
+                                 else record_hash(data))
             ledger.record_lines.append(number)
         except DuplicateKey as err:
             ledger.refused_lines.append(number)

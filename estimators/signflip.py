@@ -30,6 +30,9 @@ additions, no Python loop over patterns) and the two order statistics are found 
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -68,24 +71,58 @@ def subset_means(d: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.divide(sums[1:], sizes[1:])
 
 
+def _chunk_sums(
+    state: dict[str, object],
+    d: NDArray[np.float64],
+    first: int,
+    out: NDArray[np.float64],
+    sizes: NDArray[np.float64],
+) -> None:
+    """Subset sums and sizes of patterns ``first .. first + len(out) - 1`` into ``out``/``sizes``.
+
+    Pattern ``j`` is words ``j n .. j n + n - 1`` of the PCG64 stream of ``state``: the stream is
+    advanced past the earlier patterns, so chunks can be drawn independently (and in parallel)
+    with the draws unchanged.
+    """
+    n = d.size
+    bg = np.random.PCG64()
+    bg.state = state
+    bg.advance(first * n)
+    # ``rng.random() < 0.5`` exactly: a double is ``(raw >> 11) * 2**-53``, below 0.5 iff ``raw < 2**63``;
+    # the same draws without making the doubles (about 2x faster at n = 5000)
+    flipped = (bg.random_raw((out.size, n)) < np.uint64(1 << 63)).astype(np.float64)  # BLAS; bool @ float is slow
+    out[:] = flipped @ d
+    sizes[:] = flipped @ np.ones(n, dtype=np.float64)  # integer counts: exact in float64
+
+
 def _sampled_means(
-    d: NDArray[np.float64], resamples: int, seed: int | None
+    d: NDArray[np.float64], resamples: int, seed: int | None, workers: int | None = None
 ) -> tuple[NDArray[np.float64], int]:
     """Means of ``resamples`` random subsets (each block flipped w.p. 1/2) and the count of
-    empty subsets drawn (those equal the observed pattern and count in both tails)."""
-    rng = np.random.default_rng(seed)
+    empty subsets drawn (those equal the observed pattern and count in both tails).
+
+    Pattern ``j`` is words ``j n .. j n + n - 1`` of ``default_rng(seed)``'s stream. Chunks of
+    fixed size (so the BLAS products are the same whatever the threads) are drawn and reduced by
+    ``workers`` threads (numpy releases the GIL there), each holding one chunk in memory, with
+    BLAS itself on one thread: OpenBLAS's own threads would take the cores the workers need, and
+    its products are the same bits whatever its thread count (tested).
+    """
+    from threadpoolctl import threadpool_limits  # only here: it inspects the loaded libraries
+
+    state = np.random.default_rng(seed).bit_generator.state
     n = d.size
     out = np.empty(resamples, dtype=np.float64)
     sizes = np.empty(resamples, dtype=np.float64)
-    step = max(1, _CHUNK_ELEMENTS // n)
-    half = np.uint64(1 << 63)
-    for start in range(0, resamples, step):
-        b = min(step, resamples - start)
-        # ``rng.random() < 0.5`` exactly: a double is ``(raw >> 11) * 2**-53``, below 0.5 iff ``raw < 2**63``;
-        # the same draws without making the doubles (about 2x faster at n = 5000)
-        mask = rng.bit_generator.random_raw((b, n)) < half
-        out[start : start + b] = mask.astype(np.float64) @ d  # BLAS; bool @ float takes numpy's slow loop
-        sizes[start : start + b] = np.count_nonzero(mask, axis=1)
+    step = max(1, _CHUNK_ELEMENTS // n)  # rows per chunk
+    if workers is None:
+        workers = min(4, len(os.sched_getaffinity(0))) if resamples * n >= 2 * _CHUNK_ELEMENTS else 1
+
+    def chunk(first: int) -> None:
+        last = min(first + step, resamples)
+        _chunk_sums(state, d, first, out[first:last], sizes[first:last])
+
+    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(chunk, range(0, resamples, step)))
     empty = sizes == 0
     return out[~empty] / sizes[~empty], int(np.count_nonzero(empty))
 

@@ -50,8 +50,20 @@ def has_unsafe(text: str) -> bool:
     return _UNSAFE.search(text) is not None
 
 
+# JSON text holds a control character below 0x20 only as one of these escapes (the rest of
+# ``_UNSAFE`` raw); a literal backslash is ``\\\\`` there, so a match is at worst a false alarm
+_JSON_ESCAPED_CONTROL = re.compile(r"\\(?:u00[01]|b|f|r)")
+
+
 def clean_model(model: Any) -> Any:
-    """A pydantic model with every string passed through ``clean`` (validated back to its type)."""
+    """A pydantic model with every string passed through ``clean`` (validated back to its type).
+
+    The model itself when its JSON shows nothing to escape (one scan of the serialised text instead
+    of a walk over every string: an evaluation of 10 000 runs holds about 120 000).
+    """
+    text = model.model_dump_json(by_alias=True)
+    if not _UNSAFE.search(text) and not _JSON_ESCAPED_CONTROL.search(text):
+        return model
     return type(model).model_validate(clean_tree(model.model_dump(by_alias=True)))
 
 

@@ -156,3 +156,22 @@ def test_gates_evaluate_on_a_pre_chain_ledger_says_so(imported):
                   for rec in _lines(runs)])
     proc = run("gates", "evaluate", str(lock), str(runs))
     assert proc.returncode in (0, 1) and "no hash chain: written by an older toolkit version" in proc.stdout
+
+
+def test_one_serialisation_gives_the_canonical_line_and_hash(runs):
+    """The writer's placeholder route writes exactly the canonical line, and the reader's cut-line
+    hash equals the canonical re-hash for every record written; an edited line falls back."""
+    from collect.ledger_hashing import sealed_line, stored_line_hash
+    from prereg.plan import canonical_bytes
+
+    for line in (runs / "ledger.jsonl").read_bytes().splitlines():
+        data = json.loads(line)
+        assert stored_line_hash(line) == data["record_sha256"] == record_hash(data)
+        body = {k: v for k, v in data.items() if k != "record_sha256"}
+        assert sealed_line(body) == (canonical_bytes(data), data["record_sha256"])
+        # a reformatted line (same content) or an edited one is not vouched for by its bytes
+        assert stored_line_hash(json.dumps(data).encode()) is None
+        assert stored_line_hash(line.replace(b'"arm":"', b'"arm":"x', 1)) is None
+    # a nested key spelled like the field: still the canonical result, by the slow route
+    odd = {"a": {"record_sha256": "p" * 64}, "b": 1}
+    assert sealed_line(odd) == (canonical_bytes({**odd, "record_sha256": record_hash(odd)}), record_hash(odd))
