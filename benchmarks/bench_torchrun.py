@@ -30,8 +30,8 @@ import torch
 
 from collect.sim.accounting import SimConfig
 from collect.sim.harness import Harness
-from collect.telemetry.registry import open_sensor
 from collect.telemetry.recorder import Recorder
+from collect.telemetry.registry import open_sensor
 from collect.torchrun.collector import PARAMS, _Telemetry
 from collect.torchrun.markov import SourceSpec, make_corpora
 from collect.torchrun.model import Batches, WindowMLP, param_count

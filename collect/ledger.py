@@ -44,9 +44,9 @@ from typing import Annotated, Any, Final, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from collect.ledger_hashing import record_hash, sealed_line, stored_line_hash
 from estimators.vocabulary import Evidence
 from prereg.errors import InputError
-from collect.ledger_hashing import record_hash, sealed_line, stored_line_hash
 from prereg.plan import canonical_bytes
 
 RECORD_FORMAT: Final = "collect/run/v1"

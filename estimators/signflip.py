@@ -31,7 +31,9 @@ additions, no Python loop over patterns) and the two order statistics are found 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -72,7 +74,7 @@ def subset_means(d: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _chunk_sums(
-    state: dict[str, object],
+    state: Mapping[str, Any],
     d: NDArray[np.float64],
     first: int,
     out: NDArray[np.float64],
@@ -86,7 +88,7 @@ def _chunk_sums(
     """
     n = d.size
     bg = np.random.PCG64()
-    bg.state = state
+    bg.state = state  # type: ignore[assignment]  # numpy's stub wants its TypedDict
     bg.advance(first * n)
     # ``rng.random() < 0.5`` exactly: a double is ``(raw >> 11) * 2**-53``, below 0.5 iff ``raw < 2**63``;
     # the same draws without making the doubles (about 2x faster at n = 5000)
@@ -107,7 +109,7 @@ def _sampled_means(
     BLAS itself on one thread: OpenBLAS's own threads would take the cores the workers need, and
     its products are the same bits whatever its thread count (tested).
     """
-    from threadpoolctl import threadpool_limits  # only here: it inspects the loaded libraries
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # only here: it inspects the loaded libraries
 
     state = np.random.default_rng(seed).bit_generator.state
     n = d.size

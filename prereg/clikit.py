@@ -42,9 +42,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
-    from reports.safe_text import clean_json_text
-
     from prereg.fileio import readable_json
+    from reports.safe_text import clean_json_text
 
     # through json once: keys sorted and made strings, tuples made lists, exactly as json.dumps does
     print(clean_json_text(readable_json(json.loads(json.dumps(obj, sort_keys=True, allow_nan=False)))))

@@ -12,7 +12,13 @@ import pytest
 import collect
 import gates
 import prereg
-from prereg.errors import EXIT_BAD_INPUT, EXIT_INTEGRITY, InputError, IntegrityError, ToolkitError
+from prereg.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTEGRITY,
+    InputError,
+    IntegrityError,
+    ToolkitError,
+)
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, write_csv
 

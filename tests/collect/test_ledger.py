@@ -8,7 +8,13 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from collect.ledger import RunRecord, append_records, encode_metric, ledger_path, read_ledger
+from collect.ledger import (
+    RunRecord,
+    append_records,
+    encode_metric,
+    ledger_path,
+    read_ledger,
+)
 
 HASH = "a" * 64
 

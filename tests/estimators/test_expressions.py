@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from estimators.vocabulary import Rule, RuleError
 from estimators.expressions import ExpressionError, parse_contrast
+from estimators.vocabulary import Rule, RuleError
 
 parse_pass_if = Rule.parse
 

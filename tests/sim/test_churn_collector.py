@@ -11,7 +11,12 @@ import pytest
 
 from collect.collectors.base import ParamError, RunContext, check_params
 from collect.sim import churn_law as law
-from collect.sim.churn import ChurnCollector, churn_table, render_churn_table, resolve_interval
+from collect.sim.churn import (
+    ChurnCollector,
+    churn_table,
+    render_churn_table,
+    resolve_interval,
+)
 
 BASE = {"mtbf_s": 3600, "checkpoint_s": 120, "restart_s": 300}
 

@@ -13,8 +13,8 @@ from typing import ClassVar
 import pytest
 
 from collect.telemetry.base import SensorError
-from collect.telemetry.registry import open_sensor
 from collect.telemetry.nvml import NVML_ERROR_NAMES, NvmlSensor, classify_nvml_error
+from collect.telemetry.registry import open_sensor
 
 # NVML return codes and constants, with pynvml's names and values (checked against the real module below).
 CODES = {

@@ -21,8 +21,8 @@ from collect.telemetry.analysis import (
     value_changes,
 )
 from collect.telemetry.base import SensorError
-from collect.telemetry.registry import open_sensor
 from collect.telemetry.recorder import Recorder
+from collect.telemetry.registry import open_sensor
 from collect.telemetry.sim import SimSensor
 from collect.telemetry.trace import read_trace, write_trace
 from tests.helpers import run
