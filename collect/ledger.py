@@ -35,92 +35,33 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import math
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, Union
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import ValidationError
 
+from collect.ledger_chain import ChainReport, verify_chain
+from collect.ledger_files import _open_no_follow, _write_all, hash_trace, trace_path
+from collect.ledger_format import (
+    GENESIS,
+    LEDGER_NAME,
+    RECORD_FORMAT,
+    TRACES_DIR,
+    NonFinite,
+    RunId,
+    RunRecord,
+    Scalar,
+    Sha256,
+    TelemetrySummary,
+    canonical_json,
+    encode_metric,
+)
 from collect.ledger_hashing import record_hash, sealed_line, stored_line_hash
-from estimators.vocabulary import Evidence
 from prereg.errors import InputError
-from prereg.plan import canonical_bytes
 
-RECORD_FORMAT: Final = "collect/run/v1"
-LEDGER_NAME = "ledger.jsonl"
-TRACES_DIR = "traces"
-GENESIS = "0" * 64  # prev_sha256 of a chain's first record
 MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-
-Scalar = Union[str, bool, int, float]
-NonFinite = Literal["NaN", "Infinity", "-Infinity"]
-RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class TelemetrySummary(_Strict):
-    """What a run's sensor delivered for one signal (see the telemetry issue for how it is measured)."""
-
-    updates: int | None = Field(default=None, ge=0, description="Counter/sensor value changes seen in the run.")
-    effective_period_ms: float | None = Field(default=None, ge=0, description="Median interval between updates, ms.")
-    requested_poll_ms: float | None = Field(default=None, gt=0, description="Poll interval asked for, ms.")
-    achieved_poll_ms: float | None = Field(default=None, ge=0, description="Median poll interval achieved, ms.")
-    bound: float | None = Field(
-        default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
-    )
-    evidence: Evidence = "measured"
-
-
-class RunRecord(_Strict):
-    """One finished run."""
-
-    record: Literal["collect/run/v1"] = RECORD_FORMAT
-    run_id: RunId
-    prereg_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-    stratum: dict[str, Scalar]
-    arm: str
-    replicate: int = Field(ge=0)
-    status: Literal["complete", "failed"]
-    metrics: dict[str, float | NonFinite | None]
-    telemetry: dict[str, TelemetrySummary] = Field(default_factory=dict)
-    evidence: dict[str, Evidence] | None = Field(
-        default=None, description="Metric -> the evidence class the collector gives it (None: not recorded)."
-    )
-    started_at: str | None = Field(
-        default=None, description="UTC ISO-8601 start of the run; None: not recorded (an imported table without it)."
-    )
-    finished_at: str | None = None
-    seed: int | None = None
-    code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")
-    env: dict[str, Any] = Field(default_factory=dict, description="Environment identity (python, platform, device).")
-    source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
-    error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
-    traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
-    trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
-    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain).")
-    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field.")
-
-    def metric(self, name: str) -> float | None:
-        """A metric as a float (NaN/inf restored), or None when not recorded."""
-        value = self.metrics.get(name)
-        if isinstance(value, str):
-            return _NON_FINITE[value]
-        return value
-
-
-def encode_metric(value: float | None) -> float | str | None:
-    """A metric value as stored: non-finite floats become their string names."""
-    if value is None or math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 @dataclass
@@ -151,15 +92,6 @@ def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
     return Path(runs_dir) / LEDGER_NAME
 
 
-#: the canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8 (the plan's own form)
-canonical_json = canonical_bytes
-
-
-def _serialise(record: RunRecord) -> bytes:
-    data = record.model_dump(mode="json", exclude_none=True)
-    return canonical_json(data) + b"\n"
-
-
 class DuplicateKey(InputError, ValueError):
     """A JSON object holding a key twice."""
 
@@ -171,47 +103,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise DuplicateKey(key)
         out[key] = value
     return out
-
-
-def _open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` that refuses a symbolic link or anything but a regular file, with a clear error."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.EMLINK):
-            raise OSError(err.errno, "is a symbolic link; never followed out of the runs folder", str(path)) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "is not a regular file", str(path))
-    return fd
-
-
-def trace_path(runs_dir: str | os.PathLike[str], name: str) -> Path:
-    """``RUNS/name`` for a trace named in a record, refusing paths outside ``RUNS/traces`` and links."""
-    parts = Path(name).parts
-    if len(parts) < 2 or parts[0] != TRACES_DIR or ".." in parts or Path(name).is_absolute():
-        raise OSError(errno.EINVAL, "trace path outside the runs folder's traces/", name)
-    folder = Path(runs_dir)
-    for depth in range(1, len(parts) + 1):
-        if (folder.joinpath(*parts[:depth])).is_symlink():
-            raise OSError(errno.ELOOP, "is a symbolic link; never followed out of the runs folder",
-                          str(folder.joinpath(*parts[:depth])))
-    return folder / name
-
-
-def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False) -> str:
-    """SHA-256 of ``RUNS/name`` (a trace), refusing links and paths outside ``RUNS/traces``."""
-    fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
-    digest = hashlib.sha256()
-    try:
-        if fsync:
-            os.fsync(fd)
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-    finally:
-        os.close(fd)
-    return digest.hexdigest()
 
 
 class LedgerAppender:
@@ -267,16 +158,6 @@ class LedgerAppender:
 
             fsync_dir(self.folder)
         return written
-
-
-def _write_all(fd: int, data: bytes, path: Path) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except OSError as err:
-            raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-        view = view[written:]
 
 
 def append_records(
@@ -348,71 +229,9 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
     return ledger
 
 
-@dataclass
-class ChainReport:
-    """What ``verify_chain`` found: ``status`` is intact, absent (an older ledger) or broken."""
-
-    status: Literal["intact", "absent", "broken", "empty"]
-    head: str | None
-    problems: list[str] = field(default_factory=list)
-    unchained: int = 0  # records written before the chain existed
-
-    @property
-    def ok(self) -> bool:
-        """No evidence of tampering (an absent chain is not evidence either way)."""
-        return self.status != "broken"
-
-
-def _who(record: RunRecord, line: int) -> str:
-    return f"ledger line {line} (run {record.run_id}, arm {record.arm})"
-
-
-def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
-    """Re-hash every record, follow the ``prev_sha256`` links and (optionally) re-hash the traces."""
-    if not ledger.records:
-        report = ChainReport("empty", None)
-    else:
-        report = ChainReport("intact", ledger.hashes[-1])
-    expected, chained = GENESIS, False
-    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines):
-        who = _who(record, line)
-        if record.record_sha256 is None and record.prev_sha256 is None:
-            report.unchained += 1
-            if chained:
-                report.problems.append(f"{who}: carries no hash after chained records (inserted, or its hash removed)")
-        else:
-            if record.record_sha256 != digest:
-                report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
-            if record.prev_sha256 != expected:
-                report.problems.append(
-                    f"{who}: the chain is broken before it (a record was removed, inserted or reordered before it)"
-                )
-            chained = True
-            if check_traces:
-                report.problems += _trace_problems(ledger.path.parent, record, who)
-        expected = digest
-    if chained:
-        for line in ledger.refused_lines:
-            report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
-    if report.problems:
-        report.status = "broken"
-    elif ledger.records and not chained:
-        report.status = "absent"
-    return report
-
-
-def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
-    problems = []
-    for name in record.traces:
-        stored = record.trace_sha256.get(name)
-        if stored is None:
-            problems.append(f"{who}: trace {name} has no recorded hash")
-            continue
-        try:
-            actual = hash_trace(runs_dir, name)
-        except OSError as err:
-            problems.append(f"{who}: trace {name} cannot be checked ({err.strerror or err})")
-            continue
-        if actual != stored:
-            problems.append(f"{who}: trace {name} changed after the run (SHA-256 differs)")
-    return problems
+__all__ = [
+    "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
+    "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "RunId", "RunRecord", "Scalar", "Sha256",
+    "TelemetrySummary", "append_records", "canonical_json", "encode_metric", "hash_trace", "ledger_path",
+    "read_ledger", "record_hash", "trace_path", "verify_chain",
+]
