@@ -126,61 +126,127 @@ def derived_run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicat
     return "imp-" + hashlib.sha256(canonical_bytes([plan_sha256, stratum, arm, replicate])).hexdigest()[:16]
 
 
-def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
-    from estimators.vocabulary import EVIDENCE_ORDER, stronger
+def arm_cell(value: Any, plan: Plan) -> str:
+    """The arm a cell names (stripped), or a ``CellError``."""
+    if not isinstance(value, str) or value.strip() not in plan.arms:
+        raise CellError("arm", f"arm {value!r} is not an arm of the plan ({', '.join(plan.arms)})")
+    return value.strip()
 
-    signals = {m.signal: m for m in plan.metrics.values() if m.signal}
-    arm = row.get("arm")
-    if not isinstance(arm, str) or arm.strip() not in plan.arms:
-        raise CellError("arm", f"arm {arm!r} is not an arm of the plan ({', '.join(plan.arms)})")
-    stratum = {}
-    for factor, levels in plan.strata.factors.items():
-        if factor not in row:
-            raise CellError(factor, f"missing the stratum factor column {factor!r}")
-        lookup = plan.strata.level_lookup[factor]
-        ok, level = match_level(row[factor], lookup)
-        if not ok:
-            text = str(row[factor]).strip()
-            hint = ""
-            if text.endswith(".0") and match_level(text[:-2], lookup)[0]:
-                hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
-                        "them without '.0' (pandas writes integer columns with gaps as floats)")
-            shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
-            raise CellError(factor, f"{factor} = {row[factor]!r} is not a level of the plan ({shown}){hint}")
-        stratum[factor] = level
-    replicate = parse_integer(row.get("replicate"), "replicate", 0)
+
+def level_cell(value: Any, factor: str, plan: Plan) -> Any:
+    """The plan level of ``factor`` a cell names, or a ``CellError`` (with a hint for ``101.0``)."""
+    lookup = plan.strata.level_lookup[factor]
+    ok, level = match_level(value, lookup)
+    if not ok:
+        levels = plan.strata.factors[factor]
+        text = str(value).strip()
+        hint = ""
+        if text.endswith(".0") and match_level(text[:-2], lookup)[0]:
+            hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
+                    "them without '.0' (pandas writes integer columns with gaps as floats)")
+        shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
+        raise CellError(factor, f"{factor} = {value!r} is not a level of the plan ({shown}){hint}")
+    return level
+
+
+def replicate_cell(value: Any, plan: Plan) -> int:
+    """The replicate a cell names (empty: 0), or a ``CellError``."""
+    replicate = parse_integer(value, "replicate", 0)
     if replicate is None or not 0 <= replicate < plan.strata.replicates:
         raise CellError("replicate", f"replicate {replicate} is outside the plan's 0..{plan.strata.replicates - 1}")
-    status = (str(row.get("status") or "complete")).strip()
+    return replicate
+
+
+def status_cell(value: Any) -> str:
+    """``complete`` (also for an empty cell) or ``failed``, or a ``CellError``."""
+    status = (str(value or "complete")).strip()
     if status not in ("complete", "failed"):
         raise CellError("status", f"status {status!r} must be 'complete' or 'failed'")
-    metrics = {name: encode_metric(parse_number(row.get(name), name)) for name in plan.metrics if name in row}
+    return status
+
+
+def metric_cell(value: Any, name: str) -> float | str | None:
+    """A metric cell as stored (``encode_metric``): None when empty, non-finite values by name."""
+    return encode_metric(parse_number(value, name))
+
+
+def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
+    """The evidence class of ``signal`` (``value``: its ``<signal>.evidence`` cell, None when the
+    table has no such column), or a ``CellError`` for an unknown class or one weaker than the plan's."""
+    from estimators.vocabulary import EVIDENCE_ORDER, stronger
+
+    metric = _signals(plan)[signal]
+    evidence = str(value or metric.evidence).strip()
+    column = f"{signal}.evidence"
+    if evidence not in EVIDENCE_ORDER:
+        raise CellError(column, f"{column} = {evidence!r} is not an evidence class ({', '.join(EVIDENCE_ORDER)})")
+    if stronger(metric.evidence, evidence):
+        backed = [n for n, m in plan.metrics.items() if m.signal == signal]
+        raise CellError(column, f"{column} = {evidence!r}, but the plan declares "
+                                f"{', '.join(backed)} '{metric.evidence}': a plan cannot claim stronger "
+                                f"evidence than its data carry; declare 'evidence: {evidence}'")
+    return evidence
+
+
+def telemetry_cell(value: Any, signal: str, field: str) -> int | float | None:
+    """A ``<signal>.<field>`` cell (not ``evidence``): a whole number for ``updates``, else a number."""
+    what = f"{signal}.{field}"
+    return parse_integer(value, what, None) if field == "updates" else parse_number(value, what)
+
+
+def finished_cell(value: Any) -> str | None:
+    """``finished_at`` as written (None when empty)."""
+    return str(value) if value not in (None, "") else None
+
+
+def _signals(plan: Plan) -> dict[str, Any]:
+    """Signal -> the metric it backs (the last one, when several name it)."""
+    return {m.signal: m for m in plan.metrics.values() if m.signal}
+
+
+def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
+    """One row as a validated record (the reference path); a ``CellError`` names the first cell that does not fit."""
+    arm = arm_cell(row.get("arm"), plan)
+    stratum = {}
+    for factor in plan.strata.factors:
+        if factor not in row:
+            raise CellError(factor, f"missing the stratum factor column {factor!r}")
+        stratum[factor] = level_cell(row[factor], factor, plan)
+    replicate = replicate_cell(row.get("replicate"), plan)
+    status = status_cell(row.get("status"))
+    metrics = {name: metric_cell(row.get(name), name) for name in plan.metrics if name in row}
     telemetry: dict[str, TelemetrySummary] = {}
-    for signal, metric in signals.items():
+    for signal in _signals(plan):
         values = {f: row[f"{signal}.{f}"] for f in TELEMETRY_FIELDS if f"{signal}.{f}" in row}
         if not values:
             continue
-        summary: dict[str, Any] = {"evidence": str(values.pop("evidence", None) or metric.evidence).strip()}
-        column = f"{signal}.evidence"
-        if summary["evidence"] not in EVIDENCE_ORDER:
-            raise CellError(column, f"{column} = {summary['evidence']!r} is not an evidence class "
-                                    f"({', '.join(EVIDENCE_ORDER)})")
-        if stronger(metric.evidence, summary["evidence"]):
-            backed = [n for n, m in plan.metrics.items() if m.signal == signal]
-            raise CellError(column, f"{column} = {summary['evidence']!r}, but the plan declares "
-                                    f"{', '.join(backed)} '{metric.evidence}': a plan cannot claim stronger "
-                                    f"evidence than its data carry; declare 'evidence: {summary['evidence']}'")
+        summary: dict[str, Any] = {"evidence": evidence_cell(values.pop("evidence", None), signal, plan)}
         for f, v in values.items():
-            summary[f] = parse_integer(v, f"{signal}.{f}", None) if f == "updates" else parse_number(v, f"{signal}.{f}")
+            summary[f] = telemetry_cell(v, signal, f)
         telemetry[signal] = TelemetrySummary.model_validate(summary)
-    run_id = str(row.get("run_id") or "").strip() or derived_run_id(plan_sha256, stratum, arm.strip(), replicate)
+    run_id = str(row.get("run_id") or "").strip() or derived_run_id(plan_sha256, stratum, arm, replicate)
     return RunRecord.model_validate(
         {
-            "run_id": run_id, "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm.strip(),
+            "run_id": run_id, "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm,
             "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
             "seed": parse_integer(row.get("seed"), "seed", None),
             "started_at": parse_time(row.get("started_at"), "started_at"),
-            "finished_at": (str(row["finished_at"]) if row.get("finished_at") not in (None, "") else None),
+            "finished_at": finished_cell(row.get("finished_at")),
             "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
         }
     )
+
+
+def cell_key(record: RunRecord) -> tuple[Any, ...]:
+    """The planned cell a record fills, type-aware (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct)."""
+    return cell_key_of(record.stratum, record.arm, record.replicate)
+
+
+def cell_key_of(stratum: dict[str, Any], arm: str, replicate: int) -> tuple[Any, ...]:
+    """``cell_key`` of a record with this stratum, arm and replicate."""
+    return (tuple(sorted((k, type(v).__name__, v) for k, v in stratum.items())), arm, replicate)
+
+
+def content(record: RunRecord) -> dict[str, Any]:
+    """A record without its chain fields: what makes two imports of one row the same."""
+    return record.model_dump(mode="json", exclude={"prev_sha256", "record_sha256", "trace_sha256"})

@@ -136,20 +136,29 @@ class LedgerAppender:
         """Append durably: one ``write`` for the batch, then fsync (and the folder's when created).
         Returns the records as written (chained: ``prev_sha256``, ``record_sha256``); ``head`` is the
         new head hash. A crash leaves the batch whole, or absent with at most a torn last line."""
-        path = ledger_path(self.folder)
-        created = not os.path.lexists(path)
         payloads, written = [], []
+        head = self.head
         for r in records:
             payload, chained = self._chained(r)
             payloads.append(payload)
             written.append(chained)
             self.head = chained.record_sha256 or self.head
+        new_head, self.head = self.head, head
+        self.write(b"".join(payloads), new_head)
+        return written
+
+    def write(self, payload: bytes, head: str) -> None:
+        """Append ``payload`` -- whole lines chained from ``self.head`` up to ``head`` -- durably, as
+        ``append`` does; ``head`` becomes the head."""
+        path = ledger_path(self.folder)
+        created = not os.path.lexists(path)
+        self.head = head
         fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             size = os.fstat(fd).st_size
             if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")  # keep a torn fragment on its own line, visible to readers
-            _write_all(fd, b"".join(payloads), path)
+            _write_all(fd, payload, path)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -157,7 +166,6 @@ class LedgerAppender:
             from prereg.fileio import fsync_dir
 
             fsync_dir(self.folder)
-        return written
 
 
 def append_records(
