@@ -58,7 +58,7 @@ from collect.import_rows import (
     expected_columns,
     row_record,
 )
-from collect.ledger import Ledger, RunRecord, append_records, read_ledger
+from collect.ledger import Ledger, RunRecord, append_records, complete_pending, read_ledger
 from prereg.errors import InputError
 from prereg.schema import Plan
 
@@ -268,6 +268,7 @@ def _import_table(
     created = not Path(runs_dir).exists()
     try:
         with runs_lock(runs_dir, f"collect import {table.name}"):
+            complete_pending(runs_dir)  # a batch an import killed mid-write had committed
             existing = read_ledger(runs_dir)
             fast = _append_fast(rows, plan, plan_sha256, table.name, runs_dir, existing)
             if fast is not None:
@@ -277,7 +278,7 @@ def _import_table(
             else:  # row by row: what does not fit is said there, in its words
                 records = build_records(rows, plan, plan_sha256, table.name, existing, skipped)
                 if records:
-                    records = append_records(runs_dir, records, existing)
+                    records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:
         if created:  # a refused import leaves no trace: remove the folder it made for its lock
             _remove_if_only_lock(Path(runs_dir))
@@ -300,7 +301,7 @@ def _append_fast(
     except Exception:  # noqa: BLE001 - whatever does not fit, the row path says in its own words
         return None
     if records:
-        appender.write(payload, head)
+        appender.write(payload, head, journal=True)
     return records, batch.skipped
 
 

@@ -7,6 +7,9 @@ the record is serialised to one line, written with ``O_APPEND`` in a single ``wr
 fsynced (and the folder fsynced when the file is created). A crash can leave at most a torn last
 line; readers report it (with its line number) and never parse it as data, and the next append
 starts on a fresh line so the torn fragment stays visible. Nothing is ever rewritten or deleted.
+A batch of records (an import) is atomic as a whole: it is committed to a journal first
+(``collect.ledger_journal``), so a crash leaves it whole or absent, and no torn line. The writer
+holds the ledger's ``flock`` exclusively while it appends, readers hold it shared while they read.
 
 Non-finite metric values (a diverged loss) are kept, not dropped: JSON has no NaN, so they are
 stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read back as floats;
@@ -42,6 +45,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from collect import ledger_journal as batch_journal
 from collect.ledger_chain import ChainReport, verify_chain
 from collect.ledger_files import _open_no_follow, _write_all, hash_trace, trace_path
 from collect.ledger_format import (
@@ -85,6 +89,7 @@ class Ledger:
     hashes: list[str] = field(default_factory=list)  # canonical hash of each record (parallel to records)
     record_lines: list[int] = field(default_factory=list)  # 1-based line of each record
     refused_lines: list[int] = field(default_factory=list)  # complete lines that are JSON but not a record
+    pending: str | None = None  # a journal of a batch completed in this view, or ignored (collect.ledger_journal)
 
 
 def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
@@ -116,6 +121,7 @@ class LedgerAppender:
         """``current``: the ledger as the caller just read it under the writer lock (else read here)."""
         self.folder = Path(runs_dir)
         self.folder.mkdir(parents=True, exist_ok=True)
+        complete_pending(self.folder)
         if current is None:
             current = read_ledger(self.folder)
         self.head = current.hashes[-1] if current.hashes else GENESIS
@@ -132,10 +138,11 @@ class LedgerAppender:
         )
         return line + b"\n", chained
 
-    def append(self, records: list[RunRecord]) -> list[RunRecord]:
+    def append(self, records: list[RunRecord], journal: bool | None = None) -> list[RunRecord]:
         """Append durably: one ``write`` for the batch, then fsync (and the folder's when created).
         Returns the records as written (chained: ``prev_sha256``, ``record_sha256``); ``head`` is the
-        new head hash. A crash leaves the batch whole, or absent with at most a torn last line."""
+        new head hash. A crash leaves a batch (``write``) whole or absent; a single record written
+        without the journal, absent with at most a torn last line."""
         payloads, written = [], []
         head = self.head
         for r in records:
@@ -144,36 +151,61 @@ class LedgerAppender:
             written.append(chained)
             self.head = chained.record_sha256 or self.head
         new_head, self.head = self.head, head
-        self.write(b"".join(payloads), new_head)
+        self.write(b"".join(payloads), new_head, journal)
         return written
 
-    def write(self, payload: bytes, head: str) -> None:
+    def write(self, payload: bytes, head: str, journal: bool | None = None) -> None:
         """Append ``payload`` -- whole lines chained from ``self.head`` up to ``head`` -- durably, as
-        ``append`` does; ``head`` becomes the head."""
+        ``append`` does; ``head`` becomes the head. A batch of more than one line (or any, with
+        ``journal``) goes through the journal (``collect.ledger_journal``): a crash leaves it whole
+        or absent, never a part of it. A batch a dead writer committed is completed first."""
         path = ledger_path(self.folder)
         created = not os.path.lexists(path)
-        self.head = head
         fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
+            batch_journal.lock(fd, exclusive=True)
+            batch_journal.complete_on_disk(fd, self.folder, MAX_LEDGER_BYTES)
             size = os.fstat(fd).st_size
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                os.write(fd, b"\n")  # keep a torn fragment on its own line, visible to readers
-            _write_all(fd, payload, path)
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            data = b"\n" + payload if torn else payload  # a torn fragment stays on its own line, visible
+            journaled = journal if journal is not None else payload.count(b"\n") > 1
+            if journaled:
+                batch_journal.commit(self.folder, size, data)
+            _write_all(fd, data, path)
             os.fsync(fd)
+            if journaled:
+                batch_journal.finish(self.folder)
         finally:
             os.close(fd)
+        self.head = head
         if created:
             from prereg.fileio import fsync_dir
 
             fsync_dir(self.folder)
 
 
+def complete_pending(runs_dir: str | os.PathLike[str]) -> None:
+    """Complete on disk a batch a writer committed and did not finish (``collect.ledger_journal``);
+    for writers, holding the runs folder's lock. Readers see such a batch whole without it."""
+    path = ledger_path(runs_dir)
+    if not os.path.lexists(batch_journal.pending_path(Path(runs_dir))) or not os.path.lexists(path):
+        return
+    fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND)
+    try:
+        batch_journal.lock(fd, exclusive=True)
+        batch_journal.complete_on_disk(fd, Path(runs_dir), MAX_LEDGER_BYTES)
+    finally:
+        os.close(fd)
+
+
 def append_records(
-    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None
+    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None,
+    journal: bool | None = None,
 ) -> list[RunRecord]:
     """Append records durably, chained to the ledger's head (``current``: the ledger as just read
-    under the writer lock); creates the folder if needed. Returns the records as written."""
-    return LedgerAppender(runs_dir, current).append(records)
+    under the writer lock); creates the folder if needed. Returns the records as written. More
+    than one record (or any, with ``journal``) are appended whole or not at all."""
+    return LedgerAppender(runs_dir, current).append(records, journal)
 
 
 def _parse_line(line: bytes) -> dict[str, Any]:
@@ -192,9 +224,12 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
         return ledger
     fd = _open_no_follow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
+        batch_journal.lock(fd, exclusive=False)  # no writer is half-way through an append while we read
         raw = fh.read(MAX_LEDGER_BYTES + 1)
+        pending = batch_journal.read_pending(path.parent, MAX_LEDGER_BYTES)
     if len(raw) > MAX_LEDGER_BYTES:
         raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
+    raw, ledger.pending = batch_journal.completed_view(raw, pending)  # a batch committed by a writer that died
     ledger.sha256 = hashlib.sha256(raw).hexdigest()
     lines = raw.split(b"\n")
     complete = lines[:-1]  # the part after the last newline is empty, or a torn record
@@ -240,6 +275,6 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
 __all__ = [
     "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
     "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "RunId", "RunRecord", "Scalar", "Sha256",
-    "TelemetrySummary", "append_records", "canonical_json", "encode_metric", "hash_trace", "ledger_path",
-    "read_ledger", "record_hash", "trace_path", "verify_chain",
+    "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric", "hash_trace",
+    "ledger_path", "read_ledger", "record_hash", "trace_path", "verify_chain",
 ]
