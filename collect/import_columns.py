@@ -41,7 +41,6 @@ from collect.import_rows import (
     arm_cell,
     cell_key_of,
     check_columns,
-    content,
     evidence_cell,
     finished_cell,
     level_cell,
@@ -54,7 +53,7 @@ from collect.import_rows import (
 )
 from collect.import_text import float_text, rows_of_objects, string_text, value_text
 from collect.ledger import RECORD_FORMAT, Ledger, RunRecord, encode_metric
-from collect.ledger_hashing import FIELD, PREV, canonical, chained
+from collect.ledger_hashing import FIELD, PREV, canonical, chain_runs
 from prereg.schema import Plan
 
 Texts = Sequence[str | None]  # per row: an item text ``"key":value``, or a value's text (None: no such key)
@@ -80,6 +79,11 @@ class Table:
         if first is None or any(row.keys() != first for row in rows):
             raise Declined("no rows, or rows with different columns")
         return cls({name: [row[name] for row in rows] for name in first}, len(rows))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The table as rows: column -> cell, in the columns' order."""
+        names = list(self.columns)
+        return [dict(zip(names, cells)) for cells in zip(*self.columns.values())] if names else []
 
     def column(self, name: str) -> list[Any]:
         """The column, or None for every row when the table has none (what ``row.get`` gives)."""
@@ -137,19 +141,22 @@ def _numbers(cells: list[Any], name: str) -> list[float | None]:
 
 def _number_items(key: str, values: list[Any]) -> Texts:
     """Items of stored numbers (a finite float, a ``"NaN"``-style name; None: the key left out)."""
-    prefix, text, finite = string_text(key) + ":", float.__repr__, math.isfinite
-    return [None if v is None else prefix + (text(v) if type(v) is float and finite(v) else float_text(v))
-            for v in values]
+    prefix = string_text(key) + ":"
+    if set(map(type, values)) == {float} and all(map(math.isfinite, values)):  # the usual column
+        return [prefix + text for text in map(float.__repr__, values)]
+    return [None if v is None else prefix + float_text(v) for v in values]
 
 
 def _records(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
     """Per row, the dict of its entries in ``columns``, an entry that is None left out."""
-    names = list(columns)
-    if not names:
-        return [{} for _ in range(n)]
-    if all(None not in column for column in columns.values()):
-        return [dict(zip(names, values)) for values in zip(*columns.values())]
-    return [{k: v for k, v in zip(names, values) if v is not None} for values in zip(*columns.values())]
+    full = {k: column for k, column in columns.items() if None not in column}
+    out = [dict(zip(full, values)) for values in zip(*full.values())] if full else [{} for _ in range(n)]
+    for k, column in columns.items():
+        if k not in full:
+            for record, value in zip(out, column):
+                if value is not None:
+                    record[k] = value
+    return out
 
 
 def _metrics(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
@@ -260,6 +267,11 @@ def _new_rows(
 ) -> tuple[list[int], list[str]]:
     """``(rows to append, ids of rows already in the ledger identically)``; ``Declined`` for a row the
     row path refuses: a cell or run id repeated in the table, or in the ledger with other content."""
+    if not existing.records:  # the usual case, the same test without a loop: nothing repeated
+        complete = [key for key, status in zip(keys, fields["status"]) if status == "complete"]
+        if len(set(fields["run_id"])) < len(keys) or len(set(complete)) < len(complete):
+            raise Declined("a repeated cell or run id")
+        return list(range(len(keys))), []
     present = {r.run_id: r for r in existing.records}
     ledger_ids = set(present)
     seen_keys = {cell_key_of(r.stratum, r.arm, r.replicate) for r in existing.records
@@ -268,8 +280,11 @@ def _new_rows(
     kept, skipped = [], []
     for i, (run_id, status, key) in enumerate(zip(fields["run_id"], fields["status"], keys)):
         if run_id in present:
+            # ``content`` of the two records, compared as stored (the same test: a field left out of the
+            # stored form is exactly one that is None); the ledger's record dumped once, the row not built
             row = {k: column[i] for k, column in fields.items() if column[i] is not None} | _CONSTANT
-            if content(present.pop(run_id)) == content(RunRecord.model_validate(row)):
+            row.pop("trace_sha256")
+            if _stored_content(present.pop(run_id)) == row:
                 skipped.append(run_id)  # already in, identically: an interrupted or repeated import
                 continue
             raise Declined(f"row {i + 1}: run id {run_id} is in the ledger with other content")
@@ -282,6 +297,11 @@ def _new_rows(
     return kept, skipped
 
 
+def _stored_content(record: RunRecord) -> dict[str, Any]:
+    """``content(record)`` in stored form: its dump without None fields and chain fields."""
+    return record.model_dump(mode="json", exclude_none=True, exclude={"prev_sha256", "record_sha256", "trace_sha256"})
+
+
 def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
     """The batch chained to ``head``: ``(the bytes to append, the records as written, the new head)``;
     a ``ValidationError`` if the model refuses a record."""
@@ -289,8 +309,8 @@ def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
 
     lines = []
     mid = b'"record":' + canonical(RECORD_FORMAT)
-    for data, low, high in zip(batch.data, batch.low, batch.high):
-        line, digest = chained((low, mid, high), head)
+    for data, (line, digest) in zip(batch.data, chain_runs(((low, mid, high) for low, high in zip(batch.low,
+                                                                                                   batch.high)), head)):
         data["prev_sha256"], data["record_sha256"] = head, digest
         lines.append(line)
         head = digest

@@ -46,7 +46,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collect.import_rows import (
     RESERVED,
@@ -61,6 +61,9 @@ from collect.import_rows import (
 from collect.ledger import Ledger, RunRecord, append_records, complete_pending, read_ledger
 from prereg.errors import InputError
 from prereg.schema import Plan
+
+if TYPE_CHECKING:
+    from collect.import_columns import Table
 
 MAX_ERRORS = 20
 MAX_TABLE_BYTES = 64 << 20
@@ -253,6 +256,12 @@ def _gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                # What the import made (the records returned among it) would all be "young" to the
+                # collector, whose next pass would walk it all; freezing and unfreezing moves it to
+                # the oldest generation instead (two list splices; nothing stays frozen).
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -262,7 +271,8 @@ def _import_table(
     from collect.runlock import runs_lock
 
     try:
-        rows = read_table(table)
+        columns = _csv_columns(table)
+        rows = read_table(table) if columns is None else None
     except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
         raise ImportProblem([f"{table.name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
     created = not Path(runs_dir).exists()
@@ -270,13 +280,14 @@ def _import_table(
         with runs_lock(runs_dir, f"collect import {table.name}"):
             complete_pending(runs_dir)  # a batch an import killed mid-write had committed
             existing = read_ledger(runs_dir)
-            fast = _append_fast(rows, plan, plan_sha256, table.name, runs_dir, existing)
+            fast = _append_fast(columns or rows or [], plan, plan_sha256, table.name, runs_dir, existing)
             if fast is not None:
                 records, already = fast
                 if skipped is not None:
                     skipped += already
             else:  # row by row: what does not fit is said there, in its words
-                records = build_records(rows, plan, plan_sha256, table.name, existing, skipped)
+                rows = rows if columns is None else columns.rows()
+                records = build_records(rows or [], plan, plan_sha256, table.name, existing, skipped)
                 if records:
                     records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:
@@ -286,16 +297,44 @@ def _import_table(
     return records
 
 
+def _csv_columns(path: Path) -> Table | None:
+    """A CSV table as columns -- the cells ``read_table``'s rows hold, without a dict per row -- when
+    it is plainly regular (a header of distinct names, every other non-blank line as many cells);
+    None for anything else (``read_table`` then reads it, and says what is wrong with it)."""
+    import io
+
+    from collect.import_columns import Table
+
+    name = path.name.lower()
+    if not name.endswith((".csv", ".csv.gz")):
+        return None
+    text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error:
+        return None
+    if not lines or not lines[0] or len(set(lines[0])) != len(lines[0]):
+        return None
+    header, body = lines[0], [cells for cells in lines[1:] if cells != []]  # blank lines skipped, as DictReader does
+    if any(len(cells) != len(header) for cells in body):
+        return None
+    _check_rows(len(body), path)
+    return Table({column: list(cells) for column, cells in zip(header, zip(*body))} if body
+                 else {column: [] for column in header}, len(body))
+
+
 def _append_fast(
-    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path, existing: Ledger
+    table: Table | list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
+    existing: Ledger,
 ) -> tuple[list[RunRecord], list[str]] | None:
     """The column-wise path (``collect.import_columns``): ``(records as written, ids skipped)``, or
     None -- nothing written -- when the table does not fit it in any way."""
-    from collect.import_columns import Table, prepare, seal
+    from collect.import_columns import prepare, seal
     from collect.ledger import LedgerAppender
 
     try:
-        batch = prepare(Table.of_rows(rows), plan, plan_sha256, source, existing)
+        batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
+                        existing)
         appender = LedgerAppender(runs_dir, existing)
         payload, records, head = seal(batch, appender.head)
     except Exception:  # noqa: BLE001 - whatever does not fit, the row path says in its own words
