@@ -37,7 +37,6 @@ from typing import Any
 
 from collect.import_rows import (
     TELEMETRY_FIELDS,
-    _signals,
     arm_cell,
     cell_key_of,
     check_columns,
@@ -48,6 +47,7 @@ from collect.import_rows import (
     parse_number,
     parse_time,
     replicate_cell,
+    signals_of,
     status_cell,
     telemetry_cell,
 )
@@ -101,10 +101,10 @@ class Batch:
     skipped: list[str] = field(default_factory=list)
 
 
-def _parsed(cells: list[Any], parse: Callable[[Any], Any], key: str | None) -> tuple[list[Any], Texts]:
-    """Each cell's value and its item text ``"key":value`` (the value's text when ``key`` is None;
-    None for a None value: no such key); each distinct text (or empty) cell is parsed once."""
-    prefix = "" if key is None else string_text(key) + ":"
+def _parsed(cells: list[Any], parse: Callable[[Any], Any], key: str) -> tuple[list[Any], Texts]:
+    """Each cell's value and its item text ``"key":value`` (None for a None value: no such key);
+    each distinct text (or empty) cell is parsed once."""
+    prefix = string_text(key) + ":"
 
     def pair(cell: Any) -> tuple[Any, str | None]:
         value = parse(cell)
@@ -172,7 +172,7 @@ def _telemetry(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
     """Each row's ``telemetry`` in stored form (signal -> its summary's set fields), and its JSON text."""
     stored: list[dict[str, Any]] = [{} for _ in range(table.n)]
     signals: dict[str, Texts] = {}
-    for signal in _signals(plan):
+    for signal in signals_of(plan):
         if not any(f"{signal}.{f}" in table.columns for f in TELEMETRY_FIELDS):
             continue
         columns: dict[str, list[Any]] = {}
@@ -309,8 +309,8 @@ def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
 
     lines = []
     mid = b'"record":' + canonical(RECORD_FORMAT)
-    for data, (line, digest) in zip(batch.data, chain_runs(((low, mid, high) for low, high in zip(batch.low,
-                                                                                                   batch.high)), head)):
+    runs = ((low, mid, high) for low, high in zip(batch.low, batch.high))
+    for data, (line, digest) in zip(batch.data, chain_runs(runs, head)):
         data["prev_sha256"], data["record_sha256"] = head, digest
         lines.append(line)
         head = digest

@@ -175,7 +175,7 @@ def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
     table has no such column), or a ``CellError`` for an unknown class or one weaker than the plan's."""
     from estimators.vocabulary import EVIDENCE_ORDER, stronger
 
-    metric = _signals(plan)[signal]
+    metric = signals_of(plan)[signal]
     evidence = str(value or metric.evidence).strip()
     column = f"{signal}.evidence"
     if evidence not in EVIDENCE_ORDER:
@@ -199,7 +199,7 @@ def finished_cell(value: Any) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-def _signals(plan: Plan) -> dict[str, Any]:
+def signals_of(plan: Plan) -> dict[str, Any]:
     """Signal -> the metric it backs (the last one, when several name it)."""
     return {m.signal: m for m in plan.metrics.values() if m.signal}
 
@@ -216,7 +216,7 @@ def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, s
     status = status_cell(row.get("status"))
     metrics = {name: metric_cell(row.get(name), name) for name in plan.metrics if name in row}
     telemetry: dict[str, TelemetrySummary] = {}
-    for signal in _signals(plan):
+    for signal in signals_of(plan):
         values = {f: row[f"{signal}.{f}"] for f in TELEMETRY_FIELDS if f"{signal}.{f}" in row}
         if not values:
             continue

@@ -329,18 +329,17 @@ def _append_fast(
 ) -> tuple[list[RunRecord], list[str]] | None:
     """The column-wise path (``collect.import_columns``): ``(records as written, ids skipped)``, or
     None -- nothing written -- when the table does not fit it in any way."""
-    from collect.import_columns import prepare, seal
-    from collect.ledger import LedgerAppender
+    from collect.import_columns import Declined, Table, prepare, seal
+    from collect.ledger import LedgerAppender, head_of
 
     try:
         batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
                         existing)
-        appender = LedgerAppender(runs_dir, existing)
-        payload, records, head = seal(batch, appender.head)
-    except Exception:  # noqa: BLE001 - whatever does not fit, the row path says in its own words
-        return None
+        payload, records, head = seal(batch, head_of(existing))
+    except (Declined, ValueError, TypeError, ArithmeticError):  # cell, model and encoder refusals, and the
+        return None  # like: whatever does not fit, the row path says in its own words (a bug here is raised)
     if records:
-        appender.write(payload, head, journal=True)
+        LedgerAppender(runs_dir, existing).write(payload, head, journal=True)
     return records, batch.skipped
 
 

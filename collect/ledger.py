@@ -124,7 +124,7 @@ class LedgerAppender:
         complete_pending(self.folder)
         if current is None:
             current = read_ledger(self.folder)
-        self.head = current.hashes[-1] if current.hashes else GENESIS
+        self.head = head_of(current)
 
     def _chained(self, record: RunRecord) -> tuple[bytes, RunRecord]:
         data = record.model_dump(mode="json", exclude_none=True)
@@ -182,6 +182,11 @@ class LedgerAppender:
             from prereg.fileio import fsync_dir
 
             fsync_dir(self.folder)
+
+
+def head_of(ledger: Ledger) -> str:
+    """The hash the next record chains to: the last record's (``GENESIS`` for an empty ledger)."""
+    return ledger.hashes[-1] if ledger.hashes else GENESIS
 
 
 def complete_pending(runs_dir: str | os.PathLike[str]) -> None:
@@ -276,5 +281,5 @@ __all__ = [
     "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
     "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "RunId", "RunRecord", "Scalar", "Sha256",
     "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric", "hash_trace",
-    "ledger_path", "read_ledger", "record_hash", "trace_path", "verify_chain",
+    "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "verify_chain",
 ]

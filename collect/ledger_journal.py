@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collect.ledger_files import _open_no_follow, _write_all
+from collect.ledger_format import LEDGER_NAME
 
 PENDING_NAME = ".ledger.pending"
 FORMAT = "collect/ledger-pending/v1"
@@ -128,7 +129,7 @@ def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
         raise OSError(errno.EINVAL, "a journal of a batch that does not continue the ledger: look at it, and remove "
                       "it if the ledger is as it should be; nothing is appended until then", str(pending.path))
     if missing:
-        _write_all(fd, missing, folder / "ledger.jsonl")
+        _write_all(fd, missing, folder / LEDGER_NAME)
         os.fsync(fd)
     finish(folder)
 
