@@ -54,6 +54,7 @@ from collect.import_rows import (
 from collect.import_text import float_text, rows_of_objects, string_text, value_text
 from collect.ledger import RECORD_FORMAT, Ledger, RunRecord, encode_metric
 from collect.ledger_hashing import FIELD, PREV, canonical, chain_runs
+from prereg.errors import EXIT_INTERNAL, ToolkitError
 from prereg.schema import Plan
 
 Texts = Sequence[str | None]  # per row: an item text ``"key":value``, or a value's text (None: no such key)
@@ -61,8 +62,11 @@ Texts = Sequence[str | None]  # per row: an item text ``"key":value``, or a valu
 _CONSTANT = {"code": {"imported": True}, "env": {}, "trace_sha256": {}, "traces": []}
 
 
-class Declined(Exception):
-    """The fast path does not take this table (the row path will, and say why if it refuses it)."""
+class Declined(ToolkitError):
+    """The fast path does not take this table (the row path will, and say why if it refuses it);
+    caught by ``collect.importer``, never shown: were it to escape, that would be a toolkit bug."""
+
+    exit_code = EXIT_INTERNAL
 
 
 @dataclass
