@@ -154,6 +154,7 @@ def test_bad_params_are_refused() -> None:
 def test_gpu_run_learns_and_controls_match(tmp_path: Path) -> None:
     runs = [_run(tmp_path, p, outage_site="none", device="cuda") for p in ("restart", "continue")]
     assert runs[0].info["final_state_sha256"] == runs[1].info["final_state_sha256"]
+    assert runs[0].info["frontier_sha256"] == runs[1].info["frontier_sha256"] == runs[0].info["final_state_sha256"]
     m = runs[0].metrics
     assert m["nll_floor"] < m["final_nll"] < m["initial_nll"]
     assert runs[0].info["net"]["device"] == "cuda"
