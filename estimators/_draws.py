@@ -12,6 +12,8 @@ chunk, bit for bit, without materialising the index array where acceptance is hi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -41,10 +43,11 @@ def _indices(
 
 
 def _words(n: int, need: int, margin: float = 1.01) -> int:
-    """Raw 64-bit words one :func:`_indices` call draws for ``need`` indices below ``n``."""
+    """Raw 64-bit words one :func:`_indices` call draws for ``need`` indices below ``n`` (its
+    formula; ``math.ceil`` of the same float is ``np.ceil``'s value, without numpy's scalar cost)."""
     bits = max(1, (n - 1).bit_length())
     per_word = 64 // bits
-    return int(np.ceil(need / (per_word * n / (1 << bits)) * margin)) + 1
+    return math.ceil(need / (per_word * n / (1 << bits)) * margin) + 1
 
 
 class Sampler:
@@ -143,7 +146,10 @@ class ChunkSums:
         self.sampler = Sampler(n, rows)
         s = self.sampler
         self.dense = n / (1 << s.bits) >= DENSE_ACCEPTANCE
+        self.below = np.uint64(n)
         self.capacity = 0
+        # per chunk size: (words drawn, fields, fields as int64, keep mask, looked-up values)
+        self.views: dict[int, tuple[int, NDArray[np.uint64], NDArray[np.int64], NDArray[np.bool_], NDArray[np.float64]]] = {}
         if self.dense:
             self.table = np.zeros(1 << s.bits, dtype=np.float64)
             self.table[:n] = d
@@ -158,6 +164,24 @@ class ChunkSums:
         self.field_buf = np.empty(size, dtype=np.uint64)
         self.keep_buf = np.empty(size, dtype=np.bool_)
         self.value_buf = np.empty(size, dtype=np.float64)
+        self.views.clear()
+
+    def _views(
+        self, rows: int
+    ) -> tuple[int, NDArray[np.uint64], NDArray[np.int64], NDArray[np.bool_], NDArray[np.float64]]:
+        """The buffers shaped for a chunk of ``rows`` resamples (a block has at most two sizes)."""
+        views = self.views.get(rows)
+        if views is None:
+            words = _words(self.n, rows * self.n)
+            if words > self.capacity:
+                self._alloc(words)
+            shape = (self.sampler.per_word, words)
+            size = shape[0] * words
+            fields = self.field_buf[:size].reshape(shape)
+            views = (words, fields, fields.view(np.int64), self.keep_buf[:size].reshape(shape),
+                     self.value_buf[:size].reshape(shape))
+            self.views[rows] = views
+        return views
 
     def __call__(self, bg: np.random.PCG64, rows: int, out: NDArray[np.float64]) -> None:
         """Write the sums of the next ``rows`` resamples of ``bg``'s stream (one
@@ -167,23 +191,16 @@ class ChunkSums:
             if need > self.vals.size:
                 self.vals = np.empty(need, dtype=np.float64)
             vals = self.vals[:need]
-            np.take(self.d, self.sampler.indices(bg, need), out=vals, mode="clip")  # indices < n
-            np.sum(vals.reshape(rows, n), axis=1, out=out)
+            self.d.take(self.sampler.indices(bg, need), out=vals, mode="clip")  # indices < n
+            np.add.reduce(vals.reshape(rows, n), axis=1, out=out)  # = np.sum: pairwise per row
             return
-        words = _words(n, need)
-        if words > self.capacity:
-            self._alloc(words)
-        shape = (self.sampler.per_word, words)
-        size = shape[0] * words
-        fields = self.field_buf[:size].reshape(shape)
-        keep = self.keep_buf[:size].reshape(shape)
-        values = self.value_buf[:size].reshape(shape)
+        words, fields, index, keep, values = self._views(rows)
         raw = bg.random_raw(words)
         np.right_shift(raw, self.shifts, out=fields)  # row k: field k of every word
         np.bitwise_and(fields, self.sampler.mask, out=fields)
-        np.less(fields, np.uint64(n), out=keep)
-        np.take(self.table, fields.view(np.int64), out=values, mode="clip")  # fields < 2^L: never clipped
+        np.less(fields, self.below, out=keep)
+        self.table.take(index, out=values, mode="clip")  # fields < 2^L: never clipped
         kept = values[keep]  # row-major: field 0 of every word, then field 1, ... (as _indices)
         if kept.size < need:  # rare: _indices tops up with a further call for the remainder
             kept = np.concatenate([kept, self.d[_indices(bg, n, need - kept.size)]])
-        np.sum(kept[:need].reshape(rows, n), axis=1, out=out)
+        np.add.reduce(kept[:need].reshape(rows, n), axis=1, out=out)  # = np.sum: pairwise per row
