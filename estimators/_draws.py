@@ -125,6 +125,9 @@ class Sampler:
 #: compacting (below it, compacting a mask with many rejects mispredicts branches; measured)
 DENSE_ACCEPTANCE = 0.9
 
+#: one chunk size's buffers: (words drawn, fields, the fields as int64, keep mask, looked-up values)
+_Views = tuple[int, NDArray[np.uint64], NDArray[np.int64], NDArray[np.bool_], NDArray[np.float64]]
+
 
 class ChunkSums:
     """Row sums of one chunk of bootstrap resamples of ``d``: bit for bit
@@ -148,8 +151,7 @@ class ChunkSums:
         self.dense = n / (1 << s.bits) >= DENSE_ACCEPTANCE
         self.below = np.uint64(n)
         self.capacity = 0
-        # per chunk size: (words drawn, fields, fields as int64, keep mask, looked-up values)
-        self.views: dict[int, tuple[int, NDArray[np.uint64], NDArray[np.int64], NDArray[np.bool_], NDArray[np.float64]]] = {}
+        self.views: dict[int, _Views] = {}  # by rows per chunk
         if self.dense:
             self.table = np.zeros(1 << s.bits, dtype=np.float64)
             self.table[:n] = d
@@ -166,9 +168,7 @@ class ChunkSums:
         self.value_buf = np.empty(size, dtype=np.float64)
         self.views.clear()
 
-    def _views(
-        self, rows: int
-    ) -> tuple[int, NDArray[np.uint64], NDArray[np.int64], NDArray[np.bool_], NDArray[np.float64]]:
+    def _views(self, rows: int) -> _Views:
         """The buffers shaped for a chunk of ``rows`` resamples (a block has at most two sizes)."""
         views = self.views.get(rows)
         if views is None:
