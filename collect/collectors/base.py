@@ -79,6 +79,12 @@ class Collector(abc.ABC):
         """The strongest evidence class each metric can have with these run parameters."""
         return {metric: cls.EVIDENCE for metric in cls.METRICS}
 
+    @classmethod
+    def signals(cls, params: Mapping[str, Any]) -> set[str]:
+        """The telemetry signals whose summaries every record of a run with these (checked) params
+        carries; a plan naming any other signal is refused before a run starts. Default: none."""
+        return set()
+
     @abc.abstractmethod
     def run(self, ctx: RunContext) -> RunResult:
         """Do one run (deterministic given ``ctx.params`` and ``ctx.seed``)."""
