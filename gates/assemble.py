@@ -23,6 +23,7 @@ from gates.artifact import (
 )
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
+from gates.traces import check_traces
 from gates.matching import block_label, match_ledger
 from gates.provenance import (
     check_plan_yaml,
@@ -75,6 +76,9 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
     checks = check_invalidators(plan, match)
+    traces = check_traces(plan, match.records(), ledger.path.parent)
+    if traces is not None:
+        checks.append(traces)
     outcomes = evaluate_gates(plan, match, checks)
     decision, reason = decide(outcomes)
     time_order = check_time_order(plan, lock, match.records())

@@ -60,7 +60,7 @@ from collect.sim.outages import (
 from collect.sim.recovery import POLICIES
 from collect.telemetry.base import SensorError
 from collect.telemetry.registry import open_sensor
-from collect.torchrun.energy import ENERGY_METRICS, ENERGY_SIGNALS
+from collect.telemetry.energy import ENERGY_METRICS, ENERGY_SIGNALS
 from prereg.fileio import atomic_write
 
 CKPT_SUFFIX = "ckpt"

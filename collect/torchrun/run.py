@@ -15,7 +15,7 @@ from collect.sim.harness import Harness
 from collect.sim.outages import Outage
 from collect.telemetry.base import Sensor
 from collect.telemetry.recorder import Recorder
-from collect.torchrun.energy import run_energy
+from collect.telemetry.energy import run_energy
 from collect.torchrun.markov import SourceSpec, make_corpora
 from collect.torchrun.model import (
     Batches,

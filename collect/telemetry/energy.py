@@ -1,6 +1,7 @@
-"""The energy metrics of a torch.multisite run, from its telemetry trace (J, with bounds).
+"""The energy metrics of a recorded run, from its telemetry trace (J, with bounds).
 
-From the recorder's trace and the signal the plan chose (``energy_signal``: the cumulative
+Used by the torch collector for every run and by ``collect probe --sensor replay:PATH`` to
+re-analyse a kept trace. From the trace and the energy signal (``energy_signal``: the cumulative
 ``energy_counter``, or a power-only meter's ``power_average`` / ``power_instant``):
 
 * ``energy``: the run's training energy (from the end of the idle window to the last poll);
