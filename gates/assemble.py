@@ -23,6 +23,7 @@ from gates.artifact import (
 )
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
+from gates.phase_support import phase_support
 from gates.traces import check_traces
 from gates.matching import block_label, match_ledger
 from gates.provenance import (
@@ -146,4 +147,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                           paired=bool(plan.strata.pair_controls)) if control_blocks else None,
         other_plan_note=other_plan_note(lock, other_hashes, lock_path),
         superseded_by=list(lock.get("superseded_by", [])),
+        phase_support=phase_support(plan, match.records()),
     )
