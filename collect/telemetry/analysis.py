@@ -221,12 +221,19 @@ def energy_from_power(
     A windowed-average gauge (``SignalInfo.window_ms`` = W > 0) that changed value inside the
     update window [lo, hi] reports the mean power over [u - W, u] for some u in [lo, hi], so that
     stretch's energy is known (value x W, to ``quantum_w`` x W). Updates are used when their stretch
-    surely lies inside [a, b] (lo - W >= a, hi <= b) and cannot overlap the previous one used
-    (lo - W >= its hi); where they sit exactly does not matter, only how much time they cover.
-    The rest of [a, b] is bounded by the power range: lower = sum(v W) + P_min (T - n W), upper =
-    sum(v W) + P_max (T - n W). A full-period average (W = update period) therefore bounds energy
-    tightly; a 25 ms window that updates every 495 ms leaves 95% of the time to the power range,
-    and an instantaneous sample (W = 0) or an unknown window bounds nothing beyond the range.
+    surely lies inside [a, b] (lo - W >= a, hi <= b). A stretch may overlap the earlier ones by at
+    most d = max(0, latest earlier hi - (lo - W)); with O = sum(d), the union of the stretches
+    holds sum(v W) minus at most P_max O of double-counted energy, and the rest of [a, b] (at
+    least T - n W long, at most O longer) is bounded by the power range, so
+
+        lower = sum(v W) + P_min (T - n W) - (P_max - P_min) O
+        upper = sum(v W) + P_max (T - n W) + (P_max - P_min) O
+
+    (a stretch that may overlap by more than W / 2 is left out: leaving one out is always valid).
+    Where the stretches sit exactly does not matter, only how much time they surely cover. A
+    full-period average (W = update period) therefore bounds energy tightly; a 25 ms window that
+    updates every 495 ms leaves 95% of the time to the power range, and an instantaneous sample
+    (W = 0) or an unknown window bounds nothing beyond the range.
     """
     rows = trace.rows(signal)
     t, p = rows["t_after_ns"], rows["value"]
@@ -239,17 +246,22 @@ def energy_from_power(
     support = int(np.count_nonzero((t >= a_ns) & (t <= b_ns)))
     info = trace.signals.get(signal)
     window_ns = int(round((info.window_ms or 0.0) * _MS)) if info is not None else 0
-    known_j, covered_ns = 0.0, 0
+    known_j, covered_ns, overlap_ns = 0.0, 0, 0
     if window_ns > 0:
         u = value_changes(trace, signal)
-        last_hi = a_ns
+        latest_hi: int | None = None
         for lo, hi, v in zip(u.lo_ns.tolist(), u.hi_ns.tolist(), u.value.tolist()):
-            if lo - window_ns >= last_hi and hi <= b_ns:
-                known_j += v * window_ns / _S
-                covered_ns += window_ns
-                last_hi = hi
+            if lo - window_ns < a_ns or hi > b_ns:
+                continue
+            d = 0 if latest_hi is None else max(0, latest_hi - (lo - window_ns))
+            if 2 * d > window_ns:
+                continue
+            known_j += v * window_ns / _S
+            covered_ns += window_ns
+            overlap_ns += d
+            latest_hi = hi if latest_hi is None else max(latest_hi, hi)
     rest_s = dt - covered_ns / _S
-    slack_j = quantum_w * covered_ns / _S
+    slack_j = quantum_w * covered_ns / _S + (p_max_w - p_min_w) * overlap_ns / _S
     lower = max(p_min_w * dt, known_j - slack_j + p_min_w * rest_s)
     upper = min(p_max_w * dt, known_j + slack_j + p_max_w * rest_s)
     estimate = min(max(estimate, lower), upper)
