@@ -318,6 +318,11 @@ def _run_locked(
     summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
     identity = {**environment_info(Path.cwd()), "python": platform.python_version()}
     args: Args = (collector.name, plan_sha256, str(runs_dir), identity)
+    if todo:
+        try:
+            collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
+        except (OSError, RuntimeError, ValueError) as err:
+            raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
     run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
     results = run_all(args, todo, jobs)
     for i, record in enumerate(results, start=1):

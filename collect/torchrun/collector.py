@@ -39,6 +39,7 @@ import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import (
@@ -111,6 +112,10 @@ PARAMS: dict[str, Param] = {
                  "must be cpu, cuda or auto"),
     "threads": _p(int, 1, "torch intra-op threads inside the run (the engine parallelises runs)", *_ge(1)),
     "keep_checkpoint": _p(bool, False, "keep <run_id>.ckpt after the run"),
+    "warm_start_steps": _p(int, 0, "train one shared state for this many steps before the study and start every "
+                           "run from it (0: every run starts from its own fresh initialisation)", *_ge(0)),
+    "warm_start_seed": _p(int, 0, "seed of the warm start's corpus and initialisation (domain-separated from "
+                          "run seeds)", *_ge(0)),
 }
 METRICS: dict[str, str] = {
     "final_nll": "nats/token", "initial_nll": "nats/token", "nll_floor": "nats/token", "excess_nll": "nats/token",
@@ -222,6 +227,17 @@ class TorchMultisiteCollector(Collector):
         return {**METRIC_EVIDENCE, **dict.fromkeys(ENERGY_METRICS, energy)}
 
     @classmethod
+    def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:
+        """The warm start(s) the runs need, made once (:mod:`collect.torchrun.warmstart`)."""
+        from collect.torchrun.warmstart import make_warm_start, warm_key
+
+        made: set[str] = set()
+        for p in params:
+            if p.get("warm_start_steps") and warm_key(p) not in made:
+                make_warm_start(runs_dir, p)
+                made.add(warm_key(p))
+
+    @classmethod
     def signals(cls, params: Mapping[str, Any]) -> set[str]:
         """The one energy signal the run records and summarises (``energy_signal``), once the
         sensor is known to offer it (``validate`` checks sim specs; nvml and replay are opened)."""
@@ -245,7 +261,8 @@ class TorchMultisiteCollector(Collector):
             ckpt = ctx.trace_path(CKPT_SUFFIX)
             outages = draw_outages(outage_params(p), ctx.seed)
             t0 = time.perf_counter()
-            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry)
+            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry,
+                                         runs_dir=ctx.trace_dir.parent)
             wall = time.perf_counter() - t0
         if not p["keep_checkpoint"]:
             ckpt.unlink(missing_ok=True)
@@ -281,7 +298,8 @@ class TorchMultisiteCollector(Collector):
             raise RuntimeError(f"non-finite metric(s) {', '.join(bad)} (training diverged?)")
         info: dict[str, Any] = {
             "model": "torch.multisite/v1", "policy": p["policy"], "deployable": p["policy"] != "oracle",
-            "final_state_sha256": out.state_sha256, "data": out.data_identity, "net": out.net,
+            "final_state_sha256": out.state_sha256, "initial_state_sha256": out.initial_state_sha256,
+            "warm_start": out.warm_start, "data": out.data_identity, "net": out.net,
             "flop_per_token": out.flop, "torch": out.torch_info, "outages": [o.as_dict() for o in outages],
             "target_steps": target_steps_of(p), "work_unit": "token",
             "energy_evidence": out.energy_evidence, "sensor": p["sensor"],

@@ -27,6 +27,7 @@ from collect.torchrun.model import (
     state_sha256,
 )
 from collect.torchrun.trainer import Trainer, deterministic
+from collect.torchrun.warmstart import load_warm_start
 
 TRAIN_CHAIN = 2048
 HELDOUT_CHAIN = 256  # predictions per held-out chain
@@ -50,6 +51,8 @@ class Outcome:
     telemetry: dict[str, Any]
     trajectory: list[tuple[int, int, float, int]] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
+    initial_state_sha256: str = ""  # model + optimizer state the run started from
+    warm_start: dict[str, Any] | None = None  # collect.torchrun.warmstart identity, when used
     energy_metrics: dict[str, float] = field(default_factory=dict)  # collect.torchrun.energy.ENERGY_METRICS
     trace: Any = None  # the run's telemetry Trace (kept beside the ledger by the collector)
 
@@ -110,7 +113,7 @@ def sim_config(p: Mapping[str, Any], state_bytes: int, ckpt_bytes: int) -> SimCo
 
 
 def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Outage], ckpt: Path,
-                           sensor: Sensor, telemetry_cls: Any) -> Outcome:
+                           sensor: Sensor, telemetry_cls: Any, runs_dir: Path | None = None) -> Outcome:
     """Run one policy of one stratum (see :mod:`collect.torchrun.collector`)."""
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -124,6 +127,12 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
         model = WindowMLP(p["vocab"], p["context"], p["emb"], p["width"])
         batches = Batches(corpora.train, p["context"], p["micro_batch"], seed)
         trainer = Trainer(model, batches, p["lr"], ckpt, device)
+        warm = None
+        if p.get("warm_start_steps"):
+            if runs_dir is None:
+                raise RuntimeError("a warm start needs the runs folder it was made in")
+            warm = load_warm_start(trainer, runs_dir, p)
+        start_state = state_sha256(trainer.model, trainer.opt)
         hx, hy = heldout_windows(corpora.heldout, p["context"])
         hx, hy = hx.to(trainer.device), hy.to(trainer.device)
         initial = evaluate_nll(trainer.model, hx, hy)
@@ -166,4 +175,5 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
                     "cuda": torch.version.cuda if device == "cuda" else None},
         energy_j=energy.metrics["energy"], energy_evidence=sensor.evidence, telemetry=energy.summary,
         trajectory=worker.rows, timing=timing, energy_metrics=energy.metrics, trace=trace,
+        initial_state_sha256=start_state, warm_start=warm,
     )
