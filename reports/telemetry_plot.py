@@ -61,6 +61,7 @@ PHASE_STYLE = {
 }
 OTHER_PHASE = ("#bcbd22", "++")
 MAX_LISTED = 40
+MAX_NOTES = 3
 
 
 @dataclass(frozen=True)
@@ -390,8 +391,11 @@ def telemetry_text(view: TelemetryView, shown: Drawn | None = None) -> str:
         more = len(entries) - MAX_LISTED
         entries = entries[:MAX_LISTED] + ([f"and {more} more"] if more > 0 else [])
         lines += _wrap(" " * (width + 2) + "intervals:", entries)
-        for note in pe.energy.notes:
+        notes = list(pe.energy.notes)  # one per distinct wording (power: one per interval's coverage)
+        for note in notes[:MAX_NOTES]:
             lines.append(" " * (width + 2) + f"note: {note}")
+        if len(notes) > MAX_NOTES:
+            lines.append(" " * (width + 2) + f"and {len(notes) - MAX_NOTES} more notes of its intervals")
     from collect.telemetry.phases import RUN_PHASES
 
     absent = [p for p in RUN_PHASES if p not in {r.name for r in view.phases}]
@@ -480,6 +484,10 @@ def telemetry_figure(view: TelemetryView, shown: Drawn | None = None) -> Any:
     for a, b in shown.resets:
         for ax in axes:
             ax.axvline((a + b) / 2, color="#cf222e", linestyle="--", linewidth=1.0, zorder=5)
+    gauge_range = not view.is_counter and view.unit == "W"
+    if gauge_range:  # the bounds' power range, on the power axis itself
+        for level in view.power_range_w:
+            top.axhline(level, color="#b35806", linestyle=":", linewidth=1.0, zorder=2)
     if view.is_counter:
         top.set_ylabel(f"energy since the first poll ({energy_scale(view)[1]})\n{_plain(view.signal)} counter, "
                        "read in mJ", fontsize=9)
@@ -523,6 +531,7 @@ def telemetry_figure(view: TelemetryView, shown: Drawn | None = None) -> Any:
     ]
     if counter:
         handles.append(Line2D([], [], color="#08306b", linewidth=1.0, label="mean power between updates (lower panel)"))
+    if counter or gauge_range:
         handles.append(Line2D([], [], color="#b35806", linestyle=":", label="power range used for the bounds"))
     if shown.failed_x.size:
         handles.append(Line2D([], [], color="#cf222e", marker="|", linestyle="none", markersize=8,
