@@ -161,12 +161,13 @@ def _range_only(a_ns: int, b_ns: int, p_min: float, p_max: float, note: str) -> 
 
 def energy_from_counter(
     trace: Trace, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float, signal: str = "energy_counter",
-    quantum_mj: float = 1.0, wrap_mj: int | None = None,
+    quantum_mj: float = 1.0, wrap_mj: int | None = None, updates: Updates | None = None,
 ) -> EnergyEstimate:
-    """Energy of [a, b] from a cumulative mJ counter with guaranteed bounds (module doc)."""
+    """Energy of [a, b] from a cumulative mJ counter with guaranteed bounds (module doc).
+    ``updates``: ``value_changes(trace, signal, wrap_mj)`` when the caller already has it."""
     if b_ns < a_ns:
         raise ValueError("interval end before its start")
-    u = value_changes(trace, signal, wrap_mj)
+    u = updates if updates is not None else value_changes(trace, signal, wrap_mj)
     if any(lo <= b_ns and hi >= a_ns for lo, hi in u.resets):
         return _range_only(a_ns, b_ns, p_min_w, p_max_w, "counter reset inside the interval: power-range bound")
     q = quantum_mj / 1000.0
@@ -214,7 +215,7 @@ def _interpolated(u: Updates, a_ns: int, b_ns: int) -> float | None:
 
 def energy_from_power(
     trace: Trace, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float, signal: str = "power_average",
-    quantum_w: float = 0.001,
+    quantum_w: float = 0.001, updates: Updates | None = None,
 ) -> EnergyEstimate:
     """Energy of [a, b] from power readings: a step-function estimate, bounds from averaging windows.
 
@@ -248,7 +249,7 @@ def energy_from_power(
     window_ns = int(round((info.window_ms or 0.0) * _MS)) if info is not None else 0
     known_j, covered_ns, overlap_ns = 0.0, 0, 0
     if window_ns > 0:
-        u = value_changes(trace, signal)
+        u = updates if updates is not None else value_changes(trace, signal)
         latest_hi: int | None = None
         for lo, hi, v in zip(u.lo_ns.tolist(), u.hi_ns.tolist(), u.value.tolist()):
             if lo - window_ns < a_ns or hi > b_ns:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is loaded only when energies are computed
-    from collect.telemetry.analysis import EnergyEstimate
+    from collect.telemetry.analysis import EnergyEstimate, Updates
     from collect.telemetry.trace import Trace
 
 #: the phases the multi-site harness marks (collect.sim.harness), in report order
@@ -56,14 +56,15 @@ def intervals_of(trace: Trace, phase: str) -> list[tuple[int, int]]:
 
 
 def interval_energy(trace: Trace, signal: str, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float,
-                    wrap_mj: int | None = None) -> EnergyEstimate:
-    """Energy of [a, b] from ``signal``: the counter method for a counter, integration for power."""
+                    wrap_mj: int | None = None, updates: Updates | None = None) -> EnergyEstimate:
+    """Energy of [a, b] from ``signal``: the counter method for a counter, integration for power
+    (``updates``: the signal's ``value_changes`` when already computed)."""
     from collect.telemetry.analysis import energy_from_counter, energy_from_power
 
     info = trace.signals.get(signal)
     if info is not None and info.kind == "counter":
-        return energy_from_counter(trace, a_ns, b_ns, p_min_w, p_max_w, signal, wrap_mj=wrap_mj)
-    return energy_from_power(trace, a_ns, b_ns, p_min_w, p_max_w, signal)
+        return energy_from_counter(trace, a_ns, b_ns, p_min_w, p_max_w, signal, wrap_mj=wrap_mj, updates=updates)
+    return energy_from_power(trace, a_ns, b_ns, p_min_w, p_max_w, signal, updates=updates)
 
 
 def phase_energy_total(trace: Trace, signal: str, phase: str, p_min_w: float, p_max_w: float,
@@ -78,7 +79,7 @@ def phase_energy_total(trace: Trace, signal: str, phase: str, p_min_w: float, p_
     method = "none"
     notes: set[str] = set()
     for a, b in spans:
-        e = interval_energy(trace, signal, a, b, p_min_w, p_max_w, wrap_mj)
+        e = interval_energy(trace, signal, a, b, p_min_w, p_max_w, wrap_mj, updates=u)
         est, lower, upper = est + e.estimate_j, lower + e.lower_j, upper + e.upper_j
         method = e.method if method in ("none", e.method) else "mixed"
         notes.update(e.notes)
