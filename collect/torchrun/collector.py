@@ -24,6 +24,19 @@ What a run does (params in :data:`PARAMS`, metrics in :data:`METRICS`):
    that advances ``tick_ms`` per tick, so energy is deterministic and *modeled*; with ``nvml`` (or
    any real-clock sensor) the recorder polls during the real run and energy is *measured*.
 
+Frontier (``info``): ``frontier_sha256`` is the sha256 of the model and optimizer state in the
+durable frontier checkpoint, read back from the file (it equals ``final_state_sha256``: every run
+ends on that checkpoint; checked). Every arm reaches the same retained tokens (``useful_tokens``),
+but not always the same state: without outages every policy's frontier state is bitwise equal;
+``wait`` (it computes only with every site) equals the no-outage control even with outages;
+``continue`` (a smaller global batch on the survivors), ``restart`` and ``oracle`` (they run without
+the failed site until it rejoins at a durable boundary) differ once a retained step was made by
+fewer sites, and may then take a different number of steps. ``frontier_lineage_sha256`` is the
+harness's description of that state (every retained step with the sites that made it; see
+:func:`collect.sim.accounting.frontier_state_hash`): two runs of a stratum have equal frontier
+states exactly when their lineage hashes are equal (tested); ``frontier_steps_sha256`` hashes the
+durable step ids.
+
 Files: ``<run_id>.events.jsonl`` (the event schema of ``sim.multisite``), ``<run_id>.trajectory.csv``
 (``tick, useful_steps, heldout_nll, state_tokens``: held-out NLL of the in-memory state about every
 ``eval_every_ticks`` ticks, at tick 0 and at the end) and, while running, ``<run_id>.ckpt`` (deleted
@@ -50,6 +63,7 @@ from collect.collectors.base import (
     RunResult,
     check_params,
 )
+from collect.sim.accounting import InvariantError
 from collect.sim.multisite import ORACLE_NOTE, write_events
 from collect.sim.multisite import PARAMS as SIM_PARAMS
 from collect.sim.outages import (
@@ -212,6 +226,17 @@ class _Telemetry:
                 self.on_advance()
 
 
+def _frontier_state(ckpt: Any, final_state_sha256: str) -> str:
+    """The model + optimizer state hash of the durable frontier: the last checkpoint, read back from its
+    file. Every run ends on that checkpoint, so it must equal the final in-memory state's hash."""
+    from collect.torchrun.model import checkpoint_state_sha256
+
+    digest = checkpoint_state_sha256(ckpt)
+    if digest != final_state_sha256:
+        raise InvariantError(f"durable frontier state {digest[:12]} != final state {final_state_sha256[:12]}")
+    return digest
+
+
 class TorchMultisiteCollector(Collector):
     """A tiny LM trained through injected site outages; see the module docstring."""
 
@@ -264,6 +289,7 @@ class TorchMultisiteCollector(Collector):
             out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry,
                                          runs_dir=ctx.trace_dir.parent)
             wall = time.perf_counter() - t0
+        frontier = _frontier_state(ckpt, out.state_sha256)
         if not p["keep_checkpoint"]:
             ckpt.unlink(missing_ok=True)
         r = out.result
@@ -299,7 +325,9 @@ class TorchMultisiteCollector(Collector):
         info: dict[str, Any] = {
             "model": "torch.multisite/v1", "policy": p["policy"], "deployable": p["policy"] != "oracle",
             "final_state_sha256": out.state_sha256, "initial_state_sha256": out.initial_state_sha256,
-            "warm_start": out.warm_start, "data": out.data_identity, "net": out.net,
+            "warm_start": out.warm_start, "frontier_sha256": frontier,
+            "frontier_lineage_sha256": r.frontier_sha256, "frontier_steps_sha256": r.frontier_steps_sha256,
+            "data": out.data_identity, "net": out.net,
             "flop_per_token": out.flop, "torch": out.torch_info, "outages": [o.as_dict() for o in outages],
             "target_steps": target_steps_of(p), "work_unit": "token",
             "energy_evidence": out.energy_evidence, "sensor": p["sensor"],
