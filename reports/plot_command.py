@@ -98,7 +98,8 @@ def _plot_telemetry(args: argparse.Namespace, source: Path) -> int:
 
     from reports.plots import require_matplotlib, save_figure
     from reports.safe_text import clean
-    from reports.telemetry_plot import drawn, load_telemetry, telemetry_figure, telemetry_text
+    from reports.telemetry_plot import telemetry_figure, telemetry_text
+    from reports.telemetry_view import drawn, load_telemetry
 
     view = load_telemetry(source, args.run)  # refuses unknown runs, runs without a trace, changed traces
     shown = drawn(view)

@@ -27,9 +27,10 @@ from collect.telemetry.analysis import update_period, value_changes
 from collect.telemetry.base import SignalInfo
 from collect.telemetry.phases import phase_energy_total
 from collect.telemetry.trace import Phase, Trace, write_trace
-from reports import telemetry_plot
+from reports import telemetry_view
 from reports.cli import main
-from reports.telemetry_plot import drawn, energy_scale, envelope, load_telemetry, telemetry_figure
+from reports.telemetry_plot import telemetry_figure
+from reports.telemetry_view import drawn, energy_scale, envelope, load_telemetry
 from tests.helpers import frozen_shared, imported_equal_work, run
 
 HERE = Path(__file__).resolve().parent
@@ -335,7 +336,7 @@ def test_power_gauge_with_nested_phases_and_failed_readings(tmp_path, capsys):
 
 
 def test_long_trace_decimates_the_poll_line_never_the_updates(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(telemetry_plot, "MAX_POLL_POINTS", 400)
+    monkeypatch.setattr(telemetry_view, "MAX_POLL_POINTS", 400)
     trace = synthetic_trace(6000, counter=True, reset_at=3005)
     runs = synthetic_runs(tmp_path / "runs", trace)
     assert main(["plot", str(runs), "--run", "run-syn", "--telemetry", "--format", "png"]) == 0
