@@ -161,7 +161,13 @@ def cmd_churn(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
-    from collect.telemetry.probe import probe_json, probe_sensor, probe_sentence
+    from collect.telemetry.probe import (
+        probe_json,
+        probe_recorded,
+        probe_sensor,
+        probe_sentence,
+        recorded_sentence,
+    )
 
     for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
                                    ("--window-s", args.window_s, 0.001, 3600.0)):
@@ -169,6 +175,18 @@ def cmd_probe(args: argparse.Namespace) -> int:
             raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
     if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
         raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
+    if args.sensor.startswith("replay:"):  # a kept trace: re-analysed as recorded, not re-polled
+        probes, recorded = probe_recorded(args.sensor.partition(":")[2], args.window_s, args.signal)
+        if args.json:
+            emit_json(probe_json(probes, args.sensor, None, recorded))
+            return EXIT_OK
+        print(f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
+              "do not apply)")
+        for p in probes:
+            print(probe_sentence(p))
+        for signal, summary in recorded.items():
+            print(recorded_sentence(signal, summary))
+        return EXIT_OK
     probes = probe_sensor(args.sensor, args.poll_ms, args.seconds, args.window_s, args.signal)
     if args.json:
         emit_json(probe_json(probes, args.sensor, args.seconds))

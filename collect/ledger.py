@@ -66,6 +66,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class PhaseSupport(_Strict):
+    """How well one phase of a run is covered by the signal (``collect.telemetry.phases``)."""
+
+    updates: int = Field(ge=0, description="Signal updates whose whole update window lies inside the phase.")
+    intervals: int = Field(ge=0, description="How many separate intervals of the phase the run had.")
+    duration_ms: float = Field(ge=0, description="Summed duration of the phase's intervals, ms.")
+
+
 class TelemetrySummary(_Strict):
     """What a run's sensor delivered for one signal (see the telemetry issue for how it is measured)."""
 
@@ -77,6 +85,17 @@ class TelemetrySummary(_Strict):
         default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
     )
     evidence: Evidence = "measured"
+    metric_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, description="Metric -> its own measurement bound (metric units), for metrics derived "
+        "from this signal other than the one ``bound`` belongs to (e.g. per-phase energies).")
+    phases: dict[str, PhaseSupport] | None = Field(
+        default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
+
+    def bound_of(self, metric: str) -> float | None:
+        """The measurement bound of ``metric``: its own when recorded, else ``bound``."""
+        if self.metric_bounds is not None and metric in self.metric_bounds:
+            return self.metric_bounds[metric]
+        return self.bound
 
 
 class RunRecord(_Strict):
@@ -402,17 +421,23 @@ def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
 
 
 def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
+    return [f"{who}: trace {name} {problem}" for name, problem in trace_problems(runs_dir, record)]
+
+
+def trace_problems(runs_dir: str | os.PathLike[str], record: RunRecord) -> list[tuple[str, str]]:
+    """``(trace name, what is wrong)`` for each of ``record``'s traces that does not match its
+    recorded SHA-256 (changed, missing, unreadable, or never hashed); empty when all match."""
     problems = []
     for name in record.traces:
         stored = record.trace_sha256.get(name)
         if stored is None:
-            problems.append(f"{who}: trace {name} has no recorded hash")
+            problems.append((name, "has no recorded hash"))
             continue
         try:
             actual = hash_trace(runs_dir, name)
         except OSError as err:
-            problems.append(f"{who}: trace {name} cannot be checked ({err.strerror or err})")
+            problems.append((name, f"cannot be checked ({err.strerror or err})"))
             continue
         if actual != stored:
-            problems.append(f"{who}: trace {name} changed after the run (SHA-256 differs)")
+            problems.append((name, "changed after the run (SHA-256 differs)"))
     return problems
