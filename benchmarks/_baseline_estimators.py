@@ -1,8 +1,12 @@
-"""The estimators' hot paths as they were before issue 14, kept verbatim as benchmark baselines
-(and as references the tests compare the new code with, bit for bit).
+"""The estimators' hot paths as they were before issue 14 (and the first issue-14 bootstrap loop),
+kept verbatim as benchmark baselines (and as references the tests compare the new code with, bit
+for bit).
 
 * ``bootstrap_means``: the bootstrap draws (bit-field rejection sampling, blocks of 1024) with a
   fresh array per chunk; the new ``estimators.bootstrap`` must return the same bits.
+* ``sampler_bootstrap_means``: the first issue-14 hot loop (``estimators._draws.Sampler`` replaying
+  the indices into preallocated buffers, then gather and row sums), the "before" of the
+  ``ChunkSums`` loop; the same bits again.
 * ``walsh_order_stats`` / ``walsh_counts``: the materialising Wilcoxon path (all n(n+1)/2 Walsh
   averages and their index arrays; n^2 memory).
 """
@@ -50,6 +54,33 @@ def bootstrap_means(d: NDArray[np.float64], resamples: int, seed: int | None) ->
     seqs = np.random.SeedSequence(seed).spawn(n_blocks)
     sizes = [min(BLOCK, resamples - i * BLOCK) for i in range(n_blocks)]
     return np.concatenate([_block(d, s, b) for s, b in zip(seqs, sizes)])
+
+
+def _sampler_block(d: NDArray[np.float64], seq: np.random.SeedSequence, b: int) -> NDArray[np.float64]:
+    from estimators._draws import Sampler
+
+    bg = np.random.PCG64(seq)
+    n = d.size
+    out = np.empty(b, dtype=np.float64)
+    step = max(1, _CHUNK_ELEMENTS // n)
+    sampler = Sampler(n, min(step, b))
+    vals = np.empty(min(step, b) * n, dtype=np.float64)
+    for s in range(0, b, step):
+        c = min(step, b - s)
+        idx = sampler.indices(bg, c * n)
+        np.take(d, idx, out=vals[: c * n], mode="clip")  # idx < n: no bounds check needed
+        np.sum(vals[: c * n].reshape(c, n), axis=1, out=out[s : s + c])
+    out /= n
+    return out
+
+
+def sampler_bootstrap_means(d: NDArray[np.float64], resamples: int, seed: int | None) -> NDArray[np.float64]:
+    """The Sampler-based bootstrap means (one thread), as estimators.bootstrap had them before
+    ``ChunkSums``."""
+    n_blocks = -(-resamples // BLOCK)
+    seqs = np.random.SeedSequence(seed).spawn(n_blocks)
+    sizes = [min(BLOCK, resamples - i * BLOCK) for i in range(n_blocks)]
+    return np.concatenate([_sampler_block(d, s, b) for s, b in zip(seqs, sizes)])
 
 
 def walsh(d: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -1,7 +1,8 @@
 """The ``collect`` console script: bring runs into a ledger under a frozen plan.
 
 Subcommands: ``run`` (execute a frozen plan), ``import`` (runs made elsewhere), ``probe`` (what a
-telemetry sensor can resolve), ``churn`` (the checkpoint-interval table).
+telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
+worker counts, the admission of heterogeneous worker pools; docs/churn-law.md).
 Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
 is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
 Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad input or usage,
@@ -11,7 +12,7 @@ Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad i
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,17 +95,59 @@ def _progress(on_tty: bool) -> tuple[Any, Any]:
     return update, bar.stop
 
 
-def cmd_churn(args: argparse.Namespace) -> int:
-    """The checkpoint-interval table under Poisson preemption: closed forms and Monte Carlo."""
-    from collect.sim.churn import churn_table, render_churn_table
+def _churn_mode(args: argparse.Namespace) -> str:
+    """``pools``, ``scan`` or ``table``, refusing options that do not belong together (``UserError``)."""
+    mc = [f for f, v in (("--workers", args.workers), ("--segments", args.segments), ("--seed", args.seed))
+          if v is not None]
+    if args.pool:
+        given = [f for f, v in (("--mtbf-s", args.mtbf_s), ("--scan-workers", args.scan_workers)) if v is not None]
+        if given + mc:
+            raise UserError(f"--pool gives each pool's workers and rate; it does not take {', '.join(given + mc)}")
+        return "pools"
+    if args.mtbf_s is None:
+        raise UserError("give --mtbf-s (one kind of worker) or --pool COUNT:RATE (heterogeneous pools)")
+    if args.scan_workers is not None:
+        if mc:
+            raise UserError(f"--scan-workers is closed forms only; it does not take {', '.join(mc)}")
+        return "scan"
+    return "table"
 
-    for name in ("mtbf_s", "checkpoint_s"):
-        if not getattr(args, name) > 0:
-            raise UserError(f"--{name.replace('_', '-')} must be > 0")
-    if args.restart_s < 0 or args.workers < 1 or args.segments < 100:
-        raise UserError("--restart-s must be >= 0, --workers >= 1 and --segments >= 100")
+
+def _worker_counts(text: str) -> list[int]:
     try:
-        table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, args.workers, args.segments, args.seed)
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise UserError(f"--scan-workers {text!r} must be whole numbers separated by commas, e.g. 1,10,100") from None
+    return counts
+
+
+def cmd_churn(args: argparse.Namespace) -> int:
+    """The churn law: the interval table (closed forms and Monte Carlo), a scan over worker counts,
+    or the admission of heterogeneous pools (``collect.sim.churn`` / ``collect.sim.churn_scaling``)."""
+    from collect.sim.churn import churn_table, render_churn_table
+    from collect.sim.churn_scaling import admission, parse_pool, render_admission, render_worker_scan, worker_scan
+
+    mode = _churn_mode(args)
+    for name in ("mtbf_s", "checkpoint_s"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise UserError(f"--{name.replace('_', '-')} must be > 0")
+    workers = 1 if args.workers is None else args.workers
+    segments = 20_000 if args.segments is None else args.segments
+    if args.restart_s < 0 or workers < 1 or segments < 100:
+        raise UserError("--restart-s must be >= 0, --workers >= 1 and --segments >= 100")
+    text: Callable[[dict[str, Any]], str]
+    try:
+        if mode == "pools":
+            table = admission([parse_pool(spec) for spec in args.pool], args.checkpoint_s, args.restart_s)
+            text = render_admission
+        elif mode == "scan":
+            table = worker_scan(args.mtbf_s, args.checkpoint_s, args.restart_s, _worker_counts(args.scan_workers))
+            text = render_worker_scan
+        else:
+            table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, workers, segments,
+                                0 if args.seed is None else args.seed)
+            text = render_churn_table
     except ValueError as err:
         raise UserError(str(err)) from None
     except (ArithmeticError, MemoryError) as err:  # a last guard: numbers past what can be computed
@@ -112,13 +155,19 @@ def cmd_churn(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(table)
     else:
-        print(render_churn_table(table))
+        print(text(table))
     return EXIT_OK
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
-    from collect.telemetry.probe import probe_json, probe_sensor, probe_sentence
+    from collect.telemetry.probe import (
+        probe_json,
+        probe_recorded,
+        probe_sensor,
+        probe_sentence,
+        recorded_sentence,
+    )
 
     for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
                                    ("--window-s", args.window_s, 0.001, 3600.0)):
@@ -126,6 +175,18 @@ def cmd_probe(args: argparse.Namespace) -> int:
             raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
     if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
         raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
+    if args.sensor.startswith("replay:"):  # a kept trace: re-analysed as recorded, not re-polled
+        probes, recorded = probe_recorded(args.sensor.partition(":")[2], args.window_s, args.signal)
+        if args.json:
+            emit_json(probe_json(probes, args.sensor, None, recorded))
+            return EXIT_OK
+        print(f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
+              "do not apply)")
+        for p in probes:
+            print(probe_sentence(p))
+        for signal, summary in recorded.items():
+            print(recorded_sentence(signal, summary))
+        return EXIT_OK
     probes = probe_sensor(args.sensor, args.poll_ms, args.seconds, args.window_s, args.signal)
     if args.json:
         emit_json(probe_json(probes, args.sensor, args.seconds))
@@ -159,14 +220,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip runs already complete (a plain re-run does the same; kept for clarity)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(handler=cmd_run)
-    p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC")
-    p.add_argument("--mtbf-s", dest="mtbf_s", type=float, required=True, help="mean time between failures per worker, s")
+    p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
+                       description="The churn law (modeled). With --mtbf-s: the interval table for one job "
+                       "(closed forms and Monte Carlo), or with --scan-workers a closed-form scan over worker "
+                       "counts. With --pool (repeatable): which workers of heterogeneous pools to admit to one "
+                       "synchronous job. Examples and their output: docs/churn-law.md.")
+    p.add_argument("--mtbf-s", dest="mtbf_s", type=float, help="mean time between failures per worker, s")
     p.add_argument("--checkpoint-s", dest="checkpoint_s", type=float, required=True, help="checkpoint cost C, s")
     p.add_argument("--restart-s", dest="restart_s", type=float, required=True, help="restart cost R, s")
-    p.add_argument("--workers", type=int, default=1, help="synchronous workers (job failure rate = N / MTBF)")
-    p.add_argument("--segments", type=int, default=20_000, help="Monte Carlo segments per interval (default 20000)")
-    p.add_argument("--seed", type=int, default=0, help="Monte Carlo seed (default 0)")
-    p.add_argument("--json", action="store_true", help="intervals.<name>.interval_s / .efficiency / .mc.* / .loss_vs_exact")
+    p.add_argument("--workers", type=int, help="synchronous workers (job failure rate = N / MTBF; default 1)")
+    p.add_argument("--segments", type=int, help="Monte Carlo segments per interval (default 20000)")
+    p.add_argument("--seed", type=int, help="Monte Carlo seed (default 0)")
+    p.add_argument("--scan-workers", dest="scan_workers", metavar="N1,N2,...",
+                   help="closed forms for each worker count: w*, Young/Daly overshoot, efficiency, losses at w*/2 and "
+                        "2w*, throughput; plus where efficiency falls to 50%% and where throughput peaks")
+    p.add_argument("--pool", action="append", metavar="COUNT:RATE",
+                   help="a pool of COUNT workers each failing RATE times per second (1/MTBF_s), e.g. 600:1e-6; "
+                        "repeat for each pool: shows which workers to admit and the throughput with and without them")
+    p.add_argument("--json", action="store_true",
+                   help="the table as JSON (intervals.<name>.*; or rows / half_efficiency_workers with "
+                        "--scan-workers; or pools / rows / best / threshold_rate_per_s with --pool)")
     p.set_defaults(handler=cmd_churn)
     p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
     p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")

@@ -115,7 +115,46 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
                     stratum_seed(stratum, replicate), params,
                 ))
     check_evidence(plan, collector, runs)
+    check_signals(plan, collector, runs)
     return collector, runs
+
+
+def named_signals(plan: Plan) -> dict[str, list[str]]:
+    """Signal -> what in the plan names it (``metric energy``, ``invalidator counter_period``)."""
+    named: dict[str, list[str]] = {}
+    for name, metric in plan.metrics.items():
+        if metric.signal:
+            named.setdefault(metric.signal, []).append(f"metric {name}")
+    for inv in plan.invalidators:
+        signal = getattr(inv, "signal", None)
+        if signal:
+            named.setdefault(signal, []).append(f"invalidator {inv.id}")
+    return named
+
+
+def check_signals(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
+    """Refuse, before any run, a plan naming a telemetry signal the collector will not record with
+    the runs' params (e.g. ``power_average`` while the energy comes from the counter)."""
+    named = named_signals(plan)
+    if not named:
+        return
+    seen: dict[str, set[str]] = {}
+    problems = []
+    for planned in runs:
+        key = repr(sorted(planned.params.items(), key=lambda kv: kv[0]))
+        if key not in seen:
+            try:
+                seen[key] = collector.signals(planned.params)
+            except ParamError as err:
+                raise EngineError(f"arm {planned.arm}, stratum {planned.stratum}: {err}") from None
+            missing = sorted(set(named) - seen[key])
+            for signal in missing:
+                have = ", ".join(sorted(seen[key])) or "no telemetry signal"
+                problems.append(f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
+                                f"{collector.name} records {have} for arm {planned.arm} with these parameters")
+    if problems:
+        raise EngineError("the plan names telemetry its runs will not record (nothing was run):\n"
+                          + "\n".join(dict.fromkeys(problems)))
 
 
 def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
@@ -279,6 +318,11 @@ def _run_locked(
     summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
     identity = {**environment_info(Path.cwd()), "python": platform.python_version()}
     args: Args = (collector.name, plan_sha256, str(runs_dir), identity)
+    if todo:
+        try:
+            collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
+        except (OSError, RuntimeError, ValueError) as err:
+            raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
     run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
     results = run_all(args, todo, jobs)
     for i, record in enumerate(results, start=1):

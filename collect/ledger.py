@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from collect import ledger_journal as batch_journal
-from collect.ledger_chain import ChainReport, verify_chain
+from collect.ledger_chain import ChainReport, trace_problems, verify_chain
 from collect.ledger_files import _open_no_follow, _write_all, hash_trace, trace_path
 from collect.ledger_format import (
     GENESIS,
@@ -54,6 +54,7 @@ from collect.ledger_format import (
     RECORD_FORMAT,
     TRACES_DIR,
     NonFinite,
+    PhaseSupport,
     RunId,
     RunRecord,
     Scalar,
@@ -279,7 +280,8 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
 
 __all__ = [
     "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
-    "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "RunId", "RunRecord", "Scalar", "Sha256",
-    "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric", "hash_trace",
-    "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "verify_chain",
+    "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "PhaseSupport", "RunId", "RunRecord", "Scalar",
+    "Sha256", "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric",
+    "hash_trace", "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "trace_problems",
+    "verify_chain",
 ]

@@ -28,6 +28,14 @@ _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
+class PhaseSupport(_Strict):
+    """How well one phase of a run is covered by the signal (``collect.telemetry.phases``)."""
+
+    updates: int = Field(ge=0, description="Signal updates whose whole update window lies inside the phase.")
+    intervals: int = Field(ge=0, description="How many separate intervals of the phase the run had.")
+    duration_ms: float = Field(ge=0, description="Summed duration of the phase's intervals, ms.")
+
+
 class TelemetrySummary(_Strict):
     """What a run's sensor delivered for one signal (see the telemetry issue for how it is measured)."""
 
@@ -39,6 +47,17 @@ class TelemetrySummary(_Strict):
         default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
     )
     evidence: Evidence = "measured"
+    metric_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, description="Metric -> its own measurement bound (metric units), for metrics derived "
+        "from this signal other than the one ``bound`` belongs to (e.g. per-phase energies).")
+    phases: dict[str, PhaseSupport] | None = Field(
+        default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
+
+    def bound_of(self, metric: str) -> float | None:
+        """The measurement bound of ``metric``: its own when recorded, else ``bound``."""
+        if self.metric_bounds is not None and metric in self.metric_bounds:
+            return self.metric_bounds[metric]
+        return self.bound
 
 
 class RunRecord(_Strict):

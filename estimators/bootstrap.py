@@ -5,12 +5,15 @@ z interval with the plug-in sd, i.e. it ignores both the t quantile and the n/(n
 results with n < 30 carry a warning, and gates refuse to decide below n = 20
 (``estimators.feasibility``, from the coverage study). Prefer ``t``, ``signflip`` or ``wilcoxon``.
 
-Resampling. ``resamples`` bootstrap means are drawn in blocks of 1024; block ``i`` uses its own
-bit generator ``PCG64(SeedSequence(seed).spawn(...)[i])`` (indices by exact rejection sampling
-of bit fields, see ``estimators._draws``), so the draws -- and the interval --
-are identical whatever the number of worker threads (numpy releases the GIL while generating
-and gathering, so ``workers > 1`` uses more cores). ``workers=None`` uses up to 4 threads
-for large problems (resamples x n >= 2e6) and 1 otherwise.
+Resampling. ``resamples`` bootstrap means are drawn in blocks of :data:`BLOCK` = 1024; block ``i``
+uses its own bit generator ``PCG64(SeedSequence(seed).spawn(...)[i])`` and draws its resamples
+in chunks of ``_CHUNK_ELEMENTS // n`` (65 at n = 1000), one ``estimators._draws._indices`` call
+(exact rejection sampling of bit fields) per chunk. Those sizes are part of the stream: the
+same seed gives the same draws, bit for bit, as before issue 14 (``ChunkSums`` computes each
+chunk's sums without the index array; tests compare with the kept baseline). The draws -- and
+the interval -- are identical whatever the number of worker threads (numpy releases the GIL
+while generating and gathering, so ``workers > 1`` uses more cores). ``workers=None`` uses up
+to 4 threads for large problems (resamples x n >= 2e6) and 1 otherwise.
 
 BCa (Efron & Tibshirani 1993, ch. 14): ``z0 = Phi^-1((#{theta* < theta} + #{theta* = theta} / 2)
 / B)``, clipped to ``[1/(2B), 1 - 1/(2B)]`` so it is finite; acceleration from the jackknife
@@ -32,6 +35,7 @@ warning (its bootstrap distribution is a scaled binomial, so its ends are a few 
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -51,7 +55,7 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
-from ._draws import Sampler, _indices  # noqa: F401 - _indices: the reference definition, used by tests
+from ._draws import ChunkSums, _indices  # noqa: F401 - _indices: the reference definition, used by tests
 from .feasibility import BOOTSTRAP_WARN_N, MIN_BOOTSTRAP_N
 
 BLOCK = 1024
@@ -70,18 +74,20 @@ ALL_BUT_ONE_WARNING = (
 )
 
 
-def _block(d: NDArray[np.float64], seq: np.random.SeedSequence, b: int) -> NDArray[np.float64]:
+def _block(
+    d: NDArray[np.float64], seq: np.random.SeedSequence, b: int, sums: ChunkSums | None = None,
+    out: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """The ``b`` bootstrap means of one block: chunks of ``_CHUNK_ELEMENTS // n`` resamples, each
+    drawn by one :func:`estimators._draws._indices` call on the block's own PCG64 stream."""
     bg = np.random.PCG64(seq)
     n = d.size
-    out = np.empty(b, dtype=np.float64)
+    out = np.empty(b, dtype=np.float64) if out is None else out
     step = max(1, _CHUNK_ELEMENTS // n)
-    sampler = Sampler(n, min(step, b))
-    vals = np.empty(min(step, b) * n, dtype=np.float64)
+    sums = ChunkSums(d, min(step, b)) if sums is None else sums
     for s in range(0, b, step):
         c = min(step, b - s)
-        idx = sampler.indices(bg, c * n)
-        np.take(d, idx, out=vals[: c * n], mode="clip")  # idx < n: no bounds check needed
-        np.sum(vals[: c * n].reshape(c, n), axis=1, out=out[s : s + c])
+        sums(bg, c, out[s : s + c])
     out /= n
     return out
 
@@ -92,15 +98,26 @@ def bootstrap_means(
     """``resamples`` bootstrap means of ``d`` (deterministic given ``seed``; see module doc)."""
     n_blocks = -(-resamples // BLOCK)
     seqs = np.random.SeedSequence(seed).spawn(n_blocks)
-    sizes = [min(BLOCK, resamples - i * BLOCK) for i in range(n_blocks)]
+    out = np.empty(resamples, dtype=np.float64)
+    parts = [out[i * BLOCK : (i + 1) * BLOCK] for i in range(n_blocks)]
+    rows = min(max(1, _CHUNK_ELEMENTS // d.size), BLOCK, resamples)
     if workers is None:
         workers = min(4, os.cpu_count() or 1) if resamples * d.size >= 2_000_000 else 1
     if workers <= 1 or n_blocks == 1:
-        parts = [_block(d, s, b) for s, b in zip(seqs, sizes)]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(lambda sb: _block(d, sb[0], sb[1]), zip(seqs, sizes)))
-    return np.concatenate(parts)
+        sums = ChunkSums(d, rows)
+        for seq, part in zip(seqs, parts):
+            _block(d, seq, part.size, sums, part)
+        return out
+    local = threading.local()  # one ChunkSums (its buffers) per worker thread
+
+    def run(job: tuple[np.random.SeedSequence, NDArray[np.float64]]) -> None:
+        if not hasattr(local, "sums"):
+            local.sums = ChunkSums(d, rows)
+        _block(d, job[0], job[1].size, local.sums, job[1])
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(run, zip(seqs, parts)))
+    return out
 
 
 def sorted_bootstrap_means(

@@ -107,7 +107,10 @@ def _sampled_means(
     fixed size (so the BLAS products are the same whatever the threads) are drawn and reduced by
     ``workers`` threads (numpy releases the GIL there), each holding one chunk in memory, with
     BLAS itself on one thread: OpenBLAS's own threads would take the cores the workers need, and
-    its products are the same bits whatever its thread count (tested).
+    its products are *not* the same bits whatever its thread count (a few of 949 means differed in
+    the last bit between one and two OpenBLAS threads), so pinning it makes the draws' sums the
+    same on every machine. Against the first implementation they are equal bit for bit when that
+    one also runs on one BLAS thread (tested).
     """
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # only here: it inspects the loaded libraries
 

@@ -236,6 +236,23 @@ class GroupTally(_Model):
     counts: dict[str, int]
 
 
+class PhaseSupportRow(_Model):
+    """How well one signal resolves one phase across the matched runs that had it (updates counted
+    inside the phase's intervals; ``required``: the largest ``min_updates`` a ``counter_support``
+    invalidator preregistered for this phase, None when none did)."""
+
+    signal: str
+    phase: str
+    runs: int = Field(description="Matched runs in which the phase occurred.")
+    runs_without: int = Field(description="Matched runs in which it never occurred.")
+    min_updates: int | None = None
+    median_updates: float | None = None
+    max_updates: int | None = None
+    median_duration_ms: float | None = None
+    required: int | None = None
+    enough: bool | None = Field(default=None, description="min_updates >= required (None: nothing required).")
+
+
 class Evaluation(_Model):
     """The whole artifact."""
 
@@ -274,6 +291,9 @@ class Evaluation(_Model):
     other_plan_note: str | None = Field(
         default=None, description="What to do about runs recorded under another plan hash, in one sentence."
     )
+    phase_support: list[PhaseSupportRow] = Field(
+        default_factory=list, description="Per signal and phase: the updates runs saw inside it (empty when the "
+        "runs recorded no per-phase telemetry).")
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 

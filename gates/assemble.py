@@ -23,6 +23,8 @@ from gates.artifact import (
 )
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
+from gates.phase_support import phase_support
+from gates.traces import check_traces
 from gates.matching import block_label, match_ledger
 from gates.provenance import (
     check_plan_yaml,
@@ -75,6 +77,9 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
     checks = check_invalidators(plan, match)
+    traces = check_traces(plan, match.records(), ledger.path.parent)
+    if traces is not None:
+        checks.append(traces)
     outcomes = evaluate_gates(plan, match, checks)
     decision, reason = decide(outcomes)
     time_order = check_time_order(plan, lock, match.records())
@@ -142,4 +147,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                           paired=bool(plan.strata.pair_controls)) if control_blocks else None,
         other_plan_note=other_plan_note(lock, other_hashes, lock_path),
         superseded_by=list(lock.get("superseded_by", [])),
+        phase_support=phase_support(plan, match.records()),
     )

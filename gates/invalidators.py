@@ -84,6 +84,29 @@ def _telemetry_check(inv, records, read, limit: float, above_fires: bool, what: 
     return fired, observed, "; ".join(parts)
 
 
+def _counter_support(inv: CounterSupport, records: list[RunRecord]) -> tuple:
+    """Whole-run updates, or updates inside ``inv.phase`` over the runs in which that phase occurred."""
+    if inv.phase is None:
+        return _telemetry_check(inv, records, lambda s: s.updates, inv.min_updates, False, "updates", "")
+    phase = inv.phase
+    occurred, absent = [], 0
+    for r in records:
+        summary = r.telemetry.get(inv.signal)
+        support = (summary.phases or {}).get(phase) if summary is not None else None
+        if support is not None and support.intervals == 0:
+            absent += 1
+        else:
+            occurred.append(r)
+    fired, observed, detail = _telemetry_check(
+        inv, occurred, lambda s: s.phases[phase].updates if s.phases and phase in s.phases else None,
+        inv.min_updates, False, f"updates inside {phase}", "")
+    if absent:
+        detail += f"; {absent} run(s) had no {phase} phase (nothing to resolve there)"
+    if not occurred and absent:
+        return False, None, f"no run had a {phase} phase ({absent} run(s)): nothing to resolve"
+    return fired, observed, detail
+
+
 def _metric_bounds(inv: MetricBounds, records: list[RunRecord]) -> tuple:
     low = -math.inf if inv.min is None else inv.min
     high = math.inf if inv.max is None else inv.max
@@ -140,9 +163,7 @@ def check_invalidators(plan: Plan, match: Match) -> list[InvalidatorCheck]:
             fired, observed, detail = _metric_bounds(inv, records)
             threshold = f"[{'-inf' if inv.min is None else f'{inv.min:g}'}, {'inf' if inv.max is None else f'{inv.max:g}'}]"
         elif isinstance(inv, CounterSupport):
-            fired, observed, detail = _telemetry_check(
-                inv, records, lambda s: s.updates, inv.min_updates, False, "updates", ""
-            )
+            fired, observed, detail = _counter_support(inv, records)
             threshold = float(inv.min_updates)
         elif isinstance(inv, SensorUpdatePeriod):
             fired, observed, detail = _telemetry_check(

@@ -97,10 +97,11 @@ def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndar
     for i, block in enumerate(blocks):
         for j, arm in enumerate(arms):
             summary = block.records[arm].telemetry.get(signal)
-            if summary is None or summary.bound is None:
+            bound = summary.bound_of(gate.metric) if summary is not None else None
+            if bound is None:
                 lacking.append(block.records[arm].run_id)
             else:
-                bounds[i, j] = summary.bound
+                bounds[i, j] = bound
     return bounds, lacking
 
 

@@ -96,6 +96,9 @@ def _check_invalidators(plan: Plan, problems: list[Problem]) -> None:
         path = ("invalidators", i)
         if ids[inv.id] > 1:
             problems.append(((*path, "id"), f"duplicate invalidator id {inv.id!r}"))
+        if inv.id == "trace_integrity":
+            problems.append(((*path, "id"), "invalidator id 'trace_integrity' is reserved for the built-in check "
+                             "that every trace matches its recorded SHA-256; choose another id"))
         if inv.blocks != "all":
             for j, gate_id in enumerate(inv.blocks):
                 if gate_id not in gate_ids:

@@ -168,11 +168,16 @@ class _Invalidator(_Model):
 
 
 class CounterSupport(_Invalidator):
-    """Fires when any run saw fewer than ``min_updates`` updates of the signal's counter."""
+    """Fires when any run saw fewer than ``min_updates`` updates of the signal's counter (in the
+    whole run, or inside one ``phase``'s intervals: runs in which that phase never occurred are
+    not counted, since a phase that did not happen has no energy to resolve)."""
 
     kind: Literal["counter_support"]
     signal: Identifier
     min_updates: int = Field(ge=1)
+    phase: Identifier | None = Field(
+        default=None, description="Count updates inside this phase only (compute, replay, checkpoint, restore, "
+        "stall, idle); absent: the whole run.")
 
 
 class SensorUpdatePeriod(_Invalidator):

@@ -5,9 +5,12 @@ set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writ
 GitHub-flavoured Markdown (``-`` prints the Markdown instead of the terminal report), ``--json``
 prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
 ``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
-arm on one axis (``reports.plot_command``; needs the ``plot`` extra). Exit codes: 0 shown, 2 a
-missing, non-JSON or malformed artifact, trace or run id, matplotlib missing (or bad usage),
-3 an artifact that contradicts itself or its seal (``gates.consistency``), 4 internal error.
+arm on one axis, and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
+with its phases shaded and its updates marked (``reports.plot_command``; needs the ``plot``
+extra). Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
+without a kept telemetry trace, matplotlib missing (or bad usage), 3 an artifact that contradicts
+itself or its seal (``gates.consistency``) or a telemetry trace that does not match its ledger
+hash, 4 internal error.
 """
 
 from __future__ import annotations
@@ -84,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="reports",
         description="Render evaluations for people: the reviewer's report in the terminal or as Markdown, "
                     "and plots with text equivalents.",
-        epilog="exit codes: 0 shown, 2 bad input or usage (a missing or malformed artifact), 4 internal error",
+        epilog="exit codes: 0 shown, 2 bad input or usage (a missing or malformed artifact), 3 an artifact or "
+               "trace that does not match its seal or ledger hash, 4 internal error",
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
     p = sub.add_parser("show", help="the reviewer's report of an evaluation.json (gates evaluate writes it)")
@@ -100,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "plan, trace, link or device)")
     p.set_defaults(handler=cmd_show)
     p = sub.add_parser(
-        "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, or "
-                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID)",
+        "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
+                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID), or one "
+                     "run's telemetry trace (RUNS --run ID --telemetry)",
         description="Write plots and print each one's text equivalent. Needs matplotlib: "
                     "pip install 'prereg-toolkit[plot]'.",
     )
@@ -109,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an evaluation.json (forest plot), or a runs folder holding ledger.jsonl (with --run)")
     p.add_argument("--run", metavar="ID",
                    help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis")
+    p.add_argument("--telemetry", action="store_true",
+                   help="with RUNS --run ID: plot that run's kept raw telemetry trace instead (every poll, the "
+                        "updates at their windows, phases shaded; text: per-phase energy with bounds); a trace "
+                        "that does not match its ledger hash is refused (exit 3)")
     p.add_argument("--out", metavar="DIR",
                    help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
     p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")

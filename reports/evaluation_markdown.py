@@ -118,6 +118,15 @@ def _invalidators(ev: Evaluation) -> list[str]:
     )
 
 
+def _phase_support(ev: Evaluation) -> list[str]:
+    from reports.phase_support_text import phase_support_lines
+
+    lines = phase_support_lines(ev)
+    if not lines:
+        return []
+    return ["", "## Meter support by phase", "", *(md_escape(line) for line in lines)]
+
+
 def _diagnostics(ev: Evaluation) -> list[str]:
     gates = et.diagnostic_gates(ev)
     if not gates:
@@ -179,6 +188,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
     if groups:
         lines += ["", "Groups: " + "; ".join(md_escape(g) for g in groups)]
     lines += _invalidators(ev)
+    lines += _phase_support(ev)
     sensitivity = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
         lines += ["", "## Sensitivity (reported, never decides)", ""]

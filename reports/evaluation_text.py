@@ -277,7 +277,7 @@ def modeled_note(ev: Evaluation) -> str:
 
 def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
-    rest = f': "{ev.claim}" {EM_DASH} {decision_explanation(ev)}'
+    rest = f': "{ev.claim.strip()}" {EM_DASH} {decision_explanation(ev)}'
     return DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 
 

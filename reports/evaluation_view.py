@@ -172,6 +172,17 @@ def _invalidators(ev: Evaluation) -> list[Any]:
     return [Text(""), table]
 
 
+def _phase_support(ev: Evaluation) -> list[Any]:
+    from rich.text import Text
+
+    from reports.phase_support_text import phase_support_lines
+
+    lines = phase_support_lines(ev)
+    if not lines:
+        return []
+    return [_heading("Meter support by phase (updates inside each phase)"), *(Text(line) for line in lines)]
+
+
 def diagnostics_section(ev: Evaluation, gates: list[GateResult]) -> list[Any]:
     from rich.padding import Padding
     from rich.text import Text
@@ -260,6 +271,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     parts += [Text(""), gate_table(title, primary), forest_section(primary)]
     parts += _groups(ev)
     parts += _invalidators(ev)
+    parts += _phase_support(ev)
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
         parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]

@@ -6,6 +6,12 @@
   replicate on one time axis) and, when the runs left ``trajectory.csv`` files,
   ``nll-<ID>.png|svg``; their text equivalents are a per-arm event list (seconds) and a table of
   tick vs held-out NLL per arm.
+* ``reports plot RUNS --run ID --telemetry`` writes ``telemetry-<ID>.png|svg``: the run's kept raw
+  telemetry trace (every poll, every update at its window, phases shaded; ``reports.telemetry_plot``).
+  Its text equivalent gives per phase the intervals, total duration, updates inside and energy with
+  bounds, and the effective update period. It is printed even without matplotlib (then exit 2 with
+  the install hint). A run without a kept telemetry trace (simulator and imported runs) exits 2; a
+  trace that does not match the SHA-256 in its record is never drawn (exit 3, naming the file).
 
 Files go to ``--out`` (created if needed; default: beside the evaluation, or into RUNS), written
 atomically. Every path is printed, then each plot's text equivalent, so nothing is only a picture.
@@ -87,19 +93,53 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
     return EXIT_OK
 
 
+def _plot_telemetry(args: argparse.Namespace, source: Path) -> int:
+    import sys
+
+    from reports.plots import require_matplotlib, save_figure
+    from reports.safe_text import clean
+    from reports.telemetry_plot import telemetry_figure, telemetry_text
+    from reports.telemetry_view import drawn, load_telemetry
+
+    view = load_telemetry(source, args.run)  # refuses unknown runs, runs without a trace, changed traces
+    shown = drawn(view)
+    text = clean(telemetry_text(view, shown))
+    for name, why in view.other_problems:
+        print(f"reports: warning: run {view.run_id}: trace {clean(name, True)} {why} (the telemetry trace itself "
+              "matches the ledger)", file=sys.stderr)
+    try:
+        require_matplotlib()
+    except InputError:
+        print("Text equivalent of the telemetry trace (no figure: matplotlib is not installed):")
+        print(text)
+        raise
+    out = _out_dir(args, source)
+    paths = save_figure(telemetry_figure(view, shown), out, f"telemetry-{args.run}", args.format)
+    _print_paths("telemetry trace (every poll, every update at its window, phases shaded)", paths)
+    print("\nText equivalent of the telemetry trace:")
+    print(text)
+    return EXIT_OK
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """Dispatch on the input: an evaluation.json file, or a runs folder with ``--run``."""
     from reports.plots import require_matplotlib
 
     source = Path(args.input)
+    telemetry = bool(getattr(args, "telemetry", False))
     if not source.exists():
         raise InputError(f"{source}: no such file or folder")
     if source.is_dir():
         if not args.run:
             raise InputError(f"{source}: a runs folder needs --run ID (a run in its ledger.jsonl); "
                             "for the forest plot give the evaluation.json itself")
+        if telemetry:  # the text equivalent is printed even without matplotlib
+            return _plot_telemetry(args, source)
         require_matplotlib()
         return _plot_runs(args, source)
+    if telemetry:
+        raise InputError(f"--telemetry needs a runs folder and --run ID (RUNS --run ID --telemetry), not the file "
+                         f"{source}")
     if args.run:
         raise InputError(f"--run needs a runs folder (the one holding ledger.jsonl), not the file {source}")
     require_matplotlib()

@@ -1,5 +1,7 @@
 """Figures for ``reports plot``: the forest plot of an evaluation, a block's recovery timeline, NLL curves.
 
+(A run's telemetry trace, ``--telemetry``, is drawn by :mod:`reports.telemetry_plot` with the helpers here.)
+
 matplotlib is an optional extra (``pip install 'prereg-toolkit[plot]'``), imported only here and
 only when a plot is drawn; figures are built with ``matplotlib.figure.Figure`` (no pyplot, no
 display, the Agg renderer for PNG) and written atomically. Words carry every meaning: verdicts are

@@ -12,12 +12,12 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 
 
-def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run an installed console script; never accept a traceback."""
+def run(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run an installed console script; never accept a traceback (``timeout`` only catches a hang)."""
     exe = BIN / args[0] if (BIN / args[0]).exists() else shutil.which(args[0])
     assert exe, f"console script {args[0]} is not installed"
     proc = subprocess.run(
-        [str(exe), *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=120,
+        [str(exe), *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=timeout,
         env={**os.environ, **(env or {})},
     )
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr

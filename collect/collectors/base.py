@@ -79,6 +79,17 @@ class Collector(abc.ABC):
         """The strongest evidence class each metric can have with these run parameters."""
         return {metric: cls.EVIDENCE for metric in cls.METRICS}
 
+    @classmethod
+    def signals(cls, params: Mapping[str, Any]) -> set[str]:
+        """The telemetry signals whose summaries every record of a run with these (checked) params
+        carries; a plan naming any other signal is refused before a run starts. Default: none."""
+        return set()
+
+    @classmethod
+    def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:  # noqa: B027 - optional hook
+        """Make the study's shared inputs once, before any run (e.g. torch's warm start), under
+        ``runs_dir``; ``params`` are the checked params of the runs about to start. Default: none."""
+
     @abc.abstractmethod
     def run(self, ctx: RunContext) -> RunResult:
         """Do one run (deterministic given ``ctx.params`` and ``ctx.seed``)."""

@@ -15,6 +15,9 @@ BYTE_CLASSES = ("gradient_sync", "parameter_broadcast", "checkpoint_upload", "re
 EVENT_KINDS = ("compute", "collective", "state_transfer", "checkpoint", "failure", "preemption",
                "restore", "replay", "rejoin")
 FRONTIER_VERSION = b"sim.multisite/frontier/v1"
+STATE_VERSION = b"sim.multisite/frontier-state/v1"
+WORK_FATES = ("retained", "lost", "replayed")
+Segment = tuple[int, int, tuple[int, ...]]  # (first step, last step, sites whose micro-batches made each step)
 
 
 class InvariantError(ToolkitError, AssertionError):
@@ -24,14 +27,45 @@ class InvariantError(ToolkitError, AssertionError):
 
 
 def frontier_hash(target: int, step_ids: Iterable[int]) -> str:
-    """sha256 of the target and the retained step ids in checkpoint-lineage order.
+    """sha256 of the target and the retained step ids in checkpoint-lineage order: *which steps* are durable.
 
-    A complete run retains each of steps 1..target exactly once, so every policy gives the same
-    hash for the same target; a lost, duplicated or reordered step changes it.
+    A complete simulated run retains each of steps 1..target exactly once, so every policy gives the
+    same hash for the same target; a lost, duplicated or reordered step changes it.
     """
     h = hashlib.sha256(FRONTIER_VERSION)
     h.update(int(target).to_bytes(8, "little"))
     h.update(array("q", step_ids).tobytes())
+    return h.hexdigest()
+
+
+def merge_segments(segments: Iterable[Segment]) -> list[Segment]:
+    """Retained segments in lineage order with contiguous runs of the same sites merged (canonical:
+    where a compute batch happened to be split, e.g. at an outage tick, does not matter)."""
+    out: list[Segment] = []
+    for first, last, sites in segments:
+        if out and out[-1][1] + 1 == first and out[-1][2] == sites:
+            out[-1] = (out[-1][0], last, sites)
+        else:
+            out.append((first, last, tuple(sites)))
+    return out
+
+
+def frontier_state_hash(count: str, target: int, segments: Iterable[Segment]) -> str:
+    """sha256 of the *state* at the durable frontier, as the model describes it: the target (``count``
+    steps or tokens) and, for every retained step in lineage order, the sites whose micro-batches
+    made that optimizer step (the retained attempt's, not a lost one's).
+
+    A data-parallel replica's state is a pure function of that sequence (data for step ``s`` and site
+    ``i`` is a function of the seed, ``s`` and ``i``; a restore puts the checkpointed state back and a
+    replay recomputes the same step), so two runs of one stratum have the same hash exactly when
+    their durable states must be equal. Without outages every policy gives the same hash; ``wait``
+    always matches the no-outage control (it computes only with every site); ``continue``,
+    ``restart`` and ``oracle`` differ once a retained step was made by fewer sites.
+    """
+    h = hashlib.sha256(STATE_VERSION)
+    h.update(count.encode() + b"\0" + int(target).to_bytes(8, "little"))
+    for first, last, sites in merge_segments(segments):
+        h.update(array("q", [first, last, len(sites), *sites]).tobytes())
     return h.hexdigest()
 
 
@@ -68,6 +102,31 @@ class Event:
     parent: int | None = None
     bytes: dict[str, int] = field(default_factory=dict)
     aborted: bool = False
+    fate: str | None = None  # compute / replay events: "retained" or "lost" once known
+
+    def work_fate(self) -> dict[str, int]:
+        """Site-steps of this event retained, lost and replayed (zeros for events without work).
+
+        Each compute batch ends wholly retained (a checkpoint covered it) or wholly lost (a rollback
+        discarded it), so retained + lost = ``work``; replayed is ``work`` for a replay (re-doing step
+        ids attempted before, whatever its own fate) and 0 otherwise. Summed over a run's events
+        these are its retained, lost and replayed work exactly."""
+        w = self.work
+        return {"retained": w if self.fate == "retained" else 0, "lost": w if self.fate == "lost" else 0,
+                "replayed": w if self.kind == "replay" else 0}
+
+
+@dataclass
+class Batch:
+    """One compute call's attempt: steps, site-steps, tokens, the segments it would make durable and
+    its trace events (which get the batch's fate)."""
+
+    first: int
+    last: int
+    site_steps: int
+    tokens: int
+    segments: list[Segment] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -105,7 +164,10 @@ class SimResult:
     bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BYTE_CLASSES, 0))
     lineage: list[Checkpoint] = field(default_factory=list)
     retained_step_ids: list[int] = field(default_factory=list)
-    frontier_sha256: str = ""
+    retained_segments: list[Segment] = field(default_factory=list)  # merged, lineage order
+    frontier_sha256: str = ""  # state at the durable frontier (frontier_state_hash)
+    frontier_steps_sha256: str = ""  # which steps are durable (frontier_hash)
+    up_site_ticks: int = 0  # site-ticks with the site up (not in an outage) over the run
     events: list[Event] = field(default_factory=list)
     # token accounting, for the torch collector (in step mode a site-step is one token)
     attempted_tokens: int = 0
@@ -119,6 +181,16 @@ class SimResult:
     def wan_bytes(self) -> int:
         """Total inter-site bytes (the sum of the disjoint classes)."""
         return sum(self.bytes.values())
+
+
+def set_frontier(r: SimResult, count: str, target: int, segments: list[Segment]) -> None:
+    """Fill the retained step ids, the merged retained segments and both frontier hashes of ``r``
+    from the retained segments in lineage order."""
+    for first, last, _ in segments:
+        r.retained_step_ids.extend(range(first, last + 1))
+    r.retained_segments = merge_segments(segments)
+    r.frontier_steps_sha256 = frontier_hash(r.final_step, r.retained_step_ids)
+    r.frontier_sha256 = frontier_state_hash(count, target, r.retained_segments)
 
 
 def check_invariants(r: SimResult, cfg: SimConfig) -> None:
@@ -144,6 +216,17 @@ def check_invariants(r: SimResult, cfg: SimConfig) -> None:
         for c, v in e.bytes.items():
             by_class[c] += v
     need(all(by_class[c] == r.bytes[c] for c in BYTE_CLASSES if c != "control"), "event bytes != class totals")
+    fates = dict.fromkeys(WORK_FATES, 0)
+    for e in r.events:
+        for k, v in e.work_fate().items():
+            fates[k] += v
+        need(e.work == 0 or e.fate in ("retained", "lost"), f"work event without a fate: {e}")
+    need((fates["retained"], fates["lost"], fates["replayed"]) == (r.retained, r.lost, r.replayed),
+         f"event work fates {fates} != retained {r.retained}, lost {r.lost}, replayed {r.replayed}")
+    need(r.frontier_steps_sha256 == frontier_hash(cfg.target_steps, r.retained_step_ids), "stale frontier steps hash")
+    need(r.frontier_sha256 == frontier_state_hash("steps", cfg.target_steps, r.retained_segments),
+         "stale frontier state hash")
+    need(0 <= r.up_site_ticks <= cfg.sites * r.end_tick, "up site-ticks outside [0, sites x end tick]")
     if cfg.policy == "oracle":
         need(r.lost == 0, "the oracle lost work")
     if cfg.policy in ("wait", "continue"):

@@ -35,7 +35,7 @@ from scipy.special import lambertw
 __all__ = [
     "MAX_GAPS", "GapStream", "JobHistory", "MCEstimate", "admission_threshold", "break_even_rate",
     "check_number", "daly_first_order_interval", "daly_interval", "efficiency", "efficiency_loss", "job_rate",
-    "mc_efficiency", "optimal_efficiency", "optimal_interval", "pool_throughput", "segment_time",
+    "mc_efficiency", "optimal_curves", "optimal_efficiency", "optimal_interval", "pool_throughput", "segment_time",
     "simulate_job", "young_interval",
 ]
 
@@ -126,6 +126,17 @@ def optimal_efficiency(lam: float, C: float, R: float) -> float:
     """Efficiency at the exact optimum: ``(1 - lam w*) / (1 + lam R)`` (from ``(1 - x) e^(x + lam C) = 1``)."""
     lam, C, R = check_number("lam", lam), check_number("C", C), check_number("R", R, zero_ok=True)
     return float(_optimal_x(np.array([lam * C]))[1][0] / (1.0 + lam * R))
+
+
+def optimal_curves(rates: np.ndarray, C: float, R: float) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised over job failure rates (1/s): the exact optimum ``w*`` (s) and the efficiency there
+    (clamped at 0 where ``rate * C`` is so large that it underflows)."""
+    rates = np.asarray(rates, dtype=float)
+    if np.any(~np.isfinite(rates)) or np.any(rates <= 0):
+        raise ValueError("job failure rates must be finite and > 0")
+    C, R = check_number("C", C), check_number("R", R, zero_ok=True)
+    x, y = _optimal_x(rates * C)
+    return x / rates, np.maximum(y, 0.0) / (1.0 + rates * R)
 
 
 def young_interval(lam: float, C: float) -> float:

@@ -16,6 +16,12 @@ every arm.
 
 Accounting (tokens and site-steps): attempted = retained + lost exactly; replayed is the part of
 attempted that re-does step ids attempted before (counted once); replayed step attempts = lost ones.
+Every compute / replay event is given its fate (retained or lost) when its batch is checkpointed or
+rolled back, so the trace's per-event ``work_fate`` sums to these totals.
+
+The frontier: ``frontier_steps_sha256`` hashes which steps are durable, ``frontier_sha256`` the
+state there as the model describes it (each retained step with the sites that made it; see
+:func:`collect.sim.accounting.frontier_state_hash`).
 """
 
 from __future__ import annotations
@@ -26,11 +32,14 @@ from typing import Protocol
 
 from collect.sim.accounting import (
     POLICIES,
+    Batch,
     Checkpoint,
     Event,
     InvariantError,
+    Segment,
     SimConfig,
     SimResult,
+    set_frontier,
 )
 from collect.sim.outages import Outage
 
@@ -89,8 +98,8 @@ class Harness:
         self.members = set(range(cfg.sites))
         self.progress = self.durable = self.high = 0  # step ids
         self.work = self.durable_work = 0  # target units (tokens or steps) in memory / durable
-        self.pending: list[tuple[int, int, int, int]] = []  # (first step, last step, site-steps, tokens)
-        self.seg_by_ckpt: dict[int, list[tuple[int, int]]] = {0: []}  # step ids each checkpoint made durable
+        self.pending: list[Batch] = []  # compute batches not yet durable
+        self.seg_by_ckpt: dict[int, list[Segment]] = {0: []}  # steps (and their sites) each checkpoint made durable
         self.needs_restore = False
         self.ckpt_size = 0
         self.r = SimResult(cfg.policy)
@@ -135,21 +144,25 @@ class Harness:
     # --- work ledger -----------------------------------------------------------------------------
     def _lose_pending(self) -> None:
         r = self.r
-        for first, last, ss, tok in self.pending:
-            r.lost += ss
-            r.lost_tokens += tok
-            r.lost_steps += last - first + 1
+        for b in self.pending:
+            r.lost += b.site_steps
+            r.lost_tokens += b.tokens
+            r.lost_steps += b.last - b.first + 1
+            for e in b.events:
+                e.fate = "lost"
         self.pending.clear()
         self.progress, self.work = self.durable, self.durable_work
 
     def _retain_pending(self, ckpt_id: int) -> None:
         r = self.r
         segments = self.seg_by_ckpt.setdefault(ckpt_id, [])
-        for first, last, ss, tok in self.pending:
-            r.retained += ss
-            r.retained_tokens += tok
-            r.retained_steps += last - first + 1
-            segments.append((first, last))
+        for b in self.pending:
+            r.retained += b.site_steps
+            r.retained_tokens += b.tokens
+            r.retained_steps += b.last - b.first + 1
+            segments.extend(b.segments)
+            for e in b.events:
+                e.fate = "retained"
         self.pending.clear()
 
     # --- phases ----------------------------------------------------------------------------------
@@ -251,16 +264,25 @@ class Harness:
                 tokens += units if self.count == "tokens" else used * self.site_tokens
                 self.work += units
                 used_last = used
+        batch = Batch(first, last, site_steps, tokens)
+        full = tuple(members)
+        if used_last < m:  # token mode: the last step used only the sites needed to land on the target
+            batch.segments = [(first, last - 1, full)] if n > 1 else []
+            batch.segments.append((last, last, full[:used_last]))
+        else:
+            batch.segments = [(first, last, full)]
         for s in members:
             work = n if s in members[:used_last] else n - 1
             if work:
-                r.events.append(Event(kind, s, self.now, self.now + n, work=work, steps=(first, last), parent=parent))
+                ev = Event(kind, s, self.now, self.now + n, work=work, steps=(first, last), parent=parent)
+                batch.events.append(ev)
+                r.events.append(ev)
         grad, buf = 2 * (m - 1) * cfg.gradient_bytes * n, (m - 1) * cfg.buffer_bytes * n
         r.bytes["gradient_sync"] += grad
         r.bytes["parameter_broadcast"] += buf
         r.events.append(Event("collective", None, self.now, self.now + n, steps=(first, last),
                               bytes={"gradient_sync": grad, "parameter_broadcast": buf}))
-        self.pending.append((first, last, site_steps, tokens))
+        self.pending.append(batch)
         r.attempted += site_steps
         r.attempted_tokens += tokens
         r.attempted_steps += n
@@ -333,11 +355,11 @@ class Harness:
         r.final_step = self.durable
         self._process_events(self.now - 1)
         down = sum(max(0, min(o.end_tick, self.now) - o.start_tick) for o in self.outages if o.start_tick < self.now)
-        r.bytes["control"] += cfg.control_bytes * (cfg.sites * self.now - down)
+        r.up_site_ticks = cfg.sites * self.now - down
+        r.bytes["control"] += cfg.control_bytes * r.up_site_ticks
         r.events.sort(key=lambda e: e.start)  # stable: emission order within a tick
-        for c in r.lineage:  # the lineage is a chain: each checkpoint's parent is the one before it
-            for first, last in self.seg_by_ckpt.get(c.id, []):
-                r.retained_step_ids.extend(range(first, last + 1))
+        # the lineage is a chain: each checkpoint's parent is the one before it
+        set_frontier(r, self.count, self.target, [g for c in r.lineage for g in self.seg_by_ckpt.get(c.id, [])])
         self._check()
         return r
 

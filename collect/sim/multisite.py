@@ -7,13 +7,25 @@ so every arm of a stratum meets the same outages); the arm's ``policy`` (wait, r
 oracle) decides how the job recovers. The model, its accounting and invariants are documented in
 :mod:`collect.sim.recovery`. Work metrics are in *site-steps* (one site computing one step); every
 number is ``modeled``. ``oracle`` is a yardstick (perfect foresight), never a deployable policy.
+Energy (``energy`` = ``energy_base`` + ``energy_compute``, J) follows :mod:`collect.sim.energy`:
+idle power of every up site over the wall time, plus power above idle per site-step of work
+attempted (lost and replayed work included) and optional per-byte transfer energy, times the PUE.
 
 Each run writes ``<run_id>.events.jsonl`` under the trace folder: one JSON object per event with
 ``id`` (0, 1, 2, ... in start order), ``kind`` (see ``EVENT_KINDS``), ``site`` (null for job-wide
 events), ``start_ns``/``end_ns``, ``work`` (site-steps), ``steps`` ([first, last] step ids or null),
 ``checkpoint`` (the durable checkpoint written or restored, null if none or aborted), ``parent``
-(the checkpoint the work or checkpoint builds on: the lineage), ``bytes`` (class -> bytes moved)
-and ``aborted``.
+(the checkpoint the work or checkpoint builds on: the lineage), ``bytes`` (class -> bytes moved),
+``aborted`` and ``work_fate`` (``{retained, lost, replayed}`` site-steps of the event's ``work``:
+a compute or replay event is wholly retained or wholly lost, so retained + lost = work; replayed =
+work for a replay, whatever its fate; all 0 for events without work). Summed over the events these
+are exactly the run's ``retained_work``, ``lost_work`` and ``replayed_work``.
+
+The run's ``info`` carries ``frontier_steps_sha256`` (which steps are durable: equal for every
+policy of a stratum) and ``frontier_sha256`` (the state there: each retained step with the sites
+that made it; equal across policies without outages, ``wait`` always equal to the control, and
+``continue`` / ``restart`` / ``oracle`` different once a retained step ran on fewer sites; see
+:func:`collect.sim.accounting.frontier_state_hash`).
 """
 
 from __future__ import annotations
@@ -30,6 +42,12 @@ from collect.collectors.base import (
     RunContext,
     RunResult,
     check_params,
+)
+from collect.sim.energy import (
+    ENERGY_METRICS,
+    ENERGY_PARAM_SPECS,
+    EnergyModel,
+    energy_model_from,
 )
 from collect.sim.outages import (
     DURATION_DISTS,
@@ -100,6 +118,7 @@ PARAMS: dict[str, Param] = {
                            "site (bytes)", _int_at_least(0)),
     "rejoin_bytes": _p(int, _D.rejoin_bytes, "state sent to a rejoining site (bytes)", _int_at_least(0)),
     "control_bytes": _p(int, _D.control_bytes, "control messages per up site per tick (bytes)", _int_at_least(0)),
+    **{k: _p(float, d, h, (chk, txt)) for k, (d, h, chk, txt) in ENERGY_PARAM_SPECS.items()},
 }
 METRICS: dict[str, str] = {
     "completion_time": "s",
@@ -122,6 +141,7 @@ METRICS: dict[str, str] = {
     "restores": "count",
     "rejoins": "count",
     "goodput": "ratio",
+    **ENERGY_METRICS,
 }
 METRIC_EVIDENCE: dict[str, str] = dict.fromkeys(METRICS, EVIDENCE)
 _CONFIG_FIELDS = [f for f in SimConfig.__dataclass_fields__ if f != "policy"]
@@ -142,8 +162,8 @@ def config_from(p: Mapping[str, Any]) -> SimConfig:
     return SimConfig(p["policy"], **{f: p[f] for f in _CONFIG_FIELDS})
 
 
-def metrics_of(r: SimResult, tick_ms: float) -> dict[str, float]:
-    """The run's metrics (floats) from a simulation result."""
+def metrics_of(r: SimResult, tick_ms: float, energy: EnergyModel | None = None) -> dict[str, float]:
+    """The run's metrics (floats) from a simulation result (energy with the default model unless given)."""
     s = tick_ms / 1000.0
     m: dict[str, float] = {
         "completion_time": r.end_tick * s, "completion_ticks": r.end_tick,
@@ -153,8 +173,9 @@ def metrics_of(r: SimResult, tick_ms: float) -> dict[str, float]:
         "checkpoint_time": r.checkpoint_ticks * s, "wan_bytes": r.wan_bytes,
         **{f"wan_bytes_{c}": r.bytes[c] for c in BYTE_CLASSES},
         "checkpoints": len(r.lineage) - 1, "checkpoints_aborted": r.checkpoints_aborted,
-        "state_losses": r.state_losses,         "failures": r.failures, "restores": r.restores, "rejoins": r.rejoins,
+        "state_losses": r.state_losses, "failures": r.failures, "restores": r.restores, "rejoins": r.rejoins,
         "goodput": r.retained / r.attempted if r.attempted else 1.0,
+        **(energy or EnergyModel()).energy(r, tick_ms),
     }
     return {k: float(v) for k, v in m.items()}
 
@@ -164,7 +185,8 @@ def event_records(r: SimResult, tick_ms: float) -> list[dict[str, Any]]:
     tick_ns = round(tick_ms * 1_000_000)
     return [{"id": i, "kind": e.kind, "site": e.site, "start_ns": e.start * tick_ns, "end_ns": e.end * tick_ns,
              "work": e.work, "steps": list(e.steps) if e.steps else None, "checkpoint": e.checkpoint,
-             "parent": e.parent, "bytes": e.bytes, "aborted": e.aborted} for i, e in enumerate(r.events)]
+             "parent": e.parent, "bytes": e.bytes, "aborted": e.aborted, "work_fate": e.work_fate()}
+            for i, e in enumerate(r.events)]
 
 
 def write_events(path: Path, r: SimResult, tick_ms: float) -> None:
@@ -198,9 +220,10 @@ class MultisiteCollector(Collector):
         info: dict[str, Any] = {
             "model": "sim.multisite/v1", "evidence": EVIDENCE, "policy": r.policy,
             "deployable": r.policy != "oracle", "frontier_sha256": r.frontier_sha256,
+            "frontier_steps_sha256": r.frontier_steps_sha256, "energy_model": "sim.multisite/energy/v1",
             "outages": [o.as_dict() for o in outages], "work_unit": "site-step",
         }
         if r.policy == "oracle":
             info["note"] = ORACLE_NOTE
-        return RunResult(metrics=metrics_of(r, p["tick_ms"]), traces=[path.name], info=info)
+        return RunResult(metrics=metrics_of(r, p["tick_ms"], energy_model_from(p)), traces=[path.name], info=info)
 

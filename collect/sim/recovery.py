@@ -19,6 +19,14 @@ Work accounting (every compute tick appends an *attempt* of one step id by m sit
 * replayed = site-steps of attempts of a step id that had been attempted before (re-doing lost
   work); it is part of attempted, counted once. Each step id ends with exactly one retained
   attempt, so the number of replayed step attempts equals the number of lost ones.
+* each compute batch is wholly retained or wholly lost; its trace events carry that fate
+  (``work_fate``), so the events' retained / lost / replayed site-steps sum to the run's totals.
+
+The durable frontier: every policy makes steps 1..target durable (``frontier_steps_sha256``,
+equal across policies); the *state* there (``frontier_sha256``) is described by each retained step
+and the sites whose micro-batches made it, so it is equal across policies without outages and
+``wait``'s equals the control's, while ``continue``, ``restart`` and ``oracle`` reach a different
+state once a retained step ran on fewer sites (see :func:`collect.sim.accounting.frontier_state_hash`).
 
 Outages, phases and policies (a failure at tick t hits between steps; phases are atomic and a
 member failure inside one aborts it at that tick, prorating its bytes):
@@ -63,12 +71,13 @@ from collect.sim.accounting import (
     SimResult,
     check_invariants,
     frontier_hash,
+    frontier_state_hash,
 )
 from collect.sim.harness import Harness
 from collect.sim.outages import Outage
 
 __all__ = ["BYTE_CLASSES", "EVENT_KINDS", "POLICIES", "InvariantError", "SimConfig", "SimResult",
-           "check_invariants", "frontier_hash", "simulate"]
+           "check_invariants", "frontier_hash", "frontier_state_hash", "simulate"]
 
 
 class NullWorker:
@@ -88,6 +97,5 @@ class NullWorker:
 def simulate(cfg: SimConfig, outages: Sequence[Outage]) -> SimResult:
     """Run one policy against an outage schedule; invariants are checked before returning."""
     r = Harness(cfg, outages, NullWorker(), target=cfg.target_steps, count="steps").run()
-    r.frontier_sha256 = frontier_hash(cfg.target_steps, r.retained_step_ids)
     check_invariants(r, cfg)
     return r

@@ -53,6 +53,9 @@ class SignalInfo:
     unit: str
     kind: Kind
     evidence: Evidence  # measured, modeled or unavailable
+    #: a gauge's averaging window (ms) when the device documents it: each new value is the mean
+    #: power over the ``window_ms`` before its update (None: unknown, 0: an instantaneous sample)
+    window_ms: float | None = None
 
 
 @dataclass(frozen=True)

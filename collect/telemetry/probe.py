@@ -110,9 +110,57 @@ def probe_sensor(
         return probe_trace(recorder.trace(), unavailable, window_s)
 
 
-def probe_json(probes: list[SignalProbe], sensor: str, seconds: float) -> dict[str, Any]:
-    """The ``--json`` object: ``signals.<name>.<field>``."""
-    return {"sensor": sensor, "seconds": seconds, "signals": {p.signal: asdict(p) for p in probes}}
+def recorded_summaries(trace: Trace) -> dict[str, dict[str, Any]]:
+    """A kept run trace re-analysed as the run's collector summarised it: per energy signal the
+    trace holds, the ledger's telemetry summary (``collect.telemetry.energy.run_energy``), and
+    the energy metrics under ``metrics``. The same function, so the same numbers as the ledger."""
+    from collect.telemetry.energy import ENERGY_SIGNALS, run_energy
+
+    p_min, p_max = trace.power_range_w if trace.power_range_w is not None else (0.0, 2000.0)
+    out: dict[str, dict[str, Any]] = {}
+    for signal in ENERGY_SIGNALS:
+        if signal in trace.signals and trace.rows(signal)["value"].size:
+            energy = run_energy(trace, signal, p_min, p_max)
+            out[signal] = {**energy.summary, "metrics": energy.metrics}
+    return out
+
+
+def probe_recorded(path: str, window_s: float = 1.0, signals: list[str] | None = None) -> tuple[
+        list[SignalProbe], dict[str, dict[str, Any]]]:
+    """``replay:PATH`` probed as recorded (no re-polling, which could only show less): the probe of
+    each signal over the whole trace, and the recorded run's summaries (:func:`recorded_summaries`)."""
+    from collect.telemetry.trace import read_trace
+    from prereg.errors import InputError
+
+    trace = read_trace(path)
+    unknown = [s for s in signals or [] if s not in trace.signals]
+    if unknown:
+        raise InputError(f"the trace {path} has no signal(s) {', '.join(unknown)}; it has {', '.join(trace.signals)}")
+    keep = set(signals) if signals else set(trace.signals)
+    probes = [p for p in probe_trace(trace, {}, window_s) if p.signal in keep]
+    return probes, {k: v for k, v in recorded_summaries(trace).items() if k in keep}
+
+
+def probe_json(probes: list[SignalProbe], sensor: str, seconds: float | None,
+               recorded: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``--json`` object: ``signals.<name>.<field>`` (and ``recorded.<signal>`` for a replay)."""
+    out: dict[str, Any] = {"sensor": sensor, "seconds": seconds, "signals": {p.signal: asdict(p) for p in probes}}
+    if recorded is not None:
+        out["recorded"] = recorded
+    return out
+
+
+def recorded_sentence(signal: str, summary: dict[str, Any]) -> str:
+    """One line per re-analysed signal: the run's energy and the support of each phase."""
+    metrics = summary.get("metrics", {})
+    bound = summary.get("bound")
+    text = (f"{signal} (as recorded): energy {metrics.get('energy', float('nan')):.6g} J"
+            + (f" +/- {bound:.3g} J" if bound is not None else " (no bound)")
+            + f", {summary.get('updates')} updates, effective period {summary.get('effective_period_ms')} ms")
+    phases = summary.get("phases") or {}
+    parts = [f"{name} {ph['updates']} updates in {ph['intervals']} interval(s)" for name, ph in phases.items()
+             if ph["intervals"]]
+    return text + ("; " + ", ".join(parts) if parts else "") + "."
 
 
 def probe_sentence(p: SignalProbe) -> str:

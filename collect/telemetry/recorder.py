@@ -188,13 +188,16 @@ class Recorder:
             self._child.snapshot()
             self._poll_ns, self._columns = list(self._child.poll_ns), self._child.columns
         if self._columns is not None:
-            return trace_from_columns(self._columns, self.sensor.signals(), self.poll_ms, self._poll_ns, phases,
-                                      self.spec, self.sensor.evidence)
-        return Trace.from_readings(
-            list(self._readings), self.sensor.signals(), self.poll_ms, list(self._poll_ns),
-            [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases], self.spec,
-            self.sensor.evidence,
-        )
+            trace = trace_from_columns(self._columns, self.sensor.signals(), self.poll_ms, self._poll_ns, phases,
+                                       self.spec, self.sensor.evidence)
+        else:
+            trace = Trace.from_readings(
+                list(self._readings), self.sensor.signals(), self.poll_ms, list(self._poll_ns),
+                [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases], self.spec,
+                self.sensor.evidence,
+            )
+        trace.power_range_w = self.sensor.power_range_w()
+        return trace
 
     def ledger_summary(self, signal: str = "energy_counter", joules_per_unit: float = 1.0) -> dict[str, object]:
         """The ledger's telemetry summary of ``signal`` over the whole recording (see

@@ -52,6 +52,10 @@ class ReplaySensor(Sensor):
             if self._status[name].size and not np.any(self._status[name] == "ok")
         }
 
+    def power_range_w(self) -> tuple[float, float]:
+        """The original sensor's power range when the trace kept it, else the conservative default."""
+        return self.trace.power_range_w if self.trace.power_range_w is not None else super().power_range_w()
+
     def now_ns(self) -> int:
         """The replay's virtual clock."""
         return self._t

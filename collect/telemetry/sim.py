@@ -13,6 +13,10 @@ it the way NVML does:
 * ``energy_counter`` (mJ) updates every ``counter_update_ms`` with floor(true cumulative energy),
   wrapping modulo ``wrap_mj`` when given, and restarting from 0 at ``reset_at_ms`` when given.
 
+``signals=power_average+power_instant`` (``+``-separated; default all three) limits what the meter
+offers, e.g. a power-only meter with no energy counter: ``sim:signals=power_average,update_ms=495``.
+``power_average`` declares its averaging window (``window_ms``), ``power_instant`` a zero window.
+
 ``clock=virtual`` runs on a virtual clock that advances only through :meth:`advance` (and by
 ``read_cost_us`` per read), so tests are deterministic and instant; ``clock=real`` uses
 ``time.monotonic_ns``. The load follows :meth:`set_phase`, which the recorder calls as phases
@@ -24,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -38,12 +43,12 @@ from collect.telemetry.base import (
 OPTIONS: dict[str, type] = {
     "update_ms": float, "window_ms": float, "power_w": float, "idle_w": float, "checkpoint_w": float,
     "noise_w": float, "counter_update_ms": float, "cell_ms": float, "wrap_mj": int, "reset_at_ms": float,
-    "clock": str, "seed": int, "read_cost_us": float,
+    "clock": str, "seed": int, "read_cost_us": float, "signals": str,
 }
 DEFAULTS: dict[str, object] = {
     "update_ms": 100.0, "window_ms": 25.0, "power_w": 300.0, "idle_w": 60.0, "checkpoint_w": 150.0,
     "noise_w": 5.0, "counter_update_ms": 100.0, "cell_ms": 10.0, "wrap_mj": 0, "reset_at_ms": 0.0,
-    "clock": "real", "seed": 0, "read_cost_us": 20.0,
+    "clock": "real", "seed": 0, "read_cost_us": 20.0, "signals": "energy_counter+power_average+power_instant",
 }
 PHASE_LEVEL = {"idle": "idle_w", "stall": "idle_w", "checkpoint": "checkpoint_w"}  # others: power_w
 SIGNALS = {
@@ -53,6 +58,22 @@ SIGNALS = {
 }
 _MS = 1_000_000  # ns per ms
 _MASK = (1 << 64) - 1
+
+
+def offered_signals(names: str, window_ms: float) -> dict[str, SignalInfo]:
+    """The signals of a ``signals=a+b`` option, each with its averaging window; ``SensorError`` on junk."""
+    chosen = [n.strip() for n in names.split("+") if n.strip()]
+    unknown = [n for n in chosen if n not in SIGNALS]
+    if unknown or not chosen:
+        raise SensorError(f"sim option signals={names!r}: name one or more of {' + '.join(SIGNALS)}")
+    windows = {"power_average": window_ms, "power_instant": 0.0}
+    return {n: replace(SIGNALS[n], window_ms=windows.get(n)) for n in SIGNALS if n in chosen}
+
+
+def spec_signals(rest: str) -> set[str]:
+    """The signals a ``sim:...`` spec (the part after ``sim:``) offers, without opening it."""
+    options = parse_spec_options(rest, OPTIONS)
+    return set(offered_signals(str(options.get("signals", DEFAULTS["signals"])), 0.0))
 
 
 class SimSensor(Sensor):
@@ -74,6 +95,7 @@ class SimSensor(Sensor):
         if o["clock"] not in ("real", "virtual"):
             raise SensorError("sim clock must be 'real' or 'virtual'")
         self.virtual = o["clock"] == "virtual"
+        self._signals = offered_signals(str(o["signals"]), float(o["window_ms"]))  # type: ignore[arg-type]
         self._t0 = time.monotonic_ns()
         self._vt = 0
         self._cell_ns = int(float(o["cell_ms"]) * _MS)  # type: ignore[arg-type]
@@ -89,8 +111,8 @@ class SimSensor(Sensor):
 
     # --- the interface ----------------------------------------------------------------------
     def signals(self) -> dict[str, SignalInfo]:
-        """The three simulated signals."""
-        return dict(SIGNALS)
+        """The simulated signals this meter offers (option ``signals``)."""
+        return dict(self._signals)
 
     @property
     def unavailable(self) -> dict[str, str]:
@@ -122,7 +144,7 @@ class SimSensor(Sensor):
         """Poll each signal once; virtual reads cost ``read_cost_us`` of virtual time."""
         out = []
         for name in signals:
-            if name not in SIGNALS:
+            if name not in self._signals:
                 raise KeyError(name)
             before = self.now_ns()
             if self.virtual:

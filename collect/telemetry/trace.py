@@ -6,8 +6,10 @@ This module owns trace files. A trace is written as two files beside each other:
   reading, columns ``signal``, ``t_before_ns``, ``t_after_ns``, ``value`` (empty when not ok),
   ``status``, ``driver_ts_us`` (empty when the driver gives none);
 * ``<base>.meta.json``: ``format`` (``collect/trace/v1``), the sensor spec and evidence class,
-  each signal's unit and kind, ``requested_poll_ms``, the poll start times (``poll_ns``), and the
-  phases as ``[name, start_ns, end_ns, depth]``.
+  each signal's unit, kind and (when known) averaging ``window_ms``, ``requested_poll_ms``, the
+  poll start times (``poll_ns``), the phases as ``[name, start_ns, end_ns, depth]`` and (when
+  known) the sensor's physical ``power_range_w`` ``[min, max]``, so that a kept trace can be
+  re-analysed to the same summary without the sensor.
 
 Times are ns on the sensor's clock (monotonic). Nothing is summarised away: the analysis
 functions in :mod:`collect.telemetry.analysis` work from these rows.
@@ -57,6 +59,7 @@ class Trace:
     phases: list[Phase] = field(default_factory=list)
     sensor: str = ""
     evidence: str = "measured"
+    power_range_w: tuple[float, float] | None = None  # the sensor's physical power bounds (W)
     _row_cache: dict[tuple[str, bool], tuple[Any, Any, Any, np.ndarray | None]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 
@@ -154,11 +157,15 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
         atomic_write(polls, gzip.compress(text.getvalue().encode(), mtime=0))
     meta = {
         "format": TRACE_FORMAT, "sensor": trace.sensor, "evidence": trace.evidence,
-        "signals": {n: {"unit": s.unit, "kind": s.kind, "evidence": s.evidence} for n, s in trace.signals.items()},
+        "signals": {n: {"unit": s.unit, "kind": s.kind, "evidence": s.evidence,
+                        **({"window_ms": s.window_ms} if s.window_ms is not None else {})}
+                    for n, s in trace.signals.items()},
         "requested_poll_ms": trace.requested_poll_ms, "poll_ns": [int(x) for x in trace.poll_ns],
         "phases": [[p.name, p.start_ns, p.end_ns, p.depth] for p in trace.phases],
         "polls_file": polls.name,
     }
+    if trace.power_range_w is not None:
+        meta["power_range_w"] = [float(trace.power_range_w[0]), float(trace.power_range_w[1])]
     meta_path = base.with_name(base.name + ".meta.json")
     atomic_write(meta_path, json.dumps(meta, indent=1).encode())
     return [polls, meta_path]
@@ -187,7 +194,14 @@ def read_trace(base: str | Path) -> Trace:
             cols = {c: [r[c] for r in rows] for c in COLUMNS}
     except (OSError, ValueError, KeyError, ImportError) as err:
         raise TraceError(f"{meta_path}: cannot read the trace ({err})") from None
-    signals = {n: SignalInfo(n, s["unit"], s["kind"], s["evidence"]) for n, s in meta["signals"].items()}
+    try:
+        signals = {n: SignalInfo(n, s["unit"], s["kind"], s["evidence"],
+                                 None if s.get("window_ms") is None else float(s["window_ms"]))
+                   for n, s in meta["signals"].items()}
+        power_range = meta.get("power_range_w")
+        power_range_w = None if power_range is None else (float(power_range[0]), float(power_range[1]))
+    except (TypeError, ValueError, KeyError, IndexError) as err:
+        raise TraceError(f"{meta_path}: not a valid trace description ({err})") from None
 
     def floats(values: list[Any]) -> np.ndarray:
         return np.array([np.nan if v in ("", None) else float(v) for v in values], dtype=np.float64)
@@ -201,4 +215,5 @@ def read_trace(base: str | Path) -> Trace:
         requested_poll_ms=float(meta["requested_poll_ms"]), poll_ns=np.array(meta["poll_ns"], dtype=np.int64),
         phases=[Phase(str(n), int(a), int(b), int(d)) for n, a, b, d in meta["phases"]],
         sensor=str(meta.get("sensor", "")), evidence=str(meta.get("evidence", "measured")),
+        power_range_w=power_range_w,
     )

@@ -24,6 +24,19 @@ What a run does (params in :data:`PARAMS`, metrics in :data:`METRICS`):
    that advances ``tick_ms`` per tick, so energy is deterministic and *modeled*; with ``nvml`` (or
    any real-clock sensor) the recorder polls during the real run and energy is *measured*.
 
+Frontier (``info``): ``frontier_sha256`` is the sha256 of the model and optimizer state in the
+durable frontier checkpoint, read back from the file (it equals ``final_state_sha256``: every run
+ends on that checkpoint; checked). Every arm reaches the same retained tokens (``useful_tokens``),
+but not always the same state: without outages every policy's frontier state is bitwise equal;
+``wait`` (it computes only with every site) equals the no-outage control even with outages;
+``continue`` (a smaller global batch on the survivors), ``restart`` and ``oracle`` (they run without
+the failed site until it rejoins at a durable boundary) differ once a retained step was made by
+fewer sites, and may then take a different number of steps. ``frontier_lineage_sha256`` is the
+harness's description of that state (every retained step with the sites that made it; see
+:func:`collect.sim.accounting.frontier_state_hash`): two runs of a stratum have equal frontier
+states exactly when their lineage hashes are equal (tested); ``frontier_steps_sha256`` hashes the
+durable step ids.
+
 Files: ``<run_id>.events.jsonl`` (the event schema of ``sim.multisite``), ``<run_id>.trajectory.csv``
 (``tick, useful_steps, heldout_nll, state_tokens``: held-out NLL of the in-memory state about every
 ``eval_every_ticks`` ticks, at tick 0 and at the end) and, while running, ``<run_id>.ckpt`` (deleted
@@ -39,6 +52,7 @@ import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import (
@@ -49,6 +63,7 @@ from collect.collectors.base import (
     RunResult,
     check_params,
 )
+from collect.sim.accounting import InvariantError
 from collect.sim.multisite import ORACLE_NOTE, write_events
 from collect.sim.multisite import PARAMS as SIM_PARAMS
 from collect.sim.outages import (
@@ -60,6 +75,7 @@ from collect.sim.outages import (
 from collect.sim.recovery import POLICIES
 from collect.telemetry.base import SensorError
 from collect.telemetry.registry import open_sensor
+from collect.telemetry.energy import ENERGY_METRICS, ENERGY_SIGNALS
 from prereg.fileio import atomic_write
 
 CKPT_SUFFIX = "ckpt"
@@ -99,11 +115,21 @@ PARAMS: dict[str, Param] = {
     "eval_every_ticks": _p(int, 0, "held-out evaluation interval for the trajectory (ticks); 0: about 32 points",
                            *_ge(0)),
     "sensor": _p(str, "sim:clock=virtual", "telemetry sensor spec: sim:... (modeled) or nvml (measured)"),
+    "energy_signal": _p(str, "energy_counter", "signal the energy metrics come from: energy_counter (cumulative "
+                        "counter) | power_average | power_instant (a power-only meter: energy by integration)",
+                        lambda v: v in ENERGY_SIGNALS, f"must be one of {', '.join(ENERGY_SIGNALS)}"),
+    "idle_baseline_ms": _p(float, 2000.0, "idle window recorded before training: the baseline of the idle-subtracted "
+                           "energies (ms; 0: none, and no *_net metrics)", lambda v: 0 <= v <= 600_000,
+                           "must be in [0, 600000] ms"),
     "poll_ms": _p(float, 50.0, "requested telemetry poll interval (ms)", lambda v: v > 0, "must be > 0"),
     "device": _p(str, "cpu", "cpu | cuda | auto (cuda when available)", lambda v: v in ("cpu", "cuda", "auto"),
                  "must be cpu, cuda or auto"),
     "threads": _p(int, 1, "torch intra-op threads inside the run (the engine parallelises runs)", *_ge(1)),
     "keep_checkpoint": _p(bool, False, "keep <run_id>.ckpt after the run"),
+    "warm_start_steps": _p(int, 0, "train one shared state for this many steps before the study and start every "
+                           "run from it (0: every run starts from its own fresh initialisation)", *_ge(0)),
+    "warm_start_seed": _p(int, 0, "seed of the warm start's corpus and initialisation (domain-separated from "
+                          "run seeds)", *_ge(0)),
 }
 METRICS: dict[str, str] = {
     "final_nll": "nats/token", "initial_nll": "nats/token", "nll_floor": "nats/token", "excess_nll": "nats/token",
@@ -113,10 +139,10 @@ METRICS: dict[str, str] = {
     "checkpoint_ticks": "tick", "stall_ticks": "tick", "attempted_steps": "step", "lost_steps": "step",
     "replayed_steps": "step", "checkpoints": "count", "checkpoints_aborted": "count", "checkpoint_bytes": "byte",
     "restores": "count", "rejoins": "count", "failures": "count", "state_losses": "count", "energy": "J",
-    "goodput": "ratio",
+    "goodput": "ratio", **{m: "J" for m in ENERGY_METRICS if m != "energy"}, "idle_power": "W",
 }
 _MODELED = {"completion_ticks", "ticks", "completion_time", "compute_ticks", "checkpoint_ticks", "stall_ticks"}
-METRIC_EVIDENCE: dict[str, str] = {m: "modeled" if m in _MODELED or m == "energy" else "measured" for m in METRICS}
+METRIC_EVIDENCE: dict[str, str] = {m: "modeled" if m in _MODELED or m in ENERGY_METRICS else "measured" for m in METRICS}
 
 
 def target_steps_of(p: Mapping[str, Any]) -> int:
@@ -142,7 +168,29 @@ def validate(params: Mapping[str, Any]) -> dict[str, Any]:
     scripted_outages(p["outages"], p["sites"])
     if not (p["sensor"].startswith("sim") or p["sensor"].startswith("nvml") or p["sensor"].startswith("replay")):
         raise ParamError(f"sensor = {p['sensor']!r} must be sim:..., nvml[:index=N] or replay:PATH")
+    if p["sensor"].startswith("sim"):
+        from collect.telemetry.sim import spec_signals
+
+        try:
+            offered = spec_signals(p["sensor"].partition(":")[2])
+        except SensorError as err:
+            raise ParamError(f"sensor {p['sensor']!r}: {err}") from None
+        if p["energy_signal"] not in offered:
+            raise ParamError(f"energy_signal = {p['energy_signal']} is not offered by sensor {p['sensor']!r} "
+                             f"(it offers {', '.join(sorted(offered))})")
     return p
+
+
+def check_sensor_offers(spec: str, signal: str) -> None:
+    """Open the sensor once and check that it can read ``signal``; ``ParamError`` otherwise."""
+    try:
+        with open_sensor(spec) as sensor:
+            if signal not in sensor.signals() or signal in sensor.unavailable:
+                why = sensor.unavailable.get(signal, "not one of its signals")
+                readable = [s for s in sensor.signals() if s not in sensor.unavailable]
+                raise ParamError(f"sensor {spec!r} cannot read {signal} ({why}); it reads {', '.join(readable)}")
+    except SensorError as err:
+        raise ParamError(f"sensor {spec!r}: {err}") from None
 
 
 class _Telemetry:
@@ -178,6 +226,17 @@ class _Telemetry:
                 self.on_advance()
 
 
+def _frontier_state(ckpt: Any, final_state_sha256: str) -> str:
+    """The model + optimizer state hash of the durable frontier: the last checkpoint, read back from its
+    file. Every run ends on that checkpoint, so it must equal the final in-memory state's hash."""
+    from collect.torchrun.model import checkpoint_state_sha256
+
+    digest = checkpoint_state_sha256(ckpt)
+    if digest != final_state_sha256:
+        raise InvariantError(f"durable frontier state {digest[:12]} != final state {final_state_sha256[:12]}")
+    return digest
+
+
 class TorchMultisiteCollector(Collector):
     """A tiny LM trained through injected site outages; see the module docstring."""
 
@@ -189,7 +248,28 @@ class TorchMultisiteCollector(Collector):
     def metric_evidence(cls, params: Mapping[str, Any]) -> dict[str, str]:
         """Training metrics are measured, simulated-time ones modeled; energy as the sensor gives it."""
         sensor = str(params.get("sensor") or PARAMS["sensor"].default)
-        return {**METRIC_EVIDENCE, "energy": "modeled" if sensor.startswith("sim") else "measured"}
+        energy = "modeled" if sensor.startswith("sim") else "measured"
+        return {**METRIC_EVIDENCE, **dict.fromkeys(ENERGY_METRICS, energy)}
+
+    @classmethod
+    def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:
+        """The warm start(s) the runs need, made once (:mod:`collect.torchrun.warmstart`)."""
+        from collect.torchrun.warmstart import make_warm_start, warm_key
+
+        made: set[str] = set()
+        for p in params:
+            if p.get("warm_start_steps") and warm_key(p) not in made:
+                make_warm_start(runs_dir, p)
+                made.add(warm_key(p))
+
+    @classmethod
+    def signals(cls, params: Mapping[str, Any]) -> set[str]:
+        """The one energy signal the run records and summarises (``energy_signal``), once the
+        sensor is known to offer it (``validate`` checks sim specs; nvml and replay are opened)."""
+        p = validate(params)
+        if not p["sensor"].startswith("sim"):
+            check_sensor_offers(p["sensor"], p["energy_signal"])
+        return {p["energy_signal"]}
 
     def run(self, ctx: RunContext) -> RunResult:
         p = validate(ctx.params)
@@ -206,8 +286,10 @@ class TorchMultisiteCollector(Collector):
             ckpt = ctx.trace_path(CKPT_SUFFIX)
             outages = draw_outages(outage_params(p), ctx.seed)
             t0 = time.perf_counter()
-            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry)
+            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry,
+                                         runs_dir=ctx.trace_dir.parent)
             wall = time.perf_counter() - t0
+        frontier = _frontier_state(ckpt, out.state_sha256)
         if not p["keep_checkpoint"]:
             ckpt.unlink(missing_ok=True)
         r = out.result
@@ -234,7 +316,7 @@ class TorchMultisiteCollector(Collector):
             "checkpoints": len(r.lineage) - 1, "checkpoints_aborted": r.checkpoints_aborted,
             "checkpoint_bytes": r.checkpoint_bytes_written, "restores": r.restores, "rejoins": r.rejoins,
             "failures": r.failures, "state_losses": r.state_losses, "energy": out.energy_j,
-            "goodput": r.retained_tokens / r.attempted_tokens,
+            "goodput": r.retained_tokens / r.attempted_tokens, **out.energy_metrics,
         }
         metrics = {k: float(v) for k, v in metrics.items()}
         bad = [k for k, v in metrics.items() if not math.isfinite(v)]
@@ -242,18 +324,25 @@ class TorchMultisiteCollector(Collector):
             raise RuntimeError(f"non-finite metric(s) {', '.join(bad)} (training diverged?)")
         info: dict[str, Any] = {
             "model": "torch.multisite/v1", "policy": p["policy"], "deployable": p["policy"] != "oracle",
-            "final_state_sha256": out.state_sha256, "data": out.data_identity, "net": out.net,
+            "final_state_sha256": out.state_sha256, "initial_state_sha256": out.initial_state_sha256,
+            "warm_start": out.warm_start, "frontier_sha256": frontier,
+            "frontier_lineage_sha256": r.frontier_sha256, "frontier_steps_sha256": r.frontier_steps_sha256,
+            "data": out.data_identity, "net": out.net,
             "flop_per_token": out.flop, "torch": out.torch_info, "outages": [o.as_dict() for o in outages],
             "target_steps": target_steps_of(p), "work_unit": "token",
             "energy_evidence": out.energy_evidence, "sensor": p["sensor"],
-            "metric_evidence": {**METRIC_EVIDENCE, "energy": out.energy_evidence},
+            "metric_evidence": {**METRIC_EVIDENCE, **dict.fromkeys(ENERGY_METRICS, out.energy_evidence)},
+            "energy_signal": p["energy_signal"],
             "timing_s": {"wall": round(wall, 3), **out.timing},
             "checkpoint_file": ckpt.name if p["keep_checkpoint"] else None,
         }
         if p["policy"] == "oracle":
             info["note"] = ORACLE_NOTE
-        return RunResult(metrics=metrics, telemetry={"energy_counter": out.telemetry},
-                         traces=[events.name, trajectory.name], info=info)
+        from collect.telemetry.trace import write_trace
+
+        kept = [path.name for path in write_trace(out.trace, ctx.trace_path("telemetry"))]
+        return RunResult(metrics=metrics, telemetry={p["energy_signal"]: out.telemetry},
+                         traces=[events.name, trajectory.name, *kept], info=info)
 
 
 __all__ = [

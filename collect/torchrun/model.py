@@ -25,6 +25,9 @@ lost attempt, and every policy feeds site ``i`` the same data at step ``s``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -122,10 +125,23 @@ def _tensor_items(obj: object, prefix: str = "") -> list[tuple[str, object]]:
 
 def state_sha256(model: nn.Module, optimizer: torch.optim.Optimizer | None = None) -> str:
     """sha256 of the model parameters (and the optimizer state): names, dtypes, shapes, raw bytes."""
+    return state_dicts_sha256(model.state_dict(), None if optimizer is None else optimizer.state_dict())
+
+
+def checkpoint_state_sha256(path: Path) -> str:
+    """:func:`state_sha256` of the model and optimizer state held in a durable checkpoint file (as
+    :class:`collect.torchrun.trainer.Trainer` writes it), read with ``torch.load(weights_only=True)``:
+    the state *at the durable frontier*, whatever is in memory."""
+    obj = torch.load(path, map_location="cpu", weights_only=True)
+    return state_dicts_sha256(obj["model"], obj["optimizer"])
+
+
+def state_dicts_sha256(model_state: Mapping[str, Any], optimizer_state: Mapping[str, Any] | None = None) -> str:
+    """:func:`state_sha256` of state dicts (the same bytes hashed whether live or loaded from a file)."""
     h = hashlib.sha256(STATE_HASH_VERSION)
-    state: dict[str, object] = {"model": model.state_dict()}
-    if optimizer is not None:
-        state["optim"] = optimizer.state_dict()
+    state: dict[str, object] = {"model": dict(model_state)}
+    if optimizer_state is not None:
+        state["optim"] = dict(optimizer_state)
     for path, leaf in _tensor_items(state):
         h.update(path.encode())
         if isinstance(leaf, torch.Tensor):

@@ -13,9 +13,9 @@ import torch
 from collect.sim.accounting import SimConfig, SimResult
 from collect.sim.harness import Harness
 from collect.sim.outages import Outage
-from collect.telemetry.analysis import energy_from_counter
 from collect.telemetry.base import Sensor
 from collect.telemetry.recorder import Recorder
+from collect.telemetry.energy import run_energy
 from collect.torchrun.markov import SourceSpec, make_corpora
 from collect.torchrun.model import (
     Batches,
@@ -27,6 +27,7 @@ from collect.torchrun.model import (
     state_sha256,
 )
 from collect.torchrun.trainer import Trainer, deterministic
+from collect.torchrun.warmstart import load_warm_start
 
 TRAIN_CHAIN = 2048
 HELDOUT_CHAIN = 256  # predictions per held-out chain
@@ -50,6 +51,10 @@ class Outcome:
     telemetry: dict[str, Any]
     trajectory: list[tuple[int, int, float, int]] = field(default_factory=list)
     timing: dict[str, float] = field(default_factory=dict)
+    initial_state_sha256: str = ""  # model + optimizer state the run started from
+    warm_start: dict[str, Any] | None = None  # collect.torchrun.warmstart identity, when used
+    energy_metrics: dict[str, float] = field(default_factory=dict)  # collect.torchrun.energy.ENERGY_METRICS
+    trace: Any = None  # the run's telemetry Trace (kept beside the ledger by the collector)
 
 
 def resolve_device(name: str) -> str:
@@ -108,7 +113,7 @@ def sim_config(p: Mapping[str, Any], state_bytes: int, ckpt_bytes: int) -> SimCo
 
 
 def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Outage], ckpt: Path,
-                           sensor: Sensor, telemetry_cls: Any) -> Outcome:
+                           sensor: Sensor, telemetry_cls: Any, runs_dir: Path | None = None) -> Outcome:
     """Run one policy of one stratum (see :mod:`collect.torchrun.collector`)."""
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -122,12 +127,18 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
         model = WindowMLP(p["vocab"], p["context"], p["emb"], p["width"])
         batches = Batches(corpora.train, p["context"], p["micro_batch"], seed)
         trainer = Trainer(model, batches, p["lr"], ckpt, device)
+        warm = None
+        if p.get("warm_start_steps"):
+            if runs_dir is None:
+                raise RuntimeError("a warm start needs the runs folder it was made in")
+            warm = load_warm_start(trainer, runs_dir, p)
+        start_state = state_sha256(trainer.model, trainer.opt)
         hx, hy = heldout_windows(corpora.heldout, p["context"])
         hx, hy = hx.to(trainer.device), hy.to(trainer.device)
         initial = evaluate_nll(trainer.model, hx, hy)
         init_bytes = trainer.save(0, 0, 0)  # checkpoint 0: the initial state, durable by definition
         state_bytes = 4 * param_count(model)
-        rec = Recorder(sensor, ["energy_counter"], p["poll_ms"], spec=p["sensor"])
+        rec = Recorder(sensor, [p["energy_signal"]], p["poll_ms"], spec=p["sensor"])
         tel = telemetry_cls(rec, p["tick_ms"])
         every = p["eval_every_ticks"] or max(1, -(-p["useful_tokens"] // (p["sites"] * p["micro_batch"])) // 32)
         worker = _Worker(trainer, tel, every, p["micro_batch"], hx, hy)
@@ -137,6 +148,9 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
                           site_tokens=p["micro_batch"], count="tokens", phase=tel.phase)
         t1 = time.perf_counter()
         with rec:
+            if p["idle_baseline_ms"] > 0:  # the idle baseline, before any training load
+                with rec.phase("idle"):
+                    rec.advance(p["idle_baseline_ms"])
             result = harness.run()
             tel.switch(None)
         timing["harness"] = time.perf_counter() - t1
@@ -145,10 +159,8 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
             worker.rows.append((result.end_tick, result.final_step, final, result.retained_tokens))
         digest = state_sha256(trainer.model, trainer.opt)
     trace = rec.trace()
-    summary = rec.ledger_summary("energy_counter")
     p_min, p_max = sensor.power_range_w()
-    end = int(max(trace.t_after_ns.max(initial=0), trace.poll_ns[-1]))
-    energy = energy_from_counter(trace, int(trace.poll_ns[0]), end, p_min, p_max)
+    energy = run_energy(trace, p["energy_signal"], p_min, p_max)
     sensor.close()
     timing.update(save=trainer.save_s, load=trainer.load_s, eval=worker.eval_s)
     timing = {k: round(v, 4) for k, v in timing.items()}
@@ -161,6 +173,7 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
         flop=flop_per_token(p["vocab"], p["context"], p["emb"], p["width"]),
         torch_info={"version": torch.__version__, "deterministic_algorithms": True, "threads": p["threads"],
                     "cuda": torch.version.cuda if device == "cuda" else None},
-        energy_j=energy.estimate_j, energy_evidence=sensor.evidence, telemetry=summary,
-        trajectory=worker.rows, timing=timing,
+        energy_j=energy.metrics["energy"], energy_evidence=sensor.evidence, telemetry=energy.summary,
+        trajectory=worker.rows, timing=timing, energy_metrics=energy.metrics, trace=trace,
+        initial_state_sha256=start_state, warm_start=warm,
     )

@@ -25,7 +25,16 @@ def test_unit_means_equal_the_per_unit_loop(k, units, seed):
 
 
 def _old_sampled_means(d, resamples, seed):
-    """The sign-flip Monte Carlo as first written (``rng.random() < 0.5``, bool matmul)."""
+    """The sign-flip Monte Carlo as first written (``rng.random() < 0.5``, bool matmul), on one BLAS
+    thread: multi-threaded OpenBLAS products differ in the last bit with the thread count (see
+    ``estimators.signflip._sampled_means``), so the first implementation was machine-dependent."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        return _old_sampled_means_unpinned(d, resamples, seed)
+
+
+def _old_sampled_means_unpinned(d, resamples, seed):
     rng = np.random.default_rng(seed)
     out, sizes = np.empty(resamples), np.empty(resamples)
     step = max(1, signflip._CHUNK_ELEMENTS // d.size)

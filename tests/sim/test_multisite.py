@@ -31,6 +31,7 @@ from collect.sim.recovery import (
     SimResult,
     check_invariants,
     frontier_hash,
+    frontier_state_hash,
     simulate,
 )
 
@@ -78,8 +79,13 @@ def scenarios(draw: st.DrawFn) -> tuple[SimConfig, list[Outage]]:
 def test_invariants_hold_for_every_policy(scenario: tuple[SimConfig, list[Outage]]) -> None:
     cfg, outages = scenario
     results = run_all(cfg, outages)
-    hashes = {r.frontier_sha256 for r in results.values()}
-    assert hashes == {frontier_hash(cfg.target_steps, range(1, cfg.target_steps + 1))}
+    hashes = {r.frontier_steps_sha256 for r in results.values()}
+    assert hashes == {frontier_hash(cfg.target_steps, range(1, cfg.target_steps + 1))}  # the same durable steps
+    control = simulate(cfg, [])
+    assert results["wait"].frontier_sha256 == control.frontier_sha256  # wait computes only with every site
+    everyone = tuple(range(cfg.sites))
+    for r in results.values():  # the state hash is equal exactly when every retained step had the same sites
+        assert (r.frontier_sha256 == control.frontier_sha256) == all(s == everyone for _, _, s in r.retained_segments)
     single_site = len({o.site for o in outages}) <= 1 < cfg.sites
     for pol, r in results.items():
         assert r.attempted == r.retained + r.lost
@@ -115,7 +121,10 @@ def test_invariants_under_poisson_outages(cfg: SimConfig, seed: int, mtbf: float
     if where == 0:
         assert {o.site for o in outages} <= {0}
     results = run_all(cfg, outages)
-    assert len({r.frontier_sha256 for r in results.values()}) == 1
+    assert len({r.frontier_steps_sha256 for r in results.values()}) == 1
+    assert results["wait"].frontier_sha256 == simulate(cfg, []).frontier_sha256
+    if where == "none":
+        assert len({r.frontier_sha256 for r in results.values()}) == 1
     assert results["oracle"].lost == 0
 
 
@@ -173,7 +182,9 @@ def test_common_random_numbers(tmp_path: Path) -> None:
     base = {"outage_site": "random"}
     infos = [MultisiteCollector().run(ctx_for(tmp_path, {**base, "policy": p}, 7)).info for p in POLICIES]
     assert all(i["outages"] == infos[0]["outages"] and infos[0]["outages"] for i in infos)
-    assert len({i["frontier_sha256"] for i in infos}) == 1
+    assert len({i["frontier_steps_sha256"] for i in infos}) == 1  # every policy makes the same steps durable ...
+    state = {p: i["frontier_sha256"] for p, i in zip(POLICIES, infos)}  # ... not always in the same state
+    assert state["continue"] != state["wait"] and state["restart"] != state["wait"]
     policy_specific = {"policy": "oracle", "checkpoint_every_steps": 7, "checkpoint_ticks": 1, "restore_ticks": 2,
                        "rejoin_ticks": 3, "tick_ms": 5.0, "checkpoint_bytes": 1, "gradient_bytes": 2}
     assert draw_outages(policy_specific, 7) == draw_outages({}, 7)
@@ -201,6 +212,12 @@ def test_frontier_hash_detects_lost_or_double_counted_work() -> None:
     assert frontier_hash(5, [1, 2, 3, 3, 4, 5]) != good
     assert frontier_hash(5, [1, 3, 2, 4, 5]) != good
     assert frontier_hash(6, [1, 2, 3, 4, 5]) != good
+    full = frontier_state_hash("steps", 5, [(1, 5, (0, 1, 2))])
+    assert frontier_state_hash("steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 1, 2))]) == full  # batch splits: same state
+    assert frontier_state_hash("steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 2))]) != full  # fewer sites: other state
+    assert frontier_state_hash("steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (1, 2))]) != frontier_state_hash(
+        "steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 2))])  # which sites, not only how many
+    assert frontier_state_hash("tokens", 5, [(1, 5, (0, 1, 2))]) != full
 
 
 def test_invariant_checks_are_live() -> None:

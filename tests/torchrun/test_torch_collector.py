@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -80,6 +81,8 @@ def test_controls_identical_across_policies_without_outages(tmp_path: Path) -> N
     results = {p: _run(tmp_path, p, outage_site="none") for p in POLICIES}
     hashes = {p: r.info["final_state_sha256"] for p, r in results.items()}
     assert len(set(hashes.values())) == 1, hashes
+    assert {r.info["frontier_sha256"] for r in results.values()} == set(hashes.values())  # the durable state
+    assert len({r.info["frontier_lineage_sha256"] for r in results.values()}) == 1
     metrics = [r.metrics for r in results.values()]
     assert all(m == metrics[0] for m in metrics)
     assert metrics[0]["checkpoints"] > 1 and metrics[0]["failures"] == 0
@@ -107,9 +110,26 @@ def test_equal_useful_work_accounting_and_learning(tmp_path: Path) -> None:
     events = [json.loads(line) for line in (tmp_path / "run-restart-101.events.jsonl").read_text().splitlines()]
     assert {"failure", "preemption", "restore", "replay", "checkpoint"} <= {e["kind"] for e in events}
     assert set(events[0]) == {"id", "kind", "site", "start_ns", "end_ns", "work", "steps", "checkpoint", "parent",
-                              "bytes", "aborted"}
+                              "bytes", "aborted", "work_fate"}
     rows = (tmp_path / "run-restart-101.trajectory.csv").read_text().splitlines()
     assert rows[0] == "tick,useful_steps,heldout_nll,state_tokens" and len(rows) > 10
+    for p, r in res.items():  # the trace says what became of every token: per-event fates sum to the metrics
+        trace = [json.loads(line) for line in (tmp_path / f"run-{p}-101.events.jsonl").read_text().splitlines()]
+        sums = {k: SMALL["micro_batch"] * sum(e["work_fate"][k] for e in trace) for k in ("retained", "lost", "replayed")}
+        assert sums == {"retained": r.metrics["retained_tokens"], "lost": r.metrics["lost_tokens"],
+                        "replayed": r.metrics["replayed_tokens"]}, p
+    # the durable frontier: equal retained tokens everywhere; equal *state* exactly where the retained steps
+    # were made by the same sites (wait always matches the no-outage control; continue and restart do not)
+    control = _run(tmp_path / "control", "wait", outage_site="none")
+    runs = {**res, "control": control}
+    for p, r in runs.items():
+        assert r.info["frontier_sha256"] == r.info["final_state_sha256"], p
+    assert res["wait"].info["frontier_sha256"] == control.info["frontier_sha256"]
+    assert res["continue"].info["frontier_sha256"] != control.info["frontier_sha256"]
+    assert res["restart"].info["frontier_sha256"] != control.info["frontier_sha256"]
+    for a, b in itertools.combinations(runs.values(), 2):
+        same_lineage = a.info["frontier_lineage_sha256"] == b.info["frontier_lineage_sha256"]
+        assert same_lineage == (a.info["frontier_sha256"] == b.info["frontier_sha256"])
 
 
 def test_runs_are_deterministic_and_keep_checkpoint_on_request(tmp_path: Path) -> None:
@@ -134,6 +154,7 @@ def test_bad_params_are_refused() -> None:
 def test_gpu_run_learns_and_controls_match(tmp_path: Path) -> None:
     runs = [_run(tmp_path, p, outage_site="none", device="cuda") for p in ("restart", "continue")]
     assert runs[0].info["final_state_sha256"] == runs[1].info["final_state_sha256"]
+    assert runs[0].info["frontier_sha256"] == runs[1].info["frontier_sha256"] == runs[0].info["final_state_sha256"]
     m = runs[0].metrics
     assert m["nll_floor"] < m["final_nll"] < m["initial_nll"]
     assert runs[0].info["net"]["device"] == "cuda"

@@ -1,0 +1,116 @@
+"""Warm start: every run of a study begins from one shared trained state, made once and hashed.
+
+With ``warm_start_steps: N`` (> 0), ``collect run`` first trains the study's model for N steps on
+a warm-up corpus of the same Markov source (its own seed, domain-separated from every run seed:
+``warm_start_seed``), on one site, with the runs' optimizer settings, and writes the model and
+optimizer state once to ``RUNS/shared/warmstart-<key>.pt`` (atomic, fsynced) with a sidecar
+``.json`` holding the state's SHA-256 (:func:`collect.torchrun.model.state_sha256`) and the file's.
+``<key>`` hashes every parameter that shapes that state, so a plan whose runs differ in one of
+them gets one warm start per distinct setting. Each run loads it (``torch.load(weights_only=True)``),
+checks that the loaded state hashes to the sidecar's value, and records ``warm_start`` (state and
+file SHA-256, steps, seed) in its ledger record: every arm of every stratum starts from the
+bitwise-same state, so the arms differ only by the policy (the data order still comes from the run
+seed). A warm start already in ``RUNS/shared`` is reused after its hash is checked; one that does
+not match its sidecar is refused, never silently remade.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+SHARED_DIR = "shared"
+FORMAT = "torchrun/warmstart/v1"
+#: the parameters that shape the warm-start state (and so its key)
+KEY_PARAMS = ("vocab", "markov_order", "markov_support", "source_seed", "context", "emb", "width", "lr",
+              "micro_batch", "train_tokens", "warm_start_steps", "warm_start_seed", "device", "threads")
+TRAIN_CHAIN = 2048
+
+
+def warm_key(p: Mapping[str, Any]) -> str:
+    """A short hash of the parameters that shape the warm-start state."""
+    text = json.dumps({k: p[k] for k in KEY_PARAMS}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def warm_path(runs_dir: Path, p: Mapping[str, Any]) -> Path:
+    """``RUNS/shared/warmstart-<key>.pt`` for these params."""
+    return Path(runs_dir) / SHARED_DIR / f"warmstart-{warm_key(p)}.pt"
+
+
+def _warm_seed(seed: int) -> int:
+    """The warm-up corpus and initialisation seed: domain-separated from run (stratum) seeds."""
+    return int.from_bytes(hashlib.sha256(f"warm-start:{int(seed)}".encode()).digest()[:8], "big") >> 1
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def make_warm_start(runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
+    """Train and write the warm start for ``p`` unless it exists; return its identity (checked)."""
+    path = warm_path(runs_dir, p)
+    if path.exists() or _sidecar(path).exists():
+        return check_warm_start(path)
+    from collect.torchrun.markov import SourceSpec, make_corpora
+    from collect.torchrun.model import Batches, WindowMLP, state_sha256
+    from collect.torchrun.run import resolve_device
+    from collect.torchrun.trainer import Trainer, deterministic, save_atomic
+    from prereg.fileio import atomic_write
+
+    seed = _warm_seed(p["warm_start_seed"])
+    spec = SourceSpec(vocab=p["vocab"], order=p["markov_order"], support=p["markov_support"], seed=p["source_seed"])
+    corpora = make_corpora(spec, seed, max(1, p["train_tokens"] // TRAIN_CHAIN), TRAIN_CHAIN, 1, 64)
+    with deterministic(seed, p["threads"]):
+        model = WindowMLP(p["vocab"], p["context"], p["emb"], p["width"])
+        trainer = Trainer(model, Batches(corpora.train, p["context"], p["micro_batch"], seed), p["lr"], None,
+                          resolve_device(p["device"]))
+        for step in range(1, p["warm_start_steps"] + 1):
+            trainer.step(step, [0])
+        digest = state_sha256(trainer.model, trainer.opt)
+        payload = {"format": FORMAT, "model": trainer.model.state_dict(), "optimizer": trainer.opt.state_dict(),
+                   "steps": int(p["warm_start_steps"])}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_atomic(payload, path)
+    identity = {"state_sha256": digest, "file": f"{SHARED_DIR}/{path.name}", "file_sha256": _file_sha256(path),
+                "steps": int(p["warm_start_steps"]), "seed": int(p["warm_start_seed"]), "key": warm_key(p)}
+    atomic_write(_sidecar(path), json.dumps(identity, sort_keys=True, indent=1).encode())
+    return identity
+
+
+def check_warm_start(path: Path) -> dict[str, Any]:
+    """The identity of an existing warm start, after checking the file against its sidecar."""
+    try:
+        identity: dict[str, Any] = json.loads(_sidecar(path).read_text())
+    except (OSError, ValueError) as err:
+        raise RuntimeError(f"warm start {path}: its description {_sidecar(path).name} cannot be read ({err}); "
+                           "remove both files to make it anew") from None
+    if not path.is_file() or path.is_symlink() or _file_sha256(path) != identity.get("file_sha256"):
+        raise RuntimeError(f"warm start {path} does not match the SHA-256 recorded when it was made; "
+                           "refusing to start runs from it (remove both files to make it anew)")
+    return identity
+
+
+def load_warm_start(trainer: Any, runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
+    """Load the study's warm start into ``trainer`` (model and optimizer); its identity, checked."""
+    import torch
+
+    from collect.torchrun.model import state_sha256
+
+    path = warm_path(runs_dir, p)
+    identity = check_warm_start(path)
+    obj = torch.load(path, map_location=trainer.device, weights_only=True)
+    if obj.get("format") != FORMAT:
+        raise RuntimeError(f"warm start {path}: not a {FORMAT} file")
+    trainer.model.load_state_dict(obj["model"])
+    trainer.opt.load_state_dict(obj["optimizer"])
+    if state_sha256(trainer.model, trainer.opt) != identity["state_sha256"]:
+        raise RuntimeError(f"warm start {path}: the loaded state does not hash to the recorded state SHA-256")
+    return identity

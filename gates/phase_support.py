@@ -1,0 +1,48 @@
+"""Per-phase counter support across the matched runs: which phases the meter resolves.
+
+From each run's telemetry summary (``TelemetrySummary.phases``: updates inside each phase's
+intervals, written by the collector from its kept trace). A phase that never occurred in a run
+(zero intervals) is counted apart: it has no energy to resolve. ``required`` comes from the plan's
+``counter_support`` invalidators that name the phase, so the report can say in words "checkpoint
+phases have enough counter updates; restore phases do not" (``reports.phase_support_text``).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from collect.ledger import RunRecord
+from gates.artifact import PhaseSupportRow
+from prereg.schema import CounterSupport, Plan
+
+
+def phase_support(plan: Plan, records: list[RunRecord]) -> list[PhaseSupportRow]:
+    """One row per (signal, phase) any matched run's telemetry summary describes."""
+    required: dict[tuple[str, str], int] = {}
+    for inv in plan.invalidators:
+        if isinstance(inv, CounterSupport) and inv.phase is not None:
+            key = (inv.signal, inv.phase)
+            required[key] = max(required.get(key, 0), inv.min_updates)
+    seen: dict[tuple[str, str], tuple[list[int], list[float], int]] = {}
+    for record in records:
+        for signal, summary in record.telemetry.items():
+            for phase, support in (summary.phases or {}).items():
+                updates, durations, without = seen.setdefault((signal, phase), ([], [], 0))
+                if support.intervals == 0:
+                    seen[(signal, phase)] = (updates, durations, without + 1)
+                else:
+                    updates.append(support.updates)
+                    durations.append(support.duration_ms)
+    rows = []
+    for (signal, phase), (updates, durations, without) in seen.items():
+        need = required.get((signal, phase))
+        low = min(updates) if updates else None
+        rows.append(PhaseSupportRow(
+            signal=signal, phase=phase, runs=len(updates), runs_without=without, min_updates=low,
+            median_updates=float(statistics.median(updates)) if updates else None,
+            max_updates=max(updates) if updates else None,
+            median_duration_ms=float(statistics.median(durations)) if durations else None,
+            required=need, enough=None if need is None or low is None else low >= need,
+        ))
+    return rows
+
