@@ -42,7 +42,8 @@ of the run (removed afterwards, so the process is left as it was), and :func:`op
 the optimizer's own ``step`` with the grad mode, profiler label and step hook-point its wrappers
 give. Both first check that torch's wrappers are exactly the ones described (their code objects);
 if anything differs, or Dynamo is loaded, the stock calls are made: the same numbers (nothing is
-traced either way; a test compares the state bitwise), only slower to start.
+traced either way; a test compares the state bitwise), only slower: at the start, and by the
+wrappers' tens of microseconds a step (a 3-element Adam step here: 0.2 ms stock, 0.11-0.16 ms plain).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim import optimizer as _optim_base
 
 from collect.torchrun.model import Batches, WindowMLP
 from prereg.fileio import atomic_write
@@ -90,12 +92,9 @@ def _under_disable_dynamo(method: Any) -> Any | None:
     return getattr(method, "__wrapped__", None)
 
 
-def _plain_step(cls: type) -> Any | None:
-    """``cls``'s own ``step`` under torch.optim's two wrappers (profile hooks, grad mode), else None."""
-    from torch.optim import optimizer as base
-
-    hooked, use_grad = getattr(base.Optimizer, "profile_hook_step", None), getattr(
-        base, "_use_grad_for_differentiable", None)
+def _find_plain_step(cls: type) -> Any | None:
+    hooked = getattr(_optim_base.Optimizer, "profile_hook_step", None)
+    use_grad = getattr(_optim_base, "_use_grad_for_differentiable", None)
     step = getattr(cls, "step", None)
     inner = getattr(step, "__wrapped__", None)
     if (hooked is None or use_grad is None or inner is None
@@ -103,6 +102,19 @@ def _plain_step(cls: type) -> Any | None:
             or getattr(inner, "__code__", None) is not use_grad(_probe).__code__):
         return None
     return getattr(inner, "__wrapped__", None)
+
+
+_plain_steps: dict[type, tuple[Any, Any | None]] = {}  # class -> (its step as found, the plain step or None)
+
+
+def _plain_step(cls: type) -> Any | None:
+    """``cls``'s own ``step`` under torch.optim's two wrappers (profile hooks, grad mode), else None;
+    looked up once per class (and again if its ``step`` was replaced)."""
+    step = getattr(cls, "step", None)
+    known = _plain_steps.get(cls)
+    if known is None or known[0] is not step:
+        known = _plain_steps[cls] = (step, _find_plain_step(cls))
+    return known[1]
 
 
 @contextmanager
@@ -129,11 +141,10 @@ def _dynamo_left_unloaded() -> Iterator[bool]:
 
 def optimizer_step(opt: torch.optim.Optimizer) -> None:
     """``opt.step()``; while Dynamo is not loaded, without the wrapper that imports it (module doc)."""
-    from torch.optim import optimizer as base
-
     plain = None if "torch._dynamo" in sys.modules else _plain_step(type(opt))
-    hooks = [getattr(opt, "_optimizer_step_pre_hooks", None), getattr(opt, "_optimizer_step_post_hooks", None),
-             getattr(base, "_global_optimizer_pre_hooks", None), getattr(base, "_global_optimizer_post_hooks", None)]
+    hooks = (getattr(opt, "_optimizer_step_pre_hooks", None), getattr(opt, "_optimizer_step_post_hooks", None),
+             getattr(_optim_base, "_global_optimizer_pre_hooks", None),
+             getattr(_optim_base, "_global_optimizer_post_hooks", None))
     if plain is None or any(h is None or len(h) for h in hooks):
         opt.step()
         return
