@@ -10,7 +10,8 @@ with its phases shaded and its updates marked (``reports.plot_command``; needs t
 extra). Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
 without a kept telemetry trace, matplotlib missing (or bad usage), 3 an artifact that contradicts
 itself or its seal (``gates.consistency``) or a telemetry trace that does not match its ledger
-hash, 4 internal error.
+hash, 4 internal error. ``reports html RUNS_OR_EVALUATION [-o FILE]`` writes the report as one
+self-contained HTML file (``reports.html_page``): exit 0 written, 2 bad input, 3 an inconsistent artifact.
 """
 
 from __future__ import annotations
@@ -81,6 +82,18 @@ def cmd_plot(args: argparse.Namespace) -> int:
     return run_plot(args)
 
 
+def cmd_html(args: argparse.Namespace) -> int:
+    """Write the reviewer's report as one self-contained HTML file."""
+    from reports.html_page import write_html_report
+
+    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force)
+    for warning in warnings:
+        print(f"reports: warning: {warning}", file=sys.stderr)
+    print(f"reports: wrote the HTML report to {path} ({size / 1024:.0f} KiB; self-contained: opens from disk, "
+          "loads nothing)", file=sys.stderr)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``reports`` argument parser."""
     parser = ArgumentParser(
@@ -122,6 +135,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
     p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")
     p.set_defaults(handler=cmd_plot)
+    p = sub.add_parser(
+        "html", help="the reviewer's report as one self-contained HTML file (decision, gates, forest plot, "
+                     "per-stratum points, runs, recovery timeline, telemetry, provenance)",
+        description="Write one HTML file that opens from disk with no network (no external scripts, fonts or "
+                    "styles) and prints to PDF. Given a runs folder, it reads RUNS/evaluation.json and draws the "
+                    "run sections from the ledger and its traces; given an evaluation.json, the run sections come "
+                    "from its folder when that holds a ledger.",
+    )
+    p.add_argument("input", metavar="RUNS_OR_EVALUATION",
+                   help="a runs folder holding ledger.jsonl and evaluation.json, or an evaluation.json")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="where to write the page (atomically; default: report.html beside the evaluation)")
+    p.add_argument("--run", metavar="ID", help="draw the recovery timeline of ID's stratum and replicate (default: "
+                                               "the first block whose runs met a failure)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing FILE the toolkit did not write (never a ledger, lock, plan, trace, "
+                        "link or device)")
+    p.set_defaults(handler=cmd_html)
     return parser
 
 
