@@ -2,7 +2,8 @@
 
 ``reports show EVALUATION_JSON`` prints the report (plain when not a terminal or NO_COLOR is
 set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writes it as
-GitHub-flavoured Markdown (``-`` prints the Markdown instead of the terminal report), ``--json``
+GitHub-flavoured Markdown with its SVG figures beside it (``FILE``'s stem + ``.forest.svg`` and
+``.strata.svg``, linked from it; ``-`` prints the Markdown instead of the terminal report), ``--json``
 prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
 ``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
 arm on one axis, and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
@@ -41,8 +42,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.markdown not in (None, "-"):
         from prereg.fileio import check_output
         from reports.evaluation_markdown import is_evaluation_markdown
+        from reports.html_figures import check_figure_outputs
 
         check_output(Path(args.markdown), args.force, is_evaluation_markdown)
+        check_figure_outputs(Path(args.markdown), args.force)
 
     ev = read_evaluation(args.evaluation)
     from gates.artifact import seal_status
@@ -57,16 +60,20 @@ def cmd_show(args: argparse.Namespace) -> int:
               "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
     if args.json:
         emit_json(ev.model_dump(mode="json", by_alias=True))
-    markdown = None
     if args.markdown is not None:
         from reports.evaluation_markdown import evaluation_markdown
 
-        markdown = evaluation_markdown(ev, show_blocks=args.blocks)
         if args.markdown == "-":
-            sys.stdout.write(markdown)
+            sys.stdout.write(evaluation_markdown(ev, show_blocks=args.blocks))
         else:
+            from reports.html_figures import write_figures
+            from reports.safe_text import clean_model
+
+            figures = write_figures(clean_model(ev), Path(args.markdown))
+            markdown = evaluation_markdown(ev, show_blocks=args.blocks, figures=figures)
             write_text_atomically(Path(args.markdown), markdown)
-            print(f"reports: wrote Markdown to {args.markdown}", file=sys.stderr)
+            print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
+                  f"{', '.join(name for _, name in figures)})", file=sys.stderr)
     if not args.json and args.markdown != "-":
         from reports.evaluation_view import render_evaluation
         from reports.terminal import make_console
@@ -109,8 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
     p.add_argument("--verbose", action="store_true", help="name every run in the run accounting")
     p.add_argument("--markdown", metavar="FILE",
-                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically); '-' prints it "
-                        "on stdout instead of the terminal report")
+                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically), with its SVG "
+                        "figures beside it (FILE's stem + .forest.svg / .strata.svg, linked from it); '-' prints the "
+                        "Markdown on stdout instead of the terminal report (no figures)")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
     p.add_argument("--force", action="store_true",
                    help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "

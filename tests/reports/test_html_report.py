@@ -14,6 +14,7 @@ import html
 import json
 import re
 import shutil
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -173,6 +174,24 @@ def test_png_forest_gets_1x_ticks_percentages_and_strata_points():
     points = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "o"]
     recorded = sum(value is not None for b in ev.blocks for value in b.contrasts.values())
     assert sum(len(line.get_xdata()) for line in points) == recorded
+
+
+def test_markdown_links_the_same_figures_beside_it(tmp_path):
+    write_evaluation(tmp_path / "evaluation.json", realistic_evaluation())
+    target = tmp_path / "report.md"
+    proc = run("reports", "show", str(tmp_path / "evaluation.json"), "--markdown", str(target), env=PLAIN)
+    assert proc.returncode == 0, proc.stderr
+    text = target.read_text()
+    for name in ("report.forest.svg", "report.strata.svg"):
+        assert f"]({name})" in text
+        root = ET.parse(tmp_path / name).getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    forest = (tmp_path / "report.forest.svg").read_text()
+    for g in realistic_evaluation().gates:
+        assert f"Forest row of gate {g.id}" in forest
+    (tmp_path / "report.forest.svg").write_text("<svg>someone else's</svg>")
+    proc = run("reports", "show", str(tmp_path / "evaluation.json"), "--markdown", str(target), env=PLAIN)
+    assert proc.returncode == 2 and "report.forest.svg" in proc.stderr  # never over a foreign file unasked
 
 
 @pytest.fixture(scope="module")
