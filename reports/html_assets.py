@@ -194,7 +194,7 @@ JS = r"""
     svg.appendChild(g);
     svg.appendChild(el("line", {x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: "#444"}));
     svg.appendChild(el("line", {x1: L, x2: L, y1: T, y2: H - B, stroke: "#444"}));
-    ticks(x0, x1, Math.max(2, Math.floor(W / 110))).forEach(function (t) {
+    ticks(x0, x1, Math.max(3, Math.floor(W / 90))).forEach(function (t) {
       svg.appendChild(el("line", {x1: sx(t), x2: sx(t), y1: H - B, y2: H - B + 4, stroke: "#444"}));
       svg.appendChild(el("text", {x: sx(t), y: H - B + 16, "text-anchor": "middle"}, String(t)));
     });

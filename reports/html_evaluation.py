@@ -222,10 +222,14 @@ def strata_details(ev: Evaluation, gates: list[GateResult], prefix: str) -> str:
         diag = " (diagnostic, not evidence)" if g.verdict in ("refused", "unresolvable") else ""
         listing = table(["block", "contrast", f"{g.metric} per arm"], rows, cls="sortable", num={1},
                         caption=f"Paired contrasts of {g.id}")
+        replicated = g.analysis_unit == "stratum" and any(b.replicate for b in ev.blocks)
+        averaged = (" The gate pairs one contrast per stratum, its replicates' contrasts averaged"
+                    + (" on the log scale" if g.scale == "ratio" else "")
+                    + "; the points are the blocks (stratum and replicate) before that average.") if replicated else ""
         out.append(f"<details><summary>Per-stratum paired contrasts of <code>{esc(g.id)}</code>{esc(diag)}: "
                    f"{len(rows)} blocks</summary>"
                    f'<p class="muted">Which strata drive the result: each block\'s {esc(et.contrast_text(g))}, '
-                   f"the gate's interval shaded behind them.</p>{svg}{listing}</details>")
+                   f"the gate's interval shaded behind them.{esc(averaged)}</p>{svg}{listing}</details>")
     return "".join(out)
 
 

@@ -99,13 +99,14 @@ SEAL_WORDS = {
 
 def _header(ev: Evaluation) -> str:
     lines = et.run_lines(ev.runs, limit=10)
-    facts = [("Study", esc(ev.study)), ("Plan", esc(et.plan_text(ev))), ("Ledger", esc(et.ledger_text(ev))),
-             ("Runs", esc("; ".join(lines))),
+    facts = [("Study", esc(ev.study)), ("Plan", esc(et.plan_text(ev))), ("Runs", esc("; ".join(lines))),
              ("Evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}"))]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     word = et.DECISION_WORDS[ev.decision]
     return (f'<header><p class="study">Preregistered evaluation &middot; decision <strong>{esc(word)}</strong></p>'
-            f"<h1>{esc(ev.title)}</h1><dl class=\"facts\">{dl}</dl></header>")
+            f'<h1>{esc(ev.title)}</h1><dl class="facts">{dl}</dl>'
+            '<p class="muted">The ledger, its hash chain and every hash are under '
+            '<a href="#provenance">Provenance</a>.</p></header>')
 
 
 def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None) -> str:
@@ -119,7 +120,7 @@ def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None)
         ("ledger", esc(f"{led.path}, {led.records} records" + ("; TORN TAIL" if led.torn_tail else ""))),
         ("ledger sha256", f'<span class="hash">{esc(led.sha256 or "none")}</span>'),
         ("ledger chain head", f'<span class="hash">{esc(led.head_sha256 or "none")}</span>'),
-        ("ledger chain", esc(et.ledger_text(ev).split("; ", 1)[-1])),
+        ("ledger chain", esc(et.ledger_text(ev).split("; ", 1)[-1])),  # the words `reports show` prints
         ("evaluation file", f"{esc(src.evaluation_path)}: sha256 "
                             f'<span class="hash">{esc(src.evaluation_sha256)}</span>'),
         ("evaluation seal", esc(SEAL_WORDS[seal]) + (f' <span class="hash">{esc(ev.seal_sha256)}</span>'

@@ -3,7 +3,9 @@
 A tiny client for the Chrome DevTools Protocol on ``--remote-debugging-pipe`` (standard library
 only: JSON messages separated by NUL bytes on file descriptors 3 and 4) opens the page from disk,
 records every console message, uncaught exception, log entry and network request, reads the DOM,
-clicks the telemetry buttons, takes screenshots at 1280 and 360 px and prints to PDF. Chromium is
+reaches a ``<details>`` with Tab and opens it with Enter, clicks the telemetry buttons and a sort
+button, takes screenshots at 1280 and 360 px (nothing may widen the page at 360 px) and prints to
+PDF (every ``<details>`` open on paper). Chromium is
 Debian's ``chromium`` package, which ``.ci/run`` installs before the tests; where it is not
 installed the tests skip, saying so. The browser is killed (its whole process group) after each
 module, whatever happens.
@@ -148,6 +150,12 @@ class Browser:
             raise AssertionError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def key(self, name: str, code: int) -> None:
+        """Press and release one key, as a keyboard would."""
+        text = {"Enter": "\r"}.get(name, "")
+        self.page("Input.dispatchKeyEvent", type="keyDown", key=name, code=name, windowsVirtualKeyCode=code, text=text)
+        self.page("Input.dispatchKeyEvent", type="keyUp", key=name, code=name, windowsVirtualKeyCode=code)
+
     def screenshot(self, path: Path) -> bytes:
         data = base64.b64decode(self.page("Page.captureScreenshot", format="png")["data"])
         path.write_bytes(data)
@@ -279,13 +287,28 @@ def check_page(b: Browser, page: Path, runs: Path, shots: Path, name: str) -> di
     assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in zip(levels, levels[1:])), levels
     assert dom["svgs"] and all(role == "img" and titled and width > 0 for role, titled, width in dom["svgs"])
     assert all(dom["details"])
+    for _ in range(400):  # the keyboard alone reaches a <details> and opens it
+        b.key("Tab", 9)
+        if b.js("document.activeElement.tagName") == "SUMMARY":
+            break
+    else:
+        raise AssertionError("no <details> summary reachable with Tab")
+    b.key("Enter", 13)
+    assert b.js("document.activeElement.parentElement.open") is True
+    b.key("Enter", 13)
+    assert b.js("document.activeElement.parentElement.open") is False
+    b.js("window.scrollTo(0, 0); document.activeElement.blur()")
     wide = b.screenshot(shots / f"{name}-1280.png")
     assert wide[:8] == PNG_MAGIC and int.from_bytes(wide[16:20], "big") == 1280
     b.viewport(360, 780, mobile=True)
     assert b.js("document.documentElement.scrollWidth") <= 360  # nothing widens the page on a phone
     narrow = b.screenshot(shots / f"{name}-360.png")
     assert int.from_bytes(narrow[16:20], "big") == 360
+    b.js("window.addEventListener('beforeprint', () => { window.closedWhenPrinting ="
+         " document.querySelectorAll('details:not([open])').length; })")
     assert b.pdf()[:5] == b"%PDF-"
+    assert b.js("window.closedWhenPrinting") == 0  # every <details> is open on paper
+    assert b.js("document.querySelectorAll('details[open]').length") == 0  # and closed again afterwards
     return dom
 
 
