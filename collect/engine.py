@@ -9,14 +9,19 @@
    never from the arm: every arm of a stratum meets the same failures and data (common random
    numbers). Run ids derive from the plan hash, stratum, arm and replicate, so a re-run knows them.
 3. Runs execute in-process (``jobs=1``), in a local process pool (``jobs=N``) or on Ray
-   (``executor="ray"``). Only this process appends to the ledger, one record per finished run
-   (atomic, fsynced: see ``collect.ledger``). A ``kill -9`` at any moment loses at most the runs in
-   flight; a re-run (``--resume`` is the same) skips runs already complete under this plan hash,
-   redoes the rest, and never duplicates. A run that raises is recorded as ``failed`` with its
-   error and does not stop the others; a later re-run retries it.
+   (``executor="ray"``). On Ray the runs are dealt round-robin into batches, ``RAY_TASKS_PER_SLOT``
+   per Ray CPU, one task each (a task costs milliseconds, a simulated run about as much); a task
+   streams each record back as soon as its run finishes, so batching delays no record. Only this
+   process appends to the ledger: the records that have finished by the time it looks, in one
+   atomic, fsynced write (see ``collect.ledger``), in completion order. A ``kill -9`` at any moment
+   loses at most the runs in flight; a re-run (``--resume`` is the same) skips runs already complete
+   under this plan hash, redoes the rest, and never duplicates. A run that raises is recorded as
+   ``failed`` with its error and does not stop the others; a later re-run retries it. The records
+   are the same whatever the executor, batching and job count, but for times and the run's seconds.
 4. The runs folder's writer lock (``collect.runlock``) is held for the whole run: a second writer
-   is refused naming the holder. Pool workers die with this process (``collect.workers``). Each
-   record is chained to the ledger's head and carries its traces' SHA-256 (``collect.ledger``).
+   is refused naming the holder. Pool workers, and the workers of a Ray instance started here, die
+   with this process (``collect.workers``). Each record is chained to the ledger's head and carries
+   its traces' SHA-256 (``collect.ledger``).
 """
 
 from __future__ import annotations
@@ -171,17 +176,20 @@ def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun
 
 
 def execute_run(
-    collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any]
+    collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any],
+    spec: str | None = None,
 ) -> dict[str, Any]:
     """Run one cell and return its ledger record as a dict (complete, or failed with the error).
 
-    Executed in worker processes too, so it takes and returns plain data.
+    Executed in worker processes too, so it takes and returns plain data. ``spec`` (``module:attr``,
+    resolved by the parent) spares a worker the registry lookup, so a worker needs no state of the
+    parent's: a Ray worker is a fresh process, not a fork.
     """
     started = utc_now()
     t0 = time.perf_counter()
     trace_dir = Path(runs_dir) / TRACES_DIR
     trace_dir.mkdir(parents=True, exist_ok=True)
-    collector = load_collector(collector_name)
+    collector = load_collector(collector_name) if spec is None else _import_collector(collector_name, spec)
     ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
                      planned.replicate, trace_dir)
     record: dict[str, Any] = {
@@ -208,6 +216,15 @@ def execute_run(
     return record
 
 
+def _import_collector(name: str, spec: str) -> type[Collector]:
+    module, _, attr = spec.partition(":")
+    try:
+        cls: type[Collector] = getattr(importlib.import_module(module), attr)
+    except ImportError as err:
+        raise EngineError(f"collector {name} is not available here: {err}") from None
+    return cls
+
+
 @dataclass
 class RunSummary:
     """What ``run_plan`` did."""
@@ -218,51 +235,139 @@ class RunSummary:
     failed: int
 
 
-Args = tuple[str, str, str, dict[str, Any]]  # collector name, plan hash, runs dir, code identity
+@dataclass(frozen=True)
+class Job:
+    """What every run of one ``collect run`` shares (plain data: it travels to workers)."""
+
+    collector: str  # the registered name, recorded in each record
+    spec: str  # ``module:attr`` of its class, resolved by the parent
+    plan_sha256: str
+    runs_dir: str
+    identity: dict[str, Any]  # the code identity (git, python, platform), computed once by the parent
 
 
-def _serial(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
-    collector, plan_sha256, runs, identity = args
-    for planned in todo:
-        yield execute_run(collector, planned, plan_sha256, runs, identity)
+def run_batch(job: Job, batch: list[PlannedRun]) -> Iterator[dict[str, Any]]:
+    """The records of ``batch``'s runs, one by one as each finishes (a Ray task streams them)."""
+    for planned in batch:
+        yield execute_run(job.collector, planned, job.plan_sha256, job.runs_dir, job.identity, job.spec)
 
 
-def _pool(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
+# Each executor yields lists of finished records; each list is appended in one write (+ fsync).
+
+def _serial(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
+    for record in run_batch(job, todo):
+        yield [record]
+
+
+def _pool(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
     import os
 
     from collect.runlock import held_descriptors
     from collect.workers import worker_init
 
-    collector, plan_sha256, runs, identity = args
     with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init,
                              initargs=(os.getpid(), held_descriptors())) as pool:
         pending: set[Future[dict[str, Any]]] = set()
         queue = list(todo)
         while queue or pending:
             while queue and len(pending) < 2 * jobs:  # bounded: a kill loses at most these
-                pending.add(pool.submit(execute_run, collector, queue.pop(0), plan_sha256, runs, identity))
+                pending.add(pool.submit(execute_run, job.collector, queue.pop(0), job.plan_sha256,
+                                        job.runs_dir, job.identity, job.spec))
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
+            yield [future.result() for future in done]
 
 
-def _ray(args: Args, todo: list[PlannedRun], jobs: int) -> Iterator[dict[str, Any]]:
-    collector, plan_sha256, runs, identity = args
+RAY_TASKS_PER_SLOT = 4  # batches per Ray CPU: few enough to amortise a task, enough to balance the tail
+RAY_MAX_RUNS_PER_TASK: int | None = None  # a cap on a batch's runs (1: one task per run)
+
+
+def ray_batches(todo: list[PlannedRun], slots: int, per_slot: int = RAY_TASKS_PER_SLOT,
+                max_runs: int | None = None) -> list[list[PlannedRun]]:
+    """``todo`` dealt round-robin into ``per_slot`` batches per slot (fewer if there are fewer runs),
+    each of at most ``max_runs`` runs: every batch gets a like mix of strata and arms."""
+    if not todo:
+        return []
+    tasks = min(len(todo), max(1, per_slot * slots))
+    if max_runs is not None:
+        tasks = max(tasks, -(-len(todo) // max(1, max_runs)))
+    return [todo[i::tasks] for i in range(tasks)]
+
+
+def _ray_task(job: Job, batch: list[PlannedRun], driver: tuple[int, int] | None) -> Iterator[dict[str, Any]]:
+    """One Ray task: a batch of runs, each record streamed back when it finishes. ``driver`` (pid,
+    start time) is given when the Ray instance is this process's own, local one: the worker then
+    exits when the driver is gone (``collect.workers.watch_driver``)."""
+    if driver is not None:
+        from collect.workers import watch_driver
+
+        watch_driver(*driver)
+    yield from run_batch(job, batch)
+
+
+RAY_RETRIES = 3  # how often a batch whose worker died is resubmitted (Ray's own default for a task)
+
+
+@dataclass
+class _Batch:
+    """A batch on Ray: the runs not yet reported, and how often it was resubmitted."""
+
+    runs: list[PlannedRun]
+    retries: int = 0
+    reported: int = 0
+
+
+def _ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
+    """Batches as streaming Ray tasks. Ray's own retry is off (it would redo a whole batch, runs
+    already appended included, rewriting traces the ledger has hashed): when a worker dies, its
+    batch is resubmitted from the first run it had not reported, at most ``RAY_RETRIES`` times."""
     try:
         import ray
     except ImportError:
         raise EngineError("--executor ray needs Ray: pip install 'prereg-toolkit[ray]'") from None
+    from ray.exceptions import RayError, RayTaskError
+
+    from collect.workers import process_identity
+
+    address = _ray_cluster_address()
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address="auto" if _ray_cluster_address() else None, include_dashboard=False,
-                 log_to_driver=False, num_cpus=None if _ray_cluster_address() else jobs)
-    remote = ray.remote(execute_run)
+        ray.init(address="auto" if address else None, include_dashboard=False,
+                 log_to_driver=False, num_cpus=None if address else jobs)
+    own_local = started_here and not address
+    streams: dict[Any, _Batch] = {}
     try:
-        pending = [remote.remote(collector, planned, plan_sha256, runs, identity) for planned in todo]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
+        slots = max(1, int(ray.cluster_resources().get("CPU", jobs)))
+        task = ray.remote(_ray_task).options(max_retries=0)  # a generator: each record streams back
+        driver = process_identity() if own_local else None
+        for runs in ray_batches(todo, slots, RAY_TASKS_PER_SLOT, RAY_MAX_RUNS_PER_TASK):
+            streams[task.remote(job, runs, driver)] = _Batch(runs)
+        while streams:
+            ray.wait(list(streams), num_returns=1)
+            ready: list[Any] = ray.wait(list(streams), num_returns=len(streams), timeout=0)[0]
+            records: list[dict[str, Any]] = []
+            for stream in ready:
+                batch = streams[stream]
+                try:
+                    records.append(ray.get(next(stream)))
+                    batch.reported += 1
+                except StopIteration:
+                    del streams[stream]
+                except RayTaskError:
+                    raise  # the task itself raised (a run's failure is a record, never this): a bug
+                except RayError:  # its worker or node died: the runs it had not reported are redone
+                    del streams[stream]
+                    if batch.retries >= RAY_RETRIES:
+                        raise
+                    rest = _Batch(batch.runs[batch.reported:], batch.retries + 1)
+                    streams[task.remote(job, rest.runs, driver)] = rest
+            if records:
+                yield records
     finally:
+        for stream in streams:  # stopped early (an error, a closed iterator): cancel what is left
+            try:
+                ray.cancel(stream)
+            except Exception:  # noqa: BLE001 - best effort; shutdown below ends a local instance anyway
+                pass
         if started_here:
             ray.shutdown()
 
@@ -317,20 +422,24 @@ def _run_locked(
     todo = [p for p in planned if p.run_id not in done]
     summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
     identity = {**environment_info(Path.cwd()), "python": platform.python_version()}
-    args: Args = (collector.name, plan_sha256, str(runs_dir), identity)
+    job = Job(collector.name, f"{collector.__module__}:{collector.__qualname__}", plan_sha256, str(runs_dir), identity)
     if todo:
         try:
             collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
         except (OSError, RuntimeError, ValueError) as err:
             raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
     run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
-    results = run_all(args, todo, jobs)
-    for i, record in enumerate(results, start=1):
-        appender.append([RunRecord.model_validate(record)])
-        if record["status"] == "complete":
-            summary.completed += 1
-        else:
-            summary.failed += 1
-        if progress:
-            progress(summary.skipped + i, summary.planned)
+    done_here = 0
+    for records in run_all(job, todo, jobs):
+        if not records:
+            continue
+        appender.append([RunRecord.model_validate(record) for record in records])  # one write, one fsync
+        for record in records:
+            done_here += 1
+            if record["status"] == "complete":
+                summary.completed += 1
+            else:
+                summary.failed += 1
+            if progress:
+                progress(summary.skipped + done_here, summary.planned)
     return summary

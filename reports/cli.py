@@ -2,7 +2,8 @@
 
 ``reports show EVALUATION_JSON`` prints the report (plain when not a terminal or NO_COLOR is
 set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writes it as
-GitHub-flavoured Markdown (``-`` prints the Markdown instead of the terminal report), ``--json``
+GitHub-flavoured Markdown with its SVG figures beside it (``FILE``'s stem + ``.forest.svg`` and
+``.strata.svg``, linked from it; ``-`` prints the Markdown instead of the terminal report), ``--json``
 prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
 ``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
 arm on one axis, and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
@@ -10,7 +11,8 @@ with its phases shaded and its updates marked (``reports.plot_command``; needs t
 extra). Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
 without a kept telemetry trace, matplotlib missing (or bad usage), 3 an artifact that contradicts
 itself or its seal (``gates.consistency``) or a telemetry trace that does not match its ledger
-hash, 4 internal error.
+hash, 4 internal error. ``reports html RUNS_OR_EVALUATION [-o FILE]`` writes the report as one
+self-contained HTML file (``reports.html_page``): exit 0 written, 2 bad input, 3 an inconsistent artifact.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.markdown not in (None, "-"):
         from prereg.fileio import check_output
         from reports.evaluation_markdown import is_evaluation_markdown
+        from reports.html_figures import check_figure_outputs
 
         check_output(Path(args.markdown), args.force, is_evaluation_markdown)
+        check_figure_outputs(Path(args.markdown), args.force)
 
     ev = read_evaluation(args.evaluation)
     from gates.artifact import seal_status
@@ -56,16 +60,20 @@ def cmd_show(args: argparse.Namespace) -> int:
               "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
     if args.json:
         emit_json(ev.model_dump(mode="json", by_alias=True))
-    markdown = None
     if args.markdown is not None:
         from reports.evaluation_markdown import evaluation_markdown
 
-        markdown = evaluation_markdown(ev, show_blocks=args.blocks)
         if args.markdown == "-":
-            sys.stdout.write(markdown)
+            sys.stdout.write(evaluation_markdown(ev, show_blocks=args.blocks))
         else:
+            from reports.html_figures import write_figures
+            from reports.safe_text import clean_model
+
+            figures = write_figures(clean_model(ev), Path(args.markdown))
+            markdown = evaluation_markdown(ev, show_blocks=args.blocks, figures=figures)
             write_text_atomically(Path(args.markdown), markdown)
-            print(f"reports: wrote Markdown to {args.markdown}", file=sys.stderr)
+            print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
+                  f"{', '.join(name for _, name in figures)})", file=sys.stderr)
     if not args.json and args.markdown != "-":
         from reports.evaluation_view import render_evaluation
         from reports.terminal import make_console
@@ -79,6 +87,18 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from reports.plot_command import cmd_plot as run_plot
 
     return run_plot(args)
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    """Write the reviewer's report as one self-contained HTML file."""
+    from reports.html_page import write_html_report
+
+    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force)
+    for warning in warnings:
+        print(f"reports: warning: {warning}", file=sys.stderr)
+    print(f"reports: wrote the HTML report to {path} ({size / 1024:.0f} KiB; self-contained: opens from disk, "
+          "loads nothing)", file=sys.stderr)
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,8 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
     p.add_argument("--verbose", action="store_true", help="name every run in the run accounting")
     p.add_argument("--markdown", metavar="FILE",
-                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically); '-' prints it "
-                        "on stdout instead of the terminal report")
+                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically), with its SVG "
+                        "figures beside it (FILE's stem + .forest.svg / .strata.svg, linked from it); '-' prints the "
+                        "Markdown on stdout instead of the terminal report (no figures)")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
     p.add_argument("--force", action="store_true",
                    help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
@@ -122,6 +143,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
     p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")
     p.set_defaults(handler=cmd_plot)
+    p = sub.add_parser(
+        "html", help="the reviewer's report as one self-contained HTML file (decision, gates, forest plot, "
+                     "per-stratum points, runs, recovery timeline, telemetry, provenance)",
+        description="Write one HTML file that opens from disk with no network (no external scripts, fonts or "
+                    "styles) and prints to PDF. Given a runs folder, it reads RUNS/evaluation.json and draws the "
+                    "run sections from the ledger and its traces; given an evaluation.json, the run sections come "
+                    "from its folder when that holds a ledger.",
+    )
+    p.add_argument("input", metavar="RUNS_OR_EVALUATION",
+                   help="a runs folder holding ledger.jsonl and evaluation.json, or an evaluation.json")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="where to write the page (atomically; default: report.html beside the evaluation)")
+    p.add_argument("--run", metavar="ID", help="draw the recovery timeline of ID's stratum and replicate (default: "
+                                               "the first block whose runs met a failure)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing FILE the toolkit did not write (never a ledger, lock, plan, trace, "
+                        "link or device)")
+    p.set_defaults(handler=cmd_html)
     return parser
 
 

@@ -4,14 +4,18 @@ Same content as the terminal report (``reports.evaluation_view``): header, decis
 gate tables, forest bars in a ``text`` code block, invalidators, sensitivity, diagnostics,
 notes, predecessors and (optionally) the per-block rows. User text is escaped so it renders as
 written: Markdown punctuation is backslash-escaped, ``|`` in table cells becomes ``\\|`` and
-line breaks inside a cell become ``<br>``.
+line breaks inside a cell become ``<br>``. With ``figures`` (``reports show --markdown FILE``
+writes them beside the file: :mod:`reports.html_figures`) the report links the SVG forest plot and
+per-stratum figures after the primary gates.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from reports import evaluation_text as et
 from reports import provenance_text as pt
@@ -175,15 +179,26 @@ def _blocks(ev: Evaluation) -> list[str]:
     )
 
 
-def evaluation_markdown(ev: Evaluation, show_blocks: bool = False) -> str:
-    """The whole report as GitHub-flavoured Markdown (ends with a newline)."""
+def _figures(figures: Sequence[tuple[str, str]]) -> list[str]:
+    """Links to the SVG figures written beside the Markdown (``reports.html_figures``)."""
+    if not figures:
+        return []
+    lines = ["", "Figures (SVG files beside this report, the same drawings as `reports html`; the tables here give "
+                 "their numbers):", ""]
+    return lines + [f"![{md_escape(alt)}]({quote(name)})" for alt, name in figures]
+
+
+def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
+                        figures: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole report as GitHub-flavoured Markdown (ends with a newline); ``figures``: (alt text, file
+    name) of figures written beside it, linked after the primary gates."""
     from reports.safe_text import clean_model
 
     ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
     lines = _header(ev) + _decision(ev)
     primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
     lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
-    lines += md_table(GATE_COLUMNS, _gate_rows(ev, primary)) + _forest_block(primary)
+    lines += md_table(GATE_COLUMNS, _gate_rows(ev, primary)) + _forest_block(primary) + _figures(figures)
     groups = et.group_lines(ev)
     if groups:
         lines += ["", "Groups: " + "; ".join(md_escape(g) for g in groups)]

@@ -8,10 +8,14 @@ display, the Agg renderer for PNG) and written atomically. Words carry every mea
 printed beside each row, event kinds differ by hatch and marker shape as well as colour.
 
 Forest plot: one row per gate, **each gate on its own axis** (its own unit; ratio gates on a log
-axis, as ratios are analysed on the log scale), because gates of one plan compare different metrics
-(seconds, site-steps, ratios) that share no scale. Each row shows the interval (a bar; an end at
-infinity is an arrow to the axis edge), the estimate (a diamond), the margin (dashed line(s)) and
-the null (a dotted line), with the verdict word on the right.
+axis, as ratios are analysed on the log scale, with ticks that always include 1x and carry the %
+change below each ratio), because gates of one plan compare different metrics (seconds,
+site-steps, ratios) that share no scale. Each row shows the interval (a bar; an end at infinity is
+an arrow to the axis edge), the estimate (a diamond), the margin (dashed line(s), a ratio margin
+also as % change) and the null (a dotted line), each stratum's paired contrast (hollow circles
+below the bar: which strata drive the result), the interval widened by the meter's bounds when a
+resolution check was made (a light dashed band), and the verdict word on the right. The axes are
+:mod:`reports.html_axes`'s, shared with the HTML report's SVG.
 """
 
 from __future__ import annotations
@@ -86,41 +90,37 @@ def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
 # --- forest plot -------------------------------------------------------------------------------
 
 
-def _gate_axis(gate: GateResult) -> tuple[float, float]:
-    """The row's x range: every finite value of the gate with 8% padding (in log space for ratios)."""
-    from gates.artifact import as_float
-    from reports.forest import forest_axis
+def _gate_axis(gate: GateResult, points: list[float] | None = None) -> tuple[float, float]:
+    """The row's x range: every finite value the row draws (interval, estimate, margins, null, the
+    interval widened by the meter's bounds, each stratum's contrast), padded (in log space for ratios)."""
+    from reports.html_axes import gate_axis
 
-    log = gate.scale == "ratio"
-    lo, hi = forest_axis(as_float(gate.lower), as_float(gate.upper), as_float(gate.estimate),
-                         gate.margin, gate.null, log=log)
-    if log:
-        a, b = math.log(lo), math.log(hi)
-        pad = (b - a) * 0.08
-        return math.exp(a - pad), math.exp(b + pad)
-    pad = (hi - lo) * 0.08
-    return lo - pad, hi + pad
+    axis = gate_axis(gate, points or [])
+    return axis.lo, axis.hi
 
 
 def _ratio_ticks(ax: Any, x0: float, x1: float) -> None:
-    """Plain labels on a log axis ('0.95x', not '9.5 x 10^-1'): round values on narrow ranges, decades else."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
+    """Round ratios on the log axis, always with 1x, labelled '0.95x' and below it the % change ('-5%')."""
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
 
-    from reports.evaluation_text import fmt_num
+    from reports.html_axes import pct_change, ratio_label, ratio_ticks
 
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5) if x1 / x0 < 10 else LogLocator(subs=(1.0, 2.0, 5.0)))
+    ticks = ratio_ticks(x0, x1)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{fmt_num(float(f'{v:.4g}'))}x"))
+    ax.xaxis.set_major_formatter(FixedFormatter([f"{ratio_label(t)}\n{pct_change(t)}" for t in ticks]))
 
 
-def _gate_row(ax: Any, gate: GateResult, colour: str) -> None:
+def _gate_row(ax: Any, gate: GateResult, colour: str, points: list[float] | None = None) -> None:
     from gates.artifact import as_float
     from reports.evaluation_text import fmt_num
+    from reports.html_axes import value_label, widened_interval
 
     log = gate.scale == "ratio"
-    x0, x1 = _gate_axis(gate)
+    points = points or []
+    x0, x1 = _gate_axis(gate, points)
     ax.set_xlim(x0, x1)
-    if log:  # a log axis with plain tick labels ('0.9x', not '9 x 10^-1')
+    if log:  # a log axis with plain tick labels ('0.9x' over '-10%', not '9 x 10^-1')
         ax.set_xscale("log")
         ax.set_xlim(x0, x1)
         _ratio_ticks(ax, x0, x1)
@@ -129,14 +129,22 @@ def _gate_row(ax: Any, gate: GateResult, colour: str) -> None:
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="x", labelsize=8)
-    ax.set_xlabel("ratio (log axis)" if log else gate.unit or "difference", fontsize=8, labelpad=1)
+    ax.set_xlabel("ratio (log axis; % change below each ratio)" if log else gate.unit or "difference", fontsize=8,
+                  labelpad=1)
+    widened = widened_interval(gate)
+    if widened is not None:  # the interval widened by the meter's bounds (the resolution check)
+        ax.axvspan(max(widened[0], x0), min(widened[1], x1), ymin=0.3, ymax=0.7, facecolor="#f6e7b4",
+                   edgecolor=VERDICT_COLOURS["unresolvable"], linestyle="--", linewidth=0.8, zorder=0)
     ax.axvline(gate.null, color="#555555", linestyle=":", linewidth=1.2)
-    ax.annotate(f"null {fmt_num(gate.null)}", (gate.null, 0.95), fontsize=7, color="#555555",
+    ax.annotate(f"null {fmt_num(gate.null)}{'x' if log else ''}", (gate.null, 0.95), fontsize=7, color="#555555",
                 ha="center", va="top", xycoords=("data", "axes fraction"))
     for m in gate.margin:
         ax.axvline(m, color="#b35806", linestyle="--", linewidth=1.4)
-        ax.annotate(f"margin {fmt_num(m)}", (m, 0.05), fontsize=7, color="#b35806", ha="center", va="bottom",
-                    xycoords=("data", "axes fraction"))
+        ax.annotate(f"margin {value_label(m, gate)}", (m, 0.05), fontsize=7, color="#b35806", ha="center",
+                    va="bottom", xycoords=("data", "axes fraction"))
+    if points:  # each stratum's paired contrast, below the interval
+        ax.plot(points, [-0.5] * len(points), linestyle="none", marker="o", markersize=4.5, markerfacecolor="white",
+                markeredgecolor="#1f2328", markeredgewidth=0.9, alpha=0.9, zorder=4)
     lower, upper, est = as_float(gate.lower), as_float(gate.upper), as_float(gate.estimate)
     if log and lower is not None and lower <= 0:  # a ratio of 0 is minus infinity on the log axis
         lower = -math.inf
@@ -182,10 +190,13 @@ def forest_figure(ev: Evaluation) -> Any:
     if not gates:
         fig.text(0.5, 0.5, "this evaluation has no gates", ha="center")
         return fig
+    from reports.html_axes import block_points, widened_interval
+
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
     for ax, gate in zip(axes, gates):
         colour = VERDICT_COLOURS[gate.verdict]
-        _gate_row(ax, gate, colour if gate.verdict in ("pass", "fail", "vacuous") else "#8c8c8c")
+        points = [value for _, value in block_points(gate, ev.blocks)]
+        _gate_row(ax, gate, colour if gate.verdict in ("pass", "fail", "vacuous") else "#8c8c8c", points)
         role = "primary" if gate.role == "primary" else "sensitivity (never decides)"
         role += f"; {EVIDENCE_WORDS[gate.evidence]}"
         ax.text(-0.03, 0.5, f"{gate.id}\n{contrast_text(gate)}\n{role}", transform=ax.transAxes, ha="right",
@@ -196,14 +207,21 @@ def forest_figure(ev: Evaluation) -> Any:
         ax.text(1.03, 0.62, word, transform=ax.transAxes, ha="left", va="center", fontsize=10, weight="bold",
                 color=colour)
         ax.text(1.03, 0.0, interval_text(gate), transform=ax.transAxes, ha="left", va="center", fontsize=7)
-    handles = [
+    handles: list[Any] = [
         Line2D([], [], color="#444444", linewidth=4, label="interval"),
         Line2D([], [], color="black", marker="D", linestyle="none", label="estimate"),
         Line2D([], [], color="#b35806", linestyle="--", label="margin (the frozen rule)"),
         Line2D([], [], color="#555555", linestyle=":", label="null"),
         Line2D([], [], color="#444444", marker=">", markersize=8, label="end at infinity (arrow)"),
+        Line2D([], [], color="#1f2328", marker="o", markerfacecolor="white", linestyle="none",
+               label="one stratum's paired contrast"),
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    if any(widened_interval(g) is not None for g in gates):
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor="#f6e7b4", edgecolor=VERDICT_COLOURS["unresolvable"], linestyle="--",
+                             label="interval widened by the meter's bounds"))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
     return fig
 
 

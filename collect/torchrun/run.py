@@ -118,9 +118,15 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
     spec = SourceSpec(vocab=p["vocab"], order=p["markov_order"], support=p["markov_support"], seed=p["source_seed"])
-    corpora = make_corpora(spec, seed, max(1, p["train_tokens"] // TRAIN_CHAIN), TRAIN_CHAIN,
-                           max(1, p["heldout_tokens"] // HELDOUT_CHAIN), HELDOUT_CHAIN + p["context"])
-    floor = corpora.source.entropy_rate
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    # BLAS on one thread: the stationary distribution's solve (np.linalg.solve) differs in the last
+    # bits with OpenBLAS's thread count, which follows the machine's cores, and Ray sets it to one in
+    # its workers: the data and the NLL floor are now the same bits on every machine and executor
+    with threadpool_limits(1, user_api="blas"):
+        corpora = make_corpora(spec, seed, max(1, p["train_tokens"] // TRAIN_CHAIN), TRAIN_CHAIN,
+                               max(1, p["heldout_tokens"] // HELDOUT_CHAIN), HELDOUT_CHAIN + p["context"])
+        floor = corpora.source.entropy_rate
     timing["data"] = time.perf_counter() - t0
     device = resolve_device(p["device"])
     with deterministic(seed, p["threads"]):

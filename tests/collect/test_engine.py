@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 import collect.engine as engine
-from collect.ledger import read_ledger
+from collect.ledger import RunRecord, read_ledger
 from prereg.plan import parse_plan
-from tests.helpers import run
+from tests.collect.crashing_collector import attempts
+from tests.helpers import alive, children, run
 
 FAKE = "tests.collect.fake_collectors:SlowCollector"
+CRASH = "tests.collect.crashing_collector:CrashOnceCollector"
 
 PLAN = """schema: prereg/v1
 study: engine-test
@@ -95,14 +97,42 @@ def test_run_failures_resume(tmp_path):
     assert ok[0].code["toolkit_version"] and ok[0].env["python"]
 
 
+def comparable(record: RunRecord) -> dict:
+    """A record without what may differ between executors: its times, the chain fields (they
+    follow the order of appends) and the run's own timings."""
+    data = record.model_dump(mode="json", exclude_none=True)
+    for key in ("started_at", "finished_at", "prev_sha256", "record_sha256"):
+        data.pop(key, None)
+    data["env"].pop("seconds", None)
+    data["code"].pop("timing_s", None)
+    return data
+
+
+def contents(runs: Path) -> list[dict]:
+    """Every record of the ledger, comparable, in run id order (appends follow completion)."""
+    ledger = read_ledger(runs)
+    assert not ledger.problems, ledger.problems
+    return sorted((comparable(r) for r in ledger.records), key=lambda d: d["run_id"])
+
+
 def test_process_pool_gives_the_same_ledger_content(tmp_path):
     plan, sha = loaded(plan_text())
     engine.run_plan(plan, sha, tmp_path / "serial")
     engine.run_plan(plan, sha, tmp_path / "pool", jobs=2)
-    key = lambda r: (r.run_id, r.status, r.metrics, r.seed)  # noqa: E731
-    serial = sorted(key(r) for r in read_ledger(tmp_path / "serial").records)
-    pool = sorted(key(r) for r in read_ledger(tmp_path / "pool").records)
-    assert serial == pool and len(serial) == 24
+    serial = contents(tmp_path / "serial")
+    assert serial == contents(tmp_path / "pool") and len(serial) == 24
+    assert all(r["trace_sha256"] for r in serial)  # the traces' bytes are compared too
+
+
+def test_ray_batches_deal_every_run_once():
+    runs = [engine.PlannedRun(f"run-{i}", {}, "a", 0, i, {}) for i in range(10)]
+    batches = engine.ray_batches(runs, slots=2)
+    assert len(batches) == 2 * engine.RAY_TASKS_PER_SLOT
+    assert batches[0] == [runs[0], runs[8]] and batches[7] == [runs[7]]  # dealt round-robin
+    assert sorted(r.run_id for b in batches for r in b) == sorted(r.run_id for r in runs)
+    assert [len(b) for b in engine.ray_batches(runs, slots=4)] == [1] * 10  # never an empty batch
+    assert [len(b) for b in engine.ray_batches(runs, slots=1, per_slot=1, max_runs=3)] == [3, 3, 2, 2]
+    assert engine.ray_batches([], slots=2) == []
 
 
 def _cli(*args: str) -> list[str]:
@@ -170,8 +200,123 @@ def test_ray_executor_gives_the_same_ledger(tmp_path, monkeypatch):
     local = run("collect", "run", str(lock), "--out", str(tmp_path / "local"), "--jobs", "2")
     distributed = run("collect", "run", str(lock), "--out", str(tmp_path / "ray"), "--executor", "ray", "--jobs", "2")
     assert local.returncode == 0 and distributed.returncode == 0, distributed.stderr
-    key = lambda r: (r.run_id, r.status, tuple(sorted(r.metrics.items())), r.seed)  # noqa: E731
-    a = sorted(key(r) for r in read_ledger(tmp_path / "local").records)
-    b = sorted(key(r) for r in read_ledger(tmp_path / "ray").records)
+    a, b = contents(tmp_path / "local"), contents(tmp_path / "ray")
     assert a == b and len(a) == 48
+
+
+@pytest.fixture
+def local_ray(monkeypatch):
+    """A local 2-CPU Ray instance for one test, shut down after it (run_plan uses it and leaves it up)."""
+    ray = pytest.importorskip("ray")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def test_ray_batches_stream_back_and_a_dead_worker_redoes_only_unreported_runs(tmp_path, monkeypatch, local_ray):
+    """Batched (default), one task per run, and with two runs killing their worker mid-batch: the same
+    records as in-process; the runs a dead worker had reported are never run again."""
+    monkeypatch.setitem(engine.COLLECTORS, "test.crash_once", CRASH)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    text = plan_text().replace("collector: test.slow", "collector: test.crash_once").replace(
+        "params: {sleep_ms: 0.0}", f"params: {{sleep_ms: 0.0, marks: '{marks}', crash_site: 1, crash_seed: 2}}")
+    plan, sha = loaded(text)
+    _, planned = engine.expand_plan(plan, sha)
+    crashing = {p.run_id for p in planned if p.stratum == {"site": 1, "seed": 2}}
+    assert len(crashing) == 2 and len(planned) == 24
+
+    engine.run_plan(plan, sha, tmp_path / "serial")
+    for mark in marks.iterdir():
+        mark.unlink()
+    (marks / "armed").touch()
+    summary = engine.run_plan(plan, sha, tmp_path / "crashed", jobs=2, executor="ray")
+    assert (summary.completed, summary.failed) == (24, 0)
+    # each crashing run started twice (its worker died, the rest of its batch was resubmitted);
+    # every other run once, those its batch had reported before the crash included
+    assert attempts(marks) == {p.run_id: 2 if p.run_id in crashing else 1 for p in planned}
+    assert local_ray.is_initialized()  # an instance run_plan did not start, it leaves up
+
+    (marks / "armed").unlink()
+    monkeypatch.setattr(engine, "RAY_MAX_RUNS_PER_TASK", 1)  # one task per run, as before batching
+    engine.run_plan(plan, sha, tmp_path / "one-per-task", jobs=2, executor="ray")
+    serial = contents(tmp_path / "serial")
+    assert serial == contents(tmp_path / "crashed") == contents(tmp_path / "one-per-task")
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        kids = children(todo.pop())
+        found += kids
+        todo += kids
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+RAY_AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")  # Ray's own, not workers (see below)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, monkeypatch):
+    """SIGKILL `collect run --executor ray` mid-flight: its Ray instance and task workers go with it;
+    `--resume` on Ray then completes every run exactly once, as an uninterrupted run records them."""
+    pytest.importorskip("ray")
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(plan_text(sleep=150.0))
+    assert run("prereg", "freeze", str(plan_file)).returncode == 0
+    lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2"),
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tree: set[int] = set()
+    try:
+        ledger = runs / "ledger.jsonl"
+        for _ in range(1200):  # Ray takes seconds to start; kill once a few runs are in the ledger
+            tree |= set(_descendants(proc.pid))
+            if proc.poll() is not None or (ledger.exists() and len(ledger.read_bytes().splitlines()) >= 3):
+                break
+            time.sleep(0.1)
+        tree |= set(_descendants(proc.pid))
+        workers = [p for p in tree if _cmdline(p).startswith("ray::_ray_task")]
+        assert proc.poll() is None and workers, "collect run ended before the kill"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        ours = [p for p in tree if not _cmdline(p).startswith(RAY_AGENTS)]
+        for _ in range(600):  # a generous wait, only to catch a hang
+            if not any(alive(p) for p in ours):
+                break
+            time.sleep(0.1)
+        assert not [(p, _cmdline(p)) for p in ours if alive(p)]  # no task worker, no raylet, no GCS left
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        # Ray's dashboard and runtime-env agents notice the dead raylet within seconds but then wait
+        # about a minute on the dead GCS before exiting: not workers of ours; ended here.
+        for p in tree:
+            if alive(p) and _cmdline(p).startswith(RAY_AGENTS):
+                os.kill(p, signal.SIGKILL)
+
+    done_before = len(read_ledger(runs).records)
+    final = subprocess.run(_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2",
+                                "--resume", "--json"), env=env, capture_output=True, text=True, timeout=300)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert json.loads(final.stdout)["skipped"] == done_before > 0
+    clean = tmp_path / "clean"
+    subprocess.run(_cli("run", str(lock), "--out", str(clean)), env=env, check=True, capture_output=True)
+    resumed = contents(runs)
+    assert [r["run_id"] for r in resumed] == sorted({r["run_id"] for r in resumed})  # each exactly once
+    assert resumed == contents(clean) and len(resumed) == 24
+    assert run("gates", "evaluate", str(lock), str(runs), "--json").returncode != 3  # the chain verifies
 

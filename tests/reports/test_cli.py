@@ -12,6 +12,11 @@ from tests.helpers import run
 from tests.reports.sample import CLAIM, realistic_evaluation
 
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
+FIGURES = [
+    ("Forest plot: each gate's interval, estimate, margin and null on its own axis, with each stratum's paired "
+     "contrast", "report.forest.svg"),
+    ("Per-stratum paired contrasts of each gate on its axis, the gate's interval shaded", "report.strata.svg"),
+]
 
 
 @pytest.fixture
@@ -40,8 +45,11 @@ def test_markdown_written_atomically_and_json(artifact, tmp_path):
     target.parent.mkdir()
     proc = run("reports", "show", str(artifact), "--blocks", "--markdown", str(target), env=PLAIN)
     assert proc.returncode == 0, proc.stderr
-    assert target.read_text(encoding="utf-8") == evaluation_markdown(realistic_evaluation(), show_blocks=True)
-    assert [p.name for p in target.parent.iterdir()] == ["report.md"]  # no temporary file left behind
+    figures = [(alt, name) for alt, name in FIGURES]
+    assert target.read_text(encoding="utf-8") == evaluation_markdown(realistic_evaluation(), show_blocks=True,
+                                                                     figures=figures)
+    # the SVG figures beside it (reports.html_figures), and no temporary file left behind
+    assert sorted(p.name for p in target.parent.iterdir()) == ["report.forest.svg", "report.md", "report.strata.svg"]
     assert "PASS" in proc.stdout  # the terminal report is still printed
     proc = run("reports", "show", str(artifact), "--markdown", "-")
     assert proc.returncode == 0 and proc.stdout == evaluation_markdown(realistic_evaluation())
