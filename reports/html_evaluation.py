@@ -248,6 +248,17 @@ def invalidators_section(ev: Evaluation) -> str:
                  caption="Invalidators: observed vs threshold", table_id="invalidators-table", num={3, 4})
 
 
+def phase_support_section(ev: Evaluation) -> str:
+    """The meter's support per phase (the terminal's "Meter support by phase"), or '' without data."""
+    from reports.phase_support_text import phase_support_lines
+
+    lines = phase_support_lines(ev)
+    if not lines:
+        return ""
+    head = [] if lines[0].startswith("- ") else [lines.pop(0)]
+    return "".join(f"<p>{esc(line)}</p>" for line in head) + bullets([line[2:] for line in lines])
+
+
 def diagnostics_section(ev: Evaluation) -> str:
     gates = et.diagnostic_gates(ev)
     if not gates:

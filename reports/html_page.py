@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from reports.html_runs import RunsContext
 
 GENERATOR = "prereg-toolkit reports html"
-NAV_WORDS = {"decision": "Decision", "gates": "Gates", "invalidators": "Invalidators", "sensitivity": "Sensitivity",
+NAV_WORDS = {"decision": "Decision", "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
+             "sensitivity": "Sensitivity",
              "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
              "timeline": "Timeline", "telemetry": "Telemetry", "provenance": "Provenance"}
 DEFAULT_NAME = "report.html"
@@ -149,6 +150,9 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
                                       "strata-primary"))
     sections.append(("gates", f"Primary gates (decide the claim; multiplicity {ev.multiplicity})", gates_body))
     sections.append(("invalidators", "Invalidators", he.invalidators_section(ev)))
+    support = he.phase_support_section(ev)
+    if support:
+        sections.append(("meter-support", "Meter support by phase (updates inside each phase)", support))
     sensitivity = et.sensitivity_gates(ev)
     if sensitivity:
         evidence = [g for g in sensitivity if g.verdict not in ("refused", "unresolvable")]

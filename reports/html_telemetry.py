@@ -1,8 +1,8 @@
 """The HTML report's telemetry section: each kept trace embedded compressed, drawn on demand.
 
-Every number comes from :func:`reports.telemetry_plot.load_telemetry` (which re-hashes the trace
+Every number comes from :func:`reports.telemetry_view.load_telemetry` (which re-hashes the trace
 against its record, refusing a changed one, and reads it only through
-``collect.telemetry.trace.read_trace``) and :func:`reports.telemetry_plot.drawn` (the points the
+``collect.telemetry.trace.read_trace``) and :func:`reports.telemetry_view.drawn` (the points the
 PNG draws: every update, the polls decimated to their envelope above ``MAX_POLL_POINTS``). The
 text equivalent is :func:`reports.telemetry_plot.telemetry_text`, what ``reports plot RUNS --run ID
 --telemetry`` prints; it reads without the script. The points travel as JSON, gzip-compressed and
@@ -26,7 +26,7 @@ from reports.html_svg import esc
 
 if TYPE_CHECKING:
     from reports.html_runs import RunsContext
-    from reports.telemetry_plot import Drawn, TelemetryView
+    from reports.telemetry_view import Drawn, TelemetryView
 
 EMBED_BUDGET = 4 << 20  # compressed bytes of embedded traces per page
 META_SUFFIX = ".telemetry.meta.json"
@@ -39,7 +39,8 @@ def _round(values: Any) -> list[float | None]:
 def payload(view: TelemetryView, shown: Drawn) -> dict[str, Any]:
     """The JSON the page's script draws: polls, updates, phase bands, ranges and labels."""
     from reports.plots import _merge
-    from reports.telemetry_plot import OTHER_PHASE, PHASE_STYLE, energy_scale
+    from reports.telemetry_plot import OTHER_PHASE, PHASE_STYLE
+    from reports.telemetry_view import energy_scale
 
     t0 = view.t0_ns
     bands: dict[tuple[str, int], list[tuple[float, float]]] = {}
@@ -99,7 +100,8 @@ LEGEND = ('<ul class="legend"><li><svg width="26" height="14" aria-hidden="true"
 
 def telemetry_section(ctx: RunsContext) -> str:
     """One collapsed entry per run that kept a telemetry trace: its text, and its points on demand."""
-    from reports.telemetry_plot import drawn, load_telemetry, telemetry_text
+    from reports.telemetry_plot import telemetry_text
+    from reports.telemetry_view import drawn, load_telemetry
 
     kept = [r for r in ctx.records if any(t.endswith(META_SUFFIX) for t in r.traces)]
     if not kept:

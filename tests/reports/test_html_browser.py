@@ -372,7 +372,7 @@ def test_kept_traces_travel_compressed_with_every_update(torch_report):
     import re
 
     from collect.ledger import read_ledger
-    from reports.telemetry_plot import drawn, load_telemetry
+    from reports.telemetry_view import drawn, load_telemetry
 
     page, runs = torch_report
     text = page.read_text()
