@@ -1,6 +1,7 @@
 """Scale benchmark: ``collect import`` and ``gates evaluate`` at 1k / 10k / 100k runs, seeds as a factor.
 
 Run from the repository root (inside the venv):  python benchmarks/bench_scale.py [--runs 1000 10000 100000]
+[--import-only [--repeat N]]
 
 The plan has two arms and two factors (``site``: 5 levels, ``seed``: runs / 10 levels, so the number
 of factor levels grows with the runs, the case that used to be quadratic) and the five-gate set of
@@ -15,6 +16,11 @@ since scipy has no sign-flip interval; Wilcoxon: ``scipy.stats.wilcoxon`` p only
 interval; BCa: ``scipy.stats.bootstrap`` on at most 2000 blocks, above which it needs more memory
 than the machine has). The baseline checks no plan, ledger, invalidator, resolution or multiplicity;
 it is the floor a bare script pays, not the same work.
+
+``--import-only`` times ``collect import`` alone, ``--repeat N`` times (each into a fresh runs
+folder): the median and range of its wall seconds and of its CPU seconds (user + system, from
+``getrusage`` of the child: on a shared machine the CPU time moves less than the wall time), and
+whether every repeat wrote the same ledger bytes.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,18 +96,25 @@ def write_study(folder: Path, runs: int, seed: int = 0) -> tuple[Path, Path]:
 
 def measured(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
     """Wall seconds and peak RSS (MiB) of ``args``, measured through a fresh wrapper process."""
+    wall, rss, done, _ = measured_cpu(args, cwd)
+    return wall, rss, done
+
+
+def measured_cpu(args: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str], float]:
+    """``measured`` and the child's CPU seconds (user + system)."""
     wrapper = (
         "import resource, subprocess, sys, time, json;"
         "t=time.perf_counter();p=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
         "w=time.perf_counter()-t;"
-        "m=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024;"
-        "print(json.dumps({'wall':w,'rss':m,'rc':p.returncode,'out':p.stdout[-2000:],'err':p.stderr[-2000:]}))"
+        "u=resource.getrusage(resource.RUSAGE_CHILDREN);m=u.ru_maxrss/1024;c=u.ru_utime+u.ru_stime;"
+        "print(json.dumps({'wall':w,'rss':m,'cpu':c,'rc':p.returncode,'out':p.stdout[-2000:],"
+        "'err':p.stderr[-2000:]}))"
     )
     proc = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=3600)
     info = json.loads(proc.stdout)
     done = subprocess.CompletedProcess(args, info["rc"], info["out"], info["err"])
-    return info["wall"], info["rss"], done
+    return info["wall"], info["rss"], done, info["cpu"]
 
 
 def baseline(table: Path) -> float:
@@ -145,14 +159,44 @@ def one_size(runs: int, folder: Path) -> dict[str, object]:
             "evaluate_over_baseline": round(t_eval / t_base, 1), "exit": proc.returncode}
 
 
+def import_only(runs: int, folder: Path, repeat: int) -> dict[str, object]:
+    """``collect import`` of the ``runs``-row table, ``repeat`` times into fresh folders."""
+    import statistics
+
+    plan, table = write_study(folder, runs)
+    lock = folder / "plan.lock.json"
+    subprocess.run([str(BIN / "prereg"), "freeze", str(plan), "-o", str(lock)], check=True, capture_output=True)
+    walls, cpus, ledgers, rss = [], [], set(), 0.0
+    for i in range(repeat):
+        out = folder / f"runs{i}"
+        wall, peak, proc, cpu = measured_cpu(
+            [str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)], folder)
+        if proc.returncode != 0:
+            raise SystemExit(f"collect import failed: {proc.stderr}")
+        walls.append(wall)
+        cpus.append(cpu)
+        rss = max(rss, peak)
+        ledgers.add((out / "ledger.jsonl").read_bytes())
+        shutil.rmtree(out)
+    return {"runs": runs, "repeat": repeat, "import_s_median": round(statistics.median(walls), 2),
+            "import_s_range": [round(min(walls), 2), round(max(walls), 2)],
+            "import_cpu_s_median": round(statistics.median(cpus), 2),
+            "import_cpu_s_range": [round(min(cpus), 2), round(max(cpus), 2)], "import_peak_mib": round(rss),
+            "same_ledger_every_repeat": len(ledgers) == 1}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--import-only", action="store_true", help="time collect import alone")
+    parser.add_argument("--repeat", type=int, default=1, help="with --import-only: imports per size")
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; console scripts from {BIN}")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; console scripts from {BIN}; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for runs in args.runs:
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(one_size(runs, Path(tmp))), flush=True)
+            result = import_only(runs, Path(tmp), args.repeat) if args.import_only else one_size(runs, Path(tmp))
+            print(json.dumps(result), flush=True)
     return 0
 
 

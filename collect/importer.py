@@ -29,44 +29,45 @@ writer lock (``collect.runlock``), chained to the ledger's head.
 
 Bounds (refused with a message, never a memory exhaustion): ``MAX_TABLE_BYTES`` on disk and after
 gzip decompression, ``MAX_ROWS`` rows, JSON nested deeper than Python can parse.
+
+Two paths, one result: a table is first taken column by column (``collect.import_columns``, what
+makes 100 000 rows take seconds); anything it does not take -- every table with a problem among
+them -- goes row by row (``build_records`` and ``collect.import_rows``), which says what is wrong.
+Both write the same bytes (``tests/collect/test_import_fast.py``).
 """
 
 from __future__ import annotations
 
 import csv
+import gc
 import gzip
-import hashlib
 import json
-import math
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collect.ledger import (
-    Ledger,
-    RunRecord,
-    TelemetrySummary,
-    append_records,
-    encode_metric,
-    read_ledger,
+from collect.import_rows import (
+    RESERVED,
+    TELEMETRY_FIELDS,
+    CellError,
+    cell_key,
+    check_columns,
+    content,
+    expected_columns,
+    row_record,
 )
+from collect.ledger import Ledger, RunRecord, append_records, complete_pending, read_ledger
 from prereg.errors import InputError
-from prereg.plan import canonical_bytes
-from prereg.schema import Plan, level_key
+from prereg.schema import Plan
 
-RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
-TELEMETRY_FIELDS = set(TelemetrySummary.model_fields)
+if TYPE_CHECKING:
+    from collect.import_columns import Table
+
 MAX_ERRORS = 20
 MAX_TABLE_BYTES = 64 << 20
 MAX_ROWS = 100_000
-
-
-class CellError(InputError, ValueError):
-    """A cell that does not fit, attributed to its column (so repeats can be said once)."""
-
-    def __init__(self, column: str, message: str) -> None:
-        super().__init__(message)
-        self.column = column
 
 
 class ImportProblem(InputError, ValueError):
@@ -164,174 +165,6 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def expected_columns(plan: Plan) -> list[str]:
-    """Every column the plan accepts: arm, factors, reserved, metrics, telemetry ``<signal>.<field>``."""
-    signals = [m.signal for m in plan.metrics.values() if m.signal]
-    columns = (["arm", *plan.strata.factors] + sorted(RESERVED - {"arm"}) + list(plan.metrics)
-               + [f"{s}.{f}" for s in signals for f in sorted(TELEMETRY_FIELDS)])
-    return list(dict.fromkeys(columns))
-
-
-def _column_hint(column: str, expected: list[str]) -> str:
-    import difflib
-    import re
-
-    if column.strip() == "" or re.fullmatch(r"Unnamed: \d+|index|level_\d+", column.strip()):
-        return "it looks like a pandas index column: write the table with index=False, or drop that column"
-    bare = re.sub(r"\s*[\(\[].*?[\)\]]\s*$", "", column).strip()
-    if bare != column and bare in expected:
-        return f"did you mean {bare!r}? Units belong in the plan's metrics, not in the header"
-    close = difflib.get_close_matches(bare or column, expected, n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else "no plan column is close"
-
-
-def check_columns(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
-    """One error per unknown column (with a did-you-mean), and one for each missing required column."""
-    expected = expected_columns(plan)
-    seen: list[str] = []
-    for row in rows:
-        seen += [str(c) for c in row if str(c) not in seen]
-    unknown = [c for c in seen if c not in expected]
-    errors = [f"column {c!r} is not a column of this plan: {_column_hint(c, expected)}" for c in unknown]
-    missing = [c for c in ["arm", *plan.strata.factors] if c not in seen]
-    errors += [f"required column {c!r} is missing" for c in missing]
-    if errors:
-        errors.append("expected columns: " + ", ".join(expected) + " (only arm and the stratum factors are required)")
-    return errors
-
-
-def _match_level(value: Any, lookup: tuple[dict[str, Any], dict[str, list[Any]]]) -> tuple[bool, Any]:
-    """The plan level ``value`` names: the same typed value, else the one level written as its text."""
-    if value is None or value == "":
-        return False, None
-    by_key, by_text = lookup
-    key = level_key(value)
-    if key in by_key:
-        return True, by_key[key]
-    candidates = by_text.get(str(value).strip(), [])
-    if len(candidates) == 1:
-        return True, candidates[0]
-    return False, None
-
-
-def _number(value: Any, what: str) -> float | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool):
-        raise CellError(what, f"{what}: {value!r} is not a number")
-    if isinstance(value, (int, float)):
-        return float(value)
-    text = str(value).strip().lower()
-    special = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
-               "-infinity": -math.inf}
-    if text in special:
-        return special[text]
-    try:
-        return float(text)
-    except ValueError:
-        raise CellError(what, f"{what}: {value!r} is not a number") from None
-
-
-def _integer(value: Any, what: str, default: int | None) -> int | None:
-    number = _number(value, what)
-    if number is None:
-        return default
-    if not math.isfinite(number) or number != int(number):
-        raise CellError(what, f"{what}: {value!r} is not a whole number")
-    return int(number)
-
-
-def _time(value: Any, column: str) -> str | None:
-    """A UTC ISO-8601 time as written (None when empty); anything else is a cell error."""
-    from datetime import datetime
-
-    if value is None or str(value).strip() == "":
-        return None
-    text = str(value).strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise CellError(column, f"{column} = {text!r} is not an ISO-8601 time (e.g. 2026-11-29T10:16:29Z)") from None
-    if parsed.tzinfo is None:
-        raise CellError(column, f"{column} = {text!r} has no time zone; write UTC with a Z (e.g. {text}Z)")
-    return text
-
-
-def _run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
-    return "imp-" + hashlib.sha256(canonical_bytes([plan_sha256, stratum, arm, replicate])).hexdigest()[:16]
-
-
-def _row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
-    from estimators.vocabulary import EVIDENCE_ORDER, stronger
-
-    signals = {m.signal: m for m in plan.metrics.values() if m.signal}
-    arm = row.get("arm")
-    if not isinstance(arm, str) or arm.strip() not in plan.arms:
-        raise CellError("arm", f"arm {arm!r} is not an arm of the plan ({', '.join(plan.arms)})")
-    stratum = {}
-    for factor, levels in plan.strata.factors.items():
-        if factor not in row:
-            raise CellError(factor, f"missing the stratum factor column {factor!r}")
-        lookup = plan.strata.level_lookup[factor]
-        ok, level = _match_level(row[factor], lookup)
-        if not ok:
-            text = str(row[factor]).strip()
-            hint = ""
-            if text.endswith(".0") and _match_level(text[:-2], lookup)[0]:
-                hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
-                        "them without '.0' (pandas writes integer columns with gaps as floats)")
-            shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
-            raise CellError(factor, f"{factor} = {row[factor]!r} is not a level of the plan ({shown}){hint}")
-        stratum[factor] = level
-    replicate = _integer(row.get("replicate"), "replicate", 0)
-    if replicate is None or not 0 <= replicate < plan.strata.replicates:
-        raise CellError("replicate", f"replicate {replicate} is outside the plan's 0..{plan.strata.replicates - 1}")
-    status = (str(row.get("status") or "complete")).strip()
-    if status not in ("complete", "failed"):
-        raise CellError("status", f"status {status!r} must be 'complete' or 'failed'")
-    metrics = {name: encode_metric(_number(row.get(name), name)) for name in plan.metrics if name in row}
-    telemetry: dict[str, TelemetrySummary] = {}
-    for signal, metric in signals.items():
-        values = {f: row[f"{signal}.{f}"] for f in TELEMETRY_FIELDS if f"{signal}.{f}" in row}
-        if not values:
-            continue
-        summary: dict[str, Any] = {"evidence": str(values.pop("evidence", None) or metric.evidence).strip()}
-        column = f"{signal}.evidence"
-        if summary["evidence"] not in EVIDENCE_ORDER:
-            raise CellError(column, f"{column} = {summary['evidence']!r} is not an evidence class "
-                                    f"({', '.join(EVIDENCE_ORDER)})")
-        if stronger(metric.evidence, summary["evidence"]):
-            backed = [n for n, m in plan.metrics.items() if m.signal == signal]
-            raise CellError(column, f"{column} = {summary['evidence']!r}, but the plan declares "
-                                    f"{', '.join(backed)} '{metric.evidence}': a plan cannot claim stronger "
-                                    f"evidence than its data carry; declare 'evidence: {summary['evidence']}'")
-        for f, v in values.items():
-            summary[f] = _integer(v, f"{signal}.{f}", None) if f == "updates" else _number(v, f"{signal}.{f}")
-        telemetry[signal] = TelemetrySummary.model_validate(summary)
-    run_id = str(row.get("run_id") or "").strip() or _run_id(plan_sha256, stratum, arm.strip(), replicate)
-    return RunRecord.model_validate(
-        {
-            "run_id": run_id, "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm.strip(),
-            "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
-            "seed": _integer(row.get("seed"), "seed", None),
-            "started_at": _time(row.get("started_at"), "started_at"),
-            "finished_at": (str(row["finished_at"]) if row.get("finished_at") not in (None, "") else None),
-            "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
-        }
-    )
-
-
-def _cell_key(record: RunRecord) -> tuple[Any, ...]:
-    """The planned cell a record fills, type-aware (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct)."""
-    stratum = tuple(sorted((k, type(v).__name__, v) for k, v in record.stratum.items()))
-    return (stratum, record.arm, record.replicate)
-
-
-def _content(record: RunRecord) -> dict[str, Any]:
-    """A record without its chain fields: what makes two imports of one row the same."""
-    return record.model_dump(mode="json", exclude={"prev_sha256", "record_sha256", "trace_sha256"})
-
-
 def build_records(
     rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, existing: Ledger,
     skipped: list[str] | None = None,
@@ -350,15 +183,15 @@ def build_records(
     if column_errors:
         raise ImportProblem(column_errors)
     by_column: dict[str, list[tuple[int, str]]] = {}
-    present = {r.run_id: _content(r) for r in existing.records}
+    present = {r.run_id: r for r in existing.records}  # compared (dumped) only when a row's id is there
     seen_ids = {r.run_id: "the ledger" for r in existing.records}
     seen_keys: dict[tuple[Any, ...], str] = {}
     for r in existing.records:
         if r.status == "complete" and r.prereg_sha256 == plan_sha256:
-            seen_keys[_cell_key(r)] = "the ledger"
+            seen_keys[cell_key(r)] = "the ledger"
     for number, row in enumerate(rows, start=1):
         try:
-            record = _row_record(row, number, plan, plan_sha256, source)
+            record = row_record(row, number, plan, plan_sha256, source)
         except CellError as err:
             by_column.setdefault(err.column, []).append((number, str(err)))
             continue
@@ -366,9 +199,9 @@ def build_records(
             message = str(err).splitlines()[0] if not isinstance(err, ValidationError) else _pydantic_message(err)
             errors.append(f"row {number}: {message}")
             continue
-        key = _cell_key(record)
+        key = cell_key(record)
         if (record.run_id in present and seen_ids.get(record.run_id) == "the ledger"
-                and present[record.run_id] == _content(record)):
+                and content(present[record.run_id]) == content(record)):
             seen_ids[record.run_id] = f"row {number} (already in the ledger)"
             if skipped is not None:
                 skipped.append(record.run_id)
@@ -409,24 +242,105 @@ def import_table(
 
     Holds the runs folder's writer lock (``collect.runlock.RunsBusy`` if another writer has it).
     """
+    with _gc_paused():
+        return _import_table(table, plan, plan_sha256, runs_dir, skipped)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the import: it makes and keeps a few objects per cell,
+    none of them cyclic, and a collector walking them again and again doubled a 100k-row import."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if gc.get_freeze_count() == 0:
+                # What the import made (the records returned among it) would all be "young" to the
+                # collector, whose next pass would walk it all; freezing and unfreezing moves it to
+                # the oldest generation instead (two list splices; nothing stays frozen).
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def _import_table(
+    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None
+) -> list[RunRecord]:
     from collect.runlock import runs_lock
 
     try:
-        rows = read_table(table)
+        columns = _csv_columns(table)
+        rows = read_table(table) if columns is None else None
     except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
         raise ImportProblem([f"{table.name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
     created = not Path(runs_dir).exists()
     try:
         with runs_lock(runs_dir, f"collect import {table.name}"):
+            complete_pending(runs_dir)  # a batch an import killed mid-write had committed
             existing = read_ledger(runs_dir)
-            records = build_records(rows, plan, plan_sha256, table.name, existing, skipped)
-            if records:
-                records = append_records(runs_dir, records, existing)
+            fast = _append_fast(columns or rows or [], plan, plan_sha256, table.name, runs_dir, existing)
+            if fast is not None:
+                records, already = fast
+                if skipped is not None:
+                    skipped += already
+            else:  # row by row: what does not fit is said there, in its words
+                rows = rows if columns is None else columns.rows()
+                records = build_records(rows or [], plan, plan_sha256, table.name, existing, skipped)
+                if records:
+                    records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:
         if created:  # a refused import leaves no trace: remove the folder it made for its lock
             _remove_if_only_lock(Path(runs_dir))
         raise
     return records
+
+
+def _csv_columns(path: Path) -> Table | None:
+    """A CSV table as columns -- the cells ``read_table``'s rows hold, without a dict per row -- when
+    it is plainly regular (a header of distinct names, every other non-blank line as many cells);
+    None for anything else (``read_table`` then reads it, and says what is wrong with it)."""
+    import io
+
+    from collect.import_columns import Table
+
+    name = path.name.lower()
+    if not name.endswith((".csv", ".csv.gz")):
+        return None
+    text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error:
+        return None
+    if not lines or not lines[0] or len(set(lines[0])) != len(lines[0]):
+        return None
+    header, body = lines[0], [cells for cells in lines[1:] if cells != []]  # blank lines skipped, as DictReader does
+    if any(len(cells) != len(header) for cells in body):
+        return None
+    _check_rows(len(body), path)
+    return Table({column: list(cells) for column, cells in zip(header, zip(*body))} if body
+                 else {column: [] for column in header}, len(body))
+
+
+def _append_fast(
+    table: Table | list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
+    existing: Ledger,
+) -> tuple[list[RunRecord], list[str]] | None:
+    """The column-wise path (``collect.import_columns``): ``(records as written, ids skipped)``, or
+    None -- nothing written -- when the table does not fit it in any way."""
+    from collect.import_columns import Declined, Table, prepare, seal
+    from collect.ledger import LedgerAppender, head_of
+
+    try:
+        batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
+                        existing)
+        payload, records, head = seal(batch, head_of(existing))
+    except (Declined, ValueError, TypeError, ArithmeticError):  # cell, model and encoder refusals, and the
+        return None  # like: whatever does not fit, the row path says in its own words (a bug here is raised)
+    if records:
+        LedgerAppender(runs_dir, existing).write(payload, head, journal=True)
+    return records, batch.skipped
 
 
 def _remove_if_only_lock(runs_dir: Path) -> None:
@@ -441,4 +355,5 @@ def _remove_if_only_lock(runs_dir: Path) -> None:
         pass
 
 
-__all__ = ["ImportProblem", "build_records", "import_table", "read_table"]
+__all__ = ["RESERVED", "TELEMETRY_FIELDS", "CellError", "ImportProblem", "build_records", "check_columns",
+           "expected_columns", "import_table", "read_table"]

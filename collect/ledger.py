@@ -7,6 +7,9 @@ the record is serialised to one line, written with ``O_APPEND`` in a single ``wr
 fsynced (and the folder fsynced when the file is created). A crash can leave at most a torn last
 line; readers report it (with its line number) and never parse it as data, and the next append
 starts on a fresh line so the torn fragment stays visible. Nothing is ever rewritten or deleted.
+A batch of records (an import) is atomic as a whole: it is committed to a journal first
+(``collect.ledger_journal``), so a crash leaves it whole or absent, and no torn line. The writer
+holds the ledger's ``flock`` exclusively while it appends, readers hold it shared while they read.
 
 Non-finite metric values (a diverged loss) are kept, not dropped: JSON has no NaN, so they are
 stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read back as floats;
@@ -35,111 +38,35 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-import math
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, Union
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import ValidationError
 
+from collect import ledger_journal as batch_journal
+from collect.ledger_chain import ChainReport, trace_problems, verify_chain
+from collect.ledger_files import _open_no_follow, _write_all, hash_trace, trace_path
+from collect.ledger_format import (
+    GENESIS,
+    LEDGER_NAME,
+    RECORD_FORMAT,
+    TRACES_DIR,
+    NonFinite,
+    PhaseSupport,
+    RunId,
+    RunRecord,
+    Scalar,
+    Sha256,
+    TelemetrySummary,
+    canonical_json,
+    encode_metric,
+)
 from collect.ledger_hashing import record_hash, sealed_line, stored_line_hash
-from estimators.vocabulary import Evidence
 from prereg.errors import InputError
-from prereg.plan import canonical_bytes
 
-RECORD_FORMAT: Final = "collect/run/v1"
-LEDGER_NAME = "ledger.jsonl"
-TRACES_DIR = "traces"
-GENESIS = "0" * 64  # prev_sha256 of a chain's first record
 MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-
-Scalar = Union[str, bool, int, float]
-NonFinite = Literal["NaN", "Infinity", "-Infinity"]
-RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class PhaseSupport(_Strict):
-    """How well one phase of a run is covered by the signal (``collect.telemetry.phases``)."""
-
-    updates: int = Field(ge=0, description="Signal updates whose whole update window lies inside the phase.")
-    intervals: int = Field(ge=0, description="How many separate intervals of the phase the run had.")
-    duration_ms: float = Field(ge=0, description="Summed duration of the phase's intervals, ms.")
-
-
-class TelemetrySummary(_Strict):
-    """What a run's sensor delivered for one signal (see the telemetry issue for how it is measured)."""
-
-    updates: int | None = Field(default=None, ge=0, description="Counter/sensor value changes seen in the run.")
-    effective_period_ms: float | None = Field(default=None, ge=0, description="Median interval between updates, ms.")
-    requested_poll_ms: float | None = Field(default=None, gt=0, description="Poll interval asked for, ms.")
-    achieved_poll_ms: float | None = Field(default=None, ge=0, description="Median poll interval achieved, ms.")
-    bound: float | None = Field(
-        default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
-    )
-    evidence: Evidence = "measured"
-    metric_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
-        default=None, description="Metric -> its own measurement bound (metric units), for metrics derived "
-        "from this signal other than the one ``bound`` belongs to (e.g. per-phase energies).")
-    phases: dict[str, PhaseSupport] | None = Field(
-        default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
-
-    def bound_of(self, metric: str) -> float | None:
-        """The measurement bound of ``metric``: its own when recorded, else ``bound``."""
-        if self.metric_bounds is not None and metric in self.metric_bounds:
-            return self.metric_bounds[metric]
-        return self.bound
-
-
-class RunRecord(_Strict):
-    """One finished run."""
-
-    record: Literal["collect/run/v1"] = RECORD_FORMAT
-    run_id: RunId
-    prereg_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-    stratum: dict[str, Scalar]
-    arm: str
-    replicate: int = Field(ge=0)
-    status: Literal["complete", "failed"]
-    metrics: dict[str, float | NonFinite | None]
-    telemetry: dict[str, TelemetrySummary] = Field(default_factory=dict)
-    evidence: dict[str, Evidence] | None = Field(
-        default=None, description="Metric -> the evidence class the collector gives it (None: not recorded)."
-    )
-    started_at: str | None = Field(
-        default=None, description="UTC ISO-8601 start of the run; None: not recorded (an imported table without it)."
-    )
-    finished_at: str | None = None
-    seed: int | None = None
-    code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")
-    env: dict[str, Any] = Field(default_factory=dict, description="Environment identity (python, platform, device).")
-    source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
-    error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
-    traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
-    trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
-    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain).")
-    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field.")
-
-    def metric(self, name: str) -> float | None:
-        """A metric as a float (NaN/inf restored), or None when not recorded."""
-        value = self.metrics.get(name)
-        if isinstance(value, str):
-            return _NON_FINITE[value]
-        return value
-
-
-def encode_metric(value: float | None) -> float | str | None:
-    """A metric value as stored: non-finite floats become their string names."""
-    if value is None or math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 @dataclass
@@ -163,20 +90,12 @@ class Ledger:
     hashes: list[str] = field(default_factory=list)  # canonical hash of each record (parallel to records)
     record_lines: list[int] = field(default_factory=list)  # 1-based line of each record
     refused_lines: list[int] = field(default_factory=list)  # complete lines that are JSON but not a record
+    pending: str | None = None  # a journal of a batch completed in this view, or ignored (collect.ledger_journal)
 
 
 def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
     """``RUNS/ledger.jsonl``."""
     return Path(runs_dir) / LEDGER_NAME
-
-
-#: the canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8 (the plan's own form)
-canonical_json = canonical_bytes
-
-
-def _serialise(record: RunRecord) -> bytes:
-    data = record.model_dump(mode="json", exclude_none=True)
-    return canonical_json(data) + b"\n"
 
 
 class DuplicateKey(InputError, ValueError):
@@ -192,47 +111,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` that refuses a symbolic link or anything but a regular file, with a clear error."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
-    except OSError as err:
-        if err.errno in (errno.ELOOP, errno.EMLINK):
-            raise OSError(err.errno, "is a symbolic link; never followed out of the runs folder", str(path)) from None
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "is not a regular file", str(path))
-    return fd
-
-
-def trace_path(runs_dir: str | os.PathLike[str], name: str) -> Path:
-    """``RUNS/name`` for a trace named in a record, refusing paths outside ``RUNS/traces`` and links."""
-    parts = Path(name).parts
-    if len(parts) < 2 or parts[0] != TRACES_DIR or ".." in parts or Path(name).is_absolute():
-        raise OSError(errno.EINVAL, "trace path outside the runs folder's traces/", name)
-    folder = Path(runs_dir)
-    for depth in range(1, len(parts) + 1):
-        if (folder.joinpath(*parts[:depth])).is_symlink():
-            raise OSError(errno.ELOOP, "is a symbolic link; never followed out of the runs folder",
-                          str(folder.joinpath(*parts[:depth])))
-    return folder / name
-
-
-def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False) -> str:
-    """SHA-256 of ``RUNS/name`` (a trace), refusing links and paths outside ``RUNS/traces``."""
-    fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
-    digest = hashlib.sha256()
-    try:
-        if fsync:
-            os.fsync(fd)
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-    finally:
-        os.close(fd)
-    return digest.hexdigest()
-
-
 class LedgerAppender:
     """The single writer's handle: knows the chain head, appends records chained to it.
 
@@ -244,9 +122,10 @@ class LedgerAppender:
         """``current``: the ledger as the caller just read it under the writer lock (else read here)."""
         self.folder = Path(runs_dir)
         self.folder.mkdir(parents=True, exist_ok=True)
+        complete_pending(self.folder)
         if current is None:
             current = read_ledger(self.folder)
-        self.head = current.hashes[-1] if current.hashes else GENESIS
+        self.head = head_of(current)
 
     def _chained(self, record: RunRecord) -> tuple[bytes, RunRecord]:
         data = record.model_dump(mode="json", exclude_none=True)
@@ -260,50 +139,79 @@ class LedgerAppender:
         )
         return line + b"\n", chained
 
-    def append(self, records: list[RunRecord]) -> list[RunRecord]:
+    def append(self, records: list[RunRecord], journal: bool | None = None) -> list[RunRecord]:
         """Append durably: one ``write`` for the batch, then fsync (and the folder's when created).
         Returns the records as written (chained: ``prev_sha256``, ``record_sha256``); ``head`` is the
-        new head hash. A crash leaves the batch whole, or absent with at most a torn last line."""
-        path = ledger_path(self.folder)
-        created = not os.path.lexists(path)
+        new head hash. A crash leaves a batch (``write``) whole or absent; a single record written
+        without the journal, absent with at most a torn last line."""
         payloads, written = [], []
+        head = self.head
         for r in records:
             payload, chained = self._chained(r)
             payloads.append(payload)
             written.append(chained)
             self.head = chained.record_sha256 or self.head
+        new_head, self.head = self.head, head
+        self.write(b"".join(payloads), new_head, journal)
+        return written
+
+    def write(self, payload: bytes, head: str, journal: bool | None = None) -> None:
+        """Append ``payload`` -- whole lines chained from ``self.head`` up to ``head`` -- durably, as
+        ``append`` does; ``head`` becomes the head. A batch of more than one line (or any, with
+        ``journal``) goes through the journal (``collect.ledger_journal``): a crash leaves it whole
+        or absent, never a part of it. A batch a dead writer committed is completed first."""
+        path = ledger_path(self.folder)
+        created = not os.path.lexists(path)
         fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
+            batch_journal.lock(fd, exclusive=True)
+            batch_journal.complete_on_disk(fd, self.folder, MAX_LEDGER_BYTES)
             size = os.fstat(fd).st_size
-            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
-                os.write(fd, b"\n")  # keep a torn fragment on its own line, visible to readers
-            _write_all(fd, b"".join(payloads), path)
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            data = b"\n" + payload if torn else payload  # a torn fragment stays on its own line, visible
+            journaled = journal if journal is not None else payload.count(b"\n") > 1
+            if journaled:
+                batch_journal.commit(self.folder, size, data)
+            _write_all(fd, data, path)
             os.fsync(fd)
+            if journaled:
+                batch_journal.finish(self.folder)
         finally:
             os.close(fd)
+        self.head = head
         if created:
             from prereg.fileio import fsync_dir
 
             fsync_dir(self.folder)
-        return written
 
 
-def _write_all(fd: int, data: bytes, path: Path) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except OSError as err:
-            raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-        view = view[written:]
+def head_of(ledger: Ledger) -> str:
+    """The hash the next record chains to: the last record's (``GENESIS`` for an empty ledger)."""
+    return ledger.hashes[-1] if ledger.hashes else GENESIS
+
+
+def complete_pending(runs_dir: str | os.PathLike[str]) -> None:
+    """Complete on disk a batch a writer committed and did not finish (``collect.ledger_journal``);
+    for writers, holding the runs folder's lock. Readers see such a batch whole without it."""
+    path = ledger_path(runs_dir)
+    if not os.path.lexists(batch_journal.pending_path(Path(runs_dir))) or not os.path.lexists(path):
+        return
+    fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND)
+    try:
+        batch_journal.lock(fd, exclusive=True)
+        batch_journal.complete_on_disk(fd, Path(runs_dir), MAX_LEDGER_BYTES)
+    finally:
+        os.close(fd)
 
 
 def append_records(
-    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None
+    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None,
+    journal: bool | None = None,
 ) -> list[RunRecord]:
     """Append records durably, chained to the ledger's head (``current``: the ledger as just read
-    under the writer lock); creates the folder if needed. Returns the records as written."""
-    return LedgerAppender(runs_dir, current).append(records)
+    under the writer lock); creates the folder if needed. Returns the records as written. More
+    than one record (or any, with ``journal``) are appended whole or not at all."""
+    return LedgerAppender(runs_dir, current).append(records, journal)
 
 
 def _parse_line(line: bytes) -> dict[str, Any]:
@@ -322,9 +230,12 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
         return ledger
     fd = _open_no_follow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
+        batch_journal.lock(fd, exclusive=False)  # no writer is half-way through an append while we read
         raw = fh.read(MAX_LEDGER_BYTES + 1)
+        pending = batch_journal.read_pending(path.parent, MAX_LEDGER_BYTES)
     if len(raw) > MAX_LEDGER_BYTES:
         raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
+    raw, ledger.pending = batch_journal.completed_view(raw, pending)  # a batch committed by a writer that died
     ledger.sha256 = hashlib.sha256(raw).hexdigest()
     lines = raw.split(b"\n")
     complete = lines[:-1]  # the part after the last newline is empty, or a torn record
@@ -367,77 +278,10 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
     return ledger
 
 
-@dataclass
-class ChainReport:
-    """What ``verify_chain`` found: ``status`` is intact, absent (an older ledger) or broken."""
-
-    status: Literal["intact", "absent", "broken", "empty"]
-    head: str | None
-    problems: list[str] = field(default_factory=list)
-    unchained: int = 0  # records written before the chain existed
-
-    @property
-    def ok(self) -> bool:
-        """No evidence of tampering (an absent chain is not evidence either way)."""
-        return self.status != "broken"
-
-
-def _who(record: RunRecord, line: int) -> str:
-    return f"ledger line {line} (run {record.run_id}, arm {record.arm})"
-
-
-def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
-    """Re-hash every record, follow the ``prev_sha256`` links and (optionally) re-hash the traces."""
-    if not ledger.records:
-        report = ChainReport("empty", None)
-    else:
-        report = ChainReport("intact", ledger.hashes[-1])
-    expected, chained = GENESIS, False
-    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines):
-        who = _who(record, line)
-        if record.record_sha256 is None and record.prev_sha256 is None:
-            report.unchained += 1
-            if chained:
-                report.problems.append(f"{who}: carries no hash after chained records (inserted, or its hash removed)")
-        else:
-            if record.record_sha256 != digest:
-                report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
-            if record.prev_sha256 != expected:
-                report.problems.append(
-                    f"{who}: the chain is broken before it (a record was removed, inserted or reordered before it)"
-                )
-            chained = True
-            if check_traces:
-                report.problems += _trace_problems(ledger.path.parent, record, who)
-        expected = digest
-    if chained:
-        for line in ledger.refused_lines:
-            report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
-    if report.problems:
-        report.status = "broken"
-    elif ledger.records and not chained:
-        report.status = "absent"
-    return report
-
-
-def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
-    return [f"{who}: trace {name} {problem}" for name, problem in trace_problems(runs_dir, record)]
-
-
-def trace_problems(runs_dir: str | os.PathLike[str], record: RunRecord) -> list[tuple[str, str]]:
-    """``(trace name, what is wrong)`` for each of ``record``'s traces that does not match its
-    recorded SHA-256 (changed, missing, unreadable, or never hashed); empty when all match."""
-    problems = []
-    for name in record.traces:
-        stored = record.trace_sha256.get(name)
-        if stored is None:
-            problems.append((name, "has no recorded hash"))
-            continue
-        try:
-            actual = hash_trace(runs_dir, name)
-        except OSError as err:
-            problems.append((name, f"cannot be checked ({err.strerror or err})"))
-            continue
-        if actual != stored:
-            problems.append((name, "changed after the run (SHA-256 differs)"))
-    return problems
+__all__ = [
+    "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
+    "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "PhaseSupport", "RunId", "RunRecord", "Scalar",
+    "Sha256", "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric",
+    "hash_trace", "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "trace_problems",
+    "verify_chain",
+]

@@ -1,10 +1,17 @@
 """The ledger's record hash, computed from one serialisation (part of ``collect.ledger``'s format).
 
 A record's ``record_sha256`` is the SHA-256 of its canonical JSON (sorted keys, no whitespace,
-UTF-8) *without* that field. The canonical JSON of an object is its sorted ``"key":value`` items
-joined by commas, so the canonical bytes without the field are the line with the one item
-``"record_sha256":"..."`` (and its comma) cut out. That lets the writer serialise a record once
-(with a placeholder it then replaces) and the reader hash a stored line without re-serialising it.
+UTF-8) *without* that field. The canonical JSON of an object is ``{``, its ``"key":value`` items in
+key order joined by commas, and ``}``; so an object's items split by key at ``record_sha256`` are two
+runs of items, *before* and *after*, and
+
+* the hashed bytes are ``{`` before ``,`` after ``}``, and
+* the stored line is ``{`` before ``,"record_sha256":"<hash>",`` after ``}``
+
+(``seal``; a comma only between non-empty runs). Each run is the canonical JSON of the sub-object
+holding just those keys, braces dropped (``canonical_items``): the same encoder, so the same bytes.
+The writer serialises a record once that way, and the reader hashes a stored line without
+re-serialising it by cutting the one item out.
 
 Reading: the cut line's hash is used only when it *equals* the hash the line carries at its top
 level; otherwise (an edited or reformatted line, an older ledger) the caller re-serialises
@@ -17,20 +24,83 @@ the next record's ``prev_sha256`` (or the published head) no longer matches.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from collections.abc import Iterable, Iterator
+from json.encoder import encode_basestring
 from typing import Any
 
 from prereg.plan import canonical_bytes
 
 FIELD = "record_sha256"
-_PLACEHOLDER = "p" * 64  # not hex: cannot be mistaken for a stored hash
-_PLACEHOLDER_ITEM = f'"{FIELD}":"{_PLACEHOLDER}"'.encode()
+PREV = "prev_sha256"
 _STORED_ITEM = re.compile(rb'"record_sha256":"([0-9a-f]{64})"')
+#: ``prereg.plan.canonical_bytes``'s encoder (the same settings), made once instead of once per call
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def canonical(data: Any) -> bytes:
+    """``canonical_bytes(data)``, from an encoder made once."""
+    return _ENCODER.encode(data).encode()
+
+
+def canonical_items(data: dict[str, Any]) -> bytes:
+    """The canonical JSON of the object ``data`` without its braces: its items, joined (b"" for {})."""
+    return _ENCODER.encode(data)[1:-1].encode()
 
 
 def record_hash(data: dict[str, Any]) -> str:
     """SHA-256 of a record's canonical JSON without its ``record_sha256`` field."""
     return hashlib.sha256(canonical_bytes({k: v for k, v in data.items() if k != FIELD})).hexdigest()
+
+
+def _join(left: bytes, right: bytes) -> bytes:
+    return left + b"," + right if left and right else left or right
+
+
+def seal(before: bytes, after: bytes) -> tuple[bytes, str]:
+    """``(stored line, record_sha256)`` of a record whose canonical items sorting before
+    ``record_sha256`` are ``before`` and after it ``after`` (each joined, without braces)."""
+    digest = hashlib.sha256(b"{" + _join(before, after) + b"}").hexdigest()
+    item = b'"record_sha256":"' + digest.encode() + b'"'
+    return b"{" + _join(_join(before, item), after) + b"}", digest
+
+
+def sealed_line(data: dict[str, Any]) -> tuple[bytes, str]:
+    """``(canonical JSON of data with record_sha256 set, that hash)``; ``data`` must not hold the field.
+
+    One serialisation instead of two (the hashed form and the written form).
+    """
+    before = canonical_items({k: v for k, v in data.items() if k < FIELD})
+    return seal(before, canonical_items({k: v for k, v in data.items() if k > FIELD}))
+
+
+def chain_parts(data: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """A record without its chain fields as three runs of canonical items: the keys before
+    ``prev_sha256``, those between it and ``record_sha256``, those after (``chained`` seals them)."""
+    low = canonical_items({k: v for k, v in data.items() if k < PREV})
+    mid = canonical_items({k: v for k, v in data.items() if PREV < k < FIELD})
+    return low, mid, canonical_items({k: v for k, v in data.items() if k > FIELD})
+
+
+def chained(parts: tuple[bytes, bytes, bytes], prev: str) -> tuple[bytes, str]:
+    """``sealed_line`` of the record ``chain_parts`` split, with ``prev_sha256`` = ``prev``."""
+    low, mid, high = parts
+    return seal(_join(_join(low, b'"prev_sha256":' + encode_basestring(prev).encode()), mid), high)
+
+
+def chain_runs(records: Iterable[tuple[bytes, bytes, bytes]], head: str) -> Iterator[tuple[bytes, str]]:
+    """``chained`` of each record in turn (``chain_parts`` runs), each one's ``prev_sha256`` the hash
+    of the one before, the first's ``head``: the same bytes, with the joins of the usual case inlined."""
+    for low, mid, high in records:
+        if low and mid and high:
+            before = b"".join((low, b',"prev_sha256":', encode_basestring(head).encode(), b",", mid))
+            digest = hashlib.sha256(b"".join((b"{", before, b",", high, b"}"))).hexdigest()
+            line = b"".join((b"{", before, b',"record_sha256":"', digest.encode(), b'",', high, b"}"))
+        else:
+            line, digest = chained((low, mid, high), head)
+        yield line, digest
+        head = digest
 
 
 def _cut(line: bytes, start: int, end: int) -> bytes:
@@ -40,20 +110,6 @@ def _cut(line: bytes, start: int, end: int) -> bytes:
     if line[start - 1 : start] == b",":
         return line[: start - 1] + line[end:]
     return line[:start] + line[end:]
-
-
-def sealed_line(data: dict[str, Any]) -> tuple[bytes, str]:
-    """``(canonical JSON of data with record_sha256 set, that hash)``; ``data`` must not hold the field.
-
-    One serialisation instead of two (the hashed form and the written form).
-    """
-    line = canonical_bytes({**data, FIELD: _PLACEHOLDER})
-    start = line.find(_PLACEHOLDER_ITEM)
-    if start < 0 or line.find(_PLACEHOLDER_ITEM, start + 1) >= 0:  # a nested key spelled the same: the slow way
-        digest = record_hash(data)
-        return canonical_bytes({**data, FIELD: digest}), digest
-    digest = hashlib.sha256(_cut(line, start, start + len(_PLACEHOLDER_ITEM))).hexdigest()
-    return line.replace(_PLACEHOLDER.encode(), digest.encode(), 1), digest
 
 
 def stored_line_hash(line: bytes) -> str | None:
