@@ -95,19 +95,9 @@ class TelemetryView:
 
 def _record(folder: Path, run_id: str) -> RunRecord:
     """The run's record (the last one when recorded twice); ``InputError`` when there is none."""
-    from collect.ledger import LEDGER_NAME, read_ledger
+    from reports.timeline import find_run
 
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
-    ledger = read_ledger(folder)
-    if not ledger.path.is_file():
-        raise InputError(f"{folder}: not a runs folder (no {LEDGER_NAME})")
-    record = next((r for r in reversed(ledger.records) if r.run_id == run_id), None)
-    if record is None:
-        some = ", ".join(sorted({r.run_id for r in ledger.records})[:3])
-        hint = f" (it holds {len(ledger.records)} runs, e.g. {some})" if some else " (it holds no runs)"
-        raise InputError(f"run {run_id}: not in {ledger.path}{hint}")
-    return record
+    return find_run(folder, run_id)[1]
 
 
 def _telemetry_files(folder: Path, record: RunRecord) -> tuple[str, list[str]]:

@@ -21,9 +21,12 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError
+
+if TYPE_CHECKING:
+    from collect.ledger import Ledger, RunRecord
 
 # Kinds the timeline draws as spans (bars) and as marks (symbols at the event's start), in legend order.
 SPAN_KINDS = ("compute", "checkpoint", "collective", "state_transfer", "restore", "replay", "failure")
@@ -160,8 +163,9 @@ def read_trajectory(path: Path) -> list[tuple[float, float]]:
     return sorted(rows)
 
 
-def load_block(runs_dir: str | Path, run_id: str) -> Block:
-    """The block of ``run_id`` in the runs folder, with every run's events and trajectory."""
+def find_run(runs_dir: str | Path, run_id: str) -> tuple[Ledger, RunRecord]:
+    """The runs folder's ledger and ``run_id``'s record (the last one when recorded twice);
+    ``InputError`` (one message) for a missing folder, a folder without a ledger or an unknown id."""
     from collect.ledger import LEDGER_NAME, read_ledger
 
     folder = Path(runs_dir)
@@ -175,6 +179,13 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
         some = ", ".join(sorted({r.run_id for r in ledger.records})[:3])
         hint = f" (it holds {len(ledger.records)} runs, e.g. {some})" if some else " (it holds no runs)"
         raise InputError(f"run {run_id}: not in {ledger.path}{hint}")
+    return ledger, target
+
+
+def load_block(runs_dir: str | Path, run_id: str) -> Block:
+    """The block of ``run_id`` in the runs folder, with every run's events and trajectory."""
+    folder = Path(runs_dir)
+    ledger, target = find_run(folder, run_id)
     same = [r for r in ledger.records if r.prereg_sha256 == target.prereg_sha256
             and r.stratum == target.stratum and r.replicate == target.replicate]
     latest: dict[str, Any] = {}
