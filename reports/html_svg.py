@@ -193,13 +193,7 @@ def forest_row(gate: GateResult, axis: Axis, points: Sequence[float], *, uid: st
     axis_y = dots_y + (14 if points else 0)
     body = _label_texts(labels)
     body += _widened_band(gate, axis, bar_y)
-    for m in gate.margin:
-        f = axis.frac(m)
-        if f is not None:
-            body.append(_vline(f, top, axis_y, MARGIN_COLOUR, "6 3"))
-    f = axis.frac(gate.null)
-    if f is not None:
-        body.append(_vline(f, top, axis_y, NULL_COLOUR, "2 3", 1.2))
+    body += _reference_lines(gate, axis, top, axis_y)
     body += _interval_marks(gate, axis, bar_y, colour, diagnostic)
     for value in points:
         f = axis.frac(value)
@@ -210,6 +204,19 @@ def forest_row(gate: GateResult, axis: Axis, points: Sequence[float], *, uid: st
     height = axis_y + used
     title = f"Forest row of gate {gate.id}" + (" (diagnostic, not evidence)" if diagnostic else "")
     return _open(uid, height, width, title, describe(gate, len(points))) + "".join(body + marks) + "</svg>"
+
+
+def _reference_lines(gate: GateResult, axis: Axis, top: float, bottom: float) -> list[str]:
+    """The gate's margin(s) (dashed) and null (dotted) as vertical lines from ``top`` to ``bottom``."""
+    lines = []
+    for m in gate.margin:
+        f = axis.frac(m)
+        if f is not None:
+            lines.append(_vline(f, top, bottom, MARGIN_COLOUR, "6 3"))
+    f = axis.frac(gate.null)
+    if f is not None:
+        lines.append(_vline(f, top, bottom, NULL_COLOUR, "2 3", 1.2))
+    return lines
 
 
 def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]], *, uid: str,
@@ -228,13 +235,7 @@ def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]
         if a is not None and b is not None:
             body.append(f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{top:g}" '
                         f'height="{axis_y - top:g}" fill="#eaeef2"/>')
-    for m in gate.margin:
-        f = axis.frac(m)
-        if f is not None:
-            body.append(_vline(f, top, axis_y, MARGIN_COLOUR, "6 3"))
-    f = axis.frac(gate.null)
-    if f is not None:
-        body.append(_vline(f, top, axis_y, NULL_COLOUR, "2 3", 1.2))
+    body += _reference_lines(gate, axis, top, axis_y)
     from reports import evaluation_text as et
 
     for i, (label, value) in enumerate(points):
