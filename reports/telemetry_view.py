@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 META_SUFFIX = ".telemetry.meta.json"
 #: the faint poll line is decimated above this many points (bins keep their min and max)
 MAX_POLL_POINTS = 20_000
-#: the power range ``collect probe --sensor replay:`` assumes for a trace that recorded none
-ASSUMED_POWER_RANGE_W = (0.0, 2000.0)
 PHASE_ORDER = ("idle", "compute", "replay", "checkpoint", "restore", "stall")
 
 
@@ -160,7 +158,9 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
         raise InputError(f"{folder / meta}: the trace holds no ok reading of an energy or power signal "
                          f"(it lists {', '.join(trace.signals) or 'no signals'})")
     recorded = trace.power_range_w is not None
-    p_min, p_max = trace.power_range_w if trace.power_range_w is not None else ASSUMED_POWER_RANGE_W
+    from collect.telemetry.base import DEFAULT_POWER_RANGE_W
+
+    p_min, p_max = trace.power_range_w if trace.power_range_w is not None else DEFAULT_POWER_RANGE_W
     energy = run_energy(trace, signal, p_min, p_max)  # the collector's function, the collector's numbers
     rows = []
     for name in _phase_names(trace):

@@ -78,6 +78,10 @@ class Reading:
     detail: str | None = None
 
 
+#: physical power bounds (W) assumed when nothing better is known: conservative for any one GPU
+DEFAULT_POWER_RANGE_W = (0.0, 2000.0)
+
+
 class SensorError(InputError):
     """The sensor cannot be opened at all (no driver, no such device, bad spec)."""
 
@@ -110,7 +114,7 @@ class Sensor(abc.ABC):
 
         Conservative by default: (0, 2000). Backends override it with what they know.
         """
-        return 0.0, 2000.0
+        return DEFAULT_POWER_RANGE_W
 
     @classmethod
     def from_spec(cls, rest: str) -> Sensor:

@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from collect.telemetry.base import (
+    DEFAULT_POWER_RANGE_W,
     Kind,
     Reading,
     Sensor,
@@ -285,7 +286,7 @@ class NvmlSensor(Sensor):
     def power_range_w(self) -> tuple[float, float]:
         """(0, 1.5 x the enforced power limit): power can exceed the limit briefly, never by half."""
         limit = self.device_info().get("power_limit_w")
-        return (0.0, 1.5 * float(limit)) if isinstance(limit, (int, float)) and limit > 0 else (0.0, 2000.0)
+        return (0.0, 1.5 * float(limit)) if isinstance(limit, (int, float)) and limit > 0 else DEFAULT_POWER_RANGE_W
 
     def device_info(self) -> dict[str, object]:
         """The device's identity for the run's environment; a field NVML refuses is None."""

@@ -116,7 +116,9 @@ def recorded_summaries(trace: Trace) -> dict[str, dict[str, Any]]:
     the energy metrics under ``metrics``. The same function, so the same numbers as the ledger."""
     from collect.telemetry.energy import ENERGY_SIGNALS, run_energy
 
-    p_min, p_max = trace.power_range_w if trace.power_range_w is not None else (0.0, 2000.0)
+    from collect.telemetry.base import DEFAULT_POWER_RANGE_W
+
+    p_min, p_max = trace.power_range_w if trace.power_range_w is not None else DEFAULT_POWER_RANGE_W
     out: dict[str, dict[str, Any]] = {}
     for signal in ENERGY_SIGNALS:
         if signal in trace.signals and trace.rows(signal)["value"].size:
