@@ -56,7 +56,7 @@ def _modes_ok(v: str) -> bool:
 COMMON_PARAMS: dict[str, Param] = {
     "policy": _p(str, None, POLICY_HELP, _policy_ok, "must be sync, local:H (H >= 2) or adaptive"),
     "sites": _p(int, 3, "sites joined by the WAN link", lambda v: 2 <= v <= 16, "must be in [2, 16]"),
-    "useful_tokens": _p(int, 49152, "committed (retained useful) tokens every policy stops at; a multiple of "
+    "useful_tokens": _p(int, 98304, "committed (retained useful) tokens every policy stops at; a multiple of "
                         "micro_batch", *_ge(1)),
     "micro_batch": _p(int, 128, "windows (= predicted tokens) per site per step", *_ge(1)),
     "sync_cycle_steps": _p(int, 8, "synchronous steps one sync-mode cycle (one commit, one decision) groups", *_ge(1)),
@@ -73,8 +73,8 @@ COMMON_PARAMS: dict[str, Param] = {
                             *_ge(1)),
     "controller_max_bw_spread": _p(float, 4.0, "max / min observed bandwidth in the window beyond which the "
                                    "evidence is unstable (abstain)", *_ge(1)),
-    "controller_staleness_cost": _p(float, 0.01, "score penalty per extra local step (fraction)", *_ge(0)),
-    "controller_max_disagreement": _p(float, 0.05, "observed replica disagreement (relative parameter distance) "
+    "controller_staleness_cost": _p(float, 0.02, "score penalty per extra local step (fraction)", *_ge(0)),
+    "controller_max_disagreement": _p(float, 0.1, "observed replica disagreement (relative parameter distance) "
                                       "above which only smaller H may be chosen", *_gt(0)),
     "family": _p(str, "calm", f"stress family: {', '.join(FAMILIES)}", *_in(*FAMILIES)),
     "stress_horizon_s": _p(float, 30.0, "modeled time over which a family's stress episodes fall (s)", *_gt(0)),
@@ -88,7 +88,7 @@ COMMON_PARAMS: dict[str, Param] = {
     "outage_rate_per_min_min": _p(float, 1.0, "low end of the outage rate range (outages per minute)", *_ge(0)),
     "outage_rate_per_min_max": _p(float, 6.0, "high end of the outage rate range (outages per minute)", *_ge(0)),
     "outage_region": _p(str, "all", "region of the outage rate range: all | low | high", *_in(*REGIONS)),
-    "target_excess_nll": _p(float, 0.25, "time_to_target: first commit whose held-out NLL is within this of the "
+    "target_excess_nll": _p(float, 1.0, "time_to_target: first commit whose held-out NLL is within this of the "
                             "floor (nats/token)", *_gt(0)),
     "site_idle_w": _p(float, 100.0, "modeled idle power of every up site over wall time (W)", *_ge(0)),
     "site_compute_w": _p(float, 300.0, "modeled power above idle of a computing site (W)", *_ge(0)),

@@ -20,9 +20,10 @@ evidence is insufficient. The rules, in order:
    (max / min) -> abstain;
 4. otherwise every candidate mode is scored with the window medians of observed bandwidth,
    latency and compute time per step: ``score(H) = (step_ms + comm_ms(H) / H) x (1 +
-   staleness_cost x (H - 1))`` (the time per step, penalised per extra local step); when the
-   last observed disagreement exceeds ``max_disagreement`` only modes with H below the current
-   one compete. The lowest score wins (ties: the smaller H); the action is ``keep`` or ``switch``.
+   staleness_cost x (H - 1))`` (the time per step, penalised per extra local step). Disagreement
+   guard: the last disagreement observed in a local mode, scaled linearly in H (``d x H' / H``),
+   predicts each local mode's; modes predicted above ``max_disagreement`` do not compete (``sync``
+   always does). The lowest score wins (ties: the smaller H); the action is ``keep`` or ``switch``.
 
 Fixed policies never decide: their action is ``fixed``.
 """
@@ -102,8 +103,8 @@ class ControllerConfig:
     min_observations: int = 2
     window: int = 3
     max_bw_spread: float = 4.0
-    staleness_cost: float = 0.01
-    max_disagreement: float = 0.05
+    staleness_cost: float = 0.02
+    max_disagreement: float = 0.1
 
 
 @dataclass
@@ -143,10 +144,11 @@ class Controller:
         bw, lat = statistics.median(bws), statistics.median(lats)
         step = statistics.median(r.compute_ms_per_step for r in window)
         m = len(report.members)
-        current = parse_mode(report.mode)
-        candidates: Sequence[str] = self.cfg.modes
-        if report.disagreement > self.cfg.max_disagreement:
-            candidates = [c for c in self.cfg.modes if parse_mode(c) < current] or [min(self.cfg.modes, key=parse_mode)]
+        local = [r for r in self.history if parse_mode(r.mode) > 1 and r.disagreement > 0]
+        per_step = local[-1].disagreement / parse_mode(local[-1].mode) if local else 0.0
+        candidates: Sequence[str] = [c for c in self.cfg.modes if parse_mode(c) == 1
+                                     or per_step * parse_mode(c) <= self.cfg.max_disagreement]
+        candidates = candidates or [min(self.cfg.modes, key=parse_mode)]
 
         def score(mode: str) -> tuple[float, int]:
             h = parse_mode(mode)
@@ -154,5 +156,5 @@ class Controller:
             return per_step * (1 + self.cfg.staleness_cost * (h - 1)), h
 
         best = min(candidates, key=score)
-        why = f"bw {bw:.3g} Mbit/s, latency {lat:.3g} ms, disagreement {report.disagreement:.3g}"
+        why = f"bw {bw:.3g} Mbit/s, latency {lat:.3g} ms, disagreement/step {per_step:.3g}"
         return Decision(best, "keep" if best == report.mode else "switch", why)
