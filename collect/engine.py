@@ -50,6 +50,8 @@ COLLECTORS = {
     "sim.churn": "collect.sim.churn:ChurnCollector",
     "sim.multisite": "collect.sim.multisite:MultisiteCollector",
     "torch.multisite": "collect.torchrun.collector:TorchMultisiteCollector",
+    "sim.controller": "collect.controller.sim:SimControllerCollector",
+    "torch.controller": "collect.controller.collector:TorchControllerCollector",
 }
 BLOCKING_FACTORS = ("seed", "block")
 
