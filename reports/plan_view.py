@@ -111,6 +111,8 @@ def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
     kind = inv["kind"]
     if kind == "counter_support":
         text = f"fires if any run saw fewer than {inv['min_updates']} updates of {inv['signal']}"
+        if inv.get("phase"):
+            text += f" inside its {inv['phase']} phases (runs without that phase are not counted)"
     elif kind == "sensor_update_period":
         text = f"fires if any run's effective update period of {inv['signal']} exceeds {_num(inv['max_ms'])} ms"
     elif kind == "logger_calibration":
