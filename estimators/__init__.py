@@ -70,6 +70,8 @@ _LOCATIONS: dict[str, str] = {
     "signflip_interval": "signflip",
     "skewness": "feasibility",
     "t_interval": "tinterval",
+    "trend_ends": "trend",
+    "TrendEnds": "trend",
     "wilcoxon_interval": "wilcoxon",
 }
 

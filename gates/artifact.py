@@ -28,6 +28,7 @@ from estimators.vocabulary import (
     Scale,
     Verdict,
 )
+from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from prereg.errors import InputError
 from prereg.fileio import atomic_write, readable_json
 from prereg.schema import RuleField
@@ -294,6 +295,12 @@ class Evaluation(_Model):
     phase_support: list[PhaseSupportRow] = Field(
         default_factory=list, description="Per signal and phase: the updates runs saw inside it (empty when the "
         "runs recorded no per-phase telemetry).")
+    comparator: ComparatorChoice | None = Field(
+        default=None, description="The fixed comparator chosen from calibration runs only (controller studies).")
+    families: list[FamilyResult] = Field(
+        default_factory=list, description="Every gate judged on each held-out family alone (plans with family_factor).")
+    ranking: list[RankingCell] = Field(
+        default_factory=list, description="Challenger vs comparator per family x uncertainty region.")
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 

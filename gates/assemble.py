@@ -80,8 +80,24 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     traces = check_traces(plan, match.records(), ledger.path.parent)
     if traces is not None:
         checks.append(traces)
-    outcomes = evaluate_gates(plan, match, checks)
+    choice, families, ranking, refusals = None, [], [], {}
+    if plan.comparator is not None:
+        from gates.comparator import choose_comparator, resolve_gates
+
+        choice = choose_comparator(plan, match, ledger.path.parent)
+        original, (plan, refusals) = plan, resolve_gates(plan, choice)
+    outcomes = evaluate_gates(plan, match, checks, refusals)
+    if choice is not None and choice.arm is not None:
+        for o, gate in zip(outcomes, original.gates):
+            if choice.name in gate.contrast.arms:
+                o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
+                               "frozen rule")
     decision, reason = decide(outcomes)
+    if plan.strata.family_factor is not None:
+        from gates.families import combine_decisions, evaluate_families
+
+        families, ranking = evaluate_families(plan, match, refusals, choice, ledger.path.parent)
+        decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)
     refusals = [r for r in (time_order.refusal(), predecessor_refusal(predecessors)) if r]
@@ -148,4 +164,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         other_plan_note=other_plan_note(lock, other_hashes, lock_path),
         superseded_by=list(lock.get("superseded_by", [])),
         phase_support=phase_support(plan, match.records()),
+        comparator=choice, families=families, ranking=ranking,
     )

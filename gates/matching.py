@@ -15,6 +15,7 @@ plan hash. Problems touch the arms they name, and gates are refused for the arms
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,7 @@ class Match:
     other_plan: list[tuple[str, str]] = field(default_factory=list)
     ledger_problems: list[str] = field(default_factory=list)
     n_arms: int = 0
+    where: dict[str, dict[str, Any]] = field(default_factory=dict)  # problem text -> the stratum it names
 
     @property
     def planned(self) -> int:
@@ -115,6 +117,17 @@ class Match:
             out.append(f"{other} run(s) of these arms were recorded under another plan hash (see the run accounting)")
         return out
 
+    def subset(self, keep: Callable[[dict[str, Any]], bool]) -> Match:
+        """The match restricted to the blocks whose stratum ``keep`` accepts, with only the problems
+        that name such a stratum (problems naming no readable stratum stay: they touch every subset)."""
+        def named(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+            return [(arm, text) for arm, text in items if text not in self.where or keep(self.where[text])]
+
+        blocks = {k: b for k, b in self.blocks.items() if keep(b.stratum)}
+        return Match(blocks, named(self.missing), named(self.missing_calibration), named(self.failed),
+                     named(self.duplicate), named(self.unplanned), named(self.other_plan), list(self.ledger_problems),
+                     self.n_arms, self.where)
+
     def records(self) -> list[RunRecord]:
         """Every matched record (calibration blocks included)."""
         return [r for b in self.blocks.values() for r in b.records.values()]
@@ -137,19 +150,23 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
     for record in ledger.records:
         where = f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
         if record.prereg_sha256 != plan_sha256:
-            match.other_plan.append((record.arm, f"{where} was recorded under plan {record.prereg_sha256[:12]}"))
+            match.other_plan.append((record.arm, text := f"{where} was recorded under plan {record.prereg_sha256[:12]}"))
+            match.where[text] = record.stratum
             continue
         skey = stratum_key(plan, record.stratum)
         if record.arm not in plan.arms or skey is None or (skey, record.replicate) not in blocks:
-            match.unplanned.append((record.arm, f"{where} is not a cell of the plan"))
+            match.unplanned.append((record.arm, text := f"{where} is not a cell of the plan"))
+            match.where[text] = record.stratum
             continue
         if record.status != "complete":
-            match.failed.append((record.arm, f"{where} has status {record.status}"))
+            match.failed.append((record.arm, text := f"{where} has status {record.status}"))
+            match.where[text] = record.stratum
             continue
         block = blocks[(skey, record.replicate)]
         if record.arm in block.records:
             first = block.records[record.arm].run_id
             match.duplicate.append((record.arm, f"{where} repeats {first}"))
+            match.where[f"{where} repeats {first}"] = record.stratum
             continue
         block.records[record.arm] = record
     # A duplicated cell is ambiguous (which run is the real one?): it is listed in ``duplicate``,
@@ -159,4 +176,5 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
             if arm not in block.records:
                 target = match.missing_calibration if block.calibration else match.missing
                 target.append((arm, f"arm {arm} in {block.label}"))
+                match.where[f"arm {arm} in {block.label}"] = block.stratum
     return match

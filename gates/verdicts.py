@@ -285,11 +285,13 @@ def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:
     return "supported", f"all {len(primary)} primary gates passed{extra}"
 
 
-def evaluate_gates(plan: Plan, match: Match, checks: list[InvalidatorCheck]) -> list[GateOutcome]:
-    """Every gate's outcome, multiplicity applied."""
+def evaluate_gates(plan: Plan, match: Match, checks: list[InvalidatorCheck],
+                   refusals: dict[str, list[str]] | None = None) -> list[GateOutcome]:
+    """Every gate's outcome, multiplicity applied; ``refusals`` adds reasons that refuse a gate
+    (e.g. its comparator could not be chosen)."""
     outcomes = []
     for gate in plan.gates:
-        fired = [c.id for c in checks if c.fired and gate.id in c.blocks]
+        fired = [c.id for c in checks if c.fired and gate.id in c.blocks] + (refusals or {}).get(gate.id, [])
         outcomes.append(evaluate_gate(gate, plan, match, fired))
     apply_multiplicity(outcomes, plan.decision.multiplicity)
     return outcomes

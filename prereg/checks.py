@@ -11,6 +11,7 @@ from typing import Any
 
 from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
+from prereg.family_checks import check_families, gate_arms
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 
 Problem = tuple[tuple[Any, ...], str]
@@ -69,7 +70,7 @@ def _check_gates(plan: Plan, problems: list[Problem]) -> None:
             problems.append(((*path, "metric"), _known("metric", gate.metric, plan.metrics)))
         contrast, rule = gate.contrast, gate.pass_if
         try:
-            check_arms(contrast, set(plan.arms))
+            check_arms(contrast, gate_arms(plan))
         except ExpressionError as err:
             problems.append(((*path, "contrast"), str(err)))
             continue
@@ -157,6 +158,7 @@ def check_plan(plan: Plan) -> list[Problem]:
     _check_strata(plan, problems)
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)
+    check_families(plan, problems)
     if not problems:
         _check_gate_power(plan, problems)
     return problems

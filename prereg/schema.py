@@ -119,6 +119,19 @@ class Strata(_Model):
         description="true: control strata also give pairs to the gates (say why in the hypothesis). Default: "
         "they do not.",
     )
+    family_factor: Identifier | None = Field(
+        default=None,
+        description="The factor whose levels are stress families (e.g. 'family'). With it, every stratum is "
+        "calibration or held out, no family is both, and every gate is judged on the held-out strata of each "
+        "family by itself as well as pooled: the claim needs every family (no family disappears inside a "
+        "pooled median).",
+    )
+    region_factors: dict[Identifier, Identifier] | None = Field(
+        default=None,
+        description="Factors whose levels label regions of infrastructure uncertainty (e.g. 'bandwidth_region'), "
+        "each naming the metric that records where in its region a run's drawn infrastructure fell (e.g. "
+        "'base_bandwidth_mbps'). The ranking is given per family x region; needs 'family_factor'.",
+    )
 
     @cached_property
     def level_lookup(self) -> dict[str, tuple[dict[str, Scalar], dict[str, list[Scalar]]]]:
@@ -287,6 +300,37 @@ class Decision(_Model):
     )
 
 
+class RankingRule(_Model):
+    """How the challenger and the comparator are ordered in each family x uncertainty region."""
+
+    metric: Identifier | None = Field(
+        default=None, description="The metric ranked (default: the comparator's selection metric)."
+    )
+    scale: Literal["ratio", "difference"] = Field(
+        default="ratio", description="challenger / comparator (ratio of positive values) or challenger - comparator."
+    )
+    method: Method = Field(default="t", description="Paired interval method of the ranking (t, signflip, ...).")
+    confidence: float = Field(default=0.90, gt=0.5, lt=1, description="Two-sided level of the ranking's intervals.")
+
+
+class ComparatorRule(_Model):
+    """The frozen rule that picks the fixed comparator from the calibration strata only.
+
+    The candidate with the best ``statistic`` (``median`` or ``mean``; best by the metric's ``better``)
+    of ``metric`` over its runs on calibration strata is chosen; a tie is broken by each
+    ``tie_break`` metric in turn (same statistic, each by its own ``better``), then by the order
+    the candidates are listed. Held-out strata never enter the choice. Gates name the chosen arm
+    by ``name`` in their contrasts (``adaptive / comparator``)."""
+
+    name: Identifier = Field(default="comparator", description="The placeholder gate contrasts use for the chosen arm.")
+    candidates: Annotated[list[Identifier], Field(min_length=2)] = Field(description="The fixed arms it chooses from.")
+    challenger: Identifier = Field(description="The arm judged against the comparator (e.g. the adaptive controller).")
+    metric: Identifier = Field(description="The selection metric, e.g. 'time_to_target'.")
+    statistic: Literal["median", "mean"] = Field(default="median", description="Per candidate, over its calibration runs.")
+    tie_break: list[Identifier] = Field(default_factory=list, description="Metrics that break a tie, in order.")
+    ranking: RankingRule = Field(default_factory=RankingRule, description="The ranking under uncertainty.")
+
+
 class Predecessor(_Model):
     """An earlier evaluation artifact of the same line of work, and what this plan changes about it."""
 
@@ -324,6 +368,10 @@ class Plan(_Model):
     gates: list[Gate] = Field(min_length=1)
     decision: Decision
     scope: Text | None = Field(default=None, description="What the evidence will not cover, shown to reviewers.")
+    comparator: ComparatorRule | None = Field(
+        default=None,
+        description="A fixed comparator chosen from the calibration strata by a frozen rule (controller studies).",
+    )
     predecessors: list[Predecessor] = Field(default_factory=list)
     data: DataDeclaration | None = Field(
         default=None,

@@ -94,7 +94,7 @@ class TorchControllerCollector(Collector):
 
         stress = draw_stress(p, ctx.seed)
         result, identity = train(p, ctx.seed, stress)
-        metrics = run_metrics(result, p["micro_batch"], identity["nll_floor"], p["target_excess_nll"])
+        metrics = run_metrics(result, p["micro_batch"], identity["nll_floor"], p["target_excess_nll"], stress)
         ctx.trace_dir.mkdir(parents=True, exist_ok=True)
         commits = ctx.trace_path("commits.jsonl")
         write_commits(commits, result.rows)

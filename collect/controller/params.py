@@ -17,7 +17,7 @@ from typing import Any
 from collect.collectors.base import Param, ParamError
 from collect.controller.loop import TRAFFIC, FixedPolicy, LoopConfig, LoopResult, Policy
 from collect.controller.policy import Controller, ControllerConfig, parse_mode, parse_modes
-from collect.controller.stress import FAMILIES, REGIONS
+from collect.controller.stress import FAMILIES, REGIONS, Stress
 from prereg.fileio import atomic_write
 
 POLICY_HELP = "sync | local:H (H >= 2 local steps per outer synchronisation) | adaptive (the controller)"
@@ -100,6 +100,8 @@ MODELED_METRICS: dict[str, str] = {
     "wan_bytes": "byte", **{f"wan_bytes_{k}": "byte" for k in TRAFFIC},
     "wan_time": "s", **{f"wan_time_{k}": "s" for k in TRAFFIC},
     "abstentions": "count", "mode_switches": "count", "commits": "count", "energy": "J",
+    # the stratum's drawn infrastructure (the same for every arm): where in its uncertainty region it fell
+    "base_bandwidth_mbps": "Mbit/s", "base_latency_ms": "ms", "outage_rate_per_min": "1/min",
 }
 LEARNING_METRICS: dict[str, str] = {"final_nll": "nats/token", "initial_nll": "nats/token",
                                     "nll_floor": "nats/token", "excess_nll": "nats/token"}
@@ -149,8 +151,8 @@ def make_policy(p: Mapping[str, Any], cfg: LoopConfig) -> Policy:
         max_disagreement=p["controller_max_disagreement"]))
 
 
-def run_metrics(r: LoopResult, mb: int, floor: float, target_excess: float) -> dict[str, float]:
-    """The run's metrics from the loop's result (the ledger rows included)."""
+def run_metrics(r: LoopResult, mb: int, floor: float, target_excess: float, stress: Stress) -> dict[str, float]:
+    """The run's metrics from the loop's result (the ledger rows included) and its drawn stress."""
     rows = r.rows
     first = rows[0]["heldout_nll"]
     final = rows[-1]["heldout_nll"]
@@ -166,6 +168,8 @@ def run_metrics(r: LoopResult, mb: int, floor: float, target_excess: float) -> d
         "target_reached": float(bool(reached)), "completion_time": r.end_ms / 1e3, "stall_time": r.stall_ms / 1e3,
         "wan_bytes": sum(r.wan_bytes.values()), "wan_time": sum(r.wan_ms.values()) / 1e3,
         "abstentions": r.abstentions, "mode_switches": r.switches, "commits": len(rows) - 1, "energy": r.energy_j,
+        "base_bandwidth_mbps": stress.base_bandwidth_mbps, "base_latency_ms": stress.base_latency_ms,
+        "outage_rate_per_min": stress.outage_rate_per_min,
     }
     for k in TRAFFIC:
         m[f"wan_bytes_{k}"] = r.wan_bytes[k]

@@ -116,7 +116,7 @@ class SimControllerCollector(Collector):
         stress = draw_stress(p, ctx.seed)
         cfg = loop_config(p, p["model_params"])
         result = run_cycles(cfg, stress, PriorWorker(p), make_policy(p, cfg), "prior")
-        metrics = run_metrics(result, p["micro_batch"], p["prior_floor_nll"], p["target_excess_nll"])
+        metrics = run_metrics(result, p["micro_batch"], p["prior_floor_nll"], p["target_excess_nll"], stress)
         ctx.trace_dir.mkdir(parents=True, exist_ok=True)
         commits = ctx.trace_path("commits.jsonl")
         write_commits(commits, result.rows)

@@ -1,0 +1,129 @@
+"""The controller-study parts of the evaluation artifact: the comparator, families and the ranking.
+
+Owned with :mod:`gates.artifact` (which embeds these models in ``Evaluation``); nobody else
+parses them. Sampling intervals (``estimate`` / ``lower`` / ``upper`` at ``confidence``) and
+infrastructure uncertainty (``infrastructure``: where in its region each run's drawn
+infrastructure fell, and the contrast fitted at the two ends) are separate fields and are
+never merged into one number.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from estimators.vocabulary import Decision, Scale
+
+Number = Union[float, Literal["Infinity", "-Infinity"]]
+Scalar = Union[str, bool, int, float]
+Ranking = Literal["adaptive", "comparator", "flip", "abstain"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ComparatorChoice(_Model):
+    """Which fixed arm the frozen rule chose, from which runs, and how."""
+
+    name: str = Field(description="The placeholder gate contrasts use for the chosen arm.")
+    arm: str | None = Field(description="The chosen arm; None when the choice was refused.")
+    challenger: str = Field(description="The arm judged against the comparator.")
+    rule: str = Field(description="The frozen selection rule in words.")
+    metric: str
+    statistic: Literal["median", "mean"]
+    better: Literal["lower", "higher"]
+    tie_break: list[str] = Field(default_factory=list)
+    values: dict[str, dict[str, Number | None]] = Field(
+        description="Candidate arm -> {metric: its statistic over the calibration runs} (selection and tie-break metrics)."
+    )
+    ties_broken_by: str | None = Field(default=None, description="What settled a tie ('final_nll', 'candidate order').")
+    calibration_strata: list[str] = Field(description="Labels of the calibration strata the choice used.")
+    runs_used: int = Field(description="Calibration runs of the candidates the choice read.")
+    family_factor: str | None = Field(default=None, description="The strata factor naming stress families.")
+    refused_by: list[str] = Field(default_factory=list, description="Why no arm could be chosen.")
+
+
+class Hindsight(_Model):
+    """The best whole-policy choice in hindsight on one family's held-out runs: a yardstick, never a gate."""
+
+    metric: str
+    statistic: Literal["median", "mean"]
+    best_arm: str | None = Field(description="The best fixed candidate on this family's held-out runs.")
+    values: dict[str, Number | None] = Field(description="Arm (candidates and challenger) -> statistic.")
+    note: str | None = None
+
+
+class FamilyGate(_Model):
+    """One gate judged on one held-out family alone."""
+
+    id: str
+    contrast: str
+    role: Literal["primary", "sensitivity"]
+    verdict: str
+    estimate: Number | None = None
+    lower: Number | None = None
+    upper: Number | None = None
+    confidence: float
+    n_pairs: int
+    p_adjusted: float | None = None
+    refused_by: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class FamilyResult(_Model):
+    """Every gate on one held-out family's strata, the family's own decision, and its yardstick."""
+
+    family: Scalar
+    blocks: int = Field(description="Held-out blocks (stratum x replicate) of this family.")
+    decision: Decision
+    decision_reason: str
+    gates: list[FamilyGate]
+    hindsight: Hindsight | None = None
+    medians: dict[str, dict[str, Number | None]] = Field(
+        default_factory=dict, description="Metric -> arm -> median over this family's held-out runs (descriptive).")
+    invalidators_fired: list[str] = Field(default_factory=list, description="Checks that fired on this family's runs.")
+
+
+class RegionEnd(_Model):
+    """The ranking contrast fitted at one end of the infrastructure a region's runs drew."""
+
+    at: float = Field(description="The parameter value (the lowest or highest drawn in the cell).")
+    estimate: Number
+    lower: Number
+    upper: Number
+
+
+class InfrastructureSpread(_Model):
+    """Where in its region the cell's drawn infrastructure fell, and the contrast at the two ends
+    (least squares on the parameter -- its log when positive -- with a t interval of the fitted
+    mean, df = n - 2): infrastructure uncertainty, kept apart from the sampling interval."""
+
+    factor: str
+    parameter: str = Field(description="The metric recording the drawn value (e.g. base_bandwidth_mbps).")
+    drawn: list[float] = Field(description="The drawn values, one per pair.")
+    low_end: RegionEnd | None = None
+    high_end: RegionEnd | None = None
+    note: str | None = None
+
+
+class RankingCell(_Model):
+    """The ordering of the challenger and the comparator in one family x uncertainty region."""
+
+    family: Scalar
+    region: dict[str, Scalar] = Field(description="Region factor -> level.")
+    ranking: Ranking = Field(description="adaptive (the challenger is better), comparator, flip (the order changes "
+                             "across the region), or abstain (the paired interval cannot order them, or evidence is "
+                             "missing).")
+    reason: str
+    metric: str
+    contrast: str
+    scale: Scale
+    method: str
+    confidence: float
+    n_pairs: int
+    estimate: Number | None = Field(default=None, description="Sampling: the paired interval over the cell's pairs.")
+    lower: Number | None = None
+    upper: Number | None = None
+    infrastructure: list[InfrastructureSpread] = Field(default_factory=list)

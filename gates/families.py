@@ -1,0 +1,177 @@
+"""Held-out families judged one by one, the hindsight yardstick, and the ranking under uncertainty.
+
+For a plan with ``strata.family_factor``:
+
+* each held-out family's blocks are matched, checked (invalidators and trace integrity on that
+  family's runs only) and every gate evaluated on them alone (``gates.verdicts``, multiplicity
+  within the family); a missing run, a duplicate or a fired invalidator refuses that family's
+  gates and nobody else's (the pooled gates, which use every held-out block, are refused too);
+* the *hindsight* yardstick: the best fixed candidate on the family's held-out runs by the
+  comparator's statistic -- reported, never a gate;
+* the *ranking* for each family x uncertainty region (the levels of ``strata.region_factors``):
+  the challenger against the chosen comparator on ``comparator.ranking.metric``, paired per
+  block. ``flip`` when the contrast fitted at the lowest and at the highest drawn value of a
+  region's parameter (:func:`estimators.trend_ends`) orders them in opposite directions, each
+  end's interval excluding the null; otherwise ``adaptive`` / ``comparator`` when the cell's
+  paired interval excludes the null; otherwise ``abstain``, as also when evidence is missing.
+* the claim (:func:`combine_decisions`) needs the pooled gates and every family's gates.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gates.artifact import encode_number
+from gates.artifact_families import (
+    ComparatorChoice,
+    FamilyGate,
+    FamilyResult,
+    Hindsight,
+    InfrastructureSpread,
+    RankingCell,
+    RegionEnd,
+)
+from gates.comparator import statistic
+from gates.invalidators import check_invalidators
+from gates.matching import Block, Match
+from gates.traces import check_traces
+from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
+from prereg.family_checks import held_out_families
+from prereg.schema import Plan, Scalar, level_key
+
+
+def family_keep(plan: Plan, family: Scalar) -> Any:
+    """A stratum test for one family (a problem naming no family level touches every family)."""
+    factor = plan.strata.family_factor
+    key = level_key(family)
+    return lambda st: factor not in st or level_key(st[factor]) == key
+
+
+def _family_gate(o: GateOutcome) -> FamilyGate:
+    r = o.result
+    return FamilyGate(id=o.gate.id, contrast=o.gate.contrast.text, role=o.gate.role, verdict=o.verdict,
+                      estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
+                      upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence, n_pairs=o.n_pairs,
+                      p_adjusted=o.p_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
+
+
+def _medians(plan: Plan, blocks: list[Block], metrics: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for metric in metrics:
+        out[metric] = {}
+        for arm in plan.arms:
+            column = [v for b in blocks if arm in b.records
+                      and (v := b.records[arm].metric(metric)) is not None and math.isfinite(v)]
+            out[metric][arm] = encode_number(float(np.median(column))) if column else None
+    return out
+
+
+def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
+    rule = plan.comparator
+    if rule is None:
+        return None
+    sign = 1.0 if plan.metrics[rule.metric].better == "lower" else -1.0
+    values: dict[str, float | None] = {}
+    incomplete = []
+    for arm in [*rule.candidates, rule.challenger]:
+        column = [v for b in blocks if arm in b.records
+                  and (v := b.records[arm].metric(rule.metric)) is not None and math.isfinite(v)]
+        if len(column) < len(blocks):
+            incomplete.append(arm)
+        values[arm] = statistic(column, rule.statistic) if column else None
+    ranked = [a for a in rule.candidates if values[a] is not None and a not in incomplete]
+    best = min(ranked, key=lambda a: (sign * values[a], rule.candidates.index(a))) if ranked else None  # type: ignore[operator]
+    note = (f"arm(s) {', '.join(incomplete)} lack runs on this family, so they are not ranked in hindsight"
+            if incomplete else None)
+    return Hindsight(metric=rule.metric, statistic=rule.statistic, best_arm=best,
+                     values={a: encode_number(v) for a, v in values.items()}, note=note)
+
+
+def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[str]],
+                    runs_dir: Path | None, metrics: list[str]) -> tuple[FamilyResult, Match, list[str]]:
+    """One held-out family: its gates, decision, yardstick and descriptive medians."""
+    sub = match.subset(family_keep(plan, family))
+    checks = check_invalidators(plan, sub)
+    trace = check_traces(plan, sub.records(), runs_dir) if runs_dir is not None else None
+    if trace is not None:
+        checks.append(trace)
+    outcomes = evaluate_gates(plan, sub, checks, refusals)
+    decision, reason = decide(outcomes)
+    blocks = gate_blocks(sub)
+    fired = [c.id for c in checks if c.fired]
+    result = FamilyResult(family=family, blocks=len(blocks), decision=decision, decision_reason=reason,
+                          gates=[_family_gate(o) for o in outcomes], hindsight=_hindsight(plan, blocks),
+                          medians=_medians(plan, blocks, metrics), invalidators_fired=fired)
+    blocking = [c.id for c in checks if c.fired and c.blocks]
+    return result, sub, blocking
+
+
+def combine_decisions(pooled: tuple[str, str], families: list[FamilyResult]) -> tuple[str, str]:
+    """The claim needs the pooled gates and every held-out family's gates (refused first, as per gate)."""
+    parts = [("pooled", *pooled)] + [(f"family {f.family}", f.decision, f.decision_reason) for f in families]
+    for decision in ("refused", "not_supported"):
+        hit = [f"{label}: {reason}" for label, d, reason in parts if d == decision]
+        if hit:
+            return decision, "; ".join(hit)
+    return "supported", f"pooled and in each of the {len(families)} held-out families: {pooled[1]}"
+
+
+def regions_of(plan: Plan, blocks: list[Block]) -> list[dict[str, Scalar]]:
+    """The distinct region-factor levels of ``blocks``, in order (one empty region without region factors)."""
+    factors = list(plan.strata.region_factors or {})
+    seen: dict[tuple[str, ...], dict[str, Scalar]] = {}
+    for b in blocks:
+        seen.setdefault(tuple(level_key(b.stratum[f]) for f in factors), {f: b.stratum[f] for f in factors})
+    return list(seen.values()) or [{}]
+
+
+def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
+    return all(level_key(block.stratum[f]) == level_key(v) for f, v in region.items())
+
+
+__all__ = ["combine_decisions", "evaluate_family", "family_keep", "held_out_families", "regions_of"]
+
+
+def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
+                      runs_dir: Path | None) -> tuple[list[FamilyResult], list[RankingCell]]:
+    """Every held-out family's result, and the ranking cells of each family x region."""
+    from gates.ranking import rank_cell
+
+    metrics = list(plan.metrics)
+    families: list[FamilyResult] = []
+    cells: list[RankingCell] = []
+    for family in held_out_families(plan):
+        result, sub, blocking = evaluate_family(plan, match, family, refusals, runs_dir, metrics)
+        families.append(result)
+        if plan.comparator is None:
+            continue
+        blocks = gate_blocks(sub)
+        for region in regions_of(plan, blocks):
+            cell_blocks = [b for b in blocks if _in_region(b, region)]
+            missing = [text for arm, text in sub.missing + sub.duplicate
+                       if arm in (plan.comparator.challenger, choice.arm if choice else None)
+                       and _in_region_text(sub, text, region)]
+            cells.append(rank_cell(plan, family, region, cell_blocks, choice, missing, blocking))
+    return families, cells
+
+
+def _in_region_text(sub: Match, text: str, region: dict[str, Scalar]) -> bool:
+    stratum = sub.where.get(text)
+    return stratum is None or all(f not in stratum or level_key(stratum[f]) == level_key(v) for f, v in region.items())
+
+
+def fitted_end(end: Any, log_x: bool) -> RegionEnd:
+    """An :class:`estimators.trend.FittedEnd` in the artifact (x back on its own scale)."""
+    at = math.exp(end.at) if log_x else end.at
+    return RegionEnd(at=at, estimate=encode_number(end.estimate), lower=encode_number(end.lower),
+                     upper=encode_number(end.upper))
+
+
+def spread(factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, note: str | None) -> InfrastructureSpread:
+    return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x,
+                                low_end=fitted_end(ends.low, log_x) if ends else None,
+                                high_end=fitted_end(ends.high, log_x) if ends else None, note=note)
