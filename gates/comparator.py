@@ -23,19 +23,8 @@ from gates.artifact_families import ComparatorChoice
 from gates.invalidators import InvalidatorCheck, check_invalidators
 from gates.matching import Match, stratum_label
 from gates.traces import check_traces
+from prereg.family_checks import rule_words
 from prereg.schema import ComparatorRule, Gate, Plan, Strata
-
-
-def rule_words(plan: Plan) -> str:
-    """The frozen rule in one sentence."""
-    rule = plan.comparator
-    assert rule is not None
-    better = "lowest" if plan.metrics[rule.metric].better == "lower" else "highest"
-    ties = "".join(
-        f", ties broken by the {'lower' if plan.metrics[m].better == 'lower' else 'higher'} {rule.statistic} {m}"
-        for m in rule.tie_break if m in plan.metrics)
-    return (f"the candidate ({', '.join(rule.candidates)}) with the {better} {rule.statistic} {rule.metric} over its "
-            f"runs on the calibration strata{ties}, then by the order the candidates are listed")
 
 
 def statistic(values: list[float], name: str) -> float:

@@ -133,9 +133,6 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
     return all(level_key(block.stratum[f]) == level_key(v) for f, v in region.items())
 
 
-__all__ = ["combine_decisions", "evaluate_family", "family_keep", "held_out_families", "regions_of"]
-
-
 def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
                       runs_dir: Path | None) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""
@@ -175,3 +172,7 @@ def spread(factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, 
     return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x,
                                 low_end=fitted_end(ends.low, log_x) if ends else None,
                                 high_end=fitted_end(ends.high, log_x) if ends else None, note=note)
+
+
+__all__ = ["combine_decisions", "evaluate_families", "evaluate_family", "family_keep", "held_out_families",
+           "regions_of", "spread"]

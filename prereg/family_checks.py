@@ -142,6 +142,18 @@ def check_families(plan: Plan, problems: list[Problem]) -> None:
         _check_family_power(plan, problems)
 
 
+def rule_words(plan: Plan) -> str:
+    """The frozen rule in one sentence."""
+    rule = plan.comparator
+    assert rule is not None
+    better = "lowest" if plan.metrics[rule.metric].better == "lower" else "highest"
+    ties = "".join(
+        f", ties broken by the {'lower' if plan.metrics[m].better == 'lower' else 'higher'} {rule.statistic} {m}"
+        for m in rule.tie_break if m in plan.metrics)
+    return (f"the candidate ({', '.join(rule.candidates)}) with the {better} {rule.statistic} {rule.metric} over its "
+            f"runs on the calibration strata{ties}, then by the order the candidates are listed")
+
+
 def gate_arms(plan: Plan) -> set[str]:
     """The names a gate contrast may use: the arms, and the comparator's placeholder when declared."""
     return set(plan.arms) | ({plan.comparator.name} if plan.comparator is not None else set())

@@ -187,6 +187,25 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     for section in ("calibration", "held_out"):
         if strata.get(section):
             parts.append(Text(f"  {section.replace('_', ' ')}: {strata[section]}"))
+    if strata.get("family_factor"):
+        parts.append(Text(f"  families: the levels of '{strata['family_factor']}'; every gate is judged on each "
+                          "held-out family alone as well as pooled, and the claim needs every family"))
+    for factor, metric in (strata.get("region_factors") or {}).items():
+        parts.append(Text(f"  uncertainty region: '{factor}' (where a run fell inside it: metric {metric}); the "
+                          "ranking is given per family x region"))
+    comparator = plan.get("comparator")
+    if comparator:
+        from prereg.family_checks import rule_words
+        from prereg.plan import plan_from_canonical
+
+        ranking = comparator.get("ranking", {})
+        op = "/" if ranking.get("scale", "ratio") == "ratio" else "-"
+        parts.append(Text(
+            f"Comparator '{comparator.get('name', 'comparator')}', chosen from the calibration strata ONLY (held-out "
+            f"strata never enter the choice): {rule_words(plan_from_canonical(plan))}. Ranked per family x region: "
+            f"{comparator['challenger']} {op} comparator on {ranking.get('metric') or comparator['metric']} "
+            f"({ranking.get('method', 't')}, {ranking.get('confidence', 0.9):g}) as adaptive, comparator, flip (the "
+            "order changes across the region) or abstain."))
     if strata.get("analysis_unit") == "replicate":
         parts.append(Text("  unit of analysis: every replicate pair is an independent block (as the plan states)"))
     else:
