@@ -126,19 +126,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_show)
     p = sub.add_parser(
         "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
-                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID), or one "
-                     "run's telemetry trace (RUNS --run ID --telemetry)",
+                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID), one "
+                     "run's telemetry trace (RUNS --run ID --telemetry), or controller runs' commit timeline "
+                     "(RUNS --run ID --commits, or EVALUATION_JSON --family F)",
         description="Write plots and print each one's text equivalent. Needs matplotlib: "
                     "pip install 'prereg-toolkit[plot]'.",
     )
     p.add_argument("input", metavar="EVALUATION_JSON|RUNS",
-                   help="an evaluation.json (forest plot), or a runs folder holding ledger.jsonl (with --run)")
+                   help="an evaluation.json (forest plot; with --family a commit timeline), or a runs folder "
+                        "holding ledger.jsonl (with --run)")
     p.add_argument("--run", metavar="ID",
                    help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis")
     p.add_argument("--telemetry", action="store_true",
                    help="with RUNS --run ID: plot that run's kept raw telemetry trace instead (every poll, the "
                         "updates at their windows, phases shaded; text: per-phase energy with bounds); a trace "
                         "that does not match its ledger hash is refused (exit 3)")
+    p.add_argument("--commits", action="store_true",
+                   help="with RUNS --run ID: plot the optimizer-commit ledgers of ID's stratum and replicate "
+                        "(controller runs only) on one wall-time axis: modes, abstentions, membership, WAN, "
+                        "held-out NLL; a commit ledger that does not match its ledger hash is refused (exit 3)")
+    p.add_argument("--arms", metavar="A,B",
+                   help="with --commits: only these arms, in this order (default: every arm of the block)")
+    p.add_argument("--family", metavar="FAMILY",
+                   help="with EVALUATION_JSON: the commit timeline of the challenger and the chosen comparator "
+                        "in the first block of that family (the evaluation's comparator)")
     p.add_argument("--out", metavar="DIR",
                    help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
     p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")

@@ -12,6 +12,21 @@
   bounds, and the effective update period. It is printed even without matplotlib (then exit 2 with
   the install hint). A run without a kept telemetry trace (simulator and imported runs) exits 2; a
   trace that does not match the SHA-256 in its record is never drawn (exit 3, naming the file).
+* ``reports plot RUNS --run ID --commits [--arms A,B]`` writes ``commits-<ID>.png|svg``: the
+  optimizer-commit ledgers (``traces/<run_id>.commits.jsonl``) of ID's stratum and replicate --
+  every arm, or only ``--arms`` in that order -- on one modeled wall-time axis: the WAN conditions
+  the runs saw, each commit's cycle coloured by mode with abstentions marked, membership per site,
+  rejoins, and held-out NLL per commit (``reports.commit_timeline``, ``reports.commit_plot``). Its
+  text equivalent (per arm: mode segments, every abstention with its reason, membership changes,
+  partitions and outages, rejoin transfers, the stress episodes, final NLL and completion time) is
+  printed even without matplotlib (then exit 2). Only controller runs (``sim.controller``,
+  ``torch.controller``) have a commit ledger: any other run exits 2; a commit ledger that does not
+  match its SHA-256 is never drawn (exit 3, naming the file).
+* ``reports plot EVALUATION_JSON --family F`` draws the same figure for the challenger's and the
+  chosen comparator's runs (the evaluation's ``comparator``) of the first block whose family factor
+  is F, from the evaluated ledger's runs folder (``reports.commit_select``); exit 2 when the
+  evaluation has no comparator, no such family, or no comparator could be chosen. The files are
+  ``commits-<the challenger's run id>.png|svg``.
 
 Files go to ``--out`` (created if needed; default: beside the evaluation, or into RUNS), written
 atomically. Every path is printed, then each plot's text equivalent, so nothing is only a picture.
@@ -121,25 +136,83 @@ def _plot_telemetry(args: argparse.Namespace, source: Path) -> int:
     return EXIT_OK
 
 
+def _draw_commits(args: argparse.Namespace, runs: Path, run_ids: list[str], asked: str, out_default: Path) -> int:
+    """The commit timeline of ``run_ids``, named after ``asked``: text first if matplotlib is missing."""
+    from reports.commit_timeline import load_commit_timeline, timeline_text
+    from reports.plots import require_matplotlib, save_figure
+    from reports.safe_text import clean
+
+    timeline = load_commit_timeline(runs, run_ids, asked)  # refuses runs without, or with a changed, commit ledger
+    text = clean("\n".join(timeline_text(timeline)))
+    try:
+        require_matplotlib()
+    except InputError:
+        print("Text equivalent of the commit timeline (no figure: matplotlib is not installed):")
+        print(text)
+        raise
+    from reports.commit_plot import commit_figure
+
+    out = _out_dir(args, out_default)
+    paths = save_figure(commit_figure(timeline), out, f"commits-{asked}", args.format)
+    _print_paths("commit timeline (modes, abstentions, membership, WAN and held-out NLL on one time axis)", paths)
+    print("\nText equivalent of the commit timeline:")
+    print(text)
+    return EXIT_OK
+
+
+def _arms(args: argparse.Namespace) -> list[str] | None:
+    if getattr(args, "arms", None) is None:
+        return None
+    arms = [a.strip() for a in args.arms.split(",")]
+    if not all(arms) or len(set(arms)) != len(arms):
+        raise InputError(f"--arms {args.arms!r}: give distinct arm names separated by commas (--arms A,B)")
+    return arms
+
+
+def _plot_family(args: argparse.Namespace, source: Path) -> int:
+    from gates.api import read_evaluation
+    from reports.commit_select import family_block_runs
+
+    runs, run_ids = family_block_runs(read_evaluation(source), args.family, evaluation_path=source)
+    return _draw_commits(args, runs, run_ids, run_ids[0], source.parent)
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """Dispatch on the input: an evaluation.json file, or a runs folder with ``--run``."""
     from reports.plots import require_matplotlib
 
     source = Path(args.input)
     telemetry = bool(getattr(args, "telemetry", False))
+    commits, family = bool(getattr(args, "commits", False)), getattr(args, "family", None)
     if not source.exists():
         raise InputError(f"{source}: no such file or folder")
+    if telemetry and commits:
+        raise InputError("--telemetry and --commits draw different figures: give one of them")
+    if getattr(args, "arms", None) is not None and not commits:
+        raise InputError("--arms needs RUNS --run ID --commits (with --family the evaluation chooses the arms)")
     if source.is_dir():
+        if family is not None:
+            raise InputError(f"--family needs the evaluation.json (EVALUATION_JSON --family F), not the folder "
+                             f"{source}")
         if not args.run:
             raise InputError(f"{source}: a runs folder needs --run ID (a run in its ledger.jsonl); "
                             "for the forest plot give the evaluation.json itself")
         if telemetry:  # the text equivalent is printed even without matplotlib
             return _plot_telemetry(args, source)
+        if commits:
+            from reports.commit_select import block_run_ids
+
+            return _draw_commits(args, source, block_run_ids(source, args.run, _arms(args)), args.run, source)
         require_matplotlib()
         return _plot_runs(args, source)
-    if telemetry:
-        raise InputError(f"--telemetry needs a runs folder and --run ID (RUNS --run ID --telemetry), not the file "
-                         f"{source}")
+    if telemetry or commits:
+        flag = "--telemetry" if telemetry else "--commits"
+        raise InputError(f"{flag} needs a runs folder and --run ID (RUNS --run ID {flag}), not the file {source}")
+    if family is not None:
+        if args.run:
+            raise InputError("--family reads the runs from the evaluation: give EVALUATION_JSON --family F "
+                             "without --run")
+        return _plot_family(args, source)
     if args.run:
         raise InputError(f"--run needs a runs folder (the one holding ledger.jsonl), not the file {source}")
     require_matplotlib()
