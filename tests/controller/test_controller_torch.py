@@ -70,28 +70,51 @@ def test_deterministic_given_the_seed(tmp_path: Path) -> None:
     assert c.info["data"] == a.info["data"] and c.info["initial_state_sha256"] == a.info["initial_state_sha256"]
 
 
-def test_a_plan_freezes_runs_and_evaluates(tmp_path: Path) -> None:
+def small_controller_plan() -> str:
+    """examples/controller.yaml at test size: one calibration family and two held-out families, one
+    replicate (24 runs of a 32-wide model)."""
+    text = (Path(__file__).resolve().parents[2] / "examples" / "controller.yaml").read_text()
+    for old, new in (
+        ("useful_tokens: 49152", "useful_tokens: 6144\n    train_tokens: 16384\n    width: 32"),
+        ("micro_batch: 128", "micro_batch: 64"), ("heldout_tokens: 4096", "heldout_tokens: 1024"),
+        ("stress_horizon_s: 20", "stress_horizon_s: 6"), ("min: 49151", "min: 6143"), ("max: 49153", "max: 6145"),
+        ("    family: [calm, congestion, compound, rolling_outages,\n             bandwidth_collapse, latency_spikes, "
+         "site_outage, straggler, flapping_membership, partition_heals]", "    family: [calm, site_outage, "
+         "partition_heals]"),
+        ("  replicates: 3", "  replicates: 1"),
+        ("    - {family: congestion}\n    - {family: compound}\n    - {family: rolling_outages}\n", ""),
+        ("    - {family: bandwidth_collapse}\n    - {family: latency_spikes}\n", ""),
+        ("    - {family: straggler}\n    - {family: flapping_membership}\n", ""),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def test_the_controller_study_freezes_runs_and_evaluates(tmp_path: Path) -> None:
     from collect.api import run_plan
     from gates.api import evaluate
     from prereg.api import freeze
 
-    text = (Path(__file__).resolve().parents[2] / "examples" / "controller-runs.yaml").read_text()
-    text = text.replace("useful_tokens: 98304", "useful_tokens: 6144\n    micro_batch: 64\n    train_tokens: 16384"
-                        "\n    heldout_tokens: 1024\n    width: 32")
-    text = text.replace("stress_horizon_s: 30", "stress_horizon_s: 6")
-    text = text.replace("    micro_batch: 128\n", "")
-    text = text.replace("[bandwidth_collapse, latency_spikes, site_outage, straggler, flapping_membership, "
-                        "partition_heals]", "[bandwidth_collapse, site_outage, partition_heals]")
     plan = tmp_path / "plan.yaml"
-    plan.write_text(text)
+    plan.write_text(small_controller_plan())
     lock = freeze(plan, tmp_path / "plan.lock.json")
     summary = run_plan(lock, tmp_path / "runs", jobs=1)
     assert summary.completed == 24 and summary.failed == 0
     ev = evaluate(tmp_path / "plan.lock.json", tmp_path / "runs")
     assert ev.decision in ("supported", "not_supported")
+    assert ev.comparator is not None and ev.comparator.arm in ("sync", "local4", "local16")
+    assert ev.comparator.calibration_strata == ["bandwidth_region=low, family=calm",
+                                                "bandwidth_region=high, family=calm"]
+    assert [f.family for f in ev.families] == ["site_outage", "partition_heals"]
+    assert all(f.blocks == 2 and len(f.gates) == 4 for f in ev.families)
+    assert {(c.family, c.region["bandwidth_region"]) for c in ev.ranking} == {
+        (f, r) for f in ("site_outage", "partition_heals") for r in ("low", "high")}
+    assert all(c.ranking == "abstain" and c.n_pairs == 1 for c in ev.ranking)  # one pair cannot order them
     ledger = [json.loads(line) for line in (tmp_path / "runs" / "ledger.jsonl").read_text().splitlines()]
     per_stratum: dict[str, set[float]] = {}
     for rec in ledger:
         per_stratum.setdefault(json.dumps(rec["stratum"], sort_keys=True), set()).add(rec["metrics"]["useful_tokens"])
         assert rec["traces"][0].endswith(f"{rec['run_id']}.commits.jsonl")
+        assert len({r["metrics"]["base_bandwidth_mbps"] for r in ledger if r["stratum"] == rec["stratum"]}) == 1
     assert all(v == {6144.0} for v in per_stratum.values())
