@@ -21,6 +21,7 @@ from gates.artifact import (
     encode_number,
     encode_value,
 )
+from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.phase_support import phase_support
@@ -80,13 +81,16 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     traces = check_traces(plan, match.records(), ledger.path.parent)
     if traces is not None:
         checks.append(traces)
-    choice, families, ranking, refusals = None, [], [], {}
+    choice: ComparatorChoice | None = None
+    families: list[FamilyResult] = []
+    ranking: list[RankingCell] = []
+    unchosen: dict[str, list[str]] = {}  # gates refused because no comparator could be chosen
     if plan.comparator is not None:
         from gates.comparator import choose_comparator, resolve_gates
 
         choice = choose_comparator(plan, match, ledger.path.parent)
-        original, (plan, refusals) = plan, resolve_gates(plan, choice)
-    outcomes = evaluate_gates(plan, match, checks, refusals)
+        original, (plan, unchosen) = plan, resolve_gates(plan, choice)
+    outcomes = evaluate_gates(plan, match, checks, unchosen)
     if choice is not None and choice.arm is not None:
         for o, gate in zip(outcomes, original.gates):
             if choice.name in gate.contrast.arms:
@@ -96,7 +100,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if plan.strata.family_factor is not None:
         from gates.families import combine_decisions, evaluate_families
 
-        families, ranking = evaluate_families(plan, match, refusals, choice, ledger.path.parent)
+        families, ranking = evaluate_families(plan, match, unchosen, choice, ledger.path.parent)
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)

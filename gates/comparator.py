@@ -76,7 +76,7 @@ def choose_comparator(plan: Plan, match: Match, runs_dir: Any = None) -> Compara
                                if column else f"arm {arm} has no calibration run")
                 values[arm][metric] = None
                 continue
-            values[arm][metric] = statistic([float(v) for v in column], rule.statistic)
+            values[arm][metric] = statistic([float(v) for v in column if v is not None], rule.statistic)
     choice = ComparatorChoice(
         name=rule.name, arm=None, challenger=rule.challenger, rule=rule_words(plan), metric=rule.metric,
         statistic=rule.statistic, better=plan.metrics[rule.metric].better, tie_break=list(rule.tie_break),

@@ -240,6 +240,10 @@ def decision_explanation(ev: Evaluation) -> str:
     primary = primary_gates(ev)
     ids = {i.id for i in ev.invalidators}
     n = len(primary)
+    if ev.families and not ev.decision_refused_by:
+        from reports.family_decision import families_explanation
+
+        return families_explanation(ev)
     if ev.decision == "refused" and ev.other_plan_note and ev.runs.matched == 0 and not ev.decision_refused_by:
         return ("no claim either way: none of the runs in the ledger was collected under this plan version "
                 "(see 'Other plan' for what happened and the next step)")
