@@ -275,6 +275,9 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
         parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]
+    from reports.controller_view import controller_sections
+
+    parts += controller_sections(ev)  # nothing without a comparator, families or a ranking
     parts += diagnostics_section(ev, et.diagnostic_gates(ev))
     parts += _notes(ev)
     parts += _reading(ev)

@@ -70,6 +70,12 @@ svg.figure { display: block; overflow: visible; }
 .legend { display: flex; flex-wrap: wrap; gap: .2rem 1.1rem; padding: 0; list-style: none; font-size: .88rem; color: var(--muted); }
 .legend svg { vertical-align: middle; margin-right: .3rem; }
 .muted { color: var(--muted); }
+.rank { display: inline-block; font-weight: 700; font-size: .85rem; padding: 0 .45rem; border-radius: 1rem;
+  border: 2px solid currentColor; white-space: nowrap; }
+.rank-adaptive { color: var(--pass); } .rank-comparator { color: var(--fail); } .rank-flip { color: var(--unresolvable); }
+.rank-abstain { color: var(--muted); font-style: italic; border-style: dashed; }
+tr.abstain td { background: var(--soft); }
+ul.tight { margin: 0; padding-left: 1rem; }
 button.draw { font: inherit; padding: .3rem .8rem; border: 1px solid var(--muted); border-radius: 6px; background: var(--soft); cursor: pointer; }
 .trace-figure { min-height: 1rem; }
 @media (max-width: 640px) {

@@ -5,7 +5,8 @@ allowed by a Content-Security-Policy that lets nothing else run and nothing load
 figures, and the kept telemetry traces compressed inside it. It opens from disk with no network
 and prints to PDF (every ``<details>`` opens for printing). Sections, in order: the decision (claim,
 evidence classes, scope, notices, amendments, predecessors), the primary gates (table, groups,
-forest plot, per-stratum points), invalidators, sensitivity gates, diagnostics (refused and
+forest plot, per-stratum points), invalidators, sensitivity gates, a controller study's
+comparator choice, per-family ledger, ranking and assumptions (:mod:`reports.html_controller`), diagnostics (refused and
 unresolvable gates, visibly apart), notes, how to read the verdicts, the runs (per-run table, work
 conservation, traffic classes), the recovery timeline, the telemetry traces and the provenance.
 
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 
 GENERATOR = "prereg-toolkit reports html"
 NAV_WORDS = {"decision": "Decision", "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
-             "sensitivity": "Sensitivity",
+             "sensitivity": "Sensitivity", "comparator": "Comparator", "families": "Families", "ranking": "Ranking",
+             "assumptions": "Assumptions",
              "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
              "timeline": "Timeline", "telemetry": "Telemetry", "provenance": "Provenance"}
 DEFAULT_NAME = "report.html"
@@ -160,6 +162,9 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
                 + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
                 + he.strata_details(ev, evidence, "strata-sensitivity"))
         sections.append(("sensitivity", "Sensitivity (reported, never decides)", body))
+    from reports.html_controller import controller_sections
+
+    sections += controller_sections(ev)  # nothing without a comparator, families or a ranking
     diagnostics = he.diagnostics_section(ev)
     tail = he.notes_and_reading(ev)
     from reports.html_runs import conservation_section, runs_section

@@ -11,8 +11,9 @@ installed the tests skip, saying so. The browser is killed (its whole process gr
 module, whatever happens.
 
 The pages come from a real torch.multisite runs folder (the small copy of the demo plan that the
-telemetry plot tests use: 4 runs, traces, a timeline and telemetry) and from the imported
-continuation example (no traces).
+telemetry plot tests use: 4 runs, traces, a timeline and telemetry), from the imported
+continuation example (no traces) and from a controller study's artifact (its ranking table read
+back from the DOM).
 """
 
 from __future__ import annotations
@@ -387,3 +388,31 @@ def test_kept_traces_travel_compressed_with_every_update(torch_report):
         assert len(data["ux"]) == shown.update_x.size and len(data["px"]) == shown.poll_x.size
         assert data["ux"] == [float(f"{v:.6g}") for v in shown.update_x]
         assert {p[0] for p in data["phases"]} >= {"compute", "checkpoint"}
+
+
+def test_controller_ranking_table_in_chromium(browser, tmp_path):
+    """A controller study's page: the ranking table read back from the DOM, abstentions apart, nothing fetched."""
+    from gates.api import read_evaluation
+    from reports import controller_text as ct
+    from reports.html_page import write_html_report
+
+    fixture = HERE / "fixtures" / "controller-evaluation.json"
+    path, _, _ = write_html_report(fixture, tmp_path / "controller.html")
+    ev = read_evaluation(fixture)
+    browser.open(path, 1280, 900)
+    rows = browser.js("""Array.from(document.querySelectorAll('#ranking-table tbody tr')).map(r => [
+        r.dataset.family, r.dataset.ranking, r.classList.contains('abstain'),
+        r.cells[2].querySelector('.rank').textContent, r.cells[3].textContent, r.cells[5].textContent,
+        getComputedStyle(r.cells[2].querySelector('.rank')).borderTopStyle])""")
+    assert rows == [[str(c.family), c.ranking, c.ranking == "abstain", ct.RANKING_WORDS[c.ranking],
+                     ct.sampling_text(c, ev), c.reason, "dashed" if c.ranking == "abstain" else "solid"]
+                    for c in ev.ranking]
+    families = browser.js("Array.from(document.querySelectorAll('#families-table tbody tr'))"
+                          ".map(r => r.dataset.family)")
+    assert families == [str(f.family) for f in ev.families]
+    levels = browser.js("Array.from(document.querySelectorAll('h1,h2,h3,h4')).map(h => Number(h.tagName[1]))")
+    assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in zip(levels, levels[1:])), levels
+    browser.viewport(360, 780, mobile=True)
+    assert browser.js("document.documentElement.scrollWidth") <= 360  # the wide tables scroll inside their region
+    assert browser.problems() == []
+    assert set(browser.requests()) == {path.resolve().as_uri()}
