@@ -236,3 +236,31 @@ def test_plan_checks_refuse_broken_family_and_comparator_declarations(tmp_path: 
         plan.write_text(text)
         proc = run("prereg", "validate", str(plan))
         assert proc.returncode == 2 and message in proc.stderr, (old, proc.stderr)
+
+
+def test_without_any_held_out_run_the_choice_is_the_same_and_every_family_is_refused(tmp_path: Path) -> None:
+    full = evaluate(tmp_path, rows(), "full")
+    only_cal = evaluate(tmp_path, [r for r in rows() if r["family"].startswith("cal")], "cal_only")
+    assert only_cal["comparator"] == full["comparator"]
+    assert all(f["decision"] == "refused" for f in only_cal["families"])
+    assert only_cal["decision"] == "refused"
+
+
+def test_an_invalidator_on_calibration_runs_refuses_the_choice(tmp_path: Path) -> None:
+    table = rows()
+    next(r for r in table if r["family"] == "cal_a" and r["arm"] == "slow")["nll"] = 50.0  # beyond sane_nll
+    ev = evaluate(tmp_path, table)
+    c = ev["comparator"]
+    assert c["arm"] is None and any("sane_nll fired on the calibration runs" in r for r in c["refused_by"])
+    assert all("the comparator could not be chosen" in " ".join(g["refused_by"]) for g in ev["gates"])
+
+
+def test_an_invalidator_on_one_held_out_family_refuses_that_family_only(tmp_path: Path) -> None:
+    table = rows()
+    next(r for r in table if r["family"] == "held_y" and r["arm"] == "ctl")["nll"] = 50.0
+    ev = evaluate(tmp_path, table)
+    fams = {f["family"]: f for f in ev["families"]}
+    assert fams["held_y"]["decision"] == "refused" and fams["held_y"]["invalidators_fired"] == ["sane_nll"]
+    assert fams["held_x"]["decision"] == "supported" and fams["held_z"]["decision"] == "supported"
+    assert ev["comparator"]["arm"] == "fast"  # the choice never looked at held_y
+    assert all(c["ranking"] == "abstain" and "sane_nll" in c["reason"] for c in ev["ranking"] if c["family"] == "held_y")
