@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError, IntegrityError
+from reports.safe_text import wrap_entries
 
 if TYPE_CHECKING:
     from collect.ledger import RunRecord
@@ -317,16 +318,8 @@ def throughput_mbps(row: dict[str, Any]) -> float | None:
     return nbytes / m * 8 / (ms * 1e3) if m >= 2 and nbytes > 0 and ms > 0 else None
 
 
-def _wrap(head: str, entries: list[str]) -> list[str]:
-    lines, line = [], head.rstrip()
-    for i, entry in enumerate(entries):
-        piece = entry + (";" if i < len(entries) - 1 else "")
-        if len(line) + 1 + len(piece) > WRAP and line.strip() != head.strip():
-            lines.append(line)
-            line = " " * len(head) + piece
-        else:
-            line += " " + piece
-    return lines + [line]
+def _wrapped(head: str, entries: list[str]) -> list[str]:
+    return wrap_entries(head, entries, WRAP)
 
 
 def _episodes(stress: StressInfo, fmt: str) -> list[str]:
@@ -349,7 +342,7 @@ def _stress_lines(stress: StressInfo | None, fmt: str, head: str) -> list[str]:
         base.append(f"base latency {stress.base_latency_ms:.3g} ms")
     n = len(stress.episodes)
     return [f"{head}{', '.join(base)}",
-            *_wrap(f"  stress episodes ({n}):", _episodes(stress, fmt) or ["none (no stress)"])]
+            *_wrapped(f"  stress episodes ({n}):", _episodes(stress, fmt) or ["none (no stress)"])]
 
 
 def run_text(run: CommitRun, fmt: str, asked: bool = False, stress: bool = True) -> list[str]:
@@ -363,10 +356,10 @@ def run_text(run: CommitRun, fmt: str, asked: bool = False, stress: bool = True)
              f"{last['heldout_nll']:.4f} nats/token (commit {last['commit']}, evidence {evidence})"]
     segs = [f"{fmt.format(a)}–{fmt.format(b)} s {m} ({n} commit{'s' if n != 1 else ''})" for a, b, m, n in
             mode_segments(run)]
-    lines += _wrap("  modes:", segs or ["no commits"])
+    lines += _wrapped("  modes:", segs or ["no commits"])
     abst = [r for r in run.commits if r["action"] == "abstain"]
     if abst:
-        lines += _wrap(f"  abstentions ({len(abst)}):", [
+        lines += _wrapped(f"  abstentions ({len(abst)}):", [
             f"commit {r['commit']} at {s(r['wall_start_ms'])}–{s(r['wall_tick_ms'])} s ran the safe mode "
             f"{r['mode']}: {r['reason']}" for r in abst])
     else:
@@ -374,13 +367,13 @@ def run_text(run: CommitRun, fmt: str, asked: bool = False, stress: bool = True)
         lines.append(f"  abstentions: none (actions: {', '.join(actions) or 'none'})")
     changes = [f"site{'s' if len(ss) > 1 else ''} {','.join(map(str, ss))} {what} at commit {r['commit']} "
                f"({s(r['wall_tick_ms'])} s)" for r, what, ss in membership_changes(run)]
-    lines += _wrap("  membership:", changes or ["no changes (every commit merged the same sites)"])
+    lines += _wrapped("  membership:", changes or ["no changes (every commit merged the same sites)"])
     avail = [f"site {site} {STATE_WORDS[(before, after)]} at commit {r['commit']} ({s(r['wall_tick_ms'])} s)"
              for r, site, before, after in availability_changes(run)]
-    lines += _wrap("  partitions and outages:", avail or ["none seen at the commits"])
+    lines += _wrapped("  partitions and outages:", avail or ["none seen at the commits"])
     rejoins = [f"{s(r['wall_start_ms'])} s (commit {r['commit']}, {int(r['wan_bytes']['rejoin_transfer']):,} bytes)"
                for r in run.commits if r["wan_bytes"].get("rejoin_transfer", 0) > 0]
-    lines += _wrap("  rejoin transfers:", rejoins or ["none"])
+    lines += _wrapped("  rejoin transfers:", rejoins or ["none"])
     seen = [x for x in (throughput_mbps(r) for r in run.commits) if x is not None]
     total = sum(v for r in run.commits for v in r["wan_bytes"].values())
     wan = (f"effective link throughput {min(seen):.3g}–{max(seen):.3g} Mbit/s over {len(seen)} cycles (latency "
@@ -388,7 +381,7 @@ def run_text(run: CommitRun, fmt: str, asked: bool = False, stress: bool = True)
     lines.append(f"  WAN: {wan}; {int(total):,} bytes in all")
     stalls = [f"{s(r['stall_ms'])} s before commit {r['commit']}" for r in run.commits if r["stall_ms"] > 0]
     if stalls:
-        lines += _wrap("  stalls (no site could work):", stalls)
+        lines += _wrapped("  stalls (no site could work):", stalls)
     if stress:
         lines += _stress_lines(run.stress, fmt, "  stress: ")
     return lines

@@ -70,3 +70,16 @@ def clean_model(model: Any) -> Any:
 def clean_json_text(text: str) -> str:
     """JSON text with the characters ``json.dumps(ensure_ascii=False)`` leaves raw escaped as ``\\uNNNN``."""
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def wrap_entries(head: str, entries: list[str], width: int = 100) -> list[str]:
+    """``head e1; e2; ...`` wrapped at ``width`` columns between entries, never inside one."""
+    lines, line = [], head.rstrip()
+    for i, entry in enumerate(entries):
+        piece = entry + (";" if i < len(entries) - 1 else "")
+        if len(line) + 1 + len(piece) > width and line.strip() != head.strip():
+            lines.append(line)
+            line = " " * len(head) + piece
+        else:
+            line += " " + piece
+    return lines + [line]

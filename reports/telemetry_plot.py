@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from reports.safe_text import wrap_entries
 from reports.telemetry_view import Drawn, TelemetryView, drawn, duration_text, energy_scale
 
 if TYPE_CHECKING:
@@ -66,19 +67,6 @@ def _ms(value: float | None) -> str:
 
 def _joules(e: EnergyEstimate) -> str:
     return f"{e.estimate_j:.6g} J in [{e.lower_j:.6g}, {e.upper_j:.6g}] J ({e.method})"
-
-
-def _wrap(head: str, entries: list[str], width: int = 100) -> list[str]:
-    """``head e1; e2; ...`` wrapped at ``width`` columns between entries, never inside one."""
-    lines, line = [], head.rstrip()
-    for i, entry in enumerate(entries):
-        piece = entry + (";" if i < len(entries) - 1 else "")
-        if len(line) + 1 + len(piece) > width and line.strip() != head.strip():
-            lines.append(line)
-            line = " " * len(head) + piece
-        else:
-            line += " " + piece
-    return lines + [line]
 
 
 def telemetry_text(view: TelemetryView, shown: Drawn | None = None) -> str:
@@ -144,7 +132,7 @@ def telemetry_text(view: TelemetryView, shown: Drawn | None = None) -> str:
         entries = [f"{fmt.format((a - t0) / 1e9)}-{fmt.format((b - t0) / 1e9)}" for a, b in row.intervals]
         more = len(entries) - MAX_LISTED
         entries = entries[:MAX_LISTED] + ([f"and {more} more"] if more > 0 else [])
-        lines += _wrap(" " * (width + 2) + "intervals:", entries)
+        lines += wrap_entries(" " * (width + 2) + "intervals:", entries)
         notes = list(pe.energy.notes)  # one per distinct wording (power: one per interval's coverage)
         for note in notes[:MAX_NOTES]:
             lines.append(" " * (width + 2) + f"note: {note}")
