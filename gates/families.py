@@ -31,13 +31,12 @@ from gates.artifact_families import (
     FamilyGate,
     FamilyResult,
     Hindsight,
-    InfrastructureSpread,
     RankingCell,
-    RegionEnd,
 )
 from gates.comparator import statistic
 from gates.invalidators import check_invalidators
 from gates.matching import Block, Match
+from gates.ranking import rank_cell
 from gates.traces import check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg.family_checks import held_out_families
@@ -136,8 +135,6 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
 def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
                       runs_dir: Path | None) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""
-    from gates.ranking import rank_cell
-
     metrics = list(plan.metrics)
     families: list[FamilyResult] = []
     cells: list[RankingCell] = []
@@ -161,18 +158,5 @@ def _in_region_text(sub: Match, text: str, region: dict[str, Scalar]) -> bool:
     return stratum is None or all(f not in stratum or level_key(stratum[f]) == level_key(v) for f, v in region.items())
 
 
-def fitted_end(end: Any, log_x: bool) -> RegionEnd:
-    """An :class:`estimators.trend.FittedEnd` in the artifact (x back on its own scale)."""
-    at = math.exp(end.at) if log_x else end.at
-    return RegionEnd(at=at, estimate=encode_number(end.estimate), lower=encode_number(end.lower),
-                     upper=encode_number(end.upper))
-
-
-def spread(factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, note: str | None) -> InfrastructureSpread:
-    return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x,
-                                low_end=fitted_end(ends.low, log_x) if ends else None,
-                                high_end=fitted_end(ends.high, log_x) if ends else None, note=note)
-
-
 __all__ = ["combine_decisions", "evaluate_families", "evaluate_family", "family_keep", "held_out_families",
-           "regions_of", "spread"]
+           "regions_of"]

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from gates.artifact import encode_number
-from gates.artifact_families import ComparatorChoice, InfrastructureSpread, RankingCell
-from gates.families import spread
+from gates.artifact_families import ComparatorChoice, InfrastructureSpread, RankingCell, RegionEnd
 from gates.matching import Block
 from prereg.schema import Plan, Scalar
 
@@ -38,6 +37,19 @@ def _fmt(x: float) -> str:
 def _side(lower: float, upper: float, null: float) -> int:
     """+1 when the interval lies above the null, -1 below, 0 when it includes it."""
     return 1 if lower > null else -1 if upper < null else 0
+
+
+def fitted_end(end: Any, log_x: bool) -> RegionEnd:
+    """An :class:`estimators.trend.FittedEnd` in the artifact (x back on its own scale)."""
+    at = math.exp(end.at) if log_x else end.at
+    return RegionEnd(at=at, estimate=encode_number(end.estimate), lower=encode_number(end.lower),
+                     upper=encode_number(end.upper))
+
+
+def spread(factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, note: str | None) -> InfrastructureSpread:
+    return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x,
+                                low_end=fitted_end(ends.low, log_x) if ends else None,
+                                high_end=fitted_end(ends.high, log_x) if ends else None, note=note)
 
 
 def _spreads(plan: Plan, blocks: list[Block], arms: tuple[str, str], d: np.ndarray, scale: str,
