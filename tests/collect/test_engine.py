@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import collect.engine as engine
+import collect.ray_executor as ray_executor
 from collect.ledger import RunRecord, read_ledger
 from prereg.plan import parse_plan
 from tests.collect.crashing_collector import attempts
@@ -126,13 +127,13 @@ def test_process_pool_gives_the_same_ledger_content(tmp_path):
 
 def test_ray_batches_deal_every_run_once():
     runs = [engine.PlannedRun(f"run-{i}", {}, "a", 0, i, {}) for i in range(10)]
-    batches = engine.ray_batches(runs, slots=2)
-    assert len(batches) == 2 * engine.RAY_TASKS_PER_SLOT
+    batches = ray_executor.ray_batches(runs, slots=2)
+    assert len(batches) == 2 * ray_executor.RAY_TASKS_PER_SLOT
     assert batches[0] == [runs[0], runs[8]] and batches[7] == [runs[7]]  # dealt round-robin
     assert sorted(r.run_id for b in batches for r in b) == sorted(r.run_id for r in runs)
-    assert [len(b) for b in engine.ray_batches(runs, slots=4)] == [1] * 10  # never an empty batch
-    assert [len(b) for b in engine.ray_batches(runs, slots=1, per_slot=1, max_runs=3)] == [3, 3, 2, 2]
-    assert engine.ray_batches([], slots=2) == []
+    assert [len(b) for b in ray_executor.ray_batches(runs, slots=4)] == [1] * 10  # never an empty batch
+    assert [len(b) for b in ray_executor.ray_batches(runs, slots=1, per_slot=1, max_runs=3)] == [3, 3, 2, 2]
+    assert ray_executor.ray_batches([], slots=2) == []
 
 
 def _cli(*args: str) -> list[str]:
@@ -241,7 +242,7 @@ def test_ray_batches_stream_back_and_a_dead_worker_redoes_only_unreported_runs(t
     assert local_ray.is_initialized()  # an instance run_plan did not start, it leaves up
 
     (marks / "armed").unlink()
-    monkeypatch.setattr(engine, "RAY_MAX_RUNS_PER_TASK", 1)  # one task per run, as before batching
+    monkeypatch.setattr(ray_executor, "RAY_MAX_RUNS_PER_TASK", 1)  # one task per run, as before batching
     engine.run_plan(plan, sha, tmp_path / "one-per-task", jobs=2, executor="ray")
     serial = contents(tmp_path / "serial")
     assert serial == contents(tmp_path / "crashed") == contents(tmp_path / "one-per-task")
