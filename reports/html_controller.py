@@ -9,6 +9,7 @@ an abstaining cell says ABSTAIN in words, in italics inside a dashed badge, on a
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reports import controller_text as ct
@@ -106,3 +107,24 @@ def controller_sections(ev: Evaluation) -> list[tuple[str, str, str]]:
         if body and body != "<ul></ul>":
             out.append((anchor, heading, body))
     return out
+
+
+def commit_timeline_section(ev: Evaluation, folder: Path) -> str:
+    """The commit timeline of the first held-out family's first block, challenger and comparator, in
+    words (the text equivalent ``reports plot EVALUATION --family F`` prints beside its figure)."""
+    from prereg.errors import InputError, IntegrityError
+    from reports.commit_select import family_block_runs
+    from reports.commit_timeline import load_commit_timeline, timeline_text
+
+    family = str(ev.families[0].family)
+    hint = f"<p>The figure: <code>reports plot EVALUATION_JSON --family {esc(family)}</code> (any held-out family).</p>"
+    try:
+        runs_folder, run_ids = family_block_runs(ev, family, runs_folder=folder)
+        text = "\n".join(timeline_text(load_commit_timeline(runs_folder, run_ids, asked=run_ids[0])))
+    except IntegrityError as err:
+        return f'<p class="alarm">NOT SHOWN: {esc(str(err))}</p>' + hint
+    except InputError as err:
+        return f'<p class="notice">{esc(str(err))}</p>' + hint
+    return (f"<p>Held-out family <strong>{esc(family)}</strong>: the challenger and the comparator on one modeled "
+            "wall-time axis (modes, abstentions, membership, WAN, held-out NLL), from their commit ledgers.</p>"
+            f"<pre>{esc(text)}</pre>" + hint)

@@ -39,7 +39,7 @@ NAV_WORDS = {"decision": "Decision", "gates": "Gates", "invalidators": "Invalida
              "sensitivity": "Sensitivity", "comparator": "Comparator", "families": "Families", "ranking": "Ranking",
              "assumptions": "Assumptions",
              "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
-             "timeline": "Timeline", "telemetry": "Telemetry", "provenance": "Provenance"}
+             "timeline": "Timeline", "commits": "Commit timeline", "telemetry": "Telemetry", "provenance": "Provenance"}
 DEFAULT_NAME = "report.html"
 
 
@@ -175,8 +175,13 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
         from reports.html_telemetry import telemetry_section
         from reports.html_timeline import timeline_section
 
-        later += [("timeline", "Recovery timeline", timeline_section(ctx, run_id)),
-                  ("telemetry", "Telemetry traces", telemetry_section(ctx))]
+        if ev.comparator is not None and ev.families:  # controller runs keep commit ledgers, not event traces
+            from reports.html_controller import commit_timeline_section
+
+            later.append(("commits", "Commit timeline of one held-out family", commit_timeline_section(ev, ctx.folder)))
+        else:
+            later.append(("timeline", "Recovery timeline", timeline_section(ctx, run_id)))
+        later.append(("telemetry", "Telemetry traces", telemetry_section(ctx)))
     later.append(("provenance", "Provenance", _provenance(ev, src, seal, ctx)))
     anchors = [a for a, _, _ in sections] + (["diagnostics"] if diagnostics else []) + [a for a, _, _ in tail + later]
     nav = ('<nav class="toc" aria-label="Sections"><ol>'

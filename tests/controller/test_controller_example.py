@@ -58,3 +58,9 @@ def test_the_sim_twin_runs_and_evaluates_with_every_part(tmp_path: Path) -> None
                "--out", str(tmp_path / "plots"), "--format", "svg")
     assert proc.returncode == 0, proc.stderr
     assert "abstentions" in proc.stdout and f"{c['arm']}: run" in proc.stdout
+    # the web report carries the same timeline in words, and the ranking table
+    proc = run("reports", "html", str(tmp_path / "runs"), "-o", str(tmp_path / "report.html"))
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert 'id="commits"' in page and "bandwidth_collapse" in page and "abstentions (" in page
+    assert 'id="ranking-table"' in page and 'id="timeline"' not in page
