@@ -107,13 +107,18 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
         problems.append(((*path,), "a comparator is chosen on calibration strata: declare 'strata.calibration'"))
     from estimators.feasibility import insufficient_blocks
 
-    if plan.strata.family_factor in plan.strata.factors and plan.strata.held_out:
-        for family in held_out_families(plan):
-            n = family_units_planned(plan, family)
+    factor = plan.strata.family_factor
+    if factor in plan.strata.factors and plan.strata.held_out and not problems:
+        regions = [r for r in (plan.strata.region_factors or {}) if r in plan.strata.factors]
+        cells: dict[tuple[str, ...], int] = {}
+        for stratum in plan.pairing_strata():  # a ranking cell's pairs: its blocks (strata x replicates)
+            key = tuple(level_key(stratum[f]) for f in [factor, *regions])
+            cells[key] = cells.get(key, 0) + plan.strata.replicates
+        for key, n in cells.items():
             why = insufficient_blocks(rule.ranking.method, rule.ranking.confidence, n, None,
-                                      f"units of family {family}")
+                                      "pairs in each family x region cell")
             if why:
-                problems.append(((*path, "ranking", "method"), f"the ranking: {why}"))
+                problems.append(((*path, "ranking", "method"), f"the ranking could never order a cell: {why}"))
                 break
 
 

@@ -224,12 +224,15 @@ def test_plan_checks_refuse_broken_family_and_comparator_declarations(tmp_path: 
         "metric: time\n  tie_break": ("metric: tme\n  tie_break", "unknown metric 'tme'"),
         "region_factors: {region: bandwidth}": ("region_factors: {region: bandwith}", "unknown metric 'bandwith'"),
         "  replicates: 3": ("  replicates: 1", "judged per family"),  # + signflip below: 2 pairs per family
+        "  replicates: 3\n  analysis_unit: replicate": ("  replicates: 1\n  analysis_unit: replicate",
+                                                       "could never order a cell"),  # t, 1 pair per cell
     }
     for old, (new, message) in cases.items():
         plan = tmp_path / "bad.yaml"
         text = PLAN.replace(old, new)
         if old == "  replicates: 3":
             text = text.replace("contrast: ctl / comparator, method: t", "contrast: ctl / comparator, method: signflip")
+            text = text.replace("  region_factors: {region: bandwidth}\n", "")  # a ranking cell: 2 pairs, enough
         if old == "calibration: [{family: cal_a}, {family: cal_b}]":
             text = text.replace("held_out: [{family: held_x}", "held_out: [{family: held_x, region: high}")
         assert text != PLAN
