@@ -112,9 +112,9 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
         regions = [r for r in (plan.strata.region_factors or {}) if r in plan.strata.factors]
         cells: dict[tuple[str, ...], int] = {}
         for stratum in plan.pairing_strata():  # a ranking cell's pairs: its blocks (strata x replicates)
-            key = tuple(level_key(stratum[f]) for f in [factor, *regions])
-            cells[key] = cells.get(key, 0) + plan.strata.replicates
-        for key, n in cells.items():
+            cell = tuple(level_key(stratum[f]) for f in [factor, *regions])
+            cells[cell] = cells.get(cell, 0) + plan.strata.replicates
+        for n in cells.values():
             why = insufficient_blocks(rule.ranking.method, rule.ranking.confidence, n, None,
                                       "pairs in each family x region cell")
             if why:
