@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from reports import decision_text as dt
 from reports import evaluation_text as et
 from reports import provenance_text as pt
 from reports.forest import LEGEND
@@ -102,12 +103,12 @@ def _header(ev: Evaluation) -> list[str]:
 
 
 def _decision(ev: Evaluation) -> list[str]:
-    word, rest = et.decision_sentence(ev)
+    word, rest = dt.decision_sentence(ev)
     lines = ["", "## Decision", "", f"**{word}**{md_escape(rest)}"]
-    modeled = et.modeled_note(ev)
+    modeled = dt.modeled_note(ev)
     if modeled:
         lines += ["", md_escape(modeled)]
-    lines += ["", md_escape(et.scope_text(ev))]
+    lines += ["", md_escape(dt.scope_text(ev))]
     return lines
 
 

@@ -231,66 +231,6 @@ def diagnostic_gates(ev: Evaluation) -> list[GateResult]:
     return [g for g in primary_gates(ev) + sensitivity_gates(ev) if g.verdict in ("refused", "unresolvable")]
 
 
-def _gate_list(ids: list[str]) -> str:
-    return ("gate " if len(ids) == 1 else "gates ") + ", ".join(ids)
-
-
-def decision_explanation(ev: Evaluation) -> str:
-    """Why the decision is what it is, in one clause built from the primary gates' verdicts."""
-    primary = primary_gates(ev)
-    ids = {i.id for i in ev.invalidators}
-    n = len(primary)
-    if ev.families and not ev.decision_refused_by:
-        from reports.family_decision import families_explanation
-
-        return families_explanation(ev)
-    if ev.decision == "refused" and ev.other_plan_note and ev.runs.matched == 0 and not ev.decision_refused_by:
-        return ("no claim either way: none of the runs in the ledger was collected under this plan version "
-                "(see 'Other plan' for what happened and the next step)")
-    if ev.decision == "refused":
-        parts = list(ev.decision_refused_by)
-        for g in primary:
-            if g.verdict == "refused":
-                why = "; ".join(refusal_text(r, ids) for r in g.refused_by) or "no reason recorded"
-                parts.append(f"gate {g.id} was refused ({why})")
-            elif g.verdict == "unresolvable":
-                parts.append(f"gate {g.id} is unresolvable (the instrument cannot resolve its margin)")
-        if not parts:
-            return f"no claim either way: {ev.decision_reason}"
-        return "no claim either way, because " + "; ".join(parts)
-    if ev.decision == "not_supported":
-        failed = [g.id for g in primary if g.verdict == "fail"]
-        if not failed:
-            return ev.decision_reason
-        passed = sum(g.verdict in ("pass", "vacuous") for g in primary)
-        return f"{_gate_list(failed)} failed ({passed} of {n} primary gates passed)"
-    if any(g.verdict not in ("pass", "vacuous") for g in primary):  # an inconsistent artifact: say what it says
-        return ev.decision_reason
-    vacuous = sum(g.verdict == "vacuous" for g in primary)
-    extra = f" ({vacuous} vacuous: could not have failed)" if vacuous else ""
-    return f"all {n} primary gates passed{extra}"
-
-
-def modeled_note(ev: Evaluation) -> str:
-    """A sentence saying the claim rests on weaker-than-measured evidence, or ''."""
-    classes = sorted({g.evidence for g in primary_gates(ev) if g.evidence != "measured"})
-    if not classes:
-        return ""
-    return "Evidence: this claim rests on " + ", ".join(EVIDENCE_WORDS[c] for c in classes) + " numbers, not measured ones only."
-
-
-def decision_sentence(ev: Evaluation) -> tuple[str, str]:
-    """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
-    rest = f': "{ev.claim.strip()}" {EM_DASH} {decision_explanation(ev)}'
-    return DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
-
-
-def scope_text(ev: Evaluation) -> str:
-    """The plan's scope line (or that it stated none)."""
-    scope = " ".join(ev.scope.split()) if ev.scope else "none stated in the plan"
-    return f"Scope (not covered by this evidence): {scope}"
-
-
 def amendment_flag(a: AmendmentSummary) -> str:
     """Whether data already existed when the plan was amended, in words."""
     if a.post_data:

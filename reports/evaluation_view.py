@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reports import decision_text as dt
 from reports import evaluation_text as et
 from reports import provenance_text as pt
 from reports.evaluation_markdown import evaluation_markdown
@@ -80,15 +81,15 @@ def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
 def _decision(ev: Evaluation) -> list[Any]:
     from rich.text import Text
 
-    word, rest = et.decision_sentence(ev)
+    word, rest = dt.decision_sentence(ev)
     sentence = Text()
     sentence.append(word, style=DECISION_STYLES[ev.decision])
     sentence.append(rest)
     parts: list[Any] = [_heading("Decision"), sentence]
-    modeled = et.modeled_note(ev)
+    modeled = dt.modeled_note(ev)
     if modeled:
         parts.append(Text(modeled, style="yellow"))
-    parts.append(Text(et.scope_text(ev)))
+    parts.append(Text(dt.scope_text(ev)))
     return parts
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from reports import decision_text as dt
 from reports import evaluation_text as et
 from reports import provenance_text as pt
 from reports.html_axes import block_points, gate_axis, widened_interval
@@ -67,10 +68,10 @@ def bullets(lines: list[str], cls: str = "") -> str:
 
 def decision_section(ev: Evaluation) -> str:
     """The decision in words, the evidence classes, scope, notices, amendments and predecessors."""
-    word, rest = et.decision_sentence(ev)
+    word, rest = dt.decision_sentence(ev)
     parts = [f'<p id="decision-text" class="decision decision-{esc(ev.decision)}"><span class="word">{esc(word)}'
              f"</span>{esc(rest)}</p>"]
-    modeled = et.modeled_note(ev)
+    modeled = dt.modeled_note(ev)
     if modeled:
         parts.append(f'<p class="notice"><strong>{esc(modeled)}</strong></p>')
     classes: dict[str, list[str]] = {}
@@ -80,7 +81,7 @@ def decision_section(ev: Evaluation) -> str:
         parts.append("<p>Evidence class of each primary gate, in words:</p>")
         parts.append("<ul>" + "".join(f"<li><strong>{esc(words)}</strong>: {esc(', '.join(ids))}</li>"
                                       for words, ids in classes.items()) + "</ul>")
-    parts.append(f"<p>{esc(et.scope_text(ev))}</p>")
+    parts.append(f"<p>{esc(dt.scope_text(ev))}</p>")
     for label, text, alarm in pt.provenance_lines(ev, limit=None):
         parts.append(f'<p class="{"alarm" if alarm else "notice"}"><strong>{esc(label)}</strong>: {esc(text)}</p>')
     parts.append('<h3 id="amendments">Amendments</h3>')

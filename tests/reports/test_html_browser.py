@@ -257,10 +257,11 @@ def imported_report(tmp_path_factory) -> tuple[Path, Path]:
 def expected(runs: Path) -> tuple[str, list[tuple[str, str]]]:
     """The decision sentence and (gate id, verdict word) of the primary gates, from the artifact itself."""
     from gates.api import read_evaluation
+    from reports import decision_text as dt
     from reports import evaluation_text as et
 
     ev = read_evaluation(runs / "evaluation.json")
-    word, rest = et.decision_sentence(ev)
+    word, rest = dt.decision_sentence(ev)
     return word + rest, [(g.id, et.VERDICT_WORDS[g.verdict]) for g in et.primary_gates(ev)]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from gates.artifact import write_evaluation
+from reports import decision_text as dt
 from reports import evaluation_text as et
 from reports.html_assets import CSS, JS, csp_hash
 from reports.html_axes import gate_axis, pct_change, ratio_ticks, widened_interval
@@ -88,7 +89,7 @@ def sample_page(tmp_path) -> tuple[str, Outline]:
 def test_the_page_says_what_the_terminal_says(sample_page):
     page, doc = sample_page
     ev = realistic_evaluation()
-    word, rest = et.decision_sentence(ev)
+    word, rest = dt.decision_sentence(ev)
     assert " ".join((word + rest).split()) in doc.words("decision")
     assert "POST-DATA AMENDMENT: runs already existed" in doc.words("decision")
     for status, line in et.predecessor_lines(ev):
