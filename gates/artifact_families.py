@@ -40,7 +40,7 @@ class ComparatorChoice(_Model):
     )
     ties_broken_by: str | None = Field(default=None, description="What settled a tie ('final_nll', 'candidate order').")
     calibration_strata: list[str] = Field(description="Labels of the calibration strata the choice used.")
-    runs_used: int = Field(description="Calibration runs of the candidates the choice read.")
+    runs_used: int = Field(description="Calibration runs of the candidates with a finite selection metric.")
     family_factor: str | None = Field(default=None, description="The strata factor naming stress families.")
     refused_by: list[str] = Field(default_factory=list, description="Why no arm could be chosen.")
 
@@ -102,7 +102,8 @@ class InfrastructureSpread(_Model):
 
     factor: str
     parameter: str = Field(description="The metric recording the drawn value (e.g. base_bandwidth_mbps).")
-    drawn: list[float] = Field(description="The drawn values, one per pair.")
+    drawn: list[float] = Field(description="The drawn values, one per pair (the same for both arms of a pair).")
+    log_scale: bool | None = Field(default=None, description="Whether the line was fitted on log(parameter).")
     low_end: RegionEnd | None = None
     high_end: RegionEnd | None = None
     note: str | None = None

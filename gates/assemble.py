@@ -88,7 +88,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if plan.comparator is not None:
         from gates.comparator import choose_comparator, resolve_gates
 
-        choice = choose_comparator(plan, match, ledger.path.parent)
+        choice = choose_comparator(plan, match, ledger.path.parent, checks)
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
     outcomes = evaluate_gates(plan, match, checks, unchosen)
     if choice is not None and choice.arm is not None:
@@ -100,7 +100,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if plan.strata.family_factor is not None:
         from gates.families import combine_decisions, evaluate_families
 
-        families, ranking = evaluate_families(plan, match, unchosen, choice, ledger.path.parent)
+        families, ranking = evaluate_families(plan, match, unchosen, choice, ledger.path.parent, checks)
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)

@@ -12,18 +12,17 @@ chosen arm into the gates' contrasts; gates naming the comparator are refused wh
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
 
-from estimators.expressions import parse_contrast
+from estimators.expressions import ExpressionError
 from gates.artifact import encode_number
 from gates.artifact_families import ComparatorChoice
-from gates.invalidators import InvalidatorCheck, check_invalidators
+from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Match, stratum_label
 from gates.traces import check_traces
-from prereg.family_checks import rule_words
+from prereg.family_checks import rule_words, substitute_comparator
 from prereg.schema import ComparatorRule, Gate, Plan, Strata
 
 
@@ -46,8 +45,8 @@ def _data_problems(rule: ComparatorRule, cal: Match) -> list[str]:
     return problems
 
 
-def _fired(plan: Plan, cal: Match, runs_dir: Any) -> list[str]:
-    checks: list[InvalidatorCheck] = check_invalidators(plan, cal)
+def _fired(plan: Plan, cal: Match, runs_dir: Any, full: list[InvalidatorCheck]) -> list[str]:
+    checks: list[InvalidatorCheck] = check_invalidators_on(plan, cal, full)
     trace = check_traces(plan, cal.records(), runs_dir) if runs_dir is not None else None
     if trace is not None:
         checks.append(trace)
@@ -55,21 +54,23 @@ def _fired(plan: Plan, cal: Match, runs_dir: Any) -> list[str]:
     return [f"invalidator {c.id} fired on the calibration runs ({c.detail})" for c in checks if c.fired and c.blocks]
 
 
-def choose_comparator(plan: Plan, match: Match, runs_dir: Any = None) -> ComparatorChoice:
-    """The chosen comparator and how it was chosen (module doc); ``runs_dir`` re-hashes the traces."""
+def choose_comparator(plan: Plan, match: Match, runs_dir: Any = None,
+                      full_checks: list[InvalidatorCheck] | None = None) -> ComparatorChoice:
+    """The chosen comparator and how it was chosen (module doc); ``runs_dir`` re-hashes the traces;
+    ``full_checks`` are the invalidators on the whole match (for checks whose blocks lie elsewhere)."""
     rule = plan.comparator
     assert rule is not None
     cal = calibration_match(plan, match)
     blocks = [b for b in cal.blocks.values() if b.calibration]
     metrics = [rule.metric, *[m for m in rule.tie_break if m != rule.metric]]
-    refused = _data_problems(rule, cal) + _fired(plan, cal, runs_dir)
+    refused = _data_problems(rule, cal) + _fired(plan, cal, runs_dir, full_checks or [])
     values: dict[str, dict[str, Any]] = {}
     runs_used = 0
     for arm in rule.candidates:
         values[arm] = {}
         for metric in metrics:
             column = [b.records[arm].metric(metric) for b in blocks if arm in b.records]
-            runs_used += len(column) if metric == rule.metric else 0
+            runs_used += sum(v is not None and math.isfinite(v) for v in column) if metric == rule.metric else 0
             bad = [v for v in column if v is None or not math.isfinite(v)]
             if bad or not column:
                 refused.append(f"{metric} of arm {arm}: {len(bad)} calibration run(s) without a finite value"
@@ -122,8 +123,13 @@ def resolve_gates(plan: Plan, choice: ComparatorChoice | None) -> tuple[Plan, di
                                  + "; ".join(choice.refused_by[:3])]
             gates.append(gate)
         else:
-            text = re.sub(rf"\b{re.escape(name)}\b", choice.arm, gate.contrast.text)
-            gates.append(gate.model_copy(update={"contrast": parse_contrast(text)}))
+            try:
+                contrast = substitute_comparator(gate.contrast.text, name, choice.arm)
+            except ExpressionError as err:  # frozen plans are checked for this; an older lock may not be
+                refusals[gate.id] = [f"with the comparator {choice.arm} the contrast compares nothing ({err})"]
+                gates.append(gate)
+                continue
+            gates.append(gate.model_copy(update={"contrast": contrast}))
     return plan.model_copy(update={"gates": gates}), refusals
 
 

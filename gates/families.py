@@ -34,7 +34,7 @@ from gates.artifact_families import (
     RankingCell,
 )
 from gates.comparator import statistic
-from gates.invalidators import check_invalidators
+from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
 from gates.ranking import rank_cell
 from gates.traces import check_traces
@@ -44,10 +44,20 @@ from prereg.schema import Plan, Scalar, level_key
 
 
 def family_keep(plan: Plan, family: Scalar) -> Any:
-    """A stratum test for one family (a problem naming no family level touches every family)."""
+    """A stratum test for one family. A problem naming no family level, or a level that is not one
+    of the plan's families, touches every family."""
     factor = plan.strata.family_factor
+    assert factor is not None
     key = level_key(family)
-    return lambda st: factor not in st or level_key(st[factor]) == key
+    planned = {level_key(v) for v in plan.strata.factors[factor]}
+
+    def keep(st: dict[str, Any]) -> bool:
+        if not isinstance(st, dict) or factor not in st:
+            return True
+        level = level_key(st[factor])
+        return level == key or level not in planned
+
+    return keep
 
 
 def _family_gate(o: GateOutcome) -> FamilyGate:
@@ -91,10 +101,11 @@ def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
 
 
 def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[str]],
-                    runs_dir: Path | None, metrics: list[str]) -> tuple[FamilyResult, Match, list[str]]:
+                    runs_dir: Path | None, metrics: list[str],
+                    full_checks: list[InvalidatorCheck]) -> tuple[FamilyResult, Match, list[str]]:
     """One held-out family: its gates, decision, yardstick and descriptive medians."""
     sub = match.subset(family_keep(plan, family))
-    checks = check_invalidators(plan, sub)
+    checks = check_invalidators_on(plan, sub, full_checks)
     trace = check_traces(plan, sub.records(), runs_dir) if runs_dir is not None else None
     if trace is not None:
         checks.append(trace)
@@ -116,7 +127,10 @@ def combine_decisions(pooled: tuple[str, str], families: list[FamilyResult]) -> 
         hit = [f"{label}: {reason}" for label, d, reason in parts if d == decision]
         if hit:
             return decision, "; ".join(hit)
-    return "supported", f"pooled and in each of the {len(families)} held-out families: {pooled[1]}"
+    vacuous = [str(f.family) for f in families if any(g.role == "primary" and g.verdict == "vacuous" for g in f.gates)]
+    flag = (f"; vacuous (could not have failed) in famil{'y' if len(vacuous) == 1 else 'ies'} {', '.join(vacuous)}"
+            if vacuous else "")
+    return "supported", f"pooled and in each of the {len(families)} held-out families: {pooled[1]}{flag}"
 
 
 def regions_of(plan: Plan, blocks: list[Block]) -> list[dict[str, Scalar]]:
@@ -133,20 +147,21 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
 
 
 def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
-                      runs_dir: Path | None) -> tuple[list[FamilyResult], list[RankingCell]]:
+                      runs_dir: Path | None, full_checks: list[InvalidatorCheck]
+                      ) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""
     metrics = list(plan.metrics)
     families: list[FamilyResult] = []
     cells: list[RankingCell] = []
     for family in held_out_families(plan):
-        result, sub, blocking = evaluate_family(plan, match, family, refusals, runs_dir, metrics)
+        result, sub, blocking = evaluate_family(plan, match, family, refusals, runs_dir, metrics, full_checks)
         families.append(result)
         if plan.comparator is None:
             continue
         blocks = gate_blocks(sub)
         for region in regions_of(plan, blocks):
             cell_blocks = [b for b in blocks if _in_region(b, region)]
-            missing = [text for arm, text in sub.missing + sub.duplicate
+            missing = [text for arm, text in sub.missing + sub.duplicate + sub.unplanned + sub.other_plan
                        if arm in (plan.comparator.challenger, choice.arm if choice else None)
                        and _in_region_text(sub, text, region)]
             cells.append(rank_cell(plan, family, region, cell_blocks, choice, missing, blocking))

@@ -187,3 +187,18 @@ def check_invalidators(plan: Plan, match: Match) -> list[InvalidatorCheck]:
         blocks = gate_ids if inv.blocks == "all" else list(inv.blocks)
         out.append(InvalidatorCheck(inv.id, inv.kind, fired, observed, threshold, detail, blocks))
     return out
+
+
+def check_invalidators_on(plan: Plan, subset: Match, full: list[InvalidatorCheck]) -> list[InvalidatorCheck]:
+    """The invalidators evaluated on a subset of the match (one held-out family, the calibration
+    strata). A ``controls_identical`` check whose ``where`` selects no block of the subset keeps its
+    result on the whole match (``full``): its control blocks lie elsewhere, and firing for want of
+    them would refuse a subset for a check that holds."""
+    by_id = {c.id: c for c in full}
+    out = []
+    for inv, check in zip(plan.invalidators, check_invalidators(plan, subset)):
+        if isinstance(inv, ControlsIdentical) and inv.id in by_id and not any(
+                Strata.selects(inv.where, b.stratum) for b in subset.blocks.values()):
+            check = by_id[inv.id]
+        out.append(check)
+    return out

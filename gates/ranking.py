@@ -26,7 +26,7 @@ import numpy as np
 
 from gates.artifact import encode_number
 from gates.artifact_families import ComparatorChoice, InfrastructureSpread, RankingCell, RegionEnd
-from gates.matching import Block
+from gates.matching import Block, stratum_label
 from prereg.schema import Plan, Scalar
 
 
@@ -47,33 +47,59 @@ def fitted_end(end: Any, log_x: bool) -> RegionEnd:
 
 
 def spread(factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, note: str | None) -> InfrastructureSpread:
-    return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x,
+    return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x, log_scale=log_x,
                                 low_end=fitted_end(ends.low, log_x) if ends else None,
                                 high_end=fitted_end(ends.high, log_x) if ends else None, note=note)
 
 
-def _spreads(plan: Plan, blocks: list[Block], arms: tuple[str, str], d: np.ndarray, scale: str,
+def _units(plan: Plan, pairs: list[Block], d: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
+    """The cell's units of analysis (``strata.analysis_unit``): each pair, or each stratum with its
+    replicates' contrasts averaged (log scale for ratios), as the gates do."""
+    if (plan.strata.analysis_unit or "stratum") == "replicate":
+        groups = [[i] for i in range(len(pairs))]
+    else:
+        by: dict[str, list[int]] = {}
+        for i, b in enumerate(pairs):
+            by.setdefault(stratum_label(b.stratum), []).append(i)
+        groups = list(by.values())
+    return groups, np.array([float(np.mean(d[g])) for g in groups])
+
+
+def _parameters(plan: Plan, pairs: list[Block], arms: tuple[str, str]) -> tuple[dict[str, list[float]], str | None]:
+    """Each region factor's drawn parameter per pair, or why the cell cannot be paired on it."""
+    out: dict[str, list[float]] = {}
+    for factor, parameter in (plan.strata.region_factors or {}).items():
+        xs = [b.records[arms[0]].metric(parameter) for b in pairs]
+        other = [b.records[arms[1]].metric(parameter) for b in pairs]
+        if any(x is None or not math.isfinite(x) for x in xs + other):
+            return out, f"{parameter} is not recorded, or not finite, for every run of the cell"
+        bad = next((b.label for b, x, y in zip(pairs, xs, other) if x != y), None)
+        if bad is not None:
+            return out, (f"{parameter} differs between {arms[0]} and {arms[1]} in block {bad}: the pair did not meet "
+                         "the same drawn infrastructure (not common random numbers), so it cannot be compared")
+        out[factor] = [float(x) for x in xs if x is not None]
+    return out, None
+
+
+def _spreads(plan: Plan, drawn: dict[str, list[float]], groups: list[list[int]], d: np.ndarray, scale: str,
              confidence: float) -> tuple[list[InfrastructureSpread], list[tuple[str, Any, bool]]]:
     import estimators as est
 
     out, fits = [], []
     for factor, parameter in (plan.strata.region_factors or {}).items():
-        xs = [b.records[arms[0]].metric(parameter) for b in blocks]
-        other = [b.records[arms[1]].metric(parameter) for b in blocks]
-        note = None
-        if any(x is None or not math.isfinite(x) for x in xs):
-            out.append(InfrastructureSpread(factor=factor, parameter=parameter, drawn=[],
-                                            note=f"{parameter} is not recorded for every run of the cell"))
-            continue
-        if xs != other:
-            note = f"{parameter} differs between the two arms' runs of a block: not common random numbers"
-        x = np.array(xs, dtype=float)
+        x = np.array(drawn[factor], dtype=float)
         log_x = bool(np.all(x > 0))
-        ends = est.trend_ends(d, np.log(x) if log_x else x, confidence, scale)
-        if ends is None and note is None:
-            note = "fewer than 3 pairs or one drawn value: no trend across the region can be fitted"
+        fx = np.log(x) if log_x else x
+        fx = np.array([float(np.mean(fx[g])) for g in groups])  # a stratum unit: its replicates' mean position
+        ends = est.trend_ends(d, fx, confidence, scale)
+        note = None
+        if ends is None:
+            note = "fewer than 3 units or one drawn value: no trend across the region can be fitted"
+        elif ends.low.lower == ends.low.upper and ends.high.lower == ends.high.upper:
+            note = ("the straight line passes through every unit exactly (no residual spread): its ends carry no "
+                    "sampling uncertainty, so no flip is inferred from them")
         out.append(spread(factor, parameter, [float(v) for v in x], ends, log_x, note))
-        if ends is not None:
+        if ends is not None and note is None:
             fits.append((parameter, ends, log_x))
     return out, fits
 
@@ -109,21 +135,29 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
     if values.size == 0 or not np.all(np.isfinite(values)) or (scale == "ratio" and np.any(values <= 0)):
         return abstain(f"{metric} is missing, not finite{' or not positive' if scale == 'ratio' else ''} in a run "
                        "of this cell")
-    d = np.log(values[:, 0] / values[:, 1]) if scale == "ratio" else values[:, 0] - values[:, 1]
+    drawn, unpaired = _parameters(plan, pairs, (challenger, arm))
+    if unpaired:
+        return abstain(unpaired)
+    per_pair = np.log(values[:, 0] / values[:, 1]) if scale == "ratio" else values[:, 0] - values[:, 1]
+    groups, d = _units(plan, pairs, per_pair)
     n = int(d.size)
+    unit = "pairs" if (plan.strata.analysis_unit or "stratum") == "replicate" else "strata (replicates averaged)"
     cell["n_pairs"] = n
-    too_few = est.insufficient_blocks(rr.method, rr.confidence, n, None, "pairs in this cell")
+    too_few = est.insufficient_blocks(rr.method, rr.confidence, n, None, f"{unit} in this cell")
     if too_few or n < 2:
-        return abstain(too_few or f"only {n} pair(s) in this cell")
+        return abstain(too_few or f"only {n} {unit} in this cell")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = est.interval(rr.method, d, rr.confidence, scale)
-    infra, fits = _spreads(plan, pairs, (challenger, arm), d, scale, rr.confidence)
+    infra, fits = _spreads(plan, drawn, groups, d, scale, rr.confidence)
+    constant = bool(np.all(d == d[0]))
     null = 1.0 if scale == "ratio" else 0.0
     sampled = dict(estimate=encode_number(res.estimate), lower=encode_number(res.lower),
                    upper=encode_number(res.upper), infrastructure=infra)
     good = -1 if plan.metrics[metric].better == "lower" else 1  # the side on which the challenger is better
     interval = f"{_fmt(res.estimate)} [{_fmt(res.lower)}, {_fmt(res.upper)}]"
+    tail = (f"; every one of the {n} {unit} gives the same value: no sampling variability (as for a vacuous gate), "
+            "so this order rests on that single value, not on an interval") if constant else ""
     for parameter, ends, log_x in fits:
         lo, hi = _side(ends.low.lower, ends.low.upper, null), _side(ends.high.lower, ends.high.upper, null)
         if lo and hi and lo != hi:
@@ -133,18 +167,18 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
                 f"the order changes across the region: at {parameter} = {_fmt(low_x)} {who[lo]} is better "
                 f"({_fmt(ends.low.estimate)} [{_fmt(ends.low.lower)}, {_fmt(ends.low.upper)}]), at {_fmt(high_x)} "
                 f"{who[hi]} ({_fmt(ends.high.estimate)} [{_fmt(ends.high.lower)}, {_fmt(ends.high.upper)}]); "
-                f"a straight-line fit over {n} pairs (df {n - 2}), the cell's own interval is {interval}"),
+                f"a straight-line fit over {n} {unit} (df {n - 2}), the cell's own interval is {interval}"),
                 **{**cell, **sampled})
     side = _side(res.lower, res.upper, null)
     if side == good:
         return RankingCell(ranking="adaptive", reason=f"{challenger} is better than {arm}: {metric} {cell['contrast']} "
-                           f"= {interval} excludes {null:g} ({n} pairs, {rr.method} {rr.confidence:g})",
+                           f"= {interval} excludes {null:g} ({n} {unit}, {rr.method} {rr.confidence:g}){tail}",
                            **{**cell, **sampled})
     if side == -good:
         return RankingCell(ranking="comparator", reason=f"{arm} is better than {challenger}: {metric} "
-                           f"{cell['contrast']} = {interval} excludes {null:g} ({n} pairs, {rr.method} "
-                           f"{rr.confidence:g})", **{**cell, **sampled})
-    return RankingCell(ranking="abstain", reason=f"the paired interval {interval} includes {null:g} ({n} pairs): it "
+                           f"{cell['contrast']} = {interval} excludes {null:g} ({n} {unit}, {rr.method} "
+                           f"{rr.confidence:g}){tail}", **{**cell, **sampled})
+    return RankingCell(ranking="abstain", reason=f"the paired interval {interval} includes {null:g} ({n} {unit}): it "
                        "cannot order them", **{**cell, **sampled})
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
-from prereg.family_checks import check_families, gate_arms
+from prereg.family_checks import check_families, gate_arms, power_problem
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 
 Problem = tuple[tuple[Any, ...], str]
@@ -127,13 +127,12 @@ def analysis_units_planned(plan: Plan) -> int:
 
 def _check_gate_power(plan: Plan, problems: list[Problem]) -> None:
     """Refuse gates whose method cannot reach its confidence (or may not decide) with the blocks
-    the plan gives (statistics from :mod:`estimators.feasibility`, imported lazily)."""
-    from estimators.feasibility import insufficient_blocks
-
+    the plan gives (statistics from :mod:`estimators.feasibility`, imported lazily; multiplicity
+    included: :func:`prereg.family_checks.power_problem`)."""
     n = analysis_units_planned(plan)
     unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "pairing strata (not calibration or control; replicates averaged)"
     for i, gate in enumerate(plan.gates):
-        why = insufficient_blocks(gate.method, gate.confidence, n, gate.resamples, unit)
+        why = power_problem(plan, gate, n, unit)
         if why:
             problems.append((("gates", i, "method"), f"gate {gate.id!r}: {why}"))
 

@@ -9,8 +9,10 @@ calibration strata to choose from. Problems are ``(path, message)`` as in :mod:`
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from estimators.expressions import Contrast, ExpressionError, parse_contrast
 from prereg.schema import Plan, Scalar, Strata, level_key
 
 Problem = tuple[tuple[Any, ...], str]
@@ -105,15 +107,26 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
             problems.append((where, f"unknown metric {metric!r}; known: {', '.join(sorted(plan.metrics))}"))
     if not plan.strata.calibration:
         problems.append(((*path,), "a comparator is chosen on calibration strata: declare 'strata.calibration'"))
+    for i, gate in enumerate(plan.gates):
+        if rule.name not in gate.contrast.arms:
+            continue
+        for arm in rule.candidates:
+            try:
+                substitute_comparator(gate.contrast.text, rule.name, arm)
+            except ExpressionError as err:
+                problems.append((("gates", i, "contrast"), f"with the comparator chosen as {arm!r} the contrast "
+                                 f"{gate.contrast.text!r} would compare nothing: {err}"))
+                break
     from estimators.feasibility import insufficient_blocks
 
     factor = plan.strata.family_factor
     if factor in plan.strata.factors and plan.strata.held_out and not problems:
         regions = [r for r in (plan.strata.region_factors or {}) if r in plan.strata.factors]
         cells: dict[tuple[str, ...], int] = {}
-        for stratum in plan.pairing_strata():  # a ranking cell's pairs: its blocks (strata x replicates)
+        for stratum in plan.pairing_strata():  # a ranking cell's units: its strata (x replicates by the unit)
             cell = tuple(level_key(stratum[f]) for f in [factor, *regions])
-            cells[cell] = cells.get(cell, 0) + plan.strata.replicates
+            units = plan.strata.replicates if plan.strata.analysis_unit == "replicate" else 1
+            cells[cell] = cells.get(cell, 0) + units
         for n in cells.values():
             why = insufficient_blocks(rule.ranking.method, rule.ranking.confidence, n, None,
                                       "pairs in each family x region cell")
@@ -122,10 +135,25 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
                 break
 
 
-def _check_family_power(plan: Plan, problems: list[Problem]) -> None:
-    """Each held-out family alone must give every gate enough units to decide."""
+def power_problem(plan: Plan, gate: Any, n: int, unit: str) -> str | None:
+    """Why ``gate`` could never decide with ``n`` units, or None. A primary gate under Holm or
+    Bonferroni over k primary gates must reach p <= alpha / k (the smallest p of the family is
+    multiplied by k), so its method is checked at that level."""
     from estimators.feasibility import insufficient_blocks
 
+    k = sum(g.role == "primary" for g in plan.gates)
+    adjusted = gate.role == "primary" and plan.decision.multiplicity in ("holm", "bonferroni") and k > 1
+    confidence = 1 - (1 - gate.confidence) / k if adjusted else gate.confidence
+    why = insufficient_blocks(gate.method, confidence, n, gate.resamples, unit)
+    if why and adjusted and insufficient_blocks(gate.method, gate.confidence, n, gate.resamples, unit) is None:
+        return (f"under {plan.decision.multiplicity} over {k} primary gates it must reach p <= "
+                f"{(1 - gate.confidence) / 2 / k:.4g} (alpha / {k}), which it cannot: {why} (the method is "
+                f"checked at the equivalent confidence {confidence:.4g}); so the claim could never be supported")
+    return why
+
+
+def _check_family_power(plan: Plan, problems: list[Problem]) -> None:
+    """Each held-out family alone must give every gate enough units to decide."""
     factor = plan.strata.family_factor
     if factor is None or factor not in plan.strata.factors or not plan.strata.held_out:
         return
@@ -133,7 +161,7 @@ def _check_family_power(plan: Plan, problems: list[Problem]) -> None:
         n = family_units_planned(plan, family)
         unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "held-out strata"
         for i, gate in enumerate(plan.gates):
-            why = insufficient_blocks(gate.method, gate.confidence, n, gate.resamples, f"{unit} of family {family}")
+            why = power_problem(plan, gate, n, f"{unit} of family {family}")
             if why:
                 problems.append((("gates", i, "method"), f"gate {gate.id!r}, judged per family: {why}"))
                 return
@@ -157,6 +185,12 @@ def rule_words(plan: Plan) -> str:
         for m in rule.tie_break if m in plan.metrics)
     return (f"the candidate ({', '.join(rule.candidates)}) with the {better} {rule.statistic} {rule.metric} over its "
             f"runs on the calibration strata{ties}, then by the order the candidates are listed")
+
+
+def substitute_comparator(text: str, name: str, arm: str) -> Contrast:
+    """A gate contrast with the comparator's placeholder replaced by ``arm``, parsed (``ExpressionError``
+    when it degenerates, e.g. ``comparator / fast`` with ``fast`` chosen)."""
+    return parse_contrast(re.sub(rf"\b{re.escape(name)}\b", arm, text))
 
 
 def gate_arms(plan: Plan) -> set[str]:

@@ -153,7 +153,9 @@ def descriptive_lines(fam: FamilyResult, ev: Evaluation) -> list[str]:
     challenger, arm = _arms(ev)
     units = _units(ev)
     lines = []
-    for metric in DESCRIPTIVE_METRICS:
+    # the controller collectors' usual metrics when the plan has them, else every metric it declares
+    shown = [m for m in DESCRIPTIVE_METRICS if m in fam.medians] or list(fam.medians)
+    for metric in shown:
         per_arm = fam.medians.get(metric)
         if not per_arm:
             continue

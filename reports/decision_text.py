@@ -80,7 +80,12 @@ def families_explanation(ev: Evaluation) -> str:
     k = len(ev.families)
     word = {"refused": ("refused", "unresolvable"), "not_supported": ("fail",)}.get(ev.decision)
     if word is None:
-        return f"all {n_primary} primary gates passed, pooled and in each of the {k} held-out families"
+        vacuous = [(f.family, _primary_ids(f.gates, ("vacuous",))) for f in ev.families]
+        pooled_vacuous = _primary_ids(ev.gates, ("vacuous",))
+        flags = ([f"pooled: {', '.join(pooled_vacuous)}"] if pooled_vacuous else []) + [
+            f"family {fam}: {', '.join(ids)}" for fam, ids in vacuous if ids]
+        extra = f" (vacuous, could not have failed -- {'; '.join(flags)})" if flags else ""
+        return f"all {n_primary} primary gates passed, pooled and in each of the {k} held-out families{extra}"
     parts = []
     pooled = _primary_ids(ev.gates, word)
     if pooled:
