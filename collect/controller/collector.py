@@ -36,8 +36,7 @@ from collect.controller.params import (
     METRICS,
     check_common,
     metric_evidence,
-    run_metrics,
-    write_commits,
+    run_result,
 )
 from collect.collectors.base import Collector, Param, ParamError, RunContext, RunResult, check_params
 from collect.controller.stress import draw_stress
@@ -94,14 +93,7 @@ class TorchControllerCollector(Collector):
 
         stress = draw_stress(p, ctx.seed)
         result, identity = train(p, ctx.seed, stress)
-        metrics = run_metrics(result, p["micro_batch"], identity["nll_floor"], p["target_excess_nll"], stress)
-        ctx.trace_dir.mkdir(parents=True, exist_ok=True)
-        commits = ctx.trace_path("commits.jsonl")
-        write_commits(commits, result.rows)
-        info = {"model": "torch.controller/v1", "policy": p["policy"], "stress": stress.as_dict(),
-                "mode_cycles": result.mode_cycles, "metric_evidence": metric_evidence("measured", "measured"),
-                "work_unit": "token", **identity}
-        return RunResult(metrics=metrics, traces=[commits.name], info=info)
-
+        return run_result(ctx, p, result, stress, identity["nll_floor"], "torch.controller/v1", ("measured", "measured"),
+                          identity)
 
 __all__ = ["PARAMS", "TorchControllerCollector", "validate"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from collect.collectors.base import Param, ParamError
+from collect.collectors.base import Param, ParamError, RunContext, RunResult
 from collect.controller.loop import TRAFFIC, FixedPolicy, LoopConfig, LoopResult, Policy
 from collect.controller.policy import Controller, ControllerConfig, parse_mode, parse_modes
 from collect.controller.stress import FAMILIES, REGIONS, Stress
@@ -189,3 +189,17 @@ def write_commits(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def read_commits(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_result(ctx: RunContext, p: Mapping[str, Any], result: LoopResult, stress: Stress, floor_nll: float,
+               model: str, evidence: tuple[str, str], identity: Mapping[str, Any] | None = None) -> RunResult:
+    """A controller run's record: its metrics, the commit ledger written beside it, and its identity
+    (``evidence``: the classes of learning and of work counts; ``identity``: e.g. the data hashes)."""
+    metrics = run_metrics(result, p["micro_batch"], floor_nll, p["target_excess_nll"], stress)
+    ctx.trace_dir.mkdir(parents=True, exist_ok=True)
+    commits = ctx.trace_path("commits.jsonl")
+    write_commits(commits, result.rows)
+    info = {"model": model, "policy": p["policy"], "stress": stress.as_dict(), "mode_cycles": result.mode_cycles,
+            "metric_evidence": metric_evidence(*evidence), "work_unit": "token", **(identity or {})}
+    return RunResult(metrics=metrics, traces=[commits.name], info=info)
+

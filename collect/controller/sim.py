@@ -31,8 +31,7 @@ from collect.controller.params import (
     loop_config,
     make_policy,
     metric_evidence,
-    run_metrics,
-    write_commits,
+    run_result,
 )
 from collect.controller.stress import draw_stress
 
@@ -116,11 +115,4 @@ class SimControllerCollector(Collector):
         stress = draw_stress(p, ctx.seed)
         cfg = loop_config(p, p["model_params"])
         result = run_cycles(cfg, stress, PriorWorker(p), make_policy(p, cfg), "prior")
-        metrics = run_metrics(result, p["micro_batch"], p["prior_floor_nll"], p["target_excess_nll"], stress)
-        ctx.trace_dir.mkdir(parents=True, exist_ok=True)
-        commits = ctx.trace_path("commits.jsonl")
-        write_commits(commits, result.rows)
-        info = {"model": "sim.controller/v1", "policy": p["policy"], "stress": stress.as_dict(),
-                "mode_cycles": result.mode_cycles, "metric_evidence": metric_evidence("prior", "modeled"),
-                "work_unit": "token"}
-        return RunResult(metrics=metrics, traces=[commits.name], info=info)
+        return run_result(ctx, p, result, stress, p["prior_floor_nll"], "sim.controller/v1", ("prior", "modeled"))
