@@ -25,7 +25,7 @@ from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.phase_support import phase_support
-from gates.traces import check_traces
+from gates.traces import audit_traces, check_traces
 from gates.matching import block_label, match_ledger
 from gates.provenance import (
     check_plan_yaml,
@@ -78,7 +78,8 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
     checks = check_invalidators(plan, match)
-    traces = check_traces(plan, match.records(), ledger.path.parent)
+    audit = audit_traces(match.records(), ledger.path.parent)
+    traces = check_traces(plan, match.records(), audit)
     if traces is not None:
         checks.append(traces)
     choice: ComparatorChoice | None = None
@@ -88,7 +89,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if plan.comparator is not None:
         from gates.comparator import choose_comparator, resolve_gates
 
-        choice = choose_comparator(plan, match, ledger.path.parent, checks)
+        choice = choose_comparator(plan, match, audit, checks)
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
     outcomes = evaluate_gates(plan, match, checks, unchosen)
     if choice is not None and choice.arm is not None:
@@ -100,7 +101,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if plan.strata.family_factor is not None:
         from gates.families import combine_decisions, evaluate_families
 
-        families, ranking = evaluate_families(plan, match, unchosen, choice, ledger.path.parent, checks)
+        families, ranking = evaluate_families(plan, match, unchosen, choice, audit, checks)
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)

@@ -21,7 +21,7 @@ from gates.artifact import encode_number
 from gates.artifact_families import ComparatorChoice
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Match, stratum_label
-from gates.traces import check_traces
+from gates.traces import TraceAudit, check_traces
 from prereg.family_checks import rule_words, substitute_comparator
 from prereg.schema import ComparatorRule, Gate, Plan, Strata
 
@@ -45,25 +45,26 @@ def _data_problems(rule: ComparatorRule, cal: Match) -> list[str]:
     return problems
 
 
-def _fired(plan: Plan, cal: Match, runs_dir: Any, full: list[InvalidatorCheck]) -> list[str]:
+def _fired(plan: Plan, cal: Match, audit: TraceAudit | None, full: list[InvalidatorCheck]) -> list[str]:
     checks: list[InvalidatorCheck] = check_invalidators_on(plan, cal, full)
-    trace = check_traces(plan, cal.records(), runs_dir) if runs_dir is not None else None
+    trace = check_traces(plan, cal.records(), audit) if audit is not None else None
     if trace is not None:
         checks.append(trace)
     # a changed event/trajectory trace refuses no gate (its check has no blocks), so it cannot move the choice
     return [f"invalidator {c.id} fired on the calibration runs ({c.detail})" for c in checks if c.fired and c.blocks]
 
 
-def choose_comparator(plan: Plan, match: Match, runs_dir: Any = None,
+def choose_comparator(plan: Plan, match: Match, audit: TraceAudit | None = None,
                       full_checks: list[InvalidatorCheck] | None = None) -> ComparatorChoice:
-    """The chosen comparator and how it was chosen (module doc); ``runs_dir`` re-hashes the traces;
+    """The chosen comparator and how it was chosen (module doc); ``audit``: the traces re-hashed
+    (:func:`gates.traces.audit_traces`; None: not checked);
     ``full_checks`` are the invalidators on the whole match (for checks whose blocks lie elsewhere)."""
     rule = plan.comparator
     assert rule is not None
     cal = calibration_match(plan, match)
     blocks = [b for b in cal.blocks.values() if b.calibration]
     metrics = [rule.metric, *[m for m in rule.tie_break if m != rule.metric]]
-    refused = _data_problems(rule, cal) + _fired(plan, cal, runs_dir, full_checks or [])
+    refused = _data_problems(rule, cal) + _fired(plan, cal, audit, full_checks or [])
     values: dict[str, dict[str, Any]] = {}
     runs_used = 0
     for arm in rule.candidates:

@@ -20,7 +20,6 @@ For a plan with ``strata.family_factor``:
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,7 @@ from gates.comparator import statistic
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
 from gates.ranking import rank_cell
-from gates.traces import check_traces
+from gates.traces import TraceAudit, check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg.family_checks import held_out_families
 from prereg.schema import Plan, Scalar, level_key
@@ -68,13 +67,18 @@ def _family_gate(o: GateOutcome) -> FamilyGate:
                       p_adjusted=o.p_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
 
 
+def _finite(blocks: list[Block], arm: str, metric: str) -> list[float]:
+    """The arm's finite values of ``metric`` over ``blocks`` (runs lacking it are left out)."""
+    return [v for b in blocks if arm in b.records and (v := b.records[arm].metric(metric)) is not None
+            and math.isfinite(v)]
+
+
 def _medians(plan: Plan, blocks: list[Block], metrics: list[str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for metric in metrics:
         out[metric] = {}
         for arm in plan.arms:
-            column = [v for b in blocks if arm in b.records
-                      and (v := b.records[arm].metric(metric)) is not None and math.isfinite(v)]
+            column = _finite(blocks, arm, metric)
             out[metric][arm] = encode_number(float(np.median(column))) if column else None
     return out
 
@@ -87,8 +91,7 @@ def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
     values: dict[str, float | None] = {}
     incomplete = []
     for arm in [*rule.candidates, rule.challenger]:
-        column = [v for b in blocks if arm in b.records
-                  and (v := b.records[arm].metric(rule.metric)) is not None and math.isfinite(v)]
+        column = _finite(blocks, arm, rule.metric)
         if len(column) < len(blocks):
             incomplete.append(arm)
         values[arm] = statistic(column, rule.statistic) if column else None
@@ -101,12 +104,12 @@ def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
 
 
 def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[str]],
-                    runs_dir: Path | None, metrics: list[str],
+                    audit: TraceAudit | None, metrics: list[str],
                     full_checks: list[InvalidatorCheck]) -> tuple[FamilyResult, Match, list[str]]:
     """One held-out family: its gates, decision, yardstick and descriptive medians."""
     sub = match.subset(family_keep(plan, family))
     checks = check_invalidators_on(plan, sub, full_checks)
-    trace = check_traces(plan, sub.records(), runs_dir) if runs_dir is not None else None
+    trace = check_traces(plan, sub.records(), audit) if audit is not None else None
     if trace is not None:
         checks.append(trace)
     outcomes = evaluate_gates(plan, sub, checks, refusals)
@@ -147,14 +150,14 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
 
 
 def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
-                      runs_dir: Path | None, full_checks: list[InvalidatorCheck]
+                      audit: TraceAudit | None, full_checks: list[InvalidatorCheck]
                       ) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""
     metrics = list(plan.metrics)
     families: list[FamilyResult] = []
     cells: list[RankingCell] = []
     for family in held_out_families(plan):
-        result, sub, blocking = evaluate_family(plan, match, family, refusals, runs_dir, metrics, full_checks)
+        result, sub, blocking = evaluate_family(plan, match, family, refusals, audit, metrics, full_checks)
         families.append(result)
         if plan.comparator is None:
             continue

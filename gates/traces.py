@@ -27,13 +27,23 @@ def relies_on_telemetry(plan: Plan) -> list[str]:
     return [g.id for g in plan.gates if plan.metrics[g.metric].signal]
 
 
-def check_traces(plan: Plan, records: list[RunRecord], runs_dir: Path) -> InvalidatorCheck | None:
-    """The ``trace_integrity`` check over ``records`` (None when none of them has a trace)."""
+TraceAudit = dict[str, list[tuple[str, str]]]  # run id -> (trace name, what is wrong) of its failing traces
+
+
+def audit_traces(records: list[RunRecord], runs_dir: Path) -> TraceAudit:
+    """Every trace of ``records`` re-hashed once; subsets of the runs (a family, the calibration
+    strata) are checked from this audit without reading a trace again."""
+    return {r.run_id: trace_problems(runs_dir, r) for r in records if r.traces}
+
+
+def check_traces(plan: Plan, records: list[RunRecord], audit: TraceAudit) -> InvalidatorCheck | None:
+    """The ``trace_integrity`` check over ``records`` (None when none of them has a trace), read from
+    ``audit`` (:func:`audit_traces` of these records or of a superset)."""
     with_traces = [r for r in records if r.traces]
     if not with_traces:
         return None
     total = sum(len(r.traces) for r in with_traces)
-    bad = [(r.run_id, name, problem) for r in with_traces for name, problem in trace_problems(runs_dir, r)]
+    bad = [(r.run_id, name, problem) for r in with_traces for name, problem in audit[r.run_id]]
     if not bad:
         return InvalidatorCheck(CHECK_ID, CHECK_ID, False, 0.0, "every trace matches its recorded SHA-256",
                                 f"all {total} traces of {len(with_traces)} runs match their recorded SHA-256",
