@@ -87,14 +87,14 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     ranking: list[RankingCell] = []
     unchosen: dict[str, list[str]] = {}  # gates refused because no comparator could be chosen
     if plan.comparator is not None:
-        from gates.comparator import choose_comparator, resolve_gates
+        from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 
         choice = choose_comparator(plan, match, audit, checks)
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
     outcomes = evaluate_gates(plan, match, checks, unchosen)
     if choice is not None and choice.arm is not None:
         for o, gate in zip(outcomes, original.gates):
-            if choice.name in gate.contrast.arms:
+            if uses_comparator(gate, original):
                 o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
                                "frozen rule")
     decision, reason = decide(outcomes)

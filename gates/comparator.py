@@ -62,7 +62,7 @@ def choose_comparator(plan: Plan, match: Match, audit: TraceAudit | None = None,
     rule = plan.comparator
     assert rule is not None
     cal = calibration_match(plan, match)
-    blocks = [b for b in cal.blocks.values() if b.calibration]
+    blocks = list(cal.blocks.values())  # calibration blocks only
     metrics = [rule.metric, *[m for m in rule.tie_break if m != rule.metric]]
     refused = _data_problems(rule, cal) + _fired(plan, cal, audit, full_checks or [])
     values: dict[str, dict[str, Any]] = {}

@@ -117,22 +117,28 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
                 problems.append((("gates", i, "contrast"), f"with the comparator chosen as {arm!r} the contrast "
                                  f"{gate.contrast.text!r} would compare nothing: {err}"))
                 break
+    if plan.strata.family_factor in plan.strata.factors and plan.strata.held_out and not problems:
+        _check_ranking_cells(plan, problems)
+
+
+def _check_ranking_cells(plan: Plan, problems: list[Problem]) -> None:
+    """The ranking must be able to order every family x region cell with its planned units."""
     from estimators.feasibility import insufficient_blocks
 
-    factor = plan.strata.family_factor
-    if factor in plan.strata.factors and plan.strata.held_out and not problems:
-        regions = [r for r in (plan.strata.region_factors or {}) if r in plan.strata.factors]
-        cells: dict[tuple[str, ...], int] = {}
-        for stratum in plan.pairing_strata():  # a ranking cell's units: its strata (x replicates by the unit)
-            cell = tuple(level_key(stratum[f]) for f in [factor, *regions])
-            units = plan.strata.replicates if plan.strata.analysis_unit == "replicate" else 1
-            cells[cell] = cells.get(cell, 0) + units
-        for n in cells.values():
-            why = insufficient_blocks(rule.ranking.method, rule.ranking.confidence, n, None,
-                                      "pairs in each family x region cell")
-            if why:
-                problems.append(((*path, "ranking", "method"), f"the ranking could never order a cell: {why}"))
-                break
+    rule, factor = plan.comparator, plan.strata.family_factor
+    assert rule is not None and factor is not None
+    regions = [r for r in (plan.strata.region_factors or {}) if r in plan.strata.factors]
+    units = plan.strata.replicates if plan.strata.analysis_unit == "replicate" else 1  # per stratum
+    cells: dict[tuple[str, ...], int] = {}
+    for stratum in plan.pairing_strata():
+        cell = tuple(level_key(stratum[f]) for f in [factor, *regions])
+        cells[cell] = cells.get(cell, 0) + units
+    for n in cells.values():
+        why = insufficient_blocks(rule.ranking.method, rule.ranking.confidence, n, None,
+                                  "pairs in each family x region cell")
+        if why:
+            problems.append((("comparator", "ranking", "method"), f"the ranking could never order a cell: {why}"))
+            return
 
 
 def power_problem(plan: Plan, gate: Any, n: int, unit: str) -> str | None:
