@@ -253,6 +253,10 @@ def sampling_text(cell: RankingCell, ev: Evaluation) -> str:
 
 
 def _log_fit(spread: InfrastructureSpread) -> bool:
+    """Whether the line was fitted on log(parameter): as recorded, or (artifacts written before the
+    field existed) as gates decides it, on the log of positive draws."""
+    if spread.log_scale is not None:
+        return spread.log_scale
     return bool(spread.drawn) and all(x > 0 for x in spread.drawn)
 
 
