@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError
-from reports.commit_timeline import open_ledger
+from reports.timeline import open_runs_ledger
 
 if TYPE_CHECKING:
     from collect.ledger import RunRecord
@@ -77,7 +77,7 @@ def family_block_runs(ev: Any, family: str, runs_folder: str | Path | None = Non
     if runs_folder is None and not (folder / "ledger.jsonl").is_file() and beside is not None \
             and (beside / "ledger.jsonl").is_file():
         folder = beside
-    ledger = open_ledger(folder)
+    ledger = open_runs_ledger(folder)
     plan = _field(ev, "prereg_sha256")
     matches = [r for r in ledger.records
                if r.stratum == stratum and r.replicate == replicate and r.arm in (challenger, arm)]

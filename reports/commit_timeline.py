@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError, IntegrityError
 from reports.safe_text import wrap_entries
+from reports.timeline import open_runs_ledger
 
 if TYPE_CHECKING:
     from collect.ledger import RunRecord
@@ -223,23 +224,11 @@ def _commit_run(folder: Path, record: RunRecord) -> CommitRun:
                      read_commit_rows(path), _stress(record.code), policy if isinstance(policy, str) else None)
 
 
-def open_ledger(folder: Path) -> Any:
-    """The runs folder's ledger; ``InputError`` for a missing folder or one without ``ledger.jsonl``."""
-    from collect.ledger import LEDGER_NAME, read_ledger
-
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
-    ledger = read_ledger(folder)
-    if not ledger.path.is_file():
-        raise InputError(f"{folder}: not a runs folder (no {LEDGER_NAME})")
-    return ledger
-
-
 def load_commit_timeline(runs_folder: str | Path, run_ids: list[str], asked: str | None = None) -> CommitTimeline:
     """The runs' verified commit ledgers, in the order given (see the module doc); ``asked`` (default:
     the first) is the run the timeline is named after."""
     folder = Path(runs_folder)
-    ledger = open_ledger(folder)
+    ledger = open_runs_ledger(folder)
     records = {r.run_id: r for r in ledger.records}  # the last record of a run id stands
     runs = []
     for run_id in run_ids:

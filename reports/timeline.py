@@ -163,9 +163,9 @@ def read_trajectory(path: Path) -> list[tuple[float, float]]:
     return sorted(rows)
 
 
-def find_run(runs_dir: str | Path, run_id: str) -> tuple[Ledger, RunRecord]:
-    """The runs folder's ledger and ``run_id``'s record (the last one when recorded twice);
-    ``InputError`` (one message) for a missing folder, a folder without a ledger or an unknown id."""
+def open_runs_ledger(runs_dir: str | Path) -> Ledger:
+    """The runs folder's ledger; ``InputError`` (one message) for a missing folder or one without
+    ``ledger.jsonl``."""
     from collect.ledger import LEDGER_NAME, read_ledger
 
     folder = Path(runs_dir)
@@ -174,6 +174,13 @@ def find_run(runs_dir: str | Path, run_id: str) -> tuple[Ledger, RunRecord]:
     ledger = read_ledger(folder)
     if not ledger.path.is_file():
         raise InputError(f"{folder}: not a runs folder (no {LEDGER_NAME})")
+    return ledger
+
+
+def find_run(runs_dir: str | Path, run_id: str) -> tuple[Ledger, RunRecord]:
+    """The runs folder's ledger and ``run_id``'s record (the last one when recorded twice);
+    ``InputError`` (one message) for a missing folder, a folder without a ledger or an unknown id."""
+    ledger = open_runs_ledger(runs_dir)
     target = next((r for r in reversed(ledger.records) if r.run_id == run_id), None)
     if target is None:
         some = ", ".join(sorted({r.run_id for r in ledger.records})[:3])
