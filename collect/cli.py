@@ -19,6 +19,7 @@ from typing import Any
 from prereg.clikit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
+EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
 MAX_POLLS = 1_000_000  # collect probe: polls in one probe
 
 
@@ -45,15 +46,29 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Execute every run of a frozen plan not yet complete in RUNS (``collect.api.run_plan``)."""
+    """Execute every run of a frozen plan not yet complete in RUNS (``collect.api.run_plan``).
+
+    Says what it is doing from the start (on stderr, unless ``--json``); on Ctrl-C it says how many
+    runs the ledger kept and the command that finishes the rest, and exits 130.
+    """
     import sys
 
     from collect.api import ledger_head, run_plan
 
     runs = Path(args.out)
-    progress, finish = _progress(sys.stderr.isatty() and not args.json)
+    talk = not args.json
+    if talk:
+        print(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
+              file=sys.stderr, flush=True)
+    progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
     try:
         summary = run_plan(args.lock, runs, args.jobs, args.executor, progress)
+    except KeyboardInterrupt:
+        finish()
+        print(f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
+              f"finish the remaining runs with: collect run {args.lock} --out {runs} --resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         finish()
     head = ledger_head(runs)
@@ -67,32 +82,67 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
 
 
-def _progress(on_tty: bool) -> tuple[Any, Any]:
-    """A rich progress bar on a TTY, nothing otherwise: (update(done, total), finish()).
+def _kept_runs(lock_path: str, runs: Path) -> str:
+    """How many complete runs of this plan the ledger holds after an interruption, in words."""
+    from collect.api import read_ledger
+    from prereg.api import load_lock
 
-    The bar starts at the first update, so a plan refused before any run leaves no bar behind.
+    try:
+        plan_sha256 = load_lock(lock_path).plan_sha256
+        ledger = read_ledger(runs)
+    except Exception as err:  # noqa: BLE001 - a second interrupt or damage: say so, never a traceback
+        return f"the ledger could not be read back ({type(err).__name__}); nothing written was removed"
+    kept = sum(1 for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256)
+    return (f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept in {runs / 'ledger.jsonl'} "
+            "(runs in flight were not recorded and will run again)")
+
+
+def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, Any]:
+    """What ``collect run`` shows while it works: (update(done, total), finish()).
+
+    The engine calls ``update(already_complete, planned)`` once before any run starts, then after
+    each run. The first call prints what is planned (when ``talk``); on a TTY a rich progress bar
+    follows, otherwise nothing more until the summary. A plan refused before any run leaves no bar.
     """
-    if not on_tty:
-        return None, lambda: None
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    import sys
 
-    bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True)
-    task = bar.add_task("runs", total=None)
+    bar: Any = None
+    task: Any = None
     started: list[bool] = []
 
     def update(done: int, total: int) -> None:
+        nonlocal bar, task
         if not started:
-            bar.start()
             started.append(True)
-        bar.update(task, completed=done, total=total)
+            if talk:
+                left = total - done
+                print(f"collect run: {total} runs planned, {done} already complete; running {left} "
+                      f"with {jobs} job{'s' if jobs != 1 else ''} ({executor} executor)", file=sys.stderr, flush=True)
+            if on_tty:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
 
-    return update, bar.stop
+                bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                               TimeRemainingColumn(), transient=True)
+                task = bar.add_task("runs", total=total, completed=done)
+                bar.start()
+            return
+        if bar is not None:
+            bar.update(task, completed=done, total=total)
+
+    def finish() -> None:
+        nonlocal bar
+        if bar is not None:
+            bar.stop()
+            bar = None
+
+    return (update if talk else None), finish
 
 
 def _churn_mode(args: argparse.Namespace) -> str:
@@ -201,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="collect",
         description="Produce runs for a frozen plan, or import runs made elsewhere, into an append-only ledger.",
-        epilog="exit codes: 0 ok, 2 bad input or usage, 3 the lock does not verify, 4 internal error",
+        epilog="exit codes: 0 ok, 1 some runs failed (recorded as failed), 2 bad input or usage, 3 the lock does not "
+        "verify, 4 internal error, 130 interrupted (finished runs are kept; re-run with --resume)",
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
     p = sub.add_parser("import", help="bring a CSV / JSONL / Parquet table of runs into a ledger under a lock")

@@ -329,6 +329,8 @@ def _run_locked(
     done = {r.run_id for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256}
     todo = [p for p in planned if p.run_id not in done]
     summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
+    if progress:
+        progress(summary.skipped, summary.planned)  # at once: what is planned, before any run starts
     identity = {**environment_info(Path.cwd()), "python": platform.python_version()}
     job = Job(collector.name, f"{collector.__module__}:{collector.__qualname__}", plan_sha256, str(runs_dir), identity)
     if todo:

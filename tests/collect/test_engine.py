@@ -144,10 +144,50 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
+def _ledger_lines(runs: Path) -> int:
+    ledger = runs / "ledger.jsonl"
+    return ledger.read_bytes().count(b"\n") if ledger.exists() else 0
+
+
+def _wait_for(condition, hang_guard_s: float = 120.0) -> None:
+    """Poll ``condition`` until it holds; the limit only catches a hang."""
+    deadline = time.monotonic() + hang_guard_s
+    while not condition():
+        assert time.monotonic() < deadline, "hang: the condition never held"
+        time.sleep(0.02)
+
+
+def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
+    """SIGINT mid-run: exit 130, the count of kept runs and the resume command; the resume finishes."""
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(plan_text(sleep=100.0))
+    assert run("prereg", "freeze", str(plan_file)).returncode == 0
+    lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: _ledger_lines(runs) >= 2 or proc.poll() is not None)
+    assert proc.poll() is None, "the plan finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.startswith("collect run: verifying")  # said what it does from the start
+    assert "24 runs planned, 0 already complete" in err
+    kept = sum(1 for r in read_ledger(runs).records if r.status == "complete")
+    assert f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept" in err and kept >= 2
+    assert f"collect run {lock} --out {runs} --resume" in err and "Traceback" not in err
+    final = subprocess.run(_cli("run", str(lock), "--out", str(runs), "--resume"), env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert final.returncode == 0, final.stderr
+    assert f"24 runs planned, {kept}" in final.stderr  # the resume starts from what was kept
+    ids = [r.run_id for r in read_ledger(runs).records if r.status == "complete"]
+    assert len(ids) == len(set(ids)) == 24
+
+
 def test_kill_9_at_random_moments_then_resume(tmp_path):
     """SIGKILL `collect run` repeatedly mid-flight; every run ends up in the ledger exactly once."""
     plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(plan_text(sleep=40.0, replicates=2))
+    plan_file.write_text(plan_text(sleep=60.0, replicates=2))
     assert run("prereg", "freeze", str(plan_file)).returncode == 0
     lock = tmp_path / "plan.lock.json"
     runs = tmp_path / "runs"
@@ -155,9 +195,13 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     kills = 0
     for _ in range(6):
+        before = _ledger_lines(runs)
         proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.3, 1.2))
+        # kill at a random moment after this attempt appended something (not by the clock alone, so a
+        # slow start on a busy machine cannot let the whole plan finish or leave nothing to kill)
+        _wait_for(lambda: _ledger_lines(runs) > before or proc.poll() is not None)
+        time.sleep(rng.uniform(0.0, 0.1))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1

@@ -262,6 +262,20 @@ def test_init(tmp_path):
     assert run("prereg", "init", cwd=tmp_path).returncode == 2  # the default path, study.yaml, exists
 
 
+def test_init_plan_runs_as_written(tmp_path):
+    """The starter plan freezes, runs with its collector and evaluates without an amendment."""
+    assert run("prereg", "init", cwd=tmp_path).returncode == 0
+    assert run("prereg", "freeze", "study.yaml", cwd=tmp_path).returncode == 0
+    collected = run("collect", "run", "study.lock.json", "--out", "runs", "--json", cwd=tmp_path)
+    assert collected.returncode == 0, collected.stderr
+    assert json.loads(collected.stdout)["completed"] == 12
+    evaluated = run("gates", "evaluate", "study.lock.json", "runs", "--json", cwd=tmp_path)
+    assert evaluated.returncode in (0, 1), evaluated.stderr  # a decision, never refused or bad input
+    result = json.loads(evaluated.stdout)
+    assert result["decision"] in ("supported", "not_supported")
+    assert all(g["verdict"] in ("pass", "fail") for g in result["gates"])
+
+
 def test_schema():
     proc = run("prereg", "schema")
     schema = json.loads(proc.stdout)
