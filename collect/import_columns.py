@@ -37,8 +37,10 @@ from typing import Any
 
 from collect.import_rows import (
     TELEMETRY_FIELDS,
+    CellError,
     arm_cell,
     cell_key_of,
+    check_range,
     check_columns,
     evidence_cell,
     finished_cell,
@@ -167,7 +169,15 @@ def _records(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
 def _metrics(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
     """Each row's ``metrics`` in stored form (None kept: a metric not recorded), and its JSON text."""
     names = [m for m in plan.metrics if m in table.columns]
-    values = {m: [encode_metric(v) for v in _numbers(table.column(m), m)] for m in names}
+    numbers = {m: _numbers(table.column(m), m) for m in names}
+    for m in names:
+        if plan.metrics[m].range is not None:
+            for v in numbers[m]:
+                try:
+                    check_range(v, m, plan)
+                except CellError:
+                    raise Declined(f"{m}: a value outside the plan's range") from None
+    values = {m: [encode_metric(v) for v in numbers[m]] for m in names}
     stored = [dict(zip(names, parts)) for parts in zip(*values.values())] if names else [{} for _ in range(table.n)]
     texts = {m: [string_text(m) + ":null" if t is None else t for t in _number_items(m, values[m])] for m in names}
     return stored, rows_of_objects(table.n, texts)

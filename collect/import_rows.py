@@ -208,9 +208,25 @@ def status_cell(value: Any) -> str:
     return status
 
 
-def metric_cell(value: Any, name: str) -> float | str | None:
-    """A metric cell as stored (``encode_metric``): None when empty, non-finite values by name."""
-    return encode_metric(parse_number(value, name))
+def metric_cell(value: Any, name: str, plan: Plan | None = None) -> float | str | None:
+    """A metric cell as stored (``encode_metric``): None when empty, non-finite values by name; with
+    ``plan``, a finite value outside the metric's declared ``range`` is a ``CellError``."""
+    number = parse_number(value, name)
+    if plan is not None:
+        check_range(number, name, plan)
+    return encode_metric(number)
+
+
+def check_range(number: float | None, name: str, plan: Plan) -> None:
+    """``CellError`` when ``number`` is finite and outside ``name``'s declared ``range`` (non-finite
+    values are kept for the invalidators, as everywhere)."""
+    metric = plan.metrics.get(name)
+    if metric is None or metric.range is None or number is None or not math.isfinite(number):
+        return
+    low, high = metric.range
+    if not low <= number <= high:
+        raise CellError(name, f"{name} = {number:g} is outside the plan's range [{low:g}, {high:g}] {metric.unit} "
+                              "(a value in another unit, or transformed, e.g. a logarithm?)")
 
 
 def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
@@ -276,7 +292,7 @@ def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, s
         stratum[factor] = level_cell(row[factor], factor, plan)
     replicate = replicate_cell(row.get("replicate"), plan)
     status = status_cell(row.get("status"))
-    metrics = {name: metric_cell(row.get(name), name) for name in plan.metrics if name in row}
+    metrics = {name: metric_cell(row.get(name), name, plan) for name in plan.metrics if name in row}
     telemetry: dict[str, TelemetrySummary] = {}
     for signal in signals_of(plan):
         values = {f: row[f"{signal}.{f}"] for f in TELEMETRY_FIELDS if f"{signal}.{f}" in row}
