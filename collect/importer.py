@@ -11,7 +11,14 @@ Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson`
   are kept as non-finite values for the invalidators to see);
 * (Parquet: a null in a float column reads back as NaN, i.e. a non-finite value, not a missing one)
 * telemetry columns ``<signal>.<field>`` for the plan's signals, with fields ``updates``,
-  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``.
+  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``;
+* ``<metric>.bound`` per signal-backed metric: that metric's measurement bound (its unit; stored in
+  the signal's ``metric_bounds``). ``<signal>.bound`` is accepted only when exactly one metric uses
+  the signal; with several it is refused (one bound cannot say whose it is), so a bound is never
+  applied to a metric it was not measured for.
+
+A metric value outside the metric's declared ``range`` is refused naming the row; a runs folder
+holding another plan's runs is refused (``collect.folder_plan``).
 
 Every row is checked before anything is written: an unknown column, arm or level, a replicate
 outside the plan, a value that is not a number, a row repeated in the file or a cell already in the
@@ -294,6 +301,7 @@ def _import_table(
     from collect.folder_plan import check_folder_plan
     from collect.runlock import runs_lock
 
+    rows: list[dict[str, Any]] | None
     if given is not None:
         columns, (rows, name) = None, given
     else:
