@@ -13,7 +13,9 @@ Rules (the ``collect`` CLI only prints what these return):
 * every parameter of every run is checked before anything runs (``EngineError``, exit 2), and
   the runs folder's writer lock is held while the ledger grows (``RunsBusy`` if another writer has it);
 * an imported table is validated whole before any row is appended (``ImportProblem``, exit 2,
-  naming each offending row); rows already in the ledger are skipped, never duplicated.
+  naming each offending row); rows already in the ledger are skipped, never duplicated;
+* a runs folder holds one plan's runs: appending to a ledger that holds runs of a plan outside
+  the lock's amendment chain is refused (``collect.folder_plan.OtherPlanRuns``, exit 3).
 
 Imports no ``*.cli`` module.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
@@ -61,34 +63,83 @@ def run_plan(
     verified = load_lock(lock)
     runs = _runs_folder(out)
     check_jobs(jobs, executor)
+    _check_folder(verified, runs)  # one plan per runs folder
     expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
     return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress)
 
 
 def import_table(
-    lock: LockLike, table: PathLike, out: PathLike, skipped: list[str] | None = None
+    lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None
 ) -> list[RunRecord]:
-    """Validate a CSV / JSONL / Parquet table of runs against the plan and append it to ``out``'s ledger.
+    """Validate a table of runs against the plan and append it to ``out``'s ledger.
 
-    Returns the records appended, as written (chained: the last one's ``record_sha256`` is the new
-    ledger head); the ids of rows already in the ledger go into ``skipped`` if given.
+    ``table``: a CSV / JSONL / Parquet file, or a pandas DataFrame (its columns are the table's,
+    checked as a file's are; a named index counts as columns). Returns the records appended, as
+    written (chained: the last one's ``record_sha256`` is the new ledger head); the ids of rows
+    already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
+    (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
     """
-    from collect.importer import ImportProblem
-    from collect.importer import import_table as import_rows
+    from collect.folder_plan import lineage
+    from collect.importer import ImportProblem, frame_rows, import_rows
+    from collect.importer import import_table as import_file
     from prereg.fileio import not_a_readable_file
 
     verified = load_lock(lock)
+    runs = _runs_folder(out)
+    if _is_data_frame(table):
+        try:
+            records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
+                                  skipped, lineage(verified.data))
+        except ImportProblem as err:
+            if err.details is not None:
+                raise
+            raise ImportProblem(err.errors, table="the DataFrame") from None
+        _warn_early(records, verified)
+        return records
+    if not isinstance(table, (str, os.PathLike)):
+        raise InputError(f"import_table takes a path to a CSV / JSONL / Parquet file or a pandas DataFrame, "
+                         f"not a {type(table).__name__}")
     path = Path(table)
     problem = not_a_readable_file(path)
     if problem:
         raise InputError(problem)
-    runs = _runs_folder(out)
     try:
-        return import_rows(path, verified.plan, verified.plan_sha256, runs, skipped)
+        records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data))
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise
         raise ImportProblem(err.errors, table=str(path)) from None
+    _warn_early(records, verified)
+    return records
+
+
+def _warn_early(records: list[RunRecord], verified: Lock) -> None:
+    """Warn (``collect.import_time.EarlyRunsWarning``) when appended rows started before the plan."""
+    import warnings
+
+    from collect.import_time import EarlyRunsWarning, early_runs_message
+
+    message = early_runs_message(records, verified.data, verified.plan, str(verified.path))
+    if message:
+        warnings.warn(EarlyRunsWarning(message), stacklevel=3)
+
+
+def _check_folder(verified: Lock, runs: Path) -> None:
+    """``collect.folder_plan.check_folder_plan`` of the folder's ledger (none yet: nothing to check)."""
+    from collect.folder_plan import check_folder_plan, lineage
+    from collect.ledger import read_ledger as read
+
+    if (runs / "ledger.jsonl").exists():
+        check_folder_plan(read(runs), runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
+
+
+def _is_data_frame(value: Any) -> bool:
+    """Whether ``value`` is a pandas DataFrame (pandas imported only when the value comes from it)."""
+    if not type(value).__module__.startswith("pandas"):
+        return False
+    import pandas as pd
+
+    return isinstance(value, pd.DataFrame)
 
 
 def read_ledger(runs: PathLike) -> Ledger:

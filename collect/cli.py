@@ -29,10 +29,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     from collect.api import import_table, ledger_head
     from prereg.api import load_lock
 
+    import sys
+    import textwrap
+    import warnings
+
+    from collect.import_time import EarlyRunsWarning
+
     lock = load_lock(args.lock)
     runs = Path(args.out)
     skipped: list[str] = []
-    records = import_table(lock, args.file, runs, skipped)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EarlyRunsWarning)
+        records = import_table(lock, args.file, runs, skipped)
+    for warning in caught:
+        if issubclass(warning.category, EarlyRunsWarning):
+            print(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     head = records[-1].record_sha256 if records else ledger_head(runs)  # the appended batch's last hash
     if args.json:
         emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),

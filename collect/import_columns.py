@@ -37,12 +37,15 @@ from typing import Any
 
 from collect.import_rows import (
     TELEMETRY_FIELDS,
+    CellError,
     arm_cell,
     cell_key_of,
+    check_range,
     check_columns,
     evidence_cell,
     finished_cell,
     level_cell,
+    metric_bound_columns,
     parse_integer,
     parse_number,
     parse_time,
@@ -166,7 +169,15 @@ def _records(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
 def _metrics(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
     """Each row's ``metrics`` in stored form (None kept: a metric not recorded), and its JSON text."""
     names = [m for m in plan.metrics if m in table.columns]
-    values = {m: [encode_metric(v) for v in _numbers(table.column(m), m)] for m in names}
+    numbers = {m: _numbers(table.column(m), m) for m in names}
+    for m in names:
+        if plan.metrics[m].range is not None:
+            for v in numbers[m]:
+                try:
+                    check_range(v, m, plan)
+                except CellError:
+                    raise Declined(f"{m}: a value outside the plan's range") from None
+    values = {m: [encode_metric(v) for v in numbers[m]] for m in names}
     stored = [dict(zip(names, parts)) for parts in zip(*values.values())] if names else [{} for _ in range(table.n)]
     texts = {m: [string_text(m) + ":null" if t is None else t for t in _number_items(m, values[m])] for m in names}
     return stored, rows_of_objects(table.n, texts)
@@ -176,8 +187,10 @@ def _telemetry(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
     """Each row's ``telemetry`` in stored form (signal -> its summary's set fields), and its JSON text."""
     stored: list[dict[str, Any]] = [{} for _ in range(table.n)]
     signals: dict[str, Texts] = {}
+    per_metric = metric_bound_columns(plan)
     for signal in signals_of(plan):
-        if not any(f"{signal}.{f}" in table.columns for f in TELEMETRY_FIELDS):
+        bound_columns = [(c, m) for c, (s, m) in per_metric.items() if s == signal and c in table.columns]
+        if not bound_columns and not any(f"{signal}.{f}" in table.columns for f in TELEMETRY_FIELDS):
             continue
         columns: dict[str, list[Any]] = {}
         texts: dict[str, Texts] = {}
@@ -194,10 +207,27 @@ def _telemetry(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
             if not all(v is None or math.isfinite(v) for v in columns[f]):
                 raise Declined(f"{signal}.{f}: a value that is not finite")
             texts[f] = _number_items(f, columns[f])
+        if bound_columns:
+            columns["metric_bounds"], texts["metric_bounds"] = _metric_bounds(table, bound_columns)
         for summary, entry in zip(stored, _records(columns, table.n)):
             summary[signal] = entry
         signals[signal] = _items(signal, rows_of_objects(table.n, texts))
     return stored, rows_of_objects(table.n, signals)
+
+
+def _metric_bounds(table: Table, bound_columns: list[tuple[str, str]]) -> tuple[list[Any], Texts]:
+    """Each row's ``metric_bounds`` (metric -> bound, from its non-empty ``<metric>.bound`` cells;
+    None when it has none) and its item text; ``Declined`` for a bound ``bound_cell`` refuses."""
+    values: dict[str, list[float | None]] = {}
+    for column, metric in bound_columns:
+        values[metric] = _numbers(table.column(column), column)
+        if not all(v is None or (math.isfinite(v) and v >= 0) for v in values[metric]):
+            raise Declined(f"{column}: a bound that is not a finite number >= 0")
+    names = sorted(values)
+    stored = [{m: v for m, v in zip(names, parts) if v is not None} or None
+              for parts in zip(*(values[m] for m in names))]
+    objects = rows_of_objects(table.n, {m: _number_items(m, values[m]) for m in names})
+    return stored, _items("metric_bounds", [None if d is None else t for d, t in zip(stored, objects)])
 
 
 def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str], replicates: list[int]) -> list[str]:

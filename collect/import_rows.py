@@ -18,7 +18,8 @@ from prereg.plan import canonical_bytes
 from prereg.schema import Plan, level_key
 
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
-TELEMETRY_FIELDS = set(TelemetrySummary.model_fields)
+#: the ``<signal>.<field>`` columns: the summary's scalar fields (a per-metric bound is ``<metric>.bound``)
+TELEMETRY_FIELDS = set(TelemetrySummary.model_fields) - {"metric_bounds", "phases"}
 
 
 class CellError(InputError, ValueError):
@@ -29,12 +30,53 @@ class CellError(InputError, ValueError):
         self.column = column
 
 
+def metrics_on(plan: Plan, signal: str) -> list[str]:
+    """The plan's metrics backed by ``signal``, in plan order."""
+    return [name for name, m in plan.metrics.items() if m.signal == signal]
+
+
+def metric_bound_columns(plan: Plan) -> dict[str, tuple[str, str]]:
+    """``<metric>.bound`` column -> (its signal, the metric), for every signal-backed metric whose
+    name is not itself a signal's (such a metric's bound column is ``<signal>.bound``)."""
+    signals = set(signals_of(plan))
+    return {f"{name}.bound": (m.signal, name) for name, m in plan.metrics.items()
+            if m.signal and name not in signals}
+
+
+def signal_fields(plan: Plan, signal: str) -> list[str]:
+    """The ``<signal>.<field>`` fields a table may give: ``bound`` only when exactly one metric uses
+    the signal (one bound cannot say which of several metrics it belongs to)."""
+    shared = len(metrics_on(plan, signal)) > 1
+    return [f for f in sorted(TELEMETRY_FIELDS) if not (f == "bound" and shared)]
+
+
 def expected_columns(plan: Plan) -> list[str]:
-    """Every column the plan accepts: arm, factors, reserved, metrics, telemetry ``<signal>.<field>``."""
-    signals = [m.signal for m in plan.metrics.values() if m.signal]
+    """Every column the plan accepts: arm, factors, reserved, metrics, telemetry ``<signal>.<field>``
+    and ``<metric>.bound``."""
+    signals = list(signals_of(plan))
     columns = (["arm", *plan.strata.factors] + sorted(RESERVED - {"arm"}) + list(plan.metrics)
-               + [f"{s}.{f}" for s in signals for f in sorted(TELEMETRY_FIELDS)])
+               + [f"{s}.{f}" for s in signals for f in signal_fields(plan, s)] + list(metric_bound_columns(plan)))
     return list(dict.fromkeys(columns))
+
+
+def _bound_column_errors(seen: list[str], plan: Plan) -> tuple[list[str], set[str]]:
+    """Errors for a signal-level bound the table cannot attribute, and the columns they cover."""
+    errors, covered = [], set()
+    per_metric = metric_bound_columns(plan)
+    for signal in signals_of(plan):
+        column = f"{signal}.bound"
+        names = metrics_on(plan, signal)
+        own = [c for c, (_, m) in per_metric.items() if m in names and c in seen]
+        if column in seen and len(names) > 1:
+            covered.add(column)
+            errors.append(
+                f"column {column!r}: signal {signal} backs several metrics ({', '.join(names)}), whose bounds "
+                "differ (a phase's bound is not the total's), so one bound cannot say which metric it belongs to; "
+                "give each metric's measurement bound in its own column: "
+                + ", ".join(f"{m}.bound" for m in names if f"{m}.bound" in per_metric))
+        elif column in seen and own:
+            errors.append(f"columns {column!r} and {own[0]!r} both give {names[0]}'s bound; keep one")
+    return errors, covered
 
 
 def _column_hint(column: str, expected: list[str]) -> str:
@@ -56,8 +98,9 @@ def check_columns(rows: list[dict[str, Any]], plan: Plan) -> list[str]:
     seen: list[str] = []
     for row in rows:
         seen += [str(c) for c in row if str(c) not in seen]
-    unknown = [c for c in seen if c not in expected]
-    errors = [f"column {c!r} is not a column of this plan: {_column_hint(c, expected)}" for c in unknown]
+    errors, covered = _bound_column_errors(seen, plan)
+    unknown = [c for c in seen if c not in expected and c not in covered]
+    errors += [f"column {c!r} is not a column of this plan: {_column_hint(c, expected)}" for c in unknown]
     missing = [c for c in ["arm", *plan.strata.factors] if c not in seen]
     errors += [f"required column {c!r} is missing" for c in missing]
     if errors:
@@ -165,9 +208,25 @@ def status_cell(value: Any) -> str:
     return status
 
 
-def metric_cell(value: Any, name: str) -> float | str | None:
-    """A metric cell as stored (``encode_metric``): None when empty, non-finite values by name."""
-    return encode_metric(parse_number(value, name))
+def metric_cell(value: Any, name: str, plan: Plan | None = None) -> float | str | None:
+    """A metric cell as stored (``encode_metric``): None when empty, non-finite values by name; with
+    ``plan``, a finite value outside the metric's declared ``range`` is a ``CellError``."""
+    number = parse_number(value, name)
+    if plan is not None:
+        check_range(number, name, plan)
+    return encode_metric(number)
+
+
+def check_range(number: float | None, name: str, plan: Plan) -> None:
+    """``CellError`` when ``number`` is finite and outside ``name``'s declared ``range`` (non-finite
+    values are kept for the invalidators, as everywhere)."""
+    metric = plan.metrics.get(name)
+    if metric is None or metric.range is None or number is None or not math.isfinite(number):
+        return
+    low, high = metric.range
+    if not low <= number <= high:
+        raise CellError(name, f"{name} = {number:g} is outside the plan's range [{low:g}, {high:g}] {metric.unit} "
+                              "(a value in another unit, or transformed, e.g. a logarithm?)")
 
 
 def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
@@ -189,9 +248,28 @@ def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
 
 
 def telemetry_cell(value: Any, signal: str, field: str) -> int | float | None:
-    """A ``<signal>.<field>`` cell (not ``evidence``): a whole number for ``updates``, else a number."""
+    """A ``<signal>.<field>`` cell (not ``evidence``): a whole number for ``updates``, a bound for
+    ``bound``, else a number."""
     what = f"{signal}.{field}"
+    if field == "bound":
+        return bound_cell(value, what)
     return parse_integer(value, what, None) if field == "updates" else parse_number(value, what)
+
+
+def bound_cell(value: Any, column: str) -> float | None:
+    """A measurement bound (the metric's unit): None when empty, else a finite number >= 0."""
+    number = parse_number(value, column)
+    if number is not None and not (math.isfinite(number) and number >= 0):
+        raise CellError(column, f"{column} = {value!r}: a measurement bound is a finite number >= 0 (metric units)")
+    return number
+
+
+def metric_bounds_cells(row: dict[str, Any], signal: str, plan: Plan) -> tuple[bool, dict[str, float] | None]:
+    """``(the table has a <metric>.bound column for this signal, metric -> its bound from the row's
+    non-empty cells, or None)`` -- a record's ``metric_bounds`` for ``signal``."""
+    columns = [(c, m) for c, (s, m) in metric_bound_columns(plan).items() if s == signal and c in row]
+    bounds = {m: b for c, m in columns if (b := bound_cell(row[c], c)) is not None}
+    return bool(columns), (bounds or None)
 
 
 def finished_cell(value: Any) -> str | None:
@@ -214,15 +292,18 @@ def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, s
         stratum[factor] = level_cell(row[factor], factor, plan)
     replicate = replicate_cell(row.get("replicate"), plan)
     status = status_cell(row.get("status"))
-    metrics = {name: metric_cell(row.get(name), name) for name in plan.metrics if name in row}
+    metrics = {name: metric_cell(row.get(name), name, plan) for name in plan.metrics if name in row}
     telemetry: dict[str, TelemetrySummary] = {}
     for signal in signals_of(plan):
         values = {f: row[f"{signal}.{f}"] for f in TELEMETRY_FIELDS if f"{signal}.{f}" in row}
-        if not values:
+        has_bounds, metric_bounds = metric_bounds_cells(row, signal, plan)
+        if not values and not has_bounds:
             continue
         summary: dict[str, Any] = {"evidence": evidence_cell(values.pop("evidence", None), signal, plan)}
         for f, v in values.items():
             summary[f] = telemetry_cell(v, signal, f)
+        if metric_bounds is not None:
+            summary["metric_bounds"] = metric_bounds
         telemetry[signal] = TelemetrySummary.model_validate(summary)
     run_id = str(row.get("run_id") or "").strip() or derived_run_id(plan_sha256, stratum, arm, replicate)
     return RunRecord.model_validate(

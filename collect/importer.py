@@ -11,7 +11,14 @@ Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson`
   are kept as non-finite values for the invalidators to see);
 * (Parquet: a null in a float column reads back as NaN, i.e. a non-finite value, not a missing one)
 * telemetry columns ``<signal>.<field>`` for the plan's signals, with fields ``updates``,
-  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``.
+  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``;
+* ``<metric>.bound`` per signal-backed metric: that metric's measurement bound (its unit; stored in
+  the signal's ``metric_bounds``). ``<signal>.bound`` is accepted only when exactly one metric uses
+  the signal; with several it is refused (one bound cannot say whose it is), so a bound is never
+  applied to a metric it was not measured for.
+
+A metric value outside the metric's declared ``range`` is refused naming the row; a runs folder
+holding another plan's runs is refused (``collect.folder_plan``).
 
 Every row is checked before anything is written: an unknown column, arm or level, a replicate
 outside the plan, a value that is not a number, a row repeated in the file or a cell already in the
@@ -43,7 +50,7 @@ import gc
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,14 +243,17 @@ def _pydantic_message(err: Any) -> str:
 
 
 def import_table(
-    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None
+    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
+    chain: Collection[str] | None = None,
 ) -> list[RunRecord]:
     """Validate the whole table against the plan, then append the rows not yet in, in one write.
 
     Holds the runs folder's writer lock (``collect.runlock.RunsBusy`` if another writer has it).
+    A folder holding runs of a plan outside ``chain`` (the lock's plan hashes, ``collect.folder_plan``;
+    default: ``plan_sha256`` only) is refused (``OtherPlanRuns``) before anything is read into it.
     """
     with _gc_paused():
-        return _import_table(table, plan, plan_sha256, runs_dir, skipped)
+        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain)
 
 
 @contextmanager
@@ -265,29 +275,57 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _import_table(
-    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None
+def frame_rows(frame: Any) -> list[dict[str, Any]]:
+    """A pandas DataFrame's rows as dicts of Python scalars (a named index becomes its columns, an
+    unnamed one -- row labels -- is dropped; a null in a float column is NaN, as from Parquet)."""
+    if any(name is not None for name in frame.index.names):
+        frame = frame.reset_index()
+    if len(frame) > MAX_ROWS:
+        raise ImportProblem([f"the DataFrame has more than {MAX_ROWS} rows; split the table"])
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def import_rows(
+    rows: list[dict[str, Any]], source: str, plan: Plan, plan_sha256: str, runs_dir: Path,
+    skipped: list[str] | None = None, chain: Collection[str] | None = None,
 ) -> list[RunRecord]:
+    """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records."""
+    with _gc_paused():
+        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain)
+
+
+def _import_table(
+    table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
+    given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
+) -> list[RunRecord]:
+    from collect.folder_plan import check_folder_plan
     from collect.runlock import runs_lock
 
-    try:
-        columns = _csv_columns(table)
-        rows = read_table(table) if columns is None else None
-    except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
-        raise ImportProblem([f"{table.name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
+    rows: list[dict[str, Any]] | None
+    if given is not None:
+        columns, (rows, name) = None, given
+    else:
+        assert table is not None
+        name = table.name
+        try:
+            columns = _csv_columns(table)
+            rows = read_table(table) if columns is None else None
+        except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
+            raise ImportProblem([f"{name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
     created = not Path(runs_dir).exists()
     try:
-        with runs_lock(runs_dir, f"collect import {table.name}"):
+        with runs_lock(runs_dir, f"collect import {name}"):
             complete_pending(runs_dir)  # a batch an import killed mid-write had committed
             existing = read_ledger(runs_dir)
-            fast = _append_fast(columns or rows or [], plan, plan_sha256, table.name, runs_dir, existing)
+            check_folder_plan(existing, Path(runs_dir), plan_sha256, plan.study, chain)
+            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing)
             if fast is not None:
                 records, already = fast
                 if skipped is not None:
                     skipped += already
             else:  # row by row: what does not fit is said there, in its words
                 rows = rows if columns is None else columns.rows()
-                records = build_records(rows or [], plan, plan_sha256, table.name, existing, skipped)
+                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped)
                 if records:
                     records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:
@@ -356,4 +394,4 @@ def _remove_if_only_lock(runs_dir: Path) -> None:
 
 
 __all__ = ["RESERVED", "TELEMETRY_FIELDS", "CellError", "ImportProblem", "build_records", "check_columns",
-           "expected_columns", "import_table", "read_table"]
+           "expected_columns", "frame_rows", "import_rows", "import_table", "read_table"]

@@ -34,6 +34,7 @@ from gates.provenance import (
     predecessor_refusal,
 )
 from gates.timeorder import check_time_order
+from gates.plausibility import decision_warning
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg._version import __version__
 from prereg.lock import genesis_hash, utc_now
@@ -109,6 +110,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(refusals) + (f"; gates: {reason}" if reason else "")
+    reason += decision_warning([(o.gate.id, o.gate.role, o.notes) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
     for record in ledger.records:
         if record.prereg_sha256 != lock["plan_sha256"]:

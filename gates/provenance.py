@@ -126,11 +126,15 @@ def other_plan_note(lock: dict[str, Any], other_hashes: dict[str, int], lock_pat
             )
         else:
             parts.append(f"{count} run(s) were recorded under plan {sha[:12]}, which is not this lock's plan")
+    earlier = any(sha in parents for sha in other_hashes)
+    where = (f"evaluate them under the plan they were collected for ('gates evaluate {lock_path} RUNS "
+             "--plan-version N', N from the lock's amendment chain; the report then says that plan was "
+             "superseded), or " if earlier else "")
+    unrelated = "" if all(sha in parents for sha in other_hashes) else (
+        "Runs of another plan are that plan's: evaluate them with its own lock. ")
     return (
-        "; ".join(parts) + ". They are not evidence for this plan version. Next step: evaluate them under the "
-        f"plan they were collected for ('gates evaluate {lock_path} RUNS --plan-version N', N from the lock's "
-        "amendment chain; the report then says that plan was superseded), or collect runs under this plan into "
-        "a new folder "
+        "; ".join(parts) + f". They are not evidence for this plan version. {unrelated}Next step: {where}"
+        "collect runs under this plan into a new folder "
         f"('collect run {lock_path} --out NEW_RUNS', or 'collect import ... --lock {lock_path} --out NEW_RUNS') "
         "and evaluate that. Each run is listed under 'other_plan' in the artifact (and with --verbose)"
     )

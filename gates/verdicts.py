@@ -37,6 +37,7 @@ import numpy as np
 
 from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match, stratum_label
+from gates.plausibility import plausibility
 from prereg.schema import Gate, Plan
 
 
@@ -185,6 +186,9 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     outcome.refused_by = list(fired) + match.arm_problems(set(contrast.arms))
     values, data_problems = _outcome_matrix(gate, plan, blocks)
     outcome.refused_by += data_problems
+    out_of_range, implausible = plausibility(gate, plan, blocks, values)  # gates.plausibility
+    outcome.refused_by += out_of_range
+    outcome.notes += implausible
     for j, arm in enumerate(contrast.arms):
         column = values[:, j][np.isfinite(values[:, j])]
         outcome.arm_medians[arm] = float(np.median(column)) if column.size else None

@@ -169,7 +169,25 @@ class Metric(_Model):
     signal: Identifier | None = Field(
         default=None, description="Telemetry signal backing this metric (e.g. energy_counter)."
     )
+    range: Annotated[list[float], Field(min_length=2, max_length=2)] | None = Field(
+        default=None,
+        description="[min, max]: the values this metric can plausibly take, in its unit (e.g. [10, 1e7] for a "
+        "run's energy in J). 'collect import' refuses rows outside it, naming them; a gate whose runs hold a "
+        "value outside it is refused.",
+    )
     description: Text | None = None
+
+    @model_validator(mode="after")
+    def _range_ordered(self) -> Metric:
+        import math
+
+        if self.range is not None:
+            low, high = self.range
+            if not (math.isfinite(low) and math.isfinite(high)):
+                raise ValueError("range: both ends must be finite numbers")
+            if not low < high:
+                raise ValueError(f"range: min ({low:g}) must be below max ({high:g})")
+        return self
 
 
 class _Invalidator(_Model):

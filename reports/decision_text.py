@@ -60,7 +60,12 @@ def modeled_note(ev: Evaluation) -> str:
 
 def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
-    rest = f': "{ev.claim.strip()}" {et.EM_DASH} {decision_explanation(ev)}'
+    from gates.plausibility import decision_warning
+
+    explanation = decision_explanation(ev)
+    if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone
+        explanation += decision_warning([(g.id, g.role, list(g.notes)) for g in ev.gates])
+    rest = f': "{ev.claim.strip()}" {et.EM_DASH} {explanation}'
     return et.DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 
 

@@ -49,6 +49,8 @@ metrics:
   nll: {unit: nats, better: lower, evidence: modeled}
   Flop: {unit: FLOP, better: lower, evidence: modeled}
   _energy: {unit: J, better: lower, evidence: modeled, signal: energy_counter}
+  e_total: {unit: J, better: lower, evidence: modeled, signal: power_meter}
+  e_ckpt: {unit: J, better: lower, evidence: modeled, signal: power_meter}
 gates:
   - {id: nll_t, metric: nll, contrast: B_2 - a, method: t, confidence: 0.90, pass_if: upper < 0.05}
 decision:
@@ -88,6 +90,10 @@ CSV_CELLS: dict[str, st.SearchStrategy[str]] = {
     "energy_counter.bound": number_text,
     "energy_counter.effective_period_ms": st.sampled_from(["", "100", "99.99999999999999", "0", "-1"]),
     "energy_counter.evidence": st.sampled_from(["", "measured", "modeled", " modeled ", "prior", "bogus"]),
+    "e_total.bound": number_text,
+    "e_ckpt.bound": st.sampled_from(["", "0", "600", "-1", "x", "inf"]),
+    "power_meter.bound": st.sampled_from(["", "60"]),
+    "power_meter.updates": st.sampled_from(["", "5"]),
     "run_id": st.sampled_from(["", "", "r1", "r2", "x.y_z-9", " r3 ", "run-ü", "-bad"]),
     "seed": st.sampled_from(["", "7", "7.0", "7.5", "-3", "12345678901234567890123"]),
     "started_at": st.sampled_from(["", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00+02:00", "2026-01-01", "soon"]),
@@ -127,12 +133,15 @@ def valid_tables(draw: Any) -> list[dict[str, str]]:
                           min_size=1, max_size=12, unique=True))
     optional = draw(st.lists(st.sampled_from(["replicate", "nll", "Flop", "_energy", "energy_counter.updates",
                                               "energy_counter.bound", "energy_counter.evidence", "seed",
-                                              "started_at", "finished_at", "status"]), unique=True))
+                                              "started_at", "finished_at", "status", "e_total.bound",
+                                              "e_ckpt.bound", "power_meter.updates"]), unique=True))
     good_number = number_text.filter(lambda t: t.strip() == "" or _is_number(t))
     valid = {"nll": good_number, "Flop": good_number, "_energy": good_number,
              "energy_counter.updates": st.sampled_from(["", "0", "5", "5.0", "1e3"]),
              "energy_counter.bound": st.sampled_from(["", "0.5", "1e-9", "12345.678901234567"]),
              "energy_counter.evidence": st.sampled_from(["", "measured", "modeled"]),
+             "e_total.bound": st.sampled_from(["", "0", "60", "1e-9", "12345.678901234567"]),
+             "e_ckpt.bound": st.sampled_from(["", "600", "0.5"]), "power_meter.updates": st.sampled_from(["", "5"]),
              "seed": st.sampled_from(["", "7", "-3", "12345678901234567890123"]),
              "started_at": st.sampled_from(["", "2026-01-01T00:00:00Z"]), "finished_at": st.text(max_size=8),
              "status": st.sampled_from(["", "complete", "failed"])}
