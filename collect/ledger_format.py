@@ -48,15 +48,21 @@ class TelemetrySummary(_Strict):
     )
     evidence: Evidence = "measured"
     metric_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
-        default=None, description="Metric -> its own measurement bound (metric units), for metrics derived "
-        "from this signal other than the one ``bound`` belongs to (e.g. per-phase energies).")
+        default=None, description="Metric -> its own measurement bound (metric units). When recorded it is "
+        "the whole list: a metric of this signal absent from it has no bound (its gates are unresolvable); "
+        "``bound`` is then never used for it.")
     phases: dict[str, PhaseSupport] | None = Field(
         default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
 
     def bound_of(self, metric: str) -> float | None:
-        """The measurement bound of ``metric``: its own when recorded, else ``bound``."""
-        if self.metric_bounds is not None and metric in self.metric_bounds:
-            return self.metric_bounds[metric]
+        """The measurement bound of ``metric`` (its unit), or None when it has none.
+
+        With ``metric_bounds`` recorded, only that mapping answers (a metric absent from it has no
+        bound; it never borrows another metric's). Without it the signal backs one metric and
+        ``bound`` is that metric's.
+        """
+        if self.metric_bounds is not None:
+            return self.metric_bounds.get(metric)
         return self.bound
 
 

@@ -11,7 +11,8 @@ re-analyse a kept trace. From the trace and the energy signal (``energy_signal``
 * ``energy_net`` and ``energy_<phase>_net``: the same above the idle baseline (a sensitivity
   figure). Without an idle window (``idle_baseline_ms: 0``) these are not recorded.
 
-Every energy metric's bound goes into the telemetry summary's ``metric_bounds``, and each phase's
+Every energy metric's finite bound goes into the telemetry summary's ``metric_bounds`` (a metric
+absent there has no bound: its gates are unresolvable, never judged by another metric's bound), and each phase's
 support (updates inside it) into ``phases``, so gates can check resolution and counter support
 per phase. Pure functions of the trace: a kept trace re-analysed gives the same numbers.
 """
@@ -86,6 +87,8 @@ def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float) -> Run
             assert net is not None
             metrics[name], bounds[name] = net.estimate_j, _bound(net)
     summary = ledger_summary(trace, signal, start, end, p_min_w, p_max_w)
-    summary["metric_bounds"] = {k: v for k, v in bounds.items() if math.isfinite(v) and k != "energy"}
+    # every energy metric's own bound, total included; a metric left out (an infinite bound: a phase
+    # the meter cannot bound) has none, so its gate is unresolvable instead of borrowing the total's
+    summary["metric_bounds"] = {k: v for k, v in bounds.items() if math.isfinite(v)}
     summary["phases"] = support_summary(phases)
     return RunEnergy(metrics, bounds, summary, phases)

@@ -97,3 +97,21 @@ def test_sim_signals_option():
     info = SimSensor(signals="power_average+power_instant", window_ms=25.0).signals()
     assert set(info) == {"power_average", "power_instant"}
     assert info["power_average"].window_ms == 25.0 and info["power_instant"].window_ms == 0.0
+
+
+def test_every_energy_metric_has_its_own_bound_and_none_borrows_the_totals():
+    """A collected run's summary lists each energy metric's bound, the total's included; a metric
+    absent from that list (an infinite bound) has no bound, so its gate is unresolvable, never
+    judged by the total's bound."""
+    from collect.ledger_format import TelemetrySummary
+
+    sensor, signal, trace = _record("counter", [("compute", 1000.0), ("checkpoint", 350.0)], 0.0, 5.0, 1)
+    p_min, p_max = sensor.power_range_w()
+    energy = run_energy(trace, signal, p_min, p_max)
+    summary = TelemetrySummary.model_validate(energy.summary)
+    assert summary.bound_of("energy") == energy.bounds["energy"] == summary.bound
+    assert summary.bound_of("energy_checkpoint") == energy.bounds["energy_checkpoint"] != summary.bound
+    without_phase = summary.model_copy(update={"metric_bounds": {"energy": energy.bounds["energy"]}})
+    assert without_phase.bound_of("energy_checkpoint") is None  # not the total's
+    single = TelemetrySummary(bound=60.0)  # a signal backing one metric (an imported `<signal>.bound`)
+    assert single.bound_of("energy") == 60.0
