@@ -214,7 +214,14 @@ def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
 
 
 def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
-    """Compute one gate (before multiplicity); see the module doc for the verdict order."""
+    """Compute one gate (before multiplicity); see the module doc for the verdict order. The
+    verdict's own notes come first, then what the plan makes it rest on (:func:`plan_notes`)."""
+    outcome = _evaluate_gate(gate, plan, match, fired)
+    outcome.notes += plan_notes(gate, plan, outcome.n_pairs)
+    return outcome
+
+
+def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
     import estimators as est
 
     contrast = gate.contrast
@@ -261,7 +268,6 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     outcome.p_raw = decision.p_value
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
     outcome.warnings += list(est.contrast_warnings(d, gate.method, contrast.scale, rule))
-    outcome.notes += plan_notes(gate, plan, n_complete)
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
