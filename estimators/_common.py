@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .vocabulary import METHODS, SCALES, Scale  # noqa: F401 - re-exported
+from .vocabulary import METHODS, MIN_RESAMPLES, SCALES, Scale  # noqa: F401 - re-exported
 
 #: largest n whose sign-flip reference distribution is enumerated exactly (Monte Carlo beyond)
 SIGNFLIP_EXACT_MAX_N = 20
@@ -30,12 +30,10 @@ WILCOXON_EXACT_MAX_N = 400
 #: relative tolerance of "p <= alpha" on exact lattices (binary representation of alpha)
 EXACT_TOL = 1.0 + 1e-12
 
-#: relative spread below which a contrast vector counts as constant (rounding-noise level)
-CONSTANT_RTOL = 1e-12
-
 DEGENERATE_WARNING = (
-    "all block contrasts are equal (spread <= 1e-12 x their magnitude): no sampling variability "
-    "can be estimated; the interval is the single observed value and the p-value is undefined"
+    "all block contrasts are exactly equal (or differ only below floating-point underflow, so their "
+    "standard deviation is 0): no sampling variability can be estimated; the interval is the single "
+    "observed value and the p-value is undefined"
 )
 
 
@@ -155,7 +153,7 @@ def looks_like_ratios(d: NDArray[np.float64]) -> bool:
     return bool(d.size > 0 and float(np.min(d)) >= 0.5 and float(np.max(d)) <= 2.0)
 
 
-def check_resamples(resamples: int, minimum: int = 100) -> int:
+def check_resamples(resamples: int, minimum: int = MIN_RESAMPLES) -> int:
     """A positive resample count (at least ``minimum``)."""
     if isinstance(resamples, bool) or int(resamples) != resamples or resamples < minimum:
         raise ValueError(f"resamples must be an integer >= {minimum}, got {resamples!r}")
@@ -173,9 +171,13 @@ def floor_count(x: float) -> int:
 
 
 def is_constant(d: NDArray[np.float64]) -> bool:
-    """True when the contrasts are equal up to rounding noise (relative spread <= 1e-12)."""
-    spread = float(np.ptp(d))
-    return spread <= CONSTANT_RTOL * float(np.max(np.abs(d)))
+    """True when the contrasts do not vary: every value bitwise equal, or (a tolerance of zero
+    in all but name) their standard deviation computes as exactly 0, which happens only when
+    every deviation from the mean is below ~1e-154 and its square underflows. Contrasts that
+    differ by any representable relative amount (1e-13, one ulp) vary and are tested."""
+    if float(np.ptp(d)) == 0.0:
+        return True
+    return float(np.std(d)) == 0.0
 
 
 def null_value(scale: str) -> float:

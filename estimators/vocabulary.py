@@ -71,6 +71,20 @@ RULE_FORMS = (
 )
 
 
+#: fewest resamples a resampling method accepts (bootstrap, bca; sign-flip beyond its exact range)
+MIN_RESAMPLES = 100
+
+
+def min_resamples(confidence: float) -> int:
+    """Fewest resamples at which a resampling interval at two-sided ``confidence`` can decide:
+    :data:`MIN_RESAMPLES`, and enough that the smallest attainable p-value ``1 / (B + 1)`` is at
+    most the per-tail ``alpha = (1 - confidence) / 2`` (below that a gate could never pass)."""
+    alpha = (1.0 - confidence) / 2.0
+    if not alpha > 0:
+        return MIN_RESAMPLES
+    return max(MIN_RESAMPLES, math.ceil(1.0 / (alpha * (1.0 + 1e-12)) - 1.0 - 1e-9))
+
+
 class RuleError(ValueError):
     """A rule that is not one (bad text, unknown quantity or comparison, non-finite threshold)."""
 
@@ -153,6 +167,6 @@ class Rule:
 
 __all__ = [
     "AnalysisUnit", "DECISIONS", "Decision", "EVIDENCE_ORDER", "Evidence", "METHODS", "MULTIPLICITIES",
-    "Method", "Multiplicity", "OPS", "PLAN_OPS", "QUANTITIES", "RULE_FORMS", "Rule", "RuleError",
-    "RuleQuantity", "SCALES", "Scale", "VERDICTS", "Verdict", "stronger", "weakest",
+    "MIN_RESAMPLES", "Method", "Multiplicity", "OPS", "PLAN_OPS", "QUANTITIES", "RULE_FORMS", "Rule", "RuleError",
+    "RuleQuantity", "SCALES", "Scale", "VERDICTS", "Verdict", "min_resamples", "stronger", "weakest",
 ]

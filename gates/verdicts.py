@@ -15,12 +15,18 @@ unless ``strata.pair_controls``):
 4. **unresolvable** when the metric is backed by a telemetry signal and the runs' measurement
    ``bound`` s (metric units) could change the rule's outcome (``estimators.resolution_check``),
    or when a run lacks the bound (the resolution cannot be shown). Checked before vacuous.
-5. **vacuous** when the units' contrasts are all equal and the rule holds on that single value
+5. **vacuous** when the units' contrasts are all exactly equal (``estimators`` ``is_constant``:
+   bitwise equal, or a standard deviation that underflows to 0) and the rule holds on that single value
    (it could not have failed; no p-value). A constant contrast that misses the rule is a fail.
 6. **pass** / **fail** otherwise; with ``multiplicity: holm|bonferroni`` a primary gate passes
-   only if its adjusted p-value also clears alpha. The family is every primary gate; gates without
-   a p-value (refused, vacuous, or ``estimate`` rules) enter it with p = 1, which is conservative.
-   Sensitivity gates are never adjusted.
+   only if its adjusted p-value also clears alpha. The family is every primary gate; primary gates
+   without a p-value (refused, vacuous) enter it with p = 1, which is conservative. Sensitivity
+   gates are never adjusted, and ``estimate`` rules (descriptive, allowed only on sensitivity
+   gates: refused at freeze on a primary one) never enter.
+
+Notes (:func:`plan_notes`) state what a verdict rests on: a descriptive rule, a confidence below
+0.80 with the plan's reason, a measured metric with no signal (no resolution check), and a
+mean-targeting method on fewer units than the skew check needs.
 
 The decision (over primary gates): ``refused`` if any is refused or unresolvable, else
 ``supported`` if all pass (vacuous counts as passed, flagged), else ``not_supported``.
@@ -175,8 +181,48 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
     return _unit_means(per_block, units)[complete]
 
 
+def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
+    """What the plan itself makes this gate's verdict rest on, in words: a descriptive rule, a
+    confidence below the floor (with the plan's reason), a measured metric with no resolution
+    check, a mean-targeting interval whose symmetry its ``n`` units cannot check."""
+    from estimators.feasibility import symmetry_note
+    from prereg.schema import CONFIDENCE_FLOOR
+
+    notes = []
+    rule = gate.pass_if
+    if not rule.tested:
+        notes.append(
+            f"descriptive: '{rule}' compares the point estimate alone, which is no test; this gate has no "
+            "p-value, never enters the multiplicity family and never decides the claim"
+        )
+    if gate.confidence < CONFIDENCE_FLOOR:
+        alpha = (1 - gate.confidence) / 2
+        notes.append(
+            f"this gate's interval is only {100 * gate.confidence:.4g}% two-sided: each one-sided test is at level "
+            f"{alpha:.3g} ({100 * alpha:.3g}% false passes at the margin, not 5%); the plan's reason: "
+            f"{gate.confidence_reason}"
+        )
+    metric = plan.metrics[gate.metric]
+    if metric.evidence == "measured" and metric.signal is None:
+        notes.append(
+            f"no resolution check applies: {gate.metric} is declared measured but names no telemetry signal, so "
+            "no measurement bound is known and the verdict treats its values as exact"
+        )
+    symmetry = symmetry_note(gate.method, n) if rule.tested else None
+    if symmetry:
+        notes.append(symmetry)
+    return notes
+
+
 def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
-    """Compute one gate (before multiplicity); see the module doc for the verdict order."""
+    """Compute one gate (before multiplicity); see the module doc for the verdict order. The
+    verdict's own notes come first, then what the plan makes it rest on (:func:`plan_notes`)."""
+    outcome = _evaluate_gate(gate, plan, match, fired)
+    outcome.notes += plan_notes(gate, plan, outcome.n_pairs)
+    return outcome
+
+
+def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
     import estimators as est
 
     contrast = gate.contrast
@@ -225,7 +271,7 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     outcome.result = decision.result
     outcome.p_raw = decision.p_value
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
-    outcome.warnings += list(est.contrast_warnings(d, gate.method, contrast.scale))
+    outcome.warnings += list(est.contrast_warnings(d, gate.method, contrast.scale, rule))
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
@@ -258,7 +304,8 @@ def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
     """Adjust primary gates' rule p-values and demote passes that do not survive (module doc)."""
     from estimators import adjust_p_values, clears
 
-    primary = [o for o in outcomes if o.gate.role == "primary"]
+    # descriptive rules (no test) never enter; every primary gate is tested (refused at freeze otherwise)
+    primary = [o for o in outcomes if o.gate.role == "primary" and o.gate.pass_if.tested]
     if not primary:
         return
     family = np.array([o.p_raw if o.p_raw is not None else 1.0 for o in primary])

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from estimators.expressions import Contrast, parse_contrast
-from estimators.vocabulary import AnalysisUnit, Evidence, Method, Multiplicity, Rule
+from estimators.vocabulary import AnalysisUnit, Evidence, Method, Multiplicity, Rule, min_resamples
 
 SCHEMA_ID = "prereg/v1"
 
@@ -61,6 +61,8 @@ RuleField = Annotated[
 RESAMPLING_METHODS = ("bootstrap", "bca", "signflip")
 DEFAULT_RESAMPLES = {"bootstrap": 9999, "bca": 9999, "signflip": 100_000}
 DEFAULT_SEED = 0
+#: a gate's confidence below this is refused unless the plan says why (``confidence_reason``)
+CONFIDENCE_FLOOR = 0.80
 
 
 def level_key(value: Scalar) -> str:
@@ -267,17 +269,30 @@ class Gate(_Model):
         description="Linear 'a - b', '(a - b) - (c - d)', 'a - 0.5*b - 0.5*c' or ratio 'a / b', '(a / b) / (c / d)'."
     )
     method: Method
-    confidence: float = Field(gt=0.5, lt=1, description="Two-sided level; a one-sided test uses one bound of it.")
+    confidence: float = Field(
+        gt=0.5, lt=1, description="Two-sided level; a one-sided test uses one bound of it. Below 0.80 it is "
+        "refused unless 'confidence_reason' says why."
+    )
+    confidence_reason: Text | None = Field(
+        default=None,
+        description="Why this gate's confidence is below 0.80 (required then; the reports print the level in "
+        "words beside it).",
+    )
     pass_if: RuleField = Field(
-        description="'upper < X', 'upper <= X', 'lower > X', 'lower >= X', 'estimate < X', 'estimate > X' "
-        "or 'within [A, B]'; ratio contrasts state X on the ratio scale."
+        description="'upper < X', 'upper <= X', 'lower > X', 'lower >= X', 'within [A, B]' (tests), or "
+        "'estimate < X', 'estimate > X' (the point estimate alone: no test, allowed only on a sensitivity gate, "
+        "reported as descriptive); ratio contrasts state X on the ratio scale."
     )
     role: Literal["primary", "sensitivity"] = Field(
-        default="primary", description="Sensitivity gates are reported but never decide the claim."
+        default="primary",
+        description="Sensitivity gates are reported but never decide the claim and never enter the multiplicity "
+        "family. A sensitivity gate with an 'estimate' rule is descriptive: judged on the point estimate, no "
+        "p-value.",
     )
     group: Identifier | None = Field(default=None, description="A family of gates, e.g. 'mechanism'.")
     resamples: int | None = Field(
-        default=None, ge=99, le=10_000_000, description="Resampling methods only (bootstrap, bca, signflip)."
+        default=None, ge=1, le=10_000_000, description="Resampling methods only (bootstrap, bca, signflip); at "
+        "least 100, and at least 1 / alpha - 1 (199 at confidence 0.99) so the smallest p-value can clear alpha."
     )
     seed: int | None = Field(default=None, ge=0, description="Resampling methods only; fixed at freeze time.")
     direction: Literal["first_arm_better", "first_arm_worse"] | None = Field(
@@ -304,6 +319,34 @@ class Gate(_Model):
                 if data.get(key) is not None:
                     raise ValueError(f"'{key}' applies only to resampling methods {RESAMPLING_METHODS}, not '{method}'")
         return data
+
+    @model_validator(mode="after")
+    def _can_decide(self) -> Gate:
+        """Refuse what cannot decide honestly: an untested rule on a primary gate, a confidence
+        below :data:`CONFIDENCE_FLOOR` with no reason, fewer resamples than the estimators need."""
+        rule = self.pass_if
+        if self.role == "primary" and not rule.tested:
+            better = {"<": "upper", ">": "lower"}.get(rule.op or "", "upper")
+            suggestion = f"{better} {rule.op} {rule.threshold!r}" if rule.quantity == "estimate" else "upper < X"
+            raise ValueError(
+                f"gate {self.id!r}: '{rule}' compares the point estimate alone, which is no test (on pure noise "
+                "it passes about half the time, at any n), so it cannot decide the claim; use "
+                f"'{suggestion}' (a one-sided test at level (1 - confidence) / 2), or make the gate descriptive "
+                "with 'role: sensitivity'"
+            )
+        if self.confidence < CONFIDENCE_FLOOR and self.confidence_reason is None:
+            raise ValueError(
+                f"gate {self.id!r}: confidence {self.confidence:g} is below the {CONFIDENCE_FLOOR:g} floor (its "
+                f"one-sided test would be at level {(1 - self.confidence) / 2:.3g}); raise it, or state why in "
+                "'confidence_reason'"
+            )
+        if self.resamples is not None and self.resamples < min_resamples(self.confidence):
+            raise ValueError(
+                f"gate {self.id!r}: resamples {self.resamples} is below the {min_resamples(self.confidence)} the "
+                f"{self.method} estimator needs at confidence {self.confidence:g} (at least 100, and enough that "
+                "the smallest p-value 1 / (resamples + 1) can clear alpha)"
+            )
+        return self
 
 
 class Decision(_Model):

@@ -124,6 +124,12 @@ def method_text(gate: GateResult) -> str:
     text = f"{gate.method}, n = {gate.n_pairs} {UNIT_WORDS[gate.analysis_unit]}"
     if gate.attained_confidence is not None:
         text += f", attained {fmt_pct(gate.attained_confidence)}"
+    from estimators.feasibility import symmetry_unchecked
+
+    if str(gate.rule).startswith("estimate"):
+        text += "; descriptive (no test)"
+    elif gate.verdict in EVIDENCE_VERDICTS and symmetry_unchecked(gate.method, gate.n_pairs):
+        text += "; symmetry unchecked at this n (see notes)"
     return text
 
 

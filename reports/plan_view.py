@@ -52,7 +52,10 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
             f"[{_num(rule.low)}, {_num(rule.high)}]{unit_text} (equivalence: two one-sided tests at {_pct(alpha)} each)"
         )
     elif rule.quantity == "estimate":
-        text = f"passes if the point estimate of {subject} {_OP_WORDS[str(rule.op)]} {_num(rule.threshold)}{unit_text}"
+        text = (
+            f"DESCRIPTIVE (no test, no p-value): passes if the point estimate of {subject} "
+            f"{_OP_WORDS[str(rule.op)]} {_num(rule.threshold)}{unit_text}"
+        )
     else:
         one_sided = (1 + confidence) / 2
         text = (
@@ -67,6 +70,12 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
         text += f" (exact up to 20 blocks, beyond that {gate['resamples']} random sign patterns, seed {gate['seed']})"
     elif "resamples" in gate:
         text += f" ({gate['resamples']} resamples, seed {gate['seed']})"
+    if gate.get("confidence_reason") and confidence < 0.80:
+        alpha = (1 - confidence) / 2
+        text += (
+            f"; this gate's interval is only {_pct(confidence)} two-sided (each one-sided test at {_pct(alpha)}, "
+            f"below the 80% floor), because: {gate['confidence_reason']}"
+        )
     if gate.get("role") == "sensitivity":
         text += "; a sensitivity gate: reported, never decides the claim"
     return text + "."

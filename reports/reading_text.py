@@ -12,10 +12,24 @@ def reading_lines(ev: Evaluation) -> list[str]:
     """How to read the verdicts, in plain words (the parts that apply to this evaluation)."""
     units = sorted({g.analysis_unit for g in ev.gates})
     lines = [
-        "Decision rule: a gate passes exactly when its rule's one-sided p-value is at most alpha = (1 - "
-        "confidence) / 2; the interval holds every threshold the test does not reject, so a rule whose threshold "
+        "Decision rule: a gate with a tested rule (upper, lower, within) passes exactly when its rule's one-sided "
+        "p-value is at most alpha = (1 - confidence) / 2; the interval holds every threshold the test does not reject, so a rule whose threshold "
         "equals an interval end fails ('<=' and '<' are the same test).",
     ]
+    if any(str(g.rule).startswith("estimate") for g in ev.gates):
+        lines.append(
+            "DESCRIPTIVE: a rule on the point estimate ('estimate < X', 'estimate > X') is no test: such a gate is "
+            "judged on that one number, has no p-value, never enters the multiplicity family and never decides "
+            "the claim (only sensitivity gates may have one)."
+        )
+    from estimators.feasibility import SKEW_CHECK_MIN_N, symmetry_unchecked
+
+    if any(symmetry_unchecked(g.method, g.n_pairs) for g in ev.gates):
+        lines.append(
+            "t, sign-flip and the bootstraps target the mean: their coverage rests on near-symmetric contrasts. "
+            f"Below {SKEW_CHECK_MIN_N} units the skew check cannot confirm that, and the gate's test column says "
+            "'symmetry unchecked'; skewed contrasts then pass too often (docs/estimators.md)."
+        )
     if "stratum" in units:
         lines.append(
             "Unit of analysis: one pair per stratum (its replicates' contrasts averaged), so the interval covers "

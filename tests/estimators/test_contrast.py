@@ -77,7 +77,7 @@ def test_unknown_method_and_bad_resamples() -> None:
 
 @pytest.mark.parametrize("method", E.METHODS)
 @pytest.mark.parametrize(
-    "d", [np.full(6, 0.02), np.zeros(4), 5.0 + np.array([0, 1e-15, -1e-15, 0])]
+    "d", [np.full(6, 0.02), np.zeros(4), np.array([1e-320, 2e-320, 1e-320, 2e-320])]  # last: std underflows to 0
 )
 def test_constant_contrasts_give_marked_degenerate_interval(method: str, d: np.ndarray) -> None:
     res = E.interval(method, d, 0.9, resamples=500)
@@ -86,6 +86,14 @@ def test_constant_contrasts_give_marked_degenerate_interval(method: str, d: np.n
     assert res.p_value_vs_null is None  # never t = inf / p = 0
     assert any("no sampling variability" in w for w in res.warnings)
     assert np.isfinite(res.estimate)
+
+
+@pytest.mark.parametrize("method", E.METHODS)
+def test_contrasts_differing_by_an_ulp_vary(method: str) -> None:
+    d = 5.0 + np.array([0, 1e-15, -1e-15, 0, 1e-15, -1e-15])  # distinct floats, ~2e-16 relative
+    res = E.interval(method, d, 0.8, resamples=500)
+    assert not res.degenerate and np.isfinite(res.estimate)
+    assert res.lower <= res.estimate <= res.upper
 
 
 def test_ratio_results_are_back_transformed() -> None:

@@ -136,8 +136,8 @@ def test_gate_tables_units_rules_and_evidence():
     assert numbers[2] == "no claim either way: see Diagnostics, not evidence"
     assert numbers[4] == "the instrument cannot resolve the margin: see Diagnostics, not evidence"
     tests = table_cells(primary, 3)
-    assert tests[0] == "upper < 0.02 nats t, n = 6 strata p = 0.0031; holm-adjusted 0.012"
-    assert tests[1] == "upper < 0.0 FLOP signflip, n = 6 strata, attained 93.75% p = 0.094; holm-adjusted 0.28"
+    assert tests[0] == "upper < 0.02 nats t, n = 6 strata; symmetry unchecked at this n (see notes) p = 0.0031; holm-adjusted 0.012"
+    assert tests[1] == "upper < 0.0 FLOP signflip, n = 6 strata, attained 93.75%; symmetry unchecked at this n (see notes) p = 0.094; holm-adjusted 0.28"
     assert tests[2] == "upper < 1.0 (ratio: requires lower) wilcoxon, n = 3 strata"  # its p-value is a diagnostic: shown there
     assert tests[4].startswith("within [-2.0, 2.0] J")
     sens = after(out, "Sensitivity (reported, never decides)")
