@@ -87,5 +87,5 @@ def test_a_changed_warm_start_is_refused_before_any_run(tmp_path):
     pt.write_bytes(pt.read_bytes()[:-1] + bytes([pt.read_bytes()[-1] ^ 1]))
     (runs / "ledger.jsonl").rename(runs / "old-ledger.jsonl")  # as if the runs had not been made yet
     proc = run("collect", "run", str(tmp_path / "w" / "l.json"), "--out", str(runs))
-    assert proc.returncode == 2 and "warm start" in proc.stderr and "SHA-256" in proc.stderr
+    assert proc.returncode == 3 and "warm start" in proc.stderr and "SHA-256" in proc.stderr
     assert not (runs / "ledger.jsonl").exists()
