@@ -175,7 +175,12 @@ class LedgerAppender:
             data = b"\n" + payload if torn else payload  # a torn fragment stays on its own line, visible
             journaled = journal if journal is not None else payload.count(b"\n") > 1
             if journaled:
-                batch_journal.commit(self.folder, size, data)
+                try:
+                    batch_journal.commit(self.folder, size, data)
+                except OSError as err:  # the journal could not be written: the ledger was not touched
+                    raise AppendFailed(err.errno or errno.EIO, f"the batch's journal could not be written "
+                                       f"({err.strerror or err}); nothing was appended: the ledger is exactly as "
+                                       "it was before it", str(path)) from None
             try:
                 _write_all(fd, data, path)
                 os.fsync(fd)
