@@ -197,8 +197,14 @@ class LedgerAppender:
             fsync_dir(self.folder)
 
 
-class AppendFailed(OSError):
-    """An append that could not be written (disk full, I/O error); the ledger is as it was before it."""
+class AppendFailed(InputError, OSError):
+    """An append that could not be written (disk full, I/O error; exit 2, like any path that cannot
+    be written): an ``OSError`` with ``errno``, ``strerror`` and the ledger as ``filename``."""
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
 
 
 def _roll_back(fd: int, size: int, path: Path, journaled: Path | None, err: OSError) -> None:

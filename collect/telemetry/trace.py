@@ -208,7 +208,7 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
         if polls.name.endswith(".parquet"):
             import pyarrow.parquet as pq
 
-            cols = pq.read_table(io.BytesIO(read(polls))).to_pydict()
+            cols = pq.read_table(io.BytesIO(read(polls)), use_threads=False).to_pydict()
         else:
             with gzip.open(io.BytesIO(read(polls)), "rb") as gz:
                 text = gz.read(MAX_TRACE_FILE_BYTES + 1)
