@@ -81,19 +81,22 @@ def test_a_ledger_padded_with_copies_is_refused_in_bounded_memory(tmp_path):
         for _ in range(200_000 // len(lines) + 1):
             fh.writelines(lines)
     size = (runs / "ledger.jsonl").stat().st_size
+    # peak RSS of this process alone: VmHWM (ru_maxrss would carry the forking pytest's peak across exec)
     script = textwrap.dedent(f"""
         import resource
         from collect.ledger import read_ledger, verify_chain
         ledger = read_ledger({str(runs)!r})
         report = verify_chain(ledger)
-        print(report.status, len(ledger.records), len(ledger.problems),
+        hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM"))
+        print(report.status, len(ledger.records), len(ledger.problems), hwm // 1024,
               resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr
-    status, records, problems, peak_mb = proc.stdout.split()
-    print(f"ledger of {size / 1e6:.0f} MB ({problems} copied lines): peak RSS {peak_mb} MB")
+    status, records, problems, peak_mb, maxrss_mb = proc.stdout.split()
+    print(f"ledger of {size / 1e6:.0f} MB ({problems} copied lines): peak RSS {peak_mb} MB "
+          f"(getrusage ru_maxrss {maxrss_mb} MB, which includes the parent's peak before exec)")
     assert status == "broken" and int(records) == len(lines) and int(problems) >= 200_000
     assert int(peak_mb) < 500
     proc = run("gates", "evaluate", str(tmp_path / "equal-work.lock.json"), str(runs), timeout=300)
