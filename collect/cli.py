@@ -12,6 +12,7 @@ Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad i
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
         raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
     if args.sensor.startswith("replay:"):  # a kept trace: re-analysed as recorded, not re-polled
-        probes, recorded = probe_recorded(args.sensor.partition(":")[2], args.window_s, args.signal)
+        probes, recorded, note = probe_recorded(args.sensor.partition(":")[2], args.window_s, args.signal)
+        if note:
+            print(f"collect: note: {note}", file=sys.stderr)
         if args.json:
             emit_json(probe_json(probes, args.sensor, None, recorded))
             return EXIT_OK

@@ -21,7 +21,8 @@
 4. The runs folder's writer lock (``collect.runlock``) is held for the whole run: a second writer
    is refused naming the holder. Pool workers, and the workers of a Ray instance started here, die
    with this process (``collect.workers``). Each record is chained to the ledger's head and carries
-   its traces' SHA-256 (``collect.ledger``).
+   its traces' SHA-256 (``collect.ledger``). A resume first re-hashes the traces of the runs it
+   would skip: one that no longer matches its record refuses the resume (exit 3, naming the file).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
-from collect.ledger import TRACES_DIR, LedgerAppender, RunRecord, read_ledger
+from collect.ledger import TRACES_DIR, Ledger, LedgerAppender, RunRecord, read_ledger
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
 from prereg.errors import InputError
@@ -317,6 +318,23 @@ def check_jobs(jobs: int, executor: str = "local") -> None:
         raise EngineError(f"--jobs must be between 1 and {limit} {where}, not {jobs}")
 
 
+def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
+    """Before a resume skips the complete runs: each of their traces must still match the SHA-256 its
+    record holds (``collect.trace_check``); an ``IntegrityError`` (exit 3) naming the files otherwise."""
+    from collect.trace_check import trace_problems
+    from prereg.errors import IntegrityError
+
+    bad = [(r.run_id, name, why) for r in ledger.records if r.run_id in done and r.status == "complete"
+           and (r.trace_sha256 or r.record_sha256 is not None)  # a record from before the chain hashed none
+           for name, why in trace_problems(runs_dir, r)]
+    if bad:
+        shown = "; ".join(f"run {rid}: {runs_dir / name} {why}" for rid, name, why in bad[:5])
+        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise IntegrityError(f"{len(bad)} trace(s) of runs already complete do not match the SHA-256 their "
+                             f"records hold: {shown}{more}. Nothing was run: restore the traces, or collect into a "
+                             "new runs folder (the ledger is append-only)", details=[n for _, n, _ in bad])
+
+
 def _run_locked(
     collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
     executor: str, progress: Callable[[int, int], None] | None,
@@ -327,6 +345,7 @@ def _run_locked(
     appender = LedgerAppender(runs_dir)
     ledger = read_ledger(runs_dir)
     done = {r.run_id for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256}
+    _check_kept_traces(ledger, done, runs_dir)
     todo = [p for p in planned if p.run_id not in done]
     summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
     if progress:

@@ -6,7 +6,10 @@ Each line is a ``RunRecord`` (``record: "collect/run/v1"``). Appends are atomic 
 the record is serialised to one line, written with ``O_APPEND`` in a single ``write``, flushed and
 fsynced (and the folder fsynced when the file is created). A crash can leave at most a torn last
 line; readers report it (with its line number) and never parse it as data, and the next append
-starts on a fresh line so the torn fragment stays visible. Nothing is ever rewritten or deleted.
+starts on a fresh line so the torn fragment stays visible. An append that fails while the writer
+lives (disk full, an I/O error) is undone: the ledger is truncated back to its size before the
+append and fsynced (``AppendFailed``), so it is exactly as it was and a resume shows no torn line.
+Nothing else is ever rewritten or deleted.
 A batch of records (an import) is atomic as a whole: it is committed to a journal first
 (``collect.ledger_journal``), so a crash leaves it whole or absent, and no torn line. The writer
 holds the ledger's ``flock`` exclusively while it appends, readers hold it shared while they read.
@@ -37,11 +40,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -171,9 +175,17 @@ class LedgerAppender:
             data = b"\n" + payload if torn else payload  # a torn fragment stays on its own line, visible
             journaled = journal if journal is not None else payload.count(b"\n") > 1
             if journaled:
-                batch_journal.commit(self.folder, size, data)
-            _write_all(fd, data, path)
-            os.fsync(fd)
+                try:
+                    batch_journal.commit(self.folder, size, data)
+                except OSError as err:  # the journal could not be written: the ledger was not touched
+                    raise AppendFailed(err.errno or errno.EIO, f"the batch's journal could not be written "
+                                       f"({err.strerror or err}); nothing was appended: the ledger is exactly as "
+                                       "it was before it", str(path)) from None
+            try:
+                _write_all(fd, data, path)
+                os.fsync(fd)
+            except OSError as err:
+                _roll_back(fd, size, path, self.folder if journaled else None, err)
             if journaled:
                 batch_journal.finish(self.folder)
         finally:
@@ -183,6 +195,35 @@ class LedgerAppender:
             from prereg.fileio import fsync_dir
 
             fsync_dir(self.folder)
+
+
+class AppendFailed(InputError, OSError):
+    """An append that could not be written (disk full, I/O error; exit 2, like any path that cannot
+    be written): an ``OSError`` with ``errno``, ``strerror`` and the ledger as ``filename``."""
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
+
+
+def _roll_back(fd: int, size: int, path: Path, journaled: Path | None, err: OSError) -> None:
+    """After a failed append: the ledger truncated back to its ``size`` before it (fsynced), the
+    batch's journal removed, then ``AppendFailed`` naming the file. When the truncation fails too,
+    a journaled batch keeps its journal (readers and the next writer complete it whole), and the
+    error says that a torn last line may remain."""
+    reason = err.strerror or str(err)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError as undo:
+        kept = " (its journal completes it whole)" if journaled else "; a torn last line may remain"
+        raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}) and could not be undone "
+                           f"({undo.strerror or undo}){kept}", str(path)) from None
+    if journaled is not None:
+        batch_journal.finish(journaled)
+    raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}); nothing was appended: the ledger is "
+                       "exactly as it was before it", str(path)) from None
 
 
 def head_of(ledger: Ledger) -> str:
@@ -222,7 +263,10 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
     """Read every line; invalid lines become ``problems`` (with 1-based line numbers), never data.
 
     Raises ``OSError`` (with the path) for a ledger that is a symbolic link, not a regular file,
-    or larger than ``MAX_LEDGER_BYTES``.
+    or larger than ``MAX_LEDGER_BYTES``. The file is read line by line (hashed as it goes), never
+    whole into memory; a chained line repeated byte for byte (a copy: the chain cannot hold one
+    record twice) is refused without being parsed again, so a ledger padded with copies costs the
+    memory of its distinct records only.
     """
     path = ledger_path(runs_dir)
     ledger = Ledger(path=path)
@@ -231,55 +275,90 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
     fd = _open_no_follow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
         batch_journal.lock(fd, exclusive=False)  # no writer is half-way through an append while we read
-        raw = fh.read(MAX_LEDGER_BYTES + 1)
+        if os.fstat(fd).st_size > MAX_LEDGER_BYTES:
+            raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
         pending = batch_journal.read_pending(path.parent, MAX_LEDGER_BYTES)
+        if pending is None:
+            _read_lines(ledger, fh)
+            return ledger
+        raw = fh.read(MAX_LEDGER_BYTES + 1)
     if len(raw) > MAX_LEDGER_BYTES:
         raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
     raw, ledger.pending = batch_journal.completed_view(raw, pending)  # a batch committed by a writer that died
-    ledger.sha256 = hashlib.sha256(raw).hexdigest()
-    lines = raw.split(b"\n")
-    complete = lines[:-1]  # the part after the last newline is empty, or a torn record
-    tail = lines[-1]
-    ledger.lines = len(complete) + (1 if tail else 0)
-    for number, line in enumerate(complete, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = _parse_line(line)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            ledger.records.append(RunRecord.model_validate(data))
-            stored = stored_line_hash(line)  # the line's own hash, when it is the form that was hashed
-            ledger.hashes.append(stored if stored is not None and data.get("record_sha256") == stored
-                                 else record_hash(data))
-            ledger.record_lines.append(number)
-        except DuplicateKey as err:
-            ledger.refused_lines.append(number)
-            ledger.problems.append(LedgerProblem(number, f"key {str(err)!r} written twice in one record: refused"))
-        except RecursionError:
-            ledger.refused_lines.append(number)
-            ledger.problems.append(LedgerProblem(number, "nested too deeply to be a run record: refused"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            ledger.problems.append(LedgerProblem(number, "not a JSON object (a torn or corrupted line)"))
-        except ValueError as err:
-            ledger.refused_lines.append(number)
-            if isinstance(err, ValidationError):
-                first = err.errors(include_url=False)[0]
-                where = ".".join(str(p) for p in first["loc"]) or "(record)"
-                message = f"not a valid run record: {where}: {first['msg']}"
-            else:
-                message = "not a valid run record: not a JSON object"
-            ledger.problems.append(LedgerProblem(number, message))
-    if tail:
-        ledger.torn_tail = True
-        ledger.problems.append(
-            LedgerProblem(len(complete) + 1, "torn last line (no newline: the write was interrupted); ignored")
-        )
+    _read_lines(ledger, io.BytesIO(raw))
     return ledger
 
 
+_CHAINED = b'"record_sha256"'
+
+
+def _read_lines(ledger: Ledger, source: IO[bytes]) -> None:
+    """Parse ``source`` line by line into ``ledger`` (records, problems, the bytes' SHA-256)."""
+    digest = hashlib.sha256()
+    seen: dict[bytes, int] = {}  # SHA-256 of each chained line -> its line number
+    number, total, tail = 0, 0, b""
+    for line in source:
+        digest.update(line)
+        total += len(line)
+        if total > MAX_LEDGER_BYTES:
+            raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(ledger.path))
+        if not line.endswith(b"\n"):
+            tail = line  # only the last line can lack its newline: a torn record
+            break
+        number += 1
+        line = line[:-1]
+        if not line.strip():
+            continue
+        if _CHAINED in line:
+            key = hashlib.sha256(line).digest()
+            first = seen.setdefault(key, number)
+            if first != number:
+                ledger.refused_lines.append(number)
+                ledger.problems.append(LedgerProblem(number, f"a copy of line {first} (the chain cannot hold one record "
+                                                             "twice): refused"))
+                continue
+        _parse_into(ledger, number, line)
+    ledger.sha256 = digest.hexdigest()
+    ledger.lines = number + (1 if tail else 0)
+    if tail:
+        ledger.torn_tail = True
+        ledger.problems.append(
+            LedgerProblem(number + 1, "torn last line (no newline: the write was interrupted); ignored")
+        )
+
+
+def _parse_into(ledger: Ledger, number: int, line: bytes) -> None:
+    """One complete line: a record (with its hash and line number) or a problem."""
+    try:
+        data = _parse_line(line)
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        ledger.records.append(RunRecord.model_validate(data))
+        stored = stored_line_hash(line)  # the line's own hash, when it is the form that was hashed
+        ledger.hashes.append(stored if stored is not None and data.get("record_sha256") == stored
+                             else record_hash(data))
+        ledger.record_lines.append(number)
+    except DuplicateKey as err:
+        ledger.refused_lines.append(number)
+        ledger.problems.append(LedgerProblem(number, f"key {str(err)!r} written twice in one record: refused"))
+    except RecursionError:
+        ledger.refused_lines.append(number)
+        ledger.problems.append(LedgerProblem(number, "nested too deeply to be a run record: refused"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        ledger.problems.append(LedgerProblem(number, "not a JSON object (a torn or corrupted line)"))
+    except ValueError as err:
+        ledger.refused_lines.append(number)
+        if isinstance(err, ValidationError):
+            first = err.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(record)"
+            message = f"not a valid run record: {where}: {first['msg']}"
+        else:
+            message = "not a valid run record: not a JSON object"
+        ledger.problems.append(LedgerProblem(number, message))
+
+
 __all__ = [
-    "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
+    "AppendFailed", "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
     "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "PhaseSupport", "RunId", "RunRecord", "Scalar",
     "Sha256", "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric",
     "hash_trace", "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "trace_problems",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from collect.ledger_files import hash_trace
 from collect.ledger_format import GENESIS, RunRecord
+from collect.trace_check import trace_problems
 
 if TYPE_CHECKING:
     from collect.ledger import Ledger
@@ -69,22 +68,3 @@ def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
 
 def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
     return [f"{who}: trace {name} {problem}" for name, problem in trace_problems(runs_dir, record)]
-
-
-def trace_problems(runs_dir: str | os.PathLike[str], record: RunRecord) -> list[tuple[str, str]]:
-    """``(trace name, what is wrong)`` for each of ``record``'s traces that does not match its
-    recorded SHA-256 (changed, missing, unreadable, or never hashed); empty when all match."""
-    problems = []
-    for name in record.traces:
-        stored = record.trace_sha256.get(name)
-        if stored is None:
-            problems.append((name, "has no recorded hash"))
-            continue
-        try:
-            actual = hash_trace(runs_dir, name)
-        except OSError as err:
-            problems.append((name, f"cannot be checked ({err.strerror or err})"))
-            continue
-        if actual != stored:
-            problems.append((name, "changed after the run (SHA-256 differs)"))
-    return problems

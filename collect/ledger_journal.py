@@ -145,8 +145,11 @@ def commit(folder: Path, offset: int, data: bytes) -> None:
     try:
         _write_all(fd, header + b"\n" + data, tmp)
         os.fsync(fd)
-    finally:
+    except OSError:  # disk full: no journal, nothing appended, the ledger untouched
         os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
     os.replace(tmp, pending_path(folder))
     fsync_dir(folder)
 

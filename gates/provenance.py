@@ -41,10 +41,16 @@ def check_predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:
     for pred in plan.predecessors:
         path = (base / pred.path) if not Path(pred.path).is_absolute() else Path(pred.path)
         extra: dict[str, Any] = {}
-        if not path.is_file():
+        try:  # a regular file of bounded size (never a FIFO or device), else missing
+            from gates.artifact import MAX_ARTIFACT_BYTES
+            from prereg.fileio import read_regular_file
+
+            data: bytes | None = read_regular_file(path, MAX_ARTIFACT_BYTES)
+        except ValueError:
+            data = None
+        if data is None:
             status = "missing"
         else:
-            data = path.read_bytes()
             actual = hashlib.sha256(data).hexdigest()
             status = "verified" if actual == pred.sha256 else "mismatch"
             extra = _recorded(data)

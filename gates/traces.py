@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collect.ledger import RunRecord, trace_problems
+from collect.ledger import RunRecord
+from collect.trace_check import trace_problems
 from gates.invalidators import InvalidatorCheck
 from prereg.schema import Plan
 

@@ -241,22 +241,11 @@ def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
 
 
 def read_input_file(path: str | os.PathLike[str], limit: int = MAX_BYTES) -> bytes:
-    """Read a small regular file, raising ``OSError``-free ``ValueError`` messages for the CLI."""
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{p}: no such file")
-    if p.is_dir():
-        raise ValueError(f"{p}: is a directory, not a file")
-    if not p.is_file():
-        raise ValueError(f"{p}: not a regular file")
-    try:
-        with p.open("rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as err:
-        raise ValueError(f"{p}: cannot read ({err.strerror or err})") from None
-    if len(data) > limit:
-        raise ValueError(f"{p}: larger than {limit} bytes")
-    return data
+    """Read a small regular file (``prereg.fileio.read_regular_file``: never a FIFO or device, never
+    more than ``limit`` bytes); a ``ValueError`` with one message otherwise."""
+    from prereg.fileio import read_regular_file
+
+    return read_regular_file(path, limit)
 
 
 def load_plan(path: str | os.PathLike[str]) -> LoadedPlan:

@@ -137,10 +137,14 @@ def _finite(value: Any, what: str) -> float:
     return float(value)
 
 
-def read_commit_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of one commit ledger, their fields checked; a malformed line is an ``InputError``."""
+def read_commit_rows(path: Path, data: bytes | None = None) -> list[dict[str, Any]]:
+    """The rows of one commit ledger (``data``: its bytes, already read and checked), their fields
+    checked; a malformed line is an ``InputError``."""
+    from collect.trace_check import MAX_TRACE_BYTES
+    from prereg.fileio import read_regular_file
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (read_regular_file(path, MAX_TRACE_BYTES, follow_links=False) if data is None else data).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text (a commit ledger is JSON lines)") from None
     except OSError as err:
@@ -200,6 +204,7 @@ def _stress(code: dict[str, Any]) -> StressInfo | None:
 
 def _commit_run(folder: Path, record: RunRecord) -> CommitRun:
     from collect.ledger import trace_path, trace_problems
+    from collect.trace_check import read_verified_trace
 
     name = next((t for t in record.traces if t.endswith(COMMITS_SUFFIX)), None)
     collector = record.code.get("collector")
@@ -219,9 +224,10 @@ def _commit_run(folder: Path, record: RunRecord) -> CommitRun:
     except OSError as err:
         raise IntegrityError(f"run {record.run_id}: commit ledger {folder / name}: {err.strerror or err}",
                              details=[name]) from None
+    data = read_verified_trace(folder, record, name)  # the bytes parsed are the bytes checked
     policy = record.code.get("policy")
     return CommitRun(record.run_id, record.arm, record.status, dict(record.stratum), record.replicate, name,
-                     read_commit_rows(path), _stress(record.code), policy if isinstance(policy, str) else None)
+                     read_commit_rows(path, data), _stress(record.code), policy if isinstance(policy, str) else None)
 
 
 def load_commit_timeline(runs_folder: str | Path, run_ids: list[str], asked: str | None = None) -> CommitTimeline:

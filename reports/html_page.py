@@ -71,10 +71,11 @@ def resolve(source: str | Path) -> Source:
     else:
         evaluation = path
         runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
-    try:
-        digest = hashlib.sha256(evaluation.read_bytes()).hexdigest()
-    except OSError as err:
-        raise InputError(f"{evaluation}: cannot be read ({err.strerror or err})") from None
+    from gates.artifact import MAX_ARTIFACT_BYTES
+    from prereg.fileio import read_regular_file
+
+    # a regular file of bounded size: never blocks on a FIFO, never reads a device without end
+    digest = hashlib.sha256(read_regular_file(evaluation, MAX_ARTIFACT_BYTES)).hexdigest()
     return Source(evaluation, digest, runs)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prereg.errors import InputError
+from prereg.errors import InputError, IntegrityError
 from reports.html_axes import linear_ticks, number_label
 from reports.html_svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_at
 
@@ -86,8 +86,8 @@ def _load_checked(ctx: RunsContext, run_id: str) -> Block | str:
         return ("NOT DRAWN: the block's traces do not match the ledger: "
                 + "; ".join(f"run {rid}: {name} {why}" for rid, name, why in bad))
     try:
-        return load_block(ctx.folder, run_id)
-    except InputError as err:
+        return load_block(ctx.folder, run_id)  # reads each trace only after it matches its record
+    except (InputError, IntegrityError) as err:
         return f"NOT DRAWN: {err}"
 
 

@@ -5,7 +5,8 @@
 * ``reports plot RUNS --run ID`` writes ``timeline-<ID>.png|svg`` (every arm of ID's stratum and
   replicate on one time axis) and, when the runs left ``trajectory.csv`` files,
   ``nll-<ID>.png|svg``; their text equivalents are a per-arm event list (seconds) and a table of
-  tick vs held-out NLL per arm.
+  tick vs held-out NLL per arm. Only traces the runs' records list are drawn, each after it matches
+  the SHA-256 its record holds (else exit 3, naming the file); a file no record lists is never drawn.
 * ``reports plot RUNS --run ID --telemetry`` writes ``telemetry-<ID>.png|svg``: the run's kept raw
   telemetry trace (every poll, every update at its window, phases shaded; ``reports.telemetry_plot``).
   Its text equivalent gives per phase the intervals, total duration, updates inside and energy with
@@ -87,7 +88,14 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
     from reports.plots import nll_figure, save_figure, timeline_figure
     from reports.timeline import has_trajectories, load_block, nll_text, timeline_text
 
-    block = load_block(source, args.run)
+    import sys
+
+    from reports.safe_text import clean
+
+    block = load_block(source, args.run)  # every trace checked against its record's SHA-256 first
+    for stray in block.unlisted:
+        print(f"reports: warning: {clean(stray, True)} is not listed in its run's record, so it cannot be checked "
+              "against the ledger; not drawn", file=sys.stderr)
     out = _out_dir(args, source)
     written: list[tuple[str, list[Path], str]] = []
     if any(t.events for t in block.runs):
@@ -96,8 +104,6 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
     if has_trajectories(block):
         paths = save_figure(nll_figure(block), out, f"nll-{args.run}", args.format)
         written.append(("held-out NLL over ticks (every arm on one axis)", paths, nll_text(block)))
-    from reports.safe_text import clean
-
     for title, paths, _ in written:
         _print_paths(title, paths)
     if not has_trajectories(block):

@@ -140,6 +140,7 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
     from collect.telemetry.energy import run_energy
     from collect.telemetry.phases import intervals_of, phase_energy_total
     from collect.telemetry.trace import read_trace
+    from collect.trace_check import verified_loader
 
     folder = Path(runs_dir)
     record = _record(folder, run_id)
@@ -150,7 +151,7 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
         what = "; ".join(f"{folder / name} {why}" for name, why in bad)
         raise IntegrityError(f"run {run_id}: telemetry trace does not match the ledger: {what}; refusing to draw "
                              "it (the ledger holds the SHA-256 the run recorded)", details=[n for n, _ in bad])
-    trace = read_trace(trace_path(folder, meta))  # inside RUNS/traces, never through a link
+    trace = read_trace(trace_path(folder, meta), load=verified_loader(folder, record))  # the bytes read are checked
     if trace.poll_ns.size == 0:
         raise InputError(f"{folder / meta}: the telemetry trace has no polls; nothing to draw")
     signal = _energy_signal(trace, record)

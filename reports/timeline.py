@@ -83,6 +83,7 @@ class Block:
     stratum: dict[str, Any]
     replicate: int
     runs: list[RunTrace]
+    unlisted: list[str] = field(default_factory=list)  # trace files no record lists: never drawn
 
     @property
     def title(self) -> str:
@@ -90,15 +91,21 @@ class Block:
         return f"stratum {where}, replicate {self.replicate}"
 
 
-def _trace_file(runs_dir: Path, traces: list[str], run_id: str, suffix: str) -> Path | None:
-    """The run's trace ending in ``suffix``: as listed in the ledger, else ``traces/<run_id><suffix>``."""
+def _trace_file(runs_dir: Path, traces: list[str], run_id: str, suffix: str) -> tuple[str | None, Path | None]:
+    """The run's trace ending in ``suffix`` as its record lists it (its name and path), else
+    ``(None, the unlisted file)`` when ``traces/<run_id><suffix>`` exists: a file no record lists
+    cannot be checked against the ledger and is never drawn."""
     from collect.ledger import trace_path
+    from prereg.errors import IntegrityError
 
     for rel in traces:
         if rel.endswith(suffix):
-            return trace_path(runs_dir, rel)  # never outside RUNS/traces, never through a link
-    default = runs_dir / "traces" / f"{run_id}{suffix}"
-    return default if default.is_file() and not default.is_symlink() else None
+            try:
+                return rel, trace_path(runs_dir, rel)  # never outside RUNS/traces, never through a link
+            except OSError as err:
+                raise IntegrityError(f"run {run_id}: trace {err.filename}: {err.strerror}; not read") from None
+    stray = runs_dir / "traces" / f"{run_id}{suffix}"
+    return None, stray if stray.exists() or stray.is_symlink() else None
 
 
 def _number(value: Any, what: str) -> float:
@@ -107,11 +114,19 @@ def _number(value: Any, what: str) -> float:
     return float(value)
 
 
-def read_events(path: Path) -> list[Event]:
-    """The events of one ``events.jsonl`` (blank lines skipped); a malformed line is a ``InputError``."""
+def _bounded(path: Path) -> bytes:
+    from collect.trace_check import MAX_TRACE_BYTES
+    from prereg.fileio import read_regular_file
+
+    return read_regular_file(path, MAX_TRACE_BYTES, follow_links=False)
+
+
+def read_events(path: Path, data: bytes | None = None) -> list[Event]:
+    """The events of one ``events.jsonl`` (``data``: its bytes, already read and checked; blank lines
+    skipped); a malformed line is a ``InputError``."""
     events = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (_bounded(path) if data is None else data).decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text (an event trace is JSON lines)") from None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -137,10 +152,14 @@ def read_events(path: Path) -> list[Event]:
     return events
 
 
-def read_trajectory(path: Path) -> list[tuple[float, float]]:
-    """(tick, held-out NLL) rows of a ``trajectory.csv``; NaN NLL (a diverged run) is kept."""
+def read_trajectory(path: Path, data: bytes | None = None) -> list[tuple[float, float]]:
+    """(tick, held-out NLL) rows of a ``trajectory.csv`` (``data``: its bytes, already read and
+    checked); NaN NLL (a diverged run) is kept."""
+    import io
+
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        text = (_bounded(path) if data is None else data).decode("utf-8")
+        with io.StringIO(text, newline="") as fh:
             reader = csv.DictReader(fh)
             columns = reader.fieldnames or []
             missing = [c for c in ("tick", "heldout_nll") if c not in columns]
@@ -198,24 +217,32 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
     latest: dict[str, Any] = {}
     for r in same:  # a run id recorded twice: the last record stands
         latest[r.run_id] = r
-    runs = []
+    from collect.trace_check import read_verified_trace
+
+    runs, unlisted = [], []
     for r in sorted(latest.values(), key=lambda r: (r.arm, r.run_id)):
         trace = RunTrace(r.run_id, r.arm, r.status)
-        trace.events_path = _trace_file(folder, r.traces, r.run_id, ".events.jsonl")
-        if trace.events_path is not None:
-            if not trace.events_path.is_file():
-                raise InputError(f"{trace.events_path}: no such file (listed in the ledger for run {r.run_id})")
-            trace.events = read_events(trace.events_path)
-        trace.trajectory_path = _trace_file(folder, r.traces, r.run_id, ".trajectory.csv")
-        if trace.trajectory_path is not None:
-            if not trace.trajectory_path.is_file():
-                raise InputError(f"{trace.trajectory_path}: no such file (listed in the ledger for run {r.run_id})")
-            trace.trajectory = read_trajectory(trace.trajectory_path)
+        for suffix in (".events.jsonl", ".trajectory.csv"):
+            name, path = _trace_file(folder, r.traces, r.run_id, suffix)
+            if name is None:
+                if path is not None:
+                    unlisted.append(str(path))
+                continue
+            assert path is not None
+            if not path.exists() and not path.is_symlink():
+                raise InputError(f"{path}: no such file (listed in the ledger for run {r.run_id})")
+            data = read_verified_trace(folder, r, name)  # exit 3 unless it matches the record's SHA-256
+            if suffix == ".events.jsonl":
+                trace.events_path, trace.events = path, read_events(path, data)
+            else:
+                trace.trajectory_path, trace.trajectory = path, read_trajectory(path, data)
         runs.append(trace)
     if not any(t.events_path for t in runs) and not any(t.trajectory_path for t in runs):
+        note = (f"; {', '.join(unlisted)} exist(s) but no record lists them, so they cannot be checked against "
+                "the ledger and are not drawn") if unlisted else ""
         raise InputError(f"run {run_id}: no event trace or trajectory for any run of its block "
-                        f"(looked in {folder / 'traces'})")
-    return Block(run_id, dict(target.stratum), target.replicate, runs)
+                        f"(looked in {folder / 'traces'}){note}")
+    return Block(run_id, dict(target.stratum), target.replicate, runs, unlisted)
 
 
 def seconds_format(block: Block) -> str:

@@ -128,19 +128,21 @@ def recorded_summaries(trace: Trace) -> dict[str, dict[str, Any]]:
 
 
 def probe_recorded(path: str, window_s: float = 1.0, signals: list[str] | None = None) -> tuple[
-        list[SignalProbe], dict[str, dict[str, Any]]]:
+        list[SignalProbe], dict[str, dict[str, Any]], str | None]:
     """``replay:PATH`` probed as recorded (no re-polling, which could only show less): the probe of
-    each signal over the whole trace, and the recorded run's summaries (:func:`recorded_summaries`)."""
-    from collect.telemetry.trace import read_trace
+    each signal over the whole trace, the recorded run's summaries (:func:`recorded_summaries`),
+    and a note when the trace lies outside a runs folder (so no record checked it). A trace in a
+    runs folder is checked against its record first (``collect.telemetry.replay.read_replay_trace``)."""
+    from collect.telemetry.replay import read_replay_trace
     from prereg.errors import InputError
 
-    trace = read_trace(path)
+    trace, note = read_replay_trace(path)
     unknown = [s for s in signals or [] if s not in trace.signals]
     if unknown:
         raise InputError(f"the trace {path} has no signal(s) {', '.join(unknown)}; it has {', '.join(trace.signals)}")
     keep = set(signals) if signals else set(trace.signals)
     probes = [p for p in probe_trace(trace, {}, window_s) if p.signal in keep]
-    return probes, {k: v for k, v in recorded_summaries(trace).items() if k in keep}
+    return probes, {k: v for k, v in recorded_summaries(trace).items() if k in keep}, note
 
 
 def probe_json(probes: list[SignalProbe], sensor: str, seconds: float | None,

@@ -1,5 +1,11 @@
 """Replay a recorded trace as a sensor (``replay:PATH``): for re-analysis and tests.
 
+A trace in a runs folder (``RUNS/traces/<run_id>.telemetry.meta.json`` beside ``RUNS/ledger.jsonl``)
+is read only after each of its files matches the SHA-256 its ledger record holds
+(:func:`read_replay_trace`; ``collect.trace_check``): a changed trace, or one no record lists, is
+refused (exit 3, naming the file). A trace outside a runs folder has no record to be checked
+against; it is replayed with a note that says so.
+
 The replay runs on a virtual clock that starts at the trace's first poll. Reading a signal at
 time t returns the last value the original run recorded for it at or before t (with the original
 driver timestamp), so a replay can be polled at any rate but never shows more than was recorded.
@@ -8,6 +14,7 @@ driver timestamp), so a replay can be polled at any rate but never shows more th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -34,9 +41,10 @@ class ReplaySensor(Sensor):
 
     @classmethod
     def from_path(cls, path: str) -> ReplaySensor:
-        """Open the trace written at ``path`` (its base name or its ``.meta.json``)."""
+        """Open the trace written at ``path`` (its base name or its ``.meta.json``), checked against
+        its ledger record when it lies in a runs folder (:func:`read_replay_trace`)."""
         try:
-            return cls(read_trace(path))
+            return cls(read_replay_trace(path)[0])
         except TraceError as err:
             raise SensorError(str(err)) from None
 
@@ -82,3 +90,25 @@ class ReplaySensor(Sensor):
             out.append(Reading(name, self._t, self._t, value if ok else None, unit, "ok" if ok else "error",
                                None if np.isnan(stamp) else int(stamp)))
         return out
+
+
+def read_replay_trace(path: str) -> tuple[Trace, str | None]:
+    """The trace ``replay:PATH`` names, and a note when it could not be checked against a ledger.
+
+    In a runs folder every file of the trace must match its record's SHA-256 (``IntegrityError``,
+    exit 3, otherwise, and when no record lists it); elsewhere it is read as it is (bounded, regular
+    files only) and the note says it was not checked. No path is a ``TraceError`` (exit 2).
+    """
+    if not path.strip():
+        raise TraceError("replay: needs the path of a kept trace (replay:RUNS/traces/<run_id>.telemetry.meta.json)")
+    from collect.ledger import read_ledger
+    from collect.trace_check import runs_folder_of, trace_record, verified_loader
+
+    base = Path(path)
+    meta = base if base.name.endswith(".meta.json") else base.with_name(base.name + ".meta.json")
+    runs = runs_folder_of(meta)
+    if runs is None:
+        return read_trace(base), (f"{meta}: not in a runs folder's traces/ (beside a ledger.jsonl), so no ledger "
+                                  "record can vouch for it; re-analysed as it is")
+    record, _ = trace_record(runs, meta, read_ledger(runs).records)
+    return read_trace(meta, load=verified_loader(runs, record)), None

@@ -21,6 +21,7 @@ import csv
 import gzip
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,24 +176,49 @@ class TraceError(InputError, ValueError):
     """A trace that cannot be read."""
 
 
-def read_trace(base: str | Path) -> Trace:
-    """Read a trace written by :func:`write_trace` (``base`` without the suffixes, or the meta file)."""
+MAX_TRACE_FILE_BYTES = 512 << 20  # a trace's file, on disk and decompressed
+
+
+def _read_file(path: Path) -> bytes:
+    """A trace file's bytes: a regular file (never a FIFO or device, never a link), size-bounded."""
+    from prereg.fileio import read_regular_file
+
+    return read_regular_file(path, MAX_TRACE_FILE_BYTES, follow_links=False)
+
+
+def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) -> Trace:
+    """Read a trace written by :func:`write_trace` (``base`` without the suffixes, or the meta file).
+
+    ``load`` reads each of its files (default: a bounded regular-file read); a runs folder's reader
+    passes one that checks each file against its ledger record (``collect.trace_check``).
+    """
     base = Path(base)
+    if not base.name:
+        raise TraceError("no trace path given (replay:PATH names a trace's .meta.json or its base name)")
     meta_path = base if base.name.endswith(".meta.json") else base.with_name(base.name + ".meta.json")
+    read = load or _read_file
     try:
-        meta: dict[str, Any] = json.loads(meta_path.read_text())
-        if meta.get("format") != TRACE_FORMAT:
+        meta: dict[str, Any] = json.loads(read(meta_path).decode("utf-8"))
+        if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
             raise TraceError(f"{meta_path}: not a {TRACE_FORMAT} trace")
-        polls = meta_path.with_name(str(meta["polls_file"]))
+        polls_name = str(meta["polls_file"])
+        if Path(polls_name).name != polls_name or polls_name in ("", ".", ".."):
+            raise TraceError(f"{meta_path}: its polls_file {polls_name!r} is not a file beside it")
+        polls = meta_path.with_name(polls_name)
         if polls.name.endswith(".parquet"):
             import pyarrow.parquet as pq
 
-            cols = pq.read_table(polls).to_pydict()
+            cols = pq.read_table(io.BytesIO(read(polls)), use_threads=False).to_pydict()
         else:
-            with gzip.open(polls, "rt", newline="") as fh:
-                rows = list(csv.DictReader(fh))
+            with gzip.open(io.BytesIO(read(polls)), "rb") as gz:
+                text = gz.read(MAX_TRACE_FILE_BYTES + 1)
+            if len(text) > MAX_TRACE_FILE_BYTES:
+                raise TraceError(f"{polls}: decompresses to more than {MAX_TRACE_FILE_BYTES} bytes; not read")
+            rows = list(csv.DictReader(io.StringIO(text.decode("utf-8"), newline="")))
             cols = {c: [r[c] for r in rows] for c in COLUMNS}
-    except (OSError, ValueError, KeyError, ImportError) as err:
+    except TraceError:
+        raise
+    except (OSError, ValueError, KeyError, ImportError, TypeError) as err:  # an IntegrityError passes through
         raise TraceError(f"{meta_path}: cannot read the trace ({err})") from None
     try:
         signals = {n: SignalInfo(n, s["unit"], s["kind"], s["evidence"],

@@ -65,7 +65,7 @@ def test_validate_junk(tmp_path, content, words):
 def test_validate_missing_and_directory(tmp_path):
     assert "no such file" in run("prereg", "validate", str(tmp_path / "none.yaml")).stderr
     proc = run("prereg", "validate", str(tmp_path))
-    assert proc.returncode == 2 and "is a directory" in proc.stderr
+    assert proc.returncode == 2 and "is a folder" in proc.stderr
 
 
 def test_usage_errors_exit_2():

@@ -259,7 +259,7 @@ def test_error_rendering_names_file_line_and_field(equal_work_bytes):
 def test_missing_and_directory_paths(tmp_path):
     with pytest.raises(PlanError, match="no such file"):
         load_plan(tmp_path / "nope.yaml")
-    with pytest.raises(PlanError, match="is a directory"):
+    with pytest.raises(PlanError, match="is a folder"):
         load_plan(tmp_path)
 
 

@@ -152,19 +152,34 @@ def test_bad_run_requests_exit_2(torch_like_runs, capsys, args, words):
     assert words in err and len(err.strip().splitlines()) == 1
 
 
-def test_malformed_inputs_exit_2(torch_like_runs, artifact, tmp_path, capsys):
+def test_edited_traces_exit_3_naming_the_file(torch_like_runs, capsys):
     trace = torch_like_runs / "traces" / "run-continue.events.jsonl"
     good = trace.read_text()
     trace.write_text(good + '{"kind": "failure", "start_ns": "soon"}\n')
-    assert main(["plot", str(torch_like_runs), "--run", "run-restart"]) == 2
-    assert "run-continue.events.jsonl: line 9: malformed event" in capsys.readouterr().err
+    assert main(["plot", str(torch_like_runs), "--run", "run-restart"]) == 3
+    err = capsys.readouterr().err
+    assert "run-continue.events.jsonl changed after the run" in err and len(err.strip().splitlines()) == 1
+    trace.write_text(good)
+    trajectory = torch_like_runs / "traces" / "run-restart.trajectory.csv"
+    trajectory.write_text(trajectory.read_text().replace("2.9", "1.9"))
+    assert main(["plot", str(torch_like_runs), "--run", "run-restart"]) == 3
+    assert "run-restart.trajectory.csv changed after the run" in capsys.readouterr().err
+
+
+def test_malformed_inputs_exit_2(torch_like_runs, artifact, tmp_path, capsys):
+    from prereg.errors import InputError
+    from reports.timeline import read_events, read_trajectory
+
+    trace = torch_like_runs / "traces" / "run-continue.events.jsonl"
+    good = trace.read_text()
+    with pytest.raises(InputError, match="line 9: malformed event"):  # as recorded: malformed, not edited
+        read_events(trace, (good + '{"kind": "failure", "start_ns": "soon"}\n').encode())
+    with pytest.raises(InputError, match="missing column tick, heldout_nll"):
+        read_trajectory(trace, b"step,loss\n1,2\n")
     trace.unlink()
     assert main(["plot", str(torch_like_runs), "--run", "run-restart"]) == 2
     assert "no such file (listed in the ledger for run run-continue)" in capsys.readouterr().err
     trace.write_text(good)
-    (torch_like_runs / "traces" / "run-restart.trajectory.csv").write_text("step,loss\n1,2\n")
-    assert main(["plot", str(torch_like_runs), "--run", "run-restart"]) == 2
-    assert "missing column tick, heldout_nll" in capsys.readouterr().err
     assert main(["plot", str(tmp_path), "--run", "x"]) == 2
     assert "not a runs folder (no ledger.jsonl)" in capsys.readouterr().err
     assert main(["plot", str(tmp_path / "missing.json")]) == 2

@@ -87,5 +87,62 @@ def test_a_changed_warm_start_is_refused_before_any_run(tmp_path):
     pt.write_bytes(pt.read_bytes()[:-1] + bytes([pt.read_bytes()[-1] ^ 1]))
     (runs / "ledger.jsonl").rename(runs / "old-ledger.jsonl")  # as if the runs had not been made yet
     proc = run("collect", "run", str(tmp_path / "w" / "l.json"), "--out", str(runs))
-    assert proc.returncode == 2 and "warm start" in proc.stderr and "SHA-256" in proc.stderr
+    assert proc.returncode == 3 and "warm start" in proc.stderr and "SHA-256" in proc.stderr
     assert not (runs / "ledger.jsonl").exists()
+
+
+def _small_params(seed: int = 0) -> dict:
+    from collect.torchrun.collector import validate
+
+    return validate({"sites": 3, "useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384,
+                     "heldout_tokens": 2048, "width": 32, "warm_start_steps": 3, "warm_start_seed": seed,
+                     "policy": "restart"})
+
+
+def _forge(runs: Path, p: dict, tmp: Path) -> None:
+    """Put another state (a different seed's warm start) in p's place, with a sidecar matching it."""
+    from collect.torchrun.warmstart import make_warm_start, warm_path
+
+    other = make_warm_start(tmp / "other", {**p, "warm_start_seed": p["warm_start_seed"] + 1})
+    path = warm_path(runs, p)
+    path.write_bytes((tmp / "other" / other["file"]).read_bytes())
+    forged = {**other, "file": f"shared/{path.name}", "key": json.loads(path.with_suffix(".json").read_text())["key"]}
+    path.with_suffix(".json").write_text(json.dumps(forged, sort_keys=True, indent=1))
+
+
+def test_a_forged_warm_start_with_a_matching_sidecar_is_never_used(tmp_path):
+    from collect.ledger import RunRecord, append_records
+    from collect.torchrun.warmstart import check_warm_start, make_warm_start, warm_path
+    from prereg.errors import IntegrityError
+
+    p = _small_params()
+    runs = tmp_path / "runs"
+    genuine = make_warm_start(runs, p)
+    assert make_warm_start(runs, p) == genuine  # reused: it is the state these parameters make
+    # killed before any run was recorded: a swapped state is caught by making the state again
+    _forge(runs, p, tmp_path)
+    assert check_warm_start(warm_path(runs, p))["state_sha256"] != genuine["state_sha256"]  # the sidecar agrees
+    with pytest.raises(IntegrityError, match="not the one this plan's parameters make"):
+        make_warm_start(runs, p)
+    # runs recorded: the ledger's records (chained, single writer) hold the state they started from
+    (runs / "shared").rename(tmp_path / "forged-shared")
+    genuine = make_warm_start(runs, p)
+    append_records(runs, [RunRecord(run_id="r1", prereg_sha256="c" * 64, stratum={}, arm="a", replicate=0,
+                                    status="complete", metrics={}, code={"warm_start": genuine})])
+    assert make_warm_start(runs, p) == genuine
+    _forge(runs, p, tmp_path)
+    with pytest.raises(IntegrityError, match="not the state the runs in the ledger started from"):
+        make_warm_start(runs, p)
+
+
+def test_a_shared_folder_that_is_a_symbolic_link_is_never_followed(tmp_path):
+    from collect.torchrun.warmstart import make_warm_start
+    from prereg.errors import IntegrityError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "shared").symlink_to(outside)
+    with pytest.raises(IntegrityError, match="symbolic link"):
+        make_warm_start(tmp_path / "runs", _small_params())
+    assert not list(outside.iterdir())
