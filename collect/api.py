@@ -62,7 +62,8 @@ def run_plan(
     runs = _runs_folder(out)
     check_jobs(jobs, executor)
     expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
-    return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress)
+    return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
+                           lock_seal=verified.seal)
 
 
 def import_table(
@@ -84,7 +85,7 @@ def import_table(
         raise InputError(problem)
     runs = _runs_folder(out)
     try:
-        return import_rows(path, verified.plan, verified.plan_sha256, runs, skipped)
+        return import_rows(path, verified.plan, verified.plan_sha256, runs, skipped, lock_seal=verified.seal)
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise
