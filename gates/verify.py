@@ -141,6 +141,7 @@ def find_lock(ev: Evaluation, runs: Path) -> Path | None:
     from prereg.api import load_lock
     from prereg.errors import ToolkitError
     from prereg.lock import LOCK_SUFFIX
+    from prereg.lock_seal import plan_hash_of, version_count
 
     candidates: list[Path] = []
     if ev.lock is not None:
@@ -158,8 +159,6 @@ def find_lock(ev: Evaluation, runs: Path) -> Path | None:
         except (ToolkitError, OSError):
             continue
         version = ev.lock.version if ev.lock is not None else _version_of(data, ev.prereg_sha256)
-        from prereg.lock_seal import plan_hash_of, version_count
-
         if version is not None and 1 <= version <= version_count(data) and plan_hash_of(data, version) == ev.prereg_sha256:
             return path
     return None
