@@ -65,7 +65,8 @@ def run_plan(
     check_jobs(jobs, executor)
     _check_folder(verified, runs)  # one plan per runs folder
     expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
-    return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress)
+    return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
+                           lock_seal=verified.seal)
 
 
 def import_table(
@@ -89,7 +90,7 @@ def import_table(
     if _is_data_frame(table):
         try:
             records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
-                                  skipped, lineage(verified.data))
+                                  skipped, lineage(verified.data), lock_seal=verified.seal)
         except ImportProblem as err:
             if err.details is not None:
                 raise
@@ -104,7 +105,8 @@ def import_table(
     if problem:
         raise InputError(problem)
     try:
-        records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data))
+        records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data),
+                              lock_seal=verified.seal)
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise

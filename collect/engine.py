@@ -289,9 +289,10 @@ def _ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str,
 
 def run_plan(
     plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, *, lock_seal: str | None = None,
 ) -> RunSummary:
-    """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes.
+    """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes,
+    carrying ``lock_seal`` (the lock version's seal, ``prereg.lock_seal``).
 
     Holds the runs folder's writer lock throughout (``collect.runlock.RunsBusy`` if taken).
     """
@@ -301,7 +302,7 @@ def run_plan(
     check_jobs(jobs, executor)
     runs_dir.mkdir(parents=True, exist_ok=True)
     with runs_lock(runs_dir, f"collect run ({collector.name}, plan {plan_sha256[:12]})"):
-        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress)
+        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal)
 
 
 MAX_JOBS = 256
@@ -337,7 +338,7 @@ def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
 
 def _run_locked(
     collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
-    executor: str, progress: Callable[[int, int], None] | None,
+    executor: str, progress: Callable[[int, int], None] | None, lock_seal: str | None = None,
 ) -> RunSummary:
     trace_dir = runs_dir / TRACES_DIR
     if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
@@ -362,7 +363,8 @@ def _run_locked(
     for records in run_all(job, todo, jobs):
         if not records:
             continue
-        appender.append([RunRecord.model_validate(record) for record in records])  # one write, one fsync
+        sealed = [record if lock_seal is None else {**record, "lock_seal": lock_seal} for record in records]
+        appender.append([RunRecord.model_validate(record) for record in sealed])  # one write, one fsync
         for record in records:
             done_here += 1
             if record["status"] == "complete":

@@ -241,12 +241,15 @@ def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str],
             for run_id, stratum, arm, replicate in zip(given, strata, arms, replicates)]
 
 
-def prepare(table: Table, plan: Plan, plan_sha256: str, source: str, existing: Ledger) -> Batch:
+def prepare(
+    table: Table, plan: Plan, plan_sha256: str, source: str, existing: Ledger, *, lock_seal: str | None = None
+) -> Batch:
     """The rows not yet in ``existing``, ready to append; ``Declined`` (or any error) if they do not all fit."""
     if table.n == 0 or check_columns([dict.fromkeys(table.columns)], plan):
         raise Declined("no rows, or a column problem")
     n, factors = table.n, sorted(plan.strata.factors)
-    fields: dict[str, list[Any]] = {"record": [RECORD_FORMAT] * n, "prereg_sha256": [plan_sha256] * n}
+    fields: dict[str, list[Any]] = {"record": [RECORD_FORMAT] * n, "prereg_sha256": [plan_sha256] * n,
+                                    **({"lock_seal": [lock_seal] * n} if lock_seal is not None else {})}
     items: dict[str, Texts] = {k: [string_text(k) + ":" + value_text(v[0])] * n for k, v in fields.items()}
     items.update({k: [string_text(k) + ":" + value_text(v)] * n for k, v in _CONSTANT.items()})
     fields["arm"], items["arm"] = _parsed(table.column("arm"), lambda v: arm_cell(v, plan), "arm")

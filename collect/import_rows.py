@@ -282,7 +282,9 @@ def signals_of(plan: Plan) -> dict[str, Any]:
     return {m.signal: m for m in plan.metrics.values() if m.signal}
 
 
-def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str) -> RunRecord:
+def row_record(
+    row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, source: str, *, lock_seal: str | None = None
+) -> RunRecord:
     """One row as a validated record (the reference path); a ``CellError`` names the first cell that does not fit."""
     arm = arm_cell(row.get("arm"), plan)
     stratum = {}
@@ -314,6 +316,7 @@ def row_record(row: dict[str, Any], number: int, plan: Plan, plan_sha256: str, s
             "started_at": parse_time(row.get("started_at"), "started_at"),
             "finished_at": finished_cell(row.get("finished_at")),
             "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
+            **({"lock_seal": lock_seal} if lock_seal is not None else {}),
         }
     )
 

@@ -174,7 +174,7 @@ def _plain(value: Any) -> Any:
 
 def build_records(
     rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, existing: Ledger,
-    skipped: list[str] | None = None,
+    skipped: list[str] | None = None, *, lock_seal: str | None = None,
 ) -> list[RunRecord]:
     """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
 
@@ -198,7 +198,7 @@ def build_records(
             seen_keys[cell_key(r)] = "the ledger"
     for number, row in enumerate(rows, start=1):
         try:
-            record = row_record(row, number, plan, plan_sha256, source)
+            record = row_record(row, number, plan, plan_sha256, source, lock_seal=lock_seal)
         except CellError as err:
             by_column.setdefault(err.column, []).append((number, str(err)))
             continue
@@ -244,7 +244,7 @@ def _pydantic_message(err: Any) -> str:
 
 def import_table(
     table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
-    chain: Collection[str] | None = None,
+    chain: Collection[str] | None = None, *, lock_seal: str | None = None,
 ) -> list[RunRecord]:
     """Validate the whole table against the plan, then append the rows not yet in, in one write.
 
@@ -253,7 +253,7 @@ def import_table(
     default: ``plan_sha256`` only) is refused (``OtherPlanRuns``) before anything is read into it.
     """
     with _gc_paused():
-        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain)
+        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal)
 
 
 @contextmanager
@@ -287,16 +287,17 @@ def frame_rows(frame: Any) -> list[dict[str, Any]]:
 
 def import_rows(
     rows: list[dict[str, Any]], source: str, plan: Plan, plan_sha256: str, runs_dir: Path,
-    skipped: list[str] | None = None, chain: Collection[str] | None = None,
+    skipped: list[str] | None = None, chain: Collection[str] | None = None, *, lock_seal: str | None = None,
 ) -> list[RunRecord]:
     """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records."""
     with _gc_paused():
-        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain)
+        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain, lock_seal)
 
 
 def _import_table(
     table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
     given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
+    lock_seal: str | None = None,
 ) -> list[RunRecord]:
     from collect.folder_plan import check_folder_plan
     from collect.runlock import runs_lock
@@ -318,14 +319,15 @@ def _import_table(
             complete_pending(runs_dir)  # a batch an import killed mid-write had committed
             existing = read_ledger(runs_dir)
             check_folder_plan(existing, Path(runs_dir), plan_sha256, plan.study, chain)
-            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing)
+            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal)
             if fast is not None:
                 records, already = fast
                 if skipped is not None:
                     skipped += already
             else:  # row by row: what does not fit is said there, in its words
                 rows = rows if columns is None else columns.rows()
-                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped)
+                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped,
+                                        lock_seal=lock_seal)
                 if records:
                     records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:
@@ -363,7 +365,7 @@ def _csv_columns(path: Path) -> Table | None:
 
 def _append_fast(
     table: Table | list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
-    existing: Ledger,
+    existing: Ledger, lock_seal: str | None = None,
 ) -> tuple[list[RunRecord], list[str]] | None:
     """The column-wise path (``collect.import_columns``): ``(records as written, ids skipped)``, or
     None -- nothing written -- when the table does not fit it in any way."""
@@ -372,7 +374,7 @@ def _append_fast(
 
     try:
         batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
-                        existing)
+                        existing, lock_seal=lock_seal)
         payload, records, head = seal(batch, head_of(existing))
     except (Declined, ValueError, TypeError, ArithmeticError):  # cell, model and encoder refusals, and the
         return None  # like: whatever does not fit, the row path says in its own words (a bug here is raised)

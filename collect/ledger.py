@@ -27,6 +27,10 @@ stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read bac
 * ``trace_sha256``: trace path (``traces/...``) -> SHA-256 of the trace file, hashed (and fsynced)
   by the writer just before the record is appended.
 
+**The lock's seal** (``lock_seal``, optional so older records still read): the seal
+(``prereg.lock_seal``) of the lock version the run was collected or imported under; ``gates
+evaluate`` refuses a decision on records whose seal does not match the lock's, or that carry none.
+
 ``verify_chain`` re-hashes every record and follows the links: a changed, removed, inserted or
 reordered record breaks it, and it names the first record that does not fit. The *head* hash (the
 last record's) is what a reviewer compares with one published when collection ended: someone who

@@ -72,6 +72,9 @@ class RunRecord(_Strict):
     record: Literal["collect/run/v1"] = RECORD_FORMAT
     run_id: RunId
     prereg_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    lock_seal: Sha256 | None = Field(
+        default=None, description="The seal of the lock version the run was collected or imported under "
+        "(``prereg.lock_seal``: freeze time and amendment chain); None: written before records carried it.")
     stratum: dict[str, Scalar]
     arm: str
     replicate: int = Field(ge=0)

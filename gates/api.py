@@ -13,6 +13,7 @@ Rules (the ``gates`` CLI only prints what these return):
   an earlier version from its amendment chain (the artifact says it was superseded);
 * ``runs`` is the folder holding ``ledger.jsonl``; anything else is refused with what is expected;
 * a ledger whose hash chain does not verify refuses the evaluation (``LedgerTampered``, exit 3);
+  runs whose lock seal is not the lock's (``gates.seals``) refuse the decision;
 * nothing is written unless ``out`` is given; ``out`` is checked before anything is computed and
   never replaces a ledger, lock, plan, trace, link or a file the toolkit did not write (unless
   ``force``, and then only a regular file).
@@ -69,12 +70,15 @@ def evaluate(
     out: PathLike | None = None,
     force: bool = False,
     also_writes: Sequence[tuple[PathLike, Callable[[Path], bool]]] = (),
+    published: str | None = None,
 ) -> Evaluation:
     """Every gate of a verified lock evaluated on a runs folder: verdicts, invalidators, the decision.
 
     Returns the sealed :class:`~gates.artifact.Evaluation`; with ``out`` it is also written there
     (atomically; see the module's rules for what is never replaced). ``also_writes`` names files
     the caller will write afterwards (path, "is this our kind of file?"), checked with ``out``.
+    ``published``: the seal published at freeze (or an amendment); the lock version evaluated, or
+    one before it, must have it (``IntegrityError`` otherwise, ``gates.seals.check_published_seal``).
     """
     from collect.ledger import read_ledger
     from gates.artifact import is_evaluation_file, sealed
@@ -93,6 +97,10 @@ def evaluate(
         except ValueError as err:
             raise InputError(f"{label}: {err}") from None
         plan = plan_from_canonical(data["plan"])
+    if published is not None:
+        from gates.seals import check_published_seal
+
+        check_published_seal(data, published)
     folder = check_runs_folder(runs, label)
     if out is not None:
         check_output(out, force, is_evaluation_file)  # before anything is computed or written

@@ -254,6 +254,14 @@ class PhaseSupportRow(_Model):
     enough: bool | None = Field(default=None, description="min_updates >= required (None: nothing required).")
 
 
+class LockReference(_Model):
+    """The lock an evaluation was made under: where it was given, its version and that version's seal."""
+
+    path: str = Field(description="The lock as given to gates evaluate (where reports look for it first).")
+    version: int = Field(ge=1, description="The plan version evaluated (1 = as first frozen).")
+    seal: str = Field(description="That version's seal (prereg.lock_seal): compare it with the published one.")
+
+
 class Evaluation(_Model):
     """The whole artifact."""
 
@@ -301,6 +309,8 @@ class Evaluation(_Model):
         default_factory=list, description="Every gate judged on each held-out family alone (plans with family_factor).")
     ranking: list[RankingCell] = Field(
         default_factory=list, description="Challenger vs comparator per family x uncertainty region.")
+    lock: LockReference | None = Field(
+        default=None, description="The lock evaluated under (gates verify and reports re-evaluate from it).")
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 

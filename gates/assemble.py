@@ -15,6 +15,7 @@ from gates.artifact import (
     GroupTally,
     InvalidatorResult,
     LedgerIdentity,
+    LockReference,
     Resolution,
     RunAccounting,
     TimeOrder,
@@ -33,11 +34,13 @@ from gates.provenance import (
     other_plan_note,
     predecessor_refusal,
 )
+from gates.seals import check_seals
 from gates.timeorder import check_time_order
 from gates.plausibility import decision_warning
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg._version import __version__
 from prereg.lock import genesis_hash, utc_now
+from prereg.lock_seal import lock_seal, version_count
 from prereg.schema import Plan
 
 
@@ -106,7 +109,8 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)
-    refusals = [r for r in (time_order.refusal(), predecessor_refusal(predecessors)) if r]
+    refusals = check_seals(lock, ledger.records).refusals()  # the runs were recorded under this lock as it stands
+    refusals += [r for r in (time_order.refusal(), predecessor_refusal(predecessors)) if r]
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(refusals) + (f"; gates: {reason}" if reason else "")
@@ -172,4 +176,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         superseded_by=list(lock.get("superseded_by", [])),
         phase_support=phase_support(plan, match.records()),
         comparator=choice, families=families, ranking=ranking,
+        lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
     )

@@ -1,14 +1,18 @@
-"""The ``gates`` console script: ``gates evaluate LOCK RUNS``.
+"""The ``gates`` console script: ``gates evaluate LOCK RUNS`` and ``gates verify EVALUATION LOCK RUNS``.
 
-Argparse + one call of :func:`gates.api.evaluate` + printing (the report is drawn by ``reports``).
+Argparse + one call of :func:`gates.api.evaluate` (or :func:`gates.verify.verify_evaluation`) +
+printing (the report is drawn by ``reports``).
 
-Exit codes: 0 supported, 1 not supported, 3 refused (or the lock does not verify), 2 bad input or
-usage (one clear message, never a traceback), 4 internal error.
+Exit codes of ``evaluate``: 0 supported, 1 not supported, 3 refused (or the lock does not verify,
+or does not have the ``--published`` seal); of ``verify``: 0 the artifact matches a re-evaluation,
+3 it does not (or carries no seal); both: 2 bad input or usage (one clear message, never a
+traceback), 4 internal error.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +23,7 @@ from prereg.clikit import (
     ArgumentParser,
     emit_json,
     run_main,
+    safe,
 )
 
 DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "refused": EXIT_INTEGRITY}
@@ -36,7 +41,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         also.append((Path(args.markdown), is_evaluation_markdown))
     evaluation = evaluate(args.lock, args.runs, plan_version=args.plan_version, out=out, force=args.force,
-                          also_writes=also)
+                          also_writes=also, published=args.published)
+    published = None
+    if args.published:
+        from gates.provenance import lock_as_of
+        from gates.seals import check_published_seal
+        from prereg.api import load_lock
+
+        data = load_lock(args.lock).data
+        published = check_published_seal(lock_as_of(data, args.plan_version) if args.plan_version else data,
+                                         args.published)
     if args.markdown:
         from reports.evaluation_view import evaluation_markdown
 
@@ -57,7 +71,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(textwrap.fill(f"ledger {words}", 80))
         if led.head_sha256:
             print(f"ledger head sha256:\n{led.head_sha256}")
+    if published:
+        print(published, file=sys.stderr if args.json else sys.stdout)
     return DECISION_EXIT[evaluation.decision]
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Evaluate the lock on the runs again and compare it with the artifact (``gates.verify``)."""
+    from gates.api import check_runs_folder, read_evaluation
+    from gates.verify import verify_evaluation
+
+    ev = read_evaluation(args.evaluation)
+    check_runs_folder(args.runs, args.lock)
+    result = verify_evaluation(ev, args.lock, args.runs)
+    if args.json:
+        emit_json({"ok": result.ok, "evaluation": args.evaluation, "lock": args.lock, "runs": args.runs,
+                   "version": result.version, "differences": result.differences})
+    elif result.ok:
+        print(f"{args.evaluation}: {result.sentence()}")
+    else:
+        print(f"{args.evaluation}: FORGED OR STALE: it {safe(result.sentence())}", file=sys.stderr)
+    return EXIT_OK if result.ok else EXIT_INTEGRITY
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,7 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace an existing --out/--markdown file the toolkit did not write (never a ledger, "
                         "lock, plan, trace, link or device)")
     p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")
+    p.add_argument("--published", metavar="SEAL",
+                   help="the lock seal published at freeze (prereg freeze prints it): the lock must have it, or "
+                        "nothing is evaluated (exit 3)")
     p.set_defaults(handler=cmd_evaluate)
+    p = sub.add_parser("verify", help="evaluate again from the lock and runs and compare with an evaluation.json: "
+                                      "decision, verdicts and numbers (exit 3 when they differ)")
+    p.add_argument("evaluation", metavar="EVALUATION", help="the artifact to check (evaluation.json)")
+    p.add_argument("lock", help="the frozen plan (*.lock.json) it was evaluated under")
+    p.add_argument("runs", help="the runs folder holding ledger.jsonl")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.set_defaults(handler=cmd_verify)
     return parser
 
 

@@ -71,6 +71,13 @@ class Lock:
         return len(self.data.get("amendments") or []) + 1
 
     @property
+    def seal(self) -> str:
+        """The current version's seal (``prereg.lock_seal``): what every record collected under it carries."""
+        from prereg.lock_seal import lock_seal
+
+        return lock_seal(self.data)
+
+    @property
     def frozen_at(self) -> str:
         """UTC time of the first freeze."""
         return str(self.data["frozen_at"])
@@ -125,13 +132,22 @@ def freeze(plan_path: PathLike, lock_path: PathLike | None = None, *, loaded: Lo
     return _lock_of(target, data)
 
 
-def verify(lock_path: PathLike, yaml_path: PathLike | None = None) -> VerifyReport:
-    """Check a lock's hashes and chain, and that its YAML (given, or beside it) still matches.
+def verify(lock_path: PathLike, yaml_path: PathLike | None = None, published: str | None = None) -> VerifyReport:
+    """Check a lock's hashes and chain, that its YAML (given, or beside it) still matches, and that
+    it has the ``published`` seal (any of its versions' seals) if given.
 
     Returns the report (``ok`` false with the differences) rather than raising on a broken lock;
-    a file that is not a lock raises ``LockError``, a ``yaml_path`` that does not exist ``InputError``.
+    a file that is not a lock raises ``LockError``, a ``yaml_path`` that does not exist or a
+    malformed ``published`` seal ``InputError``.
     """
+    from prereg.lock_seal import check_published, parse_seal
+
     data = read_lock(lock_path)
+    if published is not None:
+        try:
+            parse_seal(published)
+        except ValueError as err:
+            raise InputError(str(err)) from None
     if yaml_path is not None and not Path(yaml_path).is_file():
         raise InputError(f"{yaml_path}: no such file")
     source = yaml_path if yaml_path is not None else yaml_beside(lock_path)
@@ -146,6 +162,13 @@ def verify(lock_path: PathLike, yaml_path: PathLike | None = None) -> VerifyRepo
     if yaml_problem:
         report.ok = False
         report.differences.append(yaml_problem)
+    if published is not None and report.seal is not None:  # a broken lock's seals mean nothing
+        version, sentence = check_published(data, published)
+        if version is None:
+            report.ok = False
+            report.differences.append(sentence)
+        else:
+            report.notes.append(sentence)
     return report
 
 

@@ -96,10 +96,11 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     status = "already frozen (unchanged)" if existed else "frozen"
     if args.json:
         emit_json({"ok": True, "status": status, "lock": str(lock.path), "plan_sha256": loaded.plan_sha256,
-                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at})
+                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at, "seal": lock.seal})
     else:
         print(f"{status}: {lock.path}")
         print(f"plan sha256 {loaded.plan_sha256}")
+        print(f"seal {lock.seal} (publish it now: it pins this freeze in time)")
     return EXIT_OK
 
 
@@ -107,7 +108,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     """Check a lock's hashes and chain, and that its YAML (given or beside it) still matches."""
     from prereg.api import verify
 
-    report = verify(args.lock, args.yaml or None)
+    report = verify(args.lock, args.yaml or None, args.published)
     if args.json:
         emit_json({**report.to_json(), "lock": args.lock})
     elif report.ok:
@@ -115,6 +116,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{args.lock}: intact{extra}; plan sha256 {report.plan_sha256}")
         if report.genesis_plan_sha256 != report.plan_sha256:
             print(f"first frozen as {report.genesis_plan_sha256} (compare with the hash you published)")
+        print(f"seal {report.seal}" + ("" if args.published else " (compare with the seal published at freeze: "
+                                       "--published SEAL)"))
         for note in report.notes:
             print(f"note: {safe(note)}")
     else:
@@ -132,11 +135,13 @@ def cmd_amend(args: argparse.Namespace) -> int:
     entry = lock.data["amendments"][-1]
     if args.json:
         emit_json({"ok": True, "lock": str(lock.path), **{k: entry[k] for k in (
-            "version", "parent_plan_sha256", "plan_sha256", "post_data", "runs_checked", "changed", "amended_at")}})
+            "version", "parent_plan_sha256", "plan_sha256", "post_data", "runs_checked", "changed", "amended_at")},
+                   "seal": lock.seal})
     else:
         flag = " POST-DATA" if entry["post_data"] else ""
         print(f"amended{flag}: {lock.path} is now version {entry['version']}")
         print(f"plan sha256 {entry['parent_plan_sha256'][:12]} -> {entry['plan_sha256']}")
+        print(f"seal {lock.seal} (publish it now: it pins this amendment in time)")
         print(f"changed: {safe(', '.join(entry['changed']))}")
         if not entry["runs_checked"]:
             print("note: no --runs folder given, so whether data already existed was not checked")
@@ -211,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("verify", cmd_verify, "check a lock's hashes and amendment chain, and its YAML if present")
     p.add_argument("lock", help="the lock file")
     p.add_argument("--yaml", metavar="FILE", help="the plan YAML to compare (default: <stem>.yaml beside the lock)")
+    p.add_argument("--published", metavar="SEAL",
+                   help="the seal published at freeze (or amendment): the lock must have it (exit 3 if not)")
     p = add("amend", cmd_amend, "record a changed plan as a new lock version with its reason")
     p.add_argument("file", help="the changed plan (YAML)")
     p.add_argument("--reason", required=True, metavar="TEXT", help="why the plan changes")

@@ -25,9 +25,9 @@ read-only. ``verify_lock`` re-hashes everything; nothing here trusts a stored ha
 
 What this protects against: any edit made without re-running the toolkit (a changed margin, a
 dropped amendment, a rewritten reason) fails verification. A lock is a self-contained file, so
-someone who recomputes every hash can forge a consistent one; the defence is the *genesis* hash
-(the plan as first frozen), which ``prereg verify`` prints so it can be compared with the one
-published or committed before the data existed.
+someone who recomputes every hash can forge a consistent one; the defences are the *seal*
+(``prereg.lock_seal``: freeze time and amendment chain, carried by every ledger record and printed
+by ``prereg freeze`` to publish) and the *genesis* hash (the plan as first frozen).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class VerifyReport:
     differences: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     yaml_checked: str | None = None
+    seal: str | None = None  # the current version's seal (``prereg.lock_seal``), when the lock verifies
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description."""
@@ -88,6 +89,7 @@ class VerifyReport:
             "differences": self.differences,
             "notes": self.notes,
             "yaml_checked": self.yaml_checked,
+            "seal": self.seal,
         }
 
 
@@ -327,6 +329,10 @@ def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> Ve
         genesis_plan_sha256=genesis_hash(lock),
         differences=differences,
     )
+    if not differences:
+        from prereg.lock_seal import lock_seal
+
+        report.seal = lock_seal(lock)
     if yaml_plan is not None:
         report.yaml_checked = yaml_plan.source
         if yaml_plan.plan_sha256 != lock.get("plan_sha256"):

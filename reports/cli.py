@@ -8,10 +8,12 @@ prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest pl
 ``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
 arm on one axis, and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
 with its phases shaded and its updates marked (``reports.plot_command``; needs the ``plot``
-extra). Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
+extra). Before ``show`` and ``html`` draw an evaluation whose folder holds its runs, they evaluate
+its lock on them again and compare (``reports.reverify``); otherwise they say it could not be
+re-verified. Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
 without a kept telemetry trace, matplotlib missing (or bad usage), 3 an artifact that contradicts
-itself or its seal (``gates.consistency``) or a telemetry trace that does not match its ledger
-hash, 4 internal error. ``reports html RUNS_OR_EVALUATION [-o FILE]`` writes the report as one
+itself or its seal (``gates.consistency``), differs from its re-evaluation or carries no seal beside
+its runs, or a telemetry trace that does not match its ledger hash, 4 internal error. ``reports html RUNS_OR_EVALUATION [-o FILE]`` writes the report as one
 self-contained HTML file (``reports.html_page``): exit 0 written, 2 bad input, 3 an inconsistent artifact.
 """
 
@@ -55,9 +57,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     if problems:
         raise UserError(f"{args.evaluation}: INCONSISTENT evaluation artifact; refusing to show it:\n- "
                         + "\n- ".join(problems), exit_code=EXIT_INTEGRITY, details=problems)
+    from collect.ledger import LEDGER_NAME
+    from reports.reverify import reverify
+
+    path = Path(args.evaluation)
+    runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
+    checked = reverify(ev, path, runs, Path(args.lock) if args.lock else None)  # a forged artifact: exit 3
     if seal_status(ev) == "unsealed":
         print(f"reports: note: {args.evaluation} carries no seal (written by an older toolkit); its consistency "
               "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
+    print(f"reports: {args.evaluation}{':' if checked.startswith('re-verified') else ''} {checked}", file=sys.stderr)
     if args.json:
         emit_json(ev.model_dump(mode="json", by_alias=True))
     if args.markdown is not None:
@@ -93,12 +102,17 @@ def cmd_html(args: argparse.Namespace) -> int:
     """Write the reviewer's report as one self-contained HTML file."""
     from reports.html_page import write_html_report
 
-    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force)
+    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force,
+                                             lock=args.lock)
     for warning in warnings:
         print(f"reports: warning: {warning}", file=sys.stderr)
     print(f"reports: wrote the HTML report to {path} ({size / 1024:.0f} KiB; self-contained: opens from disk, "
           "loads nothing)", file=sys.stderr)
     return EXIT_OK
+
+
+LOCK_HELP = ("the lock the evaluation was made under, to re-evaluate it from its runs folder (default: the one it "
+             "recorded, or a *.lock.json in or above the runs folder)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "figures beside it (FILE's stem + .forest.svg / .strata.svg, linked from it); '-' prints the "
                         "Markdown on stdout instead of the terminal report (no figures)")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
+    p.add_argument("--lock", metavar="LOCK", help=LOCK_HELP)
     p.add_argument("--force", action="store_true",
                    help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
                         "plan, trace, link or device)")
@@ -168,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where to write the page (atomically; default: report.html beside the evaluation)")
     p.add_argument("--run", metavar="ID", help="draw the recovery timeline of ID's stratum and replicate (default: "
                                                "the first block whose runs met a failure)")
+    p.add_argument("--lock", metavar="LOCK", help=LOCK_HELP)
     p.add_argument("--force", action="store_true",
                    help="replace an existing FILE the toolkit did not write (never a ledger, lock, plan, trace, "
                         "link or device)")

@@ -51,6 +51,7 @@ class Source:
     evaluation_sha256: str
     runs: Path | None
     warnings: list[str] = field(default_factory=list)
+    verification: str = ""  # re-verified from the lock and runs, or why it could not be (reports.reverify)
 
 
 def resolve(source: str | Path) -> Source:
@@ -130,6 +131,7 @@ def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None)
         ("evaluation seal", esc(SEAL_WORDS[seal]) + (f' <span class="hash">{esc(ev.seal_sha256)}</span>'
                                                      if ev.seal_sha256 else "")),
         ("evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}")),
+        ("re-verification", esc(src.verification or "not done")),
         ("this page", esc(f"written by toolkit {__version__} ({GENERATOR}); it computes nothing, it renders the "
                           "artifact")),
     ]
@@ -214,12 +216,16 @@ def is_html_report(path: Path) -> bool:
     return head.startswith("<!DOCTYPE html>") and f'<meta name="generator" content="{GENERATOR}">' in head
 
 
-def html_report(source: str | Path, run_id: str | None = None) -> tuple[str, Source]:
+def html_report(source: str | Path, run_id: str | None = None, lock: str | Path | None = None) -> tuple[str, Source]:
     """The page for a runs folder or an ``evaluation.json`` (see the module doc), and what it was made from."""
+    from reports.reverify import reverify
     from reports.safe_text import clean_model
 
     src = resolve(source)
     ev, seal = read_checked(src.evaluation_path)
+    src.verification = reverify(ev, src.evaluation_path, src.runs, Path(lock) if lock is not None else None)
+    if "could not be re-verified" in src.verification:
+        src.warnings.append(f"{src.evaluation_path} {src.verification}")
     if seal == "unsealed":
         src.warnings.append(f"{src.evaluation_path} carries no seal (written by an older toolkit); its consistency "
                             "was checked, but edits that keep it consistent cannot be detected")
@@ -245,7 +251,7 @@ def html_report(source: str | Path, run_id: str | None = None) -> tuple[str, Sou
 
 
 def write_html_report(source: str | Path, out: str | Path | None = None, run_id: str | None = None,
-                      force: bool = False) -> tuple[Path, int, list[str]]:
+                      force: bool = False, lock: str | Path | None = None) -> tuple[Path, int, list[str]]:
     """Write the page atomically (default ``report.html`` beside the evaluation); (path, bytes, warnings)."""
     from prereg.fileio import atomic_write, check_output
 
@@ -254,7 +260,7 @@ def write_html_report(source: str | Path, out: str | Path | None = None, run_id:
     if not target.parent.exists():
         target.parent.mkdir(parents=True)
     check_output(target, force, is_html_report)  # before anything is computed: never over a ledger, lock, link...
-    page, src = html_report(source, run_id)
+    page, src = html_report(source, run_id, lock)
     data = page.encode("utf-8")
     atomic_write(target, data)
     return target, len(data), src.warnings

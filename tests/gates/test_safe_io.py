@@ -116,8 +116,12 @@ def test_reports_show_refuses_an_edited_or_inconsistent_artifact(study):
             assert ("seal" in proc.stderr) == (not reseal) or reseal
     unsealed = {k: v for k, v in original.items() if k != "seal_sha256"}
     _save(path, unsealed, reseal=False)
-    proc = run("reports", "show", str(path))
-    assert proc.returncode == 0 and "carries no seal" in proc.stderr
+    proc = run("reports", "show", str(path))  # beside its runs: re-verified, and a missing seal is refused
+    assert proc.returncode == 3 and "the artifact carries no seal" in proc.stderr
+    alone = path.parent.parent / "alone.json"
+    _save(alone, unsealed, reseal=False)
+    proc = run("reports", "show", str(alone))  # without its runs: shown, saying what could not be checked
+    assert proc.returncode == 0 and "carries no seal" in proc.stderr and "could not be re-verified" in proc.stderr
 
 
 def test_trace_paths_never_leave_the_runs_folder(tmp_path):

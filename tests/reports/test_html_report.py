@@ -249,6 +249,9 @@ def test_a_changed_trace_is_named_and_not_drawn(multisite, tmp_path):
     trace = runs / record["traces"][0]
     trace.write_text(trace.read_text().replace('"failure"', '"compute"', 1))
     proc = run("reports", "html", str(runs), "--run", record["run_id"], "-o", str(tmp_path / "page.html"), env=PLAIN)
+    assert proc.returncode == 3 and "does not match a re-evaluation" in proc.stderr  # evaluated before the edit
+    assert run("gates", "evaluate", str(multisite.parent / "ms.lock.json"), str(runs), env=PLAIN).returncode in (0, 1, 3)
+    proc = run("reports", "html", str(runs), "--run", record["run_id"], "-o", str(tmp_path / "page.html"), env=PLAIN)
     assert proc.returncode == 0, proc.stderr
     assert "do not match the SHA-256 in their record" in proc.stderr
     doc = outline((tmp_path / "page.html").read_text())

@@ -1,0 +1,164 @@
+"""Re-verifying an evaluation artifact: evaluate again from the lock and the runs, and compare.
+
+An ``evaluation.json`` is sealed, but a seal is a hash anyone can recompute: a FAIL rewritten to
+PASS, or a claim rewritten, and the seal recomputed, is a consistent file. What it cannot fake is
+the evaluation itself: ``verify_evaluation`` evaluates the lock on the runs folder again (the
+plan version the artifact names) and compares what the artifact says -- study, title, claim,
+scope, plan hashes, the lock's seal, the decision and its reasons, every gate's verdict, estimate,
+interval, p-values and refusals, invalidators, family results and the run accounting -- with the
+re-evaluation. Fields that differ between two honest evaluations (when and by which toolkit it was
+made, paths as given, the YAML beside the lock, its own seal) are not compared.
+
+``find_lock`` looks for the lock of an artifact whose runs folder is known: the path it recorded,
+then ``*.lock.json`` in the runs folder and in the folder above it, taking the first that verifies
+and has the plan version the artifact was evaluated under. ``reports show`` and ``reports html``
+use both (:mod:`reports.reverify`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gates.artifact import Evaluation, seal_status
+
+#: top-level fields not compared: they differ between two honest evaluations of the same data
+VOLATILE = frozenset({"evaluated_at", "toolkit_version", "seal_sha256", "plan_yaml", "other_plan_note"})
+_SLACK = 1e-9  # relative: numbers are compared to this precision
+_SHOWN = 12  # differences named, then counted
+
+
+@dataclass
+class Verification:
+    """The outcome: ``ok`` when the artifact is sealed and says what the re-evaluation says."""
+
+    ok: bool
+    differences: list[str] = field(default_factory=list)
+    lock: str | None = None
+    version: int | None = None
+
+    def sentence(self) -> str:
+        """One line for people."""
+        if self.ok:
+            return (f"re-verified: evaluating {self.lock} (version {self.version}) on the runs again gives the same "
+                    "decision, verdicts and numbers")
+        shown = "\n- ".join(self.differences[:_SHOWN])
+        more = f"\n- ... and {len(self.differences) - _SHOWN} more" if len(self.differences) > _SHOWN else ""
+        return f"does not match a re-evaluation of its lock and runs:\n- {shown}{more}"
+
+
+def _comparable(ev: Evaluation) -> dict[str, Any]:
+    data = ev.model_dump(mode="json", by_alias=True)
+    for key in VOLATILE:
+        data.pop(key, None)
+    if isinstance(data.get("ledger"), dict):
+        data["ledger"].pop("path", None)
+    if isinstance(data.get("lock"), dict):
+        data["lock"].pop("path", None)
+    return data
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b or abs(a - b) <= _SLACK * max(1.0, abs(a), abs(b))
+    return type(a) is type(b) and a == b
+
+
+def _label(item: Any) -> str:
+    return str(item.get("id") or item.get("block") or "") if isinstance(item, dict) else ""
+
+
+def differences(claimed: Any, actual: Any, path: str = "") -> list[str]:
+    """Where ``claimed`` (the artifact) and ``actual`` (the re-evaluation) differ, as field paths with both values."""
+    if isinstance(claimed, dict) and isinstance(actual, dict):
+        out: list[str] = []
+        for key in sorted(set(claimed) | set(actual)):
+            where = f"{path}.{key}" if path else key
+            if key not in actual:
+                out.append(f"{where}: the artifact has it, the re-evaluation does not")
+            elif key not in claimed:
+                out.append(f"{where}: missing from the artifact (the re-evaluation has {_short(actual[key])})")
+            else:
+                out.extend(differences(claimed[key], actual[key], where))
+        return out
+    if isinstance(claimed, list) and isinstance(actual, list):
+        if len(claimed) != len(actual):
+            return [f"{path}: the artifact lists {len(claimed)}, the re-evaluation {len(actual)}"]
+        out = []
+        for i, (a, b) in enumerate(zip(claimed, actual)):
+            name = _label(b)
+            out.extend(differences(a, b, f"{path}[{name or i}]"))
+        return out
+    if _same(claimed, actual):
+        return []
+    return [f"{path}: the artifact says {_short(claimed)}, the re-evaluation {_short(actual)}"]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | os.PathLike[str]) -> Verification:
+    """Evaluate ``lock`` on ``runs`` again (the plan version ``ev`` names) and compare it with ``ev``.
+
+    Raises what ``gates.api.evaluate`` raises for a lock or runs folder that cannot be evaluated
+    (``IntegrityError`` for a lock or ledger that does not verify, ``InputError`` for bad input).
+    """
+    from gates.api import evaluate
+    from prereg.api import load_lock
+
+    verified = load_lock(lock)
+    version = ev.lock.version if ev.lock is not None else _version_of(verified.data, ev.prereg_sha256)
+    current = verified.version
+    fresh = evaluate(verified, runs, plan_version=version if version is not None and version != current else None)
+    found = [] if version is not None else [
+        f"prereg_sha256: the artifact's plan {ev.prereg_sha256[:12]} is no version of {lock}"]
+    status = seal_status(ev)
+    if status != "sealed":
+        found.append("the artifact carries no seal" if status == "unsealed" else
+                     "the artifact's seal does not match its content (edited after it was written)")
+    found += differences(_comparable(ev), _comparable(fresh))
+    return Verification(not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version)
+
+
+def _version_of(lock: dict[str, Any], plan_sha256: str) -> int | None:
+    """The latest version of ``lock`` whose plan is ``plan_sha256`` (None: none is)."""
+    from prereg.lock_seal import plan_hash_of, version_count
+
+    matching = [v for v in range(1, version_count(lock) + 1) if plan_hash_of(lock, v) == plan_sha256]
+    return matching[-1] if matching else None
+
+
+def find_lock(ev: Evaluation, runs: Path) -> Path | None:
+    """The lock ``ev`` was evaluated under, looked for where it recorded it and beside ``runs`` (module doc)."""
+    from prereg.api import load_lock
+    from prereg.errors import ToolkitError
+    from prereg.lock import LOCK_SUFFIX
+    from prereg.lock_seal import plan_hash_of, version_count
+
+    candidates: list[Path] = []
+    if ev.lock is not None:
+        candidates.append(Path(ev.lock.path))
+    for folder in (runs, runs.parent):
+        try:
+            candidates += sorted(p for p in folder.iterdir() if p.name.endswith(LOCK_SUFFIX))
+        except OSError:
+            continue
+    for path in dict.fromkeys(candidates):
+        if not path.is_file() or path.is_symlink():
+            continue
+        try:
+            data = load_lock(path).data
+        except (ToolkitError, OSError):
+            continue
+        version = ev.lock.version if ev.lock is not None else _version_of(data, ev.prereg_sha256)
+        if version is not None and 1 <= version <= version_count(data) and plan_hash_of(data, version) == ev.prereg_sha256:
+            return path
+    return None
