@@ -87,6 +87,7 @@ def import_table(
 
     verified = load_lock(lock)
     runs = _runs_folder(out)
+    _check_folder(verified, runs, plans=False)  # the runs here carry this lock's seal
     if _is_data_frame(table):
         try:
             records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
@@ -126,13 +127,17 @@ def _warn_early(records: list[RunRecord], verified: Lock) -> None:
         warnings.warn(EarlyRunsWarning(message), stacklevel=3)
 
 
-def _check_folder(verified: Lock, runs: Path) -> None:
-    """``collect.folder_plan.check_folder_plan`` of the folder's ledger (none yet: nothing to check)."""
-    from collect.folder_plan import check_folder_plan, lineage
+def _check_folder(verified: Lock, runs: Path, plans: bool = True) -> None:
+    """``collect.folder_plan``'s checks of the folder's ledger (none yet: nothing to check): one plan
+    per folder, and the lock's seal is the one its runs carry."""
+    from collect.folder_plan import check_folder_plan, check_folder_seals, lineage
     from collect.ledger import read_ledger as read
 
     if (runs / "ledger.jsonl").exists():
-        check_folder_plan(read(runs), runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
+        existing = read(runs)
+        if plans:  # (an import checks the plans again inside the writer lock)
+            check_folder_plan(existing, runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
+        check_folder_seals(existing, runs, verified.data)
 
 
 def _is_data_frame(value: Any) -> bool:

@@ -11,7 +11,6 @@ the runs folder, beside it, or in the working directory.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -76,14 +75,32 @@ def _study_of(sha: str, runs_dir: Path) -> str:
 
 def _lock_json(path: Path) -> dict[str, Any] | None:
     """A lock file's JSON when it reads as one (a label only: never trusted for anything else)."""
-    from prereg.plan import read_input_file
+    from prereg.errors import InputError
+    from prereg.lock import read_lock
 
     try:
-        data = json.loads(read_input_file(path, limit=MAX_LOCK_BYTES))
+        data = read_lock(path)
         lineage(data)
-    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+    except (InputError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return data if isinstance(data, dict) else None
+    return data
 
 
-__all__ = ["OtherPlanRuns", "check_folder_plan", "lineage"]
+def check_folder_seals(existing: Ledger, runs_dir: Path, lock_data: Mapping[str, Any]) -> None:
+    """Refuse (``IntegrityError``, exit 3) to append under a lock whose seal the folder's runs of the
+    same plans do not carry: the lock was resealed (its freeze time or amendment chain rewritten)
+    after those runs were recorded. Unsealed records are left to ``gates evaluate``, which refuses them."""
+    from prereg.lock_seal import seals_by_plan
+
+    by_plan = seals_by_plan(dict(lock_data))
+    foreign = [r.run_id for r in existing.records if r.lock_seal is not None and r.prereg_sha256 in by_plan
+               and r.lock_seal not in by_plan[r.prereg_sha256].values()]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise IntegrityError(
+            f"{runs_dir}: refused, nothing appended: {len(foreign)} run(s) here ({shown}) carry another seal than "
+            "this lock's for their plan version: the lock was resealed (its freeze time or amendment chain "
+            "rewritten) after they were recorded, or they belong to another freeze of the same plan")
+
+
+__all__ = ["OtherPlanRuns", "check_folder_plan", "check_folder_seals", "lineage"]

@@ -353,12 +353,23 @@ def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> Ve
 
 def runs_info(runs_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """What a runs folder holds, for an amendment: whether a ledger exists, its hash and line count."""
-    folder = Path(runs_dir)
-    ledger = folder / LEDGER_NAME
+    import hashlib
+    import stat
+
+    ledger = Path(runs_dir) / LEDGER_NAME
     if not ledger.is_file():
         return {"dir": str(runs_dir), "ledger_sha256": None, "ledger_lines": 0}
-    data = ledger.read_bytes()
-    return {"dir": str(runs_dir), "ledger_sha256": sha256_hex(data), "ledger_lines": data.count(b"\n")}
+    digest, lines = hashlib.sha256(), 0
+    fd = os.open(ledger, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced by a FIFO or device since is_file()
+            raise InputError(f"{ledger}: is not a regular file; not read")
+        while chunk := os.read(fd, 1 << 20):  # streamed: bounded memory for any ledger size
+            digest.update(chunk)
+            lines += chunk.count(b"\n")
+    finally:
+        os.close(fd)
+    return {"dir": str(runs_dir), "ledger_sha256": digest.hexdigest(), "ledger_lines": lines}
 
 
 def entry_hash(entry: dict[str, Any]) -> str:

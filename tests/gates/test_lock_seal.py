@@ -165,3 +165,18 @@ def test_records_without_a_seal_are_refused(tmp_path):
                           for r in read_ledger(runs).records])
     rc, data = evaluate(lock, bare)
     assert rc == 3 and data["decision_refused_by"][0].startswith("12 run(s) carry no lock seal")
+
+
+def test_collect_refuses_to_append_under_a_resealed_lock(tmp_path):
+    """After the reseal, an import adds no runs to a folder whose runs carry the real seal (exit 3,
+    nothing appended; collect run makes the same check): fresh runs cannot paper over the forgery."""
+    lock, _ = freeze(tmp_path)
+    frozen_at = json.loads(lock.read_text())["frozen_at"]
+    runs = imported(lock, tmp_path / "runs")
+    ledger_before = (runs / "ledger.jsonl").read_bytes()
+    forge(lock, lambda d: d.update(frozen_at=shifted(frozen_at, days=-2)))
+    table = write_csv(tmp_path / "more.csv", [{**r, "replicate": 0} for r in equal_work_rows()])
+    proc = run("collect", "import", str(table), "--lock", str(lock), "--out", str(runs))
+    assert proc.returncode == 3 and "carry another seal than this lock's" in proc.stderr
+    assert "nothing appended" in proc.stderr
+    assert (runs / "ledger.jsonl").read_bytes() == ledger_before
