@@ -12,25 +12,15 @@ what can still be done once the plan is frozen. Rows without ``started_at`` are 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from collect.ledger import RunRecord
+from collect.ledger_format import parse_utc
 from prereg.schema import Plan
 
 
 class EarlyRunsWarning(UserWarning):
     """Imported runs started before the plan version they are judged under (``collect.import_time``)."""
-
-
-def _utc(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def early_runs_message(records: Sequence[RunRecord], lock_data: Mapping[str, Any], plan: Plan,
@@ -41,13 +31,13 @@ def early_runs_message(records: Sequence[RunRecord], lock_data: Mapping[str, Any
         return None
     frozen_text = str(lock_data.get("frozen_at") or "")
     amendments = list(lock_data.get("amendments") or [])
-    frozen = _utc(frozen_text)
+    frozen = parse_utc(frozen_text)
     amended_text = str(amendments[-1].get("amended_at") or "") if amendments else ""
     version = amendments[-1].get("version") if amendments else None
-    amended = _utc(amended_text)
+    amended = parse_utc(amended_text)
     before_freeze = before_amendment = 0
     for record in records:
-        started = _utc(record.started_at)
+        started = parse_utc(record.started_at)
         if started is None:
             continue
         if frozen is not None and started < frozen:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from typing import Annotated, Any, Final, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -115,3 +116,15 @@ def encode_metric(value: float | None) -> float | str | None:
 
 #: the canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8 (the plan's own form)
 canonical_json = canonical_bytes
+
+
+def parse_utc(text: str | None) -> datetime | None:
+    """An ISO-8601 time (a record's ``started_at``, a lock's ``frozen_at``) as an aware UTC datetime
+    (``Z`` accepted; no zone means UTC), or None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)

@@ -12,24 +12,13 @@ nothing, but is counted and named: that it followed the plan cannot be shown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from collect.ledger import RunRecord
+from collect.ledger_format import parse_utc
 from prereg.schema import Plan
 
 UNKNOWN_START = "start not recorded: that they followed the plan cannot be shown"
-
-
-def parse_utc(text: str | None) -> datetime | None:
-    """An ISO-8601 time as an aware UTC datetime (``Z`` accepted; no zone means UTC), or None."""
-    if not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 @dataclass
