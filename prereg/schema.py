@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import itertools
 from functools import cached_property
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     JsonValue,
     PlainSerializer,
@@ -26,13 +24,18 @@ from pydantic import (
 
 from estimators.expressions import Contrast, parse_contrast
 from estimators.vocabulary import AnalysisUnit, Evidence, Method, Multiplicity, Rule, min_resamples
+from prereg.schema_invalidators import (  # noqa: F401 - re-exported: the plan's invalidator models
+    ControlsIdentical,
+    CounterSupport,
+    Invalidator,
+    InvalidatorBase,
+    LoggerCalibration,
+    MetricBounds,
+    SensorUpdatePeriod,
+)
+from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text, level_key  # noqa: F401 - re-exported
 
 SCHEMA_ID = "prereg/v1"
-
-Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
-ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=64)]
-Text = Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
-Scalar = Union[str, bool, int, float]
 
 
 def _contrast(value: object) -> Contrast:
@@ -65,17 +68,7 @@ DEFAULT_SEED = 0
 CONFIDENCE_FLOOR = 0.80
 
 
-def level_key(value: Scalar) -> str:
-    """A type-aware key for a factor level (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct):
-    the type's name and the value's ``repr`` (injective for str, bool, int and float; in memory only)."""
-    return f"{type(value).__name__}:{value!r}"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class Experiment(_Model):
+class Experiment(StrictModel):
     """What ``collect run`` executes. Omit it for plans whose runs are imported."""
 
     collector: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")] = Field(
@@ -87,7 +80,7 @@ class Experiment(_Model):
     )
 
 
-class Strata(_Model):
+class Strata(StrictModel):
     """Matched blocks: every arm runs once per stratum (a combination of factor levels) and replicate."""
 
     factors: dict[Identifier, Annotated[list[Scalar], Field(min_length=1)]] = Field(
@@ -162,7 +155,7 @@ class Strata(_Model):
         )
 
 
-class Metric(_Model):
+class Metric(StrictModel):
     """A recorded quantity: its unit, its good direction and the class of its evidence."""
 
     unit: Annotated[str, StringConstraints(min_length=1, max_length=64)] = Field(description="e.g. nats, J, FLOP.")
@@ -192,75 +185,7 @@ class Metric(_Model):
         return self
 
 
-class _Invalidator(_Model):
-    id: ItemId
-    blocks: Literal["all"] | Annotated[list[ItemId], Field(min_length=1)] = Field(
-        description="'all', or the ids of the gates this invalidator refuses when it fires."
-    )
-    description: Text | None = None
-
-
-class CounterSupport(_Invalidator):
-    """Fires when any run saw fewer than ``min_updates`` updates of the signal's counter (in the
-    whole run, or inside one ``phase``'s intervals: runs in which that phase never occurred are
-    not counted, since a phase that did not happen has no energy to resolve)."""
-
-    kind: Literal["counter_support"]
-    signal: Identifier
-    min_updates: int = Field(ge=1)
-    phase: Identifier | None = Field(
-        default=None, description="Count updates inside this phase only (compute, replay, checkpoint, restore, "
-        "stall, idle); absent: the whole run.")
-
-
-class SensorUpdatePeriod(_Invalidator):
-    """Fires when any run's effective sensor update period exceeds ``max_ms`` milliseconds."""
-
-    kind: Literal["sensor_update_period"]
-    signal: Identifier
-    max_ms: float = Field(gt=0)
-
-
-class LoggerCalibration(_Invalidator):
-    """Fires when any run's achieved / requested poll interval exceeds ``max_ratio``."""
-
-    kind: Literal["logger_calibration"]
-    signal: Identifier
-    max_ratio: float = Field(ge=1)
-
-
-class MetricBounds(_Invalidator):
-    """Fires on a non-finite value or a value outside [``min``, ``max``] (give at least one)."""
-
-    kind: Literal["metric_bounds"]
-    metric: Identifier
-    min: float | None = None
-    max: float | None = None
-
-    @model_validator(mode="after")
-    def _one_bound(self) -> MetricBounds:
-        if self.min is None and self.max is None:
-            raise ValueError("metric_bounds needs 'min', 'max' or both")
-        if self.min is not None and self.max is not None and not self.min < self.max:
-            raise ValueError(f"min ({self.min:g}) must be below max ({self.max:g})")
-        return self
-
-
-class ControlsIdentical(_Invalidator):
-    """Fires unless all arms agree exactly on ``metric`` in the control strata selected by ``where``."""
-
-    kind: Literal["controls_identical"]
-    metric: Identifier
-    where: dict[Identifier, Scalar] = Field(min_length=1, description="Selector of the no-failure strata.")
-
-
-Invalidator = Annotated[
-    Union[CounterSupport, SensorUpdatePeriod, LoggerCalibration, MetricBounds, ControlsIdentical],
-    Field(discriminator="kind"),
-]
-
-
-class Gate(_Model):
+class Gate(StrictModel):
     """A paired contrast of arms on one metric, an interval method, and the frozen rule it must meet."""
 
     id: ItemId
@@ -349,7 +274,7 @@ class Gate(_Model):
         return self
 
 
-class Decision(_Model):
+class Decision(StrictModel):
     """How gate verdicts decide the claim."""
 
     claim: Text = Field(description="The sentence the study claims when the decision is 'supported'.")
@@ -361,7 +286,7 @@ class Decision(_Model):
     )
 
 
-class RankingRule(_Model):
+class RankingRule(StrictModel):
     """How the challenger and the comparator are ordered in each family x uncertainty region."""
 
     metric: Identifier | None = Field(
@@ -374,7 +299,7 @@ class RankingRule(_Model):
     confidence: float = Field(default=0.90, gt=0.5, lt=1, description="Two-sided level of the ranking's intervals.")
 
 
-class ComparatorRule(_Model):
+class ComparatorRule(StrictModel):
     """The frozen rule that picks the fixed comparator from the calibration strata only.
 
     The candidate with the best ``statistic`` (``median`` or ``mean``; best by the metric's ``better``)
@@ -392,7 +317,7 @@ class ComparatorRule(_Model):
     ranking: RankingRule = Field(default_factory=RankingRule, description="The ranking under uncertainty.")
 
 
-class Predecessor(_Model):
+class Predecessor(StrictModel):
     """An earlier evaluation artifact of the same line of work, and what this plan changes about it."""
 
     path: Annotated[str, StringConstraints(min_length=1, max_length=4096)]
@@ -400,7 +325,7 @@ class Predecessor(_Model):
     changes: Text
 
 
-class DataDeclaration(_Model):
+class DataDeclaration(StrictModel):
     """Where the runs come from in time. Without it every run must start after the plan was frozen."""
 
     pre_existing: bool = Field(
@@ -410,7 +335,7 @@ class DataDeclaration(_Model):
     reason: Text = Field(description="Why pre-existing data are analysed, shown to reviewers.")
 
 
-class Plan(_Model):
+class Plan(StrictModel):
     """A preregistration in the ``prereg/v1`` format."""
 
     schema_version: Literal["prereg/v1"] = Field(alias="schema", description="Always 'prereg/v1'.")

@@ -1,0 +1,82 @@
+"""The plan's invalidators (``invalidators:`` in ``prereg/v1``): checks that refuse the gates they
+block when they fire. Each model's docstring says when it fires; :mod:`gates.invalidators` runs them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, model_validator
+
+from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text
+
+
+class InvalidatorBase(StrictModel):
+    """What every invalidator has: its id, the gates it blocks, a description."""
+
+
+    id: ItemId
+    blocks: Literal["all"] | Annotated[list[ItemId], Field(min_length=1)] = Field(
+        description="'all', or the ids of the gates this invalidator refuses when it fires."
+    )
+    description: Text | None = None
+
+
+class CounterSupport(InvalidatorBase):
+    """Fires when any run saw fewer than ``min_updates`` updates of the signal's counter (in the
+    whole run, or inside one ``phase``'s intervals: runs in which that phase never occurred are
+    not counted, since a phase that did not happen has no energy to resolve)."""
+
+    kind: Literal["counter_support"]
+    signal: Identifier
+    min_updates: int = Field(ge=1)
+    phase: Identifier | None = Field(
+        default=None, description="Count updates inside this phase only (compute, replay, checkpoint, restore, "
+        "stall, idle); absent: the whole run.")
+
+
+class SensorUpdatePeriod(InvalidatorBase):
+    """Fires when any run's effective sensor update period exceeds ``max_ms`` milliseconds."""
+
+    kind: Literal["sensor_update_period"]
+    signal: Identifier
+    max_ms: float = Field(gt=0)
+
+
+class LoggerCalibration(InvalidatorBase):
+    """Fires when any run's achieved / requested poll interval exceeds ``max_ratio``."""
+
+    kind: Literal["logger_calibration"]
+    signal: Identifier
+    max_ratio: float = Field(ge=1)
+
+
+class MetricBounds(InvalidatorBase):
+    """Fires on a non-finite value or a value outside [``min``, ``max``] (give at least one)."""
+
+    kind: Literal["metric_bounds"]
+    metric: Identifier
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> MetricBounds:
+        if self.min is None and self.max is None:
+            raise ValueError("metric_bounds needs 'min', 'max' or both")
+        if self.min is not None and self.max is not None and not self.min < self.max:
+            raise ValueError(f"min ({self.min:g}) must be below max ({self.max:g})")
+        return self
+
+
+class ControlsIdentical(InvalidatorBase):
+    """Fires unless all arms agree exactly on ``metric`` in the control strata selected by ``where``."""
+
+    kind: Literal["controls_identical"]
+    metric: Identifier
+    where: dict[Identifier, Scalar] = Field(min_length=1, description="Selector of the no-failure strata.")
+
+
+Invalidator = Annotated[
+    Union[CounterSupport, SensorUpdatePeriod, LoggerCalibration, MetricBounds, ControlsIdentical],
+    Field(discriminator="kind"),
+]
