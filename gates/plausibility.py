@@ -1,19 +1,22 @@
-"""Plausibility of a gate's values: the metric's declared range, and unit mix-ups a ratio gate would hide.
+"""Plausibility of a gate's values: the metric's declared range, and unit mix-ups a contrast would hide.
 
 Checked for every gate on the values of its contrast's arms in the blocks that give it pairs:
 
 * **range** (a refusal): a metric may declare ``range: [min, max]`` (its unit). Any finite value
   outside it refuses the gate, naming up to three of them (``collect import`` already refuses such
   rows; collected runs are recorded as measured and refused here).
-* **arm medians more than 100x apart** (a warning, ratio gates): one arm's median over another's
-  above ``MEDIAN_RATIO_LIMIT`` (or below its inverse) is what a unit mix-up gives (one arm in kJ,
-  the other in J; ms and s), not what a policy change usually does.
-* **values that look like natural logs** (a warning, ratio gates on a metric whose unit is an
-  amount -- energy, time, bytes, FLOP, tokens, power; ``AMOUNT_UNITS``): every value between
-  ``LOG_BAND`` (1 to 50) and the largest at most ``LOG_SPREAD`` (3) times the smallest. Logs of
-  such amounts (about 6.9 for 1000 J) look like that, and a ratio of logs understates the ratio of
-  the amounts by a factor of about the log itself (log(1050) / log(1000) = 1.007, where 1050 / 1000
-  = 1.05). Small amounts in a narrow band (6.9 J +- 5%) give the same warning: it says what to check.
+* **arm medians more than 50x apart** (a warning; ratio gates, and difference gates on a metric
+  whose unit is an amount -- energy, time, bytes, FLOP, tokens, power, steps; ``AMOUNT_UNITS``):
+  one arm's median over another's above ``MEDIAN_RATIO_LIMIT`` (or below its inverse) is what a
+  unit mix-up gives (one arm in kJ, the other in J: 1000x; minutes and seconds: 60x), not what a
+  policy change usually does.
+* **values that look like natural logs** (a warning; ratio and difference gates on an amount):
+  every value between ``LOG_BAND`` (1 to 100) and the largest at most ``LOG_SPREAD`` (1.5) times
+  the smallest. Logs of such amounts (about 6.9 for 1000 J, 57.6 for 1e25 FLOP) look like that even
+  when the amounts vary 30-fold, and a ratio of logs understates the ratio of the amounts by a
+  factor of about the log itself (log(1050) / log(1000) = 1.007, where 1050 / 1000 = 1.05); a
+  difference of logs is a log-ratio read in the wrong unit. Genuine amounts in so narrow a band
+  (6.9 J +- 5%) give the same warning: it says what to check.
 
 Warnings do not change the verdict; they appear in the gate's notes and, for a primary gate, in
 the decision's reason (``decision_warning``) in every report; a declared ``range`` turns a mix-up
@@ -31,9 +34,9 @@ from prereg.schema import Gate, Plan
 
 MIX_UP = "likely unit mix-up"
 TRANSFORMED = "likely transformed values"
-MEDIAN_RATIO_LIMIT = 100.0
-LOG_BAND = (1.0, 50.0)
-LOG_SPREAD = 3.0
+MEDIAN_RATIO_LIMIT = 50.0
+LOG_BAND = (1.0, 100.0)
+LOG_SPREAD = 1.5
 AMOUNT_UNITS = frozenset(u.lower() for u in (
     "J", "kJ", "MJ", "mJ", "Wh", "kWh", "mWh", "s", "ms", "us", "µs", "ns", "min", "h", "seconds",
     "B", "KB", "kB", "KiB", "MB", "MiB", "GB", "GiB", "TB", "bytes", "byte", "FLOP", "FLOPs", "GFLOP", "TFLOP",
@@ -47,7 +50,8 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
     arms = list(gate.contrast.arms)
     refusals = _outside_range(gate, plan, blocks, values)
     warnings: list[str] = []
-    if gate.contrast.scale != "ratio":
+    amount = metric.unit.lower() in AMOUNT_UNITS
+    if gate.contrast.scale != "ratio" and not amount:  # a difference of, say, nats: no unit to mix up
         return refusals, warnings
     finite = values[np.isfinite(values)]
     medians = {a: float(np.median(col[np.isfinite(col) & (col > 0)])) for a, col in zip(arms, values.T)
@@ -60,15 +64,15 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
                 f"{MIX_UP}: the arms' medians of {gate.metric} differ by {ratio:.3g}x ({high} "
                 f"{medians[high]:.4g} {metric.unit}, {low} {medians[low]:.4g} {metric.unit}), more than "
                 f"{MEDIAN_RATIO_LIMIT:g}x: one arm's values may be in another unit (kJ and J, ms and s); check "
-                "each arm's units before reading this ratio")
-    if (metric.unit.lower() in AMOUNT_UNITS and finite.size and np.all(finite >= LOG_BAND[0])
+                "each arm's units before reading this contrast")
+    if (amount and finite.size and np.all(finite >= LOG_BAND[0])
             and np.all(finite <= LOG_BAND[1]) and float(finite.max()) <= LOG_SPREAD * float(finite.min())):
         lo, hi = float(finite.min()), float(finite.max())
         warnings.append(
             f"{TRANSFORMED}: every {gate.metric} value lies in [{lo:.4g}, {hi:.4g}] {metric.unit}, "
             f"which looks like natural logs of {metric.unit} (exp: {math.exp(lo):.3g} to {math.exp(hi):.3g} "
-            f"{metric.unit}); a ratio of logs understates the ratio of the amounts about {lo:.2g}-fold, so this "
-            "gate would judge the wrong quantity. Check the values are in the declared unit (a 'range' on the "
+            f"{metric.unit}); a ratio of logs understates the ratio of the amounts about {lo:.2g}-fold and a "
+            "difference of logs is a log-ratio, so this gate would judge the wrong quantity. Check the values are in the declared unit (a 'range' on the "
             "metric makes such values a refusal)")
     return refusals, warnings
 

@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from typing import Annotated, Union
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
 ItemId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", max_length=64)]
-Text = Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("is only white space: write the text (an empty reason, claim or title says nothing)")
+    return text
+
+
+#: free text (a title, a claim, a reason): at least one character that is not white space
+Text = Annotated[str, StringConstraints(min_length=1, max_length=10_000), AfterValidator(_not_blank)]
 Scalar = Union[str, bool, int, float]
 
 

@@ -66,6 +66,13 @@ def test_confidence_below_floor_is_refused_without_a_reason(tmp_path):
     assert "gate 'g': confidence 0.51 is below the 0.8 floor" in out and "confidence_reason" in out
 
 
+def test_a_blank_reason_is_no_reason(tmp_path):
+    gate = gate_line("g", "t", "upper < 0", conf=0.51, extra=", confidence_reason: '   '")
+    rc, out, lock = freeze_text(tmp_path, plan_text(8, gate))
+    assert rc == 2 and not lock.exists()
+    assert "confidence_reason: is only white space" in out
+
+
 def test_confidence_below_floor_with_a_reason_is_accepted_and_reported(tmp_path):
     reason = "a screening pilot whose pass only selects arms for the real study"
     gate = gate_line("g", "t", "upper < 0", conf=0.51, extra=f", confidence_reason: {reason}")

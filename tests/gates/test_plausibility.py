@@ -127,3 +127,37 @@ def test_a_range_must_be_ordered_and_finite_at_freeze(tmp_path, bad, words):
     plan.write_text(PLAN.replace("{range}", f", range: {bad}"))
     proc = run("prereg", "freeze", str(plan))
     assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+
+
+def _variant_plan(contrast: str, rule: str, unit: str = "J") -> str:
+    return (PLAN.replace("contrast: a / b", f"contrast: {contrast}").replace("pass_if: upper < 1.02", f"pass_if: {rule}")
+            .replace("{unit: J,", f"{{unit: {unit},"))
+
+
+@pytest.mark.parametrize("name, contrast, rule, unit, rows, kind", [
+    # one arm in kJ on a difference gate: a large "saving" in J that is a unit mix-up
+    ("kj_vs_j_difference", "a - b", "upper < 0", "J", energies(a_factor=0.97, a_scale=0.001), "likely unit mix-up"),
+    # minutes against seconds: 60x
+    ("minutes_vs_seconds", "a / b", "upper < 0.95", "s", energies(a_factor=1.0, a_scale=1 / 60), "likely unit mix-up"),
+    # natural logs on a difference gate
+    ("logs_difference", "a - b", "upper < 1", "J", energies(logs=True), "likely transformed values"),
+    # natural logs of about 1e25 FLOP (about 57.6)
+    ("logs_of_flop", "a / b", "upper < 1.02", "FLOP",
+     [{**r, "energy": math.log(math.exp(r["energy"]) * 1e22)} for r in energies(logs=True)], "likely transformed values"),
+])
+def test_unit_mix_ups_on_other_contrasts_and_units_carry_the_warning(tmp_path, name, contrast, rule, unit, rows, kind):
+    lock = frozen_shared(tmp_path, "plan.yaml", _variant_plan(contrast, rule, unit).replace("{range}", ""))
+    code, ev = evaluate(tmp_path, lock, rows)
+    gate = ev["gates"][0]
+    assert code in (0, 1) and any(n.startswith(kind) for n in gate["notes"]), gate["notes"]
+    if gate["verdict"] == "pass":
+        assert f"WARNING: gate energy_noninferior: {kind}" in ev["decision_reason"]
+
+
+def test_genuine_seconds_spread_over_more_than_half_again_carry_no_log_warning(tmp_path):
+    """Completion times of 12 to 30 s (a 2.5x spread) are amounts, not logs: no warning."""
+    lock = frozen_shared(tmp_path, "plan.yaml", _variant_plan("a / b", "upper < 1.5", "s").replace("{range}", ""))
+    rows = [{"arm": arm, "site": site, "energy": 12.0 + 2.0 * site + (0.5 if arm == "a" else 0.0)}
+            for site in range(10) for arm in ("a", "b")]
+    code, ev = evaluate(tmp_path, lock, rows)
+    assert code in (0, 1) and not any(n.startswith("likely") for n in ev["gates"][0]["notes"])
