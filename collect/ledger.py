@@ -99,6 +99,7 @@ class Ledger:
     record_lines: list[int] = field(default_factory=list)  # 1-based line of each record
     refused_lines: list[int] = field(default_factory=list)  # complete lines that are JSON but not a record
     pending: str | None = None  # a journal of a batch completed in this view, or ignored (collect.ledger_journal)
+    stopped_at_line: int | None = None  # parsing stopped here: too many bad lines (``MAX_BAD_LINES``)
 
 
 def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
@@ -296,11 +297,17 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
 _CHAINED = b'"record_sha256"'
 
 
+#: refused lines and records that break the hash chain after which parsing stops (the rest is
+#: hashed and counted, not parsed): a ledger that damaged is refused whole, in bounded memory
+MAX_BAD_LINES = 1000
+
+
 def _read_lines(ledger: Ledger, source: IO[bytes]) -> None:
     """Parse ``source`` line by line into ``ledger`` (records, problems, the bytes' SHA-256)."""
     digest = hashlib.sha256()
     seen: dict[bytes, int] = {}  # SHA-256 of each chained line -> its line number
     number, total, tail = 0, 0, b""
+    expected, breaks = GENESIS, 0  # the chain followed as the lines are read (collect.ledger_chain re-checks)
     for line in source:
         digest.update(line)
         total += len(line)
@@ -310,6 +317,15 @@ def _read_lines(ledger: Ledger, source: IO[bytes]) -> None:
             tail = line  # only the last line can lack its newline: a torn record
             break
         number += 1
+        if ledger.stopped_at_line is not None:
+            continue  # hashed and counted only
+        if breaks + len(ledger.problems) > MAX_BAD_LINES:
+            ledger.stopped_at_line = number
+            ledger.problems.append(LedgerProblem(number, f"reading stopped here: more than {MAX_BAD_LINES} lines "
+                                                         "before it are refused or break the hash chain, so the "
+                                                         "rest is hashed but not parsed (a ledger this damaged is "
+                                                         "refused whole)"))
+            continue
         line = line[:-1]
         if not line.strip():
             continue
@@ -321,7 +337,14 @@ def _read_lines(ledger: Ledger, source: IO[bytes]) -> None:
                 ledger.problems.append(LedgerProblem(number, f"a copy of line {first} (the chain cannot hold one record "
                                                              "twice): refused"))
                 continue
+        kept = len(ledger.records)
         _parse_into(ledger, number, line)
+        if len(ledger.records) > kept:
+            record, digest_now = ledger.records[-1], ledger.hashes[-1]
+            chained = record.record_sha256 is not None or record.prev_sha256 is not None
+            if chained and (record.record_sha256 != digest_now or record.prev_sha256 != expected):
+                breaks += 1
+            expected = digest_now
     ledger.sha256 = digest.hexdigest()
     ledger.lines = number + (1 if tail else 0)
     if tail:

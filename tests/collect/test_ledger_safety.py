@@ -4,6 +4,7 @@ without end; refusing a ledger padded with copies costs bounded memory."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -74,12 +75,23 @@ def test_a_torn_tail_left_by_an_older_crash_is_still_reported(tmp_path):
     assert [p.line for p in ledger.problems] == [2] and "torn or corrupted" in ledger.problems[0].message
 
 
-def test_a_ledger_padded_with_copies_is_refused_in_bounded_memory(tmp_path):
+@pytest.mark.parametrize("padding", ["copies", "distinct"])
+def test_a_padded_ledger_is_refused_in_bounded_memory(tmp_path, padding):
+    """200k extra lines -- byte copies of the records, or distinct records (each its own run_id, so
+    each breaks the chain) -- are refused, exit 3, in bounded memory: parsing stops after
+    MAX_BAD_LINES bad lines and the rest is only hashed."""
+    from collect.ledger import MAX_BAD_LINES
+
     runs = imported_equal_work(tmp_path, frozen_shared(tmp_path))
     lines = (runs / "ledger.jsonl").read_bytes().splitlines(keepends=True)
     with open(runs / "ledger.jsonl", "ab") as fh:
-        for _ in range(200_000 // len(lines) + 1):
-            fh.writelines(lines)
+        if padding == "copies":
+            for _ in range(200_000 // len(lines) + 1):
+                fh.writelines(lines)
+        else:
+            template = json.loads(lines[0])
+            for i in range(200_000):
+                fh.write((json.dumps({**template, "run_id": f"forged-{i}"}, separators=(",", ":")) + "\n").encode())
     size = (runs / "ledger.jsonl").stat().st_size
     # peak RSS of this process alone: VmHWM (ru_maxrss would carry the forking pytest's peak across exec)
     script = textwrap.dedent(f"""
@@ -88,19 +100,21 @@ def test_a_ledger_padded_with_copies_is_refused_in_bounded_memory(tmp_path):
         ledger = read_ledger({str(runs)!r})
         report = verify_chain(ledger)
         hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM"))
-        print(report.status, len(ledger.records), len(ledger.problems), hwm // 1024,
-              resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        print(report.status, len(ledger.records), len(ledger.problems), ledger.stopped_at_line, ledger.lines,
+              hwm // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           cwd=Path(__file__).resolve().parents[2])
     assert proc.returncode == 0, proc.stderr
-    status, records, problems, peak_mb, maxrss_mb = proc.stdout.split()
-    print(f"ledger of {size / 1e6:.0f} MB ({problems} copied lines): peak RSS {peak_mb} MB "
+    status, records, problems, stopped, counted, peak_mb, maxrss_mb = proc.stdout.split()
+    print(f"ledger of {size / 1e6:.0f} MB ({padding}): peak RSS {peak_mb} MB, parsing stopped at line {stopped} "
           f"(getrusage ru_maxrss {maxrss_mb} MB, which includes the parent's peak before exec)")
-    assert status == "broken" and int(records) == len(lines) and int(problems) >= 200_000
-    assert int(peak_mb) < 500
+    assert status == "broken" and stopped != "None" and int(counted) >= 200_000  # every line hashed and counted
+    assert int(records) <= len(lines) + MAX_BAD_LINES + 1 and int(problems) <= MAX_BAD_LINES + 2
+    assert int(peak_mb) < 300
     proc = run("gates", "evaluate", str(tmp_path / "equal-work.lock.json"), str(runs), timeout=300)
     assert proc.returncode == 3 and "hash chain does not verify" in proc.stderr
+    assert "reading stopped there" in proc.stderr
 
 
 @pytest.fixture
