@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from collect.telemetry.base import Reading, Sensor, SensorError, SignalInfo
-from collect.telemetry.trace import Trace, TraceError, read_trace
+from collect.telemetry.trace import Trace, TraceError, meta_path_of, read_trace
 
 
 class ReplaySensor(Sensor):
@@ -105,7 +105,7 @@ def read_replay_trace(path: str) -> tuple[Trace, str | None]:
     from collect.trace_check import runs_folder_of, trace_record, verified_loader
 
     base = Path(path)
-    meta = base if base.name.endswith(".meta.json") else base.with_name(base.name + ".meta.json")
+    meta = meta_path_of(base)
     runs = runs_folder_of(meta)
     if runs is None:
         return read_trace(base), (f"{meta}: not in a runs folder's traces/ (beside a ledger.jsonl), so no ledger "

@@ -186,6 +186,20 @@ def _read_file(path: Path) -> bytes:
     return read_regular_file(path, MAX_TRACE_FILE_BYTES, follow_links=False)
 
 
+POLLS_SUFFIXES = (".polls.parquet", ".polls.csv.gz")
+
+
+def meta_path_of(path: Path) -> Path:
+    """A trace's ``.meta.json`` from any name of it: the base name, the meta file or its polls file."""
+    name = path.name
+    if name.endswith(".meta.json"):
+        return path
+    for suffix in POLLS_SUFFIXES:
+        if name.endswith(suffix):
+            return path.with_name(name[: -len(suffix)] + ".meta.json")
+    return path.with_name(name + ".meta.json")
+
+
 def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) -> Trace:
     """Read a trace written by :func:`write_trace` (``base`` without the suffixes, or the meta file).
 
@@ -195,7 +209,7 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
     base = Path(base)
     if not base.name:
         raise TraceError("no trace path given (replay:PATH names a trace's .meta.json or its base name)")
-    meta_path = base if base.name.endswith(".meta.json") else base.with_name(base.name + ".meta.json")
+    meta_path = meta_path_of(base)
     read = load or _read_file
     try:
         meta: dict[str, Any] = json.loads(read(meta_path).decode("utf-8"))

@@ -137,8 +137,10 @@ def test_probe_replay_checks_a_kept_trace_against_its_record(replay_runs):
     proc = run("collect", "probe", "--sensor", f"replay:{meta}")
     assert proc.returncode == 0 and "energy_counter" in proc.stdout and "note" not in proc.stderr, proc.stderr
     polls = next(p for p in (runs / "traces").iterdir() if ".polls." in p.name)
+    by_polls = run("collect", "probe", "--sensor", f"replay:{polls}")  # the polls file names the trace too
+    assert by_polls.returncode == 0 and by_polls.stdout.split("\n")[1:] == proc.stdout.split("\n")[1:], by_polls.stderr
     _edit(polls)
-    for sensor in (f"replay:{meta}", f"replay:{str(meta)[: -len('.meta.json')]}"):
+    for sensor in (f"replay:{meta}", f"replay:{str(meta)[: -len('.meta.json')]}", f"replay:{polls}"):
         proc = run("collect", "probe", "--sensor", sensor, "--json")
         assert proc.returncode == 3 and polls.name in proc.stderr and "changed after the run" in proc.stderr
 
