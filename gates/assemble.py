@@ -114,7 +114,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(refusals) + (f"; gates: {reason}" if reason else "")
-    reason += decision_warning([(o.gate.id, o.gate.role, o.notes) for o in outcomes])  # gates.plausibility
+    reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
     for record in ledger.records:
         if record.prereg_sha256 != lock["plan_sha256"]:

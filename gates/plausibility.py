@@ -19,8 +19,8 @@ Checked for every gate on the values of its contrast's arms in the blocks that g
   (6.9 J +- 5%) give the same warning: it says what to check.
 
 Warnings do not change the verdict; they appear in the gate's notes and, for a primary gate, in
-the decision's reason (``decision_warning``) in every report; a declared ``range`` turns a mix-up
-into a refusal.
+the decision's reason (``decision_warning``) in every report, as does a primary gate's skew warning
+(``estimators.feasibility``); a declared ``range`` turns a mix-up into a refusal.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from gates.matching import Block
 from prereg.schema import Gate, Plan
 
 MIX_UP = "likely unit mix-up"
+SKEW_NOTE = "the block contrasts look skewed"  # estimators.feasibility's skew warning, as it opens
+SKEWED = "skewed contrasts (its interval for the mean may under-cover)"
 TRANSFORMED = "likely transformed values"
 MEDIAN_RATIO_LIMIT = 50.0
 LOG_BAND = (1.0, 100.0)
@@ -78,12 +80,14 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
 
 
 def decision_warning(gates: list[tuple[str, str, list[str]]]) -> str:
-    """What the decision's reason adds for primary gates carrying a plausibility warning (``gates``:
+    """What the decision's reason adds for primary gates carrying a plausibility or skew warning (``gates``:
     ``(id, role, notes)`` of each), e.g. ``"; WARNING: gate energy_saving: likely unit mix-up (its notes say
     why)"``; empty when none does."""
     flagged = [f"gate {gid}: {kind}" for gid, role, notes in gates if role == "primary"
                for kind in (MIX_UP, TRANSFORMED) if any(n.startswith(kind) for n in notes)]
-    return f"; WARNING: {'; '.join(flagged)} (its notes say why)" if flagged else ""
+    flagged += [f"gate {gid}: {SKEWED}" for gid, role, notes in gates if role == "primary"
+                and any(n.startswith(SKEW_NOTE) for n in notes)]
+    return f"; WARNING: {'; '.join(flagged)} (its notes and warnings say why)" if flagged else ""
 
 
 def _outside_range(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray) -> list[str]:

@@ -64,7 +64,7 @@ def decision_sentence(ev: Evaluation) -> tuple[str, str]:
 
     explanation = decision_explanation(ev)
     if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone
-        explanation += decision_warning([(g.id, g.role, list(g.notes)) for g in ev.gates])
+        explanation += decision_warning([(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates])
     rest = f': "{ev.claim.strip()}" {et.EM_DASH} {explanation}'
     return et.DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 

@@ -206,3 +206,14 @@ def test_variation_below_underflow_counts_as_constant(tmp_path):
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for(d, base=0.0)))
     g = gates_by_id(data)["g"]
     assert g["verdict"] == "vacuous" and g["p_raw"] is None and rc == 0
+
+
+def test_a_skew_warning_on_a_passing_primary_gate_reaches_the_decision_line(tmp_path):
+    """At n = 20 the check runs; a passing t gate on right-skewed contrasts says so in the decision."""
+    rng = np.random.default_rng(2)
+    d = list(rng.lognormal(0.0, 1.0, 20) - np.exp(0.5) - 0.3)  # skewness 2.26; upper bound about -0.06
+    lock = frozen(tmp_path, plan_text(20, gate_line("g", "t", "upper < 0.5")))
+    rc, data = evaluate(lock, imported(tmp_path, lock, rows_for(d)))
+    warned = gates_by_id(data)["g"]["warnings"]
+    assert rc == 0 and any(n.startswith("the block contrasts look skewed to the right") for n in warned), warned
+    assert "WARNING: gate g: skewed contrasts (its interval for the mean may under-cover)" in data["decision_reason"]
