@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from collect.ledger import RunRecord, TelemetrySummary, encode_metric
@@ -151,8 +152,6 @@ def parse_integer(value: Any, what: str, default: int | None) -> int | None:
 
 def parse_time(value: Any, column: str) -> str | None:
     """A UTC ISO-8601 time as written (None when empty); anything else is a cell error."""
-    from datetime import datetime
-
     if value is None or str(value).strip() == "":
         return None
     text = str(value).strip()
@@ -162,7 +161,15 @@ def parse_time(value: Any, column: str) -> str | None:
         raise CellError(column, f"{column} = {text!r} is not an ISO-8601 time (e.g. 2026-11-29T10:16:29Z)") from None
     if parsed.tzinfo is None:
         raise CellError(column, f"{column} = {text!r} has no time zone; write UTC with a Z (e.g. {text}Z)")
+    now = datetime.now(timezone.utc)
+    if parsed > now + FUTURE_TOLERANCE:
+        raise CellError(column, f"{column} = {text!r} is in the future (now {now.replace(microsecond=0).isoformat()}"
+                                "): a run cannot have started or finished yet; check the clock and the time zone")
     return text
+
+
+#: how far ahead of this machine's clock a run's time may be (clocks of two machines differ a little)
+FUTURE_TOLERANCE = timedelta(minutes=10)
 
 
 def derived_run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:

@@ -127,3 +127,14 @@ def test_import_table_takes_a_data_frame(tmp_path):
         warnings.simplefilter("always")
         collect.import_table(lock, early, tmp_path / "early")
     assert any(issubclass(w.category, EarlyRunsWarning) for w in caught)
+
+
+def test_a_start_in_the_future_is_refused_naming_the_rows(tmp_path):
+    """A run cannot have started after the import: a future started_at (a wrong clock or zone, or a
+    stamp meant to look later than the freeze) is refused, exit 2, nothing written."""
+    lock = frozen_shared(tmp_path)
+    rows = [{**r, "started_at": "2099-01-01T00:00:00Z" if i == 3 else ""} for i, r in enumerate(equal_work_rows())]
+    proc = run("collect", "import", str(write_csv(tmp_path / "t.csv", rows)), "--lock", str(lock),
+               "--out", str(tmp_path / "runs"))
+    assert proc.returncode == 2 and "row 4" in proc.stderr and "is in the future" in proc.stderr, proc.stderr
+    assert not (tmp_path / "runs").exists()
