@@ -94,7 +94,10 @@ def test_runs_started_before_the_freeze_are_warned_about_at_import(tmp_path):
 def test_runs_after_the_freeze_or_without_a_start_are_not_warned_about(tmp_path):
     lock = frozen_shared(tmp_path)
     rows = equal_work_rows()
-    rows = _stamped(rows[:6], "2999-01-01T00:00:00Z") + rows[6:]
+    from datetime import datetime, timedelta, timezone
+
+    after = (datetime.now(timezone.utc) + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")  # after the freeze
+    rows = _stamped(rows[:6], after) + rows[6:]
     proc = do_import(write_csv(tmp_path / "runs.csv", rows), lock, tmp_path / "runs")
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
 
