@@ -86,7 +86,7 @@ def test_unknown_starts_are_counted_and_named_but_refuse_nothing(tmp_path, equal
 
 def test_import_reads_started_at_and_refuses_a_time_without_zone(tmp_path, equal_work_bytes):
     lock = freeze(tmp_path, equal_work_bytes)
-    later = _shift(_lock(lock)["frozen_at"], hours=1)
+    later = _shift(_lock(lock)["frozen_at"], minutes=1)  # after the freeze, not in the future
     runs = imported(tmp_path, lock, _with_start(equal_work_rows(), later))
     first = json.loads((runs / "ledger.jsonl").read_text().splitlines()[0])
     assert first["started_at"] == later
