@@ -79,13 +79,45 @@ def with_unit(value: Any, gate: GateResult) -> str:
     return f"{text} {gate.unit}".rstrip()
 
 
+def _thresholds(gate: GateResult) -> list[float]:
+    """The rule's threshold(s) on the reported scale (none when the rule does not parse)."""
+    from estimators.vocabulary import Rule
+
+    try:
+        rule = Rule.parse(gate.rule)
+    except ValueError:
+        return []
+    return [t for t in (rule.threshold, rule.low, rule.high) if t is not None]
+
+
+def bound_num(value: Any, thresholds: list[float]) -> str:
+    """``fmt_num``, with more digits where 4 would print a bound equal to a threshold it is not
+    equal to (an upper bound of 0.29999999 against 'upper < 0.3' reads 0.3 otherwise)."""
+    text = fmt_num(value)
+    x = as_float(value)
+    if x is None or not math.isfinite(x):
+        return text
+    for t in thresholds:
+        if x != t and text == fmt_num(t):
+            for digits in range(5, 18):
+                text = f"{x:.{digits}g}"
+                if text != f"{t:.{digits}g}":
+                    break
+    return text
+
+
 def interval_text(gate: GateResult) -> str:
-    """'90% CI [-0.001, 0.009] nats' or '90% CI [0.85x, +infx]' (ratio ends carry the 'x')."""
+    """'90% CI [-0.001, 0.009] nats' or '90% CI [0.85x, +infx]' (ratio ends carry the 'x'); an end
+    that would print equal to the rule's threshold without being equal gets the digits that differ."""
     if gate.lower is None or gate.upper is None:
         return f"{fmt_pct(gate.confidence)} CI: none"
+    marks = _thresholds(gate)
+    lower, upper = bound_num(gate.lower, marks), bound_num(gate.upper, marks)
     if gate.scale == "ratio":
-        return f"{fmt_pct(gate.confidence)} CI [{with_unit(gate.lower, gate)}, {with_unit(gate.upper, gate)}]"
-    return f"{fmt_pct(gate.confidence)} CI [{fmt_num(gate.lower)}, {fmt_num(gate.upper)}] {gate.unit}".rstrip()
+        x = "" if math.isinf(as_float(gate.lower) or 0.0) else "x"
+        y = "" if math.isinf(as_float(gate.upper) or 0.0) else "x"
+        return f"{fmt_pct(gate.confidence)} CI [{lower}{x}, {upper}{y}]"
+    return f"{fmt_pct(gate.confidence)} CI [{lower}, {upper}] {gate.unit}".rstrip()
 
 
 def rule_text(gate: GateResult) -> str:
