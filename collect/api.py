@@ -80,18 +80,18 @@ def import_table(
     already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
     """
-    from collect.folder_plan import lineage
+    from collect.folder_plan import lineage, lock_seals
     from collect.importer import ImportProblem, frame_rows, import_rows
     from collect.importer import import_table as import_file
     from prereg.fileio import not_a_readable_file
 
     verified = load_lock(lock)
     runs = _runs_folder(out)
-    _check_folder(verified, runs, plans=False)  # the runs here carry this lock's seal
+    seals = lock_seals(verified.data)  # checked inside the writer lock, with the folder's plan
     if _is_data_frame(table):
         try:
             records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
-                                  skipped, lineage(verified.data), lock_seal=verified.seal)
+                                  skipped, lineage(verified.data), lock_seal=verified.seal, seals=seals)
         except ImportProblem as err:
             if err.details is not None:
                 raise
@@ -107,7 +107,7 @@ def import_table(
         raise InputError(problem)
     try:
         records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data),
-                              lock_seal=verified.seal)
+                              lock_seal=verified.seal, seals=seals)
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise
@@ -127,17 +127,16 @@ def _warn_early(records: list[RunRecord], verified: Lock) -> None:
         warnings.warn(EarlyRunsWarning(message), stacklevel=3)
 
 
-def _check_folder(verified: Lock, runs: Path, plans: bool = True) -> None:
+def _check_folder(verified: Lock, runs: Path) -> None:
     """``collect.folder_plan``'s checks of the folder's ledger (none yet: nothing to check): one plan
     per folder, and the lock's seal is the one its runs carry."""
-    from collect.folder_plan import check_folder_plan, check_folder_seals, lineage
+    from collect.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
     from collect.ledger import read_ledger as read
 
     if (runs / "ledger.jsonl").exists():
         existing = read(runs)
-        if plans:  # (an import checks the plans again inside the writer lock)
-            check_folder_plan(existing, runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
-        check_folder_seals(existing, runs, verified.data)
+        check_folder_plan(existing, runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
+        check_folder_seals(existing, runs, lock_seals(verified.data))
 
 
 def _is_data_frame(value: Any) -> bool:

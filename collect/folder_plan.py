@@ -86,15 +86,20 @@ def _lock_json(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def check_folder_seals(existing: Ledger, runs_dir: Path, lock_data: Mapping[str, Any]) -> None:
-    """Refuse (``IntegrityError``, exit 3) to append under a lock whose seal the folder's runs of the
-    same plans do not carry: the lock was resealed (its freeze time or amendment chain rewritten)
-    after those runs were recorded. Unsealed records are left to ``gates evaluate``, which refuses them."""
+def lock_seals(lock_data: Mapping[str, Any]) -> dict[str, set[str]]:
+    """Plan hash -> the seals of the lock's versions with that plan (``prereg.lock_seal``)."""
     from prereg.lock_seal import seals_by_plan
 
-    by_plan = seals_by_plan(dict(lock_data))
-    foreign = [r.run_id for r in existing.records if r.lock_seal is not None and r.prereg_sha256 in by_plan
-               and r.lock_seal not in by_plan[r.prereg_sha256].values()]
+    return {plan: set(by_version.values()) for plan, by_version in seals_by_plan(dict(lock_data)).items()}
+
+
+def check_folder_seals(existing: Ledger, runs_dir: Path, seals: Mapping[str, Collection[str]]) -> None:
+    """Refuse (``IntegrityError``, exit 3) to append under a lock whose seal the folder's runs of the
+    same plans do not carry (``seals``: :func:`lock_seals` of the lock): the lock was resealed (its
+    freeze time or amendment chain rewritten) after those runs were recorded. Unsealed records are
+    left to ``gates evaluate``, which refuses them."""
+    foreign = [r.run_id for r in existing.records if r.lock_seal is not None and r.prereg_sha256 in seals
+               and r.lock_seal not in seals[r.prereg_sha256]]
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise IntegrityError(
@@ -103,4 +108,4 @@ def check_folder_seals(existing: Ledger, runs_dir: Path, lock_data: Mapping[str,
             "rewritten) after they were recorded, or they belong to another freeze of the same plan")
 
 
-__all__ = ["OtherPlanRuns", "check_folder_plan", "check_folder_seals", "lineage"]
+__all__ = ["OtherPlanRuns", "check_folder_plan", "check_folder_seals", "lineage", "lock_seals"]

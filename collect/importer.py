@@ -50,7 +50,7 @@ import gc
 import gzip
 import json
 import zlib
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -245,15 +245,18 @@ def _pydantic_message(err: Any) -> str:
 def import_table(
     table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
     chain: Collection[str] | None = None, *, lock_seal: str | None = None,
+    seals: Mapping[str, Collection[str]] | None = None,
 ) -> list[RunRecord]:
     """Validate the whole table against the plan, then append the rows not yet in, in one write.
 
     Holds the runs folder's writer lock (``collect.runlock.RunsBusy`` if another writer has it).
     A folder holding runs of a plan outside ``chain`` (the lock's plan hashes, ``collect.folder_plan``;
-    default: ``plan_sha256`` only) is refused (``OtherPlanRuns``) before anything is read into it.
+    default: ``plan_sha256`` only), or, given ``seals`` (``collect.folder_plan.lock_seals``), runs
+    that carry another seal than the lock's, is refused before anything is appended.
     """
     with _gc_paused():
-        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal)
+        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal,
+                             seals=seals)
 
 
 @contextmanager
@@ -288,18 +291,19 @@ def frame_rows(frame: Any) -> list[dict[str, Any]]:
 def import_rows(
     rows: list[dict[str, Any]], source: str, plan: Plan, plan_sha256: str, runs_dir: Path,
     skipped: list[str] | None = None, chain: Collection[str] | None = None, *, lock_seal: str | None = None,
+    seals: Mapping[str, Collection[str]] | None = None,
 ) -> list[RunRecord]:
     """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records."""
     with _gc_paused():
-        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain, lock_seal)
+        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain, lock_seal, seals)
 
 
 def _import_table(
     table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
     given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
-    lock_seal: str | None = None,
+    lock_seal: str | None = None, seals: Mapping[str, Collection[str]] | None = None,
 ) -> list[RunRecord]:
-    from collect.folder_plan import check_folder_plan
+    from collect.folder_plan import check_folder_plan, check_folder_seals
     from collect.runlock import runs_lock
 
     rows: list[dict[str, Any]] | None
@@ -319,6 +323,8 @@ def _import_table(
             complete_pending(runs_dir)  # a batch an import killed mid-write had committed
             existing = read_ledger(runs_dir)
             check_folder_plan(existing, Path(runs_dir), plan_sha256, plan.study, chain)
+            if seals is not None:
+                check_folder_seals(existing, Path(runs_dir), seals)  # not under a resealed lock
             fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal)
             if fast is not None:
                 records, already = fast
