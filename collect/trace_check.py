@@ -31,13 +31,21 @@ from prereg.errors import IntegrityError
 MAX_TRACE_BYTES = 512 << 20  # a trace read into memory is at most this large
 
 
-def trace_problem(runs_dir: str | os.PathLike[str], record: RunRecord, name: str) -> str | None:
-    """What is wrong with ``record``'s trace ``name`` (None when it matches its recorded SHA-256)."""
+def _uncheckable(record: RunRecord, name: str) -> str | None:
+    """Why ``record`` cannot vouch for its trace ``name`` (not listed, or no hash recorded), or None."""
     if name not in record.traces:
         return "is not listed in the run's record, so it cannot be checked"
-    stored = record.trace_sha256.get(name)
-    if stored is None:
+    if record.trace_sha256.get(name) is None:
         return "has no recorded hash"
+    return None
+
+
+def trace_problem(runs_dir: str | os.PathLike[str], record: RunRecord, name: str) -> str | None:
+    """What is wrong with ``record``'s trace ``name`` (None when it matches its recorded SHA-256)."""
+    why = _uncheckable(record, name)
+    if why is not None:
+        return why
+    stored = record.trace_sha256[name]
     try:
         actual = hash_trace(runs_dir, name)
     except OSError as err:
@@ -62,11 +70,10 @@ def read_verified_trace(runs_dir: str | os.PathLike[str], record: RunRecord, nam
                         limit: int = MAX_TRACE_BYTES) -> bytes:
     """The bytes of ``record``'s trace ``name``, after they hash to the SHA-256 its record holds
     (``IntegrityError``, exit 3, naming the file, otherwise)."""
-    if name not in record.traces:
-        raise _refused(runs_dir, record, name, "is not listed in the run's record, so it cannot be checked")
-    stored = record.trace_sha256.get(name)
-    if stored is None:
-        raise _refused(runs_dir, record, name, "has no recorded hash")
+    why = _uncheckable(record, name)
+    if why is not None:
+        raise _refused(runs_dir, record, name, why)
+    stored = record.trace_sha256[name]
     try:
         fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
     except OSError as err:
