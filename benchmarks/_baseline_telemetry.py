@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from collect.telemetry import analysis
-from collect.telemetry.base import SignalInfo
-from collect.telemetry.trace import Trace
+from collect.telemetry.analysis import resolution as analysis
+from collect.telemetry.sensors.base import SignalInfo
+from collect.traces.telemetry import Trace
 
 
 def old_value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> analysis.Updates:

@@ -5,7 +5,7 @@ Run from the repository root (inside the venv, with the ``ray`` and ``torch`` ex
 
 Part 1, short simulated runs. Two workloads from ``examples/``: ``multisite-recovery.yaml`` with
 16 seeds (192 ``sim.multisite`` runs of about 5 ms) and ``churn-cadence.yaml`` with 16 seeds (288
-``sim.churn`` runs of about 1 ms). Each goes through ``collect.engine.run_plan`` (the ledger
+``sim.churn`` runs of about 1 ms). Each goes through ``collect.engine.runner.run_plan`` (the ledger
 appended, traces written, as ``collect run`` does) under:
 
 * ``local -j1``: in-process; ``local -j2``: the local process pool, 2 workers;
@@ -53,8 +53,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import collect.engine as engine  # noqa: E402
-from collect.ledger import read_ledger  # noqa: E402
+import collect.engine.runner as engine  # noqa: E402
+from collect.ledger.store import read_ledger  # noqa: E402
 from prereg.plan import parse_plan  # noqa: E402
 
 SEEDS = 16
@@ -198,14 +198,14 @@ import contextlib, json, sys, tempfile, time
 from pathlib import Path
 t0 = time.perf_counter()
 import torch
-import collect.torchrun.trainer as T
+import collect.collectors.torchrun.trainer as T
 imported = time.perf_counter() - t0
 if sys.argv[1] == "stock":  # torch's own calls, as the trainer made them before
     T.set_deterministic_algorithms = lambda mode, warn_only=False: torch.use_deterministic_algorithms(
         mode, warn_only=warn_only)
     T.optimizer_step = lambda opt: opt.step()
     T._dynamo_left_unloaded = lambda: contextlib.nullcontext(False)
-import collect.engine as engine
+import collect.engine.runner as engine
 from prereg.plan import parse_plan
 lp = parse_plan(Path(sys.argv[2]).read_bytes())
 collector, planned = engine.expand_plan(lp.plan, lp.plan_sha256)

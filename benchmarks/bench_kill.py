@@ -88,7 +88,7 @@ def comparable(evaluation: dict[str, Any]) -> dict[str, Any]:
 
 def ledger_counts(runs: Path, planned: int) -> dict[str, int]:
     """Lost, duplicated and torn-parsed records, and whether the chain verifies."""
-    from collect.ledger import read_ledger, verify_chain
+    from collect.ledger.store import read_ledger, verify_chain
 
     ledger = read_ledger(runs)
     complete = [r for r in ledger.records if r.status == "complete"]

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from collect.collectors.base import RunContext
-from collect.sim.multisite import MultisiteCollector, run_params
-from collect.sim.recovery import POLICIES, SimResult
+from collect.collectors.sim.multisite import MultisiteCollector, run_params
+from collect.collectors.sim.recovery import POLICIES, SimResult
 
 
 def main() -> None:

@@ -3,12 +3,12 @@
 Run: python benchmarks/bench_sampler.py [--seconds S] [--repeats R] [--sensor SPEC] [--rows N]
      (needs torch: pip install torch==2.13.0)
 
-Part 1 (throughput, steps/s): the toolkit's own trainer (:class:`collect.torchrun.trainer.Trainer`,
+Part 1 (throughput, steps/s): the toolkit's own trainer (:class:`collect.collectors.torchrun.trainer.Trainer`,
 the collector's default WindowMLP, Adam, 3 sites' micro-batches per step, one torch thread,
 deterministic algorithms) runs optimizer steps for S seconds per segment under six conditions,
 interleaved in a shuffled order R times: no recorder, no recorder again (a control: this
 machine's noise floor), the old in-process thread poller (``mode="thread"``) at 10 ms and 1 ms,
-and the out-of-process poller (``mode="process"``, :mod:`collect.telemetry.sampler`) at 10 ms and
+and the out-of-process poller (``mode="process"``, :mod:`collect.telemetry.recording.sampler`) at 10 ms and
 1 ms. The recorder polls energy counter + average power and marks one phase per 50 steps.
 Printed per condition: median steps/s, the q1 / median / q3 of its ratio to the no-recorder
 segment of the same repeat, and the achieved poll interval (median / p95, ms); then each
@@ -36,13 +36,13 @@ from _baseline_telemetry import (  # benchmarks/ is sys.path[0] as a script
     synthetic_trace,
 )
 
-from collect.telemetry import analysis
-from collect.telemetry.recorder import Recorder
-from collect.telemetry.registry import open_sensor
-from collect.torchrun.collector import PARAMS
-from collect.torchrun.markov import SourceSpec, make_corpora
-from collect.torchrun.model import Batches, WindowMLP
-from collect.torchrun.trainer import Trainer, deterministic
+from collect.telemetry.analysis import resolution as analysis
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.registry import open_sensor
+from collect.collectors.torchrun.collector import PARAMS
+from collect.collectors.torchrun.markov import SourceSpec, make_corpora
+from collect.collectors.torchrun.model import Batches, WindowMLP
+from collect.collectors.torchrun.trainer import Trainer, deterministic
 
 D = {k: v.default for k, v in PARAMS.items()}
 SITES = [0, 1, 2]

@@ -15,7 +15,7 @@ Rules (the ``collect`` CLI only prints what these return):
 * an imported table is validated whole before any row is appended (``ImportProblem``, exit 2,
   naming each offending row); rows already in the ledger are skipped, never duplicated;
 * a runs folder holds one plan's runs: appending to a ledger that holds runs of a plan outside
-  the lock's amendment chain is refused (``collect.folder_plan.OtherPlanRuns``, exit 3).
+  the lock's amendment chain is refused (``collect.ledger.folder_plan.OtherPlanRuns``, exit 3).
 
 Imports no ``*.cli`` module.
 """
@@ -31,8 +31,8 @@ from prereg.api import Lock, load_lock
 from prereg.errors import InputError
 
 if TYPE_CHECKING:
-    from collect.engine import RunSummary
-    from collect.ledger import Ledger, RunRecord
+    from collect.engine.runner import RunSummary
+    from collect.ledger.store import Ledger, RunRecord
 
 PathLike = Union[str, "os.PathLike[str]"]
 LockLike = Union[Lock, str, "os.PathLike[str]"]
@@ -57,8 +57,8 @@ def run_plan(
     ``executor`` is ``"local"`` (a process pool when ``jobs > 1``) or ``"ray"``; ``progress(done,
     total)`` is called after each run. A run that raises is recorded as failed (``summary.failed``).
     """
-    from collect.engine import check_jobs, expand_plan
-    from collect.engine import run_plan as engine_run_plan
+    from collect.engine.runner import check_jobs, expand_plan
+    from collect.engine.runner import run_plan as engine_run_plan
 
     verified = load_lock(lock)
     runs = _runs_folder(out)
@@ -80,9 +80,9 @@ def import_table(
     already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
     """
-    from collect.folder_plan import lineage, lock_seals
-    from collect.importer import ImportProblem, frame_rows, import_rows
-    from collect.importer import import_table as import_file
+    from collect.ledger.folder_plan import lineage, lock_seals
+    from collect.importing.importer import ImportProblem, frame_rows, import_rows
+    from collect.importing.importer import import_table as import_file
     from prereg.fileio import not_a_readable_file
 
     verified = load_lock(lock)
@@ -117,10 +117,10 @@ def import_table(
 
 
 def _warn_early(records: list[RunRecord], verified: Lock) -> None:
-    """Warn (``collect.import_time.EarlyRunsWarning``) when appended rows started before the plan."""
+    """Warn (``collect.importing.time_order.EarlyRunsWarning``) when appended rows started before the plan."""
     import warnings
 
-    from collect.import_time import EarlyRunsWarning, early_runs_message
+    from collect.importing.time_order import EarlyRunsWarning, early_runs_message
 
     message = early_runs_message(records, verified.data, verified.plan, str(verified.path))
     if message:
@@ -128,10 +128,10 @@ def _warn_early(records: list[RunRecord], verified: Lock) -> None:
 
 
 def _check_folder(verified: Lock, runs: Path) -> None:
-    """``collect.folder_plan``'s checks of the folder's ledger (none yet: nothing to check): one plan
+    """``collect.ledger.folder_plan``'s checks of the folder's ledger (none yet: nothing to check): one plan
     per folder, and the lock's seal is the one its runs carry."""
-    from collect.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
-    from collect.ledger import read_ledger as read
+    from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
+    from collect.ledger.store import read_ledger as read
 
     if (runs / "ledger.jsonl").exists():
         existing = read(runs)
@@ -150,13 +150,13 @@ def _is_data_frame(value: Any) -> bool:
 
 def read_ledger(runs: PathLike) -> Ledger:
     """The runs folder's ledger (records, hashes, refused lines); never raises on a damaged line."""
-    from collect.ledger import read_ledger as read
+    from collect.ledger.store import read_ledger as read
 
     return read(runs)
 
 
 def ledger_head(runs: PathLike) -> str | None:
     """The ledger's head hash (to publish when collection ends); None for an empty ledger."""
-    from collect.ledger import verify_chain
+    from collect.ledger.store import verify_chain
 
     return verify_chain(read_ledger(runs), check_traces=False).head

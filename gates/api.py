@@ -41,7 +41,7 @@ TABLE_SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".ndjson", ".parquet")
 
 def check_runs_folder(runs: PathLike, lock_label: str) -> Path:
     """``runs`` as a folder holding ledger.jsonl; anything else gets a message saying what is expected."""
-    from collect.ledger import LEDGER_NAME, ledger_path
+    from collect.ledger.store import LEDGER_NAME, ledger_path
 
     folder = Path(runs)
     lock = lock_label
@@ -80,7 +80,7 @@ def evaluate(
     ``published``: the seal published at freeze (or an amendment); the lock version evaluated, or
     one before it, must have it (``IntegrityError`` otherwise, ``gates.seals.check_published_seal``).
     """
-    from collect.ledger import read_ledger
+    from collect.ledger.store import read_ledger
     from gates.artifact import is_evaluation_file, sealed
     from gates.assemble import build_evaluation
     from prereg.fileio import check_output

@@ -324,7 +324,7 @@ class Evaluation(_Model):
 
     def _repr_html_(self) -> str:
         """Jupyter's rendering: the decision and a table of gates, every value HTML-escaped."""
-        from reports.evaluation_html import (
+        from reports.html.jupyter import (
             evaluation_html,  # gates never draws: reports renders
         )
 

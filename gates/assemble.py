@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from collect.ledger import Ledger
+from collect.ledger.store import Ledger
 from gates.artifact import (
     AmendmentSummary,
     BlockRow,

@@ -1,6 +1,6 @@
 """The ledger's hash chain as ``gates evaluate`` checks it: a broken chain refuses the decision.
 
-``collect.ledger.verify_chain`` does the re-hashing; this module turns its report into the
+``collect.ledger.store.verify_chain`` does the re-hashing; this module turns its report into the
 refusal (``LedgerTampered``, exit 3 at the CLI) and into the words reviewers read. A ledger
 written before the chain existed is evaluated, with a plain statement that edits to it cannot be
 detected; a chain that is present but does not verify is never evaluated.
@@ -8,7 +8,7 @@ detected; a chain that is present but does not verify is never evaluated.
 
 from __future__ import annotations
 
-from collect.ledger import ChainReport, Ledger, verify_chain
+from collect.ledger.store import ChainReport, Ledger, verify_chain
 from prereg.errors import IntegrityError
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from collect.ledger import RunRecord
+from collect.ledger.store import RunRecord
 from gates.matching import Match
 from prereg.schema import (
     ControlsIdentical,

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from collect.ledger import Ledger, RunRecord
+from collect.ledger.store import Ledger, RunRecord
 from prereg.schema import Plan, Strata, level_key
 
 BlockKey = tuple[tuple[str, ...], int]

@@ -4,14 +4,14 @@ From each run's telemetry summary (``TelemetrySummary.phases``: updates inside e
 intervals, written by the collector from its kept trace). A phase that never occurred in a run
 (zero intervals) is counted apart: it has no energy to resolve. ``required`` comes from the plan's
 ``counter_support`` invalidators that name the phase, so the report can say in words "checkpoint
-phases have enough counter updates; restore phases do not" (``reports.phase_support_text``).
+phases have enough counter updates; restore phases do not" (``reports.words.phase_support``).
 """
 
 from __future__ import annotations
 
 import statistics
 
-from collect.ledger import RunRecord
+from collect.ledger.store import RunRecord
 from gates.artifact import PhaseSupportRow
 from prereg.schema import CounterSupport, Plan
 

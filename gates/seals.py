@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collect.ledger import RunRecord
-from collect.ledger_format import parse_utc
+from collect.ledger.store import RunRecord
+from collect.ledger.records import parse_utc
 from prereg.lock_seal import plan_hash_of, seals_by_plan, version_count
 
 NAMED = 3  # runs named in a refusal, then counted

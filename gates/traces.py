@@ -1,6 +1,6 @@
 """Trace integrity as ``gates evaluate`` checks it: a changed trace refuses the gates relying on it.
 
-Every trace a run wrote beside the ledger is hashed in its record (``collect.ledger``). The
+Every trace a run wrote beside the ledger is hashed in its record (``collect.ledger.store``). The
 record chain proves the records; this check re-hashes the traces of the matched runs. A run's
 *telemetry* trace (``<run_id>.telemetry.*``, the raw sensor polls) is what its energy metrics,
 their bounds and its signal summaries were computed from, so when one changed, every gate on a
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collect.ledger import RunRecord
-from collect.trace_check import trace_problems
+from collect.ledger.store import RunRecord
+from collect.traces.check import trace_problems
 from gates.invalidators import InvalidatorCheck
 from prereg.schema import Plan
 

@@ -12,7 +12,7 @@ made, paths as given, the YAML beside the lock, its own seal) are not compared.
 ``find_lock`` looks for the lock of an artifact whose runs folder is known: the path it recorded,
 then ``*.lock.json`` in the runs folder and in the folder above it, taking the first that verifies
 and has the plan version the artifact was evaluated under. ``reports show`` and ``reports html``
-use both (:mod:`reports.reverify`).
+use both (:mod:`reports.data.reverify`).
 """
 
 from __future__ import annotations

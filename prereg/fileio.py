@@ -3,7 +3,7 @@
 ``atomic_write(path, data)`` writes to a temporary file beside ``path`` (created exclusively),
 fsyncs it, optionally makes it read-only, renames it over ``path`` and fsyncs the folder, so a
 reader sees either the old file or the whole new one, never a half-written file. The ledger is
-append-only and has its own writer (``collect.ledger``).
+append-only and has its own writer (``collect.ledger.store``).
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ left out. What the graph actually is (at the time of writing):
   to read a ledger for plots); ``estimators`` imports none of the others, and ``prereg`` and
   ``collect`` import it only lazily;
 * the lazy edges against the data flow are all rendering, listed in ``BACKWARD_LAZY``: the CLIs
-  of ``prereg`` and ``gates`` print through ``reports``, ``prereg.clikit`` escapes text with
-  ``reports.safe_text``, and ``Evaluation._repr_html_`` (``gates.artifact``) asks
-  ``reports.evaluation_html`` for its HTML. So the package graph is acyclic at import time and
+  of ``prereg`` and ``gates`` print through ``reports``, ``cli.kit`` escapes text with
+  ``reports.words.safe_text``, and ``Evaluation._repr_html_`` (``gates.artifact``) asks
+  ``reports.html.jupyter`` for its HTML. So the package graph is acyclic at import time and
   has cycles only through those lazy rendering calls;
-* only ``*.cli`` modules import ``prereg.clikit``; no module but a package's own entry point
+* only ``*.cli`` modules import ``cli.kit``; no module but a package's own entry point
   imports a ``*.cli`` module, so no CLI imports another and no library imports a CLI.
 """
 
@@ -35,10 +35,10 @@ PACKAGES = ("prereg", "collect", "estimators", "gates", "reports")
 ORDER = {"prereg": 0, "collect": 1, "gates": 2, "reports": 3}
 #: lazy imports against the data flow: (importing module, imported module prefix) -- rendering only
 BACKWARD_LAZY = {
-    ("prereg.cli", "reports."),
-    ("prereg.clikit", "reports.safe_text"),
-    ("gates.cli", "reports."),
-    ("gates.artifact", "reports.evaluation_html"),
+    ("cli.prereg", "reports."),
+    ("cli.kit", "reports.words.safe_text"),
+    ("cli.gates", "reports."),
+    ("gates.artifact", "reports.html.jupyter"),
 }
 #: estimators modules every package may import eagerly (no numpy/scipy: checked below)
 LIGHT_ESTIMATORS = {"estimators", "estimators.lazy", "estimators.vocabulary", "estimators.expressions"}
@@ -107,7 +107,7 @@ def test_no_module_imports_a_cli_but_its_entry_point(graph: dict[str, set[tuple[
 
 
 def test_only_cli_modules_use_the_cli_plumbing(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    offenders = [m for m, edges in graph.items() if any(t == "prereg.clikit" for t, _ in edges)
+    offenders = [m for m, edges in graph.items() if any(t == "cli.kit" for t, _ in edges)
                  and not m.endswith(".cli")]
     assert offenders == []
 
@@ -168,8 +168,8 @@ def test_package_graph_is_acyclic_at_import_time(graph: dict[str, set[tuple[str,
 
 
 def test_telemetry_base_imports_no_backend(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    backends = {"collect.telemetry.sim", "collect.telemetry.nvml", "collect.telemetry.replay"}
-    assert not {t for t, _ in graph["collect.telemetry.base"]} & backends
+    backends = {"collect.telemetry.sensors.sim", "collect.telemetry.sensors.nvml", "collect.telemetry.sensors.replay"}
+    assert not {t for t, _ in graph["collect.telemetry.sensors.base"]} & backends
 
 
 def _all_modules() -> list[str]:

@@ -36,7 +36,7 @@ def test_torch_cpu_build_installed_before_the_torch_extra():
 
 def test_console_scripts_start_without_heavy_imports():
     """`--help` of every console script imports none of the heavy libraries."""
-    for module in ("prereg.cli", "collect.cli", "gates.cli", "reports.cli"):
+    for module in ("cli.prereg", "cli.collect", "cli.gates", "cli.reports"):
         code = (
             "import sys, contextlib, io\n"
             f"from {module} import main\n"

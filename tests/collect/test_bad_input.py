@@ -94,7 +94,7 @@ def test_junk_parquet_and_gzip_bomb(tmp_path, lock):
 
 
 def test_row_count_is_bounded(tmp_path, monkeypatch):
-    import collect.importer as importer
+    import collect.importing.importer as importer
 
     monkeypatch.setattr(importer, "MAX_ROWS", 5)
     table = write_csv(tmp_path / "t.csv", equal_work_rows())
@@ -111,7 +111,7 @@ def test_special_files_are_named_for_what_they_are(tmp_path, lock):
 
 
 def test_disk_full_names_the_file(tmp_path, monkeypatch):
-    from collect.ledger import _write_all
+    from collect.ledger.store import _write_all
     from prereg import fileio
 
     fd = os.open("/dev/full", os.O_WRONLY)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import collect.engine as engine
-from collect.ledger import GENESIS, read_ledger, record_hash, verify_chain
+import collect.engine.runner as engine
+from collect.ledger.store import GENESIS, read_ledger, record_hash, verify_chain
 from tests.collect.test_engine import loaded, plan_text
 from tests.helpers import frozen_shared, imported_equal_work, run
 
@@ -161,7 +161,7 @@ def test_gates_evaluate_on_a_pre_chain_ledger_says_so(imported):
 def test_one_serialisation_gives_the_canonical_line_and_hash(runs):
     """The writer's placeholder route writes exactly the canonical line, and the reader's cut-line
     hash equals the canonical re-hash for every record written; an edited line falls back."""
-    from collect.ledger_hashing import sealed_line, stored_line_hash
+    from collect.ledger.hashing import sealed_line, stored_line_hash
     from prereg.plan import canonical_bytes
 
     for line in (runs / "ledger.jsonl").read_bytes().splitlines():

@@ -1,4 +1,4 @@
-"""The guard of Ray workers (collect.workers.watch_driver): a worker exits once its driver is gone."""
+"""The guard of Ray workers (collect.engine.workers.watch_driver): a worker exits once its driver is gone."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from collect.workers import process_identity
+from collect.engine.workers import process_identity
 
 REPO = Path(__file__).resolve().parents[2]
-WORKER = ("import sys, time; from collect.workers import watch_driver; "
+WORKER = ("import sys, time; from collect.engine.workers import watch_driver; "
           "watch_driver(int(sys.argv[1]), int(sys.argv[2])); print('watching', flush=True); time.sleep(600)")
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

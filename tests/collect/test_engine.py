@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import collect.engine as engine
-import collect.ray_executor as ray_executor
-from collect.ledger import RunRecord, read_ledger
+import collect.engine.runner as engine
+import collect.engine.ray_executor as ray_executor
+from collect.ledger.store import RunRecord, read_ledger
 from prereg.plan import parse_plan
 from tests.collect.crashing_collector import attempts
 from tests.helpers import alive, children, run
@@ -138,8 +138,8 @@ def test_ray_batches_deal_every_run_once():
 
 def _cli(*args: str) -> list[str]:
     code = (
-        "import sys, collect.engine as e; e.COLLECTORS['test.slow'] = %r; "
-        "from collect.cli import main; sys.exit(main(sys.argv[1:]))" % FAKE
+        "import sys, collect.engine.runner as e; e.COLLECTORS['test.slow'] = %r; "
+        "from cli.collect import main; sys.exit(main(sys.argv[1:]))" % FAKE
     )
     return [sys.executable, "-c", code, *args]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.ledger import read_ledger
+from collect.ledger.store import read_ledger
 from tests.helpers import equal_work_rows, frozen_shared, run, write_csv
 
 
@@ -109,7 +109,7 @@ def test_identical_reimport_is_a_no_op_and_an_interrupted_import_can_be_finished
     assert proc.returncode == 0 and "5 rows already in the ledger" in proc.stdout, proc.stderr
     again = do_import(table, lock, tmp_path / "runs")
     assert again.returncode == 0 and "imported 0 runs" in again.stdout
-    from collect.ledger import read_ledger, verify_chain
+    from collect.ledger.store import read_ledger, verify_chain
 
     result = read_ledger(tmp_path / "runs")
     assert len({r.run_id for r in result.records}) == len(result.records) == len(rows)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.ledger import read_ledger
+from collect.ledger.store import read_ledger
 from tests.helpers import frozen_shared, run, write_csv
 
 PLAN = """\

@@ -1,4 +1,4 @@
-"""The column-wise import path (collect.import_columns) against the row-by-row path it replaces at scale.
+"""The column-wise import path (collect.importing.columns) against the row-by-row path it replaces at scale.
 
 For generated tables -- numbers in every spelling, NaN and infinities, big integers, floats with
 17 digits, unicode and escapes, levels of every type, optional columns present or not, repeated
@@ -23,12 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import collect.importer as importer
-from collect.import_columns import Declined, Table, prepare, seal
-from collect.import_rows import parse_number
-from collect.import_text import float_text, rows_of_objects, string_text, value_text
-from collect.ledger import GENESIS, Ledger, read_ledger, verify_chain
-from collect.ledger_hashing import FIELD, canonical, chain_parts, chain_runs, chained, sealed_line
+import collect.importing.importer as importer
+from collect.importing.columns import Declined, Table, prepare, seal
+from collect.importing.rows import parse_number
+from collect.importing.text import float_text, rows_of_objects, string_text, value_text
+from collect.ledger.store import GENESIS, Ledger, read_ledger, verify_chain
+from collect.ledger.hashing import FIELD, canonical, chain_parts, chain_runs, chained, sealed_line
 from prereg.api import load_lock
 from prereg.plan import canonical_bytes
 from tests.helpers import frozen_shared

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.ledger import read_ledger
+from collect.ledger.store import read_ledger
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, frozen_shared, run, write_csv
 
@@ -105,8 +105,8 @@ def test_runs_after_the_freeze_or_without_a_start_are_not_warned_about(tmp_path)
 def test_import_table_takes_a_data_frame(tmp_path):
     pd = pytest.importorskip("pandas")
     import collect
-    from collect.import_time import EarlyRunsWarning
-    from collect.importer import ImportProblem
+    from collect.importing.time_order import EarlyRunsWarning
+    from collect.importing.importer import ImportProblem
     from prereg.errors import InputError
 
     lock = frozen_shared(tmp_path)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from collect.ledger import LedgerAppender, read_ledger, verify_chain
-from collect.ledger_journal import PENDING_NAME, pending_path
+from collect.ledger.store import LedgerAppender, read_ledger, verify_chain
+from collect.ledger.journal import PENDING_NAME, pending_path
 from tests.helpers import frozen_shared, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 ROWS, ACKNOWLEDGED = 3000, 1000
 CHILD = r"""
 import os, signal, sys
-import collect.ledger as ledger, collect.ledger_journal as journal
+import collect.ledger.store as ledger, collect.ledger.journal as journal
 point, arg, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 def die():
@@ -61,7 +61,7 @@ elif point == "after-commit":
     journal.commit = lambda *a: (real_commit(*a), die())
 elif point == "before-finish":
     journal.finish = lambda *a: die()
-from collect.cli import main
+from cli.collect import main
 sys.exit(main(argv))
 """
 
@@ -153,7 +153,7 @@ def test_kill_9_at_random_moments_of_a_real_import(tmp_path, study):
     for trial in range(6):
         (tmp_path / str(trial)).mkdir()
         runs = _fresh(tmp_path / str(trial), study)
-        cmd = [sys.executable, "-m", "collect.cli", "import", str(study["table"]), "--lock", str(study["lock"]),
+        cmd = [sys.executable, "-m", "cli.collect", "import", str(study["table"]), "--lock", str(study["lock"]),
                "--out", str(runs)]
         proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if trial % 2:
@@ -199,7 +199,7 @@ def test_a_reader_never_sees_a_batch_half_written(tmp_path, study):
 
 def test_a_journal_that_does_not_continue_the_ledger_is_never_applied(tmp_path, study):
     runs = _fresh(tmp_path, study)
-    pending_path(runs).write_bytes(b'{"format": "collect/ledger-pending/v1", "offset": 5, "length": 3, '
+    pending_path(runs).write_bytes(b'{"format": "collect/ledger/store-pending/v1", "offset": 5, "length": 3, '
                                    b'"sha256": "0"}\nabc')
     ledger = read_ledger(runs)
     assert len(ledger.records) == ACKNOWLEDGED and ledger.pending and "ignored" in ledger.pending

@@ -8,7 +8,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from collect.ledger import (
+from collect.ledger.store import (
     RunRecord,
     append_records,
     encode_metric,

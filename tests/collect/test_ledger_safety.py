@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import collect.ledger_files as ledger_files
-from collect.ledger import AppendFailed, RunRecord, append_records, read_ledger, verify_chain
+import collect.ledger.files as ledger_files
+from collect.ledger.store import AppendFailed, RunRecord, append_records, read_ledger, verify_chain
 from tests.helpers import frozen_shared, imported_equal_work, run
 
 SHA = "b" * 64
@@ -80,7 +80,7 @@ def test_a_padded_ledger_is_refused_in_bounded_memory(tmp_path, padding):
     """200k extra lines -- byte copies of the records, or distinct records (each its own run_id, so
     each breaks the chain) -- are refused, exit 3, in bounded memory: parsing stops after
     MAX_BAD_LINES bad lines and the rest is only hashed."""
-    from collect.ledger import MAX_BAD_LINES
+    from collect.ledger.store import MAX_BAD_LINES
 
     runs = imported_equal_work(tmp_path, frozen_shared(tmp_path))
     lines = (runs / "ledger.jsonl").read_bytes().splitlines(keepends=True)
@@ -96,7 +96,7 @@ def test_a_padded_ledger_is_refused_in_bounded_memory(tmp_path, padding):
     # peak RSS of this process alone: VmHWM (ru_maxrss would carry the forking pytest's peak across exec)
     script = textwrap.dedent(f"""
         import resource
-        from collect.ledger import read_ledger, verify_chain
+        from collect.ledger.store import read_ledger, verify_chain
         ledger = read_ledger({str(runs)!r})
         report = verify_chain(ledger)
         hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM"))

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collect.ledger import RunRecord, append_records
-from collect.telemetry.base import SignalInfo
-from collect.telemetry.trace import Phase, Trace, write_trace
+from collect.ledger.store import RunRecord, append_records
+from collect.telemetry.sensors.base import SignalInfo
+from collect.traces.telemetry import Phase, Trace, write_trace
 from tests.helpers import frozen_shared, imported_equal_work, run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-import collect.engine as engine
-from collect.ledger import read_ledger
-from collect.runlock import RunsBusy, runs_lock
+import collect.engine.runner as engine
+from collect.ledger.store import read_ledger
+from collect.ledger.runlock import RunsBusy, runs_lock
 from tests.collect.test_engine import _cli, loaded, plan_text
 from tests.helpers import alive, children, run
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-HOLD = "import sys, time; from collect.runlock import runs_lock\nwith runs_lock(sys.argv[1], 'test holder'):\n" \
+HOLD = "import sys, time; from collect.ledger.runlock import runs_lock\nwith runs_lock(sys.argv[1], 'test holder'):\n" \
        "    print('held', flush=True); time.sleep(600)"
 
 

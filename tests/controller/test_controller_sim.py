@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from collect.collectors.base import ParamError, RunContext, check_params
-from collect.controller.loop import check_ledger, run_cycles
-from collect.controller.params import TRAFFIC, loop_config, make_policy, read_commits
-from collect.controller.policy import Controller, ControllerConfig, CycleReport, parse_mode
-from collect.controller.sim import PriorWorker, SimControllerCollector, validate
-from collect.controller.stress import FAMILIES, STRESS_FAMILIES, draw_stress
-from collect.engine import load_collector
-from collect.sim.accounting import InvariantError
+from collect.collectors.controller.loop import check_ledger, run_cycles
+from collect.collectors.controller.params import TRAFFIC, loop_config, make_policy, read_commits
+from collect.collectors.controller.policy import Controller, ControllerConfig, CycleReport, parse_mode
+from collect.collectors.controller.sim import PriorWorker, SimControllerCollector, validate
+from collect.collectors.controller.stress import FAMILIES, STRESS_FAMILIES, draw_stress
+from collect.engine.runner import load_collector
+from collect.collectors.sim.accounting import InvariantError
 
 POLICIES = ("sync", "local:4", "local:16", "adaptive")
 SMALL = {"useful_tokens": 12288, "micro_batch": 64, "stress_horizon_s": 8.0}
@@ -168,7 +168,7 @@ def test_registered_and_params_documented_with_units() -> None:
 
 
 def test_loading_the_collectors_does_not_import_torch() -> None:
-    code = ("import sys; from collect.engine import load_collector; load_collector('torch.controller'); "
-            "load_collector('sim.controller'); import collect.cli; print(json.dumps('torch' in sys.modules))")
+    code = ("import sys; from collect.engine.runner import load_collector; load_collector('torch.controller'); "
+            "load_collector('sim.controller'); import cli.collect; print(json.dumps('torch' in sys.modules))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) is False

@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from collect.collectors.base import RunContext
-from collect.controller.collector import TorchControllerCollector
-from collect.controller.params import TRAFFIC, read_commits
+from collect.collectors.controller.collector import TorchControllerCollector
+from collect.collectors.controller.params import TRAFFIC, read_commits
 
 SMALL = {"useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384, "heldout_tokens": 1024, "width": 32,
          "stress_horizon_s": 6.0}
@@ -24,9 +24,9 @@ def _run(tmp: Path, policy: str, family: str = "calm", seed: int = 21):
 
 
 def test_merge_is_real_parameter_averaging() -> None:
-    from collect.controller.replicas import Replicas
-    from collect.torchrun.model import Batches, WindowMLP
-    from collect.torchrun.markov import SourceSpec, make_corpora
+    from collect.collectors.controller.replicas import Replicas
+    from collect.collectors.torchrun.model import Batches, WindowMLP
+    from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 
     c = make_corpora(SourceSpec(), 3, 4, 2048, 1, 64)
     torch.manual_seed(0)

@@ -7,10 +7,10 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collect.telemetry.energy import run_energy
-from collect.telemetry.phases import intervals_of, phase_energy_total, run_phase_energies
-from collect.telemetry.recorder import Recorder
-from collect.telemetry.sim import SimSensor, spec_signals
+from collect.telemetry.analysis.energy import run_energy
+from collect.telemetry.analysis.phases import intervals_of, phase_energy_total, run_phase_energies
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.sim import SimSensor, spec_signals
 
 PHASES = ("compute", "replay", "checkpoint", "restore", "stall")
 METERS = {
@@ -103,7 +103,7 @@ def test_every_energy_metric_has_its_own_bound_and_none_borrows_the_totals():
     """A collected run's summary lists each energy metric's bound, the total's included; a metric
     absent from that list (an infinite bound) has no bound, so its gate is unresolvable, never
     judged by the total's bound."""
-    from collect.ledger_format import TelemetrySummary
+    from collect.ledger.records import TelemetrySummary
 
     sensor, signal, trace = _record("counter", [("compute", 1000.0), ("checkpoint", 350.0)], 0.0, 5.0, 1)
     p_min, p_max = sensor.power_range_w()

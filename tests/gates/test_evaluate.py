@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.ledger import append_records, read_ledger
+from collect.ledger.store import append_records, read_ledger
 from gates.artifact import read_evaluation
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, run, write_csv

@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from collect.ledger import append_records, read_ledger
+from collect.ledger.store import append_records, read_ledger
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, run, write_csv
 

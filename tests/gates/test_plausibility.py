@@ -105,7 +105,7 @@ def test_a_declared_range_refuses_log_values_at_import_naming_the_rows(tmp_path)
 def test_values_outside_the_range_in_a_ledger_refuse_the_gate(tmp_path):
     """Runs recorded without the import's check (as a collector records what it measured) are refused
     at the gate."""
-    import collect.importer as importer
+    import collect.importing.importer as importer
     from prereg.api import load_lock
 
     ranged = load_lock(lock_for(tmp_path, ", range: [10, 1.0e7]"))

@@ -240,7 +240,7 @@ def test_import_refuses_an_evidence_column_weaker_than_the_plan(tmp_path, equal_
 
 
 def test_a_gate_reports_the_weakest_of_plan_and_recorded_evidence(tmp_path, equal_work_bytes):
-    from collect.ledger import RunRecord, append_records, read_ledger
+    from collect.ledger.store import RunRecord, append_records, read_ledger
 
     lock = freeze(tmp_path, equal_work_bytes)
     runs = imported(tmp_path, lock, equal_work_rows())

@@ -125,7 +125,7 @@ def test_reports_show_refuses_an_edited_or_inconsistent_artifact(study):
 
 
 def test_trace_paths_never_leave_the_runs_folder(tmp_path):
-    from collect.ledger import trace_path
+    from collect.ledger.store import trace_path
 
     (tmp_path / "traces").mkdir()
     (tmp_path / "traces" / "ok.events.jsonl").write_text("{}\n")

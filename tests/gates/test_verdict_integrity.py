@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from collect.ledger import read_ledger
+from collect.ledger.store import read_ledger
 from gates.assemble import build_evaluation
 from prereg.schema import Plan
 from tests.gates.test_evaluate import evaluate, gates_by_id, imported

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prereg.cli import main
+from cli.prereg import main
 from prereg.plan import PlanError, parse_plan
 from tests.conftest import shared_example_path
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reports.evaluation_text import bound_num, fmt_num
+from reports.words.evaluation import bound_num, fmt_num
 
 finite = st.floats(min_value=-1e8, max_value=1e8, allow_nan=False)
 

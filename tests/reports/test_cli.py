@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gates.artifact import write_evaluation
-from reports.evaluation_view import evaluation_markdown
+from reports.terminal.evaluation import evaluation_markdown
 from tests.helpers import run
 from tests.reports.sample import CLAIM, realistic_evaluation
 
@@ -48,7 +48,7 @@ def test_markdown_written_atomically_and_json(artifact, tmp_path):
     figures = [(alt, name) for alt, name in FIGURES]
     assert target.read_text(encoding="utf-8") == evaluation_markdown(realistic_evaluation(), show_blocks=True,
                                                                      figures=figures)
-    # the SVG figures beside it (reports.html_figures), and no temporary file left behind
+    # the SVG figures beside it (reports.html.figures), and no temporary file left behind
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.forest.svg", "report.md", "report.strata.svg"]
     assert "PASS" in proc.stdout  # the terminal report is still printed
     proc = run("reports", "show", str(artifact), "--markdown", "-")

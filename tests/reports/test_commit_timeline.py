@@ -7,7 +7,7 @@ against hard-coded numbers.
 
 ``--family`` reads the evaluation's ``comparator`` (``arm``, ``challenger``, ``family_factor``),
 which ``gates.artifact.Evaluation`` does not carry yet (it refuses unknown fields), so those tests
-pass a stub evaluation: to :func:`reports.commit_select.family_block_runs` directly, and to the CLI
+pass a stub evaluation: to :func:`reports.data.commit_select.family_block_runs` directly, and to the CLI
 by standing in for ``gates.api.read_evaluation``. Once the artifact has the field, a test with a
 real ``gates evaluate`` artifact should replace the stand-in.
 """
@@ -23,11 +23,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from collect.ledger import RunRecord, append_records, read_ledger
+from collect.ledger.store import RunRecord, append_records, read_ledger
 from prereg.errors import InputError
-from reports.cli import main
-from reports.commit_select import block_run_ids, family_block_runs
-from reports.commit_timeline import load_commit_timeline, timeline_text
+from cli.reports import main
+from reports.data.commit_select import block_run_ids, family_block_runs
+from reports.data.commits import load_commit_timeline, timeline_text
 from tests.helpers import run
 
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
@@ -187,12 +187,12 @@ def test_a_run_without_a_commit_ledger_exits_2(tmp_path, capsys) -> None:
 
 
 def test_the_text_is_printed_without_matplotlib(runs, monkeypatch, capsys) -> None:
-    import reports.plots
+    import reports.plots.figures
 
     def missing() -> None:
         raise InputError("plots need matplotlib, which is not installed: pip install 'prereg-toolkit[plot]'")
 
-    monkeypatch.setattr(reports.plots, "require_matplotlib", missing)
+    monkeypatch.setattr(reports.plots.figures, "require_matplotlib", missing)
     asked = record(runs, "adaptive", "site_outage")
     assert main(["plot", str(runs), "--run", asked.run_id, "--commits"]) == 2
     captured = capsys.readouterr()
@@ -247,7 +247,7 @@ def test_family_through_the_cli(runs, tmp_path, monkeypatch, capsys) -> None:
     ("", "holds no rows"),
 ])
 def test_malformed_commit_rows_are_one_input_error(tmp_path, line: str, words: str) -> None:
-    from reports.commit_timeline import read_commit_rows
+    from reports.data.commits import read_commit_rows
 
     path = tmp_path / "run-x.commits.jsonl"
     path.write_text(line + "\n")

@@ -3,7 +3,7 @@
 The fixture is a real artifact (the ``sim.controller`` twin of examples/controller.yaml, 240 runs),
 kept unedited so its seal verifies; variants (a refused comparator, a refused family, a flip cell,
 hostile strings) are built here with ``model_copy``. The three outputs (terminal, Markdown, HTML)
-must say the same words, from :mod:`reports.controller_text`; an artifact without the controller
+must say the same words, from :mod:`reports.words.controller`; an artifact without the controller
 fields shows none of the new sections.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from gates.artifact import Evaluation, read_evaluation, seal_status, sealed, write_evaluation
-from reports import controller_text as ct
-from reports.evaluation_markdown import evaluation_markdown
-from reports.evaluation_view import render_evaluation
-from reports.html_page import html_report
+from reports.words import controller as ct
+from reports.markdown.evaluation import evaluation_markdown
+from reports.terminal.evaluation import render_evaluation
+from reports.html.page import html_report
 from tests.helpers import run
 from tests.reports.sample import realistic_evaluation
 from tests.reports.test_markdown import tables, unescape

@@ -8,7 +8,7 @@ import re
 from rich.console import Console
 
 from gates.artifact import AmendmentSummary
-from reports.evaluation_view import render_evaluation
+from reports.terminal.evaluation import render_evaluation
 from tests.reports.sample import (
     CLAIM,
     gate,
@@ -205,7 +205,7 @@ def test_modeled_evidence_is_said_in_the_decision():
 
 
 def test_long_run_lists_are_cut_in_the_terminal_but_complete_in_markdown():
-    from reports.evaluation_view import evaluation_markdown
+    from reports.terminal.evaluation import evaluation_markdown
 
     ev = realistic_evaluation()
     missing = [f"run-{i:02d}" for i in range(15)]

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from reports.forest import forest_axis, forest_bar
+from reports.terminal.forest import forest_axis, forest_bar
 
 # width 23: finite values map to columns 1 .. 21 (20 steps); columns 0 and 22 are for arrows.
 

@@ -257,8 +257,8 @@ def imported_report(tmp_path_factory) -> tuple[Path, Path]:
 def expected(runs: Path) -> tuple[str, list[tuple[str, str]]]:
     """The decision sentence and (gate id, verdict word) of the primary gates, from the artifact itself."""
     from gates.api import read_evaluation
-    from reports import decision_text as dt
-    from reports import evaluation_text as et
+    from reports.words import decision as dt
+    from reports.words import evaluation as et
 
     ev = read_evaluation(runs / "evaluation.json")
     word, rest = dt.decision_sentence(ev)
@@ -354,7 +354,7 @@ def test_imported_report_in_chromium(browser, imported_report, tmp_path):
 def test_a_hostile_title_stays_text_in_the_browser(browser, tmp_path):
     """A plan title holding markup and a script shows as text; nothing runs, nothing is fetched."""
     from gates.artifact import sealed, write_evaluation
-    from reports.html_page import write_html_report
+    from reports.html.page import write_html_report
     from tests.reports.sample import realistic_evaluation
 
     hostile = '<img src="https://example.invalid/x.png" onerror="console.error(1)"><script>console.error(2)</script>'
@@ -373,8 +373,8 @@ def test_kept_traces_travel_compressed_with_every_update(torch_report):
     import gzip
     import re
 
-    from collect.ledger import read_ledger
-    from reports.telemetry_view import drawn, load_telemetry
+    from collect.ledger.store import read_ledger
+    from reports.data.telemetry import drawn, load_telemetry
 
     page, runs = torch_report
     text = page.read_text()
@@ -394,8 +394,8 @@ def test_kept_traces_travel_compressed_with_every_update(torch_report):
 def test_controller_ranking_table_in_chromium(browser, tmp_path):
     """A controller study's page: the ranking table read back from the DOM, abstentions apart, nothing fetched."""
     from gates.api import read_evaluation
-    from reports import controller_text as ct
-    from reports.html_page import write_html_report
+    from reports.words import controller as ct
+    from reports.html.page import write_html_report
 
     fixture = HERE / "fixtures" / "controller-evaluation.json"
     path, _, _ = write_html_report(fixture, tmp_path / "controller.html")

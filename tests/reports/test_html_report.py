@@ -1,7 +1,7 @@
 """`reports html`: the self-contained page, its words, escaping, figures and run sections (no browser).
 
 The page is checked as text and parsed with the standard library's HTML parser: the same words as
-the terminal report (``reports.evaluation_text``), refused gates' numbers only under Diagnostics,
+the terminal report (``reports.words.evaluation``), refused gates' numbers only under Diagnostics,
 every artifact string escaped, headings in order, nothing that loads from elsewhere, and the run
 sections of a real (small) ``sim.multisite`` runs folder: work conservation, traffic classes, the
 recovery timeline, trace hashes, a changed trace named and not drawn. The browser checks are in
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from gates.artifact import write_evaluation
-from reports import decision_text as dt
-from reports import evaluation_text as et
-from reports.html_assets import CSS, JS, csp_hash
-from reports.html_axes import gate_axis, pct_change, ratio_ticks, widened_interval
-from reports.html_page import html_report
+from reports.words import decision as dt
+from reports.words import evaluation as et
+from reports.html.assets import CSS, JS, csp_hash
+from reports.html.axes import gate_axis, pct_change, ratio_ticks, widened_interval
+from reports.html.page import html_report
 from tests.helpers import run
 from tests.reports.sample import realistic_evaluation
 
@@ -163,7 +163,7 @@ def test_ratio_axes_hold_1x_and_say_the_change():
 
 def test_png_forest_gets_1x_ticks_percentages_and_strata_points():
     pytest.importorskip("matplotlib")
-    from reports.plots import forest_figure
+    from reports.plots.figures import forest_figure
 
     ev = realistic_evaluation()
     fig = forest_figure(ev)
@@ -299,9 +299,9 @@ def test_html_help_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, contextlib, io\nfrom reports.cli import main\n"
+    code = ("import sys, contextlib, io\nfrom cli.reports import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['html', '--help'])\n    except SystemExit:\n        pass\n"
-            "print(' '.join(m for m in ('numpy', 'pydantic', 'matplotlib', 'collect.ledger') if m in sys.modules))\n")
+            "print(' '.join(m for m in ('numpy', 'pydantic', 'matplotlib', 'collect.ledger.store') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

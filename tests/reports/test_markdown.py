@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from gates.artifact import as_float
-from reports.evaluation_markdown import GATE_COLUMNS, md_escape
-from reports.evaluation_view import evaluation_markdown
-from reports.forest import forest_bar
+from reports.markdown.evaluation import GATE_COLUMNS, md_escape
+from reports.terminal.evaluation import evaluation_markdown
+from reports.terminal.forest import forest_bar
 from tests.reports.sample import CLAIM, realistic_evaluation, supported_evaluation
 
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")

@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from collect.ledger import RunRecord, append_records
+from collect.ledger.store import RunRecord, append_records
 from gates.artifact import write_evaluation
-from reports.cli import main
+from cli.reports import main
 from tests.conftest import OWN_EXAMPLES
 from tests.helpers import run
 from tests.reports.sample import realistic_evaluation
@@ -168,7 +168,7 @@ def test_edited_traces_exit_3_naming_the_file(torch_like_runs, capsys):
 
 def test_malformed_inputs_exit_2(torch_like_runs, artifact, tmp_path, capsys):
     from prereg.errors import InputError
-    from reports.timeline import read_events, read_trajectory
+    from reports.data.timeline import read_events, read_trajectory
 
     trace = torch_like_runs / "traces" / "run-continue.events.jsonl"
     good = trace.read_text()
@@ -202,7 +202,7 @@ def test_missing_matplotlib_exits_2_with_the_install_hint(artifact, torch_like_r
 
 
 def test_plot_help_imports_no_matplotlib():
-    code = ("import sys, contextlib, io\nfrom reports.cli import main\n"
+    code = ("import sys, contextlib, io\nfrom cli.reports import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['plot', '--help'])\n    except SystemExit:\n        pass\n"
             "print('matplotlib' in sys.modules)\n")

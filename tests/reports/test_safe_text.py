@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from reports.safe_text import clean_model, clean_tree
+from reports.words.safe_text import clean_model, clean_tree
 
 
 class _Doc(BaseModel):

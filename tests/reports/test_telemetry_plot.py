@@ -3,8 +3,8 @@
 The real case is a runs folder made by the console scripts from a small copy of the torch demo plan
 (``fixtures/equal-work-torch-small.yaml``: 4 runs, a few seconds each on a CPU, simulated sensor on a
 virtual clock); the edge cases (a power gauge, nested phases, failed readings, a counter reset, a
-trace long enough to decimate) use traces written with ``collect.telemetry.trace.write_trace`` and
-records appended with ``collect.ledger.append_records``, so the hashes are the ledger's own.
+trace long enough to decimate) use traces written with ``collect.traces.telemetry.write_trace`` and
+records appended with ``collect.ledger.store.append_records``, so the hashes are the ledger's own.
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from collect.ledger import RunRecord, append_records, hash_trace, read_ledger
-from collect.telemetry.analysis import update_period, value_changes
-from collect.telemetry.base import SignalInfo
-from collect.telemetry.phases import phase_energy_total
-from collect.telemetry.trace import Phase, Trace, write_trace
-from reports import telemetry_view
-from reports.cli import main
-from reports.telemetry_plot import telemetry_figure
-from reports.telemetry_view import drawn, energy_scale, envelope, load_telemetry
+from collect.ledger.store import RunRecord, append_records, hash_trace, read_ledger
+from collect.telemetry.analysis.resolution import update_period, value_changes
+from collect.telemetry.sensors.base import SignalInfo
+from collect.telemetry.analysis.phases import phase_energy_total
+from collect.traces.telemetry import Phase, Trace, write_trace
+from reports.data import telemetry as telemetry_view
+from cli.reports import main
+from reports.plots.telemetry import telemetry_figure
+from reports.data.telemetry import drawn, energy_scale, envelope, load_telemetry
 from tests.helpers import frozen_shared, imported_equal_work, run
 
 HERE = Path(__file__).resolve().parent
@@ -190,7 +190,7 @@ def test_console_script_end_to_end(torch_runs, tmp_path):
                "--format", "png", env=PLAIN)
     assert proc.returncode == 0, proc.stderr
     assert_png(tmp_path / f"telemetry-{record.run_id}.png")
-    assert "Per phase (collect.telemetry.phases)" in proc.stdout
+    assert "Per phase (collect.telemetry.analysis.phases)" in proc.stdout
     proc = run("reports", "plot", str(torch_runs), "--run", "run-nope", "--telemetry", env=PLAIN)
     assert proc.returncode == 2 and "run run-nope: not in" in one_line(proc.stderr)
 
@@ -307,7 +307,7 @@ def test_without_matplotlib_the_text_is_printed_and_exit_2(tmp_path, capsys, mon
 
 
 def test_importing_the_module_loads_no_matplotlib_or_collect():
-    code = ("import sys\nimport reports.telemetry_plot, reports.plot_command\n"
+    code = ("import sys\nimport reports.plots.telemetry, reports.plots.command\n"
             "print(sorted(m for m in ('matplotlib', 'collect', 'numpy') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from collect.collectors.base import ParamError, RunContext, check_params
-from collect.sim import churn_law as law
-from collect.sim.churn import (
+from collect.collectors.sim import churn_law as law
+from collect.collectors.sim.churn import (
     ChurnCollector,
     churn_table,
     render_churn_table,

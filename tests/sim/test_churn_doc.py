@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collect.cli import main
-from collect.sim import churn_law as law
+from cli.collect import main
+from collect.collectors.sim import churn_law as law
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "churn-law.md"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-from collect.sim import churn_law as law
+from collect.collectors.sim import churn_law as law
 
 # (lam, C, R): lam*C from 1e-12 to 20, R from 0 to far beyond the MTBF
 GRID = [

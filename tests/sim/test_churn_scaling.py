@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from collect.cli import main
-from collect.sim import churn_law as law
-from collect.sim.churn_scaling import Pool, admission, parse_pool, render_admission, render_worker_scan, worker_scan
+from cli.collect import main
+from collect.collectors.sim import churn_law as law
+from collect.collectors.sim.churn_scaling import Pool, admission, parse_pool, render_admission, render_worker_scan, worker_scan
 
 
 def _numeric_best_efficiency(rate: float, C: float, R: float) -> float:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from collect.collectors.base import ParamError, RunContext
-from collect.sim.energy import ENERGY_METRICS, TRANSFER_CLASSES, EnergyModel
-from collect.sim.multisite import (
+from collect.collectors.sim.energy import ENERGY_METRICS, TRANSFER_CLASSES, EnergyModel
+from collect.collectors.sim.multisite import (
     METRIC_EVIDENCE,
     METRICS,
     PARAMS,
@@ -19,7 +19,7 @@ from collect.sim.multisite import (
     event_records,
     run_params,
 )
-from collect.sim.recovery import POLICIES
+from collect.collectors.sim.recovery import POLICIES
 
 SCRIPT_150 = [{"site": 1, "start": 150, "duration": 100}]  # the worked example of test_multisite.py
 TICK_S = 0.1  # the default tick_ms = 100
@@ -27,7 +27,7 @@ TICK_S = 0.1  # the default tick_ms = 100
 
 def _metrics(params: dict[str, Any], seed: int = 0, tmp: Path | None = None) -> dict[str, float]:
     if tmp is None:
-        from collect.sim.multisite import energy_model_from, metrics_of, validate
+        from collect.collectors.sim.multisite import energy_model_from, metrics_of, validate
 
         r, _ = run_params(params, seed)
         p = validate(params)

@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collect.collectors.base import ParamError, RunContext, check_params
-from collect.sim.multisite import (
+from collect.collectors.sim.multisite import (
     METRIC_EVIDENCE,
     METRICS,
     PARAMS,
     MultisiteCollector,
     run_params,
 )
-from collect.sim.outages import OUTAGE_PARAMS, Outage, draw_outages, normalize
-from collect.sim.recovery import (
+from collect.collectors.sim.outages import OUTAGE_PARAMS, Outage, draw_outages, normalize
+from collect.collectors.sim.recovery import (
     BYTE_CLASSES,
     EVENT_KINDS,
     POLICIES,

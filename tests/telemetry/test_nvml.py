@@ -12,9 +12,9 @@ from typing import ClassVar
 
 import pytest
 
-from collect.telemetry.base import SensorError
-from collect.telemetry.nvml import NVML_ERROR_NAMES, NvmlSensor, classify_nvml_error
-from collect.telemetry.registry import open_sensor
+from collect.telemetry.sensors.base import SensorError
+from collect.telemetry.sensors.nvml import NVML_ERROR_NAMES, NvmlSensor, classify_nvml_error
+from collect.telemetry.sensors.registry import open_sensor
 
 # NVML return codes and constants, with pynvml's names and values (checked against the real module below).
 CODES = {
@@ -238,7 +238,7 @@ def test_fake_mirrors_real_pynvml_names_and_values() -> None:
 
 
 def test_importing_the_module_does_not_import_pynvml() -> None:
-    code = "import sys, collect.telemetry.nvml; assert 'pynvml' not in sys.modules"
+    code = "import sys, collect.telemetry.sensors.nvml; assert 'pynvml' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collect.telemetry.analysis import ledger_summary, value_changes
-from collect.telemetry.base import Reading, SensorError
-from collect.telemetry.recorder import Recorder
-from collect.telemetry.sampler import _poll_loop
-from collect.telemetry.sim import SimSensor
-from collect.telemetry.trace import Trace
+from collect.telemetry.analysis.resolution import ledger_summary, value_changes
+from collect.telemetry.sensors.base import Reading, SensorError
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.recording.sampler import _poll_loop
+from collect.telemetry.sensors.sim import SimSensor
+from collect.traces.telemetry import Trace
 
 SPEC = "sim:clock=real,update_ms=20,counter_update_ms=20,window_ms=10"
 
@@ -142,8 +142,8 @@ def test_vectorised_unwrap_equals_the_loop() -> None:
 def test_no_orphan_when_the_parent_is_killed(tmp_path) -> None:
     script = textwrap.dedent(f"""
         import sys, time
-        from collect.telemetry.recorder import Recorder
-        from collect.telemetry.registry import open_sensor
+        from collect.telemetry.recording.recorder import Recorder
+        from collect.telemetry.sensors.registry import open_sensor
         rec = Recorder(open_sensor({SPEC!r}), ["energy_counter"], 5, spec={SPEC!r})
         rec.start()
         print(rec._child._proc.pid, flush=True)
@@ -168,7 +168,7 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path) -> None:
 
 
 def test_trace_columns_match_from_readings() -> None:
-    from collect.telemetry.recorder import trace_from_columns
+    from collect.telemetry.recording.recorder import trace_from_columns
 
     readings = [Reading("energy_counter", 1, 2, 5.0, "mJ", "ok", 7), Reading("power_average", 3, 4, None, "W",
                                                                                 "error", None)]

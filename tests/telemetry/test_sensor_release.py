@@ -1,8 +1,8 @@
 """A collector run that fails mid-way still closes its sensor (NVML is released, not leaked).
 
-The torch collector opens its sensor through ``collect.telemetry.registry`` and holds it in a
+The torch collector opens its sensor through ``collect.telemetry.sensors.registry`` and holds it in a
 ``with`` block; here the registry's ``sim`` entry points at a sensor that records ``close()``, and
-training (``collect.torchrun.run``, replaced by a stand-in module, so no torch is needed) raises.
+training (``collect.collectors.torchrun.run``, replaced by a stand-in module, so no torch is needed) raises.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from collect.collectors.base import RunContext
-from collect.telemetry import registry
-from collect.telemetry.sim import SimSensor
+from collect.telemetry.sensors import registry
+from collect.telemetry.sensors.sim import SimSensor
 
 
 class RecordingSensor(SimSensor):
@@ -48,11 +48,11 @@ def test_the_registry_opens_the_registered_class(recording: list[int]) -> None:
 
 def test_a_torch_run_that_raises_closes_its_sensor(recording: list[int], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from collect.torchrun.collector import TorchMultisiteCollector
+    from collect.collectors.torchrun.collector import TorchMultisiteCollector
 
-    stand_in = types.ModuleType("collect.torchrun.run")
+    stand_in = types.ModuleType("collect.collectors.torchrun.run")
     stand_in.train_through_failures = _failing_training  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "collect.torchrun.run", stand_in)
+    monkeypatch.setitem(sys.modules, "collect.collectors.torchrun.run", stand_in)
     ctx = RunContext("run-x", {"policy": "restart", "sensor": "sim:clock=virtual"}, 101, {}, "fixed", 0, tmp_path)
     with pytest.raises(RuntimeError, match="blew up"):
         TorchMultisiteCollector().run(ctx)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collect.ledger import TelemetrySummary
-from collect.telemetry.analysis import (
+from collect.ledger.store import TelemetrySummary
+from collect.telemetry.analysis.resolution import (
     energy_from_counter,
     energy_from_power,
     idle_subtracted,
@@ -20,11 +20,11 @@ from collect.telemetry.analysis import (
     updates_in,
     value_changes,
 )
-from collect.telemetry.base import SensorError
-from collect.telemetry.recorder import Recorder
-from collect.telemetry.registry import open_sensor
-from collect.telemetry.sim import SimSensor
-from collect.telemetry.trace import read_trace, write_trace
+from collect.telemetry.sensors.base import SensorError
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.registry import open_sensor
+from collect.telemetry.sensors.sim import SimSensor
+from collect.traces.telemetry import read_trace, write_trace
 from tests.helpers import run
 
 

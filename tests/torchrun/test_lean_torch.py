@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from collect.torchrun.trainer import deterministic, optimizer_step, set_deterministic_algorithms
+from collect.collectors.torchrun.trainer import deterministic, optimizer_step, set_deterministic_algorithms
 from tests.torchrun.test_torch_collector import SMALL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ if sys.argv[1] == "stock":
 import torch
 from torch.optim import optimizer as base
 from collect.collectors.base import RunContext
-from collect.torchrun.collector import TorchMultisiteCollector
+from collect.collectors.torchrun.collector import TorchMultisiteCollector
 out = {}
 for policy in ("restart", "continue"):  # checkpoints saved and restored, survivors continuing
     params = {**json.loads(sys.argv[2]), "policy": policy}
@@ -75,7 +75,7 @@ def test_deterministic_sets_the_aten_switch_and_puts_the_previous_one_back() -> 
 INDUCTOR = r"""
 import json
 import torch._inductor.config as inductor
-from collect.torchrun.trainer import deterministic
+from collect.collectors.torchrun.trainer import deterministic
 before = inductor.deterministic
 with deterministic(1):
     inside = inductor.deterministic

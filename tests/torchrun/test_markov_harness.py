@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from collect.sim.harness import Harness
-from collect.sim.multisite import config_from, validate
-from collect.sim.outages import Outage, draw_outages
-from collect.sim.recovery import POLICIES, SimConfig
-from collect.torchrun.markov import (
+from collect.collectors.sim.harness import Harness
+from collect.collectors.sim.multisite import config_from, validate
+from collect.collectors.sim.outages import Outage, draw_outages
+from collect.collectors.sim.recovery import POLICIES, SimConfig
+from collect.collectors.torchrun.markov import (
     MarkovSource,
     SourceSpec,
     corpus_sha256,
@@ -74,8 +74,8 @@ def test_harness_in_token_mode_lands_exactly_on_the_target(policy: str) -> None:
 
 
 def test_outage_schedule_equals_sim_multisite() -> None:
-    from collect.torchrun.collector import outage_params, target_steps_of
-    from collect.torchrun.collector import validate as torch_validate
+    from collect.collectors.torchrun.collector import outage_params, target_steps_of
+    from collect.collectors.torchrun.collector import validate as torch_validate
 
     for extra in ({"outage_site": 1}, {"outage_site": "random", "mtbf_ticks": 300.0},
                   {"outage_count": 3, "outage_duration_dist": "fixed"}, {"outage_site": "none"}):

@@ -11,10 +11,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from collect.collectors.base import ParamError, RunContext
-from collect.torchrun.collector import TorchMultisiteCollector, validate
-from collect.torchrun.markov import SourceSpec, make_corpora
-from collect.torchrun.model import Batches, WindowMLP, state_sha256
-from collect.torchrun.trainer import Trainer, deterministic
+from collect.collectors.torchrun.collector import TorchMultisiteCollector, validate
+from collect.collectors.torchrun.markov import SourceSpec, make_corpora
+from collect.collectors.torchrun.model import Batches, WindowMLP, state_sha256
+from collect.collectors.torchrun.trainer import Trainer, deterministic
 
 SMALL = {"useful_tokens": 12288, "micro_batch": 64, "train_tokens": 16384, "heldout_tokens": 2048,
          "checkpoint_every_steps": 8, "width": 64}

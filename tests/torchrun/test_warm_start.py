@@ -92,7 +92,7 @@ def test_a_changed_warm_start_is_refused_before_any_run(tmp_path):
 
 
 def _small_params(seed: int = 0) -> dict:
-    from collect.torchrun.collector import validate
+    from collect.collectors.torchrun.collector import validate
 
     return validate({"sites": 3, "useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384,
                      "heldout_tokens": 2048, "width": 32, "warm_start_steps": 3, "warm_start_seed": seed,
@@ -101,7 +101,7 @@ def _small_params(seed: int = 0) -> dict:
 
 def _forge(runs: Path, p: dict, tmp: Path) -> None:
     """Put another state (a different seed's warm start) in p's place, with a sidecar matching it."""
-    from collect.torchrun.warmstart import make_warm_start, warm_path
+    from collect.collectors.torchrun.warmstart import make_warm_start, warm_path
 
     other = make_warm_start(tmp / "other", {**p, "warm_start_seed": p["warm_start_seed"] + 1})
     path = warm_path(runs, p)
@@ -111,8 +111,8 @@ def _forge(runs: Path, p: dict, tmp: Path) -> None:
 
 
 def test_a_forged_warm_start_with_a_matching_sidecar_is_never_used(tmp_path):
-    from collect.ledger import RunRecord, append_records
-    from collect.torchrun.warmstart import check_warm_start, make_warm_start, warm_path
+    from collect.ledger.store import RunRecord, append_records
+    from collect.collectors.torchrun.warmstart import check_warm_start, make_warm_start, warm_path
     from prereg.errors import IntegrityError
 
     p = _small_params()
@@ -136,7 +136,7 @@ def test_a_forged_warm_start_with_a_matching_sidecar_is_never_used(tmp_path):
 
 
 def test_a_shared_folder_that_is_a_symbolic_link_is_never_followed(tmp_path):
-    from collect.torchrun.warmstart import make_warm_start
+    from collect.collectors.torchrun.warmstart import make_warm_start
     from prereg.errors import IntegrityError
 
     outside = tmp_path / "outside"

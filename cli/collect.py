@@ -1,0 +1,328 @@
+"""The ``collect`` console script: bring runs into a ledger under a frozen plan.
+
+Subcommands: ``run`` (execute a frozen plan), ``import`` (runs made elsewhere), ``probe`` (what a
+telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
+worker counts, the admission of heterogeneous worker pools; docs/churn-law.md).
+Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
+is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
+Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad input or usage,
+3 the lock does not verify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+
+EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
+EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
+MAX_POLLS = 1_000_000  # collect probe: polls in one probe
+
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl (``collect.api.import_table``)."""
+    from collect.api import import_table, ledger_head
+    from prereg.api import load_lock
+
+    import sys
+    import textwrap
+    import warnings
+
+    from collect.importing.time_order import EarlyRunsWarning
+
+    lock = load_lock(args.lock)
+    runs = Path(args.out)
+    skipped: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EarlyRunsWarning)
+        records = import_table(lock, args.file, runs, skipped)
+    for warning in caught:
+        if issubclass(warning.category, EarlyRunsWarning):
+            print(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    head = records[-1].record_sha256 if records else ledger_head(runs)  # the appended batch's last hash
+    if args.json:
+        emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),
+                   "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
+                   "prereg_sha256": lock.plan_sha256, "run_ids": [r.run_id for r in records]})
+    else:
+        already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
+        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
+              f"{already}\nledger head sha256 {head}")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Execute every run of a frozen plan not yet complete in RUNS (``collect.api.run_plan``).
+
+    Says what it is doing from the start (on stderr, unless ``--json``); on Ctrl-C it says how many
+    runs the ledger kept and the command that finishes the rest, and exits 130.
+    """
+    import sys
+
+    from collect.api import ledger_head, run_plan
+
+    runs = Path(args.out)
+    talk = not args.json
+    if talk:
+        print(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
+              file=sys.stderr, flush=True)
+    progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
+    try:
+        summary = run_plan(args.lock, runs, args.jobs, args.executor, progress)
+    except KeyboardInterrupt:
+        finish()
+        print(f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
+              f"finish the remaining runs with: collect run {args.lock} --out {runs} --resume",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        finish()
+    head = ledger_head(runs)
+    if args.json:
+        emit_json({"ok": summary.failed == 0, "planned": summary.planned, "skipped": summary.skipped,
+                   "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl"),
+                   "ledger_head_sha256": head})
+    else:
+        print(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
+              f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}")
+    return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
+
+
+def _kept_runs(lock_path: str, runs: Path) -> str:
+    """How many complete runs of this plan the ledger holds after an interruption, in words."""
+    from collect.api import read_ledger
+    from prereg.api import load_lock
+
+    try:
+        plan_sha256 = load_lock(lock_path).plan_sha256
+        ledger = read_ledger(runs)
+    except Exception as err:  # noqa: BLE001 - a second interrupt or damage: say so, never a traceback
+        return f"the ledger could not be read back ({type(err).__name__}); nothing written was removed"
+    kept = sum(1 for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256)
+    return (f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept in {runs / 'ledger.jsonl'} "
+            "(runs in flight were not recorded and will run again)")
+
+
+def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, Any]:
+    """What ``collect run`` shows while it works: (update(done, total), finish()).
+
+    The engine calls ``update(already_complete, planned)`` once before any run starts, then after
+    each run. The first call prints what is planned (when ``talk``); on a TTY a rich progress bar
+    follows, otherwise nothing more until the summary. A plan refused before any run leaves no bar.
+    """
+    import sys
+
+    bar: Any = None
+    task: Any = None
+    started: list[bool] = []
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar, task
+        if not started:
+            started.append(True)
+            if talk:
+                left = total - done
+                print(f"collect run: {total} runs planned, {done} already complete; running {left} "
+                      f"with {jobs} job{'s' if jobs != 1 else ''} ({executor} executor)", file=sys.stderr, flush=True)
+            if on_tty:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
+
+                bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                               TimeRemainingColumn(), transient=True)
+                task = bar.add_task("runs", total=total, completed=done)
+                bar.start()
+            return
+        if bar is not None:
+            bar.update(task, completed=done, total=total)
+
+    def finish() -> None:
+        nonlocal bar
+        if bar is not None:
+            bar.stop()
+            bar = None
+
+    return (update if talk else None), finish
+
+
+def _churn_mode(args: argparse.Namespace) -> str:
+    """``pools``, ``scan`` or ``table``, refusing options that do not belong together (``UserError``)."""
+    mc = [f for f, v in (("--workers", args.workers), ("--segments", args.segments), ("--seed", args.seed))
+          if v is not None]
+    if args.pool:
+        given = [f for f, v in (("--mtbf-s", args.mtbf_s), ("--scan-workers", args.scan_workers)) if v is not None]
+        if given + mc:
+            raise UserError(f"--pool gives each pool's workers and rate; it does not take {', '.join(given + mc)}")
+        return "pools"
+    if args.mtbf_s is None:
+        raise UserError("give --mtbf-s (one kind of worker) or --pool COUNT:RATE (heterogeneous pools)")
+    if args.scan_workers is not None:
+        if mc:
+            raise UserError(f"--scan-workers is closed forms only; it does not take {', '.join(mc)}")
+        return "scan"
+    return "table"
+
+
+def _worker_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise UserError(f"--scan-workers {text!r} must be whole numbers separated by commas, e.g. 1,10,100") from None
+    return counts
+
+
+def cmd_churn(args: argparse.Namespace) -> int:
+    """The churn law: the interval table (closed forms and Monte Carlo), a scan over worker counts,
+    or the admission of heterogeneous pools (``collect.collectors.sim.churn`` / ``collect.collectors.sim.churn_scaling``)."""
+    from collect.collectors.sim.churn import churn_table, render_churn_table
+    from collect.collectors.sim.churn_scaling import admission, parse_pool, render_admission, render_worker_scan, worker_scan
+
+    mode = _churn_mode(args)
+    for name in ("mtbf_s", "checkpoint_s"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise UserError(f"--{name.replace('_', '-')} must be > 0")
+    workers = 1 if args.workers is None else args.workers
+    segments = 20_000 if args.segments is None else args.segments
+    if args.restart_s < 0 or workers < 1 or segments < 100:
+        raise UserError("--restart-s must be >= 0, --workers >= 1 and --segments >= 100")
+    text: Callable[[dict[str, Any]], str]
+    try:
+        if mode == "pools":
+            table = admission([parse_pool(spec) for spec in args.pool], args.checkpoint_s, args.restart_s)
+            text = render_admission
+        elif mode == "scan":
+            table = worker_scan(args.mtbf_s, args.checkpoint_s, args.restart_s, _worker_counts(args.scan_workers))
+            text = render_worker_scan
+        else:
+            table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, workers, segments,
+                                0 if args.seed is None else args.seed)
+            text = render_churn_table
+    except ValueError as err:
+        raise UserError(str(err)) from None
+    except (ArithmeticError, MemoryError) as err:  # a last guard: numbers past what can be computed
+        raise UserError(f"these numbers are too extreme to compute ({type(err).__name__})") from None
+    if args.json:
+        emit_json(table)
+    else:
+        print(text(table))
+    return EXIT_OK
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Poll a sensor and say, per signal, what it can resolve."""
+    from collect.telemetry.recording.probe import (
+        probe_json,
+        probe_recorded,
+        probe_sensor,
+        probe_sentence,
+        recorded_sentence,
+    )
+
+    for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
+                                   ("--window-s", args.window_s, 0.001, 3600.0)):
+        if not low <= value <= high:  # also refuses nan and inf
+            raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
+    if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
+        raise UserError(f"--seconds / --poll-ms asks for more than {MAX_POLLS:,} polls; poll less often or less long")
+    if args.sensor.startswith("replay:"):  # a kept trace: re-analysed as recorded, not re-polled
+        probes, recorded, note = probe_recorded(args.sensor.partition(":")[2], args.window_s, args.signal)
+        if note:
+            print(f"collect: note: {note}", file=sys.stderr)
+        if args.json:
+            emit_json(probe_json(probes, args.sensor, None, recorded))
+            return EXIT_OK
+        print(f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
+              "do not apply)")
+        for p in probes:
+            print(probe_sentence(p))
+        for signal, summary in recorded.items():
+            print(recorded_sentence(signal, summary))
+        return EXIT_OK
+    probes = probe_sensor(args.sensor, args.poll_ms, args.seconds, args.window_s, args.signal)
+    if args.json:
+        emit_json(probe_json(probes, args.sensor, args.seconds))
+    else:
+        for p in probes:
+            print(probe_sentence(p))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``collect`` argument parser."""
+    parser = ArgumentParser(
+        prog="collect",
+        description="Produce runs for a frozen plan, or import runs made elsewhere, into an append-only ledger.",
+        epilog="exit codes: 0 ok, 1 some runs failed (recorded as failed), 2 bad input or usage, 3 the lock does not "
+        "verify, 4 internal error, 130 interrupted (finished runs are kept; re-run with --resume)",
+    )
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    p = sub.add_parser("import", help="bring a CSV / JSONL / Parquet table of runs into a ledger under a lock")
+    p.add_argument("file", help="the table (.csv, .csv.gz, .jsonl, .parquet)")
+    p.add_argument("--lock", required=True, help="the frozen plan (*.lock.json)")
+    p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_import)
+    p = sub.add_parser("run", help="execute a frozen plan with its built-in collector into RUNS/ledger.jsonl")
+    p.add_argument("lock", help="the frozen plan (*.lock.json)")
+    p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl, traces/)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel runs (a local process pool; default 1)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local (default) or ray (RAY_ADDRESS, or a local Ray instance)")
+    p.add_argument("--resume", action="store_true",
+                   help="skip runs already complete (a plain re-run does the same; kept for clarity)")
+    p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    p.set_defaults(handler=cmd_run)
+    p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
+                       description="The churn law (modeled). With --mtbf-s: the interval table for one job "
+                       "(closed forms and Monte Carlo), or with --scan-workers a closed-form scan over worker "
+                       "counts. With --pool (repeatable): which workers of heterogeneous pools to admit to one "
+                       "synchronous job. Examples and their output: docs/churn-law.md.")
+    p.add_argument("--mtbf-s", dest="mtbf_s", type=float, help="mean time between failures per worker, s")
+    p.add_argument("--checkpoint-s", dest="checkpoint_s", type=float, required=True, help="checkpoint cost C, s")
+    p.add_argument("--restart-s", dest="restart_s", type=float, required=True, help="restart cost R, s")
+    p.add_argument("--workers", type=int, help="synchronous workers (job failure rate = N / MTBF; default 1)")
+    p.add_argument("--segments", type=int, help="Monte Carlo segments per interval (default 20000)")
+    p.add_argument("--seed", type=int, help="Monte Carlo seed (default 0)")
+    p.add_argument("--scan-workers", dest="scan_workers", metavar="N1,N2,...",
+                   help="closed forms for each worker count: w*, Young/Daly overshoot, efficiency, losses at w*/2 and "
+                        "2w*, throughput; plus where efficiency falls to 50%% and where throughput peaks")
+    p.add_argument("--pool", action="append", metavar="COUNT:RATE",
+                   help="a pool of COUNT workers each failing RATE times per second (1/MTBF_s), e.g. 600:1e-6; "
+                        "repeat for each pool: shows which workers to admit and the throughput with and without them")
+    p.add_argument("--json", action="store_true",
+                   help="the table as JSON (intervals.<name>.*; or rows / half_efficiency_workers with "
+                        "--scan-workers; or pools / rows / best / threshold_rate_per_s with --pool)")
+    p.set_defaults(handler=cmd_churn)
+    p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
+    p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")
+    p.add_argument("--poll-ms", type=float, default=20.0, help="requested poll interval, ms (default 20)")
+    p.add_argument("--seconds", type=float, default=5.0, help="how long to poll (default 5)")
+    p.add_argument("--window-s", type=float, default=1.0, help="window for the resolvable-energy figure (default 1)")
+    p.add_argument("--signal", action="append", help="a signal to probe (repeatable; default: all)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_probe)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``collect``."""
+    return run_main("collect", build_parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,238 @@
+"""The ``prereg`` console script: init, validate, freeze, verify, amend, show, schema.
+
+Argparse + one call of the library (:mod:`prereg.api`, :mod:`prereg.plan`, :mod:`prereg.lock`) + printing:
+the integrity rules (no re-freezing a changed plan, no amending a broken lock) live in
+:mod:`prereg.api`. Heavy modules are imported inside the handlers so ``prereg --help`` starts instantly. Exit codes: 0 ok, 2 bad input or usage, 3 integrity
+failure (a lock that does not verify), 4 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cli.kit import (
+    EXIT_INTEGRITY,
+    EXIT_OK,
+    ArgumentParser,
+    UserError,
+    emit_json,
+    run_main,
+    safe,
+)
+
+
+def _load(path: str) -> Any:
+    from prereg.plan import load_plan
+
+    return load_plan(path)
+
+
+def _warnings(loaded: Any) -> list[str]:
+    """Each warning as 'file:line:col: field: message' (printed on stderr; the plan is accepted)."""
+    out = []
+    for w in loaded.warnings:
+        where = loaded.source + (f":{w.line}:{w.column}" if w.line is not None else "")
+        out.append(f"warning: {where}: {w.field}: {w.message}")
+    return out
+
+
+def _summary(loaded: Any) -> str:
+    plan = loaded.plan
+    n_strata = len(plan.strata.enumerate())
+    primary = sum(g.role == "primary" for g in plan.gates)
+    return (
+        f"{plan.study}: {len(plan.arms)} arms, {n_strata} strata x {plan.strata.replicates} replicate(s), "
+        f"{len(plan.metrics)} metrics, {len(plan.gates)} gates ({primary} primary), "
+        f"{len(plan.invalidators)} invalidators"
+    )
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the commented starter plan."""
+    from importlib.resources import files
+
+    target = Path(args.path)
+    if target.exists():
+        raise UserError(f"{target}: already exists; choose another path (nothing was overwritten)")
+    if not target.parent.is_dir():
+        raise UserError(f"{target.parent}: no such folder")
+    text = files("prereg").joinpath("templates/starter.yaml").read_bytes()
+    with open(target, "xb") as fh:
+        fh.write(text)
+    if args.json:
+        emit_json({"ok": True, "path": str(target)})
+    else:
+        print(f"wrote {target}: edit it, then 'prereg validate {target}' and 'prereg freeze {target}'")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate a plan and print a one-line summary."""
+    loaded = _load(args.file)
+    for line in _warnings(loaded):
+        print(line, file=sys.stderr)
+    if args.json:
+        emit_json({"ok": True, "file": args.file, "study": loaded.plan.study, "plan_sha256": loaded.plan_sha256,
+                   "summary": _summary(loaded), "warnings": [w.to_json() for w in loaded.warnings]})
+    else:
+        print(f"{args.file}: valid prereg/v1 plan. {_summary(loaded)}")
+    return EXIT_OK
+
+
+def cmd_freeze(args: argparse.Namespace) -> int:
+    """Validate, canonicalise, hash and lock a plan (``prereg.api.freeze``: a changed plan is refused)."""
+    from prereg.api import freeze
+    from prereg.lock import default_lock_path
+
+    loaded = _load(args.file)
+    for line in _warnings(loaded):
+        print(line, file=sys.stderr)
+    existed = (Path(args.output) if args.output else default_lock_path(args.file)).exists()
+    lock = freeze(args.file, args.output, loaded=loaded)
+    status = "already frozen (unchanged)" if existed else "frozen"
+    if args.json:
+        emit_json({"ok": True, "status": status, "lock": str(lock.path), "plan_sha256": loaded.plan_sha256,
+                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at, "seal": lock.seal})
+    else:
+        print(f"{status}: {lock.path}")
+        print(f"plan sha256 {loaded.plan_sha256}")
+        print(f"seal {lock.seal} (publish it now: it pins this freeze in time)")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check a lock's hashes and chain, and that its YAML (given or beside it) still matches."""
+    from prereg.api import verify
+
+    report = verify(args.lock, args.yaml or None, args.published)
+    if args.json:
+        emit_json({**report.to_json(), "lock": args.lock})
+    elif report.ok:
+        extra = f" and {report.yaml_checked} matches it" if report.yaml_checked else " (no YAML beside it to check)"
+        print(f"{args.lock}: intact{extra}; plan sha256 {report.plan_sha256}")
+        if report.genesis_plan_sha256 != report.plan_sha256:
+            print(f"first frozen as {report.genesis_plan_sha256} (compare with the hash you published)")
+        print(f"seal {report.seal}" + ("" if args.published else " (compare with the seal published at freeze: "
+                                       "--published SEAL)"))
+        for note in report.notes:
+            print(f"note: {safe(note)}")
+    else:
+        print(f"{args.lock}: INTEGRITY FAILURE", file=sys.stderr)
+        for diff in report.differences:
+            print(f"- {safe(diff)}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_INTEGRITY
+
+
+def cmd_amend(args: argparse.Namespace) -> int:
+    """Record a changed plan as a new version of its lock (``prereg.api.amend``: a broken lock is refused)."""
+    from prereg.api import amend
+
+    lock = amend(args.file, args.lock, args.reason, args.runs)
+    entry = lock.data["amendments"][-1]
+    if args.json:
+        emit_json({"ok": True, "lock": str(lock.path), **{k: entry[k] for k in (
+            "version", "parent_plan_sha256", "plan_sha256", "post_data", "runs_checked", "changed", "amended_at")},
+                   "seal": lock.seal})
+    else:
+        flag = " POST-DATA" if entry["post_data"] else ""
+        print(f"amended{flag}: {lock.path} is now version {entry['version']}")
+        print(f"plan sha256 {entry['parent_plan_sha256'][:12]} -> {entry['plan_sha256']}")
+        print(f"seal {lock.seal} (publish it now: it pins this amendment in time)")
+        print(f"changed: {safe(', '.join(entry['changed']))}")
+        if not entry["runs_checked"]:
+            print("note: no --runs folder given, so whether data already existed was not checked")
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Render a lock for a reviewer (or print it as JSON)."""
+    from prereg.lock import read_lock, renderable, verify_lock
+
+    lock = read_lock(args.lock)
+    report = verify_lock(lock)
+    if not renderable(lock):
+        if args.json:
+            emit_json({"lock": lock, "verification": report.to_json(), "sentences": None})
+        else:
+            print(f"{args.lock}: INTEGRITY FAILURE; the plan is too damaged to show", file=sys.stderr)
+            for diff in report.differences:
+                print(f"- {safe(diff)}", file=sys.stderr)
+        return EXIT_INTEGRITY
+    from prereg.plan import canonical_plan, plan_from_canonical
+
+    # Display the plan as the schema reads it (unset optional fields dropped), never raw JSON.
+    display = {**lock, "plan": canonical_plan(plan_from_canonical(lock["plan"]))}
+    if args.json:
+        from reports.terminal.plan import plan_sentences
+
+        emit_json({"lock": lock, "verification": report.to_json(), "sentences": plan_sentences(display)})
+        return EXIT_OK if report.ok else EXIT_INTEGRITY
+    from reports.terminal.plan import render_lock
+    from reports.terminal.console import make_console
+
+    make_console().print(render_lock(display, report))
+    return EXIT_OK if report.ok else EXIT_INTEGRITY
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print the JSON Schema of prereg/v1."""
+    from prereg.schema import Plan
+
+    schema = Plan.model_json_schema(by_alias=True)
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "prereg/v1", **schema}
+    emit_json(schema)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``prereg`` argument parser."""
+    parser = ArgumentParser(
+        prog="prereg",
+        description="Freeze a preregistration before any run: validate, canonicalise, hash, lock, amend.",
+        epilog="exit codes: 0 ok, 2 bad input or usage, 3 integrity failure, 4 internal error",
+    )
+    from prereg._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"prereg {__version__}")
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+
+    def add(name: str, handler: Any, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        p.set_defaults(handler=handler)
+        return p
+
+    p = add("init", cmd_init, "write a commented starter plan that validates")
+    p.add_argument("path", nargs="?", default="study.yaml", help="where to write it (default: study.yaml)")
+    p = add("validate", cmd_validate, "check a plan; one-line summary, or every problem with its line")
+    p.add_argument("file", help="the plan (YAML)")
+    p = add("freeze", cmd_freeze, "lock a plan: canonical form, SHA-256, read-only <stem>.lock.json")
+    p.add_argument("file", help="the plan (YAML)")
+    p.add_argument("-o", "--output", metavar="LOCK", help="lock path (default: <stem>.lock.json beside the YAML)")
+    p = add("verify", cmd_verify, "check a lock's hashes and amendment chain, and its YAML if present")
+    p.add_argument("lock", help="the lock file")
+    p.add_argument("--yaml", metavar="FILE", help="the plan YAML to compare (default: <stem>.yaml beside the lock)")
+    p.add_argument("--published", metavar="SEAL",
+                   help="the seal published at freeze (or amendment): the lock must have it (exit 3 if not)")
+    p = add("amend", cmd_amend, "record a changed plan as a new lock version with its reason")
+    p.add_argument("file", help="the changed plan (YAML)")
+    p.add_argument("--reason", required=True, metavar="TEXT", help="why the plan changes")
+    p.add_argument("--runs", metavar="DIR", help="the runs folder: records whether data already existed")
+    p.add_argument("--lock", metavar="LOCK", help="the lock to amend (default: <stem>.lock.json beside the YAML)")
+    p = add("show", cmd_show, "render a lock for a reviewer: gates as sentences, invalidators, amendments")
+    p.add_argument("lock", help="the lock file")
+    p = add("schema", cmd_schema, "print the JSON Schema of prereg/v1 (for editors' YAML language servers)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``prereg``."""
+    return run_main("prereg", build_parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""The ``reports`` console script: the reviewer's report of an evaluation.
+
+``reports show EVALUATION_JSON`` prints the report (plain when not a terminal or NO_COLOR is
+set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writes it as
+GitHub-flavoured Markdown with its SVG figures beside it (``FILE``'s stem + ``.forest.svg`` and
+``.strata.svg``, linked from it; ``-`` prints the Markdown instead of the terminal report), ``--json``
+prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
+``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
+arm on one axis, and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
+with its phases shaded and its updates marked (``reports.plots.command``; needs the ``plot``
+extra). Before ``show`` and ``html`` draw an evaluation whose folder holds its runs, they evaluate
+its lock on them again and compare (``reports.data.reverify``); otherwise they say it could not be
+re-verified. Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
+without a kept telemetry trace, matplotlib missing (or bad usage), 3 an artifact that contradicts
+itself or its seal (``gates.consistency``), differs from its re-evaluation or carries no seal beside
+its runs, or a telemetry trace that does not match its ledger hash, 4 internal error. ``reports html RUNS_OR_EVALUATION [-o FILE]`` writes the report as one
+self-contained HTML file (``reports.html.page``): exit 0 written, 2 bad input, 3 an inconsistent artifact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cli.kit import (
+    EXIT_INTEGRITY,
+    EXIT_OK,
+    ArgumentParser,
+    UserError,
+    emit_json,
+    run_main,
+)
+from prereg.fileio import write_text_atomically
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Print an evaluation for a reviewer (and write Markdown, or print the artifact as JSON)."""
+    from gates.api import read_evaluation
+
+    if args.json and args.markdown == "-":
+        raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
+    if args.markdown not in (None, "-"):
+        from prereg.fileio import check_output
+        from reports.markdown.evaluation import is_evaluation_markdown
+        from reports.html.figures import check_figure_outputs
+
+        check_output(Path(args.markdown), args.force, is_evaluation_markdown)
+        check_figure_outputs(Path(args.markdown), args.force)
+
+    ev = read_evaluation(args.evaluation)
+    from gates.artifact import seal_status
+    from gates.consistency import consistency_problems
+
+    problems = consistency_problems(ev)
+    if problems:
+        raise UserError(f"{args.evaluation}: INCONSISTENT evaluation artifact; refusing to show it:\n- "
+                        + "\n- ".join(problems), exit_code=EXIT_INTEGRITY, details=problems)
+    from collect.ledger.store import LEDGER_NAME
+    from reports.data.reverify import reverify
+
+    path = Path(args.evaluation)
+    runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
+    checked = reverify(ev, path, runs, Path(args.lock) if args.lock else None)  # a forged artifact: exit 3
+    if seal_status(ev) == "unsealed":
+        print(f"reports: note: {args.evaluation} carries no seal (written by an older toolkit); its consistency "
+              "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
+    print(f"reports: {args.evaluation}{':' if checked.startswith('re-verified') else ''} {checked}", file=sys.stderr)
+    if args.json:
+        emit_json(ev.model_dump(mode="json", by_alias=True))
+    if args.markdown is not None:
+        from reports.markdown.evaluation import evaluation_markdown
+
+        if args.markdown == "-":
+            sys.stdout.write(evaluation_markdown(ev, show_blocks=args.blocks))
+        else:
+            from reports.html.figures import write_figures
+            from reports.words.safe_text import clean_model
+
+            figures = write_figures(clean_model(ev), Path(args.markdown))
+            markdown = evaluation_markdown(ev, show_blocks=args.blocks, figures=figures)
+            write_text_atomically(Path(args.markdown), markdown)
+            print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
+                  f"{', '.join(name for _, name in figures)})", file=sys.stderr)
+    if not args.json and args.markdown != "-":
+        from reports.terminal.evaluation import render_evaluation
+        from reports.terminal.console import make_console
+
+        make_console().print(render_evaluation(ev, show_blocks=args.blocks, verbose=args.verbose))
+    return EXIT_OK
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Write the plots of an evaluation or of one block of runs, and print their text equivalents."""
+    from reports.plots.command import cmd_plot as run_plot
+
+    return run_plot(args)
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    """Write the reviewer's report as one self-contained HTML file."""
+    from reports.html.page import write_html_report
+
+    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force,
+                                             lock=args.lock)
+    for warning in warnings:
+        print(f"reports: warning: {warning}", file=sys.stderr)
+    print(f"reports: wrote the HTML report to {path} ({size / 1024:.0f} KiB; self-contained: opens from disk, "
+          "loads nothing)", file=sys.stderr)
+    return EXIT_OK
+
+
+LOCK_HELP = ("the lock the evaluation was made under, to re-evaluate it from its runs folder (default: the one it "
+             "recorded, or a *.lock.json in or above the runs folder)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``reports`` argument parser."""
+    parser = ArgumentParser(
+        prog="reports",
+        description="Render evaluations for people: the reviewer's report in the terminal or as Markdown, "
+                    "and plots with text equivalents.",
+        epilog="exit codes: 0 shown, 2 bad input or usage (a missing or malformed artifact), 3 an artifact or "
+               "trace that does not match its seal or ledger hash, 4 internal error",
+    )
+    sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
+    p = sub.add_parser("show", help="the reviewer's report of an evaluation.json (gates evaluate writes it)")
+    p.add_argument("evaluation", metavar="EVALUATION_JSON", help="the artifact (schema gates/evaluation/v1)")
+    p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
+    p.add_argument("--verbose", action="store_true", help="name every run in the run accounting")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically), with its SVG "
+                        "figures beside it (FILE's stem + .forest.svg / .strata.svg, linked from it); '-' prints the "
+                        "Markdown on stdout instead of the terminal report (no figures)")
+    p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
+    p.add_argument("--lock", metavar="LOCK", help=LOCK_HELP)
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
+                        "plan, trace, link or device)")
+    p.set_defaults(handler=cmd_show)
+    p = sub.add_parser(
+        "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
+                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID), one "
+                     "run's telemetry trace (RUNS --run ID --telemetry), or controller runs' commit timeline "
+                     "(RUNS --run ID --commits, or EVALUATION_JSON --family F)",
+        description="Write plots and print each one's text equivalent. Needs matplotlib: "
+                    "pip install 'prereg-toolkit[plot]'.",
+    )
+    p.add_argument("input", metavar="EVALUATION_JSON|RUNS",
+                   help="an evaluation.json (forest plot; with --family a commit timeline), or a runs folder "
+                        "holding ledger.jsonl (with --run)")
+    p.add_argument("--run", metavar="ID",
+                   help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis")
+    p.add_argument("--telemetry", action="store_true",
+                   help="with RUNS --run ID: plot that run's kept raw telemetry trace instead (every poll, the "
+                        "updates at their windows, phases shaded; text: per-phase energy with bounds); a trace "
+                        "that does not match its ledger hash is refused (exit 3)")
+    p.add_argument("--commits", action="store_true",
+                   help="with RUNS --run ID: plot the optimizer-commit ledgers of ID's stratum and replicate "
+                        "(controller runs only) on one wall-time axis: modes, abstentions, membership, WAN, "
+                        "held-out NLL; a commit ledger that does not match its ledger hash is refused (exit 3)")
+    p.add_argument("--arms", metavar="A,B",
+                   help="with --commits: only these arms, in this order (default: every arm of the block)")
+    p.add_argument("--family", metavar="FAMILY",
+                   help="with EVALUATION_JSON: the commit timeline of the challenger and the chosen comparator "
+                        "in the first block of that family (the evaluation's comparator)")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
+    p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")
+    p.set_defaults(handler=cmd_plot)
+    p = sub.add_parser(
+        "html", help="the reviewer's report as one self-contained HTML file (decision, gates, forest plot, "
+                     "per-stratum points, runs, recovery timeline, telemetry, provenance)",
+        description="Write one HTML file that opens from disk with no network (no external scripts, fonts or "
+                    "styles) and prints to PDF. Given a runs folder, it reads RUNS/evaluation.json and draws the "
+                    "run sections from the ledger and its traces; given an evaluation.json, the run sections come "
+                    "from its folder when that holds a ledger.",
+    )
+    p.add_argument("input", metavar="RUNS_OR_EVALUATION",
+                   help="a runs folder holding ledger.jsonl and evaluation.json, or an evaluation.json")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="where to write the page (atomically; default: report.html beside the evaluation)")
+    p.add_argument("--run", metavar="ID", help="draw the recovery timeline of ID's stratum and replicate (default: "
+                                               "the first block whose runs met a failure)")
+    p.add_argument("--lock", metavar="LOCK", help=LOCK_HELP)
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing FILE the toolkit did not write (never a ledger, lock, plan, trace, "
+                        "link or device)")
+    p.set_defaults(handler=cmd_html)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``reports``."""
+    return run_main("reports", build_parser, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,376 @@
+"""The collection engine behind ``collect run``: plan -> runs -> ledger, crash-safe and resumable.
+
+1. The plan is expanded into runs: every stratum x replicate x arm. A run's parameters are the
+   plan's ``experiment.params``, overridden by the stratum's factor levels, overridden by the
+   arm's settings; the blocking factors ``seed`` and ``block`` label strata and are not passed to
+   the collector. The collector checks them (unknown names refused) before any run starts, and
+   every plan metric must be one the collector produces.
+2. Each run's seed derives from its stratum and replicate only (SHA-256 of their canonical JSON),
+   never from the arm: every arm of a stratum meets the same failures and data (common random
+   numbers). Run ids derive from the plan hash, stratum, arm and replicate, so a re-run knows them.
+3. Runs execute in-process (``jobs=1``), in a local process pool (``jobs=N``) or on Ray
+   (``executor="ray"``, :mod:`collect.engine.ray_executor`). On Ray the runs are dealt round-robin into batches, ``RAY_TASKS_PER_SLOT``
+   per Ray CPU, one task each (a task costs milliseconds, a simulated run about as much); a task
+   streams each record back as soon as its run finishes, so batching delays no record. Only this
+   process appends to the ledger: the records that have finished by the time it looks, in one
+   atomic, fsynced write (see ``collect.ledger.store``), in completion order. A ``kill -9`` at any moment
+   loses at most the runs in flight; a re-run (``--resume`` is the same) skips runs already complete
+   under this plan hash, redoes the rest, and never duplicates. A run that raises is recorded as
+   ``failed`` with its error and does not stop the others; a later re-run retries it. The records
+   are the same whatever the executor, batching and job count, but for times and the run's seconds.
+4. The runs folder's writer lock (``collect.ledger.runlock``) is held for the whole run: a second writer
+   is refused naming the holder. Pool workers, and the workers of a Ray instance started here, die
+   with this process (``collect.engine.workers``). Each record is chained to the ledger's head and carries
+   its traces' SHA-256 (``collect.ledger.store``). A resume first re-hashes the traces of the runs it
+   would skip: one that no longer matches its record refuses the resume (exit 3, naming the file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import platform
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collect.collectors.base import Collector, ParamError, RunContext, check_params
+from collect.ledger.store import TRACES_DIR, Ledger, LedgerAppender, RunRecord, read_ledger
+from estimators.vocabulary import stronger, weakest
+from prereg._version import __version__
+from prereg.errors import InputError
+from prereg.lock import environment_info, utc_now
+from prereg.plan import canonical_bytes
+from prereg.schema import Plan
+
+COLLECTORS = {
+    "sim.churn": "collect.collectors.sim.churn:ChurnCollector",
+    "sim.multisite": "collect.collectors.sim.multisite:MultisiteCollector",
+    "torch.multisite": "collect.collectors.torchrun.collector:TorchMultisiteCollector",
+    "sim.controller": "collect.collectors.controller.sim:SimControllerCollector",
+    "torch.controller": "collect.collectors.controller.collector:TorchControllerCollector",
+}
+BLOCKING_FACTORS = ("seed", "block")
+
+
+class EngineError(InputError, ValueError):
+    """A plan the engine cannot run (unknown collector, bad parameters, metrics it cannot produce)."""
+
+
+def load_collector(name: str) -> type[Collector]:
+    """The collector class registered under ``name``."""
+    if name not in COLLECTORS:
+        raise EngineError(f"unknown collector {name!r}; built in: {', '.join(sorted(COLLECTORS))}")
+    module, _, attr = COLLECTORS[name].partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ImportError as err:
+        raise EngineError(f"collector {name} is not available here: {err}") from None
+
+
+def stratum_seed(stratum: dict[str, Any], replicate: int) -> int:
+    """The run seed of a stratum and replicate (never the arm): 63 bits of SHA-256."""
+    digest = hashlib.sha256(canonical_bytes({"stratum": stratum, "replicate": replicate})).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def run_id_of(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
+    """A stable run id for one cell of the plan."""
+    key = canonical_bytes({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
+    return "run-" + hashlib.sha256(key).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One cell of the plan, with its merged and checked parameters."""
+
+    run_id: str
+    stratum: dict[str, Any]
+    arm: str
+    replicate: int
+    seed: int
+    params: dict[str, Any]
+
+
+def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[PlannedRun]]:
+    """Every run of the plan, parameters checked; raises ``EngineError`` before anything runs."""
+    if plan.experiment is None:
+        raise EngineError("the plan has no 'experiment' section: its runs are imported ('collect import'), not run")
+    collector = load_collector(plan.experiment.collector)
+    missing = [m for m in plan.metrics if m not in collector.METRICS]
+    if missing:
+        raise EngineError(
+            f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
+            f"it produces {', '.join(sorted(collector.METRICS))}"
+        )
+    runs = []
+    for stratum in plan.strata.enumerate():
+        for replicate in range(plan.strata.replicates):
+            for arm, settings in plan.arms.items():
+                merged = {**plan.experiment.params}
+                merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
+                merged.update(settings)
+                try:
+                    params = check_params(collector, merged)
+                except ParamError as err:
+                    raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+                runs.append(PlannedRun(
+                    run_id_of(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
+                    stratum_seed(stratum, replicate), params,
+                ))
+    check_evidence(plan, collector, runs)
+    check_signals(plan, collector, runs)
+    return collector, runs
+
+
+def named_signals(plan: Plan) -> dict[str, list[str]]:
+    """Signal -> what in the plan names it (``metric energy``, ``invalidator counter_period``)."""
+    named: dict[str, list[str]] = {}
+    for name, metric in plan.metrics.items():
+        if metric.signal:
+            named.setdefault(metric.signal, []).append(f"metric {name}")
+    for inv in plan.invalidators:
+        signal = getattr(inv, "signal", None)
+        if signal:
+            named.setdefault(signal, []).append(f"invalidator {inv.id}")
+    return named
+
+
+def check_signals(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
+    """Refuse, before any run, a plan naming a telemetry signal the collector will not record with
+    the runs' params (e.g. ``power_average`` while the energy comes from the counter)."""
+    named = named_signals(plan)
+    if not named:
+        return
+    seen: dict[str, set[str]] = {}
+    problems = []
+    for planned in runs:
+        key = repr(sorted(planned.params.items(), key=lambda kv: kv[0]))
+        if key not in seen:
+            try:
+                seen[key] = collector.signals(planned.params)
+            except ParamError as err:
+                raise EngineError(f"arm {planned.arm}, stratum {planned.stratum}: {err}") from None
+            missing = sorted(set(named) - seen[key])
+            for signal in missing:
+                have = ", ".join(sorted(seen[key])) or "no telemetry signal"
+                problems.append(f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
+                                f"{collector.name} records {have} for arm {planned.arm} with these parameters")
+    if problems:
+        raise EngineError("the plan names telemetry its runs will not record (nothing was run):\n"
+                          + "\n".join(dict.fromkeys(problems)))
+
+
+def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
+    """Refuse a plan that declares a metric stronger than the collector gives with the runs' params."""
+    problems = []
+    for name, metric in plan.metrics.items():
+        given = weakest(collector.metric_evidence(p.params).get(name, "unavailable") for p in runs) if runs else None
+        if given is not None and stronger(metric.evidence, given):
+            problems.append(f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
+                            f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'")
+    if problems:
+        raise EngineError("the plan claims stronger evidence than its collector can give (nothing was run):\n"
+                          + "\n".join(problems))
+
+
+def execute_run(
+    collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any],
+    spec: str | None = None,
+) -> dict[str, Any]:
+    """Run one cell and return its ledger record as a dict (complete, or failed with the error).
+
+    Executed in worker processes too, so it takes and returns plain data. ``spec`` (``module:attr``,
+    resolved by the parent) spares a worker the registry lookup, so a worker needs no state of the
+    parent's: a Ray worker is a fresh process, not a fork.
+    """
+    started = utc_now()
+    t0 = time.perf_counter()
+    trace_dir = Path(runs_dir) / TRACES_DIR
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    collector = load_collector(collector_name) if spec is None else _import_collector(collector_name, spec)
+    ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
+                     planned.replicate, trace_dir)
+    record: dict[str, Any] = {
+        "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
+        "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,
+        "code": {"toolkit_version": __version__, "collector": collector_name, "git": identity.get("git")},
+        "env": {"python": identity.get("python"), "platform": identity.get("platform")},
+        "source": f"collect run ({collector_name})",
+    }
+    try:
+        result = collector().run(ctx)
+        metrics = {k: float(v) for k, v in result.metrics.items()}
+        given = {**collector.metric_evidence(planned.params), **result.info.get("metric_evidence", {})}
+        record.update(status="complete", metrics=metrics, telemetry=result.telemetry,
+                      evidence={k: given[k] for k in metrics if k in given},
+                      traces=[f"{TRACES_DIR}/{name}" for name in result.traces])
+        record["code"].update(result.info)
+    except Exception as err:  # noqa: BLE001 - a failing run is data, recorded, not a crash
+        last = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        record.update(status="failed", metrics={}, error=f"{type(err).__name__}: {err}{where}")
+    record["finished_at"] = utc_now()
+    record["env"]["seconds"] = round(time.perf_counter() - t0, 6)
+    return record
+
+
+def _import_collector(name: str, spec: str) -> type[Collector]:
+    module, _, attr = spec.partition(":")
+    try:
+        cls: type[Collector] = getattr(importlib.import_module(module), attr)
+    except ImportError as err:
+        raise EngineError(f"collector {name} is not available here: {err}") from None
+    return cls
+
+
+@dataclass
+class RunSummary:
+    """What ``run_plan`` did."""
+
+    planned: int
+    skipped: int
+    completed: int
+    failed: int
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every run of one ``collect run`` shares (plain data: it travels to workers)."""
+
+    collector: str  # the registered name, recorded in each record
+    spec: str  # ``module:attr`` of its class, resolved by the parent
+    plan_sha256: str
+    runs_dir: str
+    identity: dict[str, Any]  # the code identity (git, python, platform), computed once by the parent
+
+
+def run_batch(job: Job, batch: list[PlannedRun]) -> Iterator[dict[str, Any]]:
+    """The records of ``batch``'s runs, one by one as each finishes (a Ray task streams them)."""
+    for planned in batch:
+        yield execute_run(job.collector, planned, job.plan_sha256, job.runs_dir, job.identity, job.spec)
+
+
+# Each executor yields lists of finished records; each list is appended in one write (+ fsync).
+
+def _serial(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
+    for record in run_batch(job, todo):
+        yield [record]
+
+
+def _pool(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
+    import os
+
+    from collect.ledger.runlock import held_descriptors
+    from collect.engine.workers import worker_init
+
+    with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init,
+                             initargs=(os.getpid(), held_descriptors())) as pool:
+        pending: set[Future[dict[str, Any]]] = set()
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < 2 * jobs:  # bounded: a kill loses at most these
+                pending.add(pool.submit(execute_run, job.collector, queue.pop(0), job.plan_sha256,
+                                        job.runs_dir, job.identity, job.spec))
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            yield [future.result() for future in done]
+
+
+def _ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
+    """The Ray executor (:mod:`collect.engine.ray_executor`; Ray is imported only there)."""
+    from collect.engine.ray_executor import run_on_ray
+
+    yield from run_on_ray(job, todo, jobs)
+
+
+def run_plan(
+    plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
+    progress: Callable[[int, int], None] | None = None, *, lock_seal: str | None = None,
+) -> RunSummary:
+    """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes,
+    carrying ``lock_seal`` (the lock version's seal, ``prereg.lock_seal``).
+
+    Holds the runs folder's writer lock throughout (``collect.ledger.runlock.RunsBusy`` if taken).
+    """
+    from collect.ledger.runlock import runs_lock
+
+    collector, planned = expand_plan(plan, plan_sha256)
+    check_jobs(jobs, executor)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    with runs_lock(runs_dir, f"collect run ({collector.name}, plan {plan_sha256[:12]})"):
+        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal)
+
+
+MAX_JOBS = 256
+
+
+def check_jobs(jobs: int, executor: str = "local") -> None:
+    """``jobs`` must be 1..2 x this machine's CPUs for the local pool (1..MAX_JOBS on Ray)."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    limit = MAX_JOBS if executor == "ray" else min(MAX_JOBS, 2 * cpus)
+    if not 1 <= jobs <= limit:
+        where = "on Ray" if executor == "ray" else f"here ({cpus} CPU{'s' if cpus != 1 else ''})"
+        raise EngineError(f"--jobs must be between 1 and {limit} {where}, not {jobs}")
+
+
+def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
+    """Before a resume skips the complete runs: each of their traces must still match the SHA-256 its
+    record holds (``collect.traces.check``); an ``IntegrityError`` (exit 3) naming the files otherwise."""
+    from collect.traces.check import trace_problems
+    from prereg.errors import IntegrityError
+
+    bad = [(r.run_id, name, why) for r in ledger.records if r.run_id in done and r.status == "complete"
+           and (r.trace_sha256 or r.record_sha256 is not None)  # a record from before the chain hashed none
+           for name, why in trace_problems(runs_dir, r)]
+    if bad:
+        shown = "; ".join(f"run {rid}: {runs_dir / name} {why}" for rid, name, why in bad[:5])
+        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        raise IntegrityError(f"{len(bad)} trace(s) of runs already complete do not match the SHA-256 their "
+                             f"records hold: {shown}{more}. Nothing was run: restore the traces, or collect into a "
+                             "new runs folder (the ledger is append-only)", details=[n for _, n, _ in bad])
+
+
+def _run_locked(
+    collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
+    executor: str, progress: Callable[[int, int], None] | None, lock_seal: str | None = None,
+) -> RunSummary:
+    trace_dir = runs_dir / TRACES_DIR
+    if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
+        raise EngineError(f"{trace_dir}: is a symbolic link or not a folder; traces are never written through it")
+    appender = LedgerAppender(runs_dir)
+    ledger = read_ledger(runs_dir)
+    done = {r.run_id for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256}
+    _check_kept_traces(ledger, done, runs_dir)
+    todo = [p for p in planned if p.run_id not in done]
+    summary = RunSummary(len(planned), len(planned) - len(todo), 0, 0)
+    if progress:
+        progress(summary.skipped, summary.planned)  # at once: what is planned, before any run starts
+    identity = {**environment_info(Path.cwd()), "python": platform.python_version()}
+    job = Job(collector.name, f"{collector.__module__}:{collector.__qualname__}", plan_sha256, str(runs_dir), identity)
+    if todo:
+        try:
+            collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
+        except (OSError, RuntimeError, ValueError) as err:
+            raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
+    run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
+    done_here = 0
+    for records in run_all(job, todo, jobs):
+        if not records:
+            continue
+        sealed = [record if lock_seal is None else {**record, "lock_seal": lock_seal} for record in records]
+        appender.append([RunRecord.model_validate(record) for record in sealed])  # one write, one fsync
+        for record in records:
+            done_here += 1
+            if record["status"] == "complete":
+                summary.completed += 1
+            else:
+                summary.failed += 1
+            if progress:
+                progress(summary.skipped + done_here, summary.planned)
+    return summary

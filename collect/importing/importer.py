@@ -1,0 +1,405 @@
+"""``collect import``: bring a table of runs made elsewhere into a ledger under a frozen plan.
+
+Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson``) and Parquet
+(``.parquet``, needs pandas with pyarrow). Columns:
+
+* ``arm`` (required), one column per stratum factor (required), ``replicate`` (optional, default 0),
+  ``run_id`` (optional; default a stable id derived from the plan hash, stratum, arm and replicate),
+  ``status`` (optional, ``complete`` | ``failed``, default complete), ``seed``, ``started_at``,
+  ``finished_at`` (optional);
+* one column per metric, named as the plan names it (an empty cell: not recorded; ``nan``/``inf``
+  are kept as non-finite values for the invalidators to see);
+* (Parquet: a null in a float column reads back as NaN, i.e. a non-finite value, not a missing one)
+* telemetry columns ``<signal>.<field>`` for the plan's signals, with fields ``updates``,
+  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``;
+* ``<metric>.bound`` per signal-backed metric: that metric's measurement bound (its unit; stored in
+  the signal's ``metric_bounds``). ``<signal>.bound`` is accepted only when exactly one metric uses
+  the signal; with several it is refused (one bound cannot say whose it is), so a bound is never
+  applied to a metric it was not measured for.
+
+A metric value outside the metric's declared ``range`` is refused naming the row; a runs folder
+holding another plan's runs is refused (``collect.ledger.folder_plan``).
+
+Every row is checked before anything is written: an unknown column, arm or level, a replicate
+outside the plan, a value that is not a number, a row repeated in the file or a cell already in the
+ledger with other content is an error naming the row, and nothing is imported. CSV cells are text,
+so a level matches when its written form matches (``1`` matches the plan level ``1``). A problem of a whole column (an
+unknown header such as ``final_nll (nats)`` or a pandas index column, a column of whole numbers
+written as ``101.0``, an evidence class weaker than the plan declares) is said once, naming the
+column, the expected columns and the closest match. ``started_at`` is a UTC ISO-8601 time; a
+table without it records that the start is unknown.
+
+Resumable: a row whose record is already in the ledger *identically* (same run id and content,
+e.g. from an import that was interrupted, or run twice) is skipped, not refused, so re-running an
+interrupted import finishes it. The new records are appended in one write under the runs folder's
+writer lock (``collect.ledger.runlock``), chained to the ledger's head.
+
+Bounds (refused with a message, never a memory exhaustion): ``MAX_TABLE_BYTES`` on disk and after
+gzip decompression, ``MAX_ROWS`` rows, JSON nested deeper than Python can parse.
+
+Two paths, one result: a table is first taken column by column (``collect.importing.columns``, what
+makes 100 000 rows take seconds); anything it does not take -- every table with a problem among
+them -- goes row by row (``build_records`` and ``collect.importing.rows``), which says what is wrong.
+Both write the same bytes (``tests/collect/test_import_fast.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import gzip
+import json
+import zlib
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collect.importing.rows import (
+    RESERVED,
+    TELEMETRY_FIELDS,
+    CellError,
+    cell_key,
+    check_columns,
+    content,
+    expected_columns,
+    row_record,
+)
+from collect.ledger.store import Ledger, RunRecord, append_records, complete_pending, read_ledger
+from prereg.errors import InputError
+from prereg.schema import Plan
+
+if TYPE_CHECKING:
+    from collect.importing.columns import Table
+
+MAX_ERRORS = 20
+MAX_TABLE_BYTES = 64 << 20
+MAX_ROWS = 100_000
+
+
+class ImportProblem(InputError, ValueError):
+    """The table does not fit the plan; ``errors`` name each offending row (1-based data rows).
+
+    With ``table`` the message names it and says nothing was imported (what ``collect import`` prints).
+    """
+
+    def __init__(self, errors: list[str], table: str | None = None) -> None:
+        head = f"{table}: nothing imported; the table does not fit the plan:\n" if table is not None else ""
+        super().__init__(head + "\n".join(errors), details=errors if table is not None else None)
+        self.errors = errors
+
+
+def _read_bounded(path: Path, gz: bool) -> bytes:
+    """The file's bytes (decompressed when ``gz``), refusing more than ``MAX_TABLE_BYTES``."""
+    from prereg.plan import read_input_file
+
+    try:
+        raw = read_input_file(path, limit=MAX_TABLE_BYTES)
+    except ValueError as err:
+        raise ImportProblem([str(err)]) from None
+    if not gz:
+        return raw
+    import io
+
+    with gzip.open(io.BytesIO(raw), "rb") as fh:
+        data = fh.read(MAX_TABLE_BYTES + 1)
+    if len(data) > MAX_TABLE_BYTES:
+        raise ImportProblem([f"{path.name}: decompresses to more than {MAX_TABLE_BYTES} bytes; refused"])
+    return data
+
+
+def _check_rows(count: int, path: Path) -> None:
+    if count > MAX_ROWS:
+        raise ImportProblem([f"{path.name}: more than {MAX_ROWS} rows; split the table"])
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """Rows of a CSV / JSONL / Parquet file as dicts (CSV cells are strings)."""
+    import io
+
+    name = path.name.lower()
+    if name.endswith((".csv", ".csv.gz")):
+        text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = []
+        for row in reader:
+            if None in row:
+                raise ImportProblem([f"row {reader.line_num - 1}: more cells than header columns"])
+            rows.append(dict(row))
+            _check_rows(len(rows), path)
+        return rows
+    if name.endswith((".jsonl", ".ndjson")):
+        rows = []
+        for number, line in enumerate(_read_bounded(path, False).decode("utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line, parse_constant=lambda c: float(c))
+            except RecursionError:
+                raise ImportProblem([f"row {number}: nested too deeply"]) from None
+            if not isinstance(value, dict):
+                raise ImportProblem([f"row {number}: not a JSON object"])
+            rows.append(value)
+            _check_rows(len(rows), path)
+        return rows
+    if name.endswith(".parquet"):
+        return _read_parquet(path)
+    raise ImportProblem([f"{path.name}: unknown table format (use .csv, .csv.gz, .jsonl or .parquet)"])
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    import io
+
+    raw = _read_bounded(path, False)
+    try:
+        import pandas as pd
+        import pyarrow.parquet as pq
+    except ImportError as err:
+        raise ImportProblem([f"reading Parquet needs pandas with pyarrow ({err})"]) from None
+    try:
+        meta = pq.ParquetFile(io.BytesIO(raw)).metadata
+        _check_rows(meta.num_rows, path)
+        frame = pd.read_parquet(io.BytesIO(raw))
+    except ImportProblem:
+        raise
+    except Exception as err:  # noqa: BLE001 - pyarrow raises many types for a file that is not Parquet
+        raise ImportProblem([f"{path.name}: not a readable Parquet file ({type(err).__name__})"]) from None
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python scalars."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def build_records(
+    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, existing: Ledger,
+    skipped: list[str] | None = None, *, lock_seal: str | None = None,
+) -> list[RunRecord]:
+    """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
+
+    Rows already in the ledger identically are left out (their run ids go to ``skipped``).
+    """
+    from pydantic import ValidationError
+
+    errors: list[str] = []
+    records: list[RunRecord] = []
+    if not rows:
+        raise ImportProblem([f"{source}: the table has no rows"])
+    column_errors = check_columns(rows, plan)
+    if column_errors:
+        raise ImportProblem(column_errors)
+    by_column: dict[str, list[tuple[int, str]]] = {}
+    present = {r.run_id: r for r in existing.records}  # compared (dumped) only when a row's id is there
+    seen_ids = {r.run_id: "the ledger" for r in existing.records}
+    seen_keys: dict[tuple[Any, ...], str] = {}
+    for r in existing.records:
+        if r.status == "complete" and r.prereg_sha256 == plan_sha256:
+            seen_keys[cell_key(r)] = "the ledger"
+    for number, row in enumerate(rows, start=1):
+        try:
+            record = row_record(row, number, plan, plan_sha256, source, lock_seal=lock_seal)
+        except CellError as err:
+            by_column.setdefault(err.column, []).append((number, str(err)))
+            continue
+        except (ValueError, ValidationError) as err:
+            message = str(err).splitlines()[0] if not isinstance(err, ValidationError) else _pydantic_message(err)
+            errors.append(f"row {number}: {message}")
+            continue
+        key = cell_key(record)
+        if (record.run_id in present and seen_ids.get(record.run_id) == "the ledger"
+                and content(present[record.run_id]) == content(record)):
+            seen_ids[record.run_id] = f"row {number} (already in the ledger)"
+            if skipped is not None:
+                skipped.append(record.run_id)
+            continue  # an interrupted or repeated import: this row is already in, identically
+        if record.status == "complete" and key in seen_keys:
+            errors.append(
+                f"row {number}: arm {record.arm} in stratum {record.stratum} replicate {record.replicate} "
+                f"is already in {seen_keys[key]}"
+            )
+        elif record.run_id in seen_ids:
+            errors.append(f"row {number}: run_id {record.run_id!r} is already in {seen_ids[record.run_id]}")
+        seen_ids.setdefault(record.run_id, f"row {number}")
+        if record.status == "complete":
+            seen_keys.setdefault(key, f"row {number}")
+        records.append(record)
+    for column, cells in by_column.items():  # a problem of a whole column is said once
+        if len(cells) == 1:
+            errors.append(f"row {cells[0][0]}: {cells[0][1]}")
+        else:
+            rows_text = ", ".join(str(n) for n, _ in cells[:8]) + (" ..." if len(cells) > 8 else "")
+            errors.append(f"column {column!r}: {len(cells)} of {len(rows)} rows do not fit (rows {rows_text}); "
+                          f"row {cells[0][0]}: {cells[0][1]}")
+    if errors:
+        extra = [f"... and {len(errors) - MAX_ERRORS} more"] if len(errors) > MAX_ERRORS else []
+        raise ImportProblem(errors[:MAX_ERRORS] + extra)
+    return records
+
+
+def _pydantic_message(err: Any) -> str:
+    first = err.errors(include_url=False)[0]
+    return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+
+
+def import_table(
+    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
+    chain: Collection[str] | None = None, *, lock_seal: str | None = None,
+    seals: Mapping[str, Collection[str]] | None = None,
+) -> list[RunRecord]:
+    """Validate the whole table against the plan, then append the rows not yet in, in one write.
+
+    Holds the runs folder's writer lock (``collect.ledger.runlock.RunsBusy`` if another writer has it).
+    A folder holding runs of a plan outside ``chain`` (the lock's plan hashes, ``collect.ledger.folder_plan``;
+    default: ``plan_sha256`` only), or, given ``seals`` (``collect.ledger.folder_plan.lock_seals``), runs
+    that carry another seal than the lock's, is refused before anything is appended.
+    """
+    with _gc_paused():
+        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal,
+                             seals=seals)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the import: it makes and keeps a few objects per cell,
+    none of them cyclic, and a collector walking them again and again doubled a 100k-row import."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if gc.get_freeze_count() == 0:
+                # What the import made (the records returned among it) would all be "young" to the
+                # collector, whose next pass would walk it all; freezing and unfreezing moves it to
+                # the oldest generation instead (two list splices; nothing stays frozen).
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def frame_rows(frame: Any) -> list[dict[str, Any]]:
+    """A pandas DataFrame's rows as dicts of Python scalars (a named index becomes its columns, an
+    unnamed one -- row labels -- is dropped; a null in a float column is NaN, as from Parquet)."""
+    if any(name is not None for name in frame.index.names):
+        frame = frame.reset_index()
+    if len(frame) > MAX_ROWS:
+        raise ImportProblem([f"the DataFrame has more than {MAX_ROWS} rows; split the table"])
+    return [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def import_rows(
+    rows: list[dict[str, Any]], source: str, plan: Plan, plan_sha256: str, runs_dir: Path,
+    skipped: list[str] | None = None, chain: Collection[str] | None = None, *, lock_seal: str | None = None,
+    seals: Mapping[str, Collection[str]] | None = None,
+) -> list[RunRecord]:
+    """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records."""
+    with _gc_paused():
+        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain, lock_seal, seals)
+
+
+def _import_table(
+    table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
+    given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
+    lock_seal: str | None = None, seals: Mapping[str, Collection[str]] | None = None,
+) -> list[RunRecord]:
+    from collect.ledger.folder_plan import check_folder_plan, check_folder_seals
+    from collect.ledger.runlock import runs_lock
+
+    rows: list[dict[str, Any]] | None
+    if given is not None:
+        columns, (rows, name) = None, given
+    else:
+        assert table is not None
+        name = table.name
+        try:
+            columns = _csv_columns(table)
+            rows = read_table(table) if columns is None else None
+        except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
+            raise ImportProblem([f"{name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
+    created = not Path(runs_dir).exists()
+    try:
+        with runs_lock(runs_dir, f"collect import {name}"):
+            complete_pending(runs_dir)  # a batch an import killed mid-write had committed
+            existing = read_ledger(runs_dir)
+            check_folder_plan(existing, Path(runs_dir), plan_sha256, plan.study, chain)
+            if seals is not None:
+                check_folder_seals(existing, Path(runs_dir), seals)  # not under a resealed lock
+            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal)
+            if fast is not None:
+                records, already = fast
+                if skipped is not None:
+                    skipped += already
+            else:  # row by row: what does not fit is said there, in its words
+                rows = rows if columns is None else columns.rows()
+                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped,
+                                        lock_seal=lock_seal)
+                if records:
+                    records = append_records(runs_dir, records, existing, journal=True)
+    except BaseException:
+        if created:  # a refused import leaves no trace: remove the folder it made for its lock
+            _remove_if_only_lock(Path(runs_dir))
+        raise
+    return records
+
+
+def _csv_columns(path: Path) -> Table | None:
+    """A CSV table as columns -- the cells ``read_table``'s rows hold, without a dict per row -- when
+    it is plainly regular (a header of distinct names, every other non-blank line as many cells);
+    None for anything else (``read_table`` then reads it, and says what is wrong with it)."""
+    import io
+
+    from collect.importing.columns import Table
+
+    name = path.name.lower()
+    if not name.endswith((".csv", ".csv.gz")):
+        return None
+    text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
+    try:
+        lines = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error:
+        return None
+    if not lines or not lines[0] or len(set(lines[0])) != len(lines[0]):
+        return None
+    header, body = lines[0], [cells for cells in lines[1:] if cells != []]  # blank lines skipped, as DictReader does
+    if any(len(cells) != len(header) for cells in body):
+        return None
+    _check_rows(len(body), path)
+    return Table({column: list(cells) for column, cells in zip(header, zip(*body))} if body
+                 else {column: [] for column in header}, len(body))
+
+
+def _append_fast(
+    table: Table | list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
+    existing: Ledger, lock_seal: str | None = None,
+) -> tuple[list[RunRecord], list[str]] | None:
+    """The column-wise path (``collect.importing.columns``): ``(records as written, ids skipped)``, or
+    None -- nothing written -- when the table does not fit it in any way."""
+    from collect.importing.columns import Declined, Table, prepare, seal
+    from collect.ledger.store import LedgerAppender, head_of
+
+    try:
+        batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
+                        existing, lock_seal=lock_seal)
+        payload, records, head = seal(batch, head_of(existing))
+    except (Declined, ValueError, TypeError, ArithmeticError):  # cell, model and encoder refusals, and the
+        return None  # like: whatever does not fit, the row path says in its own words (a bug here is raised)
+    if records:
+        LedgerAppender(runs_dir, existing).write(payload, head, journal=True)
+    return records, batch.skipped
+
+
+def _remove_if_only_lock(runs_dir: Path) -> None:
+    """Remove ``runs_dir`` when it holds nothing but the writer lock file."""
+    from collect.ledger.runlock import lock_path
+
+    try:
+        if {p.name for p in runs_dir.iterdir()} <= {lock_path(runs_dir).name}:
+            lock_path(runs_dir).unlink(missing_ok=True)
+            runs_dir.rmdir()
+    except OSError:
+        pass
+
+
+__all__ = ["RESERVED", "TELEMETRY_FIELDS", "CellError", "ImportProblem", "build_records", "check_columns",
+           "expected_columns", "frame_rows", "import_rows", "import_table", "read_table"]

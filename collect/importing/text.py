@@ -1,0 +1,55 @@
+"""Canonical JSON text assembled from pieces (part of ``collect.importing.columns``).
+
+The canonical encoder (``collect.ledger.hashing.canonical``: the settings of
+``prereg.plan.canonical_bytes``) writes
+
+* an object as ``{``, its ``"key":value`` items in key order (``sorted`` of the keys) joined by
+  ``,``, and ``}``; a list as ``[``, its items joined by ``,``, and ``]``;
+* a string (key or value) as ``json.encoder.encode_basestring`` gives it (the C encoder calls the
+  same function, or its C twin, when ``ensure_ascii`` is off); ``None`` as ``null``, booleans as
+  ``true``/``false``;
+* an int with ``int.__repr__`` and a finite float with ``float.__repr__`` (it refuses others).
+
+So the text of a record can be put together from the texts of its values, each value encoded
+where that is cheapest: once per distinct cell by the encoder itself (``value_text``), or per row
+with the functions it calls (``string_text``, ``float_text``). ``tests/collect/test_import_fast.py``
+checks the assembled lines against the encoder on generated tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from json.encoder import encode_basestring
+from typing import Any
+
+from collect.ledger.hashing import canonical
+
+
+def value_text(value: Any) -> str:
+    """The canonical JSON of any value, from the encoder."""
+    return canonical(value).decode()
+
+
+def string_text(value: str) -> str:
+    """The canonical JSON of a string (what the encoder writes for it)."""
+    return encode_basestring(value)
+
+
+def float_text(value: float | str | None) -> str:
+    """The canonical JSON of a stored metric value: a finite float, ``"NaN"``-style name, or None."""
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value)
+    return value_text(value)
+
+
+def rows_of_objects(n: int, columns: Mapping[str, Sequence[str | None]]) -> list[str | None]:
+    """For each of ``n`` rows, the JSON text of the object whose items are the row's entries of
+    ``columns`` (key -> each row's item text ``"key":value``, None where the row lacks the key)."""
+    ordered = [columns[k] for k in sorted(columns)]
+    if not ordered:
+        return ["{}"] * n
+    return ["{" + ",".join(filter(None, parts)) + "}" for parts in zip(*ordered)]
+
+
+__all__ = ["float_text", "rows_of_objects", "string_text", "value_text"]

@@ -1,0 +1,73 @@
+"""The ledger's hash chain checked: ``verify_chain`` (part of ``collect.ledger.store``; the chain is described there)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from collect.ledger.records import GENESIS, RunRecord
+from collect.traces.check import trace_problems
+
+if TYPE_CHECKING:
+    from collect.ledger.store import Ledger
+
+
+@dataclass
+class ChainReport:
+    """What ``verify_chain`` found: ``status`` is intact, absent (an older ledger) or broken."""
+
+    status: Literal["intact", "absent", "broken", "empty"]
+    head: str | None
+    problems: list[str] = field(default_factory=list)
+    unchained: int = 0  # records written before the chain existed
+
+    @property
+    def ok(self) -> bool:
+        """No evidence of tampering (an absent chain is not evidence either way)."""
+        return self.status != "broken"
+
+
+def _who(record: RunRecord, line: int) -> str:
+    return f"ledger line {line} (run {record.run_id}, arm {record.arm})"
+
+
+def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
+    """Re-hash every record, follow the ``prev_sha256`` links and (optionally) re-hash the traces."""
+    if not ledger.records:
+        report = ChainReport("empty", None)
+    else:
+        report = ChainReport("intact", ledger.hashes[-1])
+    expected, chained = GENESIS, False
+    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines):
+        who = _who(record, line)
+        if record.record_sha256 is None and record.prev_sha256 is None:
+            report.unchained += 1
+            if chained:
+                report.problems.append(f"{who}: carries no hash after chained records (inserted, or its hash removed)")
+        else:
+            if record.record_sha256 != digest:
+                report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
+            if record.prev_sha256 != expected:
+                report.problems.append(
+                    f"{who}: the chain is broken before it (a record was removed, inserted or reordered before it)"
+                )
+            chained = True
+            if check_traces:
+                report.problems += _trace_problems(ledger.path.parent, record, who)
+        expected = digest
+    if ledger.stopped_at_line is not None:
+        report.problems.insert(0, f"ledger line {ledger.stopped_at_line}: reading stopped there, too many lines before "
+                               "it are refused or break the chain; the rest was not checked")
+    if chained:
+        for line in ledger.refused_lines:
+            report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
+    if report.problems:
+        report.status = "broken"
+    elif ledger.records and not chained:
+        report.status = "absent"
+    return report
+
+
+def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
+    return [f"{who}: trace {name} {problem}" for name, problem in trace_problems(runs_dir, record)]

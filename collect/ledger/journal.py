@@ -1,0 +1,166 @@
+"""A batch of records appended to the ledger whole or not at all, even across ``kill -9`` (part of
+``collect.ledger.store``).
+
+One ``write`` of a large batch is not atomic: a process killed with SIGKILL while the kernel copies
+it stops between pages, leaving the first part of the batch (complete lines, which a reader takes
+as records) and a torn line. So the writer of a batch -- holding the runs folder's lock
+(``collect.ledger.runlock``), and the ledger's own ``flock`` exclusively while it appends --
+
+1. writes the journal ``RUNS/.ledger.pending``: a header line (``offset``: the ledger's size before
+   the batch, the batch's ``length`` and ``sha256``) and the batch's bytes, to a temporary name,
+   fsynced and renamed into place (the folder fsynced): from then on the batch is *committed*;
+2. appends the batch to the ledger and fsyncs it;
+3. removes the journal.
+
+A committed batch whose journal is still there (its writer died in step 2 or 3) is *completed*: by
+every reader as it reads (``completed_view``: the ledger is read as if the rest of the batch were
+there) and by the next writer on disk, before it appends (``complete_on_disk``: only the part of
+the batch the ledger lacks is appended; no byte before it is touched). So a batch is in the ledger
+whole from its commit on, or not at all before it, and no reader sees a part of it or a torn line
+from it. Readers hold the ledger's ``flock`` shared while they read, so they never see a live
+writer between steps 1 and 3 either.
+
+A journal that does not continue the ledger (the ledger was changed since, or the journal was) is
+never applied: readers ignore it (``Ledger.pending`` says so), writers refuse to append until a
+person has looked (the message names the file).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from collect.ledger.files import _open_no_follow, _write_all
+from collect.ledger.records import LEDGER_NAME
+
+PENDING_NAME = ".ledger.pending"
+FORMAT = "collect/ledger/store-pending/v1"
+
+
+@dataclass
+class Pending:
+    """A journal as read: the batch ``data`` to be at ``offset`` in the ledger (``problem``: why not)."""
+
+    path: Path
+    offset: int = 0
+    data: bytes = b""
+    problem: str | None = None
+
+
+def pending_path(folder: Path) -> Path:
+    """``RUNS/.ledger.pending``."""
+    return folder / PENDING_NAME
+
+
+def lock(fd: int, exclusive: bool) -> None:
+    """``flock`` the ledger (shared for a reader, exclusive for the writer's append); a file system
+    without ``flock`` goes unlocked (the writer lock still keeps writers apart)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    except OSError as err:
+        if err.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+
+
+def read_pending(folder: Path, limit: int) -> Pending | None:
+    """The journal in ``folder`` (None when there is none), checked against its own header."""
+    path = pending_path(folder)
+    if not os.path.lexists(path):
+        return None
+    fd = _open_no_follow(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        raw = fh.read(limit + 1)
+    header, _, data = raw.partition(b"\n")
+    try:
+        info = json.loads(header.decode("utf-8"))
+        offset, length, sha = int(info["offset"]), int(info["length"]), str(info["sha256"])
+        if info.get("format") != FORMAT or offset < 0:
+            raise ValueError("not a journal of this format")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return Pending(path, problem=f"{path}: not a readable journal of a batch; ignored")
+    if len(data) != length or hashlib.sha256(data).hexdigest() != sha:
+        return Pending(path, problem=f"{path}: its batch does not match its header; ignored")
+    return Pending(path, offset, data)
+
+
+def _missing(size: int, there: bytes, pending: Pending) -> bytes | None:
+    """The part of the batch a ledger of ``size`` bytes lacks (b"" when it is all there), from
+    ``there``: the ledger's bytes from the batch's offset on, up to one more than the batch. None
+    when the journal does not apply: the ledger is shorter than the offset, or it does not go on
+    with the batch, or it goes on past it."""
+    data = pending.data
+    if pending.problem or size < pending.offset or len(there) > len(data) or not data.startswith(there):
+        return None
+    return data[len(there) :]
+
+
+def completed_view(raw: bytes, pending: Pending | None) -> tuple[bytes, str | None]:
+    """The ledger's bytes as a reader sees them: with a committed batch completed. ``(bytes, note)``."""
+    if pending is None:
+        return raw, None
+    missing = _missing(len(raw), raw[pending.offset : pending.offset + len(pending.data) + 1], pending)
+    if missing is None:
+        return raw, pending.problem or f"{pending.path}: does not continue the ledger; ignored"
+    if not missing:
+        return raw, None
+    return raw + missing, (f"{pending.path}: a committed batch ({len(pending.data)} bytes) whose writer stopped "
+                           f"before it was all written, read whole; the next writer completes it on disk")
+
+
+def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
+    """Complete a committed batch left by a writer that died (``fd``: the ledger, locked exclusive),
+    then remove its journal; ``OSError`` if the journal does not continue the ledger."""
+    try:
+        os.unlink(pending_path(folder).with_name(PENDING_NAME + ".tmp"))  # a journal never committed
+    except FileNotFoundError:
+        pass
+    pending = read_pending(folder, limit)
+    if pending is None:
+        return
+    size = os.fstat(fd).st_size
+    there = os.pread(fd, len(pending.data) + 1, pending.offset) if size >= pending.offset else b""
+    missing = _missing(size, there, pending)
+    if missing is None:
+        raise OSError(errno.EINVAL, "a journal of a batch that does not continue the ledger: look at it, and remove "
+                      "it if the ledger is as it should be; nothing is appended until then", str(pending.path))
+    if missing:
+        _write_all(fd, missing, folder / LEDGER_NAME)
+        os.fsync(fd)
+    finish(folder)
+
+
+def commit(folder: Path, offset: int, data: bytes) -> None:
+    """Step 1: the journal of ``data``, to be appended at ``offset``, durably in place."""
+    from prereg.fileio import fsync_dir
+
+    header = json.dumps({"format": FORMAT, "offset": offset, "length": len(data),
+                         "sha256": hashlib.sha256(data).hexdigest()}).encode()
+    tmp = pending_path(folder).with_name(PENDING_NAME + ".tmp")
+    fd = _open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        _write_all(fd, header + b"\n" + data, tmp)
+        os.fsync(fd)
+    except OSError:  # disk full: no journal, nothing appended, the ledger untouched
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, pending_path(folder))
+    fsync_dir(folder)
+
+
+def finish(folder: Path) -> None:
+    """Step 3: the journal removed (a crash before this is harmless: the batch is all there)."""
+    from prereg.fileio import fsync_dir
+
+    os.unlink(pending_path(folder))
+    fsync_dir(folder)
+
+
+__all__ = ["PENDING_NAME", "Pending", "commit", "complete_on_disk", "completed_view", "finish", "lock",
+           "pending_path", "read_pending"]

@@ -1,0 +1,130 @@
+"""The ledger's record format (``collect/run/v1``): the models one line holds (part of ``collect.ledger.store``).
+
+``collect.ledger.store`` documents the format and re-exports every name here; import them from there.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Annotated, Any, Final, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from estimators.vocabulary import Evidence
+from prereg.plan import canonical_bytes
+
+RECORD_FORMAT: Final = "collect/run/v1"
+LEDGER_NAME = "ledger.jsonl"
+TRACES_DIR = "traces"
+GENESIS = "0" * 64  # prev_sha256 of a chain's first record
+Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+Scalar = Union[str, bool, int, float]
+NonFinite = Literal["NaN", "Infinity", "-Infinity"]
+RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+class PhaseSupport(_Strict):
+    """How well one phase of a run is covered by the signal (``collect.telemetry.analysis.phases``)."""
+
+    updates: int = Field(ge=0, description="Signal updates whose whole update window lies inside the phase.")
+    intervals: int = Field(ge=0, description="How many separate intervals of the phase the run had.")
+    duration_ms: float = Field(ge=0, description="Summed duration of the phase's intervals, ms.")
+
+
+class TelemetrySummary(_Strict):
+    """What a run's sensor delivered for one signal (see the telemetry issue for how it is measured)."""
+
+    updates: int | None = Field(default=None, ge=0, description="Counter/sensor value changes seen in the run.")
+    effective_period_ms: float | None = Field(default=None, ge=0, description="Median interval between updates, ms.")
+    requested_poll_ms: float | None = Field(default=None, gt=0, description="Poll interval asked for, ms.")
+    achieved_poll_ms: float | None = Field(default=None, ge=0, description="Median poll interval achieved, ms.")
+    bound: float | None = Field(
+        default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
+    )
+    evidence: Evidence = "measured"
+    metric_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, description="Metric -> its own measurement bound (metric units). When recorded it is "
+        "the whole list: a metric of this signal absent from it has no bound (its gates are unresolvable); "
+        "``bound`` is then never used for it.")
+    phases: dict[str, PhaseSupport] | None = Field(
+        default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
+
+    def bound_of(self, metric: str) -> float | None:
+        """The measurement bound of ``metric`` (its unit), or None when it has none.
+
+        With ``metric_bounds`` recorded, only that mapping answers (a metric absent from it has no
+        bound; it never borrows another metric's). Without it the signal backs one metric and
+        ``bound`` is that metric's.
+        """
+        if self.metric_bounds is not None:
+            return self.metric_bounds.get(metric)
+        return self.bound
+
+
+class RunRecord(_Strict):
+    """One finished run."""
+
+    record: Literal["collect/run/v1"] = RECORD_FORMAT
+    run_id: RunId
+    prereg_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+    lock_seal: Sha256 | None = Field(
+        default=None, description="The seal of the lock version the run was collected or imported under "
+        "(``prereg.lock_seal``: freeze time and amendment chain); None: written before records carried it.")
+    stratum: dict[str, Scalar]
+    arm: str
+    replicate: int = Field(ge=0)
+    status: Literal["complete", "failed"]
+    metrics: dict[str, float | NonFinite | None]
+    telemetry: dict[str, TelemetrySummary] = Field(default_factory=dict)
+    evidence: dict[str, Evidence] | None = Field(
+        default=None, description="Metric -> the evidence class the collector gives it (None: not recorded)."
+    )
+    started_at: str | None = Field(
+        default=None, description="UTC ISO-8601 start of the run; None: not recorded (an imported table without it)."
+    )
+    finished_at: str | None = None
+    seed: int | None = None
+    code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")
+    env: dict[str, Any] = Field(default_factory=dict, description="Environment identity (python, platform, device).")
+    source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
+    error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
+    traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
+    trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
+    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain).")
+    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field.")
+
+    def metric(self, name: str) -> float | None:
+        """A metric as a float (NaN/inf restored), or None when not recorded."""
+        value = self.metrics.get(name)
+        if isinstance(value, str):
+            return _NON_FINITE[value]
+        return value
+
+
+def encode_metric(value: float | None) -> float | str | None:
+    """A metric value as stored: non-finite floats become their string names."""
+    if value is None or math.isfinite(value):
+        return value
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+#: the canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8 (the plan's own form)
+canonical_json = canonical_bytes
+
+
+def parse_utc(text: str | None) -> datetime | None:
+    """An ISO-8601 time (a record's ``started_at``, a lock's ``frozen_at``) as an aware UTC datetime
+    (``Z`` accepted; no zone means UTC), or None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)

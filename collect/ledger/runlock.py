@@ -1,0 +1,125 @@
+"""The runs folder's writer lock (``RUNS/.collect.lock``): one writer at a time, never outliving it.
+
+This module owns the lock file. ``collect run`` and ``collect import`` (the library functions
+behind them: ``collect.engine.runner.run_plan``, ``collect.importing.importer.import_table``) hold an exclusive
+``flock`` on ``RUNS/.collect.lock`` for as long as they may append to the ledger. The kernel drops
+a ``flock`` when the last descriptor of the open file goes away, so a holder killed with
+``kill -9`` (or its machine rebooting) never leaves a stale lock behind: there is no pid file to
+clean up. The file's content only *describes* the holder (pid, host, command, since) so a second
+writer can be told who is in the way; it is never trusted to decide anything.
+
+Worker processes forked while the lock is held inherit its descriptor; they must close it
+(``close_inherited``) and not unlock it, since an unlock from a child would release the parent's
+lock too (the lock belongs to the shared open file description).
+
+Limits: ``flock`` is advisory and local; on NFS it is emulated with POSIX locks by Linux and
+works only between clients of a server that supports them.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prereg.errors import InputError
+
+LOCK_NAME = ".collect.lock"
+_held: dict[str, int] = {}  # folder -> descriptor held by this process
+
+
+class RunsBusy(InputError, OSError):
+    """Another live process holds the runs folder's lock (exit 2; also an ``OSError``: ``filename: strerror``)."""
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
+
+
+def lock_path(runs_dir: str | os.PathLike[str]) -> Path:
+    """``RUNS/.collect.lock``."""
+    return Path(runs_dir) / LOCK_NAME
+
+
+def _describe(fd: int) -> str:
+    try:
+        raw = os.pread(fd, 4096, 0)
+        info = json.loads(raw.decode("utf-8")) if raw else {}
+        if not isinstance(info, dict):
+            return "an unknown process"
+        return (f"pid {info.get('pid')} on {info.get('host')}, '{info.get('command')}', "
+                f"since {info.get('since')}")
+    except (ValueError, OSError, RecursionError):
+        return "an unknown process"
+
+
+@contextmanager
+def runs_lock(runs_dir: str | os.PathLike[str], command: str) -> Iterator[None]:
+    """Hold the exclusive writer lock of ``runs_dir`` (created if needed) for the ``with`` block.
+
+    Raises ``RunsBusy`` naming the holder when another process holds it. Re-entrant within one
+    process (an import inside a run, a test calling the engine twice) by folder.
+    """
+    folder = Path(runs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = str(folder.resolve())
+    if key in _held:
+        yield
+        return
+    path = lock_path(folder)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise OSError(err.errno, "is a symbolic link; refusing to use it as the runs folder's lock",
+                          str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "is not a regular file; refusing to use it as a lock", str(path))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunsBusy(
+                errno.EBUSY,
+                f"another writer is using this runs folder ({_describe(fd)}); wait for it to finish "
+                "(the lock goes away with its holder)", str(folder),
+            ) from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command[:200],
+                "since": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+                "python": sys.executable}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    _held[key] = fd
+    try:
+        yield
+    finally:
+        _held.pop(key, None)
+        os.close(fd)  # releases the flock
+
+
+def held_descriptors() -> list[int]:
+    """Descriptors of the locks this process holds (a forked worker closes them)."""
+    return list(_held.values())
+
+
+def close_inherited(fds: list[int]) -> None:
+    """In a forked worker: close inherited lock descriptors without unlocking the parent's lock."""
+    _held.clear()
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass

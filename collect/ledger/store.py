@@ -1,0 +1,393 @@
+"""The run ledger (``RUNS/ledger.jsonl``): one JSON object per finished run, append-only.
+
+This module owns the ledger format; every writer and reader goes through it.
+
+Each line is a ``RunRecord`` (``record: "collect/run/v1"``). Appends are atomic at the line level:
+the record is serialised to one line, written with ``O_APPEND`` in a single ``write``, flushed and
+fsynced (and the folder fsynced when the file is created). A crash can leave at most a torn last
+line; readers report it (with its line number) and never parse it as data, and the next append
+starts on a fresh line so the torn fragment stays visible. An append that fails while the writer
+lives (disk full, an I/O error) is undone: the ledger is truncated back to its size before the
+append and fsynced (``AppendFailed``), so it is exactly as it was and a resume shows no torn line.
+Nothing else is ever rewritten or deleted.
+A batch of records (an import) is atomic as a whole: it is committed to a journal first
+(``collect.ledger.journal``), so a crash leaves it whole or absent, and no torn line. The writer
+holds the ledger's ``flock`` exclusively while it appends, readers hold it shared while they read.
+
+Non-finite metric values (a diverged loss) are kept, not dropped: JSON has no NaN, so they are
+stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read back as floats;
+``null`` means the metric was not recorded.
+
+**The hash chain** (fields added to ``collect/run/v1``, optional so older ledgers still read):
+
+* ``record_sha256``: SHA-256 of the record's canonical JSON (sorted keys, no whitespace, UTF-8)
+  without this field -- a record edited after it was written no longer matches it;
+* ``prev_sha256``: the previous record's hash (``GENESIS``, 64 zeros, for the first record; the
+  canonical hash of the last record when appending to a ledger written before the chain existed);
+* ``trace_sha256``: trace path (``traces/...``) -> SHA-256 of the trace file, hashed (and fsynced)
+  by the writer just before the record is appended.
+
+**The lock's seal** (``lock_seal``, optional so older records still read): the seal
+(``prereg.lock_seal``) of the lock version the run was collected or imported under; ``gates
+evaluate`` refuses a decision on records whose seal does not match the lock's, or that carry none.
+
+``verify_chain`` re-hashes every record and follows the links: a changed, removed, inserted or
+reordered record breaks it, and it names the first record that does not fit. The *head* hash (the
+last record's) is what a reviewer compares with one published when collection ended: someone who
+rewrites the whole chain consistently (or drops records from its end) is caught only that way.
+Ledgers written before the chain existed are reported as ``absent`` ("no hash chain"), never a crash.
+Lines holding a key twice are refused (a reader could otherwise see either value). The ledger and
+its traces are never opened through a symbolic link.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from collect.ledger import journal as batch_journal
+from collect.ledger.chain import ChainReport, trace_problems, verify_chain
+from collect.ledger.files import _open_no_follow, _write_all, hash_trace, trace_path
+from collect.ledger.records import (
+    GENESIS,
+    LEDGER_NAME,
+    RECORD_FORMAT,
+    TRACES_DIR,
+    NonFinite,
+    PhaseSupport,
+    RunId,
+    RunRecord,
+    Scalar,
+    Sha256,
+    TelemetrySummary,
+    canonical_json,
+    encode_metric,
+)
+from collect.ledger.hashing import record_hash, sealed_line, stored_line_hash
+from prereg.errors import InputError
+
+MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
+
+
+@dataclass
+class LedgerProblem:
+    """A line of the ledger that is not a valid record (torn, not JSON, or not a record)."""
+
+    line: int
+    message: str
+
+
+@dataclass
+class Ledger:
+    """A ledger as read: the valid records in order, the problem lines, and the file's hash."""
+
+    path: Path
+    records: list[RunRecord] = field(default_factory=list)
+    problems: list[LedgerProblem] = field(default_factory=list)
+    sha256: str | None = None
+    lines: int = 0
+    torn_tail: bool = False  # the last line was cut short (no trailing newline: a crash during an append)
+    hashes: list[str] = field(default_factory=list)  # canonical hash of each record (parallel to records)
+    record_lines: list[int] = field(default_factory=list)  # 1-based line of each record
+    refused_lines: list[int] = field(default_factory=list)  # complete lines that are JSON but not a record
+    pending: str | None = None  # a journal of a batch completed in this view, or ignored (collect.ledger.journal)
+    stopped_at_line: int | None = None  # parsing stopped here: too many bad lines (``MAX_BAD_LINES``)
+
+
+def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
+    """``RUNS/ledger.jsonl``."""
+    return Path(runs_dir) / LEDGER_NAME
+
+
+class DuplicateKey(InputError, ValueError):
+    """A JSON object holding a key twice."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class LedgerAppender:
+    """The single writer's handle: knows the chain head, appends records chained to it.
+
+    Use it only while holding the runs folder's lock (``collect.ledger.runlock``): the head it read
+    must stay the head while it appends.
+    """
+
+    def __init__(self, runs_dir: str | os.PathLike[str], current: Ledger | None = None) -> None:
+        """``current``: the ledger as the caller just read it under the writer lock (else read here)."""
+        self.folder = Path(runs_dir)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        complete_pending(self.folder)
+        if current is None:
+            current = read_ledger(self.folder)
+        self.head = head_of(current)
+
+    def _chained(self, record: RunRecord) -> tuple[bytes, RunRecord]:
+        data = record.model_dump(mode="json", exclude_none=True)
+        data.pop("record_sha256", None)
+        if data.get("traces") and not data.get("trace_sha256"):
+            data["trace_sha256"] = {t: hash_trace(self.folder, t, fsync=True) for t in data["traces"]}
+        data["prev_sha256"] = self.head
+        line, digest = sealed_line(data)
+        chained = record.model_copy(
+            update={"prev_sha256": self.head, "record_sha256": digest, "trace_sha256": data.get("trace_sha256", {})}
+        )
+        return line + b"\n", chained
+
+    def append(self, records: list[RunRecord], journal: bool | None = None) -> list[RunRecord]:
+        """Append durably: one ``write`` for the batch, then fsync (and the folder's when created).
+        Returns the records as written (chained: ``prev_sha256``, ``record_sha256``); ``head`` is the
+        new head hash. A crash leaves a batch (``write``) whole or absent; a single record written
+        without the journal, absent with at most a torn last line."""
+        payloads, written = [], []
+        head = self.head
+        for r in records:
+            payload, chained = self._chained(r)
+            payloads.append(payload)
+            written.append(chained)
+            self.head = chained.record_sha256 or self.head
+        new_head, self.head = self.head, head
+        self.write(b"".join(payloads), new_head, journal)
+        return written
+
+    def write(self, payload: bytes, head: str, journal: bool | None = None) -> None:
+        """Append ``payload`` -- whole lines chained from ``self.head`` up to ``head`` -- durably, as
+        ``append`` does; ``head`` becomes the head. A batch of more than one line (or any, with
+        ``journal``) goes through the journal (``collect.ledger.journal``): a crash leaves it whole
+        or absent, never a part of it. A batch a dead writer committed is completed first."""
+        path = ledger_path(self.folder)
+        created = not os.path.lexists(path)
+        fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            batch_journal.lock(fd, exclusive=True)
+            batch_journal.complete_on_disk(fd, self.folder, MAX_LEDGER_BYTES)
+            size = os.fstat(fd).st_size
+            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+            data = b"\n" + payload if torn else payload  # a torn fragment stays on its own line, visible
+            journaled = journal if journal is not None else payload.count(b"\n") > 1
+            if journaled:
+                try:
+                    batch_journal.commit(self.folder, size, data)
+                except OSError as err:  # the journal could not be written: the ledger was not touched
+                    raise AppendFailed(err.errno or errno.EIO, f"the batch's journal could not be written "
+                                       f"({err.strerror or err}); nothing was appended: the ledger is exactly as "
+                                       "it was before it", str(path)) from None
+            try:
+                _write_all(fd, data, path)
+                os.fsync(fd)
+            except OSError as err:
+                _roll_back(fd, size, path, self.folder if journaled else None, err)
+            if journaled:
+                batch_journal.finish(self.folder)
+        finally:
+            os.close(fd)
+        self.head = head
+        if created:
+            from prereg.fileio import fsync_dir
+
+            fsync_dir(self.folder)
+
+
+class AppendFailed(InputError, OSError):
+    """An append that could not be written (disk full, I/O error; exit 2, like any path that cannot
+    be written): an ``OSError`` with ``errno``, ``strerror`` and the ledger as ``filename``."""
+
+    def __init__(self, errno_: int, strerror: str, filename: str) -> None:
+        OSError.__init__(self, errno_, strerror, filename)
+        self.message = f"{filename}: {strerror}"
+        self.details = None
+
+
+def _roll_back(fd: int, size: int, path: Path, journaled: Path | None, err: OSError) -> None:
+    """After a failed append: the ledger truncated back to its ``size`` before it (fsynced), the
+    batch's journal removed, then ``AppendFailed`` naming the file. When the truncation fails too,
+    a journaled batch keeps its journal (readers and the next writer complete it whole), and the
+    error says that a torn last line may remain."""
+    reason = err.strerror or str(err)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError as undo:
+        kept = " (its journal completes it whole)" if journaled else "; a torn last line may remain"
+        raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}) and could not be undone "
+                           f"({undo.strerror or undo}){kept}", str(path)) from None
+    if journaled is not None:
+        batch_journal.finish(journaled)
+    raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}); nothing was appended: the ledger is "
+                       "exactly as it was before it", str(path)) from None
+
+
+def head_of(ledger: Ledger) -> str:
+    """The hash the next record chains to: the last record's (``GENESIS`` for an empty ledger)."""
+    return ledger.hashes[-1] if ledger.hashes else GENESIS
+
+
+def complete_pending(runs_dir: str | os.PathLike[str]) -> None:
+    """Complete on disk a batch a writer committed and did not finish (``collect.ledger.journal``);
+    for writers, holding the runs folder's lock. Readers see such a batch whole without it."""
+    path = ledger_path(runs_dir)
+    if not os.path.lexists(batch_journal.pending_path(Path(runs_dir))) or not os.path.lexists(path):
+        return
+    fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND)
+    try:
+        batch_journal.lock(fd, exclusive=True)
+        batch_journal.complete_on_disk(fd, Path(runs_dir), MAX_LEDGER_BYTES)
+    finally:
+        os.close(fd)
+
+
+def append_records(
+    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None,
+    journal: bool | None = None,
+) -> list[RunRecord]:
+    """Append records durably, chained to the ledger's head (``current``: the ledger as just read
+    under the writer lock); creates the folder if needed. Returns the records as written. More
+    than one record (or any, with ``journal``) are appended whole or not at all."""
+    return LedgerAppender(runs_dir, current).append(records, journal)
+
+
+def _parse_line(line: bytes) -> dict[str, Any]:
+    return json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicates)
+
+
+def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
+    """Read every line; invalid lines become ``problems`` (with 1-based line numbers), never data.
+
+    Raises ``OSError`` (with the path) for a ledger that is a symbolic link, not a regular file,
+    or larger than ``MAX_LEDGER_BYTES``. The file is read line by line (hashed as it goes), never
+    whole into memory; a chained line repeated byte for byte (a copy: the chain cannot hold one
+    record twice) is refused without being parsed again, so a ledger padded with copies costs the
+    memory of its distinct records only.
+    """
+    path = ledger_path(runs_dir)
+    ledger = Ledger(path=path)
+    if not os.path.lexists(path):
+        return ledger
+    fd = _open_no_follow(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        batch_journal.lock(fd, exclusive=False)  # no writer is half-way through an append while we read
+        if os.fstat(fd).st_size > MAX_LEDGER_BYTES:
+            raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
+        pending = batch_journal.read_pending(path.parent, MAX_LEDGER_BYTES)
+        if pending is None:
+            _read_lines(ledger, fh)
+            return ledger
+        raw = fh.read(MAX_LEDGER_BYTES + 1)
+    if len(raw) > MAX_LEDGER_BYTES:
+        raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(path))
+    raw, ledger.pending = batch_journal.completed_view(raw, pending)  # a batch committed by a writer that died
+    _read_lines(ledger, io.BytesIO(raw))
+    return ledger
+
+
+_CHAINED = b'"record_sha256"'
+
+
+#: refused lines and records that break the hash chain after which parsing stops (the rest is
+#: hashed and counted, not parsed): a ledger that damaged is refused whole, in bounded memory
+MAX_BAD_LINES = 1000
+
+
+def _read_lines(ledger: Ledger, source: IO[bytes]) -> None:
+    """Parse ``source`` line by line into ``ledger`` (records, problems, the bytes' SHA-256)."""
+    digest = hashlib.sha256()
+    seen: dict[bytes, int] = {}  # SHA-256 of each chained line -> its line number
+    number, total, tail = 0, 0, b""
+    expected, breaks = GENESIS, 0  # the chain followed as the lines are read (collect.ledger.chain re-checks)
+    for line in source:
+        digest.update(line)
+        total += len(line)
+        if total > MAX_LEDGER_BYTES:
+            raise OSError(errno.EFBIG, f"ledger larger than {MAX_LEDGER_BYTES} bytes", str(ledger.path))
+        if not line.endswith(b"\n"):
+            tail = line  # only the last line can lack its newline: a torn record
+            break
+        number += 1
+        if ledger.stopped_at_line is not None:
+            continue  # hashed and counted only
+        if breaks + len(ledger.problems) > MAX_BAD_LINES:
+            ledger.stopped_at_line = number
+            ledger.problems.append(LedgerProblem(number, f"reading stopped here: more than {MAX_BAD_LINES} lines "
+                                                         "before it are refused or break the hash chain, so the "
+                                                         "rest is hashed but not parsed (a ledger this damaged is "
+                                                         "refused whole)"))
+            continue
+        line = line[:-1]
+        if not line.strip():
+            continue
+        if _CHAINED in line:
+            key = hashlib.sha256(line).digest()
+            first = seen.setdefault(key, number)
+            if first != number:
+                ledger.refused_lines.append(number)
+                ledger.problems.append(LedgerProblem(number, f"a copy of line {first} (the chain cannot hold one record "
+                                                             "twice): refused"))
+                continue
+        kept = len(ledger.records)
+        _parse_into(ledger, number, line)
+        if len(ledger.records) > kept:
+            record, digest_now = ledger.records[-1], ledger.hashes[-1]
+            chained = record.record_sha256 is not None or record.prev_sha256 is not None
+            if chained and (record.record_sha256 != digest_now or record.prev_sha256 != expected):
+                breaks += 1
+            expected = digest_now
+    ledger.sha256 = digest.hexdigest()
+    ledger.lines = number + (1 if tail else 0)
+    if tail:
+        ledger.torn_tail = True
+        ledger.problems.append(
+            LedgerProblem(number + 1, "torn last line (no newline: the write was interrupted); ignored")
+        )
+
+
+def _parse_into(ledger: Ledger, number: int, line: bytes) -> None:
+    """One complete line: a record (with its hash and line number) or a problem."""
+    try:
+        data = _parse_line(line)
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        ledger.records.append(RunRecord.model_validate(data))
+        stored = stored_line_hash(line)  # the line's own hash, when it is the form that was hashed
+        ledger.hashes.append(stored if stored is not None and data.get("record_sha256") == stored
+                             else record_hash(data))
+        ledger.record_lines.append(number)
+    except DuplicateKey as err:
+        ledger.refused_lines.append(number)
+        ledger.problems.append(LedgerProblem(number, f"key {str(err)!r} written twice in one record: refused"))
+    except RecursionError:
+        ledger.refused_lines.append(number)
+        ledger.problems.append(LedgerProblem(number, "nested too deeply to be a run record: refused"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        ledger.problems.append(LedgerProblem(number, "not a JSON object (a torn or corrupted line)"))
+    except ValueError as err:
+        ledger.refused_lines.append(number)
+        if isinstance(err, ValidationError):
+            first = err.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(record)"
+            message = f"not a valid run record: {where}: {first['msg']}"
+        else:
+            message = "not a valid run record: not a JSON object"
+        ledger.problems.append(LedgerProblem(number, message))
+
+
+__all__ = [
+    "AppendFailed", "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
+    "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "PhaseSupport", "RunId", "RunRecord", "Scalar",
+    "Sha256", "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric",
+    "hash_trace", "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "trace_problems",
+    "verify_chain",
+]

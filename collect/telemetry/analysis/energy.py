@@ -1,0 +1,94 @@
+"""The energy metrics of a recorded run, from its telemetry trace (J, with bounds).
+
+Used by the torch collector for every run and by ``collect probe --sensor replay:PATH`` to
+re-analyse a kept trace. From the trace and the energy signal (``energy_signal``: the cumulative
+``energy_counter``, or a power-only meter's ``power_average`` / ``power_instant``):
+
+* ``energy``: the run's training energy (from the end of the idle window to the last poll);
+* ``energy_<phase>`` for compute, replay, checkpoint, restore, stall: the phase's summed energy
+  (:mod:`collect.telemetry.analysis.phases`);
+* ``idle_power``: the idle window's mean power (W), the baseline;
+* ``energy_net`` and ``energy_<phase>_net``: the same above the idle baseline (a sensitivity
+  figure). Without an idle window (``idle_baseline_ms: 0``) these are not recorded.
+
+Every energy metric's finite bound goes into the telemetry summary's ``metric_bounds`` (a metric
+absent there has no bound: its gates are unresolvable, never judged by another metric's bound), and each phase's
+support (updates inside it) into ``phases``, so gates can check resolution and counter support
+per phase. Pure functions of the trace: a kept trace re-analysed gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from typing import TYPE_CHECKING
+
+from collect.telemetry.analysis.phases import (
+    IDLE,
+    RUN_PHASES,
+    PhaseEnergy,
+    interval_energy,
+    intervals_of,
+    net_of,
+    phase_energy_total,
+    support_summary,
+)
+
+if TYPE_CHECKING:
+    from collect.telemetry.analysis.resolution import EnergyEstimate
+    from collect.traces.telemetry import Trace
+
+ENERGY_SIGNALS = ("energy_counter", "power_average", "power_instant")
+PHASE_METRICS = tuple(f"energy_{p}" for p in RUN_PHASES)
+NET_METRICS = ("energy_net", *(f"{m}_net" for m in PHASE_METRICS))
+ENERGY_METRICS = ("energy", *PHASE_METRICS, "idle_power", *NET_METRICS)
+
+
+@dataclass
+class RunEnergy:
+    """The energy metrics (J; ``idle_power`` W), their bounds and the ledger telemetry summary."""
+
+    metrics: dict[str, float]
+    bounds: dict[str, float]
+    summary: dict[str, Any]
+    phases: dict[str, PhaseEnergy] = field(default_factory=dict)
+
+
+def _bound(e: EnergyEstimate) -> float:
+    return e.bound_j if math.isfinite(e.bound_j) else math.inf
+
+
+def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float) -> RunEnergy:
+    """Energy metrics of one run's trace (see the module doc)."""
+    from collect.telemetry.analysis.resolution import ledger_summary
+
+    if trace.poll_ns.size == 0:
+        raise ValueError("the telemetry trace has no polls")
+    idle_spans = intervals_of(trace, IDLE)
+    start = idle_spans[-1][1] if idle_spans else int(trace.poll_ns[0])
+    end = int(max(trace.t_after_ns.max(initial=0), trace.poll_ns[-1]))
+    total = interval_energy(trace, signal, start, end, p_min_w, p_max_w)
+    phases = {name: phase_energy_total(trace, signal, name, p_min_w, p_max_w) for name in (*RUN_PHASES, IDLE)}
+    metrics: dict[str, float] = {"energy": total.estimate_j}
+    bounds: dict[str, float] = {"energy": _bound(total)}
+    for name in RUN_PHASES:
+        metrics[f"energy_{name}"] = phases[name].energy.estimate_j
+        bounds[f"energy_{name}"] = _bound(phases[name].energy)
+    idle = phases[IDLE]
+    if idle.duration_ms > 0:
+        idle_s = idle.duration_ms / 1e3
+        metrics["idle_power"] = idle.energy.estimate_j / idle_s
+        bounds["idle_power"] = _bound(idle.energy) / idle_s
+        training = PhaseEnergy("training", total, (end - start) / 1e6, 1, total.updates)
+        for name, pe in (("energy_net", training), *((f"energy_{n}_net", phases[n]) for n in RUN_PHASES)):
+            net = net_of(pe, idle)
+            assert net is not None
+            metrics[name], bounds[name] = net.estimate_j, _bound(net)
+    summary = ledger_summary(trace, signal, start, end, p_min_w, p_max_w)
+    # every energy metric's own bound, total included; a metric left out (an infinite bound: a phase
+    # the meter cannot bound) has none, so its gate is unresolvable instead of borrowing the total's
+    summary["metric_bounds"] = {k: v for k, v in bounds.items() if math.isfinite(v)}
+    summary["phases"] = support_summary(phases)
+    return RunEnergy(metrics, bounds, summary, phases)

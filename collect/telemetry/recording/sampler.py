@@ -1,0 +1,223 @@
+"""The out-of-process poller: a child process owns the sensor and polls it on its own clock.
+
+Why: a Python polling *thread* takes the GIL at every poll, and a torch training step (many short
+Python-level ops) pays for each hand-over; polling every 1 ms cost 12-14 % of a real torch step.
+A child process has its own interpreter and GIL, so the training process only pays for the
+phase marks it sends (one small pipe write each, and only to sensors with a ``set_phase`` hook).
+
+Protocol (one ``multiprocessing`` pipe, ``spawn`` context, so nothing of the parent's state, CUDA
+or torch threads is inherited):
+
+* child -> parent first: ``("ready", None)`` once the sensor is open, or ``("error", message)``
+  when :func:`collect.telemetry.sensors.registry.open_sensor` raised; the parent raises
+  ``SensorError(message)``.
+* parent -> child: ``("phase", name)`` (the child calls its sensor's ``set_phase``; the load
+  changes at the next poll, at most one poll interval late), ``("snap", None)`` (send what was
+  recorded so far) and ``("stop", None)``.
+* child -> parent on ``snap``/``stop``: ``("data", columns, poll_ns, error)``: the readings as
+  columns (lists), the poll start times (ns) and the message of a ``SensorError`` raised by a
+  read (polling stopped there), or None.
+
+Times are ns on the sensor's clock: the host monotonic clock for NVML (shared by all processes);
+for the simulator the child's sensor is given the parent sensor's origin (``_t0``), so phases
+marked in the parent and polls taken in the child are on one clock. The child asks the kernel
+for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, see :mod:`collect.engine.workers`) and exits
+when its pipe closes (the fallback off Linux; note that the kernel's parent-death signal follows
+the *thread* that started the child, so start the recorder from a thread that outlives it);
+:meth:`ProcessPoller.stop` joins it (killing it after a grace period).
+Scheduling: the child lowers its own priority (``nice``) like the thread poller did.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from collect.telemetry.sensors.base import SensorError
+
+_MS = 1_000_000
+#: spec kinds the child can open from their spec string (replay and virtual clocks stay in-process)
+CHILD_KINDS = ("sim", "nvml")
+JOIN_S = 10.0
+
+
+Columns = dict[str, list[Any]]
+
+
+def _empty_columns() -> Columns:
+    return {"signal": [], "t_before_ns": [], "t_after_ns": [], "value": [], "status": [], "driver_ts_us": []}
+
+
+def _child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int,
+                t0: int | None, parent_pid: int) -> None:
+    """The child's whole life: open the sensor, poll until told to stop, send everything back."""
+    from collect.engine.workers import _set_parent_death_signal
+
+    _set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
+    from collect.telemetry.sensors.registry import open_sensor
+
+    try:
+        sensor = open_sensor(spec)
+    except SensorError as err:
+        conn.send(("error", str(err)))
+        return
+    try:
+        if t0 is not None and hasattr(sensor, "_t0"):
+            sensor._t0 = t0  # the simulator's clock origin: one clock with the parent's phases
+        conn.send(("ready", None))
+        _poll_loop(conn, sensor, signals, poll_ms)
+    finally:
+        sensor.close()
+
+
+def _poll_loop(conn: Connection, sensor: Any, signals: list[str], poll_ms: float) -> None:
+    cols = _empty_columns()
+    polls: list[int] = []
+    hook = getattr(sensor, "set_phase", None)
+    step = int(poll_ms * _MS)
+    error: str | None = None
+    next_ns = sensor.now_ns()
+    c_sig, c_tb, c_ta = cols["signal"], cols["t_before_ns"], cols["t_after_ns"]
+    c_val, c_st, c_drv = cols["value"], cols["status"], cols["driver_ts_us"]
+    while True:
+        while polls and _ready(conn):  # commands (rare, small) once the first poll is taken
+            try:
+                kind, arg = conn.recv()
+            except (EOFError, OSError):  # the parent is gone
+                return
+            if kind == "phase" and hook is not None:
+                hook(arg)
+            elif kind == "snap":
+                conn.send(("data", cols, polls, error))
+            elif kind == "stop":
+                conn.send(("data", cols, polls, error))
+                return
+        if error is not None:  # a read failed: wait for the parent to collect the error
+            if not _wait(conn, None):
+                return
+            continue
+        now = sensor.now_ns()
+        if now < next_ns:
+            wait_s = (next_ns - now) / 1e9
+            # poll(2) sleeps in whole ms (rounded up): wake ~2 ms early for commands, then sleep
+            # the rest with nanosleep, so a 1 ms interval is 1 ms and a stop is answered at once
+            if wait_s > 0.003:
+                if not _wait(conn, wait_s - 0.002):
+                    return
+            else:
+                time.sleep(wait_s)
+            continue
+        polls.append(now)
+        try:
+            readings = sensor.read(signals)
+        except SensorError as err:
+            error = str(err)
+            readings = []
+        for r in readings:
+            c_sig.append(r.signal)
+            c_tb.append(r.t_before_ns)
+            c_ta.append(r.t_after_ns)
+            c_val.append(r.value)
+            c_st.append(r.status)
+            c_drv.append(r.driver_ts_us)
+        next_ns += step
+        now = sensor.now_ns()
+        if next_ns <= now:  # late: poll again at once, but do not burst to catch up
+            next_ns = now
+
+
+def _ready(conn: Connection) -> bool:
+    try:
+        return conn.poll()
+    except (EOFError, OSError):
+        return True  # recv() then reports the closed pipe
+
+
+def _wait(conn: Connection, timeout: float | None) -> bool:
+    """Sleep until a command arrives or ``timeout`` s pass; False when the pipe is gone."""
+    try:
+        conn.poll(timeout)
+    except (EOFError, OSError):
+        return False
+    return True
+
+
+class ProcessPoller:
+    """The parent's handle on the polling child (see the module doc)."""
+
+    def __init__(self, spec: str, signals: list[str], poll_ms: float, nice: int = 10,
+                 t0: int | None = None) -> None:
+        self.spec, self.signals, self.poll_ms, self.nice, self.t0 = spec, list(signals), poll_ms, nice, t0
+        self._conn: Connection | None = None
+        self._proc: Any = None
+        self.columns: Columns = _empty_columns()
+        self.poll_ns: list[int] = []
+        self.error: str | None = None
+
+    def start(self) -> None:
+        """Start the child and wait until its sensor is open (``SensorError`` if it cannot be)."""
+        ctx = mp.get_context("spawn")
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_child_main, name="telemetry-sampler", daemon=True,
+                           args=(child, self.spec, self.signals, self.poll_ms, self.nice, self.t0, os.getpid()))
+        proc.start()
+        child.close()
+        self._conn, self._proc = parent, proc
+        try:
+            kind, arg = parent.recv()
+        except (EOFError, OSError):
+            self._finish()
+            raise SensorError(f"telemetry sampler for {self.spec!r} exited before opening the sensor") from None
+        if kind == "error":
+            self._finish()
+            raise SensorError(str(arg))
+
+    def phase(self, name: str) -> None:
+        """Tell the child's sensor the phase changed (only sensors with a ``set_phase`` hook)."""
+        if self._conn is not None:
+            self._conn.send(("phase", name))
+
+    def _collect(self, command: str) -> None:
+        assert self._conn is not None
+        try:
+            self._conn.send((command, None))
+            _, cols, polls, error = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self.error = self.error or f"telemetry sampler for {self.spec!r} died"
+            return
+        self.columns, self.poll_ns, self.error = cols, polls, error
+
+    def snapshot(self) -> None:
+        """Fetch what was recorded so far (while running)."""
+        if self._conn is not None:
+            self._collect("snap")
+
+    def stop(self) -> None:
+        """Collect everything, join the child; raises ``SensorError`` if a read failed there."""
+        if self._conn is not None:
+            self._collect("stop")
+            self._finish()
+        if self.error is not None:
+            raise SensorError(self.error)
+
+    def _finish(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            self._proc.join(JOIN_S)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join()
+            self._proc = None

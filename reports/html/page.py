@@ -1,0 +1,266 @@
+"""``reports html RUNS_OR_EVALUATION``: the reviewer's report as one self-contained HTML file.
+
+The page holds everything it shows: one stylesheet and one small script (:mod:`reports.html.assets`,
+allowed by a Content-Security-Policy that lets nothing else run and nothing load), inline SVG
+figures, and the kept telemetry traces compressed inside it. It opens from disk with no network
+and prints to PDF (every ``<details>`` opens for printing). Sections, in order: the decision (claim,
+evidence classes, scope, notices, amendments, predecessors), the primary gates (table, groups,
+forest plot, per-stratum points), invalidators, sensitivity gates, a controller study's
+comparator choice, per-family ledger, ranking and assumptions (:mod:`reports.html.controller`), diagnostics (refused and
+unresolvable gates, visibly apart), notes, how to read the verdicts, the runs (per-run table, work
+conservation, traffic classes), the recovery timeline, the telemetry traces and the provenance.
+
+The artifact is checked as ``reports show`` checks it (an artifact that contradicts itself or its
+seal is refused, exit 3) and every string is escaped; the report computes no statistics. With a
+runs folder (the folder holding ``ledger.jsonl`` and ``evaluation.json``) the run sections are
+drawn from its ledger and traces (:mod:`reports.html.runs`, :mod:`reports.html.timeline`,
+:mod:`reports.html.telemetry`); given an ``evaluation.json`` alone, from the folder it lies in when
+that folder holds a ledger, else they say what is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prereg.errors import InputError, IntegrityError
+from reports.words import evaluation as et
+from reports.html.assets import CSS, JS, content_security_policy
+from reports.html.svg import esc
+
+if TYPE_CHECKING:
+    from gates.artifact import Evaluation
+    from reports.html.runs import RunsContext
+
+GENERATOR = "prereg-toolkit reports html"
+NAV_WORDS = {"decision": "Decision", "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
+             "sensitivity": "Sensitivity", "comparator": "Comparator", "families": "Families", "ranking": "Ranking",
+             "assumptions": "Assumptions",
+             "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
+             "timeline": "Timeline", "commits": "Commit timeline", "telemetry": "Telemetry", "provenance": "Provenance"}
+DEFAULT_NAME = "report.html"
+
+
+@dataclass
+class Source:
+    """What ``reports html`` was given, resolved: the artifact, its bytes' hash and the runs folder."""
+
+    evaluation_path: Path
+    evaluation_sha256: str
+    runs: Path | None
+    warnings: list[str] = field(default_factory=list)
+    verification: str = ""  # re-verified from the lock and runs, or why it could not be (reports.data.reverify)
+
+
+def resolve(source: str | Path) -> Source:
+    """RUNS (``RUNS/evaluation.json``) or an ``evaluation.json`` (its folder is RUNS when it holds a ledger)."""
+    from collect.ledger.store import LEDGER_NAME
+
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (reports html takes a runs folder or an evaluation.json)")
+    if path.is_dir():
+        evaluation = path / "evaluation.json"
+        if not (path / LEDGER_NAME).is_file():
+            raise InputError(f"{path}: not a runs folder (no {LEDGER_NAME}); give the folder `collect run` or "
+                             "`collect import` wrote, or an evaluation.json")
+        if not evaluation.is_file():
+            raise InputError(f"{path}: holds no evaluation.json yet; run 'gates evaluate LOCK {path}' first")
+        runs: Path | None = path
+    else:
+        evaluation = path
+        runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
+    from gates.artifact import MAX_ARTIFACT_BYTES
+    from prereg.fileio import read_regular_file
+
+    # a regular file of bounded size: never blocks on a FIFO, never reads a device without end
+    digest = hashlib.sha256(read_regular_file(evaluation, MAX_ARTIFACT_BYTES)).hexdigest()
+    return Source(evaluation, digest, runs)
+
+
+def read_checked(path: Path) -> tuple[Evaluation, str]:
+    """The artifact and its seal status; refused (exit 3) when it contradicts itself or its seal."""
+    from gates.api import read_evaluation
+    from gates.artifact import seal_status
+    from gates.consistency import consistency_problems
+
+    ev = read_evaluation(path)
+    problems = consistency_problems(ev)
+    if problems:
+        raise IntegrityError(f"{path}: INCONSISTENT evaluation artifact; refusing to render it:\n- "
+                             + "\n- ".join(problems), details=problems)
+    return ev, seal_status(ev)
+
+
+SEAL_WORDS = {
+    "sealed": "sealed: the artifact still has the SHA-256 it was sealed with when written",
+    "unsealed": "no seal (written by an older toolkit): its consistency was checked, but edits that keep it "
+                "consistent cannot be detected",
+    "broken": "SEAL BROKEN",
+}
+
+
+def _header(ev: Evaluation) -> str:
+    lines = et.run_lines(ev.runs, limit=10)
+    facts = [("Study", esc(ev.study)), ("Plan", esc(et.plan_text(ev))), ("Runs", esc("; ".join(lines))),
+             ("Evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}"))]
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+    word = et.DECISION_WORDS[ev.decision]
+    return (f'<header><p class="study">Preregistered evaluation &middot; decision <strong>{esc(word)}</strong></p>'
+            f'<h1>{esc(ev.title)}</h1><dl class="facts">{dl}</dl>'
+            '<p class="muted">The ledger, its hash chain and every hash are under '
+            '<a href="#provenance">Provenance</a>.</p></header>')
+
+
+def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None) -> str:
+    from prereg._version import __version__
+
+    led = ev.ledger
+    facts = [
+        ("plan sha256", f'<span class="hash">{esc(ev.prereg_sha256)}</span>'),
+        ("first frozen as", f'<span class="hash">{esc(ev.genesis_plan_sha256)}</span>'),
+        ("frozen at", esc(ev.frozen_at)),
+        ("ledger", esc(f"{led.path}, {led.records} records" + ("; TORN TAIL" if led.torn_tail else ""))),
+        ("ledger sha256", f'<span class="hash">{esc(led.sha256 or "none")}</span>'),
+        ("ledger chain head", f'<span class="hash">{esc(led.head_sha256 or "none")}</span>'),
+        ("ledger chain", esc(et.ledger_text(ev).split("; ", 1)[-1])),  # the words `reports show` prints
+        ("evaluation file", f"{esc(src.evaluation_path)}: sha256 "
+                            f'<span class="hash">{esc(src.evaluation_sha256)}</span>'),
+        ("evaluation seal", esc(SEAL_WORDS[seal]) + (f' <span class="hash">{esc(ev.seal_sha256)}</span>'
+                                                     if ev.seal_sha256 else "")),
+        ("evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}")),
+        ("re-verification", esc(src.verification or "not done")),
+        ("this page", esc(f"written by toolkit {__version__} ({GENERATOR}); it computes nothing, it renders the "
+                          "artifact")),
+    ]
+    body = '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+    if ctx is not None:
+        from reports.html.runs import runs_provenance
+
+        body += runs_provenance(ctx)
+    return body
+
+
+def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, run_id: str | None = None) -> str:
+    """The whole page as text (``ev`` already cleaned of control characters)."""
+    from reports.html import evaluation as he
+
+    sections: list[tuple[str, str, str]] = [("decision", "Decision", he.decision_section(ev))]
+    primary = et.primary_gates(ev)
+    gates_body = (he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
+                  + he.group_tallies(ev) + he.forest_figure(ev, primary, "forest-primary")
+                  + he.strata_details(ev, [g for g in primary if g.verdict not in ("refused", "unresolvable")],
+                                      "strata-primary"))
+    sections.append(("gates", f"Primary gates (decide the claim; multiplicity {ev.multiplicity})", gates_body))
+    sections.append(("invalidators", "Invalidators", he.invalidators_section(ev)))
+    support = he.phase_support_section(ev)
+    if support:
+        sections.append(("meter-support", "Meter support by phase (updates inside each phase)", support))
+    sensitivity = et.sensitivity_gates(ev)
+    if sensitivity:
+        evidence = [g for g in sensitivity if g.verdict not in ("refused", "unresolvable")]
+        body = (he.gates_table(ev, sensitivity, "sensitivity-table", "Sensitivity gates")
+                + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
+                + he.strata_details(ev, evidence, "strata-sensitivity"))
+        sections.append(("sensitivity", "Sensitivity (reported, never decides)", body))
+    from reports.html.controller import controller_sections
+
+    sections += controller_sections(ev)  # nothing without a comparator, families or a ranking
+    diagnostics = he.diagnostics_section(ev)
+    tail = he.notes_and_reading(ev)
+    from reports.html.runs import conservation_section, runs_section
+
+    runs_body = runs_section(ev, ctx) + (conservation_section(ctx) if ctx is not None else "")
+    later = [("runs", "Runs", runs_body)]
+    if ctx is not None:
+        from reports.html.telemetry import telemetry_section
+        from reports.html.timeline import timeline_section
+
+        if ev.comparator is not None and ev.families:  # controller runs keep commit ledgers, not event traces
+            from reports.html.controller import commit_timeline_section
+
+            later.append(("commits", "Commit timeline of one held-out family", commit_timeline_section(ev, ctx.folder)))
+        else:
+            later.append(("timeline", "Recovery timeline", timeline_section(ctx, run_id)))
+        later.append(("telemetry", "Telemetry traces", telemetry_section(ctx)))
+    later.append(("provenance", "Provenance", _provenance(ev, src, seal, ctx)))
+    anchors = [a for a, _, _ in sections] + (["diagnostics"] if diagnostics else []) + [a for a, _, _ in tail + later]
+    nav = ('<nav class="toc" aria-label="Sections"><ol>'
+           + "".join(f'<li><a href="#{a}">{esc(NAV_WORDS[a])}</a></li>' for a in anchors) + "</ol></nav>")
+
+    def render(items: list[tuple[str, str, str]]) -> str:
+        return "".join(f'<section id="{a}" aria-labelledby="h-{a}"><h2 id="h-{a}">{esc(h)}</h2>{b}</section>'
+                       for a, h, b in items)
+
+    word = et.DECISION_WORDS[ev.decision]
+    title = f"{ev.study}: {word} - {ev.title}"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy())}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="generator" content="{GENERATOR}">'
+            f'<meta name="prereg-plan-sha256" content="{esc(ev.prereg_sha256)}">'
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>"
+            + _header(ev) + nav + render(sections) + diagnostics + render(tail + later)
+            + f"</main><script>{JS}</script></body></html>\n")
+
+
+def is_html_report(path: Path) -> bool:
+    """Whether ``path`` holds a page this module wrote (safe to replace with a new one)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.startswith("<!DOCTYPE html>") and f'<meta name="generator" content="{GENERATOR}">' in head
+
+
+def html_report(source: str | Path, run_id: str | None = None, lock: str | Path | None = None) -> tuple[str, Source]:
+    """The page for a runs folder or an ``evaluation.json`` (see the module doc), and what it was made from."""
+    from reports.data.reverify import reverify
+    from reports.words.safe_text import clean_model
+
+    src = resolve(source)
+    ev, seal = read_checked(src.evaluation_path)
+    src.verification = reverify(ev, src.evaluation_path, src.runs, Path(lock) if lock is not None else None)
+    if "could not be re-verified" in src.verification:
+        src.warnings.append(f"{src.evaluation_path} {src.verification}")
+    if seal == "unsealed":
+        src.warnings.append(f"{src.evaluation_path} carries no seal (written by an older toolkit); its consistency "
+                            "was checked, but edits that keep it consistent cannot be detected")
+    ev = clean_model(ev)  # no control characters reach the page
+    ctx = None
+    if src.runs is not None:
+        from reports.html.runs import load_runs
+
+        try:
+            ctx = load_runs(src.runs, ev)
+        except OSError as err:
+            raise InputError(f"{src.runs}: the ledger cannot be read ({err})") from None
+        if not ctx.ledger_matches:
+            src.warnings.append(f"{ctx.ledger.path} is not the ledger that was evaluated (its SHA-256 differs); the "
+                                "run sections show it as it is now, and the page says so")
+        bad = sum(len(p) for p in ctx.problems.values())
+        if bad:
+            src.warnings.append(f"{bad} trace file(s) do not match the SHA-256 in their record; the page names them "
+                                "and does not draw them")
+    elif run_id is not None:
+        raise InputError(f"--run needs the runs folder: {src.evaluation_path.parent} holds no ledger.jsonl")
+    return build_page(ev, src, seal, ctx, run_id), src
+
+
+def write_html_report(source: str | Path, out: str | Path | None = None, run_id: str | None = None,
+                      force: bool = False, lock: str | Path | None = None) -> tuple[Path, int, list[str]]:
+    """Write the page atomically (default ``report.html`` beside the evaluation); (path, bytes, warnings)."""
+    from prereg.fileio import atomic_write, check_output
+
+    src = resolve(source)
+    target = Path(out) if out is not None else src.evaluation_path.parent / DEFAULT_NAME
+    if not target.parent.exists():
+        target.parent.mkdir(parents=True)
+    check_output(target, force, is_html_report)  # before anything is computed: never over a ledger, lock, link...
+    page, src = html_report(source, run_id, lock)
+    data = page.encode("utf-8")
+    atomic_write(target, data)
+    return target, len(data), src.warnings

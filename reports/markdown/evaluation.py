@@ -1,0 +1,273 @@
+"""The reviewer's report of an evaluation as GitHub-flavoured Markdown (papers, pull requests).
+
+Same content as the terminal report (``reports.terminal.evaluation``): header, decision sentence,
+gate tables, forest bars in a ``text`` code block, invalidators, sensitivity, diagnostics,
+notes, predecessors and (optionally) the per-block rows; a controller study's artifact adds its
+comparator choice, per-family ledger, ranking table and assumptions (words from
+:mod:`reports.words.controller`). User text is escaped so it renders as
+written: Markdown punctuation is backslash-escaped, ``|`` in table cells becomes ``\\|`` and
+line breaks inside a cell become ``<br>``. With ``figures`` (``reports show --markdown FILE``
+writes them beside the file: :mod:`reports.html.figures`) the report links the SVG forest plot and
+per-stratum figures after the primary gates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from reports.words import decision as dt
+from reports.words import evaluation as et
+from reports.words import provenance as pt
+from reports.terminal.forest import LEGEND
+from reports.words.reading import reading_lines
+
+if TYPE_CHECKING:
+    from gates.artifact import Evaluation
+
+MD_BAR_WIDTH = 44
+GATE_COLUMNS = ["verdict", "gate", "metric, evidence", "contrast", "estimate", "interval", "rule",
+                "method, n", "p", "group"]
+_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~])")
+
+
+def md_escape(text: str) -> str:
+    """User text made literal in Markdown (inline and in table cells)."""
+    return _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def md_code(text: str) -> str:
+    """A code span that survives a table cell (a '|' inside is escaped, as GFM requires)."""
+    return "`" + str(text).replace("`", "'").replace("|", "\\|") + "`"
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GFM table; cells must already be escaped (see ``md_escape``)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(c if c else " " for c in row) + " |" for row in rows]
+    return lines
+
+
+def _verdict_md(word: str) -> str:
+    return f"**{word}**"
+
+
+def _gate_rows(ev: Evaluation, views: list[et.GateView]) -> list[list[str]]:
+    rows = []
+    for v in views:
+        if v.is_evidence:
+            estimate, interval = md_escape(v.estimate), md_escape(v.interval)
+        else:
+            estimate, interval = "see Diagnostics, not evidence", md_escape(v.meaning)
+        rows.append([
+            _verdict_md(v.word), md_code(v.id), md_escape(f"{v.metric}, {v.evidence}"), md_escape(v.contrast),
+            estimate, interval, md_escape(v.rule), md_escape(v.test), md_escape(v.p or "none") if v.is_evidence else "see Diagnostics",
+            md_escape(v.group or "-"),
+        ])
+    return rows
+
+
+def _forest_block(views: list[et.GateView]) -> list[str]:
+    if not views:
+        return []
+    width = max(len(v.id) for v in views)
+    lines = ["", md_escape(f"Forest bars, each gate on its own axis ({LEGEND}):"), "", "```text"]
+    for v in views:
+        lo, bar, hi = v.bar
+        lines.append(f"{v.id:<{width}}  {v.word:<12} {lo:>9} {bar} {hi}")
+    lines.append("```")
+    return lines
+
+
+def _header(ev: Evaluation) -> list[str]:
+    lines = [f"# Evaluation: {md_escape(ev.study)}", "", f"**{md_escape(ev.title)}**", ""]
+    lines.append(f"- Plan: {md_escape(et.plan_text(ev))}")
+    if not ev.amendments:
+        lines.append("- Amended: never (the plan as first frozen)")
+    for a in ev.amendments:
+        flag = et.amendment_flag(a)
+        flag = f"**{flag}**" if a.post_data else flag
+        lines.append(f"- Amended: v{a.version} {md_escape(a.amended_at)}: {flag} (\"{md_escape(a.reason)}\")")
+    lines.append(f"- Ledger: {md_escape(et.ledger_text(ev))}")
+    run_lines = et.run_lines(ev.runs, limit=None)
+    lines.append(f"- Runs: {md_escape(run_lines[0])}")
+    lines += [f"  - {md_escape(line)}" for line in run_lines[1:]]
+    for label, text, alarm in pt.provenance_lines(ev, limit=None):
+        lines.append(f"- {label}: " + (f"**{md_escape(text)}**" if alarm else md_escape(text)))
+    lines.append(f"- Evaluated {md_escape(ev.evaluated_at)} with toolkit {md_escape(ev.toolkit_version)}; "
+                 f"multiplicity {ev.multiplicity}")
+    return lines
+
+
+def _decision(ev: Evaluation) -> list[str]:
+    word, rest = dt.decision_sentence(ev)
+    lines = ["", "## Decision", "", f"**{word}**{md_escape(rest)}"]
+    modeled = dt.modeled_note(ev)
+    if modeled:
+        lines += ["", md_escape(modeled)]
+    lines += ["", md_escape(dt.scope_text(ev))]
+    return lines
+
+
+def _invalidators(ev: Evaluation) -> list[str]:
+    rows = et.invalidator_rows(ev)
+    lines = ["", "## Invalidators", ""]
+    if not rows:
+        return lines + ["none in the plan"]
+    return lines + md_table(
+        ["status", "invalidator", "kind", "observed", "threshold", "refuses", "detail"],
+        [[f"**{r['status']}**" if r["status"] == "FIRED" else r["status"], md_code(r["id"]), md_escape(r["kind"]),
+          md_escape(r["observed"]), md_escape(r["threshold"]), md_escape(r["blocks"]), md_escape(r["detail"])]
+         for r in rows],
+    )
+
+
+def _phase_support(ev: Evaluation) -> list[str]:
+    from reports.words.phase_support import phase_support_lines
+
+    lines = phase_support_lines(ev)
+    if not lines:
+        return []
+    return ["", "## Meter support by phase", "", *(md_escape(line) for line in lines)]
+
+
+def _controller(ev: Evaluation) -> list[str]:
+    """The controller study's sections (``reports.words.controller``); nothing for other artifacts."""
+    from reports.words import controller as ct
+
+    if not ct.has_controller(ev):
+        return []
+    lines: list[str] = []
+    if ev.comparator is not None:
+        chosen = md_escape(ct.comparator_chosen(ev))
+        lines += ["", "## Comparator choice (calibration runs only)", "",
+                  f"**{chosen}**", ""] + [f"- {md_escape(line)}" for line in ct.comparator_lines(ev)]
+        header, rows = ct.comparator_table(ev)
+        if rows:
+            lines += ["", "Candidates on the calibration strata:", ""]
+            lines += md_table([md_escape(h) for h in header],
+                              [[md_escape(c) if i else md_code(c) for i, c in enumerate(r[:-1])]
+                               + [f"**{r[-1]}**" if r[-1] else ""] for r in rows])
+    families = ct.family_rows(ev)
+    if families:
+        lines += ["", "## Per-family ledger (each held-out family judged alone)", ""]
+        lines += md_table(
+            ["family", "decision", "gates: verdict, estimate [interval]",
+             f"descriptive ({md_escape(ct.DESCRIPTIVE_NOTE)})", f"hindsight ({ct.YARDSTICK})", "regions"],
+            [[md_code(r.family), f"**{r.decision_word}**: " + md_escape(r.reason) + f"<br>{r.blocks} blocks"
+              + "".join(f"<br>**{md_escape(x)}**" for x in r.invalidators),
+              "<br>".join(f"{md_code(gid)} **{word}**" + (" " if rest.startswith(" ") else "") + md_escape(rest)
+                         for gid, word, rest in r.gate_parts) or "-",
+              "<br>".join(md_escape(x) for x in r.descriptive) or "none recorded", md_escape(r.hindsight),
+              md_escape(r.regions)] for r in families])
+    ranking = ct.ranking_rows(ev)
+    if ranking:
+        lines += ["", "## Ranking (challenger vs comparator per family and region)", "",
+                  md_escape(ct.ranking_intro(ev)), ""]
+        lines += md_table(
+            ["family", "region", "ranking", "sampling interval", "infrastructure spread (separate)", "reason"],
+            [[md_code(r.family), md_escape(r.region),
+              (f"_{r.word}_" if r.abstain else f"**{r.word}**") + f"<br>{md_escape(r.meaning)}",
+              md_escape(r.sampling), "<br>".join(md_escape(x) for x in r.infrastructure), md_escape(r.reason)]
+             for r in ranking])
+    assumptions = ct.assumption_lines(ev)
+    if assumptions:
+        lines += ["", "## Assumptions, uncertainty and missing evidence", ""]
+        lines += [f"- {md_escape(line)}" for line in assumptions]
+    return lines
+
+
+def _diagnostics(ev: Evaluation) -> list[str]:
+    gates = et.diagnostic_gates(ev)
+    if not gates:
+        return []
+    views = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in gates]
+    lines = ["", "## Diagnostics, not evidence (refused or unresolvable gates)", ""]
+    lines += md_table(
+        ["verdict", "gate", "role", "metric, evidence", "why", "arm medians", "estimate (diagnostic)",
+         "interval (diagnostic)", "test (diagnostic)"],
+        [[_verdict_md(v.word), md_code(v.id), v.role, md_escape(f"{v.metric}, {v.evidence}"),
+          md_escape("; ".join(v.refused_by + ([v.resolution] if v.resolution else [])) or v.meaning),
+          md_escape(v.arm_medians), md_escape(v.estimate), md_escape(v.interval),
+          md_escape("; ".join(x for x in (v.test, v.p) if x))] for v in views],
+    )
+    return lines + _forest_block(views)
+
+
+def _notes(ev: Evaluation) -> list[str]:
+    lines = et.note_lines(ev)
+    if not lines:
+        return []
+    return ["", "## Notes and estimator warnings", ""] + [f"- {md_escape(line)}" for line in lines]
+
+
+def _reading(ev: Evaluation) -> list[str]:
+    return ["", "## How to read the verdicts", ""] + [f"- {md_escape(line)}" for line in reading_lines(ev)]
+
+
+def _predecessors(ev: Evaluation) -> list[str]:
+    rows = et.predecessor_lines(ev)
+    if not rows:
+        return ["", "Predecessors: none"]
+    return ["", "## Predecessors", ""] + [f"- **{status}** {md_escape(line)}" for status, line in rows]
+
+
+def _blocks(ev: Evaluation) -> list[str]:
+    rows = et.block_rows(ev)
+    lines = ["", "## Blocks (paired rows)", ""]
+    if not rows:
+        return lines + ["no paired rows recorded"]
+    return lines + md_table(
+        ["block", "replicate", "contrast per gate", "arms' values"],
+        [[md_escape(r["block"]), r["replicate"],
+          "<br>".join(f"{md_code(g)}: {md_escape(val)}" for g, val in r["contrasts"]) or "-",
+          "<br>".join(f"{md_escape(m)}: {md_escape(vals)}" for m, vals in r["values"]) or "-"] for r in rows],
+    )
+
+
+def _figures(figures: Sequence[tuple[str, str]]) -> list[str]:
+    """Links to the SVG figures written beside the Markdown (``reports.html.figures``)."""
+    if not figures:
+        return []
+    lines = ["", "Figures (SVG files beside this report, the same drawings as `reports html`; the tables here give "
+                 "their numbers):", ""]
+    return lines + [f"![{md_escape(alt)}]({quote(name)})" for alt, name in figures]
+
+
+def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
+                        figures: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole report as GitHub-flavoured Markdown (ends with a newline); ``figures``: (alt text, file
+    name) of figures written beside it, linked after the primary gates."""
+    from reports.words.safe_text import clean_model
+
+    ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
+    lines = _header(ev) + _decision(ev)
+    primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
+    lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
+    lines += md_table(GATE_COLUMNS, _gate_rows(ev, primary)) + _forest_block(primary) + _figures(figures)
+    groups = et.group_lines(ev)
+    if groups:
+        lines += ["", "Groups: " + "; ".join(md_escape(g) for g in groups)]
+    lines += _invalidators(ev)
+    lines += _phase_support(ev)
+    sensitivity = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.sensitivity_gates(ev)]
+    if sensitivity:
+        lines += ["", "## Sensitivity (reported, never decides)", ""]
+        lines += md_table(GATE_COLUMNS, _gate_rows(ev, sensitivity)) + _forest_block(sensitivity)
+    lines += _controller(ev) + _diagnostics(ev) + _notes(ev) + _reading(ev) + _predecessors(ev)
+    if show_blocks:
+        lines += _blocks(ev)
+    return "\n".join(lines) + "\n"
+
+
+def is_evaluation_markdown(path: Path) -> bool:
+    """Whether ``path`` holds a Markdown report this module wrote (safe to replace with a new one)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.startswith("# Evaluation: ") and "\n- Plan: sha256 " in head
