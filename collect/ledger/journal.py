@@ -39,7 +39,7 @@ from collect.ledger.files import _open_no_follow, _write_all
 from collect.ledger.records import LEDGER_NAME
 
 PENDING_NAME = ".ledger.pending"
-FORMAT = "collect/ledger/store-pending/v1"
+FORMAT = "collect/ledger-pending/v1"
 
 
 @dataclass

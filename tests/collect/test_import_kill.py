@@ -199,7 +199,7 @@ def test_a_reader_never_sees_a_batch_half_written(tmp_path, study):
 
 def test_a_journal_that_does_not_continue_the_ledger_is_never_applied(tmp_path, study):
     runs = _fresh(tmp_path, study)
-    pending_path(runs).write_bytes(b'{"format": "collect/ledger/store-pending/v1", "offset": 5, "length": 3, '
+    pending_path(runs).write_bytes(b'{"format": "collect/ledger-pending/v1", "offset": 5, "length": 3, '
                                    b'"sha256": "0"}\nabc')
     ledger = read_ledger(runs)
     assert len(ledger.records) == ACKNOWLEDGED and ledger.pending and "ignored" in ledger.pending
