@@ -17,16 +17,16 @@ from typing import Any
 from estimators.lazy import LazyExports
 
 _LOCATIONS: dict[str, str] = {
-    "COLLECTORS": "engine",
-    "EngineError": "engine",
-    "ImportProblem": "importer",
-    "Ledger": "ledger",
-    "RunRecord": "ledger",
-    "RunSummary": "engine",
-    "SENSORS": "telemetry.registry",
+    "COLLECTORS": "engine.runner",
+    "EngineError": "engine.runner",
+    "ImportProblem": "importing.importer",
+    "Ledger": "ledger.store",
+    "RunRecord": "ledger.store",
+    "RunSummary": "engine.runner",
+    "SENSORS": "telemetry.sensors.registry",
     "import_table": "api",
     "ledger_head": "api",
-    "open_sensor": "telemetry.registry",
+    "open_sensor": "telemetry.sensors.registry",
     "read_ledger": "api",
     "run_plan": "api",
 }

@@ -16,9 +16,9 @@ from typing import Any
 from estimators.lazy import LazyExports
 
 _LOCATIONS: dict[str, str] = {
-    "html_report": "evaluation_html:evaluation_html",
-    "markdown_report": "evaluation_markdown:evaluation_markdown",
-    "render_evaluation": "evaluation_view",
+    "html_report": "html.jupyter:evaluation_html",
+    "markdown_report": "markdown.evaluation:evaluation_markdown",
+    "render_evaluation": "terminal.evaluation",
 }  # "module:attribute" where the public name differs from the function's (never a submodule's name)
 
 _exports = LazyExports(__name__, _LOCATIONS)
