@@ -160,7 +160,7 @@ def _wait_for(condition, hang_guard_s: float = 120.0) -> None:
 def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     """SIGINT mid-run: exit 130, the count of kept runs and the resume command; the resume finishes."""
     plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text(plan_text(sleep=500.0)  # 24 runs of 0.5 s: seconds of margin to interrupt on a loaded machine)
+    plan_file.write_text(plan_text(sleep=500.0))  # 24 runs of 0.5 s: seconds to interrupt on a loaded machine
     assert run("prereg", "freeze", str(plan_file)).returncode == 0
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
