@@ -26,9 +26,16 @@ from cli.kit import (
 
 
 def _load(path: str) -> Any:
+    """The loaded plan; a collector it names that is not installed here is refused (``PluginError``, exit 2)."""
     from prereg.plan import load_plan
 
-    return load_plan(path)
+    loaded = load_plan(path)
+    experiment = loaded.plan.experiment
+    if experiment is not None:
+        from collect.plugins import COLLECTORS
+
+        COLLECTORS.check_findable(experiment.collector)  # no import: a torch collector stays unloaded
+    return loaded
 
 
 def _warnings(loaded: Any) -> list[str]:

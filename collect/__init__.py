@@ -17,13 +17,13 @@ from typing import Any
 from estimators.lazy import LazyExports
 
 _LOCATIONS: dict[str, str] = {
-    "COLLECTORS": "engine.runner",
+    "COLLECTORS": "plugins",
     "EngineError": "engine.runner",
     "ImportProblem": "importing.importer",
     "Ledger": "ledger.store",
     "RunRecord": "ledger.store",
     "RunSummary": "engine.runner",
-    "SENSORS": "telemetry.sensors.registry",
+    "SENSORS": "plugins",
     "import_table": "api",
     "ledger_head": "api",
     "open_sensor": "telemetry.sensors.registry",

@@ -71,8 +71,12 @@ CONFIDENCE_FLOOR = 0.80
 class Experiment(StrictModel):
     """What ``collect run`` executes. Omit it for plans whose runs are imported."""
 
-    collector: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")] = Field(
-        description="Built-in collector name, e.g. 'torch.multisite', 'sim.multisite', 'sim.churn'."
+    collector: Annotated[str, StringConstraints(
+        pattern=r"^([a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*)$",
+        max_length=200)] = Field(
+        description="The collector: a name registered in the entry-point group 'prereg_toolkit.collectors' "
+        "(built in: 'sim.churn', 'sim.multisite', 'sim.controller', 'torch.multisite', 'torch.controller') "
+        "or a class named directly as 'package.module:Class' (docs/extending.md)."
     )
     params: dict[Identifier, JsonValue] = Field(
         default_factory=dict,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from collect.engine.runner import EngineError, Job, PlannedRun, run_batch
+from collect.engine.runs import EngineError, Job, PlannedRun, run_batch
 
 RAY_TASKS_PER_SLOT = 4  # batches per Ray CPU: few enough to amortise a task, enough to balance the tail
 RAY_MAX_RUNS_PER_TASK: int | None = None  # a cap on a batch's runs (1: one task per run)

@@ -16,6 +16,7 @@ import pytest
 import collect.engine.runner as engine
 import collect.engine.ray_executor as ray_executor
 from collect.ledger.store import RunRecord, read_ledger
+from prereg.api import freeze
 from prereg.plan import parse_plan
 from tests.collect.crashing_collector import attempts
 from tests.helpers import alive, children, run
@@ -161,7 +162,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     """SIGINT mid-run: exit 130, the count of kept runs and the resume command; the resume finishes."""
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(plan_text(sleep=500.0))  # 24 runs of 0.5 s: seconds to interrupt on a loaded machine
-    assert run("prereg", "freeze", str(plan_file)).returncode == 0
+    freeze(plan_file)  # the library: the CLI refuses a collector only this test process registers
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
@@ -188,7 +189,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     """SIGKILL `collect run` repeatedly mid-flight; every run ends up in the ledger exactly once."""
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(plan_text(sleep=60.0, replicates=2))
-    assert run("prereg", "freeze", str(plan_file)).returncode == 0
+    freeze(plan_file)  # the library: the CLI refuses a collector only this test process registers
     lock = tmp_path / "plan.lock.json"
     runs = tmp_path / "runs"
     rng = random.Random(7)
@@ -319,7 +320,7 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(plan_text(sleep=150.0))
-    assert run("prereg", "freeze", str(plan_file)).returncode == 0
+    freeze(plan_file)  # the library: the CLI refuses a collector only this test process registers
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     env.pop("RAY_ADDRESS", None)

@@ -1,34 +1,41 @@
-"""Telemetry backends by name, resolved lazily: ``open_sensor("sim:update_ms=100")``.
+"""Telemetry backends by spec, resolved lazily: ``open_sensor("sim:update_ms=100")``.
 
-Rules: a backend is registered here as ``"module:Class"`` (like ``collect.engine.runner.COLLECTORS``) and
-is imported only when a spec names it, so :mod:`collect.telemetry.sensors.base` (the interface) imports no
-backend and no backend import can form a cycle. Every backend class has a ``from_spec(rest)``
-classmethod taking the part of the spec after the first ``:`` and raising ``SensorError`` with one
-clear message. Sensors are context managers: ``with open_sensor(spec) as sensor:`` releases the
-device (e.g. NVML) even when the block raises.
+A spec is ``KIND[:REST]``. ``KIND`` is a sensor registered under the entry-point group
+``prereg_toolkit.sensors`` (built in: ``nvml``, ``replay``, ``sim``), found by the one plugin loader
+(:mod:`collect.plugins`), or a class named directly as ``package.module:Class`` (then the spec is
+``package.module:Class[:REST]``). A backend is imported only when a spec names it, so
+:mod:`collect.telemetry.sensors.base` (the interface) imports no backend. Every backend subclasses
+:class:`~collect.telemetry.sensors.base.Sensor` and has a ``from_spec(rest)`` classmethod taking the
+part of the spec after the kind and raising ``SensorError`` with one clear message. Sensors are context
+managers: ``with open_sensor(spec) as sensor:`` releases the device (e.g. NVML) even when the block raises.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from collect.plugins import SENSORS, PluginError, is_target
 from collect.telemetry.sensors.base import Sensor, SensorError
 
-#: spec prefix -> "module:Class" of the backend (imported on first use)
-SENSORS: dict[str, str] = {
-    "nvml": "collect.telemetry.sensors.nvml:NvmlSensor",
-    "replay": "collect.telemetry.sensors.replay:ReplaySensor",
-    "sim": "collect.telemetry.sensors.sim:SimSensor",
-}
+__all__ = ["SENSORS", "open_sensor", "sensor_class", "split_spec"]
+
+_USAGE = "use 'nvml[:index=N]', 'sim:key=value,...', 'replay:PATH' or an installed sensor plugin"
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``(kind, rest)`` of a sensor spec; a ``package.module:Class`` kind keeps its colon."""
+    kind, _, rest = spec.partition(":")
+    if "." in kind and rest:
+        attr, _, rest = rest.partition(":")
+        if is_target(f"{kind}:{attr}"):
+            return f"{kind}:{attr}", rest
+    return kind, rest
 
 
 def sensor_class(kind: str) -> type[Sensor]:
-    """The backend class registered under ``kind``; ``SensorError`` if none is."""
-    target = SENSORS.get(kind)
-    if target is None:
-        raise SensorError(f"unknown sensor {kind!r}: use 'nvml[:index=N]', 'sim:key=value,...' or 'replay:PATH'")
-    module, _, attr = target.partition(":")
-    cls: type[Sensor] = getattr(importlib.import_module(module), attr)
+    """The backend class registered under ``kind`` (or named ``module:Class``); ``SensorError`` if none is."""
+    try:
+        cls: type[Sensor] = SENSORS.load(kind)
+    except PluginError as err:
+        raise SensorError(f"{err}; {_USAGE}") from None
     return cls
 
 
@@ -37,7 +44,7 @@ def open_sensor(spec: str) -> Sensor:
 
     Raises ``SensorError`` with one clear message when the sensor cannot be opened.
     """
-    kind, _, rest = spec.partition(":")
-    if kind not in SENSORS:
-        raise SensorError(f"unknown sensor {spec!r}: use 'nvml[:index=N]', 'sim:key=value,...' or 'replay:PATH'")
+    kind, rest = split_spec(spec)
+    if not is_target(kind) and kind not in SENSORS:
+        raise SensorError(f"unknown sensor {spec!r}: {_USAGE} (installed: {', '.join(SENSORS)})")
     return sensor_class(kind).from_spec(rest)

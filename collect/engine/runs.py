@@ -1,0 +1,234 @@
+"""One run of a plan: the plan expanded into cells, each cell's seed and id, and a cell executed.
+
+The plan is expanded into runs: every stratum x replicate x arm. A run's parameters are the plan's
+``experiment.params``, overridden by the stratum's factor levels, overridden by the arm's settings;
+the blocking factors ``seed`` and ``block`` label strata and are not passed to the collector. The
+collector (found by :mod:`collect.plugins`) checks them before any run starts, and every plan metric
+must be one the collector produces. Each run's seed derives from its stratum and replicate only,
+never from the arm (common random numbers); run ids derive from the plan hash, stratum, arm and
+replicate. The executors that schedule these runs live in :mod:`collect.engine.runner`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collect.collectors.base import Collector, ParamError, RunContext, check_params
+from collect.ledger.store import TRACES_DIR
+from collect.plugins import COLLECTORS, PluginError, load_target
+from estimators.vocabulary import stronger, weakest
+from prereg._version import __version__
+from prereg.errors import InputError
+from prereg.lock import utc_now
+from prereg.plan import canonical_bytes
+from prereg.schema import Plan
+
+__all__ = ["BLOCKING_FACTORS", "COLLECTORS", "EngineError", "Job", "PlannedRun", "RunSummary", "execute_run",
+           "expand_plan", "load_collector", "run_batch", "run_id_of", "stratum_seed"]
+
+BLOCKING_FACTORS = ("seed", "block")
+
+
+class EngineError(InputError, ValueError):
+    """A plan the engine cannot run (unknown collector, bad parameters, metrics it cannot produce)."""
+
+
+def load_collector(name: str) -> type[Collector]:
+    """The collector class the plan names: an installed entry point or a ``module:Class`` (``collect.plugins``)."""
+    try:
+        cls: type[Collector] = COLLECTORS.load(name)
+    except PluginError as err:
+        raise EngineError(str(err)) from None
+    if not cls.name:
+        raise EngineError(f"collector {name!r}: {cls.__module__}.{cls.__qualname__} sets no 'name' (the name its "
+                          "records carry)")
+    return cls
+
+
+def stratum_seed(stratum: dict[str, Any], replicate: int) -> int:
+    """The run seed of a stratum and replicate (never the arm): 63 bits of SHA-256."""
+    digest = hashlib.sha256(canonical_bytes({"stratum": stratum, "replicate": replicate})).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def run_id_of(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
+    """A stable run id for one cell of the plan."""
+    key = canonical_bytes({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
+    return "run-" + hashlib.sha256(key).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One cell of the plan, with its merged and checked parameters."""
+
+    run_id: str
+    stratum: dict[str, Any]
+    arm: str
+    replicate: int
+    seed: int
+    params: dict[str, Any]
+
+
+def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[PlannedRun]]:
+    """Every run of the plan, parameters checked; raises ``EngineError`` before anything runs."""
+    if plan.experiment is None:
+        raise EngineError("the plan has no 'experiment' section: its runs are imported ('collect import'), not run")
+    collector = load_collector(plan.experiment.collector)
+    missing = [m for m in plan.metrics if m not in collector.METRICS]
+    if missing:
+        raise EngineError(
+            f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
+            f"it produces {', '.join(sorted(collector.METRICS))}"
+        )
+    runs = []
+    for stratum in plan.strata.enumerate():
+        for replicate in range(plan.strata.replicates):
+            for arm, settings in plan.arms.items():
+                merged = {**plan.experiment.params}
+                merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
+                merged.update(settings)
+                try:
+                    params = check_params(collector, merged)
+                except ParamError as err:
+                    raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+                runs.append(PlannedRun(
+                    run_id_of(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
+                    stratum_seed(stratum, replicate), params,
+                ))
+    check_evidence(plan, collector, runs)
+    check_signals(plan, collector, runs)
+    return collector, runs
+
+
+def named_signals(plan: Plan) -> dict[str, list[str]]:
+    """Signal -> what in the plan names it (``metric energy``, ``invalidator counter_period``)."""
+    named: dict[str, list[str]] = {}
+    for name, metric in plan.metrics.items():
+        if metric.signal:
+            named.setdefault(metric.signal, []).append(f"metric {name}")
+    for inv in plan.invalidators:
+        signal = getattr(inv, "signal", None)
+        if signal:
+            named.setdefault(signal, []).append(f"invalidator {inv.id}")
+    return named
+
+
+def check_signals(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
+    """Refuse, before any run, a plan naming a telemetry signal the collector will not record with
+    the runs' params (e.g. ``power_average`` while the energy comes from the counter)."""
+    named = named_signals(plan)
+    if not named:
+        return
+    seen: dict[str, set[str]] = {}
+    problems = []
+    for planned in runs:
+        key = repr(sorted(planned.params.items(), key=lambda kv: kv[0]))
+        if key not in seen:
+            try:
+                seen[key] = collector.signals(planned.params)
+            except ParamError as err:
+                raise EngineError(f"arm {planned.arm}, stratum {planned.stratum}: {err}") from None
+            missing = sorted(set(named) - seen[key])
+            for signal in missing:
+                have = ", ".join(sorted(seen[key])) or "no telemetry signal"
+                problems.append(f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
+                                f"{collector.name} records {have} for arm {planned.arm} with these parameters")
+    if problems:
+        raise EngineError("the plan names telemetry its runs will not record (nothing was run):\n"
+                          + "\n".join(dict.fromkeys(problems)))
+
+
+def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
+    """Refuse a plan that declares a metric stronger than the collector gives with the runs' params."""
+    problems = []
+    for name, metric in plan.metrics.items():
+        given = weakest(collector.metric_evidence(p.params).get(name, "unavailable") for p in runs) if runs else None
+        if given is not None and stronger(metric.evidence, given):
+            problems.append(f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
+                            f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'")
+    if problems:
+        raise EngineError("the plan claims stronger evidence than its collector can give (nothing was run):\n"
+                          + "\n".join(problems))
+
+
+def execute_run(
+    collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any],
+    spec: str | None = None,
+) -> dict[str, Any]:
+    """Run one cell and return its ledger record as a dict (complete, or failed with the error).
+
+    Executed in worker processes too, so it takes and returns plain data. ``spec`` (``module:attr``,
+    resolved by the parent) spares a worker the registry lookup, so a worker needs no state of the
+    parent's: a Ray worker is a fresh process, not a fork.
+    """
+    started = utc_now()
+    t0 = time.perf_counter()
+    trace_dir = Path(runs_dir) / TRACES_DIR
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    collector = load_collector(collector_name) if spec is None else _import_collector(collector_name, spec)
+    ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
+                     planned.replicate, trace_dir)
+    record: dict[str, Any] = {
+        "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
+        "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,
+        "code": {"toolkit_version": __version__, "collector": collector_name, "git": identity.get("git")},
+        "env": {"python": identity.get("python"), "platform": identity.get("platform")},
+        "source": f"collect run ({collector_name})",
+    }
+    try:
+        result = collector().run(ctx)
+        metrics = {k: float(v) for k, v in result.metrics.items()}
+        given = {**collector.metric_evidence(planned.params), **result.info.get("metric_evidence", {})}
+        record.update(status="complete", metrics=metrics, telemetry=result.telemetry,
+                      evidence={k: given[k] for k in metrics if k in given},
+                      traces=[f"{TRACES_DIR}/{name}" for name in result.traces])
+        record["code"].update(result.info)
+    except Exception as err:  # noqa: BLE001 - a failing run is data, recorded, not a crash
+        last = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+        record.update(status="failed", metrics={}, error=f"{type(err).__name__}: {err}{where}")
+    record["finished_at"] = utc_now()
+    record["env"]["seconds"] = round(time.perf_counter() - t0, 6)
+    return record
+
+
+def _import_collector(name: str, spec: str) -> type[Collector]:
+    """The collector class at ``spec`` (``module:Class``, resolved by the parent process)."""
+    try:
+        cls: type[Collector] = load_target(spec, "collect.collectors.base:Collector", f"collector {name!r}")
+    except PluginError as err:
+        raise EngineError(str(err)) from None
+    return cls
+
+
+@dataclass
+class RunSummary:
+    """What ``run_plan`` did."""
+
+    planned: int
+    skipped: int
+    completed: int
+    failed: int
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every run of one ``collect run`` shares (plain data: it travels to workers)."""
+
+    collector: str  # the registered name, recorded in each record
+    spec: str  # ``module:attr`` of its class, resolved by the parent
+    plan_sha256: str
+    runs_dir: str
+    identity: dict[str, Any]  # the code identity (git, python, platform), computed once by the parent
+
+
+def run_batch(job: Job, batch: list[PlannedRun]) -> Iterator[dict[str, Any]]:
+    """The records of ``batch``'s runs, one by one as each finishes (a Ray task streams them)."""
+    for planned in batch:
+        yield execute_run(job.collector, planned, job.plan_sha256, job.runs_dir, job.identity, job.spec)
