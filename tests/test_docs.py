@@ -6,8 +6,11 @@ Markers a page may use (each on the line right before a fenced block):
 
 - ``<!-- file: NAME -->``: the block's text is written to NAME in the page's working folder.
 - ``<!-- runnable -->``: the block runs there with bash (``set -euo pipefail``), through the
-  installed console scripts, and must exit 0. In a block with ``$ `` prompts only the prompted
-  lines run (the rest is output, shown but not compared); otherwise every line runs.
+  installed console scripts (``NO_COLOR=1``, ``COLUMNS=80``), and must exit 0. In a block with
+  ``$ `` prompts only the prompted lines run (the rest is output, shown but not compared);
+  otherwise every line runs.
+- ``<!-- output -->``: every line of the block but ``...`` is a line the runnable block before it
+  printed (trailing spaces aside), so an excerpt of real output cannot go stale.
 
 Each page gets one fresh working folder holding a copy of ``examples/`` and
 ``tests/fixtures/shared_examples/``; its marked blocks are handled in page order.
@@ -29,7 +32,7 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 PAGE_IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
-MARKED = re.compile(r"^<!-- (runnable|file: ([^>\s]+)) -->\n```[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+MARKED = re.compile(r"^<!-- (runnable|output|file: ([^>\s]+)) -->\n```[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 REPO_PATH = re.compile(r"`((?:prereg|collect|estimators|gates|reports|cli|tests|benchmarks|examples|docs)/[\w./-]*)`")
@@ -125,7 +128,7 @@ def test_every_repository_path_named_exists(page: Path):
 
 def marked_blocks(text: str) -> list[tuple[str, str | None, str]]:
     """(kind, file name or None, body) of every marked block, in page order."""
-    return [("file" if name else "runnable", name or None, body) for _, name, body in MARKED.findall(text)]
+    return [("file" if name else kind, name or None, body) for kind, name, body in MARKED.findall(text)]
 
 
 def script(body: str) -> str:
@@ -137,11 +140,14 @@ def script(body: str) -> str:
 
 def test_marked_blocks_are_found():
     readme = marked_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert [(k, n) for k, n, _ in readme] == [("file", "study.yaml"), ("runnable", None)]
+    assert [(k, n) for k, n, _ in readme] == [("file", "study.yaml"), ("runnable", None), ("output", None)]
     assert "prereg freeze study.yaml" in script(readme[1][2])
     for page in PAGES:  # a marker must sit right before a fence, or it marks nothing
         text = page.read_text(encoding="utf-8")
-        assert text.count("<!-- runnable -->") + text.count("<!-- file: ") == len(marked_blocks(text)), page
+        markers = sum(text.count(m) for m in ("<!-- runnable -->", "<!-- output -->", "<!-- file: "))
+        assert markers == len(marked_blocks(text)), page
+        kinds = [k for k, _, _ in marked_blocks(text)]
+        assert all(i > 0 and kinds[i - 1] == "runnable" for i, k in enumerate(kinds) if k == "output"), page
 
 
 RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
@@ -154,7 +160,12 @@ def test_runnable_blocks_run(page: Path, tmp_path: Path):
     shutil.copytree(ROOT / "tests" / "fixtures" / "shared_examples", tmp_path / "tests" / "fixtures" / "shared_examples")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "NO_COLOR": "1", "COLUMNS": "80", "MPLBACKEND": "Agg"}
+    printed: set[str] = set()
     for number, (kind, name, body) in enumerate(marked_blocks(page.read_text(encoding="utf-8")), start=1):
+        if kind == "output":
+            stale = [line for line in body.splitlines() if line.rstrip() not in printed and line != "..."]
+            assert not stale, f"{page.relative_to(ROOT)} block {number} shows lines the block before did not print: {stale}"
+            continue
         if kind == "file":
             assert name and not Path(name).is_absolute() and ".." not in Path(name).parts, name
             (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -165,3 +176,4 @@ def test_runnable_blocks_run(page: Path, tmp_path: Path):
                               capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
         assert proc.returncode == 0, (f"{page.relative_to(ROOT)} runnable block {number} exited {proc.returncode}:\n"
                                       f"{commands}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+        printed = {line.rstrip() for line in proc.stdout.splitlines()}
