@@ -156,15 +156,15 @@ RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
 @pytest.mark.slow
 @pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
 def test_runnable_blocks_run(page: Path, tmp_path: Path):
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    shutil.copytree(ROOT / "tests" / "fixtures" / "shared_examples", tmp_path / "tests" / "fixtures" / "shared_examples")
+    for folder in ("examples", "tests/fixtures/shared_examples"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "NO_COLOR": "1", "COLUMNS": "80", "MPLBACKEND": "Agg"}
-    printed: set[str] = set()
+    name_of_page, printed = page.relative_to(ROOT), set[str]()
     for number, (kind, name, body) in enumerate(marked_blocks(page.read_text(encoding="utf-8")), start=1):
         if kind == "output":
             stale = [line for line in body.splitlines() if line.rstrip() not in printed and line != "..."]
-            assert not stale, f"{page.relative_to(ROOT)} block {number} shows lines the block before did not print: {stale}"
+            assert not stale, f"{name_of_page} block {number} shows lines the block before did not print: {stale}"
             continue
         if kind == "file":
             assert name and not Path(name).is_absolute() and ".." not in Path(name).parts, name
@@ -174,6 +174,6 @@ def test_runnable_blocks_run(page: Path, tmp_path: Path):
         commands = script(body)
         proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + commands], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
-        assert proc.returncode == 0, (f"{page.relative_to(ROOT)} runnable block {number} exited {proc.returncode}:\n"
-                                      f"{commands}\n--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+        assert proc.returncode == 0, (f"{name_of_page} runnable block {number} exited {proc.returncode}:\n{commands}\n"
+                                      f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
         printed = {line.rstrip() for line in proc.stdout.splitlines()}
