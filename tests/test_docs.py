@@ -1,19 +1,77 @@
-"""The documentation's Python runs as written: every ```python block of a page, in order, in one namespace."""
+"""The documentation holds: README.md and docs/*.md link only inside the repository, to files and
+headings that exist; the repository paths they name exist; their runnable blocks run; the Python of
+docs/estimators.md runs as written.
+
+Markers a page may use (each on the line right before a fenced block):
+
+- ``<!-- file: NAME -->``: the block's text is written to NAME in the page's working folder.
+- ``<!-- runnable -->``: the block runs there with bash (``set -euo pipefail``), through the
+  installed console scripts (``NO_COLOR=1``, ``COLUMNS=80``), and must exit 0. In a block with
+  ``$ `` prompts only the prompted lines run (the rest is output, shown but not compared);
+  otherwise every line runs.
+- ``<!-- output -->``: every line of the block but ``...`` is a line the runnable block before it
+  printed (trailing spaces aside), so an excerpt of real output cannot go stale.
+
+Each page gets one fresh working folder holding a copy of ``examples/`` and
+``tests/fixtures/shared_examples/``; its marked blocks are handled in page order.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+PAGE_IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
+MARKED = re.compile(r"^<!-- (runnable|output|file: ([^>\s]+)) -->\n```[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+REPO_PATH = re.compile(r"`((?:prereg|collect|estimators|gates|reports|cli|tests|benchmarks|examples|docs)/[\w./-]*)`")
+# Words of the project's history, not of the product (the docs are its reference, not a notebook).
+HISTORY = re.compile(r"\bissues? \d|pre-issue|\.\./shared|this project's sessions|\bused to (?:be|pass|fail|draw)\b",
+                     re.I)
+BLOCK_TIMEOUT_S = 600  # only to catch a hang: every runnable block takes seconds
 
 
 def python_blocks(page: Path) -> list[str]:
     """The page's ```python blocks, in order."""
     return BLOCK.findall(page.read_text(encoding="utf-8"))
+
+
+def prose(text: str) -> str:
+    """The page without its fenced blocks and inline code."""
+    return CODE_SPAN.sub("", FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*]|<[^>]+>", "", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """Every heading anchor of a Markdown page, repeated headings numbered as GitHub does."""
+    seen: dict[str, int] = {}
+    out = set()
+    for line in FENCE.sub("", page.read_text(encoding="utf-8")).splitlines():
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        base = slug(m.group(1))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
 
 
 @pytest.mark.parametrize("page", ["docs/estimators.md"])
@@ -24,3 +82,98 @@ def test_page_runs_as_written(page, tmp_path, monkeypatch):
     namespace: dict[str, object] = {}
     for i, code in enumerate(blocks):
         exec(compile(code, f"{page}[block {i}]", "exec"), namespace)  # noqa: S102 - our own documentation
+
+
+def test_the_readme_is_short_and_links_every_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250
+    linked = {target.split("#")[0] for target in LINK.findall(prose(readme))}
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f"docs/{page.name}" in linked, f"README.md does not link docs/{page.name}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_every_link_stays_inside_the_repository_and_resolves(page: Path):
+    problems = []
+    for target in LINK.findall(prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
+            problems.append(f"{target}: leaves the repository")
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if ROOT not in file.parents and file != ROOT:
+            problems.append(f"{target}: outside the repository")
+        elif not file.exists():
+            problems.append(f"{target}: no such file")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            problems.append(f"{target}: no heading #{anchor} in {file.relative_to(ROOT)}")
+    assert not problems, f"{page.relative_to(ROOT)}: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_no_external_address_and_no_history(page: Path):
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"https?://|www\.", text), f"{page.relative_to(ROOT)} names an address outside the repository"
+    history = [m.group(0) for m in HISTORY.finditer(text)]
+    assert not history, f"{page.relative_to(ROOT)} speaks of the project's history: {history}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=PAGE_IDS)
+def test_every_repository_path_named_exists(page: Path):
+    """A module, test or example named in backticks exists (format names like `collect/run/v1` aside)."""
+    named = {m for m in REPO_PATH.findall(page.read_text(encoding="utf-8")) if not re.search(r"/v\d+$", m)}
+    missing = sorted(m for m in named if not (ROOT / m.rstrip("/")).exists())
+    assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
+
+
+def marked_blocks(text: str) -> list[tuple[str, str | None, str]]:
+    """(kind, file name or None, body) of every marked block, in page order."""
+    return [("file" if name else kind, name or None, body) for kind, name, body in MARKED.findall(text)]
+
+
+def script(body: str) -> str:
+    """The commands of a runnable block: its prompted lines, or every line when none is prompted."""
+    lines = body.splitlines()
+    prompted = [line[2:] for line in lines if line.startswith("$ ")]
+    return "\n".join(prompted if prompted else lines)
+
+
+def test_marked_blocks_are_found():
+    readme = marked_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert [(k, n) for k, n, _ in readme] == [("file", "study.yaml"), ("runnable", None), ("output", None)]
+    assert "prereg freeze study.yaml" in script(readme[1][2])
+    for page in PAGES:  # a marker must sit right before a fence, or it marks nothing
+        text = page.read_text(encoding="utf-8")
+        markers = sum(text.count(m) for m in ("<!-- runnable -->", "<!-- output -->", "<!-- file: "))
+        assert markers == len(marked_blocks(text)), page
+        kinds = [k for k, _, _ in marked_blocks(text)]
+        assert all(i > 0 and kinds[i - 1] == "runnable" for i, k in enumerate(kinds) if k == "output"), page
+
+
+RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
+def test_runnable_blocks_run(page: Path, tmp_path: Path):
+    for folder in ("examples", "tests/fixtures/shared_examples"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "NO_COLOR": "1", "COLUMNS": "80", "MPLBACKEND": "Agg"}
+    name_of_page, printed = page.relative_to(ROOT), set[str]()
+    for number, (kind, name, body) in enumerate(marked_blocks(page.read_text(encoding="utf-8")), start=1):
+        if kind == "output":
+            stale = [line for line in body.splitlines() if line.rstrip() not in printed and line != "..."]
+            assert not stale, f"{name_of_page} block {number} shows lines the block before did not print: {stale}"
+            continue
+        if kind == "file":
+            assert name and not Path(name).is_absolute() and ".." not in Path(name).parts, name
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(body, encoding="utf-8")
+            continue
+        commands = script(body)
+        proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + commands], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+        assert proc.returncode == 0, (f"{name_of_page} runnable block {number} exited {proc.returncode}:\n{commands}\n"
+                                      f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
+        printed = {line.rstrip() for line in proc.stdout.splitlines()}

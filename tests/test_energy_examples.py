@@ -1,5 +1,5 @@
 """The two energy studies as written, end to end through the console scripts (48 real training
-runs each; CI runs them, SKIP_DEMO=1 skips them locally): they decide as the README says."""
+runs each; CI runs them, SKIP_DEMO=1 skips them locally): they decide as docs/controller-and-energy.md says."""
 
 from __future__ import annotations
 
@@ -45,6 +45,6 @@ def test_study2_counter_decides_with_group_tallies_and_a_vacuous_gate(tmp_path):
     assert gates["continuation_replays_nothing"]["verdict"] == "vacuous"
     assert gates["net_interaction"]["role"] == "sensitivity"
     assert "Groups: mechanism" in text and "VACUOUS" in text
-    # as documented in the README: every primary gate passes, the claim is supported (modeled)
+    # as documented in docs/controller-and-energy.md: every primary gate passes, the claim is supported (modeled)
     assert code == 0 and ev["decision"] == "supported", text
     assert ev["groups"]["mechanism"]["counts"] == {"pass": 3}

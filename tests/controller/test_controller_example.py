@@ -1,6 +1,6 @@
 """examples/controller.yaml as written freezes; its sim.controller twin runs and evaluates with every part.
 
-The example itself (240 torch runs, about 3 minutes on 2 cores) is run by the README's command;
+The example itself (240 torch runs, about 3 minutes on 2 cores) is run by the command in docs/controller-and-energy.md;
 here the same plan with the simulator twin (the same stress, loop and infrastructure; learning
 from the declared prior) goes through the console scripts in seconds.
 """

@@ -1,4 +1,4 @@
-"""The README's worked examples hold: each example table gives the decision the README shows."""
+"""The tutorial's worked examples hold: each example table gives the decision docs/tutorial.md shows."""
 
 from __future__ import annotations
 
