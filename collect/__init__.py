@@ -18,7 +18,7 @@ from estimators.lazy import LazyExports
 
 _LOCATIONS: dict[str, str] = {
     "COLLECTORS": "engine.runner",
-    "EngineError": "engine.runner",
+    "EngineError": "engine.errors",
     "ImportProblem": "importing.importer",
     "Ledger": "ledger.store",
     "RunRecord": "ledger.store",

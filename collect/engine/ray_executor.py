@@ -10,11 +10,17 @@ instance this process started exit when the driver is gone. Ray is imported only
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collect.engine.runner import EngineError, Job, PlannedRun, run_batch
+from collect.engine.errors import EngineError
+
+if TYPE_CHECKING:  # the runner hands its jobs and runs in; it imports this module, never the reverse
+    from collect.engine.runner import Job, PlannedRun
+
+#: runs one batch of a job, yielding each run's record as it finishes (``collect.engine.runner.run_batch``)
+BatchRunner = Callable[["Job", "list[PlannedRun]"], Iterator[dict[str, Any]]]
 
 RAY_TASKS_PER_SLOT = 4  # batches per Ray CPU: few enough to amortise a task, enough to balance the tail
 RAY_MAX_RUNS_PER_TASK: int | None = None  # a cap on a batch's runs (1: one task per run)
@@ -32,7 +38,8 @@ def ray_batches(todo: list[PlannedRun], slots: int, per_slot: int = RAY_TASKS_PE
     return [todo[i::tasks] for i in range(tasks)]
 
 
-def _ray_task(job: Job, batch: list[PlannedRun], driver: tuple[int, int] | None) -> Iterator[dict[str, Any]]:
+def _ray_task(run_batch: BatchRunner, job: Job, batch: list[PlannedRun],
+              driver: tuple[int, int] | None) -> Iterator[dict[str, Any]]:
     """One Ray task: a batch of runs, each record streamed back when it finishes. ``driver`` (pid,
     start time) is given when the Ray instance is this process's own, local one: the worker then
     exits when the driver is gone (``collect.engine.workers.watch_driver``)."""
@@ -55,8 +62,9 @@ class _Batch:
     reported: int = 0
 
 
-def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
-    """Batches as streaming Ray tasks. Ray's own retry is off (it would redo a whole batch, runs
+def run_on_ray(run_batch: BatchRunner, job: Job, todo: list[PlannedRun],
+               jobs: int) -> Iterator[list[dict[str, Any]]]:
+    """``run_batch`` over batches of ``todo``, as streaming Ray tasks. Ray's own retry is off (it would redo a whole batch, runs
     already appended included, rewriting traces the ledger has hashed): when a worker dies, its
     batch is resubmitted from the first run it had not reported, at most ``RAY_RETRIES`` times."""
     try:
@@ -79,7 +87,7 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dic
         task = ray.remote(_ray_task).options(max_retries=0)  # a generator: each record streams back
         driver = process_identity() if own_local else None
         for runs in ray_batches(todo, slots, RAY_TASKS_PER_SLOT, RAY_MAX_RUNS_PER_TASK):
-            streams[task.remote(job, runs, driver)] = _Batch(runs)
+            streams[task.remote(run_batch, job, runs, driver)] = _Batch(runs)
         while streams:
             ray.wait(list(streams), num_returns=1)
             ready: list[Any] = ray.wait(list(streams), num_returns=len(streams), timeout=0)[0]
@@ -98,7 +106,7 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dic
                     if batch.retries >= RAY_RETRIES:
                         raise
                     rest = _Batch(batch.runs[batch.reported:], batch.retries + 1)
-                    streams[task.remote(job, rest.runs, driver)] = rest
+                    streams[task.remote(run_batch, job, rest.runs, driver)] = rest
             if records:
                 yield records
     finally:

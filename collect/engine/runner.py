@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
+from collect.engine.errors import EngineError
+from collect.engine.ray_executor import run_on_ray
 from collect.ledger.store import TRACES_DIR, Ledger, LedgerAppender, RunRecord, read_ledger
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
-from prereg.errors import InputError
 from prereg.lock import environment_info, utc_now
 from prereg.plan import canonical_bytes
 from prereg.schema import Plan
@@ -55,10 +56,6 @@ COLLECTORS = {
     "torch.controller": "collect.collectors.controller.collector:TorchControllerCollector",
 }
 BLOCKING_FACTORS = ("seed", "block")
-
-
-class EngineError(InputError, ValueError):
-    """A plan the engine cannot run (unknown collector, bad parameters, metrics it cannot produce)."""
 
 
 def load_collector(name: str) -> type[Collector]:
@@ -282,9 +279,7 @@ def _pool(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str
 
 def _ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
     """The Ray executor (:mod:`collect.engine.ray_executor`; Ray is imported only there)."""
-    from collect.engine.ray_executor import run_on_ray
-
-    yield from run_on_ray(job, todo, jobs)
+    yield from run_on_ray(run_batch, job, todo, jobs)
 
 
 def run_plan(

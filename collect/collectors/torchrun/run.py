@@ -16,6 +16,7 @@ from collect.collectors.sim.outages import Outage
 from collect.telemetry.sensors.base import Sensor
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.analysis.energy import run_energy
+from collect.collectors.torchrun.device import resolve_device
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 from collect.collectors.torchrun.model import (
     Batches,
@@ -55,15 +56,6 @@ class Outcome:
     warm_start: dict[str, Any] | None = None  # collect.collectors.torchrun.warmstart identity, when used
     energy_metrics: dict[str, float] = field(default_factory=dict)  # collect.collectors.torchrun.energy.ENERGY_METRICS
     trace: Any = None  # the run's telemetry Trace (kept beside the ledger by the collector)
-
-
-def resolve_device(name: str) -> str:
-    """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device cuda requested but torch.cuda.is_available() is False")
-    return name
 
 
 class _Worker:

@@ -75,7 +75,7 @@ def _train(p: Mapping[str, Any]) -> tuple[Any, str]:
     """The warm start's trainer after ``warm_start_steps`` steps, and its state SHA-256 (deterministic)."""
     from collect.collectors.torchrun.markov import SourceSpec, make_corpora
     from collect.collectors.torchrun.model import Batches, WindowMLP, state_sha256
-    from collect.collectors.torchrun.run import resolve_device
+    from collect.collectors.torchrun.device import resolve_device
     from collect.collectors.torchrun.trainer import Trainer, deterministic
 
     seed = _warm_seed(p["warm_start_seed"])
