@@ -12,6 +12,7 @@ diverged run); computed results never are.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
@@ -31,9 +32,9 @@ from estimators.vocabulary import (
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.frame import evaluation_frame
 from gates.htmlview import evaluation_view
-from gates.numbers import DataNumber, Number, as_float, encode_number, encode_value
+from gates.numbers import DataNumber, Number
 from prereg.errors import InputError
-from prereg.fileio import atomic_write, readable_json
+from prereg.fileio import atomic_write, not_a_readable_file, readable_json
 from prereg.schema import RuleField
 
 EVALUATION_SCHEMA: Final = "gates/evaluation/v1"
@@ -304,8 +305,6 @@ class Evaluation(_Model):
 
 def seal_hash(data: dict[str, Any]) -> str:
     """SHA-256 of an artifact's canonical JSON (sorted keys, no whitespace) without ``seal_sha256``."""
-    import hashlib
-
     body = {k: v for k, v in data.items() if k != "seal_sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                                      allow_nan=False).encode()).hexdigest()
@@ -331,8 +330,7 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     if p.is_dir():
         hint = f" ({p / 'evaluation.json'})" if (p / "evaluation.json").is_file() else " (none here yet)"
         raise EvaluationError(f"{p}: is a folder; this {expects}, by default RUNS/evaluation.json{hint}")
-    from prereg.fileio import not_a_readable_file
-    from prereg.plan import read_input_file
+    from prereg.plan import read_input_file  # lazy: yaml
 
     problem = not_a_readable_file(p)
     if problem:

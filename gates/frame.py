@@ -43,7 +43,7 @@ def gate_rows(ev: Evaluation) -> list[dict[str, Any]]:
 def evaluation_frame(ev: Evaluation) -> Any:
     """A pandas DataFrame of :func:`gate_rows` (columns :data:`COLUMNS`, one row per gate)."""
     try:
-        import pandas as pd
+        import pandas as pd  # lazy: pandas
     except ImportError:
         raise InputError(
             "Evaluation.to_frame needs pandas, which is not installed: pip install pandas "

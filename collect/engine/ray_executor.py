@@ -10,11 +10,13 @@ instance this process started exit when the driver is gone. Ray is imported only
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from collect.engine.errors import EngineError
+from collect.engine.workers import process_identity, watch_driver
 
 if TYPE_CHECKING:  # the runner hands its jobs and runs in; it imports this module, never the reverse
     from collect.engine.runner import Job, PlannedRun
@@ -44,8 +46,6 @@ def _ray_task(run_batch: BatchRunner, job: Job, batch: list[PlannedRun],
     start time) is given when the Ray instance is this process's own, local one: the worker then
     exits when the driver is gone (``collect.engine.workers.watch_driver``)."""
     if driver is not None:
-        from collect.engine.workers import watch_driver
-
         watch_driver(*driver)
     yield from run_batch(job, batch)
 
@@ -68,12 +68,10 @@ def run_on_ray(run_batch: BatchRunner, job: Job, todo: list[PlannedRun],
     already appended included, rewriting traces the ledger has hashed): when a worker dies, its
     batch is resubmitted from the first run it had not reported, at most ``RAY_RETRIES`` times."""
     try:
-        import ray
+        import ray  # lazy: ray
     except ImportError:
         raise EngineError("--executor ray needs Ray: pip install 'prereg-toolkit[ray]'") from None
-    from ray.exceptions import RayError, RayTaskError
-
-    from collect.engine.workers import process_identity
+    from ray.exceptions import RayError, RayTaskError  # lazy: ray
 
     address = _ray_cluster_address()
     started_here = not ray.is_initialized()
@@ -120,8 +118,6 @@ def run_on_ray(run_batch: BatchRunner, job: Job, todo: list[PlannedRun],
 
 
 def _ray_cluster_address() -> str | None:
-    import os
-
     return os.environ.get("RAY_ADDRESS")
 
 

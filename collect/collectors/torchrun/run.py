@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from collect.collectors.sim.accounting import SimConfig, SimResult
 from collect.collectors.sim.harness import Harness
@@ -110,7 +111,6 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
     spec = SourceSpec(vocab=p["vocab"], order=p["markov_order"], support=p["markov_support"], seed=p["source_seed"])
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     # BLAS on one thread: the stationary distribution's solve (np.linalg.solve) differs in the last
     # bits with OpenBLAS's thread count, which follows the machine's cores, and Ray sets it to one in
