@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,14 +29,10 @@ MAX_POLLS = 1_000_000  # collect probe: polls in one probe
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl (``collect.api.import_table``)."""
-    from collect.api import import_table, ledger_head
-    from prereg.api import load_lock
+    from collect.api import import_table, ledger_head  # lazy: pydantic
+    from prereg.api import load_lock  # lazy: pydantic
 
-    import sys
-    import textwrap
-    import warnings
-
-    from collect.importing.time_order import EarlyRunsWarning
+    from collect.importing.time_order import EarlyRunsWarning  # lazy: pydantic
 
     lock = load_lock(args.lock)
     runs = Path(args.out)
@@ -65,9 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     Says what it is doing from the start (on stderr, unless ``--json``); on Ctrl-C it says how many
     runs the ledger kept and the command that finishes the rest, and exits 130.
     """
-    import sys
-
-    from collect.api import ledger_head, run_plan
+    from collect.api import ledger_head, run_plan  # lazy: pydantic
 
     runs = Path(args.out)
     talk = not args.json
@@ -98,8 +94,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _kept_runs(lock_path: str, runs: Path) -> str:
     """How many complete runs of this plan the ledger holds after an interruption, in words."""
-    from collect.api import read_ledger
-    from prereg.api import load_lock
+    from collect.api import read_ledger  # lazy: pydantic
+    from prereg.api import load_lock  # lazy: pydantic
 
     try:
         plan_sha256 = load_lock(lock_path).plan_sha256
@@ -118,8 +114,6 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
     each run. The first call prints what is planned (when ``talk``); on a TTY a rich progress bar
     follows, otherwise nothing more until the summary. A plan refused before any run leaves no bar.
     """
-    import sys
-
     bar: Any = None
     task: Any = None
     started: list[bool] = []
@@ -133,7 +127,7 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
                 print(f"collect run: {total} runs planned, {done} already complete; running {left} "
                       f"with {jobs} job{'s' if jobs != 1 else ''} ({executor} executor)", file=sys.stderr, flush=True)
             if on_tty:
-                from rich.progress import (
+                from rich.progress import (  # lazy: rich
                     BarColumn,
                     MofNCompleteColumn,
                     Progress,
@@ -188,8 +182,8 @@ def _worker_counts(text: str) -> list[int]:
 def cmd_churn(args: argparse.Namespace) -> int:
     """The churn law: the interval table (closed forms and Monte Carlo), a scan over worker counts,
     or the admission of heterogeneous pools (``collect.collectors.sim.churn`` / ``collect.collectors.sim.churn_scaling``)."""
-    from collect.collectors.sim.churn import churn_table, render_churn_table
-    from collect.collectors.sim.churn_scaling import admission, parse_pool, render_admission, render_worker_scan, worker_scan
+    from collect.collectors.sim.churn import churn_table, render_churn_table  # lazy: scipy
+    from collect.collectors.sim.churn_scaling import admission, parse_pool, render_admission, render_worker_scan, worker_scan  # lazy: scipy
 
     mode = _churn_mode(args)
     for name in ("mtbf_s", "checkpoint_s"):
@@ -225,7 +219,7 @@ def cmd_churn(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
-    from collect.telemetry.recording.probe import (
+    from collect.telemetry.recording.probe import (  # lazy: numpy
         probe_json,
         probe_recorded,
         probe_sensor,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,44 +26,42 @@ from cli.kit import (
     run_main,
     safe,
 )
+from prereg.fileio import write_text_atomically
 
 DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "refused": EXIT_INTEGRITY}
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Evaluate every gate of a verified lock on a runs folder (``gates.api.evaluate``); write and print the report."""
-    from gates.api import evaluate
-    from prereg.fileio import write_text_atomically
+    from gates.api import evaluate  # lazy: pydantic
 
     out = Path(args.out) if args.out else Path(args.runs) / "evaluation.json"
     also = []
     if args.markdown:
-        from reports.markdown.evaluation import is_evaluation_markdown
+        from reports.markdown.evaluation import is_evaluation_markdown  # lazy: pydantic
 
         also.append((Path(args.markdown), is_evaluation_markdown))
     evaluation = evaluate(args.lock, args.runs, plan_version=args.plan_version, out=out, force=args.force,
                           also_writes=also, published=args.published)
     published = None
     if args.published:
-        from gates.provenance import lock_as_of
-        from gates.seals import check_published_seal
-        from prereg.api import load_lock
+        from gates.provenance import lock_as_of  # lazy: pydantic
+        from gates.seals import check_published_seal  # lazy: pydantic
+        from prereg.api import load_lock  # lazy: pydantic
 
         data = load_lock(args.lock).data
         published = check_published_seal(lock_as_of(data, args.plan_version) if args.plan_version else data,
                                          args.published)
     if args.markdown:
-        from reports.terminal.evaluation import evaluation_markdown
+        from reports.terminal.evaluation import evaluation_markdown  # lazy: pydantic
 
         write_text_atomically(Path(args.markdown), evaluation_markdown(evaluation, show_blocks=args.blocks))
     if args.json:
         emit_json(evaluation.model_dump(mode="json", by_alias=True))
     else:
-        import textwrap
-
-        from gates.integrity import chain_sentence
-        from reports.terminal.evaluation import render_evaluation
-        from reports.terminal.console import make_console
+        from gates.integrity import chain_sentence  # lazy: pydantic
+        from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
+        from reports.terminal.console import make_console  # lazy: rich
 
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks, verbose=args.verbose))
         print(f"evaluation written to {out}")
@@ -78,8 +77,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Evaluate the lock on the runs again and compare it with the artifact (``gates.verify``)."""
-    from gates.api import check_runs_folder, read_evaluation
-    from gates.verify import verify_evaluation
+    from gates.api import check_runs_folder, read_evaluation  # lazy: pydantic
+    from gates.verify import verify_evaluation  # lazy: pydantic
 
     ev = read_evaluation(args.evaluation)
     check_runs_folder(args.runs, args.lock)

@@ -24,6 +24,8 @@ from prereg.errors import (  # noqa: F401 - re-exported for the console scripts
     IntegrityError,
     ToolkitError,
 )
+from prereg.fileio import readable_json
+from reports.words.safe_text import clean, clean_json_text
 
 _OOM_MESSAGE = b"out of memory: the input is too large for this machine\n"
 
@@ -42,17 +44,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
-    from prereg.fileio import readable_json
-    from reports.words.safe_text import clean_json_text
-
     # through json once: keys sorted and made strings, tuples made lists, exactly as json.dumps does
     print(clean_json_text(readable_json(json.loads(json.dumps(obj, sort_keys=True, allow_nan=False)))))
 
 
 def safe(text: str) -> str:
     """``text`` with terminal control characters escaped (``reports.words.safe_text.clean``)."""
-    from reports.words.safe_text import clean
-
     return clean(text)
 
 

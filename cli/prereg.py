@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +24,17 @@ from cli.kit import (
     run_main,
     safe,
 )
+from collect.plugins import COLLECTORS
+from prereg._version import __version__
 
 
 def _load(path: str) -> Any:
     """The loaded plan; a collector it names that is not installed here is refused (``PluginError``, exit 2)."""
-    from prereg.plan import load_plan
+    from prereg.plan import load_plan  # lazy: pydantic
 
     loaded = load_plan(path)
     experiment = loaded.plan.experiment
     if experiment is not None:
-        from collect.plugins import COLLECTORS
-
         COLLECTORS.check_findable(experiment.collector)  # no import: a torch collector stays unloaded
     return loaded
 
@@ -60,8 +61,6 @@ def _summary(loaded: Any) -> str:
 
 def cmd_init(args: argparse.Namespace) -> int:
     """Write the commented starter plan."""
-    from importlib.resources import files
-
     target = Path(args.path)
     if target.exists():
         raise UserError(f"{target}: already exists; choose another path (nothing was overwritten)")
@@ -92,8 +91,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_freeze(args: argparse.Namespace) -> int:
     """Validate, canonicalise, hash and lock a plan (``prereg.api.freeze``: a changed plan is refused)."""
-    from prereg.api import freeze
-    from prereg.lock import default_lock_path
+    from prereg.api import freeze  # lazy: pydantic
+    from prereg.lock import default_lock_path  # lazy: pydantic
 
     loaded = _load(args.file)
     for line in _warnings(loaded):
@@ -113,7 +112,7 @@ def cmd_freeze(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Check a lock's hashes and chain, and that its YAML (given or beside it) still matches."""
-    from prereg.api import verify
+    from prereg.api import verify  # lazy: pydantic
 
     report = verify(args.lock, args.yaml or None, args.published)
     if args.json:
@@ -136,7 +135,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_amend(args: argparse.Namespace) -> int:
     """Record a changed plan as a new version of its lock (``prereg.api.amend``: a broken lock is refused)."""
-    from prereg.api import amend
+    from prereg.api import amend  # lazy: pydantic
 
     lock = amend(args.file, args.lock, args.reason, args.runs)
     entry = lock.data["amendments"][-1]
@@ -157,7 +156,7 @@ def cmd_amend(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Render a lock for a reviewer (or print it as JSON)."""
-    from prereg.lock import read_lock, renderable, verify_lock
+    from prereg.lock import read_lock, renderable, verify_lock  # lazy: pydantic
 
     lock = read_lock(args.lock)
     report = verify_lock(lock)
@@ -169,17 +168,17 @@ def cmd_show(args: argparse.Namespace) -> int:
             for diff in report.differences:
                 print(f"- {safe(diff)}", file=sys.stderr)
         return EXIT_INTEGRITY
-    from prereg.plan import canonical_plan, plan_from_canonical
+    from prereg.plan import canonical_plan, plan_from_canonical  # lazy: pydantic
 
     # Display the plan as the schema reads it (unset optional fields dropped), never raw JSON.
     display = {**lock, "plan": canonical_plan(plan_from_canonical(lock["plan"]))}
     if args.json:
-        from reports.terminal.plan import plan_sentences
+        from reports.terminal.plan import plan_sentences  # lazy: rich
 
         emit_json({"lock": lock, "verification": report.to_json(), "sentences": plan_sentences(display)})
         return EXIT_OK if report.ok else EXIT_INTEGRITY
-    from reports.terminal.plan import render_lock
-    from reports.terminal.console import make_console
+    from reports.terminal.console import make_console  # lazy: rich
+    from reports.terminal.plan import render_lock  # lazy: rich
 
     make_console().print(render_lock(display, report))
     return EXIT_OK if report.ok else EXIT_INTEGRITY
@@ -187,7 +186,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of prereg/v1."""
-    from prereg.schema import Plan
+    from prereg.schema import Plan  # lazy: pydantic
 
     schema = Plan.model_json_schema(by_alias=True)
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "prereg/v1", **schema}
@@ -202,7 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
         description="Freeze a preregistration before any run: validate, canonicalise, hash, lock, amend.",
         epilog="exit codes: 0 ok, 2 bad input or usage, 3 integrity failure, 4 internal error",
     )
-    from prereg._version import __version__
 
     parser.add_argument("--version", action="version", version=f"prereg {__version__}")
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")

@@ -32,33 +32,34 @@ from cli.kit import (
     emit_json,
     run_main,
 )
-from prereg.fileio import write_text_atomically
+from prereg.fileio import check_output, write_text_atomically
+from reports.html.figures import check_figure_outputs, write_figures
+from reports.plots.command import cmd_plot as run_plot
+from reports.words.safe_text import clean_model
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print an evaluation for a reviewer (and write Markdown, or print the artifact as JSON)."""
-    from gates.api import read_evaluation
+    from gates.api import read_evaluation  # lazy: pydantic
 
     if args.json and args.markdown == "-":
         raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
     if args.markdown not in (None, "-"):
-        from prereg.fileio import check_output
-        from reports.markdown.evaluation import is_evaluation_markdown
-        from reports.html.figures import check_figure_outputs
+        from reports.markdown.evaluation import is_evaluation_markdown  # lazy: pydantic
 
         check_output(Path(args.markdown), args.force, is_evaluation_markdown)
         check_figure_outputs(Path(args.markdown), args.force)
 
     ev = read_evaluation(args.evaluation)
-    from gates.artifact import seal_status
-    from gates.consistency import consistency_problems
+    from gates.artifact import seal_status  # lazy: pydantic
+    from gates.consistency import consistency_problems  # lazy: pydantic
 
     problems = consistency_problems(ev)
     if problems:
         raise UserError(f"{args.evaluation}: INCONSISTENT evaluation artifact; refusing to show it:\n- "
                         + "\n- ".join(problems), exit_code=EXIT_INTEGRITY, details=problems)
-    from collect.ledger.store import LEDGER_NAME
-    from reports.data.reverify import reverify
+    from collect.ledger.store import LEDGER_NAME  # lazy: pydantic
+    from reports.data.reverify import reverify  # lazy: pydantic
 
     path = Path(args.evaluation)
     runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
@@ -70,22 +71,19 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(ev.model_dump(mode="json", by_alias=True))
     if args.markdown is not None:
-        from reports.markdown.evaluation import evaluation_markdown
+        from reports.markdown.evaluation import evaluation_markdown  # lazy: pydantic
 
         if args.markdown == "-":
             sys.stdout.write(evaluation_markdown(ev, show_blocks=args.blocks))
         else:
-            from reports.html.figures import write_figures
-            from reports.words.safe_text import clean_model
-
             figures = write_figures(clean_model(ev), Path(args.markdown))
             markdown = evaluation_markdown(ev, show_blocks=args.blocks, figures=figures)
             write_text_atomically(Path(args.markdown), markdown)
             print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
                   f"{', '.join(name for _, name in figures)})", file=sys.stderr)
     if not args.json and args.markdown != "-":
-        from reports.terminal.evaluation import render_evaluation
-        from reports.terminal.console import make_console
+        from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
+        from reports.terminal.console import make_console  # lazy: rich
 
         make_console().print(render_evaluation(ev, show_blocks=args.blocks, verbose=args.verbose))
     return EXIT_OK
@@ -93,14 +91,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Write the plots of an evaluation or of one block of runs, and print their text equivalents."""
-    from reports.plots.command import cmd_plot as run_plot
-
     return run_plot(args)
 
 
 def cmd_html(args: argparse.Namespace) -> int:
     """Write the reviewer's report as one self-contained HTML file."""
-    from reports.html.page import write_html_report
+    from reports.html.page import write_html_report  # lazy: pydantic
 
     path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force,
                                              lock=args.lock)

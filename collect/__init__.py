@@ -18,7 +18,7 @@ from estimators.lazy import LazyExports
 
 _LOCATIONS: dict[str, str] = {
     "COLLECTORS": "plugins",
-    "EngineError": "engine.runner",
+    "EngineError": "engine.runs",
     "ImportProblem": "importing.importer",
     "Ledger": "ledger.store",
     "RunRecord": "ledger.store",

@@ -23,12 +23,19 @@ Imports no ``*.cli`` module.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from collect.engine.runner import check_jobs, expand_plan, run_plan as engine_run_plan
+from collect.importing.importer import ImportProblem, frame_rows, import_rows, import_table as import_file
+from collect.importing.time_order import EarlyRunsWarning, early_runs_message
+from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
+from collect.ledger.store import read_ledger as read, verify_chain
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
+from prereg.fileio import not_a_readable_file
 
 if TYPE_CHECKING:
     from collect.engine.runner import RunSummary
@@ -57,9 +64,6 @@ def run_plan(
     ``executor`` is ``"local"`` (a process pool when ``jobs > 1``) or ``"ray"``; ``progress(done,
     total)`` is called after each run. A run that raises is recorded as failed (``summary.failed``).
     """
-    from collect.engine.runner import check_jobs, expand_plan
-    from collect.engine.runner import run_plan as engine_run_plan
-
     verified = load_lock(lock)
     runs = _runs_folder(out)
     check_jobs(jobs, executor)
@@ -80,11 +84,6 @@ def import_table(
     already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
     """
-    from collect.ledger.folder_plan import lineage, lock_seals
-    from collect.importing.importer import ImportProblem, frame_rows, import_rows
-    from collect.importing.importer import import_table as import_file
-    from prereg.fileio import not_a_readable_file
-
     verified = load_lock(lock)
     runs = _runs_folder(out)
     seals = lock_seals(verified.data)  # checked inside the writer lock, with the folder's plan
@@ -118,10 +117,6 @@ def import_table(
 
 def _warn_early(records: list[RunRecord], verified: Lock) -> None:
     """Warn (``collect.importing.time_order.EarlyRunsWarning``) when appended rows started before the plan."""
-    import warnings
-
-    from collect.importing.time_order import EarlyRunsWarning, early_runs_message
-
     message = early_runs_message(records, verified.data, verified.plan, str(verified.path))
     if message:
         warnings.warn(EarlyRunsWarning(message), stacklevel=3)
@@ -130,9 +125,6 @@ def _warn_early(records: list[RunRecord], verified: Lock) -> None:
 def _check_folder(verified: Lock, runs: Path) -> None:
     """``collect.ledger.folder_plan``'s checks of the folder's ledger (none yet: nothing to check): one plan
     per folder, and the lock's seal is the one its runs carry."""
-    from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
-    from collect.ledger.store import read_ledger as read
-
     if (runs / "ledger.jsonl").exists():
         existing = read(runs)
         check_folder_plan(existing, runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
@@ -143,20 +135,16 @@ def _is_data_frame(value: Any) -> bool:
     """Whether ``value`` is a pandas DataFrame (pandas imported only when the value comes from it)."""
     if not type(value).__module__.startswith("pandas"):
         return False
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
     return isinstance(value, pd.DataFrame)
 
 
 def read_ledger(runs: PathLike) -> Ledger:
     """The runs folder's ledger (records, hashes, refused lines); never raises on a damaged line."""
-    from collect.ledger.store import read_ledger as read
-
     return read(runs)
 
 
 def ledger_head(runs: PathLike) -> str | None:
     """The ledger's head hash (to publish when collection ends); None for an empty ledger."""
-    from collect.ledger.store import verify_chain
-
     return verify_chain(read_ledger(runs), check_traces=False).head

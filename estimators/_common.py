@@ -40,7 +40,7 @@ DEGENERATE_WARNING = (
 def special() -> ModuleType:
     """``scipy.special`` (ndtr, ndtri, stdtr, stdtrit), imported on first use: it costs about
     0.3-0.4 s, and the sign-flip and exact Wilcoxon paths never need it (never scipy.stats)."""
-    import scipy.special
+    import scipy.special  # lazy: scipy
 
     return scipy.special
 

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from ._common import ConfidenceInterval, IntervalResult, to_analysis
 from .contrast import paired_contrast
-from .dispatch import check_method
+from .dispatch import check_method, interval
 from .expressions import parse_contrast
 from .feasibility import contrast_warnings, insufficient_blocks
 from .rules import decide_rule
@@ -115,8 +115,6 @@ def compare(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # compare built the log ratios itself; caveats come back below
         if the_rule is None:
-            from .dispatch import interval
-
             res = interval(method, d, confidence, parsed.scale, resamples=resamples, seed=seed)
             p_value, holds, constant = None, None, res.degenerate
         else:

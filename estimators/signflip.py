@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from threadpoolctl import threadpool_limits
 
 from . import _reference_cache as cache
 from ._common import (
@@ -112,8 +113,6 @@ def _sampled_means(
     same on every machine. Against the first implementation they are equal bit for bit when that
     one also runs on one BLAS thread (tested).
     """
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # only here: it inspects the loaded libraries
-
     state = np.random.default_rng(seed).bit_generator.state
     n = d.size
     out = np.empty(resamples, dtype=np.float64)

@@ -28,8 +28,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
+from collect.ledger.store import LEDGER_NAME, ledger_path, read_ledger
+from gates.artifact import is_evaluation_file, read_evaluation as read, sealed, write_evaluation as write
+from gates.provenance import lock_as_of
+from gates.seals import check_published_seal
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
+from prereg.fileio import check_output
+from prereg.plan import plan_from_canonical
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
@@ -41,8 +47,6 @@ TABLE_SUFFIXES = (".csv", ".csv.gz", ".jsonl", ".ndjson", ".parquet")
 
 def check_runs_folder(runs: PathLike, lock_label: str) -> Path:
     """``runs`` as a folder holding ledger.jsonl; anything else gets a message saying what is expected."""
-    from collect.ledger.store import LEDGER_NAME, ledger_path
-
     folder = Path(runs)
     lock = lock_label
     if folder.is_file() and folder.name == LEDGER_NAME:
@@ -80,26 +84,18 @@ def evaluate(
     ``published``: the seal published at freeze (or an amendment); the lock version evaluated, or
     one before it, must have it (``IntegrityError`` otherwise, ``gates.seals.check_published_seal``).
     """
-    from collect.ledger.store import read_ledger
-    from gates.artifact import is_evaluation_file, sealed
-    from gates.assemble import build_evaluation
-    from prereg.fileio import check_output
+    from gates.assemble import build_evaluation  # lazy: numpy
 
     label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
     verified = load_lock(lock)
     data, plan = verified.data, verified.plan
     if plan_version is not None:
-        from gates.provenance import lock_as_of
-        from prereg.plan import plan_from_canonical
-
         try:
             data = lock_as_of(data, plan_version)
         except ValueError as err:
             raise InputError(f"{label}: {err}") from None
         plan = plan_from_canonical(data["plan"])
     if published is not None:
-        from gates.seals import check_published_seal
-
         check_published_seal(data, published)
     folder = check_runs_folder(runs, label)
     if out is not None:
@@ -114,13 +110,9 @@ def evaluate(
 
 def write_evaluation(path: PathLike, evaluation: Evaluation) -> None:
     """Write the artifact atomically, sealed (``gates.artifact.write_evaluation``)."""
-    from gates.artifact import write_evaluation as write
-
     write(path, evaluation)
 
 
 def read_evaluation(path: PathLike) -> Evaluation:
     """Read and validate an ``evaluation.json`` (``EvaluationError``, exit 2, if it is not one)."""
-    from gates.artifact import read_evaluation as read
-
     return read(path)

@@ -12,8 +12,9 @@ diverged run); computed results never are.
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any, Final, Literal, Union
@@ -29,47 +30,17 @@ from estimators.vocabulary import (
     Verdict,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.frame import evaluation_frame
+from gates.htmlview import evaluation_view
+from gates.numbers import DataNumber, Number
 from prereg.errors import InputError
-from prereg.fileio import atomic_write, readable_json
+from prereg.fileio import atomic_write, not_a_readable_file, readable_json
 from prereg.schema import RuleField
 
 EVALUATION_SCHEMA: Final = "gates/evaluation/v1"
 MAX_ARTIFACT_BYTES = 256 << 20
 
-Number = Union[float, Literal["Infinity", "-Infinity"]]
-DataNumber = Union[float, Literal["Infinity", "-Infinity", "NaN"]]  # a recorded value may be NaN
 Scalar = Union[str, bool, int, float]
-
-
-def encode_number(value: float | None) -> Number | None:
-    """A float as stored: infinities become strings; NaN is refused (it must never be a result)."""
-    if value is None:
-        return None
-    if math.isnan(value):
-        raise ValueError("NaN has no place in an evaluation artifact")
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return float(value)
-
-
-def encode_value(value: float | None) -> DataNumber | None:
-    """A recorded metric value as stored: like ``encode_number`` but NaN is kept as ``"NaN"``."""
-    if value is not None and math.isnan(value):
-        return "NaN"
-    return encode_number(value)
-
-
-def as_float(value: DataNumber | None) -> float | None:
-    """A stored number back as a float (``"Infinity"`` -> ``inf``, ``"NaN"`` -> nan)."""
-    if value is None:
-        return None
-    if value == "NaN":
-        return math.nan
-    if value == "Infinity":
-        return math.inf
-    if value == "-Infinity":
-        return -math.inf
-    return float(value)
 
 
 class _Model(BaseModel):
@@ -318,23 +289,22 @@ class Evaluation(_Model):
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per gate (``gates.frame.COLUMNS``); needs pandas."""
-        from gates.frame import evaluation_frame
-
         return evaluation_frame(self)
 
     def _repr_html_(self) -> str:
-        """Jupyter's rendering: the decision and a table of gates, every value HTML-escaped."""
-        from reports.html.jupyter import (
-            evaluation_html,  # gates never draws: reports renders
-        )
-
-        return evaluation_html(self)
+        """Jupyter's rendering: the view ``reports`` registers (:mod:`gates.htmlview`; a table of
+        gates), or, before ``import reports``, the decision and gate verdicts as escaped text."""
+        view = evaluation_view()
+        if view is not None:
+            return view(self)
+        verdicts = ", ".join(f"{g.id} {g.verdict}" for g in self.gates) or "no gates"
+        text = (f"{self.title} ({self.study})\ndecision: {self.decision.replace('_', ' ').upper()}: "
+                f"{self.decision_reason}\ngates: {verdicts}\n(import reports for the table)")
+        return f'<pre class="prereg-evaluation">{html.escape(text, quote=True)}</pre>'
 
 
 def seal_hash(data: dict[str, Any]) -> str:
     """SHA-256 of an artifact's canonical JSON (sorted keys, no whitespace) without ``seal_sha256``."""
-    import hashlib
-
     body = {k: v for k, v in data.items() if k != "seal_sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                                      allow_nan=False).encode()).hexdigest()
@@ -360,8 +330,7 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     if p.is_dir():
         hint = f" ({p / 'evaluation.json'})" if (p / "evaluation.json").is_file() else " (none here yet)"
         raise EvaluationError(f"{p}: is a folder; this {expects}, by default RUNS/evaluation.json{hint}")
-    from prereg.fileio import not_a_readable_file
-    from prereg.plan import read_input_file
+    from prereg.plan import read_input_file  # lazy: yaml
 
     problem = not_a_readable_file(p)
     if problem:

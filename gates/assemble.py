@@ -19,15 +19,16 @@ from gates.artifact import (
     Resolution,
     RunAccounting,
     TimeOrder,
-    encode_number,
-    encode_value,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.comparator import choose_comparator, resolve_gates, uses_comparator
+from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.phase_support import phase_support
 from gates.traces import audit_traces, check_traces
 from gates.matching import block_label, match_ledger
+from gates.numbers import encode_number, encode_value
 from gates.provenance import (
     check_plan_yaml,
     check_predecessors,
@@ -91,8 +92,6 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     ranking: list[RankingCell] = []
     unchosen: dict[str, list[str]] = {}  # gates refused because no comparator could be chosen
     if plan.comparator is not None:
-        from gates.comparator import choose_comparator, resolve_gates, uses_comparator
-
         choice = choose_comparator(plan, match, audit, checks)
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
     outcomes = evaluate_gates(plan, match, checks, unchosen)
@@ -103,8 +102,6 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                                "frozen rule")
     decision, reason = decide(outcomes)
     if plan.strata.family_factor is not None:
-        from gates.families import combine_decisions, evaluate_families
-
         families, ranking = evaluate_families(plan, match, unchosen, choice, audit, checks)
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from estimators.expressions import ExpressionError
-from gates.artifact import encode_number
 from gates.artifact_families import ComparatorChoice
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Match, stratum_label
+from gates.numbers import encode_number
 from gates.traces import TraceAudit, check_traces
 from prereg.family_checks import rule_words, substitute_comparator
 from prereg.schema import ComparatorRule, Gate, Plan, Strata

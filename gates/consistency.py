@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 
-from gates.artifact import Evaluation, GateResult, as_float, seal_status
+from gates.artifact import Evaluation, GateResult, seal_status
+from gates.numbers import as_float
 
 _SLACK = 1e-9
 

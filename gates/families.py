@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from gates.artifact import encode_number
 from gates.artifact_families import (
     ComparatorChoice,
     FamilyGate,
@@ -35,6 +34,7 @@ from gates.artifact_families import (
 from gates.comparator import statistic
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
+from gates.numbers import encode_number
 from gates.ranking import rank_cell
 from gates.traces import TraceAudit, check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks

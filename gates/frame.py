@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gates.numbers import as_float
 from prereg.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ COLUMNS = (
 
 def gate_rows(ev: Evaluation) -> list[dict[str, Any]]:
     """One plain dict per gate, keys :data:`COLUMNS` (no pandas needed)."""
-    from gates.artifact import as_float
-
     rows = []
     for g in ev.gates:
         p_value = g.p_adjusted if g.p_adjusted is not None else g.p_raw
@@ -44,7 +43,7 @@ def gate_rows(ev: Evaluation) -> list[dict[str, Any]]:
 def evaluation_frame(ev: Evaluation) -> Any:
     """A pandas DataFrame of :func:`gate_rows` (columns :data:`COLUMNS`, one row per gate)."""
     try:
-        import pandas as pd
+        import pandas as pd  # lazy: pandas
     except ImportError:
         raise InputError(
             "Evaluation.to_frame needs pandas, which is not installed: pip install pandas "

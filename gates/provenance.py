@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gates.artifact import PlanYamlCheck, PredecessorCheck
+from gates.artifact import MAX_ARTIFACT_BYTES, PlanYamlCheck, PredecessorCheck
+from prereg.fileio import read_regular_file
 from prereg.schema import Plan
 
 
@@ -42,8 +43,6 @@ def check_predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:
         path = (base / pred.path) if not Path(pred.path).is_absolute() else Path(pred.path)
         extra: dict[str, Any] = {}
         try:  # a regular file of bounded size (never a FIFO or device), else missing
-            from gates.artifact import MAX_ARTIFACT_BYTES
-            from prereg.fileio import read_regular_file
 
             data: bytes | None = read_regular_file(path, MAX_ARTIFACT_BYTES)
         except ValueError:
@@ -73,8 +72,8 @@ def predecessor_refusal(checks: list[PredecessorCheck]) -> str | None:
 
 def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | None:
     """Compare the YAML beside the lock with the locked plan (the notice ``prereg verify`` gives)."""
-    from prereg.lock import diff_paths, yaml_beside
-    from prereg.plan import PlanError, load_plan
+    from prereg.lock import diff_paths, yaml_beside  # lazy: yaml
+    from prereg.plan import PlanError, load_plan  # lazy: yaml
 
     path = yaml_beside(lock_path)
     if path is None:

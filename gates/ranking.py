@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from gates.artifact import encode_number
+from estimators import insufficient_blocks, interval as paired_interval, trend_ends
 from gates.artifact_families import ComparatorChoice, InfrastructureSpread, RankingCell, RegionEnd
 from gates.matching import Block, stratum_label
+from gates.numbers import encode_number
 from prereg.schema import Plan, Scalar
 
 
@@ -87,15 +88,13 @@ def _parameters(plan: Plan, pairs: list[Block], arms: tuple[str, str]) -> tuple[
 
 def _spreads(plan: Plan, drawn: dict[str, list[float]], groups: list[list[int]], d: np.ndarray, scale: str,
              confidence: float) -> tuple[list[InfrastructureSpread], list[tuple[str, Any, bool]]]:
-    import estimators as est
-
     out, fits = [], []
     for factor, parameter in (plan.strata.region_factors or {}).items():
         x = np.array(drawn[factor], dtype=float)
         log_x = bool(np.all(x > 0))
         fx = np.log(x) if log_x else x
         fx = np.array([float(np.mean(fx[g])) for g in groups])  # a stratum unit: its replicates' mean position
-        ends = est.trend_ends(d, fx, confidence, scale)
+        ends = trend_ends(d, fx, confidence, scale)
         note = None
         if ends is None:
             note = "fewer than 3 units or one drawn value: no trend across the region can be fitted"
@@ -111,8 +110,6 @@ def _spreads(plan: Plan, drawn: dict[str, list[float]], groups: list[list[int]],
 def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: list[Block],
               choice: ComparatorChoice | None, missing: list[str], fired: list[str]) -> RankingCell:
     """The ranking of one family x region (module doc)."""
-    import estimators as est
-
     rule = plan.comparator
     assert rule is not None
     rr = rule.ranking
@@ -147,12 +144,12 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
     n = int(d.size)
     unit = "pairs" if (plan.strata.analysis_unit or "stratum") == "replicate" else "strata (replicates averaged)"
     cell["n_pairs"] = n
-    too_few = est.insufficient_blocks(rr.method, rr.confidence, n, None, f"{unit} in this cell")
+    too_few = insufficient_blocks(rr.method, rr.confidence, n, None, f"{unit} in this cell")
     if too_few or n < 2:
         return abstain(too_few or f"only {n} {unit} in this cell")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = est.interval(rr.method, d, rr.confidence, scale)
+        res = paired_interval(rr.method, d, rr.confidence, scale)
     infra, fits = _spreads(plan, drawn, groups, d, scale, rr.confidence)
     constant = bool(np.all(d == d[0]))
     null = 1.0 if scale == "ratio" else 0.0

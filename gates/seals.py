@@ -21,7 +21,8 @@ from typing import Any
 
 from collect.ledger.store import RunRecord
 from collect.ledger.records import parse_utc
-from prereg.lock_seal import plan_hash_of, seals_by_plan, version_count
+from prereg.errors import InputError, IntegrityError
+from prereg.lock_seal import check_published, plan_hash_of, seals_by_plan, version_count
 
 NAMED = 3  # runs named in a refusal, then counted
 
@@ -97,9 +98,6 @@ def _hidden_post_data(lock: dict[str, Any], records: list[RunRecord]) -> list[st
 def check_published_seal(lock: dict[str, Any], published: str) -> str:
     """The sentence saying which version of ``lock`` has the ``published`` seal; ``IntegrityError``
     (exit 3) when none has it, ``InputError`` (exit 2) for a malformed seal."""
-    from prereg.errors import InputError, IntegrityError
-    from prereg.lock_seal import check_published
-
     try:
         version, sentence = check_published(lock, published)
     except ValueError as err:

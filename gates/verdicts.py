@@ -41,10 +41,24 @@ from typing import Any
 
 import numpy as np
 
+from collect.evidence import recorded_evidence
+from estimators import (
+    RatioInputWarning,
+    adjust_p_values,
+    clears,
+    contrast_warnings,
+    decide_rule,
+    insufficient_blocks,
+    paired_contrast,
+    propagate_bounds,
+    resolution_check,
+)
+from estimators.feasibility import symmetry_note
+from estimators.vocabulary import weakest
 from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match, stratum_label
 from gates.plausibility import plausibility
-from prereg.schema import Gate, Plan
+from prereg.schema import CONFIDENCE_FLOOR, Gate, Plan
 
 
 @dataclass
@@ -114,9 +128,6 @@ def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndar
 
 def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     """The weakest of the plan's declaration, the collector's recorded class and the signal's telemetry."""
-    from collect.evidence import recorded_evidence
-    from estimators.vocabulary import weakest
-
     metric = plan.metrics[gate.metric]
     classes: list[str] = [metric.evidence]
     classes += [c for b in blocks for r in b.records.values() if (c := recorded_evidence(r, gate.metric))]
@@ -162,8 +173,6 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
                  outcome: GateOutcome) -> np.ndarray | None:
     """Per-unit contrast bounds (analysis scale) for a signal-backed metric; None if no signal.
     Sets ``outcome`` unresolvable (and returns an empty array) when a run lacks its bound."""
-    import estimators as est
-
     bounds, lacking = _bounds_matrix(gate, plan, blocks)
     if bounds is None:
         return None
@@ -175,7 +184,7 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
         return np.zeros(0)
     per_block = np.full(len(blocks), np.nan)
     if complete_rows.any():
-        per_block[complete_rows] = est.propagate_bounds(
+        per_block[complete_rows] = propagate_bounds(
             values[complete_rows], coefs, bounds[complete_rows], gate.contrast.scale
         )
     return _unit_means(per_block, units)[complete]
@@ -185,9 +194,6 @@ def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
     """What the plan itself makes this gate's verdict rest on, in words: a descriptive rule, a
     confidence below the floor (with the plan's reason), a measured metric with no resolution
     check, a mean-targeting interval whose symmetry its ``n`` units cannot check."""
-    from estimators.feasibility import symmetry_note
-    from prereg.schema import CONFIDENCE_FLOOR
-
     notes = []
     rule = gate.pass_if
     if not rule.tested:
@@ -223,8 +229,6 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
 
 
 def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
-    import estimators as est
-
     contrast = gate.contrast
     blocks = gate_blocks(match)
     outcome = GateOutcome(gate, "refused", contrast.scale, _evidence(gate, plan, blocks))
@@ -244,7 +248,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
     coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
     per_block = np.full(len(blocks), np.nan)
     if complete_rows.any():
-        per_block[complete_rows] = est.paired_contrast(values[complete_rows], coefs, contrast.scale)
+        per_block[complete_rows] = paired_contrast(values[complete_rows], coefs, contrast.scale)
     outcome.contrasts = [
         None if not np.isfinite(x) else float(np.exp(x) if contrast.scale == "ratio" else x) for x in per_block
     ]
@@ -255,7 +259,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
     outcome.n_pairs = n_complete
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
     unit_words = "strata" if outcome.analysis_unit == "stratum" else "replicate pairs"
-    too_few = est.insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
+    too_few = insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
     if n_complete < 2:
         outcome.refused_by.append(f"only {n_complete} complete {outcome.analysis_unit}(s): a paired interval needs 2 or more")
         return outcome
@@ -266,12 +270,12 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # the gate built these log ratios itself from positive values: the ratio-input guess is moot
-        warnings.simplefilter("ignore", est.RatioInputWarning)
-        decision = est.decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
+        warnings.simplefilter("ignore", RatioInputWarning)
+        decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
     outcome.result = decision.result
     outcome.p_raw = decision.p_value
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
-    outcome.warnings += list(est.contrast_warnings(d, gate.method, contrast.scale, rule))
+    outcome.warnings += list(contrast_warnings(d, gate.method, contrast.scale, rule))
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
@@ -279,7 +283,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
     if b is not None:
         if outcome.verdict == "unresolvable":
             return outcome
-        outcome.resolution = est.resolution_check(
+        outcome.resolution = resolution_check(
             rule, d, b, gate.confidence, gate.method, contrast.scale, resamples, seed, result=decision.result
         )
         if outcome.resolution.could_change:
@@ -302,8 +306,6 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
 
 def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
     """Adjust primary gates' rule p-values and demote passes that do not survive (module doc)."""
-    from estimators import adjust_p_values, clears
-
     # descriptive rules (no test) never enter; every primary gate is tested (refused at freeze otherwise)
     primary = [o for o in outcomes if o.gate.role == "primary" and o.gate.pass_if.tested]
     if not primary:

@@ -40,6 +40,7 @@ from prereg.lock import (
     write_lock,
     yaml_beside,
 )
+from prereg.lock_seal import check_published, lock_seal, parse_seal
 from prereg.plan import LoadedPlan, PlanError, load_plan, plan_from_canonical
 from prereg.schema import Plan
 
@@ -73,8 +74,6 @@ class Lock:
     @property
     def seal(self) -> str:
         """The current version's seal (``prereg.lock_seal``): what every record collected under it carries."""
-        from prereg.lock_seal import lock_seal
-
         return lock_seal(self.data)
 
     @property
@@ -140,8 +139,6 @@ def verify(lock_path: PathLike, yaml_path: PathLike | None = None, published: st
     a file that is not a lock raises ``LockError``, a ``yaml_path`` that does not exist or a
     malformed ``published`` seal ``InputError``.
     """
-    from prereg.lock_seal import check_published, parse_seal
-
     data = read_lock(lock_path)
     if published is not None:
         try:

@@ -123,7 +123,7 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
 
 def _check_ranking_cells(plan: Plan, problems: list[Problem]) -> None:
     """The ranking must be able to order every family x region cell with its planned units."""
-    from estimators.feasibility import insufficient_blocks
+    from estimators.feasibility import insufficient_blocks  # lazy: numpy
 
     rule, factor = plan.comparator, plan.strata.family_factor
     assert rule is not None and factor is not None
@@ -145,7 +145,7 @@ def power_problem(plan: Plan, gate: Any, n: int, unit: str) -> str | None:
     """Why ``gate`` could never decide with ``n`` units, or None. A primary gate under Holm or
     Bonferroni over k primary gates must reach p <= alpha / k (the smallest p of the family is
     multiplied by k), so its method is checked at that level."""
-    from estimators.feasibility import insufficient_blocks
+    from estimators.feasibility import insufficient_blocks  # lazy: numpy
 
     k = sum(g.role == "primary" for g in plan.gates)
     adjusted = gate.role == "primary" and plan.decision.multiplicity in ("holm", "bonferroni") and k > 1

@@ -9,7 +9,9 @@ append-only and has its own writer (``collect.ledger.store``).
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -192,7 +194,6 @@ def check_output(
                 head = fh.read(4096)
         except OSError:
             head = b""
-        import re
 
         protected = any(re.search(marker, head) for marker in _PROTECTED_MARKERS)
     if protected:
@@ -217,8 +218,6 @@ def readable_json(value: object, level: int = 0) -> str:
     (``indent=`` forces Python's pure encoder, 10x slower on a 100k-row artifact). Any JSON reader
     reads both the same; the file stays diff-able row by row.
     """
-    import json
-
     pad = "  " * level
     if isinstance(value, dict) and value:
         items = (f"{pad}  {json.dumps(k, ensure_ascii=False)}: {readable_json(v, level + 1)}" for k, v in value.items())

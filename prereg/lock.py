@@ -32,9 +32,11 @@ by ``prereg freeze`` to publish) and the *genesis* hash (the plan as first froze
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ from prereg._version import __version__
 from prereg.errors import InputError
 from prereg.fileio import atomic_write
 from prereg.lock_schema import LockFile
+from prereg.lock_seal import lock_seal
 from prereg.plan import (
     LoadedPlan,
     canonical_bytes,
@@ -330,8 +333,6 @@ def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> Ve
         differences=differences,
     )
     if not differences:
-        from prereg.lock_seal import lock_seal
-
         report.seal = lock_seal(lock)
     if yaml_plan is not None:
         report.yaml_checked = yaml_plan.source
@@ -353,9 +354,6 @@ def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> Ve
 
 def runs_info(runs_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """What a runs folder holds, for an amendment: whether a ledger exists, its hash and line count."""
-    import hashlib
-    import stat
-
     ledger = Path(runs_dir) / LEDGER_NAME
     if not ledger.is_file():
         return {"dir": str(runs_dir), "ledger_sha256": None, "ledger_lines": 0}

@@ -25,7 +25,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from prereg.checks import check_plan
+from prereg.direction import plan_warnings
 from prereg.errors import InputError
+from prereg.fileio import read_regular_file
 from prereg.schema import Plan
 from prereg.yamlsafe import KEY_MARK, MAX_BYTES, LoadedYaml, YamlError, load_yaml
 
@@ -234,7 +236,6 @@ def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
     if problems:
         raise PlanError(source, problems)
     canonical = canonical_plan(plan)
-    from prereg.direction import plan_warnings
 
     warned = [_positioned(path, msg, loaded) for path, msg in plan_warnings(plan)]
     return LoadedPlan(plan, canonical, plan_hash(canonical), sha256_hex(raw), source, warned)
@@ -243,8 +244,6 @@ def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
 def read_input_file(path: str | os.PathLike[str], limit: int = MAX_BYTES) -> bytes:
     """Read a small regular file (``prereg.fileio.read_regular_file``: never a FIFO or device, never
     more than ``limit`` bytes); a ``ValueError`` with one message otherwise."""
-    from prereg.fileio import read_regular_file
-
     return read_regular_file(path, limit)
 
 

@@ -9,6 +9,7 @@ the models parse, in :mod:`prereg.checks`.
 from __future__ import annotations
 
 import itertools
+import math
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -178,8 +179,6 @@ class Metric(StrictModel):
 
     @model_validator(mode="after")
     def _range_ordered(self) -> Metric:
-        import math
-
         if self.range is not None:
             low, high = self.range
             if not (math.isfinite(low) and math.isfinite(high)):

@@ -7,6 +7,7 @@ Public Python API (what a notebook calls; see ``docs/api.md``)::
     reports.render_evaluation(ev)                               # a rich renderable for a console
 
 The package imports lazily (PEP 562): ``import reports`` loads no rich or matplotlib until used.
+Importing it registers the Jupyter table of an ``Evaluation`` (``gates.htmlview``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from estimators.lazy import LazyExports
+from gates.htmlview import register_html_view
+from reports.html.jupyter import evaluation_html
 
 _LOCATIONS: dict[str, str] = {
     "html_report": "html.jupyter:evaluation_html",
@@ -22,6 +25,7 @@ _LOCATIONS: dict[str, str] = {
 }  # "module:attribute" where the public name differs from the function's (never a submodule's name)
 
 _exports = LazyExports(__name__, _LOCATIONS)
+register_html_view(evaluation_html)  # what Evaluation._repr_html_ shows once reports is imported
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ import pytest
 import collect
 import gates
 import prereg
+import reports  # registers the Jupyter table of an Evaluation (gates.htmlview)
 from prereg.errors import (
     EXIT_BAD_INPUT,
     EXIT_INTEGRITY,
@@ -153,6 +154,24 @@ def test_repr_html_escapes_a_malicious_gate_id_and_title(study: Path, tmp_path: 
     assert "<script>" not in html and "<img" not in html and 'x" onload' not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(2)&gt;" in html
     assert "a&amp;b" in html and "SUPPORTED" in html and html.count("<tr>") == 2
+    assert reports.html_report(evil) == html
+
+
+def test_repr_html_before_reports_registers_a_view_is_escaped_text(study: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import gates.htmlview
+
+    lock = prereg.freeze(study)
+    write_csv(tmp_path / "runs.csv", equal_work_rows())
+    collect.import_table(lock, tmp_path / "runs.csv", tmp_path / "runs")
+    ev = gates.evaluate(lock, tmp_path / "runs")
+    evil_gate = ev.gates[0].model_copy(update={"id": "<script>alert(1)</script>"})
+    evil = ev.model_copy(update={"title": "<img src=x onerror=alert(2)>", "gates": [evil_gate]})
+    monkeypatch.setattr(gates.htmlview, "_view", None)  # as in a notebook that imported gates only
+    html = evil._repr_html_()
+    assert html.startswith("<pre") and "<script>" not in html and "<img" not in html
+    assert f"&lt;script&gt;alert(1)&lt;/script&gt; {evil_gate.verdict}" in html and "decision: SUPPORTED" in html
+    assert "import reports" in html
 
 
 def test_import_of_a_table_that_does_not_fit_names_it(study: Path, tmp_path: Path) -> None:

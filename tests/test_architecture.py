@@ -1,20 +1,18 @@
 """The architecture of DESIGN.md, checked on the source: who may import whom, and one exception base.
 
-The import graph is read with ``ast`` from every module of the five packages, imports inside
-functions included (marked *lazy*); imports under ``if TYPE_CHECKING:`` are annotations only and
-left out. What the graph actually is (at the time of writing):
+The import graph is read with ``ast`` from every module of the six packages. Every import counts,
+inside a function too (*lazy*); imports under ``if TYPE_CHECKING:`` are annotations only and are
+left out. ``from pkg import name``, where ``pkg``'s ``__init__`` exports ``name`` lazily
+(:class:`estimators.lazy.LazyExports`), is an edge to the module the name lives in, and a package's
+export table is an edge from the package to each module it names; importing ``a.b.c`` also runs
+``a`` and ``a.b``, so it is an edge to those too. On that graph, with no allow-list:
 
-* eager (module-level) edges between packages run one way only: ``collect -> prereg``,
-  ``gates -> collect, prereg``, ``reports -> gates, prereg`` (and ``reports -> collect`` lazily,
-  to read a ledger for plots); ``estimators`` imports none of the others, and ``prereg`` and
-  ``collect`` import it only lazily;
-* the lazy edges against the data flow are all rendering, listed in ``BACKWARD_LAZY``: the CLIs
-  of ``prereg`` and ``gates`` print through ``reports``, ``cli.kit`` escapes text with
-  ``reports.words.safe_text``, and ``Evaluation._repr_html_`` (``gates.artifact``) asks
-  ``reports.html.jupyter`` for its HTML. So the package graph is acyclic at import time and
-  has cycles only through those lazy rendering calls;
-* only ``*.cli`` modules import ``cli.kit``; no module but a package's own entry point
-  imports a ``*.cli`` module, so no CLI imports another and no library imports a CLI.
+* no module-level import cycle (lazy imports included);
+* no upward edge: ``estimators < prereg < collect < gates < reports < cli``, a module imports
+  only packages at or below its own, so no library imports a console script;
+* an import inside a function is there only to keep a heavy dependency lazy: it loads one of
+  :data:`HEAVY` that its module does not already load at import time, and says which in a
+  trailing ``# lazy: <dependency>`` comment.
 """
 
 from __future__ import annotations
@@ -23,27 +21,50 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
-from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("prereg", "collect", "estimators", "gates", "reports")
-#: the data flow of DESIGN.md: a package may import (eagerly) only packages before it
-ORDER = {"prereg": 0, "collect": 1, "gates": 2, "reports": 3}
-#: lazy imports against the data flow: (importing module, imported module prefix) -- rendering only
-BACKWARD_LAZY = {
-    ("cli.prereg", "reports."),
-    ("cli.kit", "reports.words.safe_text"),
-    ("cli.gates", "reports."),
-    ("gates.artifact", "reports.html.jupyter"),
+#: the layers, lowest first: a module may import only packages at or below its own
+LAYERS = ("estimators", "prereg", "collect", "gates", "reports", "cli")
+PACKAGES = LAYERS
+#: third-party packages worth keeping lazy, with why
+HEAVY = {
+    "numpy": "the console scripts start without it",
+    "scipy": "the console scripts start without it",
+    "pydantic": "the console scripts start without it",
+    "yaml": "the console scripts start without it",
+    "rich": "the console scripts start without it",
+    "pandas": "an optional extra",
+    "pyarrow": "an optional extra",
+    "statsmodels": "a test dependency only",
+    "matplotlib": "an optional extra",
+    "torch": "an optional extra",
+    "ray": "an optional extra",
+    "pynvml": "binds the GPU driver",
 }
 #: estimators modules every package may import eagerly (no numpy/scipy: checked below)
 LIGHT_ESTIMATORS = {"estimators", "estimators.lazy", "estimators.vocabulary", "estimators.expressions"}
 #: exception classes outside the ToolkitError tree, each with its reason
 EXCEPTION_EXEMPT: set[str] = set()  # none: estimators' own errors are ValueErrors by design (below)
+LAZY_COMMENT = re.compile(r"#\s*lazy:\s*(.+)")
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement's edge: the toolkit module it runs (or the third-party package)."""
+
+    target: str  # a toolkit module, or the top-level name of a third-party package
+    toolkit: bool
+    lazy: bool  # inside a function
+    line: int
+    text: str  # the statement's source lines
 
 
 def module_name(path: Path) -> str:
@@ -51,8 +72,18 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@cache
 def toolkit_modules() -> dict[str, Path]:
     return {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _ancestors(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -61,10 +92,56 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[tuple[str, bool]]:
-    """``(imported module, lazy)`` for every import in the module (``from x import y``: x, and x.y if a module)."""
-    found: set[tuple[str, bool]] = set()
+@cache
+def lazy_exports(package: str) -> dict[str, str]:
+    """A package ``__init__``'s ``LazyExports`` table: public name -> the module defining it."""
+    path = toolkit_modules().get(package)
+    if path is None or path.name != "__init__.py":
+        return {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and t.id == "_LOCATIONS" for t in targets):
+                table = ast.literal_eval(node.value)
+                return {name: f"{package}.{where.partition(':')[0]}" for name, where in table.items()}
+    return {}
+
+
+def _resolve(name: str) -> str:
+    """The toolkit module that ``import name`` runs (the longest prefix that is one)."""
+    modules = toolkit_modules()
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _targets(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator[tuple[str, bool]]:
+    """(module or third-party package, is toolkit) for each thing the statement imports."""
+    modules = toolkit_modules()
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        if node.level:
+            base = package[: len(package) - (node.level - 1)]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        exports = lazy_exports(source)
+        names = [f"{source}.{a.name}" if f"{source}.{a.name}" in modules
+                 else exports.get(a.name, source) for a in node.names]
+    for name in names:
+        if _package(name) in PACKAGES:
+            yield _resolve(name), True
+        else:
+            yield _package(name), False
+
+
+def imports_of(name: str, path: Path) -> list[Import]:
+    """Every import of the module but those under ``if TYPE_CHECKING:``."""
+    source = path.read_text()
+    lines = source.splitlines()
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found: list[Import] = []
 
     def visit(node: ast.AST, lazy: bool) -> None:
         for child in ast.iter_child_nodes(node):
@@ -72,104 +149,174 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[tuple[str
                 for sub in child.orelse:
                     visit(sub, lazy)
                 continue
-            inner = lazy or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            if isinstance(child, ast.Import):
-                found.update((alias.name, inner) for alias in child.names)
-            elif isinstance(child, ast.ImportFrom):
-                if child.level:
-                    base = package[: len(package) - (child.level - 1)]
-                    target = ".".join(base + ([child.module] if child.module else []))
-                else:
-                    target = child.module or ""
-                found.add((target, inner))
-                found.update((f"{target}.{a.name}", inner) for a in child.names if f"{target}.{a.name}" in modules)
+            inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                text = "\n".join(lines[child.lineno - 1: child.end_lineno])
+                for target, toolkit in _targets(child, package):
+                    found.append(Import(target, toolkit, inner, child.lineno, text))
             visit(child, inner)
 
-    visit(ast.parse(path.read_text(), str(path)), False)
+    visit(ast.parse(source, str(path)), False)
+    found += [Import(target, True, True, 0, "") for target in sorted(set(lazy_exports(name).values()))]
     return found
 
 
-@pytest.fixture(scope="module")
-def graph() -> dict[str, set[tuple[str, bool]]]:
+@cache
+def graph() -> dict[str, list[Import]]:
     modules = toolkit_modules()
     assert len(modules) > 80
-    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+    return {name: imports_of(name, path) for name, path in modules.items()}
 
 
-def _package(module: str) -> str:
-    return module.split(".")[0]
+def edges(module: str, lazy: bool = True) -> set[str]:
+    """The toolkit modules ``module`` runs (eagerly only, unless ``lazy``): the imported modules and
+    the packages above them, but not ``module`` itself or its own packages (they run first)."""
+    own = {module, *_ancestors(module)}
+    out: set[str] = set()
+    for imp in graph()[module]:
+        if imp.toolkit and (lazy or not imp.lazy):
+            out |= {m for m in (*_ancestors(imp.target), imp.target) if m not in own}
+    return out
 
 
-def test_no_module_imports_a_cli_but_its_entry_point(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    offenders = [(m, t) for m, edges in graph.items() for t, _ in edges
-                 if (t.endswith(".cli") or ".cli." in t) and _package(t) in PACKAGES]
+@cache
+def eager_heavy(module: str) -> frozenset[str]:
+    """The :data:`HEAVY` packages that importing ``module`` loads (module-level imports, transitively)."""
+    seen, todo, heavy = set(), [module, *_ancestors(module)], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        heavy |= {i.target for i in graph()[current] if not i.lazy and not i.toolkit and i.target in HEAVY}
+        todo += edges(current, lazy=False)
+    return frozenset(heavy)
+
+
+def strongly_connected(nodes: list[str], successors: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan): the import cycles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(successors.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(nodes):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert strongly_connected(list(graph()), {m: edges(m) for m in graph()}) == []
+
+
+def test_the_checker_sees_cycles_lazy_edges_and_exported_names(tmp_path: Path) -> None:
+    assert strongly_connected(["a", "b", "c"], {"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c"]]
+    assert strongly_connected(["a", "b"], {"a": {"b"}}) == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("from estimators import clears\n\ndef f():\n    import torch  # lazy: torch\n")
+    found = {(i.target, i.toolkit, i.lazy) for i in imports_of("probe", probe)}
+    assert found == {("estimators.rules", True, False), ("torch", False, True)}
+    assert "gates.htmlview" in edges("reports")  # reports registers the Jupyter view
+    assert lazy_exports("gates")["evaluate"] == "gates.api"
+    assert "numpy" in eager_heavy("estimators.rules") and not eager_heavy("estimators.vocabulary")
+
+
+def test_no_upward_imports() -> None:
+    """A module imports only packages at or below its own layer; no library imports ``cli``."""
+    order = {pkg: i for i, pkg in enumerate(LAYERS)}
+    upward = sorted((m, t) for m in graph() for t in edges(m) if order[_package(t)] > order[_package(m)])
+    assert upward == []
+
+
+def test_console_scripts_import_only_the_shared_cli_kit() -> None:
+    """No console script imports another; ``cli.kit`` is their shared plumbing."""
+    offenders = sorted((m, t) for m in graph() if _package(m) == "cli" for t in edges(m)
+                       if _package(t) == "cli" and t not in ("cli", "cli.kit"))
     assert offenders == []
 
 
-def test_only_cli_modules_use_the_cli_plumbing(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    offenders = [m for m, edges in graph.items() if any(t == "cli.kit" for t, _ in edges)
-                 and not m.endswith(".cli")]
+def test_console_scripts_load_nothing_heavy_at_import() -> None:
+    """``--help`` stays instant: the entry points load :data:`HEAVY` packages only inside functions."""
+    loaded = {m: sorted(eager_heavy(m)) for m in graph() if _package(m) == "cli" and eager_heavy(m)}
+    assert loaded == {}
+
+
+def test_imports_inside_functions_keep_a_heavy_dependency_lazy() -> None:
+    """An import inside a function loads a :data:`HEAVY` package its module has not loaded yet,
+    and says which in a trailing ``# lazy: <package>`` comment; anything else is imported at the top."""
+    needless, uncommented = [], []
+    for module, imports in graph().items():
+        for imp in imports:
+            if not imp.lazy or not imp.line:
+                continue
+            loads = eager_heavy(imp.target) if imp.toolkit else frozenset({imp.target} & set(HEAVY))
+            new = loads - eager_heavy(module)
+            where = f"{module}:{imp.line} {imp.target}"
+            if not new:
+                needless.append(where)
+                continue
+            comment = LAZY_COMMENT.search(imp.text)
+            if comment is None or not any(dep in comment.group(1) for dep in new):
+                uncommented.append(f"{where} (lazy: {', '.join(sorted(new))})")
+    assert sorted(set(needless)) == [], "imported inside a function with no heavy dependency to defer"
+    assert sorted(set(uncommented)) == [], "a lazy import without '# lazy: <package>' naming what it defers"
+
+
+def test_libraries_never_import_a_package_face_whole() -> None:
+    """``import estimators as est; est.interval(...)`` would hide which module runs: libraries import
+    names (``from estimators.dispatch import interval``), so the graph above sees every edge."""
+    offenders = []
+    for module, path in toolkit_modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                offenders += [f"{module}:{node.lineno} import {a.name}" for a in node.names
+                              if a.name in PACKAGES and lazy_exports(a.name)]
     assert offenders == []
 
 
-def test_estimators_is_a_leaf(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    offenders = [(m, t) for m, edges in graph.items() if _package(m) == "estimators"
-                 for t, _ in edges if _package(t) in PACKAGES and _package(t) != "estimators"]
+def test_estimators_is_a_leaf() -> None:
+    offenders = [(m, t) for m in graph() if _package(m) == "estimators"
+                 for t in edges(m) if _package(t) != "estimators"]
     assert offenders == []
-    eager_users = [(m, t) for m, edges in graph.items() if _package(m) in ("prereg", "collect")
-                   for t, lazy in edges if _package(t) == "estimators" and not lazy and t not in LIGHT_ESTIMATORS]
+    eager_users = [(m, t) for m in graph() if _package(m) in ("prereg", "collect")
+                   for t in edges(m, lazy=False) if _package(t) == "estimators" and t not in LIGHT_ESTIMATORS]
     assert eager_users == []  # prereg and collect load numpy/scipy only when they need it
     for light in LIGHT_ESTIMATORS:  # the shared vocabulary and the contrast parser: standard library only
-        path = ROOT / (light.replace(".", "/") + ".py")
-        tree = ast.parse((path if path.exists() else ROOT / light / "__init__.py").read_text())
+        path = toolkit_modules()[light]
+        tree = ast.parse(path.read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module.split(".")[0] for n in ast.walk(tree)
                      if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
         assert imported <= set(sys.stdlib_module_names) | {"__future__"}, (light, imported)
 
 
-def test_eager_imports_follow_the_data_flow(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    """prereg -> collect -> gates -> reports: module-level imports only point backwards."""
-    against = [(m, t) for m, edges in graph.items() for t, lazy in edges
-               if not lazy and _package(m) in ORDER and _package(t) in ORDER
-               and ORDER[_package(t)] > ORDER[_package(m)]]
-    assert against == []
-
-
-def test_lazy_imports_against_the_flow_are_only_rendering(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    against = {(m, t) for m, edges in graph.items() for t, lazy in edges
-               if lazy and _package(m) in ORDER and _package(t) in ORDER
-               and ORDER[_package(t)] > ORDER[_package(m)]}
-    unexpected = {(m, t) for m, t in against if not any(m == a and t.startswith(b) for a, b in BACKWARD_LAZY)}
-    assert unexpected == set()
-    assert against, "the allowlist describes edges that exist; drop it if they are gone"
-
-
-def test_package_graph_is_acyclic_at_import_time(graph: dict[str, set[tuple[str, bool]]]) -> None:
-    edges: dict[str, set[str]] = defaultdict(set)
-    for m, targets in graph.items():
-        for t, lazy in targets:
-            if not lazy and _package(t) in PACKAGES and _package(t) != _package(m):
-                edges[_package(m)].add(_package(t))
-    assert dict(edges) == {"prereg": {"estimators"}, "collect": {"estimators", "prereg"},
-                           "gates": {"collect", "estimators", "prereg"}, "reports": {"estimators", "gates", "prereg"}}
-    seen: set[str] = set()
-
-    def visit(node: str, path: tuple[str, ...]) -> None:
-        assert node not in path, f"import cycle {' -> '.join((*path, node))}"
-        if node in seen:
-            return
-        for nxt in edges.get(node, ()):
-            visit(nxt, (*path, node))
-        seen.add(node)
-
-    for pkg in PACKAGES:
-        visit(pkg, ())
-
-
-def test_telemetry_base_imports_no_backend(graph: dict[str, set[tuple[str, bool]]]) -> None:
+def test_telemetry_base_imports_no_backend() -> None:
     backends = {"collect.telemetry.sensors.sim", "collect.telemetry.sensors.nvml", "collect.telemetry.sensors.replay"}
-    assert not {t for t, _ in graph["collect.telemetry.sensors.base"]} & backends
+    assert not edges("collect.telemetry.sensors.base") & backends
 
 
 def _all_modules() -> list[str]:
@@ -190,7 +337,9 @@ def test_every_toolkit_exception_derives_from_toolkit_error() -> None:
             continue
         try:
             module = importlib.import_module(name)
-        except ImportError as err:  # an optional extra that is not installed here (torch, matplotlib)
+        except ModuleNotFoundError as err:  # an optional extra that is not installed here (torch, matplotlib)
+            if (err.name or "").split(".")[0] not in HEAVY:
+                raise
             pytest.skip(f"{name} needs an optional extra: {err}")
         for cls_name, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != name or not issubclass(cls, Exception) or issubclass(cls, Warning):
@@ -200,3 +349,4 @@ def test_every_toolkit_exception_derives_from_toolkit_error() -> None:
                 outside.append(f"{name}.{cls_name}")
     assert outside == []
     assert len(checked) >= 18  # the base, InputError, IntegrityError and every deliberate error
+

@@ -10,11 +10,13 @@ instance this process started exit when the driver is gone. Ray is imported only
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from collect.engine.runs import EngineError, Job, PlannedRun, run_batch
+from collect.engine.workers import process_identity, watch_driver
 
 RAY_TASKS_PER_SLOT = 4  # batches per Ray CPU: few enough to amortise a task, enough to balance the tail
 RAY_MAX_RUNS_PER_TASK: int | None = None  # a cap on a batch's runs (1: one task per run)
@@ -37,8 +39,6 @@ def _ray_task(job: Job, batch: list[PlannedRun], driver: tuple[int, int] | None)
     start time) is given when the Ray instance is this process's own, local one: the worker then
     exits when the driver is gone (``collect.engine.workers.watch_driver``)."""
     if driver is not None:
-        from collect.engine.workers import watch_driver
-
         watch_driver(*driver)
     yield from run_batch(job, batch)
 
@@ -60,12 +60,10 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dic
     already appended included, rewriting traces the ledger has hashed): when a worker dies, its
     batch is resubmitted from the first run it had not reported, at most ``RAY_RETRIES`` times."""
     try:
-        import ray
+        import ray  # lazy: ray
     except ImportError:
         raise EngineError("--executor ray needs Ray: pip install 'prereg-toolkit[ray]'") from None
-    from ray.exceptions import RayError, RayTaskError
-
-    from collect.engine.workers import process_identity
+    from ray.exceptions import RayError, RayTaskError  # lazy: ray
 
     address = _ray_cluster_address()
     started_here = not ray.is_initialized()
@@ -112,8 +110,6 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dic
 
 
 def _ray_cluster_address() -> str | None:
-    import os
-
     return os.environ.get("RAY_ADDRESS")
 
 

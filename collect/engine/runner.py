@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -49,6 +50,8 @@ from collect.engine.runs import (
     run_id_of,
     stratum_seed,
 )
+from collect.engine.workers import worker_init
+from collect.ledger.runlock import held_descriptors, runs_lock
 from collect.ledger.store import (
     TRACES_DIR,
     Ledger,
@@ -56,6 +59,8 @@ from collect.ledger.store import (
     RunRecord,
     read_ledger,
 )
+from collect.traces.check import trace_problems
+from prereg.errors import IntegrityError
 from prereg.lock import environment_info
 from prereg.schema import Plan
 
@@ -72,11 +77,6 @@ def _serial(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[s
 
 
 def _pool(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
-    import os
-
-    from collect.engine.workers import worker_init
-    from collect.ledger.runlock import held_descriptors
-
     with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init,
                              initargs=(os.getpid(), held_descriptors())) as pool:
         pending: set[Future[dict[str, Any]]] = set()
@@ -103,8 +103,6 @@ def run_plan(
 
     Holds the runs folder's writer lock throughout (``collect.ledger.runlock.RunsBusy`` if taken).
     """
-    from collect.ledger.runlock import runs_lock
-
     collector, planned = expand_plan(plan, plan_sha256)
     check_jobs(jobs, executor)
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -117,8 +115,6 @@ MAX_JOBS = 256
 
 def check_jobs(jobs: int, executor: str = "local") -> None:
     """``jobs`` must be 1..2 x this machine's CPUs for the local pool (1..MAX_JOBS on Ray)."""
-    import os
-
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     limit = MAX_JOBS if executor == "ray" else min(MAX_JOBS, 2 * cpus)
     if not 1 <= jobs <= limit:
@@ -129,9 +125,6 @@ def check_jobs(jobs: int, executor: str = "local") -> None:
 def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
     """Before a resume skips the complete runs: each of their traces must still match the SHA-256 its
     record holds (``collect.traces.check``); an ``IntegrityError`` (exit 3) naming the files otherwise."""
-    from collect.traces.check import trace_problems
-    from prereg.errors import IntegrityError
-
     bad = [(r.run_id, name, why) for r in ledger.records if r.run_id in done and r.status == "complete"
            and (r.trace_sha256 or r.record_sha256 is not None)  # a record from before the chain hashed none
            for name, why in trace_problems(runs_dir, r)]

@@ -21,11 +21,14 @@ a dead driver's tasks itself, and the driver's pid means nothing on other machin
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
 import threading
 import time
+
+from collect.ledger.runlock import close_inherited
 
 PR_SET_PDEATHSIG = 1
 WATCH_S = 0.5
@@ -35,8 +38,6 @@ def _set_parent_death_signal(sig: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0
     except (OSError, AttributeError):
@@ -106,8 +107,6 @@ def watch_driver(pid: int, start: int) -> None:
 
 def worker_init(parent_pid: int, inherited_lock_fds: list[int]) -> None:
     """Initializer of every pool worker (see the module doc)."""
-    from collect.ledger.runlock import close_inherited
-
     close_inherited(inherited_lock_fds)
     _set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect

@@ -35,6 +35,8 @@ from functools import partial
 from types import NoneType
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from collect.importing.rows import (
     TELEMETRY_FIELDS,
     CellError,
@@ -342,8 +344,6 @@ def _stored_content(record: RunRecord) -> dict[str, Any]:
 def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
     """The batch chained to ``head``: ``(the bytes to append, the records as written, the new head)``;
     a ``ValidationError`` if the model refuses a record."""
-    from pydantic import TypeAdapter
-
     lines = []
     mid = b'"record":' + canonical(RECORD_FORMAT)
     runs = ((low, mid, high) for low, high in zip(batch.low, batch.high))

@@ -48,6 +48,7 @@ from __future__ import annotations
 import csv
 import gc
 import gzip
+import io
 import json
 import zlib
 from collections.abc import Collection, Iterator, Mapping
@@ -55,6 +56,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from collect.importing.columns import Declined, Table, prepare, seal
 from collect.importing.rows import (
     RESERVED,
     TELEMETRY_FIELDS,
@@ -65,8 +69,19 @@ from collect.importing.rows import (
     expected_columns,
     row_record,
 )
-from collect.ledger.store import Ledger, RunRecord, append_records, complete_pending, read_ledger
+from collect.ledger.folder_plan import check_folder_plan, check_folder_seals
+from collect.ledger.runlock import lock_path, runs_lock
+from collect.ledger.store import (
+    Ledger,
+    LedgerAppender,
+    RunRecord,
+    append_records,
+    complete_pending,
+    head_of,
+    read_ledger,
+)
 from prereg.errors import InputError
+from prereg.plan import read_input_file
 from prereg.schema import Plan
 
 if TYPE_CHECKING:
@@ -91,15 +106,12 @@ class ImportProblem(InputError, ValueError):
 
 def _read_bounded(path: Path, gz: bool) -> bytes:
     """The file's bytes (decompressed when ``gz``), refusing more than ``MAX_TABLE_BYTES``."""
-    from prereg.plan import read_input_file
-
     try:
         raw = read_input_file(path, limit=MAX_TABLE_BYTES)
     except ValueError as err:
         raise ImportProblem([str(err)]) from None
     if not gz:
         return raw
-    import io
 
     with gzip.open(io.BytesIO(raw), "rb") as fh:
         data = fh.read(MAX_TABLE_BYTES + 1)
@@ -115,8 +127,6 @@ def _check_rows(count: int, path: Path) -> None:
 
 def read_table(path: Path) -> list[dict[str, Any]]:
     """Rows of a CSV / JSONL / Parquet file as dicts (CSV cells are strings)."""
-    import io
-
     name = path.name.lower()
     if name.endswith((".csv", ".csv.gz")):
         text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
@@ -148,12 +158,10 @@ def read_table(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_parquet(path: Path) -> list[dict[str, Any]]:
-    import io
-
     raw = _read_bounded(path, False)
     try:
-        import pandas as pd
-        import pyarrow.parquet as pq
+        import pandas as pd  # lazy: pandas
+        import pyarrow.parquet as pq  # lazy: pyarrow
     except ImportError as err:
         raise ImportProblem([f"reading Parquet needs pandas with pyarrow ({err})"]) from None
     try:
@@ -180,8 +188,6 @@ def build_records(
 
     Rows already in the ledger identically are left out (their run ids go to ``skipped``).
     """
-    from pydantic import ValidationError
-
     errors: list[str] = []
     records: list[RunRecord] = []
     if not rows:
@@ -303,9 +309,6 @@ def _import_table(
     given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
     lock_seal: str | None = None, seals: Mapping[str, Collection[str]] | None = None,
 ) -> list[RunRecord]:
-    from collect.ledger.folder_plan import check_folder_plan, check_folder_seals
-    from collect.ledger.runlock import runs_lock
-
     rows: list[dict[str, Any]] | None
     if given is not None:
         columns, (rows, name) = None, given
@@ -347,10 +350,6 @@ def _csv_columns(path: Path) -> Table | None:
     """A CSV table as columns -- the cells ``read_table``'s rows hold, without a dict per row -- when
     it is plainly regular (a header of distinct names, every other non-blank line as many cells);
     None for anything else (``read_table`` then reads it, and says what is wrong with it)."""
-    import io
-
-    from collect.importing.columns import Table
-
     name = path.name.lower()
     if not name.endswith((".csv", ".csv.gz")):
         return None
@@ -375,9 +374,6 @@ def _append_fast(
 ) -> tuple[list[RunRecord], list[str]] | None:
     """The column-wise path (``collect.importing.columns``): ``(records as written, ids skipped)``, or
     None -- nothing written -- when the table does not fit it in any way."""
-    from collect.importing.columns import Declined, Table, prepare, seal
-    from collect.ledger.store import LedgerAppender, head_of
-
     try:
         batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
                         existing, lock_seal=lock_seal)
@@ -391,8 +387,6 @@ def _append_fast(
 
 def _remove_if_only_lock(runs_dir: Path) -> None:
     """Remove ``runs_dir`` when it holds nothing but the writer lock file."""
-    from collect.ledger.runlock import lock_path
-
     try:
         if {p.name for p in runs_dir.iterdir()} <= {lock_path(runs_dir).name}:
             lock_path(runs_dir).unlink(missing_ok=True)

@@ -8,12 +8,15 @@ back to this path whenever anything does not fit, so the messages are always the
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric
+from estimators.vocabulary import EVIDENCE_ORDER, stronger
 from prereg.errors import InputError
 from prereg.plan import canonical_bytes
 from prereg.schema import Plan, level_key
@@ -81,9 +84,6 @@ def _bound_column_errors(seen: list[str], plan: Plan) -> tuple[list[str], set[st
 
 
 def _column_hint(column: str, expected: list[str]) -> str:
-    import difflib
-    import re
-
     if column.strip() == "" or re.fullmatch(r"Unnamed: \d+|index|level_\d+", column.strip()):
         return "it looks like a pandas index column: write the table with index=False, or drop that column"
     bare = re.sub(r"\s*[\(\[].*?[\)\]]\s*$", "", column).strip()
@@ -239,8 +239,6 @@ def check_range(number: float | None, name: str, plan: Plan) -> None:
 def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
     """The evidence class of ``signal`` (``value``: its ``<signal>.evidence`` cell, None when the
     table has no such column), or a ``CellError`` for an unknown class or one weaker than the plan's."""
-    from estimators.vocabulary import EVIDENCE_ORDER, stronger
-
     metric = signals_of(plan)[signal]
     evidence = str(value or metric.evidence).strip()
     column = f"{signal}.evidence"

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from collect.ledger.store import Ledger
-from prereg.errors import IntegrityError
+from prereg.errors import InputError, IntegrityError
+from prereg.lock import read_lock
+from prereg.lock_seal import seals_by_plan
 
 MAX_LOCKS_LOOKED_AT = 200
 MAX_LOCK_BYTES = 8 << 20
@@ -75,9 +77,6 @@ def _study_of(sha: str, runs_dir: Path) -> str:
 
 def _lock_json(path: Path) -> dict[str, Any] | None:
     """A lock file's JSON when it reads as one (a label only: never trusted for anything else)."""
-    from prereg.errors import InputError
-    from prereg.lock import read_lock
-
     try:
         data = read_lock(path)
         lineage(data)
@@ -88,8 +87,6 @@ def _lock_json(path: Path) -> dict[str, Any] | None:
 
 def lock_seals(lock_data: Mapping[str, Any]) -> dict[str, set[str]]:
     """Plan hash -> the seals of the lock's versions with that plan (``prereg.lock_seal``)."""
-    from prereg.lock_seal import seals_by_plan
-
     return {plan: set(by_version.values()) for plan, by_version in seals_by_plan(dict(lock_data)).items()}
 
 

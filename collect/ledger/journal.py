@@ -37,6 +37,7 @@ from pathlib import Path
 
 from collect.ledger.files import _open_no_follow, _write_all
 from collect.ledger.records import LEDGER_NAME
+from prereg.fileio import fsync_dir
 
 PENDING_NAME = ".ledger.pending"
 FORMAT = "collect/ledger-pending/v1"
@@ -136,8 +137,6 @@ def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
 
 def commit(folder: Path, offset: int, data: bytes) -> None:
     """Step 1: the journal of ``data``, to be appended at ``offset``, durably in place."""
-    from prereg.fileio import fsync_dir
-
     header = json.dumps({"format": FORMAT, "offset": offset, "length": len(data),
                          "sha256": hashlib.sha256(data).hexdigest()}).encode()
     tmp = pending_path(folder).with_name(PENDING_NAME + ".tmp")
@@ -156,8 +155,6 @@ def commit(folder: Path, offset: int, data: bytes) -> None:
 
 def finish(folder: Path) -> None:
     """Step 3: the journal removed (a crash before this is harmless: the batch is all there)."""
-    from prereg.fileio import fsync_dir
-
     os.unlink(pending_path(folder))
     fsync_dir(folder)
 

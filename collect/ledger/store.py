@@ -73,6 +73,7 @@ from collect.ledger.records import (
 )
 from collect.ledger.hashing import record_hash, sealed_line, stored_line_hash
 from prereg.errors import InputError
+from prereg.fileio import fsync_dir
 
 MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
 
@@ -197,8 +198,6 @@ class LedgerAppender:
             os.close(fd)
         self.head = head
         if created:
-            from prereg.fileio import fsync_dir
-
             fsync_dir(self.folder)
 
 

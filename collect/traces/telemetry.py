@@ -30,6 +30,7 @@ import numpy as np
 
 from collect.telemetry.sensors.base import Reading, SignalInfo
 from prereg.errors import InputError
+from prereg.fileio import atomic_write, read_regular_file
 
 TRACE_FORMAT = "collect/trace/v1"
 
@@ -125,13 +126,11 @@ COLUMNS = ["signal", "t_before_ns", "t_after_ns", "value", "status", "driver_ts_
 
 def write_trace(trace: Trace, base: str | Path) -> list[Path]:
     """Write the trace beside ``base`` (Parquet when pyarrow is installed, else CSV.gz)."""
-    from prereg.fileio import atomic_write
-
     base = Path(base)
     base.parent.mkdir(parents=True, exist_ok=True)
     try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        import pyarrow as pa  # lazy: pyarrow
+        import pyarrow.parquet as pq  # lazy: pyarrow
     except ImportError:
         pa = None
     if pa is not None:
@@ -181,8 +180,6 @@ MAX_TRACE_FILE_BYTES = 512 << 20  # a trace's file, on disk and decompressed
 
 def _read_file(path: Path) -> bytes:
     """A trace file's bytes: a regular file (never a FIFO or device, never a link), size-bounded."""
-    from prereg.fileio import read_regular_file
-
     return read_regular_file(path, MAX_TRACE_FILE_BYTES, follow_links=False)
 
 
@@ -220,7 +217,7 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
             raise TraceError(f"{meta_path}: its polls_file {polls_name!r} is not a file beside it")
         polls = meta_path.with_name(polls_name)
         if polls.name.endswith(".parquet"):
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # lazy: pyarrow
 
             cols = pq.read_table(io.BytesIO(read(polls)), use_threads=False).to_pydict()
         else:

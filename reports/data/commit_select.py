@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError
-from reports.data.timeline import open_runs_ledger
+from reports.data.timeline import find_run, open_runs_ledger
 
 if TYPE_CHECKING:
     from collect.ledger.store import RunRecord
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 def block_run_ids(runs_folder: str | Path, run_id: str, arms: list[str] | None = None) -> list[str]:
     """The run ids of ``run_id``'s block (same plan, stratum, replicate): every arm sorted by name, or
     only ``arms`` in that order (``InputError`` naming the block's arms when one is not there)."""
-    from reports.data.timeline import find_run
-
     ledger, target = find_run(runs_folder, run_id)
     latest: dict[str, RunRecord] = {}
     for r in ledger.records:  # one run per arm; a run recorded twice: the last record stands

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError, IntegrityError
+from prereg.fileio import read_regular_file
 from reports.words.safe_text import wrap_entries
 from reports.data.timeline import open_runs_ledger
 
@@ -140,8 +141,7 @@ def _finite(value: Any, what: str) -> float:
 def read_commit_rows(path: Path, data: bytes | None = None) -> list[dict[str, Any]]:
     """The rows of one commit ledger (``data``: its bytes, already read and checked), their fields
     checked; a malformed line is an ``InputError``."""
-    from collect.traces.check import MAX_TRACE_BYTES
-    from prereg.fileio import read_regular_file
+    from collect.traces.check import MAX_TRACE_BYTES  # lazy: pydantic
 
     try:
         text = (read_regular_file(path, MAX_TRACE_BYTES, follow_links=False) if data is None else data).decode("utf-8")
@@ -203,8 +203,8 @@ def _stress(code: dict[str, Any]) -> StressInfo | None:
 
 
 def _commit_run(folder: Path, record: RunRecord) -> CommitRun:
-    from collect.ledger.store import trace_path, trace_problems
-    from collect.traces.check import read_verified_trace
+    from collect.ledger.store import trace_path, trace_problems  # lazy: pydantic
+    from collect.traces.check import read_verified_trace  # lazy: pydantic
 
     name = next((t for t in record.traces if t.endswith(COMMITS_SUFFIX)), None)
     collector = record.code.get("collector")

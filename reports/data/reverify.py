@@ -13,14 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from gates.artifact import Evaluation
+from gates.verify import find_lock, verify_evaluation
 from prereg.errors import IntegrityError
 
 
 def reverify(ev: Evaluation, evaluation_path: Path, runs: Path | None, lock: Path | None = None) -> str:
     """What to say about ``evaluation_path`` (re-verified, or why it could not be); ``IntegrityError`` for a forged,
     unsealed or stale artifact, or a lock or ledger that does not verify."""
-    from gates.verify import find_lock, verify_evaluation
-
     if runs is None:
         if lock is not None:
             raise IntegrityError(f"--lock needs the runs folder: {evaluation_path.parent} holds no ledger.jsonl")

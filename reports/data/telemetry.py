@@ -19,7 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collect.telemetry.analysis.energy import ENERGY_SIGNALS, run_energy
+from collect.telemetry.analysis.phases import intervals_of, phase_energy_total
+from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
 from prereg.errors import InputError, IntegrityError
+from reports.data.timeline import find_run
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,8 +97,6 @@ class TelemetryView:
 
 def _record(folder: Path, run_id: str) -> RunRecord:
     """The run's record (the last one when recorded twice); ``InputError`` when there is none."""
-    from reports.data.timeline import find_run
-
     return find_run(folder, run_id)[1]
 
 
@@ -120,8 +122,6 @@ def _telemetry_files(folder: Path, record: RunRecord) -> tuple[str, list[str]]:
 def _energy_signal(trace: Trace, record: RunRecord) -> str | None:
     """The run's energy signal (``collect.telemetry.analysis.energy.ENERGY_SIGNALS``): the one its record
     summarises, else the first the trace holds ok readings of."""
-    from collect.telemetry.analysis.energy import ENERGY_SIGNALS
-
     for signal in [*(s for s in record.telemetry if s in ENERGY_SIGNALS), *ENERGY_SIGNALS]:
         if trace.rows(signal)["value"].size:
             return signal
@@ -135,12 +135,10 @@ def _phase_names(trace: Trace) -> list[str]:
 
 def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
     """The run's verified telemetry trace and every number the plot shows (see the module doc)."""
-    from collect.ledger.store import trace_path, trace_problems
-    from collect.telemetry.analysis.resolution import update_period, value_changes
-    from collect.telemetry.analysis.energy import run_energy
-    from collect.telemetry.analysis.phases import intervals_of, phase_energy_total
-    from collect.traces.telemetry import read_trace
-    from collect.traces.check import verified_loader
+    from collect.ledger.store import trace_path, trace_problems  # lazy: pydantic
+    from collect.telemetry.analysis.resolution import update_period, value_changes  # lazy: numpy
+    from collect.traces.telemetry import read_trace  # lazy: numpy
+    from collect.traces.check import verified_loader  # lazy: pydantic
 
     folder = Path(runs_dir)
     record = _record(folder, run_id)
@@ -159,7 +157,6 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
         raise InputError(f"{folder / meta}: the trace holds no ok reading of an energy or power signal "
                          f"(it lists {', '.join(trace.signals) or 'no signals'})")
     recorded = trace.power_range_w is not None
-    from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
 
     p_min, p_max = trace.power_range_w if trace.power_range_w is not None else DEFAULT_POWER_RANGE_W
     energy = run_energy(trace, signal, p_min, p_max)  # the collector's function, the collector's numbers
@@ -189,7 +186,7 @@ def envelope(n: int, values: np.ndarray, limit: int) -> np.ndarray:
     All of them when ``n <= limit``; else the points are cut into ``limit // 2`` bins and each
     bin keeps its lowest and highest value (in time order), plus the first and last point.
     """
-    import numpy as np
+    import numpy as np  # lazy: numpy
 
     if n <= limit:
         return np.arange(n)
@@ -203,7 +200,7 @@ def envelope(n: int, values: np.ndarray, limit: int) -> np.ndarray:
 
 def energy_scale(view: TelemetryView) -> tuple[float, str]:
     """Joules per plotted unit and its name: J, kJ or MJ, by the counter's total rise (mJ)."""
-    import numpy as np
+    import numpy as np  # lazy: numpy
 
     values = view.updates.value
     rise = (float(np.max(values)) - (view.updates.first_value or 0.0)) / 1000.0 if values.size else 0.0
@@ -237,7 +234,7 @@ class Drawn:
 
 def drawn(view: TelemetryView, limit: int | None = None) -> Drawn:
     """What :func:`telemetry_figure` draws: every update, the polls decimated above ``MAX_POLL_POINTS``."""
-    import numpy as np
+    import numpy as np  # lazy: numpy
 
     trace, u, t0 = view.trace, view.updates, view.t0_ns
     rows = trace.rows(view.signal)

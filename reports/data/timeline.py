@@ -17,13 +17,15 @@ one message (exit 2).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prereg.errors import InputError
+from prereg.errors import InputError, IntegrityError
+from prereg.fileio import read_regular_file
 
 if TYPE_CHECKING:
     from collect.ledger.store import Ledger, RunRecord
@@ -95,8 +97,7 @@ def _trace_file(runs_dir: Path, traces: list[str], run_id: str, suffix: str) -> 
     """The run's trace ending in ``suffix`` as its record lists it (its name and path), else
     ``(None, the unlisted file)`` when ``traces/<run_id><suffix>`` exists: a file no record lists
     cannot be checked against the ledger and is never drawn."""
-    from collect.ledger.store import trace_path
-    from prereg.errors import IntegrityError
+    from collect.ledger.store import trace_path  # lazy: pydantic
 
     for rel in traces:
         if rel.endswith(suffix):
@@ -115,8 +116,7 @@ def _number(value: Any, what: str) -> float:
 
 
 def _bounded(path: Path) -> bytes:
-    from collect.traces.check import MAX_TRACE_BYTES
-    from prereg.fileio import read_regular_file
+    from collect.traces.check import MAX_TRACE_BYTES  # lazy: pydantic
 
     return read_regular_file(path, MAX_TRACE_BYTES, follow_links=False)
 
@@ -155,8 +155,6 @@ def read_events(path: Path, data: bytes | None = None) -> list[Event]:
 def read_trajectory(path: Path, data: bytes | None = None) -> list[tuple[float, float]]:
     """(tick, held-out NLL) rows of a ``trajectory.csv`` (``data``: its bytes, already read and
     checked); NaN NLL (a diverged run) is kept."""
-    import io
-
     try:
         text = (_bounded(path) if data is None else data).decode("utf-8")
         with io.StringIO(text, newline="") as fh:
@@ -185,7 +183,7 @@ def read_trajectory(path: Path, data: bytes | None = None) -> list[tuple[float, 
 def open_runs_ledger(runs_dir: str | Path) -> Ledger:
     """The runs folder's ledger; ``InputError`` (one message) for a missing folder or one without
     ``ledger.jsonl``."""
-    from collect.ledger.store import LEDGER_NAME, read_ledger
+    from collect.ledger.store import LEDGER_NAME, read_ledger  # lazy: pydantic
 
     folder = Path(runs_dir)
     if not folder.is_dir():
@@ -217,7 +215,7 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
     latest: dict[str, Any] = {}
     for r in same:  # a run id recorded twice: the last record stands
         latest[r.run_id] = r
-    from collect.traces.check import read_verified_trace
+    from collect.traces.check import read_verified_trace  # lazy: pydantic
 
     runs, unlisted = [], []
     for r in sorted(latest.values(), key=lambda r: (r.arm, r.run_id)):

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gates.artifact import as_float
+from gates.numbers import as_float
+from reports.words.evaluation import fmt_num
 
 if TYPE_CHECKING:
     from gates.artifact import BlockRow, GateResult
@@ -150,8 +151,6 @@ def _trim(text: str) -> str:
 
 def number_label(value: float, ticks: Sequence[float] = ()) -> str:
     """A tick value with as many decimals as its neighbours need ('0.005', '1.5e+13')."""
-    from reports.words.evaluation import fmt_num
-
     if value == 0:
         return "0"
     steps = [abs(b - a) for a, b in zip(ticks, ticks[1:]) if b != a]
@@ -176,8 +175,6 @@ def pct_change(ratio: float) -> str:
 
 def ratio_label(ratio: float) -> str:
     """'0.95x' ('+infx' never: infinite ends are drawn as arrows and labelled '+inf')."""
-    from reports.words.evaluation import fmt_num
-
     if not math.isfinite(ratio):
         return "+inf" if ratio > 0 else "0"
     return f"{fmt_num(float(f'{ratio:.4g}'))}x"
@@ -185,8 +182,6 @@ def ratio_label(ratio: float) -> str:
 
 def value_label(value: float, gate: GateResult) -> str:
     """A margin or null for a figure: '0.02 nats', '0.95x (-5%)'."""
-    from reports.words.evaluation import fmt_num
-
     if gate.scale == "ratio":
         return f"{ratio_label(value)} ({pct_change(value)})"
     text = f"{fmt_num(value)} {gate.unit}".rstrip()

@@ -12,6 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prereg.errors import InputError, IntegrityError
+from reports.data.commit_select import family_block_runs
+from reports.data.commits import load_commit_timeline, timeline_text
 from reports.words import controller as ct
 from reports.html.evaluation import bullets, cell, table
 from reports.html.svg import esc
@@ -112,10 +115,6 @@ def controller_sections(ev: Evaluation) -> list[tuple[str, str, str]]:
 def commit_timeline_section(ev: Evaluation, folder: Path) -> str:
     """The commit timeline of the first held-out family's first block, challenger and comparator, in
     words (the text equivalent ``reports plot EVALUATION --family F`` prints beside its figure)."""
-    from prereg.errors import InputError, IntegrityError
-    from reports.data.commit_select import family_block_runs
-    from reports.data.commits import load_commit_timeline, timeline_text
-
     family = str(ev.families[0].family)
     hint = f"<p>The figure: <code>reports plot EVALUATION_JSON --family {esc(family)}</code> (any held-out family).</p>"
     try:

@@ -25,6 +25,7 @@ from reports.html.svg import (
     forest_row,
     strata_plot,
 )
+from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 
 if TYPE_CHECKING:
@@ -251,8 +252,6 @@ def invalidators_section(ev: Evaluation) -> str:
 
 def phase_support_section(ev: Evaluation) -> str:
     """The meter's support per phase (the terminal's "Meter support by phase"), or '' without data."""
-    from reports.words.phase_support import phase_support_lines
-
     lines = phase_support_lines(ev)
     if not lines:
         return ""

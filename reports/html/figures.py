@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prereg.fileio import atomic_write, check_output
 from reports.words import evaluation as et
 from reports.html.axes import block_points, gate_axis
 from reports.html.svg import FONT, TEXT_COLOUR, esc, forest_row, strata_plot
@@ -90,16 +91,12 @@ def figure_paths(markdown: Path) -> dict[str, Path]:
 
 def check_figure_outputs(markdown: Path, force: bool = False) -> None:
     """Refuse (before anything is written) figure paths the toolkit must not write over."""
-    from prereg.fileio import check_output
-
     for path in figure_paths(markdown).values():
         check_output(path, force, is_figure)
 
 
 def write_figures(ev: Evaluation, markdown: Path) -> list[tuple[str, str]]:
     """Write the figures beside ``markdown`` (``ev`` already cleaned); (alt text, file name) for the links."""
-    from prereg.fileio import atomic_write
-
     paths = figure_paths(markdown)
     drawings = {"forest": forest_svg(ev), "strata": strata_svg(ev)}
     alts = {"forest": "Forest plot: each gate's interval, estimate, margin and null on its own axis, with each "

@@ -25,10 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gates.artifact import MAX_ARTIFACT_BYTES, seal_status
+from gates.consistency import consistency_problems
+from prereg._version import __version__
 from prereg.errors import InputError, IntegrityError
+from prereg.fileio import atomic_write, check_output, read_regular_file
+from reports.data.reverify import reverify
+from reports.html import evaluation as he
+from reports.html.controller import commit_timeline_section, controller_sections
+from reports.html.runs import conservation_section, load_runs, runs_provenance, runs_section
+from reports.html.telemetry import telemetry_section
+from reports.html.timeline import timeline_section
 from reports.words import evaluation as et
 from reports.html.assets import CSS, JS, content_security_policy
 from reports.html.svg import esc
+from reports.words.safe_text import clean_model
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
@@ -56,7 +67,7 @@ class Source:
 
 def resolve(source: str | Path) -> Source:
     """RUNS (``RUNS/evaluation.json``) or an ``evaluation.json`` (its folder is RUNS when it holds a ledger)."""
-    from collect.ledger.store import LEDGER_NAME
+    from collect.ledger.store import LEDGER_NAME  # lazy: yaml
 
     path = Path(source)
     if not path.exists():
@@ -72,8 +83,6 @@ def resolve(source: str | Path) -> Source:
     else:
         evaluation = path
         runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
-    from gates.artifact import MAX_ARTIFACT_BYTES
-    from prereg.fileio import read_regular_file
 
     # a regular file of bounded size: never blocks on a FIFO, never reads a device without end
     digest = hashlib.sha256(read_regular_file(evaluation, MAX_ARTIFACT_BYTES)).hexdigest()
@@ -82,9 +91,7 @@ def resolve(source: str | Path) -> Source:
 
 def read_checked(path: Path) -> tuple[Evaluation, str]:
     """The artifact and its seal status; refused (exit 3) when it contradicts itself or its seal."""
-    from gates.api import read_evaluation
-    from gates.artifact import seal_status
-    from gates.consistency import consistency_problems
+    from gates.api import read_evaluation  # lazy: yaml
 
     ev = read_evaluation(path)
     problems = consistency_problems(ev)
@@ -115,8 +122,6 @@ def _header(ev: Evaluation) -> str:
 
 
 def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None) -> str:
-    from prereg._version import __version__
-
     led = ev.ledger
     facts = [
         ("plan sha256", f'<span class="hash">{esc(ev.prereg_sha256)}</span>'),
@@ -137,16 +142,12 @@ def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None)
     ]
     body = '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
     if ctx is not None:
-        from reports.html.runs import runs_provenance
-
         body += runs_provenance(ctx)
     return body
 
 
 def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, run_id: str | None = None) -> str:
     """The whole page as text (``ev`` already cleaned of control characters)."""
-    from reports.html import evaluation as he
-
     sections: list[tuple[str, str, str]] = [("decision", "Decision", he.decision_section(ev))]
     primary = et.primary_gates(ev)
     gates_body = (he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
@@ -165,21 +166,15 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
                 + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
                 + he.strata_details(ev, evidence, "strata-sensitivity"))
         sections.append(("sensitivity", "Sensitivity (reported, never decides)", body))
-    from reports.html.controller import controller_sections
 
     sections += controller_sections(ev)  # nothing without a comparator, families or a ranking
     diagnostics = he.diagnostics_section(ev)
     tail = he.notes_and_reading(ev)
-    from reports.html.runs import conservation_section, runs_section
 
     runs_body = runs_section(ev, ctx) + (conservation_section(ctx) if ctx is not None else "")
     later = [("runs", "Runs", runs_body)]
     if ctx is not None:
-        from reports.html.telemetry import telemetry_section
-        from reports.html.timeline import timeline_section
-
         if ev.comparator is not None and ev.families:  # controller runs keep commit ledgers, not event traces
-            from reports.html.controller import commit_timeline_section
 
             later.append(("commits", "Commit timeline of one held-out family", commit_timeline_section(ev, ctx.folder)))
         else:
@@ -218,9 +213,6 @@ def is_html_report(path: Path) -> bool:
 
 def html_report(source: str | Path, run_id: str | None = None, lock: str | Path | None = None) -> tuple[str, Source]:
     """The page for a runs folder or an ``evaluation.json`` (see the module doc), and what it was made from."""
-    from reports.data.reverify import reverify
-    from reports.words.safe_text import clean_model
-
     src = resolve(source)
     ev, seal = read_checked(src.evaluation_path)
     src.verification = reverify(ev, src.evaluation_path, src.runs, Path(lock) if lock is not None else None)
@@ -232,8 +224,6 @@ def html_report(source: str | Path, run_id: str | None = None, lock: str | Path 
     ev = clean_model(ev)  # no control characters reach the page
     ctx = None
     if src.runs is not None:
-        from reports.html.runs import load_runs
-
         try:
             ctx = load_runs(src.runs, ev)
         except OSError as err:
@@ -253,8 +243,6 @@ def html_report(source: str | Path, run_id: str | None = None, lock: str | Path 
 def write_html_report(source: str | Path, out: str | Path | None = None, run_id: str | None = None,
                       force: bool = False, lock: str | Path | None = None) -> tuple[Path, int, list[str]]:
     """Write the page atomically (default ``report.html`` beside the evaluation); (path, bytes, warnings)."""
-    from prereg.fileio import atomic_write, check_output
-
     src = resolve(source)
     target = Path(out) if out is not None else src.evaluation_path.parent / DEFAULT_NAME
     if not target.parent.exists():

@@ -49,7 +49,7 @@ class RunsContext:
 
 def load_runs(folder: Path, ev: Evaluation) -> RunsContext:
     """The records of the evaluated plan and each one's trace check."""
-    from collect.ledger.store import read_ledger, trace_problems
+    from collect.ledger.store import read_ledger, trace_problems  # lazy: yaml
 
     ledger = read_ledger(folder)
     latest: dict[str, RunRecord] = {}

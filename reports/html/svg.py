@@ -16,8 +16,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from gates.artifact import as_float
+from gates.numbers import as_float
 from reports.html.axes import Axis, number_label, pct_change, ratio_label, value_label, widened_interval
+from reports.words import evaluation as et
 from reports.words.safe_text import clean
 
 if TYPE_CHECKING:
@@ -169,8 +170,6 @@ def _open(uid: str, height: float, width: str, title: str, desc: str) -> str:
 
 def describe(gate: GateResult, n_points: int) -> str:
     """The figure's content in words (its ``desc``)."""
-    from reports.words import evaluation as et
-
     words = [f"{gate.id}: {et.VERDICT_WORDS[gate.verdict]}", f"estimate {et.with_unit(gate.estimate, gate)}",
              et.interval_text(gate), f"rule {et.rule_text(gate)}",
              f"null {ratio_label(gate.null) if gate.scale == 'ratio' else number_label(gate.null)}"]
@@ -236,7 +235,6 @@ def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]
             body.append(f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{top:g}" '
                         f'height="{axis_y - top:g}" fill="#eaeef2"/>')
     body += _reference_lines(gate, axis, top, axis_y)
-    from reports.words import evaluation as et
 
     for i, (label, value) in enumerate(points):
         f = axis.frac(value)

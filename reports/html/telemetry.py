@@ -22,7 +22,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError, IntegrityError
+from reports.data.telemetry import drawn, energy_scale, load_telemetry
 from reports.html.svg import esc
+from reports.plots.figures import _merge
+from reports.plots.telemetry import OTHER_PHASE, PHASE_STYLE, telemetry_text
 
 if TYPE_CHECKING:
     from reports.html.runs import RunsContext
@@ -38,10 +41,6 @@ def _round(values: Any) -> list[float | None]:
 
 def payload(view: TelemetryView, shown: Drawn) -> dict[str, Any]:
     """The JSON the page's script draws: polls, updates, phase bands, ranges and labels."""
-    from reports.plots.figures import _merge
-    from reports.plots.telemetry import OTHER_PHASE, PHASE_STYLE
-    from reports.data.telemetry import energy_scale
-
     t0 = view.t0_ns
     bands: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for p in view.trace.phases:
@@ -100,9 +99,6 @@ LEGEND = ('<ul class="legend"><li><svg width="26" height="14" aria-hidden="true"
 
 def telemetry_section(ctx: RunsContext) -> str:
     """One collapsed entry per run that kept a telemetry trace: its text, and its points on demand."""
-    from reports.plots.telemetry import telemetry_text
-    from reports.data.telemetry import drawn, load_telemetry
-
     kept = [r for r in ctx.records if any(t.endswith(META_SUFFIX) for t in r.traces)]
     if not kept:
         return ("<p>No run of this plan kept a raw telemetry trace (simulator and imported runs keep none; "

@@ -14,8 +14,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prereg.errors import InputError, IntegrityError
+from reports.data.timeline import (
+    MARK_KINDS,
+    MAX_LISTED,
+    SPAN_KINDS,
+    SUMMARISED,
+    TEXT_ORDER,
+    _entries,
+    _summary,
+    has_trajectories,
+    kinds_present,
+    load_block,
+    nll_text,
+    seconds_format,
+)
 from reports.html.axes import linear_ticks, number_label
 from reports.html.svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_at
+from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, _lanes, _merge
 
 if TYPE_CHECKING:
     from reports.html.runs import RunsContext
@@ -76,8 +91,6 @@ def choose_block(ctx: RunsContext, run_id: str | None) -> tuple[Block | None, st
 
 def _load_checked(ctx: RunsContext, run_id: str) -> Block | str:
     """The block, or why it is not drawn: a trace of its runs that does not match its record."""
-    from reports.data.timeline import load_block
-
     target = next(r for r in ctx.records if r.run_id == run_id)
     mates = [r for r in ctx.records if r.stratum == target.stratum and r.replicate == target.replicate]
     bad = [(r.run_id, name, why) for r in mates for name, why in ctx.problems.get(r.run_id, [])
@@ -104,9 +117,6 @@ def _pattern(hatch: str) -> str | None:
 
 def timeline_svg(block: Block) -> str:
     """Every arm and site of the block as lanes on one time axis: spans by kind (colour and pattern), marks by shape."""
-    from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, _lanes, _merge
-    from reports.data.timeline import MARK_KINDS, SPAN_KINDS
-
     lanes = _lanes(block)
     end = max([t.end for t in block.runs] + [1e-9]) * 1.04
     body: list[str] = []
@@ -165,9 +175,6 @@ def timeline_svg(block: Block) -> str:
 
 
 def _legend(block: Block) -> str:
-    from reports.plots.figures import OTHER_SPAN, SPAN_STYLE
-    from reports.data.timeline import MARK_KINDS, SPAN_KINDS, kinds_present
-
     items = []
     for kind in kinds_present(block):
         if kind in SPAN_KINDS or kind not in MARK_KINDS:
@@ -194,8 +201,6 @@ def _hatch_words(hatch: str) -> str:
 
 def event_list(block: Block) -> str:
     """Per arm, every event kind with its times in seconds: the figure's text equivalent."""
-    from reports.data.timeline import MAX_LISTED, SUMMARISED, TEXT_ORDER, _entries, _summary, seconds_format
-
     fmt = seconds_format(block)
     out = []
     for t in block.runs:
@@ -224,8 +229,6 @@ def event_list(block: Block) -> str:
 
 def timeline_section(ctx: RunsContext, run_id: str | None) -> str:
     """The chosen block's figure, legend, event list and (torch runs) held-out NLL table."""
-    from reports.data.timeline import has_trajectories, nll_text
-
     block, why = choose_block(ctx, run_id)
     if block is None:
         cls = "alarm" if why.startswith("NOT DRAWN") else "notice"

@@ -23,7 +23,10 @@ from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
 from reports.terminal.forest import LEGEND
+from reports.words import controller as ct
+from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
+from reports.words.safe_text import clean_model
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
@@ -126,8 +129,6 @@ def _invalidators(ev: Evaluation) -> list[str]:
 
 
 def _phase_support(ev: Evaluation) -> list[str]:
-    from reports.words.phase_support import phase_support_lines
-
     lines = phase_support_lines(ev)
     if not lines:
         return []
@@ -136,8 +137,6 @@ def _phase_support(ev: Evaluation) -> list[str]:
 
 def _controller(ev: Evaluation) -> list[str]:
     """The controller study's sections (``reports.words.controller``); nothing for other artifacts."""
-    from reports.words import controller as ct
-
     if not ct.has_controller(ev):
         return []
     lines: list[str] = []
@@ -241,8 +240,6 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
                         figures: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report as GitHub-flavoured Markdown (ends with a newline); ``figures``: (alt text, file
     name) of figures written beside it, linked after the primary gates."""
-    from reports.words.safe_text import clean_model
-
     ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
     lines = _header(ev) + _decision(ev)
     primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]

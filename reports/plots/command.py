@@ -36,9 +36,20 @@ atomically. Every path is printed, then each plot's text equivalent, so nothing 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from prereg.errors import EXIT_OK, InputError
+from reports.data.commit_select import block_run_ids, family_block_runs
+from reports.data.commits import load_commit_timeline
+from reports.data.commits import timeline_text as commit_timeline_text
+from reports.data.telemetry import drawn, load_telemetry
+from reports.data.timeline import has_trajectories, load_block, nll_text, timeline_text
+from reports.plots.commits import commit_figure
+from reports.plots.figures import forest_figure, nll_figure, require_matplotlib, save_figure, timeline_figure
+from reports.plots.telemetry import telemetry_figure, telemetry_text
+from reports.words import evaluation as et
+from reports.words.safe_text import clean, clean_model
 
 
 def _out_dir(args: argparse.Namespace, default: Path) -> Path:
@@ -54,17 +65,14 @@ def _print_paths(title: str, paths: list[Path]) -> None:
 
 
 def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
-    from gates.api import read_evaluation
-    from reports.words import evaluation as et
-    from reports.terminal.evaluation import (
+    from gates.api import read_evaluation  # lazy: pydantic
+    from reports.terminal.evaluation import (  # lazy: pydantic
         BAR_WIDTH,
         diagnostics_section,
         forest_section,
         gate_table,
     )
-    from reports.plots.figures import forest_figure, save_figure
-    from reports.words.safe_text import clean_model
-    from reports.terminal.console import make_console
+    from reports.terminal.console import make_console  # lazy: rich
 
     ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
     out = _out_dir(args, source.parent)
@@ -85,13 +93,6 @@ def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
 
 
 def _plot_runs(args: argparse.Namespace, source: Path) -> int:
-    from reports.plots.figures import nll_figure, save_figure, timeline_figure
-    from reports.data.timeline import has_trajectories, load_block, nll_text, timeline_text
-
-    import sys
-
-    from reports.words.safe_text import clean
-
     block = load_block(source, args.run)  # every trace checked against its record's SHA-256 first
     for stray in block.unlisted:
         print(f"reports: warning: {clean(stray, True)} is not listed in its run's record, so it cannot be checked "
@@ -115,13 +116,6 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
 
 
 def _plot_telemetry(args: argparse.Namespace, source: Path) -> int:
-    import sys
-
-    from reports.plots.figures import require_matplotlib, save_figure
-    from reports.words.safe_text import clean
-    from reports.plots.telemetry import telemetry_figure, telemetry_text
-    from reports.data.telemetry import drawn, load_telemetry
-
     view = load_telemetry(source, args.run)  # refuses unknown runs, runs without a trace, changed traces
     shown = drawn(view)
     text = clean(telemetry_text(view, shown))
@@ -144,19 +138,14 @@ def _plot_telemetry(args: argparse.Namespace, source: Path) -> int:
 
 def _draw_commits(args: argparse.Namespace, runs: Path, run_ids: list[str], asked: str, out_default: Path) -> int:
     """The commit timeline of ``run_ids``, named after ``asked``: text first if matplotlib is missing."""
-    from reports.data.commits import load_commit_timeline, timeline_text
-    from reports.plots.figures import require_matplotlib, save_figure
-    from reports.words.safe_text import clean
-
     timeline = load_commit_timeline(runs, run_ids, asked)  # refuses runs without, or with a changed, commit ledger
-    text = clean("\n".join(timeline_text(timeline)))
+    text = clean("\n".join(commit_timeline_text(timeline)))
     try:
         require_matplotlib()
     except InputError:
         print("Text equivalent of the commit timeline (no figure: matplotlib is not installed):")
         print(text)
         raise
-    from reports.plots.commits import commit_figure
 
     out = _out_dir(args, out_default)
     paths = save_figure(commit_figure(timeline), out, f"commits-{asked}", args.format)
@@ -176,8 +165,7 @@ def _arms(args: argparse.Namespace) -> list[str] | None:
 
 
 def _plot_family(args: argparse.Namespace, source: Path) -> int:
-    from gates.api import read_evaluation
-    from reports.data.commit_select import family_block_runs
+    from gates.api import read_evaluation  # lazy: pydantic
 
     runs, run_ids = family_block_runs(read_evaluation(source), args.family, evaluation_path=source)
     return _draw_commits(args, runs, run_ids, run_ids[0], source.parent)
@@ -185,8 +173,6 @@ def _plot_family(args: argparse.Namespace, source: Path) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Dispatch on the input: an evaluation.json file, or a runs folder with ``--run``."""
-    from reports.plots.figures import require_matplotlib
-
     source = Path(args.input)
     telemetry = bool(getattr(args, "telemetry", False))
     commits, family = bool(getattr(args, "commits", False)), getattr(args, "family", None)
@@ -206,8 +192,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
         if telemetry:  # the text equivalent is printed even without matplotlib
             return _plot_telemetry(args, source)
         if commits:
-            from reports.data.commit_select import block_run_ids
-
             return _draw_commits(args, source, block_run_ids(source, args.run, _arms(args)), args.run, source)
         require_matplotlib()
         return _plot_runs(args, source)

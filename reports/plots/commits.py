@@ -25,6 +25,7 @@ import math
 from typing import Any
 
 from reports.data.commits import CommitRun, CommitTimeline, StressInfo, membership_changes, throughput_mbps
+from reports.plots.figures import _figure
 
 #: Okabe-Ito (colour-blind safe), by mode in the order sync, local:H ascending; then the rest
 MODE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
@@ -78,8 +79,8 @@ def _stress_shown(tl: CommitTimeline) -> tuple[StressInfo | None, str]:
 
 
 def _wan_panel(ax: Any, tl: CommitTimeline, end_s: float) -> list[Any]:
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D  # lazy: matplotlib
+    from matplotlib.patches import Patch  # lazy: matplotlib
 
     handles: list[Any] = []
     stress, note = _stress_shown(tl)
@@ -116,7 +117,7 @@ def _wan_panel(ax: Any, tl: CommitTimeline, end_s: float) -> list[Any]:
             handles.append(Patch(facecolor=colour, alpha=0.35, hatch=hatch or None, edgecolor=colour,
                                  label=f"stress episode: {e.kind}"))
     if values:
-        from matplotlib.ticker import FuncFormatter, LogLocator
+        from matplotlib.ticker import FuncFormatter, LogLocator  # lazy: matplotlib
 
         ax.set_yscale("log")
         lo, hi = min(values), max(values)
@@ -169,7 +170,7 @@ def _lane(ax: Any, y: int, run: CommitRun, colours: dict[str, str], end_s: float
 
 
 def _nll_panel(ax: Any, tl: CommitTimeline) -> list[Any]:
-    from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D  # lazy: matplotlib
 
     handles = []
     for i, run in enumerate(tl.runs):
@@ -186,10 +187,8 @@ def _nll_panel(ax: Any, tl: CommitTimeline) -> list[Any]:
 
 def commit_figure(tl: CommitTimeline) -> Any:
     """The figure (module doc): WAN conditions, one commit lane per run, held-out NLL; shared time axis."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    from reports.plots.figures import _figure
+    from matplotlib.lines import Line2D  # lazy: matplotlib
+    from matplotlib.patches import Patch  # lazy: matplotlib
 
     n = len(tl.runs)
     fig = _figure(12, 2.4 + 0.75 * n + 2.2 + 2.2)

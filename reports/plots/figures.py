@@ -25,9 +25,27 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gates.numbers import as_float
 from prereg.errors import InputError
 from prereg.fileio import atomic_write, check_output
 from reports.data.timeline import MARK_KINDS, SPAN_KINDS, Block
+from reports.html.axes import (
+    block_points,
+    gate_axis,
+    pct_change,
+    ratio_label,
+    ratio_ticks,
+    value_label,
+    widened_interval,
+)
+from reports.words.evaluation import (
+    DECISION_WORDS,
+    EVIDENCE_WORDS,
+    VERDICT_WORDS,
+    contrast_text,
+    fmt_num,
+    interval_text,
+)
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
@@ -49,13 +67,13 @@ OTHER_SPAN = ("#bcbd22", "++")
 def require_matplotlib() -> None:
     """Raise a ``InputError`` (exit 2) with the install hint when matplotlib is missing."""
     try:
-        import matplotlib.figure  # noqa: F401
+        import matplotlib.figure  # noqa: F401  # lazy: matplotlib
     except ImportError:
         raise InputError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
 
 
 def _figure(width: float, height: float) -> Any:
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: matplotlib
 
     return Figure(figsize=(width, height), dpi=110)
 
@@ -72,7 +90,7 @@ def _is_image(path: Path) -> bool:
 
 def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
     """Write ``stem.png`` / ``stem.svg`` atomically (reproducible bytes: no dates, fixed SVG ids)."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     paths = []
     for ext in FORMATS[fmt]:
@@ -93,17 +111,13 @@ def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
 def _gate_axis(gate: GateResult, points: list[float] | None = None) -> tuple[float, float]:
     """The row's x range: every finite value the row draws (interval, estimate, margins, null, the
     interval widened by the meter's bounds, each stratum's contrast), padded (in log space for ratios)."""
-    from reports.html.axes import gate_axis
-
     axis = gate_axis(gate, points or [])
     return axis.lo, axis.hi
 
 
 def _ratio_ticks(ax: Any, x0: float, x1: float) -> None:
     """Round ratios on the log axis, always with 1x, labelled '0.95x' and below it the % change ('-5%')."""
-    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator
-
-    from reports.html.axes import pct_change, ratio_label, ratio_ticks
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # lazy: matplotlib
 
     ticks = ratio_ticks(x0, x1)
     ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -112,10 +126,6 @@ def _ratio_ticks(ax: Any, x0: float, x1: float) -> None:
 
 
 def _gate_row(ax: Any, gate: GateResult, colour: str, points: list[float] | None = None) -> None:
-    from gates.artifact import as_float
-    from reports.words.evaluation import fmt_num
-    from reports.html.axes import value_label, widened_interval
-
     log = gate.scale == "ratio"
     points = points or []
     x0, x1 = _gate_axis(gate, points)
@@ -169,15 +179,7 @@ def _gate_row(ax: Any, gate: GateResult, colour: str, points: list[float] | None
 
 def forest_figure(ev: Evaluation) -> Any:
     """The forest plot: one row per gate (primary first), each on its own axis, verdict words beside."""
-    from matplotlib.lines import Line2D
-
-    from reports.words.evaluation import (
-        DECISION_WORDS,
-        EVIDENCE_WORDS,
-        VERDICT_WORDS,
-        contrast_text,
-        interval_text,
-    )
+    from matplotlib.lines import Line2D  # lazy: matplotlib
 
     gates = [g for g in ev.gates if g.role == "primary"] + [g for g in ev.gates if g.role != "primary"]
     n = max(len(gates), 1)
@@ -190,7 +192,6 @@ def forest_figure(ev: Evaluation) -> Any:
     if not gates:
         fig.text(0.5, 0.5, "this evaluation has no gates", ha="center")
         return fig
-    from reports.html.axes import block_points, widened_interval
 
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
     for ax, gate in zip(axes, gates):
@@ -217,7 +218,7 @@ def forest_figure(ev: Evaluation) -> Any:
                label="one stratum's paired contrast"),
     ]
     if any(widened_interval(g) is not None for g in gates):
-        from matplotlib.patches import Patch
+        from matplotlib.patches import Patch  # lazy: matplotlib
 
         handles.append(Patch(facecolor="#f6e7b4", edgecolor=VERDICT_COLOURS["unresolvable"], linestyle="--",
                              label="interval widened by the meter's bounds"))
@@ -253,8 +254,8 @@ def _lanes(block: Block) -> list[tuple[str, int, int | None]]:
 
 def timeline_figure(block: Block) -> Any:
     """All arms of the block on one time axis: a lane per arm and site, spans and marks per event kind."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D  # lazy: matplotlib
+    from matplotlib.patches import Patch  # lazy: matplotlib
 
     lanes = _lanes(block)
     fig = _figure(12, 0.32 * len(lanes) + 2.2)

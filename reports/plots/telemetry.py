@@ -24,8 +24,8 @@ and ``.polls.parquet`` or ``.polls.csv.gz``), listed in the record's ``traces`` 
   panel of the mean power between consecutive updates; a power gauge (W) as watts.
 
 The data (the checked trace, its phases and the decimated poll line) comes from
-:mod:`reports.data.telemetry`. The collect package is imported only inside functions
-(``reports -> collect`` is a lazy edge), matplotlib only in :func:`telemetry_figure`.
+:mod:`reports.data.telemetry`; numpy and matplotlib are imported only inside the functions
+drawing with them.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from collect.telemetry.analysis.phases import RUN_PHASES
+from reports.plots.figures import _figure, _merge
 from reports.words.safe_text import wrap_entries
 from reports.data.telemetry import Drawn, TelemetryView, drawn, duration_text, energy_scale
 
@@ -71,7 +73,7 @@ def _joules(e: EnergyEstimate) -> str:
 
 def telemetry_text(view: TelemetryView, shown: Drawn | None = None) -> str:
     """The figure's text equivalent: the trace, its updates and period, and every phase's energy."""
-    import numpy as np
+    import numpy as np  # lazy: numpy
 
     shown = shown if shown is not None else drawn(view)
     trace, u, fmt, t0 = view.trace, view.updates, _seconds(view), view.t0_ns
@@ -138,7 +140,6 @@ def telemetry_text(view: TelemetryView, shown: Drawn | None = None) -> str:
             lines.append(" " * (width + 2) + f"note: {note}")
         if len(notes) > MAX_NOTES:
             lines.append(" " * (width + 2) + f"and {len(notes) - MAX_NOTES} more notes of its intervals")
-    from collect.telemetry.analysis.phases import RUN_PHASES
 
     absent = [p for p in RUN_PHASES if p not in {r.name for r in view.phases}]
     if absent:
@@ -170,9 +171,7 @@ def _plain(text: str) -> str:
 def _bands(ax: Any, view: TelemetryView, label: bool) -> None:
     """Every closed phase mark as a shaded band (colour and hatch), one collection per phase and
     depth (thousands of marks stay cheap); nested marks are shorter bands. Wide bands are named."""
-    from matplotlib.collections import PolyCollection
-
-    from reports.plots.figures import _merge
+    from matplotlib.collections import PolyCollection  # lazy: matplotlib
 
     t0 = view.t0_ns
     x0, x1 = ax.get_xlim()
@@ -198,10 +197,8 @@ def _bands(ax: Any, view: TelemetryView, label: bool) -> None:
 
 def telemetry_figure(view: TelemetryView, shown: Drawn | None = None) -> Any:
     """The trace on a time axis: polls, updates, phases; for a counter also the power between updates."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    from reports.plots.figures import _figure
+    from matplotlib.lines import Line2D  # lazy: matplotlib
+    from matplotlib.patches import Patch  # lazy: matplotlib
 
     shown = shown if shown is not None else drawn(view)
     counter = view.is_counter and shown.power is not None

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.table import Table
+from rich.text import Text
+
 from reports.words import controller as ct
 
 if TYPE_CHECKING:
@@ -23,15 +26,10 @@ VERDICT_STYLES = {"PASS": "green", "FAIL": "red", "REFUSED": "magenta", "UNRESOL
 
 
 def _heading(text: str) -> Any:
-    from rich.text import Text
-
     return Text(f"\n{text}", style="bold underline")
 
 
 def _bullets(lines: list[str]) -> Any:
-    from rich.table import Table
-    from rich.text import Text
-
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(ratio=1)
@@ -41,9 +39,6 @@ def _bullets(lines: list[str]) -> Any:
 
 
 def comparator_section(ev: Evaluation) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-
     if ev.comparator is None:
         return []
     refused = ev.comparator.arm is None
@@ -62,9 +57,6 @@ def comparator_section(ev: Evaluation) -> list[Any]:
 
 
 def families_section(ev: Evaluation) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-
     rows = ct.family_rows(ev)
     if not rows:
         return []
@@ -94,9 +86,6 @@ def families_section(ev: Evaluation) -> list[Any]:
 
 
 def ranking_section(ev: Evaluation) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-
     rows = ct.ranking_rows(ev)
     if not rows:
         return []

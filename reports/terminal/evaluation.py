@@ -11,12 +11,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Group
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from reports.terminal.controller import controller_sections
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
 from reports.markdown.evaluation import evaluation_markdown
 from reports.terminal.forest import LEGEND
+from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
+from reports.words.safe_text import clean_model
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
@@ -35,16 +43,11 @@ DECISION_STYLES = {"supported": "bold green", "not_supported": "bold red", "refu
 
 
 def _heading(text: str) -> Any:
-    from rich.text import Text
-
     return Text(f"\n{text}", style="bold underline")
 
 
 def _fields(rows: list[tuple[Any, Any]]) -> Any:
     """Label / value rows with hanging indentation (values wrap under themselves)."""
-    from rich.table import Table
-    from rich.text import Text
-
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(ratio=1)
@@ -54,8 +57,6 @@ def _fields(rows: list[tuple[Any, Any]]) -> Any:
 
 
 def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
-    from rich.text import Text
-
     rows: list[tuple[str, Any]] = [("Plan", Text(et.plan_text(ev)))]
     if not ev.amendments:
         rows.append(("Amended", Text("never (the plan as first frozen)")))
@@ -79,8 +80,6 @@ def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
 
 
 def _decision(ev: Evaluation) -> list[Any]:
-    from rich.text import Text
-
     word, rest = dt.decision_sentence(ev)
     sentence = Text()
     sentence.append(word, style=DECISION_STYLES[ev.decision])
@@ -94,8 +93,6 @@ def _decision(ev: Evaluation) -> list[Any]:
 
 
 def _verdict_cell(v: et.GateView) -> Any:
-    from rich.text import Text
-
     cell = Text(v.word, style=VERDICT_STYLES[v.verdict])
     if v.verdict == "vacuous":
         cell.append("\n(could not\nhave failed)")
@@ -103,9 +100,6 @@ def _verdict_cell(v: et.GateView) -> Any:
 
 
 def gate_table(title: str, views: list[et.GateView]) -> Any:
-    from rich.table import Table
-    from rich.text import Text
-
     table = Table(title=title, title_justify="left", show_lines=True, expand=False)
     table.add_column("verdict", no_wrap=True)
     table.add_column("gate / metric", max_width=22, overflow="fold")
@@ -128,8 +122,6 @@ def gate_table(title: str, views: list[et.GateView]) -> Any:
 
 
 def forest_section(views: list[et.GateView]) -> Any:
-    from rich.text import Text
-
     text = Text()
     text.append(f"Forest bars, each gate on its own axis ({LEGEND}):", style="dim")
     for v in views:
@@ -142,8 +134,6 @@ def forest_section(views: list[et.GateView]) -> Any:
 
 
 def _groups(ev: Evaluation) -> list[Any]:
-    from rich.text import Text
-
     lines = et.group_lines(ev)
     if not lines:
         return []
@@ -151,9 +141,6 @@ def _groups(ev: Evaluation) -> list[Any]:
 
 
 def _invalidators(ev: Evaluation) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-
     rows = et.invalidator_rows(ev)
     if not rows:
         return [_heading("Invalidators"), Text("none in the plan")]
@@ -174,10 +161,6 @@ def _invalidators(ev: Evaluation) -> list[Any]:
 
 
 def _phase_support(ev: Evaluation) -> list[Any]:
-    from rich.text import Text
-
-    from reports.words.phase_support import phase_support_lines
-
     lines = phase_support_lines(ev)
     if not lines:
         return []
@@ -185,9 +168,6 @@ def _phase_support(ev: Evaluation) -> list[Any]:
 
 
 def diagnostics_section(ev: Evaluation, gates: list[GateResult]) -> list[Any]:
-    from rich.padding import Padding
-    from rich.text import Text
-
     if not gates:
         return []
     parts: list[Any] = [_heading("Diagnostics, not evidence (refused or unresolvable gates)")]
@@ -221,14 +201,10 @@ def _reading(ev: Evaluation) -> list[Any]:
 
 
 def _bullets(lines: list[str]) -> Any:
-    from rich.text import Text
-
     return _fields([("-", Text(line)) for line in lines])
 
 
 def _predecessors(ev: Evaluation) -> list[Any]:
-    from rich.text import Text
-
     rows = et.predecessor_lines(ev)
     if not rows:
         return [Text("\nPredecessors: none")]
@@ -238,9 +214,6 @@ def _predecessors(ev: Evaluation) -> list[Any]:
 
 
 def _blocks(ev: Evaluation) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-
     rows = et.block_rows(ev)
     if not rows:
         return [_heading("Blocks"), Text("no paired rows recorded")]
@@ -259,11 +232,6 @@ def _blocks(ev: Evaluation) -> list[Any]:
 
 def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool = False) -> Any:
     """Rich renderables (a ``Group``) of the whole report; fits 80 columns (``verbose``: name every run)."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from reports.words.safe_text import clean_model
-
     ev = clean_model(ev)  # no control characters from the plan or ledger reach the terminal
 
     parts: list[Any] = _header(ev, verbose) + _decision(ev)
@@ -276,7 +244,6 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
         parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]
-    from reports.terminal.controller import controller_sections
 
     parts += controller_sections(ev)  # nothing without a comparator, families or a ranking
     parts += diagnostics_section(ev, et.diagnostic_gates(ev))

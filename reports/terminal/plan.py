@@ -10,9 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
 from estimators.expressions import parse_contrast
 from estimators.vocabulary import Rule
 from prereg.direction import is_interaction, ratio_margin_words, rule_means, sides
+from reports.words.safe_text import clean_tree
 
 _OP_WORDS = {"<": "is below", "<=": "is at most", ">": "is above", ">=": "is at least"}
 EVIDENCE_WORDS = {
@@ -142,8 +147,6 @@ def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
 
 def plan_sentences(lock: dict[str, Any]) -> dict[str, Any]:
     """Gate and invalidator sentences of a lock's current plan, keyed by id."""
-    from reports.words.safe_text import clean_tree
-
     plan = clean_tree(lock["plan"])
     metrics = plan.get("metrics", {})
     return {
@@ -154,12 +157,6 @@ def plan_sentences(lock: dict[str, Any]) -> dict[str, Any]:
 
 def render_lock(lock: dict[str, Any], report: Any) -> Any:
     """Rich renderables for a lock and its verification report (``prereg.lock.VerifyReport``)."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    from reports.words.safe_text import clean_tree
-
     lock = clean_tree(lock)  # no control characters from the plan reach the terminal
     report = type(report)(**clean_tree(vars(report))) if hasattr(report, "__dataclass_fields__") else report
     plan = lock["plan"]
@@ -204,8 +201,8 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
                           "ranking is given per family x region"))
     comparator = plan.get("comparator")
     if comparator:
-        from prereg.family_checks import rule_words
-        from prereg.plan import plan_from_canonical
+        from prereg.family_checks import rule_words  # lazy: pydantic
+        from prereg.plan import plan_from_canonical  # lazy: pydantic
 
         ranking = comparator.get("ranking", {})
         op = "/" if ranking.get("scale", "ratio") == "ratio" else "-"

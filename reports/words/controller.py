@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gates.artifact import as_float
+from gates.numbers import as_float
 from reports.words.evaluation import DECISION_WORDS, EVIDENCE_WORDS, VERDICT_WORDS, fmt_num, fmt_pct
 
 if TYPE_CHECKING:

@@ -60,7 +60,7 @@ def modeled_note(ev: Evaluation) -> str:
 
 def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     """(decision word, the rest): 'SUPPORTED', ': "<claim>" — all 3 primary gates passed.'."""
-    from gates.plausibility import decision_warning
+    from gates.plausibility import decision_warning  # lazy: numpy
 
     explanation = decision_explanation(ev)
     if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone

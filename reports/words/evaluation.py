@@ -11,7 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gates.artifact import as_float
+from estimators.vocabulary import Rule
+from gates.numbers import as_float
+from prereg.direction import ratio_margin_words
 from reports.words import provenance as pt
 from reports.terminal.forest import forest_axis, forest_bar
 from reports.words.provenance import predecessor_lines  # noqa: F401 - part of this module's vocabulary
@@ -81,8 +83,6 @@ def with_unit(value: Any, gate: GateResult) -> str:
 
 def _thresholds(gate: GateResult) -> list[float]:
     """The rule's threshold(s) on the reported scale (none when the rule does not parse)."""
-    from estimators.vocabulary import Rule
-
     try:
         rule = Rule.parse(gate.rule)
     except ValueError:
@@ -123,8 +123,6 @@ def interval_text(gate: GateResult) -> str:
 def rule_text(gate: GateResult) -> str:
     """The frozen rule with its unit ('upper < 0.02 nats', 'upper < 0.95 (ratio: requires at least 5% lower)')."""
     if gate.scale == "ratio":
-        from prereg.direction import ratio_margin_words
-
         return f"{gate.rule} (ratio: {ratio_margin_words(gate.rule)})"
     return f"{gate.rule} {gate.unit}".rstrip()
 
@@ -156,7 +154,7 @@ def method_text(gate: GateResult) -> str:
     text = f"{gate.method}, n = {gate.n_pairs} {UNIT_WORDS[gate.analysis_unit]}"
     if gate.attained_confidence is not None:
         text += f", attained {fmt_pct(gate.attained_confidence)}"
-    from estimators.feasibility import symmetry_unchecked
+    from estimators.feasibility import symmetry_unchecked  # lazy: numpy
 
     if str(gate.rule).startswith("estimate"):
         text += "; descriptive (no test)"
@@ -320,7 +318,7 @@ def ledger_text(ev: Evaluation) -> str:
     text = f"{led.path}, sha256 {short(led.sha256)}, {led.records} records"
     if led.torn_tail:
         text += "; TORN TAIL: the last line was incomplete and ignored"
-    from gates.integrity import chain_sentence
+    from gates.integrity import chain_sentence  # lazy: pydantic
 
     return text + "; " + chain_sentence(led.chain, led.head_sha256, led.unchained)
 

@@ -22,7 +22,7 @@ def reading_lines(ev: Evaluation) -> list[str]:
             "judged on that one number, has no p-value, never enters the multiplicity family and never decides "
             "the claim (only sensitivity gates may have one)."
         )
-    from estimators.feasibility import SKEW_CHECK_MIN_N, symmetry_unchecked
+    from estimators.feasibility import SKEW_CHECK_MIN_N, symmetry_unchecked  # lazy: numpy
 
     if any(symmetry_unchecked(g.method, g.n_pairs) for g in ev.gates):
         lines.append(

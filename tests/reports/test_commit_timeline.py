@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
@@ -187,12 +188,7 @@ def test_a_run_without_a_commit_ledger_exits_2(tmp_path, capsys) -> None:
 
 
 def test_the_text_is_printed_without_matplotlib(runs, monkeypatch, capsys) -> None:
-    import reports.plots.figures
-
-    def missing() -> None:
-        raise InputError("plots need matplotlib, which is not installed: pip install 'prereg-toolkit[plot]'")
-
-    monkeypatch.setattr(reports.plots.figures, "require_matplotlib", missing)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
     asked = record(runs, "adaptive", "site_outage")
     assert main(["plot", str(runs), "--run", asked.run_id, "--commits"]) == 2
     captured = capsys.readouterr()

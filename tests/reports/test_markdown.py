@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gates.artifact import as_float
+from gates.numbers import as_float
 from reports.markdown.evaluation import GATE_COLUMNS, md_escape
 from reports.terminal.evaluation import evaluation_markdown
 from reports.terminal.forest import forest_bar

@@ -306,9 +306,9 @@ def test_without_matplotlib_the_text_is_printed_and_exit_2(tmp_path, capsys, mon
     assert not list(runs.glob("telemetry-*"))
 
 
-def test_importing_the_module_loads_no_matplotlib_or_collect():
+def test_importing_the_module_loads_no_matplotlib_numpy_or_ledger():
     code = ("import sys\nimport reports.plots.telemetry, reports.plots.command\n"
-            "print(sorted(m for m in ('matplotlib', 'collect', 'numpy') if m in sys.modules))\n")
+            "print(sorted(m for m in ('matplotlib', 'numpy', 'pydantic', 'collect.ledger.store') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

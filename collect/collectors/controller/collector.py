@@ -89,7 +89,7 @@ class TorchControllerCollector(Collector):
 
     def run(self, ctx: RunContext) -> RunResult:
         p = validate(ctx.params)
-        from collect.collectors.controller.replicas import train  # torch is imported only here
+        from collect.collectors.controller.replicas import train  # lazy: torch, imported only here
 
         stress = draw_stress(p, ctx.seed)
         result, identity = train(p, ctx.seed, stress)

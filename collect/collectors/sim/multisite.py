@@ -65,6 +65,7 @@ from collect.collectors.sim.recovery import (
     SimResult,
     simulate,
 )
+from prereg.fileio import atomic_write
 
 EVIDENCE = "modeled"
 ORACLE_NOTE = ("oracle: restart with perfect foresight (a checkpoint completes just before every failure); "
@@ -191,8 +192,6 @@ def event_records(r: SimResult, tick_ms: float) -> list[dict[str, Any]]:
 
 def write_events(path: Path, r: SimResult, tick_ms: float) -> None:
     """Write the run's event trace as JSON Lines (the schema of :func:`event_records`), atomically and fsynced."""
-    from prereg.fileio import atomic_write
-
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(rec, separators=(",", ":")) + "\n" for rec in event_records(r, tick_ms))
     atomic_write(path, text.encode("utf-8"))

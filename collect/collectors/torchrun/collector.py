@@ -73,6 +73,7 @@ from collect.collectors.sim.outages import (
     scripted_outages,
 )
 from collect.collectors.sim.recovery import POLICIES
+from collect.collectors.torchrun.warmstart import make_warm_start, warm_key
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
 from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS
@@ -169,7 +170,7 @@ def validate(params: Mapping[str, Any]) -> dict[str, Any]:
     if not (p["sensor"].startswith("sim") or p["sensor"].startswith("nvml") or p["sensor"].startswith("replay")):
         raise ParamError(f"sensor = {p['sensor']!r} must be sim:..., nvml[:index=N] or replay:PATH")
     if p["sensor"].startswith("sim"):
-        from collect.telemetry.sensors.sim import spec_signals
+        from collect.telemetry.sensors.sim import spec_signals  # lazy: numpy
 
         try:
             offered = spec_signals(p["sensor"].partition(":")[2])
@@ -229,7 +230,7 @@ class _Telemetry:
 def _frontier_state(ckpt: Any, final_state_sha256: str) -> str:
     """The model + optimizer state hash of the durable frontier: the last checkpoint, read back from its
     file. Every run ends on that checkpoint, so it must equal the final in-memory state's hash."""
-    from collect.collectors.torchrun.model import checkpoint_state_sha256
+    from collect.collectors.torchrun.model import checkpoint_state_sha256  # lazy: torch
 
     digest = checkpoint_state_sha256(ckpt)
     if digest != final_state_sha256:
@@ -254,8 +255,6 @@ class TorchMultisiteCollector(Collector):
     @classmethod
     def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:
         """The warm start(s) the runs need, made once (:mod:`collect.collectors.torchrun.warmstart`)."""
-        from collect.collectors.torchrun.warmstart import make_warm_start, warm_key
-
         made: set[str] = set()
         for p in params:
             if p.get("warm_start_steps") and warm_key(p) not in made:
@@ -273,9 +272,7 @@ class TorchMultisiteCollector(Collector):
 
     def run(self, ctx: RunContext) -> RunResult:
         p = validate(ctx.params)
-        from collect.collectors.torchrun.run import (
-            train_through_failures,  # torch is imported only here
-        )
+        from collect.collectors.torchrun.run import train_through_failures  # lazy: torch, imported only here
 
         try:
             sensor = open_sensor(p["sensor"])
@@ -338,7 +335,7 @@ class TorchMultisiteCollector(Collector):
         }
         if p["policy"] == "oracle":
             info["note"] = ORACLE_NOTE
-        from collect.traces.telemetry import write_trace
+        from collect.traces.telemetry import write_trace  # lazy: numpy
 
         kept = [path.name for path in write_trace(out.trace, ctx.trace_path("telemetry"))]
         return RunResult(metrics=metrics, telemetry={p["energy_signal"]: out.telemetry},

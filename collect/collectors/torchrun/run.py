@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from collect.collectors.sim.accounting import SimConfig, SimResult
 from collect.collectors.sim.harness import Harness
@@ -16,6 +17,7 @@ from collect.collectors.sim.outages import Outage
 from collect.telemetry.sensors.base import Sensor
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.analysis.energy import run_energy
+from collect.collectors.torchrun.device import resolve_device
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 from collect.collectors.torchrun.model import (
     Batches,
@@ -55,15 +57,6 @@ class Outcome:
     warm_start: dict[str, Any] | None = None  # collect.collectors.torchrun.warmstart identity, when used
     energy_metrics: dict[str, float] = field(default_factory=dict)  # collect.collectors.torchrun.energy.ENERGY_METRICS
     trace: Any = None  # the run's telemetry Trace (kept beside the ledger by the collector)
-
-
-def resolve_device(name: str) -> str:
-    """``auto`` -> cuda when available, else cpu; ``cuda`` without a GPU is an error."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device cuda requested but torch.cuda.is_available() is False")
-    return name
 
 
 class _Worker:
@@ -118,7 +111,6 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
     spec = SourceSpec(vocab=p["vocab"], order=p["markov_order"], support=p["markov_support"], seed=p["source_seed"])
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     # BLAS on one thread: the stationary distribution's solve (np.linalg.solve) differs in the last
     # bits with OpenBLAS's thread count, which follows the machine's cores, and Ray sets it to one in

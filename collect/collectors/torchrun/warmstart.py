@@ -27,6 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from prereg.errors import IntegrityError
+from prereg.fileio import atomic_write, read_regular_file
+
 SHARED_DIR = "shared"
 FORMAT = "torchrun/warmstart/v1"
 #: the parameters that shape the warm-start state (and so its key)
@@ -52,8 +55,7 @@ def _warm_seed(seed: int) -> int:
 
 
 def _file_sha256(path: Path) -> str:
-    from collect.traces.check import MAX_TRACE_BYTES
-    from prereg.fileio import read_regular_file
+    from collect.traces.check import MAX_TRACE_BYTES  # lazy: pydantic
 
     return hashlib.sha256(read_regular_file(path, MAX_TRACE_BYTES, follow_links=False)).hexdigest()
 
@@ -64,7 +66,7 @@ def _sidecar(path: Path) -> Path:
 
 def _shared_folder(runs_dir: Path) -> Path:
     """``RUNS/shared``, refused (exit 3) when it is a symbolic link or not a folder: never followed."""
-    from collect.traces.check import no_link
+    from collect.traces.check import no_link  # lazy: pydantic
 
     folder = Path(runs_dir) / SHARED_DIR
     no_link(folder, "the runs folder's shared inputs")
@@ -73,10 +75,10 @@ def _shared_folder(runs_dir: Path) -> Path:
 
 def _train(p: Mapping[str, Any]) -> tuple[Any, str]:
     """The warm start's trainer after ``warm_start_steps`` steps, and its state SHA-256 (deterministic)."""
-    from collect.collectors.torchrun.markov import SourceSpec, make_corpora
-    from collect.collectors.torchrun.model import Batches, WindowMLP, state_sha256
-    from collect.collectors.torchrun.run import resolve_device
-    from collect.collectors.torchrun.trainer import Trainer, deterministic
+    from collect.collectors.torchrun.markov import SourceSpec, make_corpora  # lazy: numpy
+    from collect.collectors.torchrun.model import Batches, WindowMLP, state_sha256  # lazy: torch
+    from collect.collectors.torchrun.device import resolve_device  # lazy: torch
+    from collect.collectors.torchrun.trainer import Trainer, deterministic  # lazy: torch
 
     seed = _warm_seed(p["warm_start_seed"])
     spec = SourceSpec(vocab=p["vocab"], order=p["markov_order"], support=p["markov_support"], seed=p["source_seed"])
@@ -93,7 +95,7 @@ def _train(p: Mapping[str, Any]) -> tuple[Any, str]:
 def recorded_identities(runs_dir: Path, key: str) -> list[dict[str, Any]]:
     """The warm-start identities with ``key`` that the ledger's records started from (chained records
     appended by the single writer: what a file in ``RUNS/shared`` must still match)."""
-    from collect.ledger.store import read_ledger
+    from collect.ledger.store import read_ledger  # lazy: pydantic
 
     out = []
     for r in read_ledger(runs_dir).records:
@@ -111,8 +113,6 @@ def make_warm_start(runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
     one yet, its state is made again here and must hash the same (the warm start is deterministic),
     so a state swapped in with a matching sidecar is refused (exit 3), never used.
     """
-    from prereg.errors import IntegrityError
-
     _shared_folder(runs_dir)
     path = warm_path(runs_dir, p)
     if os.path.lexists(path) or os.path.lexists(_sidecar(path)):
@@ -131,8 +131,7 @@ def make_warm_start(runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
                                  f"here: state SHA-256 {digest}); refusing to start runs from it (remove both files "
                                  "to make it anew)")
         return identity
-    from collect.collectors.torchrun.trainer import save_atomic
-    from prereg.fileio import atomic_write
+    from collect.collectors.torchrun.trainer import save_atomic  # lazy: torch
 
     trainer, digest = _train(p)
     payload = {"format": FORMAT, "model": trainer.model.state_dict(), "optimizer": trainer.opt.state_dict(),
@@ -148,9 +147,6 @@ def make_warm_start(runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
 def check_warm_start(path: Path) -> dict[str, Any]:
     """The identity of an existing warm start, after checking the file against its sidecar (both
     regular files, never through a link; ``IntegrityError``, exit 3, otherwise)."""
-    from prereg.errors import IntegrityError
-    from prereg.fileio import read_regular_file
-
     _shared_folder(path.parent.parent)
     try:
         identity: Any = json.loads(read_regular_file(_sidecar(path), 1 << 20, follow_links=False))
@@ -171,9 +167,9 @@ def check_warm_start(path: Path) -> dict[str, Any]:
 
 def load_warm_start(trainer: Any, runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
     """Load the study's warm start into ``trainer`` (model and optimizer); its identity, checked."""
-    import torch
+    import torch  # lazy: torch
 
-    from collect.collectors.torchrun.model import state_sha256
+    from collect.collectors.torchrun.model import state_sha256  # lazy: torch
 
     path = warm_path(runs_dir, p)
     identity = check_warm_start(path)

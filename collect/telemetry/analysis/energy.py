@@ -62,7 +62,7 @@ def _bound(e: EnergyEstimate) -> float:
 
 def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float) -> RunEnergy:
     """Energy metrics of one run's trace (see the module doc)."""
-    from collect.telemetry.analysis.resolution import ledger_summary
+    from collect.telemetry.analysis.resolution import ledger_summary  # lazy: numpy
 
     if trace.poll_ns.size == 0:
         raise ValueError("the telemetry trace has no polls")

@@ -14,8 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from collect.telemetry.analysis.energy import ENERGY_SIGNALS, run_energy
 from collect.telemetry.analysis.resolution import achieved_poll, update_period
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W, SensorError
+from collect.telemetry.sensors.registry import open_sensor
+from collect.telemetry.sensors.replay import read_replay_trace
 from collect.traces.telemetry import Trace
+from prereg.errors import InputError
 
 POWER_SIGNALS = ("power_average", "power_usage", "power_instant", "power_samples")
 
@@ -88,11 +94,6 @@ def probe_sensor(
     The sensor is closed on the way out, even on error; an unknown signal or a sensor that cannot
     be opened is an ``InputError`` (exit 2) with one clear message.
     """
-    from collect.telemetry.sensors.base import SensorError
-    from collect.telemetry.recording.recorder import Recorder
-    from collect.telemetry.sensors.registry import open_sensor
-    from prereg.errors import InputError
-
     try:
         sensor = open_sensor(spec)
     except SensorError as err:
@@ -114,10 +115,6 @@ def recorded_summaries(trace: Trace) -> dict[str, dict[str, Any]]:
     """A kept run trace re-analysed as the run's collector summarised it: per energy signal the
     trace holds, the ledger's telemetry summary (``collect.telemetry.analysis.energy.run_energy``), and
     the energy metrics under ``metrics``. The same function, so the same numbers as the ledger."""
-    from collect.telemetry.analysis.energy import ENERGY_SIGNALS, run_energy
-
-    from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
-
     p_min, p_max = trace.power_range_w if trace.power_range_w is not None else DEFAULT_POWER_RANGE_W
     out: dict[str, dict[str, Any]] = {}
     for signal in ENERGY_SIGNALS:
@@ -133,9 +130,6 @@ def probe_recorded(path: str, window_s: float = 1.0, signals: list[str] | None =
     each signal over the whole trace, the recorded run's summaries (:func:`recorded_summaries`),
     and a note when the trace lies outside a runs folder (so no record checked it). A trace in a
     runs folder is checked against its record first (``collect.telemetry.sensors.replay.read_replay_trace``)."""
-    from collect.telemetry.sensors.replay import read_replay_trace
-    from prereg.errors import InputError
-
     trace, note = read_replay_trace(path)
     unknown = [s for s in signals or [] if s not in trace.signals]
     if unknown:

@@ -37,7 +37,9 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from collect.engine.workers import _set_parent_death_signal
 from collect.telemetry.sensors.base import SensorError
+from collect.telemetry.sensors.registry import open_sensor
 
 _MS = 1_000_000
 #: spec kinds the child can open from their spec string (replay and virtual clocks stay in-process)
@@ -55,8 +57,6 @@ def _empty_columns() -> Columns:
 def _child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int,
                 t0: int | None, parent_pid: int) -> None:
     """The child's whole life: open the sensor, poll until told to stop, send everything back."""
-    from collect.engine.workers import _set_parent_death_signal
-
     _set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
@@ -65,7 +65,6 @@ def _child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float,
             os.nice(nice)
         except OSError:
             pass
-    from collect.telemetry.sensors.registry import open_sensor
 
     try:
         sensor = open_sensor(spec)

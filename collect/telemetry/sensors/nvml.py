@@ -160,7 +160,7 @@ class NvmlSensor(Sensor):
         if index < 0:
             raise SensorError(f"sensor option index={index} must be >= 0")
         try:
-            import pynvml
+            import pynvml  # lazy: pynvml
         except ImportError as err:
             raise SensorError("cannot open NVML: nvidia-ml-py (module pynvml) is not installed") from err
         try:

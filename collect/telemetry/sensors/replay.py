@@ -101,8 +101,8 @@ def read_replay_trace(path: str) -> tuple[Trace, str | None]:
     """
     if not path.strip():
         raise TraceError("replay: needs the path of a kept trace (replay:RUNS/traces/<run_id>.telemetry.meta.json)")
-    from collect.ledger.store import read_ledger
-    from collect.traces.check import runs_folder_of, trace_record, verified_loader
+    from collect.ledger.store import read_ledger  # lazy: pydantic
+    from collect.traces.check import runs_folder_of, trace_record, verified_loader  # lazy: pydantic
 
     base = Path(path)
     meta = meta_path_of(base)
