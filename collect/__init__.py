@@ -1,4 +1,4 @@
-"""Producing runs: collectors, telemetry sensors and samplers, the run ledger, the ``collect`` CLI.
+"""Producing runs: collectors, telemetry sensors and samplers, the run ledger (``collect``).
 
 Public Python API (what a notebook calls; see ``docs/api.md``)::
 

@@ -1,12 +1,12 @@
 """Bootstrap resample indices: exact-uniform integers in ``[0, n)`` from a PCG64 stream.
 
-:func:`_indices` defines the draws (unchanged since before issue 14): one call for ``need``
+:func:`uniform_indices` defines the draws (unchanged since before issue 14): one call for ``need``
 indices draws ``_words(n, need)`` raw 64-bit words, cuts each into ``64 // L`` bit fields of
 ``L = bit_length(n - 1)`` bits, takes field 0 of every word, then field 1, ..., keeps the fields
 ``< n`` (acceptance ``n / 2^L >= 1/2``) and returns the first ``need``; if too few were kept it
 tops up with a further call for the remainder. :class:`Sampler` replays exactly that stream with
 preallocated buffers; tests compare the two call by call. :class:`ChunkSums` is the bootstrap's
-hot loop: the row sums ``d[_indices(bg, n, rows * n)].reshape(rows, n).sum(axis=1)`` of one
+hot loop: the row sums ``d[uniform_indices(bg, n, rows * n)].reshape(rows, n).sum(axis=1)`` of one
 chunk, bit for bit, without materialising the index array where acceptance is high.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 
-def _indices(
+def uniform_indices(
     bg: np.random.PCG64, n: int, need: int, margin: float = 1.01
 ) -> NDArray[np.int64]:
     """``need`` iid uniform indices in ``[0, n)``, exactly uniform by rejection sampling.
@@ -38,12 +38,12 @@ def _indices(
         np.bitwise_and(fields[k], mask, out=fields[k])
     v: NDArray[np.int64] = fields.ravel()[fields.ravel() < np.uint64(n)].view(np.int64)  # values < n: the same bits
     if v.size < need:  # rare: top up with a second draw
-        v = np.concatenate([v, _indices(bg, n, need - v.size, margin)])
+        v = np.concatenate([v, uniform_indices(bg, n, need - v.size, margin)])
     return v[:need]
 
 
 def _words(n: int, need: int, margin: float = 1.01) -> int:
-    """Raw 64-bit words one :func:`_indices` call draws for ``need`` indices below ``n`` (its
+    """Raw 64-bit words one :func:`uniform_indices` call draws for ``need`` indices below ``n`` (its
     formula; ``math.ceil`` of the same float is ``np.ceil``'s value, without numpy's scalar cost)."""
     bits = max(1, (n - 1).bit_length())
     per_word = 64 // bits
@@ -51,7 +51,7 @@ def _words(n: int, need: int, margin: float = 1.01) -> int:
 
 
 class Sampler:
-    """The stream of :func:`_indices` calls, with preallocated buffers (same indices, fewer
+    """The stream of :func:`uniform_indices` calls, with preallocated buffers (same indices, fewer
     allocations and passes). Each call draws the same raw words; field ``k`` of every word is
     extracted, filtered (``< n``) and appended in the same order, stopping once ``need`` are in.
     """
@@ -73,9 +73,9 @@ class Sampler:
         self.keep2 = np.empty(self.fields.shape, dtype=np.bool_)
 
     def indices(self, bg: np.random.PCG64, need: int) -> NDArray[np.int64]:
-        """Exactly ``_indices(bg, n, need)``: a view valid until the next call."""
+        """Exactly ``uniform_indices(bg, n, need)``: a view valid until the next call."""
         got = 0
-        if self.mostly_kept:  # every field at once, one boolean index (as _indices does)
+        if self.mostly_kept:  # every field at once, one boolean index (as uniform_indices does)
             words = _words(self.n, need)
             raw = bg.random_raw(words)
             fields = self.fields[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.uint64)
@@ -88,7 +88,7 @@ class Sampler:
             v = fields[keep]  # row-major: field 0 of every word, then field 1, ...
             if v.size >= need:
                 return v[:need].view(np.int64)
-            got = v.size  # rare: top up below, exactly as _indices recurses
+            got = v.size  # rare: top up below, exactly as uniform_indices recurses
             if got + need > self.out.size:
                 self.out = np.empty(got + need + words, dtype=np.uint64)
             self.out[:got] = v
@@ -131,7 +131,7 @@ _Views = tuple[int, NDArray[np.uint64], NDArray[np.int64], NDArray[np.bool_], ND
 
 class ChunkSums:
     """Row sums of one chunk of bootstrap resamples of ``d``: bit for bit
-    ``d[_indices(bg, n, rows * n)].reshape(rows, n).sum(axis=1)``, with buffers reused from chunk
+    ``d[uniform_indices(bg, n, rows * n)].reshape(rows, n).sum(axis=1)``, with buffers reused from chunk
     to chunk (one instance per thread).
 
     Where at least :data:`DENSE_ACCEPTANCE` of the bit fields are kept (n = 1000: 0.977) the
@@ -185,7 +185,7 @@ class ChunkSums:
 
     def __call__(self, bg: np.random.PCG64, rows: int, out: NDArray[np.float64]) -> None:
         """Write the sums of the next ``rows`` resamples of ``bg``'s stream (one
-        :func:`_indices` call for ``rows * n`` indices) into ``out``."""
+        :func:`uniform_indices` call for ``rows * n`` indices) into ``out``."""
         n, need = self.n, rows * self.n
         if not self.dense:
             if need > self.vals.size:
@@ -200,7 +200,7 @@ class ChunkSums:
         np.bitwise_and(fields, self.sampler.mask, out=fields)
         np.less(fields, self.below, out=keep)
         self.table.take(index, out=values, mode="clip")  # fields < 2^L: never clipped
-        kept = values[keep]  # row-major: field 0 of every word, then field 1, ... (as _indices)
-        if kept.size < need:  # rare: _indices tops up with a further call for the remainder
-            kept = np.concatenate([kept, self.d[_indices(bg, n, need - kept.size)]])
+        kept = values[keep]  # row-major: field 0 of every word, then field 1, ... (as uniform_indices)
+        if kept.size < need:  # rare: uniform_indices tops up with a further call for the remainder
+            kept = np.concatenate([kept, self.d[uniform_indices(bg, n, need - kept.size)]])
         np.add.reduce(kept[:need].reshape(rows, n), axis=1, out=out)  # = np.sum: pairwise per row

@@ -7,7 +7,7 @@ results with n < 30 carry a warning, and gates refuse to decide below n = 20
 
 Resampling. ``resamples`` bootstrap means are drawn in blocks of :data:`BLOCK` = 1024; block ``i``
 uses its own bit generator ``PCG64(SeedSequence(seed).spawn(...)[i])`` and draws its resamples
-in chunks of ``_CHUNK_ELEMENTS // n`` (65 at n = 1000), one ``estimators._draws._indices`` call
+in chunks of ``_CHUNK_ELEMENTS // n`` (65 at n = 1000), one ``estimators._draws.uniform_indices`` call
 (exact rejection sampling of bit fields) per chunk. Those sizes are part of the stream: the
 same seed gives the same draws, bit for bit, as before issue 14 (``ChunkSums`` computes each
 chunk's sums without the index array; tests compare with the kept baseline). The draws -- and
@@ -55,7 +55,7 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
-from ._draws import ChunkSums, _indices  # noqa: F401 - _indices: the reference definition, used by tests
+from ._draws import ChunkSums, uniform_indices  # noqa: F401 - uniform_indices: the reference definition, used by tests
 from .feasibility import BOOTSTRAP_WARN_N, MIN_BOOTSTRAP_N
 
 BLOCK = 1024
@@ -79,7 +79,7 @@ def _block(
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The ``b`` bootstrap means of one block: chunks of ``_CHUNK_ELEMENTS // n`` resamples, each
-    drawn by one :func:`estimators._draws._indices` call on the block's own PCG64 stream."""
+    drawn by one :func:`estimators._draws.uniform_indices` call on the block's own PCG64 stream."""
     bg = np.random.PCG64(seq)
     n = d.size
     out = np.empty(b, dtype=np.float64) if out is None else out

@@ -41,7 +41,7 @@ from .dispatch import check_method, interval
 from .expressions import parse_contrast
 from .feasibility import contrast_warnings, insufficient_blocks
 from .rules import decide_rule
-from .tinterval import _moments
+from .tinterval import t_moments
 from .vocabulary import Rule, Verdict
 
 
@@ -137,7 +137,7 @@ def _t_statistic(rule: Rule | None, d: NDArray[np.float64], scale: str) -> float
     """``(mean - mu) / se`` at the rule's threshold (analysis scale); for ``within`` the binding side."""
     if rule is None or not rule.tested:
         return None
-    mean, se, _ = _moments(d)
+    mean, se, _ = t_moments(d)
     if rule.quantity == "within":
         assert rule.low is not None and rule.high is not None
         t_low = (mean - to_analysis(rule.low, scale)) / se  # tests theta > low

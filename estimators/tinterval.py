@@ -21,7 +21,7 @@ from ._common import (
 )
 
 
-def _moments(d: NDArray[np.float64]) -> tuple[float, float, int]:
+def t_moments(d: NDArray[np.float64]) -> tuple[float, float, int]:
     n = d.size
     return float(np.mean(d)), float(np.std(d, ddof=1) / math.sqrt(n)), n - 1
 
@@ -32,7 +32,7 @@ def t_one_sided(d: NDArray[np.float64], mu: float) -> tuple[float, float]:
     Returns ``(p_greater, p_less)``: ``p_greater`` tests H0: theta <= mu against theta > mu,
     ``p_less`` tests H0: theta >= mu against theta < mu. Assumes non-constant ``d``.
     """
-    m, se, df = _moments(d)
+    m, se, df = t_moments(d)
     t = (m - mu) / se
     return float(special().stdtr(df, -t)), float(special().stdtr(df, t))
 
@@ -54,7 +54,7 @@ def t_interval(
     n = int(d.size)
     if is_constant(d):
         return degenerate_result(d, confidence, "t", scale, df=float(n - 1))
-    m, se, df = _moments(d)
+    m, se, df = t_moments(d)
     q = float(special().stdtrit(df, 1.0 - tail_alpha(confidence)))
     p_greater, p_less = t_one_sided(d, 0.0)
     return build_result(

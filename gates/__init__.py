@@ -1,9 +1,9 @@
-"""Matching runs to the plan, invalidators, verdicts, the decision and the ``gates`` CLI.
+"""Matching runs to the plan, invalidators, verdicts and the decision: the evaluation artifact (``gates``).
 
 Public Python API (what a notebook calls; see ``docs/api.md``)::
 
     ev = gates.evaluate(lock, "runs/")          # -> gates.Evaluation (nothing written unless out=...)
-    ev.decision; ev.to_frame()                  # one row per gate; ev renders as HTML in Jupyter
+    ev.decision; ev.to_frame()                  # one row per gate; a table in Jupyter once reports is imported
     gates.write_evaluation("evaluation.json", ev)
     ev = gates.read_evaluation("runs/evaluation.json")
 

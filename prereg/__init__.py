@@ -1,4 +1,4 @@
-"""The plan: schema, strict YAML loading, canonical form and hash, locks and amendments, the ``prereg`` CLI.
+"""The plan: schema, strict YAML loading, canonical form and hash, locks and amendments (``prereg``).
 
 Public Python API (what a notebook calls; see ``docs/api.md``)::
 

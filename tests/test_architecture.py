@@ -298,6 +298,70 @@ def test_libraries_never_import_a_package_face_whole() -> None:
     assert offenders == []
 
 
+def test_reports_and_collect_keep_at_most_six_modules_at_their_top() -> None:
+    """Rooms with one job: the modules live in subpackages by medium (reports) or lifecycle (collect)."""
+    for package in ("reports", "collect"):
+        top = sorted(p.name for p in (ROOT / package).glob("*.py"))
+        assert len(top) <= 6, (package, top)
+
+
+def test_every_package_says_its_job_in_its_docstring() -> None:
+    """Each package's ``__init__`` opens with its job in one or two lines (no placeholder)."""
+    problems = []
+    for module, path in toolkit_modules().items():
+        if path.name != "__init__.py":
+            continue
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        opening = doc.split("\n\n")[0].strip().splitlines()
+        if not doc.strip() or "TODO" in doc or not 1 <= len(opening) <= 2 or len(" ".join(opening)) < 40:
+            problems.append(f"{module}: {doc[:60]!r}")
+    assert problems == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    """``from x import _y`` and ``x._y`` stay inside ``x``; a package's private submodule (``estimators._draws``)
+    may be imported by its own modules only."""
+    modules = toolkit_modules()
+    offenders = []
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text())
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        bound: dict[str, str] = {}  # local name -> the toolkit module it names
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if _package(a.name) in PACKAGES:
+                        bound[a.asname or _package(a.name)] = a.name if a.asname else _package(a.name)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    source = ".".join(package[: len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if _package(source) not in PACKAGES:
+                    continue
+                for a in node.names:
+                    full = f"{source}.{a.name}"
+                    if full in modules:
+                        bound[a.asname or a.name] = full
+                    if _private(a.name) and not (full in modules and module.startswith(source + ".")):
+                        offenders.append(f"{module}:{node.lineno} from {source} import {a.name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                base, chain = node.value, []
+                while isinstance(base, ast.Attribute):
+                    chain.append(base.attr)
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in bound:
+                    owner = ".".join([bound[base.id], *reversed(chain)])
+                    if owner != module:
+                        offenders.append(f"{module}:{node.lineno} {owner}.{node.attr}")
+    assert sorted(set(offenders)) == []
+
+
 def test_estimators_is_a_leaf() -> None:
     offenders = [(m, t) for m in graph() if _package(m) == "estimators"
                  for t in edges(m) if _package(t) != "estimators"]

@@ -34,7 +34,7 @@ PR_SET_PDEATHSIG = 1
 WATCH_S = 0.5
 
 
-def _set_parent_death_signal(sig: int) -> bool:
+def set_parent_death_signal(sig: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -108,7 +108,7 @@ def watch_driver(pid: int, start: int) -> None:
 def worker_init(parent_pid: int, inherited_lock_fds: list[int]) -> None:
     """Initializer of every pool worker (see the module doc)."""
     close_inherited(inherited_lock_fds)
-    _set_parent_death_signal(signal.SIGKILL)
+    set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent-watchdog", daemon=True).start()

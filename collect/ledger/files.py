@@ -11,7 +11,7 @@ from pathlib import Path
 from collect.ledger.records import TRACES_DIR
 
 
-def _open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
+def open_no_follow(path: Path, flags: int, mode: int = 0o644) -> int:
     """``os.open`` that refuses a symbolic link or anything but a regular file, with a clear error."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
@@ -40,7 +40,7 @@ def trace_path(runs_dir: str | os.PathLike[str], name: str) -> Path:
 
 def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False) -> str:
     """SHA-256 of ``RUNS/name`` (a trace), refusing links and paths outside ``RUNS/traces``."""
-    fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
+    fd = open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
     digest = hashlib.sha256()
     try:
         if fsync:
@@ -52,7 +52,7 @@ def hash_trace(runs_dir: str | os.PathLike[str], name: str, fsync: bool = False)
     return digest.hexdigest()
 
 
-def _write_all(fd: int, data: bytes, path: Path) -> None:
+def write_all(fd: int, data: bytes, path: Path) -> None:
     view = memoryview(data)
     while view:
         try:

@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from collect.ledger.files import _open_no_follow, _write_all
+from collect.ledger.files import open_no_follow, write_all
 from collect.ledger.records import LEDGER_NAME
 from prereg.fileio import fsync_dir
 
@@ -73,7 +73,7 @@ def read_pending(folder: Path, limit: int) -> Pending | None:
     path = pending_path(folder)
     if not os.path.lexists(path):
         return None
-    fd = _open_no_follow(path, os.O_RDONLY)
+    fd = open_no_follow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
         raw = fh.read(limit + 1)
     header, _, data = raw.partition(b"\n")
@@ -130,7 +130,7 @@ def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
         raise OSError(errno.EINVAL, "a journal of a batch that does not continue the ledger: look at it, and remove "
                       "it if the ledger is as it should be; nothing is appended until then", str(pending.path))
     if missing:
-        _write_all(fd, missing, folder / LEDGER_NAME)
+        write_all(fd, missing, folder / LEDGER_NAME)
         os.fsync(fd)
     finish(folder)
 
@@ -140,9 +140,9 @@ def commit(folder: Path, offset: int, data: bytes) -> None:
     header = json.dumps({"format": FORMAT, "offset": offset, "length": len(data),
                          "sha256": hashlib.sha256(data).hexdigest()}).encode()
     tmp = pending_path(folder).with_name(PENDING_NAME + ".tmp")
-    fd = _open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
-        _write_all(fd, header + b"\n" + data, tmp)
+        write_all(fd, header + b"\n" + data, tmp)
         os.fsync(fd)
     except OSError:  # disk full: no journal, nothing appended, the ledger untouched
         os.close(fd)

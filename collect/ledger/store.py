@@ -55,7 +55,7 @@ from pydantic import ValidationError
 
 from collect.ledger import journal as batch_journal
 from collect.ledger.chain import ChainReport, trace_problems, verify_chain
-from collect.ledger.files import _open_no_follow, _write_all, hash_trace, trace_path
+from collect.ledger.files import hash_trace, open_no_follow, trace_path, write_all
 from collect.ledger.records import (
     GENESIS,
     LEDGER_NAME,
@@ -172,7 +172,7 @@ class LedgerAppender:
         or absent, never a part of it. A batch a dead writer committed is completed first."""
         path = ledger_path(self.folder)
         created = not os.path.lexists(path)
-        fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        fd = open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
         try:
             batch_journal.lock(fd, exclusive=True)
             batch_journal.complete_on_disk(fd, self.folder, MAX_LEDGER_BYTES)
@@ -188,7 +188,7 @@ class LedgerAppender:
                                        f"({err.strerror or err}); nothing was appended: the ledger is exactly as "
                                        "it was before it", str(path)) from None
             try:
-                _write_all(fd, data, path)
+                write_all(fd, data, path)
                 os.fsync(fd)
             except OSError as err:
                 _roll_back(fd, size, path, self.folder if journaled else None, err)
@@ -241,7 +241,7 @@ def complete_pending(runs_dir: str | os.PathLike[str]) -> None:
     path = ledger_path(runs_dir)
     if not os.path.lexists(batch_journal.pending_path(Path(runs_dir))) or not os.path.lexists(path):
         return
-    fd = _open_no_follow(path, os.O_RDWR | os.O_APPEND)
+    fd = open_no_follow(path, os.O_RDWR | os.O_APPEND)
     try:
         batch_journal.lock(fd, exclusive=True)
         batch_journal.complete_on_disk(fd, Path(runs_dir), MAX_LEDGER_BYTES)
@@ -276,7 +276,7 @@ def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
     ledger = Ledger(path=path)
     if not os.path.lexists(path):
         return ledger
-    fd = _open_no_follow(path, os.O_RDONLY)
+    fd = open_no_follow(path, os.O_RDONLY)
     with os.fdopen(fd, "rb") as fh:
         batch_journal.lock(fd, exclusive=False)  # no writer is half-way through an append while we read
         if os.fstat(fd).st_size > MAX_LEDGER_BYTES:

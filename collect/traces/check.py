@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from collect.ledger.files import _open_no_follow, hash_trace, trace_path
+from collect.ledger.files import hash_trace, open_no_follow, trace_path
 from collect.ledger.records import LEDGER_NAME, TRACES_DIR, RunRecord
 from prereg.errors import IntegrityError
 
@@ -75,7 +75,7 @@ def read_verified_trace(runs_dir: str | os.PathLike[str], record: RunRecord, nam
         raise _refused(runs_dir, record, name, why)
     stored = record.trace_sha256[name]
     try:
-        fd = _open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
+        fd = open_no_follow(trace_path(runs_dir, name), os.O_RDONLY)
     except OSError as err:
         raise _refused(runs_dir, record, name, f"cannot be checked ({err.strerror or err})") from None
     digest, chunks, total = hashlib.sha256(), [], 0

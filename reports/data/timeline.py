@@ -249,7 +249,7 @@ def seconds_format(block: Block) -> str:
     return "{:.3f}" if longest < 10 else "{:.2f}" if longest < 100 else "{:.1f}"
 
 
-def _entries(events: list[Event], fmt: str) -> list[str]:
+def event_entries(events: list[Event], fmt: str) -> list[str]:
     """'22.8-29.1 site 0' per event; events at the same times on several sites are merged."""
     merged: dict[tuple[float, float, bool], list[str]] = {}
     for e in events:
@@ -275,7 +275,7 @@ def _wrap(head: str, first: str, entries: list[str]) -> list[str]:
     return lines + [line]
 
 
-def _summary(events: list[Event], fmt: str) -> str:
+def event_summary(events: list[Event], fmt: str) -> str:
     busy = sum(e.end - e.start for e in events)
     sites = sorted({"all" if e.site is None else str(e.site) for e in events})
     first, last = min(e.start for e in events), max(e.end for e in events)
@@ -306,9 +306,9 @@ def timeline_text(block: Block) -> str:
             events = [e for e in t.events if e.kind == kind]
             head = f"  {kind:<{width}}"
             if kind in SUMMARISED:
-                lines.append(head + _summary(events, fmt))
+                lines.append(head + event_summary(events, fmt))
                 continue
-            entries = _entries(events, fmt)
+            entries = event_entries(events, fmt)
             more = len(entries) - MAX_LISTED
             entries = entries[:MAX_LISTED] + ([f"and {more} more"] if more > 0 else [])
             lines += _wrap(head, f"{len(events)}:", entries)

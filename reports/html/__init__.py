@@ -1,1 +1,3 @@
-"""TODO docstring."""
+"""The reviewer's report as one self-contained HTML page (inline SVG, no network), and the Jupyter table.
+Every value from an artifact or a ledger is HTML-escaped before it reaches the markup.
+"""

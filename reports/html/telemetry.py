@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from prereg.errors import InputError, IntegrityError
 from reports.data.telemetry import drawn, energy_scale, load_telemetry
 from reports.html.svg import esc
-from reports.plots.figures import _merge
+from reports.plots.figures import merge_spans
 from reports.plots.telemetry import OTHER_PHASE, PHASE_STYLE, telemetry_text
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def payload(view: TelemetryView, shown: Drawn) -> dict[str, Any]:
     x_lo, x_hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
     for (name, depth), spans in bands.items():
         colour = PHASE_STYLE.get(name, OTHER_PHASE)[0]
-        for a, w in _merge(spans):
+        for a, w in merge_spans(spans):
             phases.append([name, float(f"{a:.6g}"), float(f"{a + w:.6g}"), min(depth, 4), colour])
             x_lo, x_hi = min(x_lo, a), max(x_hi, a + w)
             if x_hi > x_lo and w / (x_hi - x_lo) > 0.06:

@@ -20,8 +20,8 @@ from reports.data.timeline import (
     SPAN_KINDS,
     SUMMARISED,
     TEXT_ORDER,
-    _entries,
-    _summary,
+    event_entries,
+    event_summary,
     has_trajectories,
     kinds_present,
     load_block,
@@ -30,7 +30,7 @@ from reports.data.timeline import (
 )
 from reports.html.axes import linear_ticks, number_label
 from reports.html.svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_at
-from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, _lanes, _merge
+from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, merge_spans, timeline_lanes
 
 if TYPE_CHECKING:
     from reports.html.runs import RunsContext
@@ -117,7 +117,7 @@ def _pattern(hatch: str) -> str | None:
 
 def timeline_svg(block: Block) -> str:
     """Every arm and site of the block as lanes on one time axis: spans by kind (colour and pattern), marks by shape."""
-    lanes = _lanes(block)
+    lanes = timeline_lanes(block)
     end = max([t.end for t in block.runs] + [1e-9]) * 1.04
     body: list[str] = []
 
@@ -136,7 +136,7 @@ def timeline_svg(block: Block) -> str:
                 thin = kind in ("state_transfer", "restore", "replay")
                 y, h = (top + 19, 8) if thin else (top + 15, 16)
                 pattern = _pattern(hatch)
-                for a, w in _merge(spans):
+                for a, w in merge_spans(spans):
                     rect = f'x="{x_at(fx(a))}" width="{XW * max(w / end, 0.0015):.3f}%" y="{y}" height="{h}"'
                     body.append(f'<rect {rect} fill="{colour}"><title>{esc(kind)}</title></rect>')
                     if pattern:
@@ -215,9 +215,9 @@ def event_list(block: Block) -> str:
         for kind in kinds:
             events = [e for e in t.events if e.kind == kind]
             if kind in SUMMARISED:
-                items.append(f"<li><strong>{esc(kind)}</strong>: {esc(_summary(events, fmt))}</li>")
+                items.append(f"<li><strong>{esc(kind)}</strong>: {esc(event_summary(events, fmt))}</li>")
                 continue
-            entries = _entries(events, fmt)
+            entries = event_entries(events, fmt)
             more = len(entries) - MAX_LISTED
             shown = "; ".join(entries[:MAX_LISTED]) + (f"; and {more} more" if more > 0 else "")
             items.append(f"<li><strong>{esc(kind)}</strong> ({len(events)}): {esc(shown)}</li>")

@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from reports.data.commits import CommitRun, CommitTimeline, StressInfo, membership_changes, throughput_mbps
-from reports.plots.figures import _figure
+from reports.plots.figures import new_figure
 
 #: Okabe-Ito (colour-blind safe), by mode in the order sync, local:H ascending; then the rest
 MODE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
@@ -191,7 +191,7 @@ def commit_figure(tl: CommitTimeline) -> Any:
     from matplotlib.patches import Patch  # lazy: matplotlib
 
     n = len(tl.runs)
-    fig = _figure(12, 2.4 + 0.75 * n + 2.2 + 2.2)
+    fig = new_figure(12, 2.4 + 0.75 * n + 2.2 + 2.2)
     wan, lanes, nll = fig.subplots(3, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 0.75 * n + 0.3, 2.2],
                                                                    "hspace": 0.1})
     end_s = max(tl.end_s, 1e-9)

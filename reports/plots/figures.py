@@ -72,7 +72,7 @@ def require_matplotlib() -> None:
         raise InputError(f"plots need matplotlib, which is not installed: {INSTALL_HINT}") from None
 
 
-def _figure(width: float, height: float) -> Any:
+def new_figure(width: float, height: float) -> Any:
     from matplotlib.figure import Figure  # lazy: matplotlib
 
     return Figure(figsize=(width, height), dpi=110)
@@ -183,7 +183,7 @@ def forest_figure(ev: Evaluation) -> Any:
 
     gates = [g for g in ev.gates if g.role == "primary"] + [g for g in ev.gates if g.role != "primary"]
     n = max(len(gates), 1)
-    fig = _figure(10, 1.15 * n + 1.6)
+    fig = new_figure(10, 1.15 * n + 1.6)
     fig.subplots_adjust(left=0.30, right=0.80, top=1 - 0.75 / (1.15 * n + 1.6), bottom=0.9 / (1.15 * n + 1.6),
                         hspace=1.1)
     fig.suptitle(f"{ev.study}: each gate's interval against its margin and null\n"
@@ -229,7 +229,7 @@ def forest_figure(ev: Evaluation) -> Any:
 # --- recovery timeline -------------------------------------------------------------------------
 
 
-def _merge(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def merge_spans(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """Touching or overlapping spans merged (keeps figures small for long traces)."""
     out: list[list[float]] = []
     for start, end in sorted(spans):
@@ -240,7 +240,7 @@ def _merge(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(a, b - a) for a, b in out]
 
 
-def _lanes(block: Block) -> list[tuple[str, int, int | None]]:
+def timeline_lanes(block: Block) -> list[tuple[str, int, int | None]]:
     """(label, run index, site) per lane, top to bottom: each run's sites, then its job-wide lane."""
     arms = [t.arm for t in block.runs]
     lanes = []
@@ -257,8 +257,8 @@ def timeline_figure(block: Block) -> Any:
     from matplotlib.lines import Line2D  # lazy: matplotlib
     from matplotlib.patches import Patch  # lazy: matplotlib
 
-    lanes = _lanes(block)
-    fig = _figure(12, 0.32 * len(lanes) + 2.2)
+    lanes = timeline_lanes(block)
+    fig = new_figure(12, 0.32 * len(lanes) + 2.2)
     ax = fig.add_subplot(1, 1, 1)
     kinds: set[str] = set()
     for y, (_label, i, site) in enumerate(lanes):
@@ -269,7 +269,7 @@ def timeline_figure(block: Block) -> Any:
             if spans and (kind in SPAN_KINDS or kind not in MARK_KINDS):
                 colour, hatch = SPAN_STYLE.get(kind, OTHER_SPAN)
                 height = 0.45 if kind in ("state_transfer", "restore", "replay") else 0.7
-                ax.broken_barh(_merge(spans), (y - height / 2, height), facecolors=colour, edgecolor="#333333"
+                ax.broken_barh(merge_spans(spans), (y - height / 2, height), facecolors=colour, edgecolor="#333333"
                                if hatch else "none", hatch=hatch or None, linewidth=0.3, alpha=0.9,
                                zorder=2 if kind in ("compute", "collective") else 3)
             if kind in MARK_STYLE:
@@ -311,7 +311,7 @@ def timeline_figure(block: Block) -> Any:
 
 def nll_figure(block: Block) -> Any:
     """Held-out NLL over ticks, one line (and marker shape) per arm, on one axis."""
-    fig = _figure(9, 5)
+    fig = new_figure(9, 5)
     ax = fig.add_subplot(1, 1, 1)
     markers = "os^Dv<>P*X"
     for i, t in enumerate(r for r in block.runs if r.trajectory):

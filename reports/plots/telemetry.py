@@ -34,7 +34,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from collect.telemetry.analysis.phases import RUN_PHASES
-from reports.plots.figures import _figure, _merge
+from reports.plots.figures import merge_spans, new_figure
 from reports.words.safe_text import wrap_entries
 from reports.data.telemetry import Drawn, TelemetryView, drawn, duration_text, energy_scale
 
@@ -182,7 +182,7 @@ def _bands(ax: Any, view: TelemetryView, label: bool) -> None:
     for (name, depth), spans in groups.items():
         colour, hatch = PHASE_STYLE.get(name, OTHER_PHASE)
         top = max(0.4, 1.0 - 0.15 * depth)
-        merged = _merge(spans)  # (start, width), touching marks joined
+        merged = merge_spans(spans)  # (start, width), touching marks joined
         verts = [[(a, 0.0), (a + w, 0.0), (a + w, top), (a, top)] for a, w in merged]
         ax.add_collection(PolyCollection(verts, transform=ax.get_xaxis_transform(), facecolors=colour, alpha=0.35,
                                          hatch=hatch or None, edgecolors="#444444", linewidths=0, zorder=0,
@@ -202,7 +202,7 @@ def telemetry_figure(view: TelemetryView, shown: Drawn | None = None) -> Any:
 
     shown = shown if shown is not None else drawn(view)
     counter = view.is_counter and shown.power is not None
-    fig = _figure(12, 7.2 if counter else 5.2)
+    fig = new_figure(12, 7.2 if counter else 5.2)
     if counter:
         top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2], "hspace": 0.08})
         axes = [top, bottom]

@@ -111,13 +111,13 @@ def test_special_files_are_named_for_what_they_are(tmp_path, lock):
 
 
 def test_disk_full_names_the_file(tmp_path, monkeypatch):
-    from collect.ledger.store import _write_all
+    from collect.ledger.store import write_all
     from prereg import fileio
 
     fd = os.open("/dev/full", os.O_WRONLY)
     try:
         with pytest.raises(OSError) as caught:
-            _write_all(fd, b"x" * 100, tmp_path / "ledger.jsonl")
+            write_all(fd, b"x" * 100, tmp_path / "ledger.jsonl")
     finally:
         os.close(fd)
     assert caught.value.filename == str(tmp_path / "ledger.jsonl") and caught.value.errno == errno.ENOSPC

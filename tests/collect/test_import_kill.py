@@ -53,9 +53,9 @@ def partial(real):
     return write
 
 if point == "ledger-write":
-    ledger._write_all = partial(ledger._write_all)
+    ledger.write_all = partial(ledger.write_all)
 elif point == "journal-write":
-    journal._write_all = partial(journal._write_all)
+    journal.write_all = partial(journal.write_all)
 elif point == "after-commit":
     real_commit = journal.commit
     journal.commit = lambda *a: (real_commit(*a), die())

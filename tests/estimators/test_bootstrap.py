@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 import estimators as E
-from estimators.bootstrap import _indices, bootstrap_means
+from estimators.bootstrap import bootstrap_means, uniform_indices
 
 
 def test_bca_matches_scipy_within_monte_carlo_error() -> None:
@@ -40,7 +40,7 @@ def test_percentile_matches_scipy_within_monte_carlo_error() -> None:
 def test_indices_are_uniform() -> None:
     bg = np.random.PCG64(0)
     for n in (2, 3, 6, 1000, 1025):
-        v = _indices(bg, n, 300_000)
+        v = uniform_indices(bg, n, 300_000)
         assert v.min() >= 0 and v.max() < n and v.dtype == np.int64
         counts = np.bincount(v, minlength=n)
         chi2 = float(np.sum((counts - v.size / n) ** 2 / (v.size / n)))
@@ -110,6 +110,6 @@ def test_indices_top_up_path_keeps_integer_dtype() -> None:
     bg = np.random.PCG64(1)
     for n in (3, 5, 9, 17, 20, 33):
         for need in (1, 7, 60, 1000):
-            v = _indices(bg, n, need, margin=0.3)
+            v = uniform_indices(bg, n, need, margin=0.3)
             assert v.dtype == np.int64 and v.size == need
             assert v.min() >= 0 and v.max() < n

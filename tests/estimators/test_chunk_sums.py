@@ -49,14 +49,14 @@ def test_chunk_sums_replay_the_reference_call_by_call(
     n: int, rows: int, calls: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     top_ups = 0
-    real = draws._indices
+    real = draws.uniform_indices
 
     def counting(*args: object, **kwargs: object) -> np.ndarray:
         nonlocal top_ups
         top_ups += 1
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(draws, "_indices", counting)  # called by ChunkSums only to top up
+    monkeypatch.setattr(draws, "uniform_indices", counting)  # called by ChunkSums only to top up
     d = np.random.default_rng(n).lognormal(0.0, 1.0, n)
     sums = ChunkSums(d, rows)
     bg_new, bg_old = np.random.PCG64(n + 1), np.random.PCG64(n + 1)

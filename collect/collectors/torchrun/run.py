@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from collect.collectors.sim.accounting import SimConfig, SimResult
 from collect.collectors.sim.harness import Harness

@@ -37,7 +37,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from collect.engine.workers import _set_parent_death_signal
+from collect.engine.workers import set_parent_death_signal
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
 
@@ -57,7 +57,7 @@ def _empty_columns() -> Columns:
 def _child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int,
                 t0: int | None, parent_pid: int) -> None:
     """The child's whole life: open the sensor, poll until told to stop, send everything back."""
-    _set_parent_death_signal(signal.SIGKILL)
+    set_parent_death_signal(signal.SIGKILL)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
     if nice:
