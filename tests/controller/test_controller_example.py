@@ -32,6 +32,7 @@ def test_the_example_freezes_as_written(tmp_path: Path) -> None:
     assert "every gate is judged on each held-out family alone" in shown.stdout
 
 
+@pytest.mark.slow
 def test_the_sim_twin_runs_and_evaluates_with_every_part(tmp_path: Path) -> None:
     plan = tmp_path / "controller-sim.yaml"
     plan.write_text(sim_twin())
