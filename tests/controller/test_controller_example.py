@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "controller.yaml"
