@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,53 @@ def equal_work_bytes() -> bytes:
 def cadence_bytes() -> bytes:
     """The shared cadence-energy plan, as raw bytes."""
     return shared_example_path("cadence-energy.yaml").read_bytes()
+
+
+# -- tiers -------------------------------------------------------------------------------------------------
+# A test is marked `subprocess` when its code, its fixtures' code or the tests' own helpers they call (followed
+# through tests.* functions and modules) reach the subprocess module: a console script or a python child.
+
+
+def _launches(code: types.CodeType, namespace: dict, seen: set[int]) -> bool:
+    """Whether ``code`` (with its nested functions) names ``subprocess`` or a tests.* helper that does."""
+    if id(code) in seen:
+        return False
+    seen.add(id(code))
+    names = set(code.co_names)
+    for value in [namespace.get(name) for name in names]:
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "subprocess":
+                return True
+            if value.__name__.startswith("tests."):  # `helpers.run(...)`: the attributes it names
+                for attr in names & set(vars(value)):
+                    if _reaches(getattr(value, attr), seen):
+                        return True
+        elif _reaches(value, seen):
+            return True
+    return any(isinstance(c, types.CodeType) and _launches(c, namespace, seen) for c in code.co_consts)
+
+
+def _reaches(value: object, seen: set[int]) -> bool:
+    """Whether ``value`` is a subprocess function or a tests.* function (or class) whose code launches one."""
+    module = getattr(value, "__module__", None) or ""
+    if module == "subprocess":
+        return True
+    if not module.startswith("tests"):
+        return False
+    if isinstance(value, type):
+        return any(_reaches(v, seen) for v in vars(value).values())
+    func = getattr(value, "__func__", value)
+    code = getattr(func, "__code__", None)
+    return code is not None and _launches(code, func.__globals__, seen)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that launches a child process ``subprocess`` (see the rule above)."""
+    for item in items:
+        func = getattr(item, "function", None)
+        if func is None or item.get_closest_marker("subprocess"):
+            continue
+        seen: set[int] = set()
+        fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values()]  # type: ignore[attr-defined]
+        if any(_reaches(f, seen) for f in [func, *fixtures]):
+            item.add_marker(pytest.mark.subprocess)

@@ -6,7 +6,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_kill.py"
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # kill -9 trials of the console scripts (bench_kill)
 
 
 def test_kill_9_at_random_moments_loses_nothing(tmp_path):

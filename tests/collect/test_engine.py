@@ -185,6 +185,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     assert len(ids) == len(set(ids)) == 24
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_then_resume(tmp_path):
     """SIGKILL `collect run` repeatedly mid-flight; every run ends up in the ledger exactly once."""
     plan_file = tmp_path / "plan.yaml"
@@ -235,6 +236,7 @@ def test_collect_run_console_refusals(tmp_path):
     assert run("collect", "run", str(tmp_path / "imported.lock.json"), "--out", str(tmp_path / "r"), "--jobs", "0").returncode == 2
 
 
+@pytest.mark.slow
 def test_ray_executor_gives_the_same_ledger(tmp_path, monkeypatch):
     """`--executor ray` on a local Ray instance started here: the same records as the local pool."""
     pytest.importorskip("ray")
@@ -262,6 +264,7 @@ def local_ray(monkeypatch):
         ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_batches_stream_back_and_a_dead_worker_redoes_only_unreported_runs(tmp_path, monkeypatch, local_ray):
     """Batched (default), one task per run, and with two runs killing their worker mid-batch: the same
     records as in-process; the runs a dead worker had reported are never run again."""
@@ -312,6 +315,7 @@ def _cmdline(pid: int) -> str:
 RAY_AGENTS = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")  # Ray's own, not workers (see below)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, monkeypatch):
     """SIGKILL `collect run --executor ray` mid-flight: its Ray instance and task workers go with it;

@@ -127,6 +127,7 @@ def _check_rerun(runs: Path, study: dict) -> None:
     assert not pending_path(runs).exists() and not (runs / (PENDING_NAME + ".tmp")).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("point", "arg", "whole"), [
     ("journal-write", "0.5", False),  # not committed: absent
     ("after-commit", "0", True),  # committed, not a byte appended: whole
@@ -146,6 +147,7 @@ def test_kill_9_at_each_step_of_the_append(tmp_path, study, point, arg, whole):
     _check_rerun(runs, study)
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_moments_of_a_real_import(tmp_path, study):
     """SIGKILL from outside, at random moments: half of the trials as soon as the journal appears."""
     rng = random.Random(14)

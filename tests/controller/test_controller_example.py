@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "controller.yaml"
@@ -32,6 +34,7 @@ def test_the_example_freezes_as_written(tmp_path: Path) -> None:
     assert "every gate is judged on each held-out family alone" in shown.stdout
 
 
+@pytest.mark.slow
 def test_the_sim_twin_runs_and_evaluates_with_every_part(tmp_path: Path) -> None:
     plan = tmp_path / "controller-sim.yaml"
     plan.write_text(sim_twin())

@@ -92,6 +92,7 @@ def small_controller_plan() -> str:
     return text
 
 
+@pytest.mark.slow
 def test_the_controller_study_freezes_runs_and_evaluates(tmp_path: Path) -> None:
     from collect.api import run_plan
     from gates.api import evaluate

@@ -42,6 +42,8 @@ PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
 TIMEOUT = 60.0  # seconds for any one browser answer: only there to catch a hang
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # Chromium on pages of real torch runs
+
 
 def chromium_path() -> str | None:
     for name in ("chromium", "chromium-browser"):

@@ -7,6 +7,7 @@ import ctypes
 import string
 import subprocess
 import sys
+import time
 from types import ModuleType
 from typing import ClassVar
 
@@ -529,14 +530,55 @@ def test_power_range_from_the_power_limit(fake: FakeNvml) -> None:
     assert sensor.power_range_w() == (0.0, 2000.0)  # unknown limit: the conservative default
 
 
-def test_real_pynvml_without_driver_raises_sensor_error() -> None:
+def _driver_present(pynvml: ModuleType) -> bool:
+    """Whether the real ``pynvml`` finds an NVIDIA driver (``nvmlInit`` succeeds)."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    pynvml.nvmlShutdown()
+    return True
+
+
+@pytest.fixture
+def real_pynvml() -> ModuleType:
+    """The installed ``pynvml`` (never the fake)."""
     pynvml = pytest.importorskip("pynvml")
     assert not isinstance(sys.modules["pynvml"], FakeNvml)
     assert hasattr(pynvml, "c_nvmlFieldValue_t")  # the real module, not a leftover fake
-    try:
-        sensor = open_sensor("nvml")
-    except SensorError as err:
-        assert str(err).startswith("cannot open NVML: ")
-        return
-    sensor.close()
-    pytest.skip("an NVIDIA driver is present on this machine")
+    return pynvml
+
+
+def test_real_pynvml_without_driver_raises_sensor_error(real_pynvml: ModuleType) -> None:
+    if _driver_present(real_pynvml):
+        pytest.skip("an NVIDIA driver is present (test_real_gpu_is_read covers this machine)")
+    with pytest.raises(SensorError, match="^cannot open NVML: "):
+        open_sensor("nvml")
+
+
+@pytest.mark.gpu
+def test_real_gpu_is_read(real_pynvml: ModuleType) -> None:
+    """On a machine with an NVIDIA driver: the sensor opens GPU 0, reads every measured signal with its
+    unit, the energy counter never runs backwards, and closing shuts NVML down."""
+    if not _driver_present(real_pynvml):
+        pytest.skip("no NVIDIA driver on this machine")
+    with open_sensor("nvml") as sensor:
+        infos = sensor.signals()
+        measured = [name for name, info in infos.items() if info.evidence == "measured"]
+        assert measured, sensor.unavailable
+        first = by_signal(sensor.read(measured))
+        time.sleep(0.05)
+        second = by_signal(sensor.read(measured))
+        info = sensor.device_info()
+        low, high = sensor.power_range_w()
+    for name in measured:
+        if name == "power_samples":
+            continue  # a buffer: empty when nothing new was sampled
+        reading = first[name]
+        assert reading.status == "ok", (name, reading)
+        assert reading.unit == infos[name].unit and reading.t_before_ns <= reading.t_after_ns
+    if "power_usage" in measured:
+        assert low <= first["power_usage"].value < high, (first["power_usage"], high)
+    if "energy_counter" in measured:  # mJ since the driver loaded: never backwards
+        assert second["energy_counter"].value >= first["energy_counter"].value
+    assert info["index"] == 0 and info["name"], info

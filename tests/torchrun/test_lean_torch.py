@@ -46,6 +46,7 @@ def _in_fresh_python(code: str, *args: str) -> dict:
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_runs_never_load_dynamo_and_equal_torchs_own_path_bitwise() -> None:
     lean = _in_fresh_python(RUNS, "lean", json.dumps(SMALL))
     stock = _in_fresh_python(RUNS, "stock", json.dumps(SMALL))
@@ -83,6 +84,7 @@ print(json.dumps([before, inside, inductor.deterministic]))
 """
 
 
+@pytest.mark.slow
 def test_with_inductor_loaded_its_deterministic_option_follows() -> None:
     assert _in_fresh_python(INDUCTOR) == [False, True, False]
 

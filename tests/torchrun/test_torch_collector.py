@@ -89,6 +89,7 @@ def test_controls_identical_across_policies_without_outages(tmp_path: Path) -> N
     assert not list(tmp_path.glob("*.ckpt*"))  # checkpoints removed after the run
 
 
+@pytest.mark.slow
 def test_equal_useful_work_accounting_and_learning(tmp_path: Path) -> None:
     outages = [{"site": 1, "start": 12, "duration": 30}, {"site": 0, "start": 50, "duration": 10}]
     res = {p: _run(tmp_path, p, outages=outages) for p in POLICIES}
@@ -150,6 +151,7 @@ def test_bad_params_are_refused() -> None:
         validate({"policy": "restart", "outage_site": 3})
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_gpu_run_learns_and_controls_match(tmp_path: Path) -> None:
     runs = [_run(tmp_path, p, outage_site="none", device="cuda") for p in ("restart", "continue")]

@@ -25,6 +25,7 @@ SMALL = """    useful_tokens: 12288
 """
 
 
+@pytest.mark.slow
 def test_torch_runs_record_the_same_whatever_the_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = (OWN_EXAMPLES / "equal-work-torch.yaml").read_text()
     start, end = text.index("    useful_tokens:"), text.index("    outage_duration_dist:")

@@ -58,6 +58,7 @@ def _collect(tmp: Path, steps: int) -> tuple[Path, list[dict], object]:
     return tmp / "runs", records, proc
 
 
+@pytest.mark.slow
 def test_every_run_starts_from_the_same_warm_state(tmp_path):
     runs, records, proc = _collect(tmp_path / "warm", 30)
     assert proc.returncode == 0, proc.stderr
@@ -80,6 +81,7 @@ def test_every_run_starts_from_the_same_warm_state(tmp_path):
     assert len(warm_initial) > 0 and max(warm_initial) < min(r["metrics"]["initial_nll"] for r in cold)
 
 
+@pytest.mark.slow
 def test_a_changed_warm_start_is_refused_before_any_run(tmp_path):
     runs, records, proc = _collect(tmp_path / "w", 10)
     assert proc.returncode == 0, proc.stderr
