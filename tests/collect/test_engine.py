@@ -226,6 +226,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     assert [g["upper"] for g in a["gates"]] == [g["upper"] for g in b["gates"]]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_collect_run_console_refusals(tmp_path):
     plan_file = tmp_path / "imported.yaml"
     plan_file.write_text(plan_text().replace("experiment:\n  collector: test.slow\n  params: {sleep_ms: 0.0}\n", ""))

@@ -44,6 +44,7 @@ def test_merge_is_real_parameter_averaging() -> None:
         assert torch.allclose(z, (x + y) / 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["calm", "rolling_outages", "partition_heals"])
 def test_every_policy_equal_useful_tokens_and_exact_ledger(tmp_path: Path, family: str) -> None:
     for policy in ("sync", "local:4", "adaptive"):
@@ -60,6 +61,7 @@ def test_every_policy_equal_useful_tokens_and_exact_ledger(tmp_path: Path, famil
         assert r.info["data"]["train"]["sha256"]  # same data identity in every arm of the stratum
 
 
+@pytest.mark.slow
 def test_deterministic_given_the_seed(tmp_path: Path) -> None:
     a, ctx = _run(tmp_path, "adaptive", "flapping_membership")
     first = ctx.trace_path("commits.jsonl").read_bytes()

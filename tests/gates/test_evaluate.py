@@ -45,6 +45,7 @@ def equal_work(tmp_path) -> Path:
     return freeze(tmp_path, shared_example_path("equal-work.yaml").read_bytes(), "equal-work.yaml")
 
 
+@pytest.mark.subprocess(quick=True)
 def test_supported_exit_0(tmp_path, equal_work):
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, equal_work_rows()))
     assert rc == 0 and data["decision"] == "supported"
@@ -59,6 +60,7 @@ def test_supported_exit_0(tmp_path, equal_work):
     assert data["schema"] == "gates/evaluation/v1" and data["prereg_sha256"] == json.loads(equal_work.read_text())["plan_sha256"]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_not_supported_exit_1(tmp_path, equal_work):
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, equal_work_rows(nll_shift=0.05)))
     assert rc == 1 and data["decision"] == "not_supported"
@@ -184,6 +186,7 @@ def test_unresolvable_when_bounds_are_coarse_or_absent(tmp_path, equal_work):
     assert g["verdict"] == "unresolvable" and "no measurement bound" in g["notes"][0]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_bad_inputs_exit_2(tmp_path, equal_work):
     assert run("gates", "evaluate", str(equal_work), str(tmp_path / "none")).returncode == 2
     (tmp_path / "empty").mkdir()

@@ -259,6 +259,7 @@ def test_a_plain_artifact_shows_no_controller_section(tmp_path):
     assert not re.search(r'id="(comparator|families|ranking|assumptions)"', page_text)
 
 
+@pytest.mark.subprocess(quick=True)
 def test_reports_show_prints_it(tmp_path):
     proc = run("reports", "show", str(FIXTURE), env={"NO_COLOR": "1", "COLUMNS": "100"})
     assert proc.returncode == 0, proc.stderr

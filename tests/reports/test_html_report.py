@@ -295,6 +295,7 @@ def test_an_evaluation_alone_says_what_is_missing(tmp_path):
     assert proc.returncode == 2 and "--run needs the runs folder" in proc.stderr
 
 
+@pytest.mark.subprocess(quick=True)
 def test_html_help_imports_nothing_heavy():
     import subprocess
     import sys
