@@ -21,6 +21,12 @@ def shared_example_path(name: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def torch() -> types.ModuleType:
+    """torch, imported by the first test that asks for it (collection never does); skips where it is missing."""
+    return pytest.importorskip("torch")  # lazy: seconds of import
+
+
 @pytest.fixture
 def equal_work_bytes() -> bytes:
     """The shared equal-work plan, as raw bytes."""

@@ -8,36 +8,9 @@ from pathlib import Path
 import pytest
 
 from collect.ledger.store import append_records, read_ledger
-from gates.artifact import read_evaluation
 from tests.conftest import shared_example_path
-from tests.helpers import equal_work_rows, run, write_csv
-
-
-def freeze(tmp_path: Path, text: bytes, name: str = "plan.yaml") -> Path:
-    plan = tmp_path / name
-    plan.write_bytes(text)
-    proc = run("prereg", "freeze", str(plan))
-    assert proc.returncode == 0, proc.stderr
-    return plan.with_name(plan.stem + ".lock.json")
-
-
-def imported(tmp_path: Path, lock: Path, rows: list[dict]) -> Path:
-    runs = tmp_path / "runs"
-    proc = run("collect", "import", str(write_csv(tmp_path / "runs.csv", rows)), "--lock", str(lock), "--out", str(runs))
-    assert proc.returncode == 0, proc.stderr
-    return runs
-
-
-def evaluate(lock: Path, runs: Path) -> tuple[int, dict]:
-    proc = run("gates", "evaluate", str(lock), str(runs), "--json")
-    assert proc.returncode in (0, 1, 3), proc.stderr
-    data = json.loads(proc.stdout)
-    assert read_evaluation(runs / "evaluation.json").model_dump(mode="json", by_alias=True) == data
-    return proc.returncode, data
-
-
-def gates_by_id(data: dict) -> dict:
-    return {g["id"]: g for g in data["gates"]}
+from tests.helpers import equal_work_rows, run
+from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from statsmodels.stats.multitest import multipletests
 from gates.verdicts import GateOutcome, apply_multiplicity, decide
 from prereg.plan import parse_plan
 from tests.conftest import shared_example_path
-from tests.gates.test_evaluate import evaluate, freeze, gates_by_id, imported
+from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
 FEATURES = b"""schema: prereg/v1
 study: features

@@ -9,7 +9,7 @@ import pytest
 from gates.artifact import write_evaluation
 from reports.terminal.evaluation import evaluation_markdown
 from tests.helpers import run
-from tests.reports.sample import CLAIM, realistic_evaluation
+from tests.helpers.evaluations import CLAIM, realistic_evaluation
 
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
 FIGURES = [

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from gates.artifact import Evaluation, read_evaluation, seal_status, sealed, write_evaluation
-from reports.words import controller as ct
+from reports.html.page import html_report
 from reports.markdown.evaluation import evaluation_markdown
 from reports.terminal.evaluation import render_evaluation
-from reports.html.page import html_report
+from reports.words import controller as ct
 from tests.helpers import run
-from tests.reports.sample import realistic_evaluation
-from tests.reports.test_markdown import tables, unescape
+from tests.helpers.evaluations import realistic_evaluation
+from tests.helpers.markdown import tables, unescape
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "controller-evaluation.json"
 HEADINGS = ("Comparator choice (calibration runs only)", "Per-family ledger (each held-out family judged alone)",
