@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 from collect.ledger.store import read_ledger
 from gates.assemble import build_evaluation
@@ -92,6 +91,7 @@ def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
     rc, data = evaluate(lock, imported(tmp_path, lock, rows))
     g = gates_by_id(data)
     assert g["flat"]["verdict"] == "vacuous" and g["flat"]["p_raw"] is None
+    from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
     expected = multipletests([1.0, g["real"]["p_raw"]], method="holm")[1][1]
     assert g["real"]["p_adjusted"] == pytest.approx(expected)
 
