@@ -65,7 +65,7 @@ def contents(runs: Path) -> list[dict]:
 def collect_cli(*args: str) -> list[str]:
     """The command line of ``collect ARGS`` in a python child that registers ``test.slow`` first."""
     code = (
-        "import sys, collect.engine.runner as e; e.COLLECTORS['test.slow'] = %r; "
-        "from cli.collect import main; sys.exit(main(sys.argv[1:]))" % SLOW
+        f"import sys, collect.engine.runner as e; e.COLLECTORS['test.slow'] = {SLOW!r}; "
+        "from cli.collect import main; sys.exit(main(sys.argv[1:]))"
     )
     return [sys.executable, "-c", code, *args]
