@@ -21,6 +21,12 @@ def shared_example_path(name: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def torch() -> types.ModuleType:
+    """torch, imported by the first test that asks for it (collection never does); skips where it is missing."""
+    return pytest.importorskip("torch")  # lazy: seconds of import
+
+
 @pytest.fixture
 def equal_work_bytes() -> bytes:
     """The shared equal-work plan, as raw bytes."""
@@ -36,6 +42,8 @@ def cadence_bytes() -> bytes:
 # -- tiers -------------------------------------------------------------------------------------------------
 # A test is marked `subprocess` when its code, its fixtures' code or the tests' own helpers they call (followed
 # through tests.* functions and modules) reach the subprocess module: a console script or a python child.
+# Such a test is also `slow` (each child pays an interpreter and the numpy/scipy imports, 0.3-0.6 s), except
+# the smoke tests marked `@pytest.mark.subprocess(quick=True)`: a few per console script stay in the quick tier.
 
 
 def _launches(code: types.CodeType, namespace: dict, seen: set[int]) -> bool:
@@ -72,12 +80,15 @@ def _reaches(value: object, seen: set[int]) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that launches a child process ``subprocess`` (see the rule above)."""
+    """Mark every test that launches a child process ``subprocess``, and ``slow`` unless it is a quick one."""
     for item in items:
         func = getattr(item, "function", None)
-        if func is None or item.get_closest_marker("subprocess"):
-            continue
-        seen: set[int] = set()
-        fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values()]  # type: ignore[attr-defined]
-        if any(_reaches(f, seen) for f in [func, *fixtures]):
-            item.add_marker(pytest.mark.subprocess)
+        marker = item.get_closest_marker("subprocess")
+        if marker is None and func is not None:
+            seen: set[int] = set()
+            fixtures = [defs[-1].func for defs in item._fixtureinfo.name2fixturedefs.values()]  # type: ignore[attr-defined]
+            if any(_reaches(f, seen) for f in [func, *fixtures]):
+                item.add_marker(pytest.mark.subprocess)
+                marker = item.get_closest_marker("subprocess")
+        if marker is not None and not marker.kwargs.get("quick") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 HEAVY = ("torch", "statsmodels", "pandas", "scipy", "numpy", "pydantic", "yaml", "rich")
@@ -34,6 +36,7 @@ def test_torch_cpu_build_installed_before_the_torch_extra():
     assert command.index("pip install torch==2.13.0") < command.index(".[dev,torch,ray,plot]")
 
 
+@pytest.mark.subprocess(quick=True)
 def test_console_scripts_start_without_heavy_imports():
     """`--help` of every console script imports none of the heavy libraries."""
     for module in ("cli.prereg", "cli.collect", "cli.gates", "cli.reports"):

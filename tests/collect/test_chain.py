@@ -10,14 +10,15 @@ import pytest
 
 import collect.engine.runner as engine
 from collect.ledger.store import GENESIS, read_ledger, record_hash, verify_chain
-from tests.collect.test_engine import loaded, plan_text
 from tests.helpers import frozen_shared, imported_equal_work, run
+from tests.helpers.collectors import SLOW
+from tests.helpers.engine import loaded, plan_text
 
 
 @pytest.fixture
 def runs(tmp_path: Path, monkeypatch) -> Path:
     """24 records written by the engine (a fake collector that writes one trace per run)."""
-    monkeypatch.setitem(engine.COLLECTORS, "test.slow", "tests.collect.fake_collectors:SlowCollector")
+    monkeypatch.setitem(engine.COLLECTORS, "test.slow", SLOW)
     plan, sha = loaded(plan_text())
     engine.run_plan(plan, sha, tmp_path / "runs")
     return tmp_path / "runs"

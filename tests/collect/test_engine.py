@@ -13,52 +13,18 @@ from pathlib import Path
 
 import pytest
 
-import collect.engine.runner as engine
 import collect.engine.ray_executor as ray_executor
-from collect.ledger.store import RunRecord, read_ledger
+import collect.engine.runner as engine
+from collect.ledger.store import read_ledger
 from prereg.api import freeze
-from prereg.plan import parse_plan
-from tests.collect.crashing_collector import attempts
 from tests.helpers import alive, children, run
-
-FAKE = "tests.collect.fake_collectors:SlowCollector"
-CRASH = "tests.collect.crashing_collector:CrashOnceCollector"
-
-PLAN = """schema: prereg/v1
-study: engine-test
-title: Engine test
-hypothesis: The offset shows.
-experiment:
-  collector: test.slow
-  params: {{sleep_ms: {sleep}}}
-arms:
-  a: {{offset: 0.0}}
-  b: {{offset: 1.0{extra}}}
-strata:
-  factors:
-    site: [0, 1, 2]
-    seed: [1, 2, 3, 4]
-  replicates: {replicates}
-metrics:
-  value: {{unit: unit, better: higher, evidence: modeled}}
-gates:
-  - {{id: offset, metric: value, contrast: b - a, method: t, confidence: 0.9, pass_if: lower > 0.5}}
-decision: {{claim: b is higher}}
-"""
-
-
-def plan_text(sleep: float = 0.0, extra: str = "", replicates: int = 1) -> str:
-    return PLAN.format(sleep=sleep, extra=extra, replicates=replicates)
+from tests.helpers.collectors import CRASH_ONCE, SLOW, attempts
+from tests.helpers.engine import collect_cli, contents, loaded, plan_text
 
 
 @pytest.fixture(autouse=True)
 def fake_collector(monkeypatch):
-    monkeypatch.setitem(engine.COLLECTORS, "test.slow", FAKE)
-
-
-def loaded(text: str):
-    lp = parse_plan(text.encode())
-    return lp.plan, lp.plan_sha256
+    monkeypatch.setitem(engine.COLLECTORS, "test.slow", SLOW)
 
 
 def test_expansion_merges_params_and_seeds_by_stratum():
@@ -99,24 +65,6 @@ def test_run_failures_resume(tmp_path):
     assert ok[0].code["toolkit_version"] and ok[0].env["python"]
 
 
-def comparable(record: RunRecord) -> dict:
-    """A record without what may differ between executors: its times, the chain fields (they
-    follow the order of appends) and the run's own timings."""
-    data = record.model_dump(mode="json", exclude_none=True)
-    for key in ("started_at", "finished_at", "prev_sha256", "record_sha256"):
-        data.pop(key, None)
-    data["env"].pop("seconds", None)
-    data["code"].pop("timing_s", None)
-    return data
-
-
-def contents(runs: Path) -> list[dict]:
-    """Every record of the ledger, comparable, in run id order (appends follow completion)."""
-    ledger = read_ledger(runs)
-    assert not ledger.problems, ledger.problems
-    return sorted((comparable(r) for r in ledger.records), key=lambda d: d["run_id"])
-
-
 def test_process_pool_gives_the_same_ledger_content(tmp_path):
     plan, sha = loaded(plan_text())
     engine.run_plan(plan, sha, tmp_path / "serial")
@@ -135,14 +83,6 @@ def test_ray_batches_deal_every_run_once():
     assert [len(b) for b in ray_executor.ray_batches(runs, slots=4)] == [1] * 10  # never an empty batch
     assert [len(b) for b in ray_executor.ray_batches(runs, slots=1, per_slot=1, max_runs=3)] == [3, 3, 2, 2]
     assert ray_executor.ray_batches([], slots=2) == []
-
-
-def _cli(*args: str) -> list[str]:
-    code = (
-        "import sys, collect.engine.runner as e; e.COLLECTORS['test.slow'] = %r; "
-        "from cli.collect import main; sys.exit(main(sys.argv[1:]))" % FAKE
-    )
-    return [sys.executable, "-c", code, *args]
 
 
 def _ledger_lines(runs: Path) -> int:
@@ -165,7 +105,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     freeze(plan_file)  # the library: the CLI refuses a collector only this test process registers
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
+    proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: _ledger_lines(runs) >= 2 or proc.poll() is not None)
     assert proc.poll() is None, "the plan finished before it could be interrupted"
@@ -177,7 +117,7 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     kept = sum(1 for r in read_ledger(runs).records if r.status == "complete")
     assert f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept" in err and kept >= 2
     assert f"collect run {lock} --out {runs} --resume" in err and "Traceback" not in err
-    final = subprocess.run(_cli("run", str(lock), "--out", str(runs), "--resume"), env=env,
+    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--resume"), env=env,
                            capture_output=True, text=True, timeout=120)
     assert final.returncode == 0, final.stderr
     assert f"24 runs planned, {kept}" in final.stderr  # the resume starts from what was kept
@@ -198,7 +138,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     kills = 0
     for _ in range(6):
         before = _ledger_lines(runs)
-        proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
+        proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # kill at a random moment after this attempt appended something (not by the clock alone, so a
         # slow start on a busy machine cannot let the whole plan finish or leave nothing to kill)
@@ -208,7 +148,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-    final = subprocess.run(_cli("run", str(lock), "--out", str(runs), "--resume", "--json"), env=env,
+    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--resume", "--json"), env=env,
                            capture_output=True, text=True, timeout=120)
     assert final.returncode == 0, final.stderr
     assert kills >= 3
@@ -218,7 +158,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     assert not ledger.torn_tail or ledger.problems  # a torn line is reported, never data
     # the evaluation equals an uninterrupted run's
     clean = tmp_path / "clean"
-    subprocess.run(_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True,
+    subprocess.run(collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True,
                    capture_output=True)
     a = json.loads(run("gates", "evaluate", str(lock), str(runs), "--json").stdout)
     b = json.loads(run("gates", "evaluate", str(lock), str(clean), "--json").stdout)
@@ -227,6 +167,7 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     assert [g["upper"] for g in a["gates"]] == [g["upper"] for g in b["gates"]]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_collect_run_console_refusals(tmp_path):
     plan_file = tmp_path / "imported.yaml"
     plan_file.write_text(plan_text().replace("experiment:\n  collector: test.slow\n  params: {sleep_ms: 0.0}\n", ""))
@@ -268,7 +209,7 @@ def local_ray(monkeypatch):
 def test_ray_batches_stream_back_and_a_dead_worker_redoes_only_unreported_runs(tmp_path, monkeypatch, local_ray):
     """Batched (default), one task per run, and with two runs killing their worker mid-batch: the same
     records as in-process; the runs a dead worker had reported are never run again."""
-    monkeypatch.setitem(engine.COLLECTORS, "test.crash_once", CRASH)
+    monkeypatch.setitem(engine.COLLECTORS, "test.crash_once", CRASH_ONCE)
     marks = tmp_path / "marks"
     marks.mkdir()
     text = plan_text().replace("collector: test.slow", "collector: test.crash_once").replace(
@@ -328,7 +269,7 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen(_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2"),
+    proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2"),
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tree: set[int] = set()
     try:
@@ -359,12 +300,12 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
                 os.kill(p, signal.SIGKILL)
 
     done_before = len(read_ledger(runs).records)
-    final = subprocess.run(_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2",
+    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2",
                                 "--resume", "--json"), env=env, capture_output=True, text=True, timeout=300)
     assert final.returncode == 0, final.stderr[-3000:]
     assert json.loads(final.stdout)["skipped"] == done_before > 0
     clean = tmp_path / "clean"
-    subprocess.run(_cli("run", str(lock), "--out", str(clean)), env=env, check=True, capture_output=True)
+    subprocess.run(collect_cli("run", str(lock), "--out", str(clean)), env=env, check=True, capture_output=True)
     resumed = contents(runs)
     assert [r["run_id"] for r in resumed] == sorted({r["run_id"] for r in resumed})  # each exactly once
     assert resumed == contents(clean) and len(resumed) == 24

@@ -22,6 +22,7 @@ def do_import(table: Path, lock: Path, runs: Path, *extra: str):
     return run("collect", "import", str(table), "--lock", str(lock), "--out", str(runs), *extra)
 
 
+@pytest.mark.subprocess(quick=True)
 def test_csv_import(tmp_path, lock):
     table = write_csv(tmp_path / "runs.csv", equal_work_rows())
     proc = do_import(table, lock, tmp_path / "runs", "--json")

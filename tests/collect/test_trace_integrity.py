@@ -160,6 +160,7 @@ def test_probe_replay_outside_a_runs_folder_says_it_is_unchecked(tmp_path):
     assert proc.returncode == 0 and "no ledger record can vouch for it" in proc.stderr
 
 
+@pytest.mark.subprocess(quick=True)
 @pytest.mark.parametrize("sensor", ["replay:", "replay:  "])
 def test_probe_replay_without_a_path_is_exit_2(sensor):
     proc = run("collect", "probe", "--sensor", sensor)

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 import collect.engine.runner as engine
-from collect.ledger.store import read_ledger
 from collect.ledger.runlock import RunsBusy, runs_lock
+from collect.ledger.store import read_ledger
 from prereg.api import freeze
-from tests.collect.test_engine import _cli, loaded, plan_text
-from tests.helpers import alive, children, run
+from tests.helpers import alive, children
+from tests.helpers.collectors import SLOW
+from tests.helpers.engine import collect_cli, loaded, plan_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -31,7 +32,7 @@ def _hold(folder: Path) -> subprocess.Popen:
 
 
 def test_a_second_writer_is_refused_naming_the_holder_and_the_lock_dies_with_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(engine.COLLECTORS, "test.slow", "tests.collect.fake_collectors:SlowCollector")
+    monkeypatch.setitem(engine.COLLECTORS, "test.slow", SLOW)
     runs = tmp_path / "runs"
     holder = _hold(runs)
     try:
@@ -40,7 +41,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_the_lock_dies_with_it(
         lock = tmp_path / "plan.lock.json"
         (tmp_path / "plan.yaml").write_text(plan_text())
         freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-        proc = subprocess.run(_cli("run", str(lock), "--out", str(runs)), env=ENV, capture_output=True, text=True,
+        proc = subprocess.run(collect_cli("run", str(lock), "--out", str(runs)), env=ENV, capture_output=True, text=True,
                               timeout=120)
         assert proc.returncode == 2 and "another writer" in proc.stderr and f"pid {holder.pid}" in proc.stderr
         assert "Traceback" not in proc.stderr and not read_ledger(runs).records
@@ -62,7 +63,7 @@ def test_the_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path):
 def test_pool_workers_exit_when_collect_run_dies(tmp_path, sig):
     (tmp_path / "plan.yaml").write_text(plan_text(sleep=2000.0))
     freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-    proc = subprocess.Popen(_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"),
+    proc = subprocess.Popen(collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"),
                                  "--jobs", "2"), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     for _ in range(600):  # wait for both workers (a generous bound, only to catch a hang)
@@ -89,7 +90,7 @@ def test_pool_workers_exit_when_collect_run_dies(tmp_path, sig):
 def test_jobs_is_bounded(tmp_path):
     (tmp_path / "plan.yaml").write_text(plan_text())
     freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-    proc = subprocess.run(_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "r"), "--jobs",
+    proc = subprocess.run(collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "r"), "--jobs",
                                "100000"), env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--jobs must be between 1 and" in proc.stderr and "CPU" in proc.stderr
 
@@ -98,7 +99,7 @@ def test_two_collect_runs_on_one_folder_one_is_refused(tmp_path):
     """The reported case: `collect run L --out R &` twice. One runs, the other exits 2; no cell twice."""
     (tmp_path / "plan.yaml").write_text(plan_text(sleep=100.0))
     freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-    cmd = _cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"))
+    cmd = collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"))
     first = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(600):  # until the first holds the lock (a generous bound, only to catch a hang)
         if (tmp_path / "runs" / ".collect.lock").exists() and (tmp_path / "runs" / ".collect.lock").stat().st_size:

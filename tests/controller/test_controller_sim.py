@@ -167,6 +167,7 @@ def test_registered_and_params_documented_with_units() -> None:
     assert load_collector("torch.controller").metric_evidence({})["time_to_target"] == "modeled"
 
 
+@pytest.mark.subprocess(quick=True)
 def test_loading_the_collectors_does_not_import_torch() -> None:
     code = ("import sys; from collect.engine.runner import load_collector; load_collector('torch.controller'); "
             "load_collector('sim.controller'); import cli.collect; print(json.dumps('torch' in sys.modules))")

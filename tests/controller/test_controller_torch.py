@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
 from collect.collectors.base import RunContext
 from collect.collectors.controller.collector import TorchControllerCollector
 from collect.collectors.controller.params import TRAFFIC, read_commits
+
+pytestmark = pytest.mark.usefixtures("torch")  # skips where torch is missing
 
 SMALL = {"useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384, "heldout_tokens": 1024, "width": 32,
          "stress_horizon_s": 6.0}
@@ -23,7 +23,7 @@ def _run(tmp: Path, policy: str, family: str = "calm", seed: int = 21):
     return TorchControllerCollector().run(ctx), ctx
 
 
-def test_merge_is_real_parameter_averaging() -> None:
+def test_merge_is_real_parameter_averaging(torch) -> None:
     from collect.collectors.controller.replicas import Replicas
     from collect.collectors.torchrun.model import Batches, WindowMLP
     from collect.collectors.torchrun.markov import SourceSpec, make_corpora
@@ -44,6 +44,7 @@ def test_merge_is_real_parameter_averaging() -> None:
         assert torch.allclose(z, (x + y) / 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["calm", "rolling_outages", "partition_heals"])
 def test_every_policy_equal_useful_tokens_and_exact_ledger(tmp_path: Path, family: str) -> None:
     for policy in ("sync", "local:4", "adaptive"):
@@ -60,6 +61,7 @@ def test_every_policy_equal_useful_tokens_and_exact_ledger(tmp_path: Path, famil
         assert r.info["data"]["train"]["sha256"]  # same data identity in every arm of the stratum
 
 
+@pytest.mark.slow
 def test_deterministic_given_the_seed(tmp_path: Path) -> None:
     a, ctx = _run(tmp_path, "adaptive", "flapping_membership")
     first = ctx.trace_path("commits.jsonl").read_bytes()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run
+from tests.helpers import requires, run
 
-pytest.importorskip("torch")
+pytestmark = requires("torch")
 
 PLAN = """schema: prereg/v1
 study: energy-small

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +40,7 @@ def _record(meter: str, schedule: list[tuple[str, float]], idle_ms: float, poll_
 schedules = st.lists(st.tuples(st.sampled_from(PHASES), st.floats(5.0, 900.0)), min_size=1, max_size=25)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(meter=st.sampled_from(sorted(METERS)), schedule=schedules, idle_ms=st.sampled_from([0.0, 300.0, 2000.0]),
        poll_ms=st.sampled_from([1.0, 7.0, 20.0]), seed=st.integers(0, 2**16))

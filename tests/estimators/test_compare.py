@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
-from statsmodels.stats.weightstats import ttost_paired
 
 import estimators as E
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def _table(n: int = 8, seed: int = 1, ratio_range: tuple[float, float] = (0.9, 1.05)) -> pd.DataFrame:
+    import pandas as pd  # lazy: a second of import, for the tests that build tables
+
     rng = np.random.default_rng(seed)
     rows = []
     for s in range(n):
@@ -42,6 +46,8 @@ def test_ratio_rule_matches_scipy_one_sided_t_test_on_log_ratios():
 
 
 def test_within_rule_is_tost_and_matches_statsmodels():
+    from statsmodels.stats.weightstats import ttost_paired  # lazy: statsmodels takes a second to import
+
     df = _table(n=10, seed=3)
     wide = df.pivot(index="seed", columns="policy", values="energy_j")
     res = E.compare(df, metric="energy_j", arm="policy", block="seed", contrast="continue - restart",
@@ -104,7 +110,7 @@ def test_plain_mapping_and_several_block_columns():
 @pytest.mark.parametrize(
     "change, words",
     [
-        (lambda df: pd.concat([df, df.iloc[[0]]]), "two rows for arm restart"),
+        (lambda df: df.iloc[[*range(len(df)), 0]], "two rows for arm restart"),
         (lambda df: df.iloc[1:], "lacks restart"),
         (lambda df: df.assign(energy_j=df["energy_j"].astype(object).where(df.index != 3, "x")), "not a number"),
         (lambda df: df.assign(energy_j=df["energy_j"].where(df.index != 3, np.nan)), "not finite"),

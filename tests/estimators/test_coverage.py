@@ -104,6 +104,7 @@ def test_meet_in_the_middle_agrees_with_library_interval() -> None:
             assert signflip_covers(x[i], mu, CONF) == (r.lower <= mu <= r.upper)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [6, 20])
 @pytest.mark.parametrize("method", ["t", "signflip", "wilcoxon"])
 def test_exact_methods_cover_at_attained_level_under_normality(table, method: str, n: int) -> None:
@@ -112,6 +113,7 @@ def test_exact_methods_cover_at_attained_level_under_normality(table, method: st
     assert abs(cov - target) <= Z * se(target), f"{method} n={n}: {cov} vs {target}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [6, 20])
 @pytest.mark.parametrize("method", ["t", "signflip", "wilcoxon"])
 def test_exact_methods_near_nominal_for_skewed_contrasts(table, method: str, n: int) -> None:
@@ -119,6 +121,7 @@ def test_exact_methods_near_nominal_for_skewed_contrasts(table, method: str, n: 
     assert cov >= CONF - 0.05 - Z * se(CONF), f"{method} n={n}: {cov}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["normal", "skewed"])
 @pytest.mark.parametrize("method", ["bootstrap", "bca"])
 def test_bootstrap_under_covers_at_six_pairs(table, kind: str, method: str) -> None:

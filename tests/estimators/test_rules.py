@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 import estimators as E
 
@@ -103,6 +102,8 @@ def test_constant_contrasts_warn_instead_of_silent_zero_p() -> None:
 
 @pytest.mark.parametrize("method", ["none", "holm", "bonferroni"])
 def test_adjust_p_values_match_statsmodels(method: str) -> None:
+    from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
+
     rng = np.random.default_rng(0)
     cases = [rng.uniform(0, 0.2, 7), np.array([0.01, 0.04, 0.04, 0.03, 0.5]),
              np.array([0.3]), np.array([0.0, 1.0, 0.02, 0.02])]

@@ -8,36 +8,9 @@ from pathlib import Path
 import pytest
 
 from collect.ledger.store import append_records, read_ledger
-from gates.artifact import read_evaluation
 from tests.conftest import shared_example_path
-from tests.helpers import equal_work_rows, run, write_csv
-
-
-def freeze(tmp_path: Path, text: bytes, name: str = "plan.yaml") -> Path:
-    plan = tmp_path / name
-    plan.write_bytes(text)
-    proc = run("prereg", "freeze", str(plan))
-    assert proc.returncode == 0, proc.stderr
-    return plan.with_name(plan.stem + ".lock.json")
-
-
-def imported(tmp_path: Path, lock: Path, rows: list[dict]) -> Path:
-    runs = tmp_path / "runs"
-    proc = run("collect", "import", str(write_csv(tmp_path / "runs.csv", rows)), "--lock", str(lock), "--out", str(runs))
-    assert proc.returncode == 0, proc.stderr
-    return runs
-
-
-def evaluate(lock: Path, runs: Path) -> tuple[int, dict]:
-    proc = run("gates", "evaluate", str(lock), str(runs), "--json")
-    assert proc.returncode in (0, 1, 3), proc.stderr
-    data = json.loads(proc.stdout)
-    assert read_evaluation(runs / "evaluation.json").model_dump(mode="json", by_alias=True) == data
-    return proc.returncode, data
-
-
-def gates_by_id(data: dict) -> dict:
-    return {g["id"]: g for g in data["gates"]}
+from tests.helpers import equal_work_rows, run
+from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
 
 @pytest.fixture
@@ -45,6 +18,7 @@ def equal_work(tmp_path) -> Path:
     return freeze(tmp_path, shared_example_path("equal-work.yaml").read_bytes(), "equal-work.yaml")
 
 
+@pytest.mark.subprocess(quick=True)
 def test_supported_exit_0(tmp_path, equal_work):
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, equal_work_rows()))
     assert rc == 0 and data["decision"] == "supported"
@@ -59,6 +33,7 @@ def test_supported_exit_0(tmp_path, equal_work):
     assert data["schema"] == "gates/evaluation/v1" and data["prereg_sha256"] == json.loads(equal_work.read_text())["plan_sha256"]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_not_supported_exit_1(tmp_path, equal_work):
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, equal_work_rows(nll_shift=0.05)))
     assert rc == 1 and data["decision"] == "not_supported"
@@ -184,6 +159,7 @@ def test_unresolvable_when_bounds_are_coarse_or_absent(tmp_path, equal_work):
     assert g["verdict"] == "unresolvable" and "no measurement bound" in g["notes"][0]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_bad_inputs_exit_2(tmp_path, equal_work):
     assert run("gates", "evaluate", str(equal_work), str(tmp_path / "none")).returncode == 2
     (tmp_path / "empty").mkdir()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gates.test_families import PLAN, evaluate, rows
 from tests.helpers import run
+from tests.helpers.families import PLAN, evaluate, rows
 
 
 def _validate(tmp_path: Path, text: str) -> str:

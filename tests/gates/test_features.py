@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 from gates.verdicts import GateOutcome, apply_multiplicity, decide
 from prereg.plan import parse_plan
 from tests.conftest import shared_example_path
-from tests.gates.test_evaluate import evaluate, freeze, gates_by_id, imported
+from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
 FEATURES = b"""schema: prereg/v1
 study: features
@@ -108,6 +107,7 @@ def test_cadence_plan_signflip_wilcoxon_interaction_holm(tmp_path, cadence):
     assert g["sparse_keeps_learning"]["method"] == "signflip" and g["sparse_keeps_learning"]["n_pairs"] == 8
     raw = [g[k]["p_raw"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
     adjusted = [g[k]["p_adjusted"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
+    from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
     assert adjusted == pytest.approx(list(multipletests(raw, method="holm")[1]), abs=1e-12)
     inv = {i["id"]: i for i in data["invalidators"]}
     assert not inv["counter_period"]["fired"] and not inv["logger_keeps_up"]["fired"]

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import html
 import json
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from tests.gates.test_evaluate import evaluate, gates_by_id, imported
-from tests.gates.test_verdict_integrity import freeze_text, frozen, gate_line, plan_text, report, rows_for
 from tests.helpers import run
+from tests.helpers.gates import (
+    evaluate,
+    freeze_text,
+    frozen,
+    gate_line,
+    gates_by_id,
+    imported,
+    plan_text,
+    report,
+    rows_for,
+)
 
 NOISE = [0.3, -0.5, 0.1, 0.8, -0.2, -0.9, 0.4, -0.1]  # a - b, mean -0.0125: a noise-level estimate below 0
 

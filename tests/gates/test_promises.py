@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from tests.conftest import OWN_EXAMPLES, shared_example_path
-from tests.gates.test_evaluate import evaluate, freeze, gates_by_id, imported
 from tests.helpers import equal_work_rows, run, write_csv
+from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
 
 def _shift(stamp: str, **delta: float) -> str:

@@ -1,4 +1,4 @@
-"""Issue 10 through the console scripts: no verdict disagrees with its own statistics.
+"""Through the console scripts: no verdict disagrees with its own statistics.
 
 Each case imports a tiny table of pairs ``a`` vs ``b`` and runs ``gates evaluate``; the
 contrast is ``a - b`` (or ``a / b``) per block.
@@ -7,76 +7,25 @@ contrast is ``a - b`` (or ``a / b``) per block.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from statsmodels.stats.multitest import multipletests
 
 from collect.ledger.store import read_ledger
 from gates.assemble import build_evaluation
 from prereg.schema import Plan
-from tests.gates.test_evaluate import evaluate, gates_by_id, imported
 from tests.helpers import run
-
-
-def plan_text(blocks: int, gates: str, replicates: int = 1, signal: bool = False, extra_strata: str = "",
-              multiplicity: str = "none", better: str = "lower") -> bytes:
-    sig = ", signal: energy_counter" if signal else ""
-    return f"""schema: prereg/v1
-study: integrity
-title: Verdict integrity case
-hypothesis: a is no worse than b.
-arms: {{a: {{policy: x}}, b: {{policy: y}}}}
-strata:
-  factors: {{block: [{", ".join(str(i) for i in range(1, blocks + 1))}]}}
-  replicates: {replicates}
-{extra_strata}metrics:
-  loss: {{unit: nats, better: {better}, evidence: measured{sig}}}
-gates:
-{gates}
-decision: {{claim: a is no worse than b., multiplicity: {multiplicity}}}
-""".encode()
-
-
-def freeze_text(tmp_path: Path, text: bytes) -> tuple[int, str, Path]:
-    plan = tmp_path / "plan.yaml"
-    plan.write_bytes(text)
-    proc = run("prereg", "freeze", str(plan))
-    return proc.returncode, proc.stderr + proc.stdout, plan.with_name("plan.lock.json")
-
-
-def frozen(tmp_path: Path, text: bytes) -> Path:
-    rc, out, lock = freeze_text(tmp_path, text)
-    assert rc == 0, out
-    return lock
-
-
-def rows_for(contrasts: list[float], base: float = 2.0, replicates: int = 1, bound: float | None = None,
-             ratio: bool = False) -> list[dict]:
-    """Rows whose per-block contrast a - b (or a / b) is the given list, block-major."""
-    rows = []
-    for i, c in enumerate(contrasts):
-        block, rep = i // replicates + 1, i % replicates
-        a = base * c if ratio else base + c
-        for arm, value in (("a", a), ("b", base)):
-            row = {"arm": arm, "block": block, "replicate": rep, "loss": value}
-            if bound is not None:
-                row.update({"energy_counter.updates": 50, "energy_counter.effective_period_ms": 100,
-                            "energy_counter.bound": bound})
-            rows.append(row)
-    return rows
-
-
-def gate_line(id_: str, method: str, rule: str, contrast: str = "a - b", conf: float = 0.9, extra: str = "") -> str:
-    return f'  - {{id: {id_}, metric: loss, contrast: "{contrast}", method: {method}, confidence: {conf}, pass_if: "{rule}"{extra}}}'
-
-
-def report(lock: Path, runs: Path) -> str:
-    """The terminal report, with whitespace (table cells and wrapping) collapsed to single spaces."""
-    proc = run("gates", "evaluate", str(lock), str(runs), env={"NO_COLOR": "1", "COLUMNS": "200"})
-    return " ".join(proc.stdout.replace("│", " ").split())
-
+from tests.helpers.gates import (
+    evaluate,
+    freeze_text,
+    frozen,
+    gate_line,
+    gates_by_id,
+    imported,
+    plan_text,
+    report,
+    rows_for,
+)
 
 # 1. vacuous means exactly: every contrast equal ------------------------------------------------
 
@@ -142,6 +91,7 @@ def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
     rc, data = evaluate(lock, imported(tmp_path, lock, rows))
     g = gates_by_id(data)
     assert g["flat"]["verdict"] == "vacuous" and g["flat"]["p_raw"] is None
+    from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
     expected = multipletests([1.0, g["real"]["p_raw"]], method="holm")[1][1]
     assert g["real"]["p_adjusted"] == pytest.approx(expected)
 

@@ -116,6 +116,7 @@ def test_reports_find_the_lock_beside_the_runs_or_are_told_it(study, tmp_path):
     assert proc.returncode == 0 and "re-verified: evaluating" in proc.stderr
 
 
+@pytest.mark.subprocess(quick=True)
 def test_gates_verify_bad_input_is_exit_2(study, tmp_path):
     lock, runs = study
     proc = run("gates", "verify", str(tmp_path / "none.json"), str(lock), str(runs))

@@ -25,6 +25,7 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+@pytest.mark.subprocess(quick=True)
 def test_validate(study):
     proc = run("prereg", "validate", str(study))
     assert proc.returncode == 0
@@ -68,12 +69,14 @@ def test_validate_missing_and_directory(tmp_path):
     assert proc.returncode == 2 and "is a folder" in proc.stderr
 
 
+@pytest.mark.subprocess(quick=True)
 def test_usage_errors_exit_2():
     assert run("prereg", "frobnicate").returncode == 2
     assert run("prereg", "validate").returncode == 2
     assert run("prereg").returncode == 2
 
 
+@pytest.mark.subprocess(quick=True)
 def test_freeze_writes_a_read_only_lock_and_is_idempotent(study):
     proc = run("prereg", "freeze", str(study))
     assert proc.returncode == 0, proc.stderr
@@ -285,6 +288,7 @@ def test_schema():
     assert schema["additionalProperties"] is False
 
 
+@pytest.mark.subprocess(quick=True)
 def test_other_console_scripts_exist():
     for prog in ("collect", "gates", "reports"):
         proc = run(prog, "--help")

@@ -91,6 +91,7 @@ def base_plan() -> dict:
     return copy.deepcopy(BASE)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.data())
 def test_mutated_plans(data):
@@ -133,6 +134,7 @@ def amended_lock() -> dict:
     return copy.deepcopy(LOCKS["lock"])
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(st.data())
 def test_tampered_locks_never_crash_verify_or_show(data):

@@ -9,7 +9,7 @@ import pytest
 from gates.artifact import write_evaluation
 from reports.terminal.evaluation import evaluation_markdown
 from tests.helpers import run
-from tests.reports.sample import CLAIM, realistic_evaluation
+from tests.helpers.evaluations import CLAIM, realistic_evaluation
 
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
 FIGURES = [
@@ -82,6 +82,7 @@ def test_bad_artifacts_exit_2_with_one_message(tmp_path, content, words):
     assert data["ok"] is False and data["exit_code"] == 2 and words in data["error"]
 
 
+@pytest.mark.subprocess(quick=True)
 def test_wrong_field_type_names_the_field(artifact):
     data = json.loads(artifact.read_text())
     data["gates"][0]["verdict"] = "maybe"
@@ -90,6 +91,7 @@ def test_wrong_field_type_names_the_field(artifact):
     assert proc.returncode == 2 and "gates.0.verdict" in proc.stderr
 
 
+@pytest.mark.subprocess(quick=True)
 def test_usage_errors_exit_2(artifact, tmp_path):
     assert run("reports", "show", str(tmp_path)).returncode == 2  # a folder
     proc = run("reports", "show", str(artifact), "--markdown", str(tmp_path / "nowhere" / "r.md"))

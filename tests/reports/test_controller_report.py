@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from gates.artifact import Evaluation, read_evaluation, seal_status, sealed, write_evaluation
-from reports.words import controller as ct
+from reports.html.page import html_report
 from reports.markdown.evaluation import evaluation_markdown
 from reports.terminal.evaluation import render_evaluation
-from reports.html.page import html_report
+from reports.words import controller as ct
 from tests.helpers import run
-from tests.reports.sample import realistic_evaluation
-from tests.reports.test_markdown import tables, unescape
+from tests.helpers.evaluations import realistic_evaluation
+from tests.helpers.markdown import tables, unescape
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "controller-evaluation.json"
 HEADINGS = ("Comparator choice (calibration runs only)", "Per-family ledger (each held-out family judged alone)",
@@ -259,6 +259,7 @@ def test_a_plain_artifact_shows_no_controller_section(tmp_path):
     assert not re.search(r'id="(comparator|families|ranking|assumptions)"', page_text)
 
 
+@pytest.mark.subprocess(quick=True)
 def test_reports_show_prints_it(tmp_path):
     proc = run("reports", "show", str(FIXTURE), env={"NO_COLOR": "1", "COLUMNS": "100"})
     assert proc.returncode == 0, proc.stderr

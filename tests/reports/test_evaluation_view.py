@@ -9,7 +9,7 @@ from rich.console import Console
 
 from gates.artifact import AmendmentSummary
 from reports.terminal.evaluation import render_evaluation
-from tests.reports.sample import (
+from tests.helpers.evaluations import (
     CLAIM,
     gate,
     not_supported_evaluation,

@@ -357,7 +357,7 @@ def test_a_hostile_title_stays_text_in_the_browser(browser, tmp_path):
     """A plan title holding markup and a script shows as text; nothing runs, nothing is fetched."""
     from gates.artifact import sealed, write_evaluation
     from reports.html.page import write_html_report
-    from tests.reports.sample import realistic_evaluation
+    from tests.helpers.evaluations import realistic_evaluation
 
     hostile = '<img src="https://example.invalid/x.png" onerror="console.error(1)"><script>console.error(2)</script>'
     ev = realistic_evaluation().model_copy(update={"title": hostile, "claim": hostile})

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from gates.artifact import write_evaluation
-from reports.words import decision as dt
-from reports.words import evaluation as et
 from reports.html.assets import CSS, JS, csp_hash
 from reports.html.axes import gate_axis, pct_change, ratio_ticks, widened_interval
 from reports.html.page import html_report
+from reports.words import decision as dt
+from reports.words import evaluation as et
 from tests.helpers import run
-from tests.reports.sample import realistic_evaluation
+from tests.helpers.evaluations import realistic_evaluation
 
 REPO = Path(__file__).resolve().parents[2]
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
@@ -295,6 +295,7 @@ def test_an_evaluation_alone_says_what_is_missing(tmp_path):
     assert proc.returncode == 2 and "--run needs the runs folder" in proc.stderr
 
 
+@pytest.mark.subprocess(quick=True)
 def test_html_help_imports_nothing_heavy():
     import subprocess
     import sys

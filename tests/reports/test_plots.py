@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
+from cli.reports import main
 from collect.ledger.store import RunRecord, append_records
 from gates.artifact import write_evaluation
-from cli.reports import main
 from tests.conftest import OWN_EXAMPLES
-from tests.helpers import run
-from tests.reports.sample import realistic_evaluation
+from tests.helpers import requires, run
+from tests.helpers.evaluations import realistic_evaluation
 
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SHA = "ab" * 32
 RECOVERY_KINDS = ("failure", "preemption", "restore", "replay", "rejoin")
+
+pytestmark = requires("matplotlib")
 
 
 def assert_png(path: Path) -> None:

@@ -20,18 +20,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("matplotlib")
-
+from cli.reports import main
 from collect.ledger.store import RunRecord, append_records, hash_trace, read_ledger
+from collect.telemetry.analysis.phases import phase_energy_total
 from collect.telemetry.analysis.resolution import update_period, value_changes
 from collect.telemetry.sensors.base import SignalInfo
-from collect.telemetry.analysis.phases import phase_energy_total
 from collect.traces.telemetry import Phase, Trace, write_trace
 from reports.data import telemetry as telemetry_view
-from cli.reports import main
-from reports.plots.telemetry import telemetry_figure
 from reports.data.telemetry import drawn, energy_scale, envelope, load_telemetry
-from tests.helpers import frozen_shared, imported_equal_work, run
+from reports.plots.telemetry import telemetry_figure
+from tests.helpers import frozen_shared, imported_equal_work, requires, run
+
+pytestmark = requires("matplotlib")
 
 HERE = Path(__file__).resolve().parent
 PLAN = HERE / "fixtures" / "equal-work-torch-small.yaml"

@@ -238,6 +238,7 @@ def test_fake_mirrors_real_pynvml_names_and_values() -> None:
     }
 
 
+@pytest.mark.subprocess(quick=True)
 def test_importing_the_module_does_not_import_pynvml() -> None:
     code = "import sys, collect.telemetry.sensors.nvml; assert 'pynvml' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

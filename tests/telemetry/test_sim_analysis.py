@@ -214,6 +214,7 @@ def test_bad_specs_and_signals():
         Recorder(SimSensor(clock="virtual"), ["temperature_gpu"], 10)
 
 
+@pytest.mark.subprocess(quick=True)
 def test_probe_console_script():
     proc = run("collect", "probe", "--sensor", "sim:clock=virtual,update_ms=495,counter_update_ms=100",
                "--poll-ms", "20", "--seconds", "5", "--json")

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from tests.helpers.torchrun import SMALL
 
-from collect.collectors.torchrun.trainer import deterministic, optimizer_step, set_deterministic_algorithms
-from tests.torchrun.test_torch_collector import SMALL
+pytestmark = pytest.mark.usefixtures("torch")  # skips where torch is missing
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,7 +56,9 @@ def test_runs_never_load_dynamo_and_equal_torchs_own_path_bitwise() -> None:
     assert lean["deterministic_after"] is stock["deterministic_after"] is False
 
 
-def test_deterministic_sets_the_aten_switch_and_puts_the_previous_one_back() -> None:
+def test_deterministic_sets_the_aten_switch_and_puts_the_previous_one_back(torch) -> None:
+    from collect.collectors.torchrun.trainer import deterministic, set_deterministic_algorithms  # lazy: torch
+
     set_deterministic_algorithms(True, warn_only=True)
     try:
         with deterministic(5):
@@ -89,7 +90,9 @@ def test_with_inductor_loaded_its_deterministic_option_follows() -> None:
     assert _in_fresh_python(INDUCTOR) == [False, True, False]
 
 
-def test_an_optimizer_with_step_hooks_takes_torchs_own_step() -> None:
+def test_an_optimizer_with_step_hooks_takes_torchs_own_step(torch) -> None:
+    from collect.collectors.torchrun.trainer import optimizer_step  # lazy: imports torch
+
     param = torch.nn.Parameter(torch.ones(3))
     opt = torch.optim.Adam([param], lr=0.1)
     calls: list[int] = []

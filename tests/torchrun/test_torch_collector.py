@@ -5,23 +5,27 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-
-torch = pytest.importorskip("torch")
 
 from collect.collectors.base import ParamError, RunContext
 from collect.collectors.torchrun.collector import TorchMultisiteCollector, validate
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
-from collect.collectors.torchrun.model import Batches, WindowMLP, state_sha256
-from collect.collectors.torchrun.trainer import Trainer, deterministic
+from tests.helpers.torchrun import SMALL
 
-SMALL = {"useful_tokens": 12288, "micro_batch": 64, "train_tokens": 16384, "heldout_tokens": 2048,
-         "checkpoint_every_steps": 8, "width": 64}
+if TYPE_CHECKING:
+    from collect.collectors.torchrun.trainer import Trainer
+
+pytestmark = pytest.mark.usefixtures("torch")  # skips where torch is missing
+
 POLICIES = ("wait", "restart", "continue", "oracle")
 
 
 def _trainer(tmp_path: Path, name: str = "t.ckpt", seed: int = 7) -> Trainer:
+    from collect.collectors.torchrun.model import Batches, WindowMLP  # lazy: imports torch
+    from collect.collectors.torchrun.trainer import Trainer  # lazy: imports torch
+
     c = make_corpora(SourceSpec(), seed, 8, 2048, 1, 64)
     model = WindowMLP(32, 4, 16, 64)
     return Trainer(model, Batches(c.train, 4, 32, seed), 0.01, tmp_path / name)
@@ -33,6 +37,9 @@ def _run(tmp_path: Path, policy: str, seed: int = 101, **params: object):
 
 
 def test_checkpoint_round_trip_equals_never_stopping(tmp_path: Path) -> None:
+    from collect.collectors.torchrun.model import state_sha256  # lazy: imports torch
+    from collect.collectors.torchrun.trainer import deterministic  # lazy: imports torch
+
     with deterministic(3):
         a = _trainer(tmp_path, "a.ckpt")
         for s in range(1, 11):
@@ -64,6 +71,9 @@ def test_checkpoint_round_trip_equals_never_stopping(tmp_path: Path) -> None:
 
 
 def test_replay_reproduces_lost_steps_bitwise(tmp_path: Path) -> None:
+    from collect.collectors.torchrun.model import state_sha256  # lazy: imports torch
+    from collect.collectors.torchrun.trainer import deterministic  # lazy: imports torch
+
     with deterministic(5):
         t = _trainer(tmp_path)
         t.save(0, 0, 0)
@@ -133,7 +143,7 @@ def test_equal_useful_work_accounting_and_learning(tmp_path: Path) -> None:
         assert same_lineage == (a.info["frontier_sha256"] == b.info["frontier_sha256"])
 
 
-def test_runs_are_deterministic_and_keep_checkpoint_on_request(tmp_path: Path) -> None:
+def test_runs_are_deterministic_and_keep_checkpoint_on_request(tmp_path: Path, torch) -> None:
     a = _run(tmp_path / "a", "restart", outage_site=1, mtbf_ticks=100.0, keep_checkpoint=True)
     b = _run(tmp_path / "b", "restart", outage_site=1, mtbf_ticks=100.0)
     assert a.metrics == b.metrics and a.info["final_state_sha256"] == b.info["final_state_sha256"]
@@ -152,8 +162,9 @@ def test_bad_params_are_refused() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_gpu_run_learns_and_controls_match(tmp_path: Path) -> None:
+def test_gpu_run_learns_and_controls_match(tmp_path: Path, torch) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
     runs = [_run(tmp_path, p, outage_site="none", device="cuda") for p in ("restart", "continue")]
     assert runs[0].info["final_state_sha256"] == runs[1].info["final_state_sha256"]
     assert runs[0].info["frontier_sha256"] == runs[1].info["frontier_sha256"] == runs[0].info["final_state_sha256"]

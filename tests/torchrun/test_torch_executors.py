@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-
-from tests.collect.test_engine import contents
 from tests.conftest import OWN_EXAMPLES
-from tests.helpers import run
+from tests.helpers import requires, run
+from tests.helpers.engine import contents
+
+pytestmark = requires("torch")
 
 SMALL = """    useful_tokens: 12288
     micro_batch: 64

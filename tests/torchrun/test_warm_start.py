@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run
+from tests.helpers import requires, run
 
-pytest.importorskip("torch")
+pytestmark = requires("torch")
 
 PLAN = """schema: prereg/v1
 study: warm-small
@@ -112,6 +112,7 @@ def _forge(runs: Path, p: dict, tmp: Path) -> None:
     path.with_suffix(".json").write_text(json.dumps(forged, sort_keys=True, indent=1))
 
 
+@pytest.mark.slow
 def test_a_forged_warm_start_with_a_matching_sidecar_is_never_used(tmp_path):
     from collect.ledger.store import RunRecord, append_records
     from collect.collectors.torchrun.warmstart import check_warm_start, make_warm_start, warm_path

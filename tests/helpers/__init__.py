@@ -1,15 +1,23 @@
-"""Helpers shared by end-to-end tests: console scripts and synthetic run tables."""
+"""Helpers shared by the tests: console scripts, synthetic run tables, processes, optional dependencies."""
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BIN = Path(sys.executable).parent
+
+
+def requires(module: str) -> pytest.MarkDecorator:
+    """Skip where ``module`` is not installed, without importing it (collection stays light)."""
+    return pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=f"{module} is not installed")
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
