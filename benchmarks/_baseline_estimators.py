@@ -53,7 +53,7 @@ def bootstrap_means(d: NDArray[np.float64], resamples: int, seed: int | None) ->
     n_blocks = -(-resamples // BLOCK)
     seqs = np.random.SeedSequence(seed).spawn(n_blocks)
     sizes = [min(BLOCK, resamples - i * BLOCK) for i in range(n_blocks)]
-    return np.concatenate([_block(d, s, b) for s, b in zip(seqs, sizes)])
+    return np.concatenate([_block(d, s, b) for s, b in zip(seqs, sizes, strict=True)])
 
 
 def _sampler_block(d: NDArray[np.float64], seq: np.random.SeedSequence, b: int) -> NDArray[np.float64]:
@@ -80,7 +80,7 @@ def sampler_bootstrap_means(d: NDArray[np.float64], resamples: int, seed: int | 
     n_blocks = -(-resamples // BLOCK)
     seqs = np.random.SeedSequence(seed).spawn(n_blocks)
     sizes = [min(BLOCK, resamples - i * BLOCK) for i in range(n_blocks)]
-    return np.concatenate([_sampler_block(d, s, b) for s, b in zip(seqs, sizes)])
+    return np.concatenate([_sampler_block(d, s, b) for s, b in zip(seqs, sizes, strict=True)])
 
 
 def walsh(d: NDArray[np.float64]) -> NDArray[np.float64]:

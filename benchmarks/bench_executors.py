@@ -152,7 +152,7 @@ def part1(repeats: int, seed: int, work: Path) -> None:
                     if phase == "cold":
                         extra = ["--executor", "ray"] if "ray" in cond else []
                         t = timed(lambda: subprocess.run(
-                            cli("run", str(lock), "--out", str(out), "--jobs", "2", *extra),
+                            cli("run", str(lock), "--out", str(out), "--jobs", "2", *extra),  # noqa: B023 - called within this iteration
                             check=True, capture_output=True))
                     else:
                         t = run_condition(cond, *loads[name], out)
@@ -179,7 +179,7 @@ def part1(repeats: int, seed: int, work: Path) -> None:
         print(f"{cond:<20} {med(times[(cond, 'cli 48')]):>30}   (multisite-recovery.yaml, 48 runs)")
 
     def ratio(a: str, b: str, name: str) -> str:
-        rs = [x / y for x, y in zip(times[(a, name)], times[(b, name)])]
+        rs = [x / y for x, y in zip(times[(a, name)], times[(b, name)], strict=True)]
         return f"{statistics.median(rs):5.2f}x [{min(rs):.2f}-{max(rs):.2f}]"
 
     print("\nratios inside each round (time of the first / time of the second; > 1: the second is faster)")
@@ -245,14 +245,14 @@ def part2(repeats: int, runs: int) -> None:
         imp = [g["import"] for g in rows]
         first = [g["runs"][0] for g in rows]
         later = [statistics.median(g["runs"][1:]) for g in rows]
-        one_off[mode] = [i + f - lt for i, f, lt in zip(imp, first, later)]
-        first_cost[mode] = [i + f for i, f in zip(imp, first)]
-        ratio = [(i + f) / lt for i, f, lt in zip(imp, first, later)]
+        one_off[mode] = [i + f - lt for i, f, lt in zip(imp, first, later, strict=True)]
+        first_cost[mode] = [i + f for i, f in zip(imp, first, strict=True)]
+        ratio = [(i + f) / lt for i, f, lt in zip(imp, first, later, strict=True)]
         loaded = ",".join(sorted({f"{g['dynamo']}/{g['inductor']}" for g in rows}))
         print(f"{mode:<6} {m(imp):>20} {m(first):>20} {m(later):>20} {m(one_off[mode]):>20} {m(ratio, 'x'):>21}"
               f" {loaded:>16}")
-    saved = [s - lean for s, lean in zip(one_off["stock"], one_off["lean"])]
-    faster = [s / lean for s, lean in zip(first_cost["stock"], first_cost["lean"])]
+    saved = [s - lean for s, lean in zip(one_off["stock"], one_off["lean"], strict=True)]
+    faster = [s / lean for s, lean in zip(first_cost["stock"], first_cost["lean"], strict=True)]
     print(f"paired by round, stock vs lean: one-off cost saved per worker {m(saved)}; "
           f"import + first run {m(faster, 'x')} faster")
 

@@ -36,13 +36,13 @@ from _baseline_telemetry import (  # benchmarks/ is sys.path[0] as a script
     synthetic_trace,
 )
 
-from collect.telemetry.analysis import resolution as analysis
-from collect.telemetry.recording.recorder import Recorder
-from collect.telemetry.sensors.registry import open_sensor
 from collect.collectors.torchrun.collector import PARAMS
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 from collect.collectors.torchrun.model import Batches, WindowMLP
 from collect.collectors.torchrun.trainer import Trainer, deterministic
+from collect.telemetry.analysis import resolution as analysis
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.registry import open_sensor
 
 D = {k: v.default for k, v in PARAMS.items()}
 SITES = [0, 1, 2]
@@ -101,16 +101,16 @@ def throughput(args: argparse.Namespace) -> None:
           f"sensor {args.sensor}")
     print(f"{'recorder':16s} {'steps/s':>9s} {'ratio to none: q1 / median / q3':>34s} {'poll median / p95 ms':>22s}")
     for label in LABELS:
-        ratios = [r / n for r, n in zip(rates[label], rates["none"])]
+        ratios = [r / n for r, n in zip(rates[label], rates["none"], strict=True)]
         q1, med, q3 = quartiles(ratios)
         poll = ""
         if label in polls:
             poll = (f"{statistics.median(p[0] for p in polls[label]):.3f} / "
                     f"{statistics.median(p[1] for p in polls[label]):.3f}")
         print(f"{label:16s} {statistics.median(rates[label]):9.1f} {q1:10.4f} / {med:.4f} / {q3:.4f} {poll:>22s}")
-    noise = quartiles([r / n for r, n in zip(rates["none (control)"], rates["none"])])
+    noise = quartiles([r / n for r, n in zip(rates["none (control)"], rates["none"], strict=True)])
     for label in LABELS[2:]:
-        loss = 1 - quartiles([r / n for r, n in zip(rates[label], rates["none"])])[1]
+        loss = 1 - quartiles([r / n for r, n in zip(rates[label], rates["none"], strict=True)])[1]
         pooled = 1 - statistics.median(rates[label]) / statistics.median(rates["none"] + rates["none (control)"])
         print(f"throughput loss, {label}: median of paired ratios {100 * loss:.2f}%, "
               f"ratio of medians (both no-recorder conditions pooled) {100 * pooled:.2f}%")

@@ -30,12 +30,12 @@ import torch
 
 from collect.collectors.sim.accounting import SimConfig
 from collect.collectors.sim.harness import Harness
-from collect.telemetry.recording.recorder import Recorder
-from collect.telemetry.sensors.registry import open_sensor
 from collect.collectors.torchrun.collector import PARAMS, _Telemetry
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 from collect.collectors.torchrun.model import Batches, WindowMLP, param_count
 from collect.collectors.torchrun.trainer import Trainer, deterministic
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.registry import open_sensor
 
 D = {k: v.default for k, v in PARAMS.items()}
 SITES = 3

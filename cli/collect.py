@@ -30,9 +30,8 @@ MAX_POLLS = 1_000_000  # collect probe: polls in one probe
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl (``collect.api.import_table``)."""
     from collect.api import import_table, ledger_head  # lazy: pydantic
-    from prereg.api import load_lock  # lazy: pydantic
-
     from collect.importing.time_order import EarlyRunsWarning  # lazy: pydantic
+    from prereg.api import load_lock  # lazy: pydantic
 
     lock = load_lock(args.lock)
     runs = Path(args.out)
@@ -183,7 +182,13 @@ def cmd_churn(args: argparse.Namespace) -> int:
     """The churn law: the interval table (closed forms and Monte Carlo), a scan over worker counts,
     or the admission of heterogeneous pools (``collect.collectors.sim.churn`` / ``collect.collectors.sim.churn_scaling``)."""
     from collect.collectors.sim.churn import churn_table, render_churn_table  # lazy: scipy
-    from collect.collectors.sim.churn_scaling import admission, parse_pool, render_admission, render_worker_scan, worker_scan  # lazy: scipy
+    from collect.collectors.sim.churn_scaling import (  # lazy: scipy
+        admission,
+        parse_pool,
+        render_admission,
+        render_worker_scan,
+        worker_scan,
+    )
 
     mode = _churn_mode(args)
     for name in ("mtbf_s", "checkpoint_s"):

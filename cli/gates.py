@@ -60,8 +60,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         emit_json(evaluation.model_dump(mode="json", by_alias=True))
     else:
         from gates.integrity import chain_sentence  # lazy: pydantic
-        from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
         from reports.terminal.console import make_console  # lazy: rich
+        from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
 
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks, verbose=args.verbose))
         print(f"evaluation written to {out}")

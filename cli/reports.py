@@ -82,8 +82,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
                   f"{', '.join(name for _, name in figures)})", file=sys.stderr)
     if not args.json and args.markdown != "-":
-        from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
         from reports.terminal.console import make_console  # lazy: rich
+        from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
 
         make_console().print(render_evaluation(ev, show_blocks=args.blocks, verbose=args.verbose))
     return EXIT_OK

@@ -28,11 +28,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from collect.engine.runner import check_jobs, expand_plan, run_plan as engine_run_plan
-from collect.importing.importer import ImportProblem, frame_rows, import_rows, import_table as import_file
+from collect.engine.runner import check_jobs, expand_plan
+from collect.engine.runner import run_plan as engine_run_plan
+from collect.importing.importer import ImportProblem, frame_rows, import_rows
+from collect.importing.importer import import_table as import_file
 from collect.importing.time_order import EarlyRunsWarning, early_runs_message
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
-from collect.ledger.store import read_ledger as read, verify_chain
+from collect.ledger.store import read_ledger as read
+from collect.ledger.store import verify_chain
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
 from prereg.fileio import not_a_readable_file

@@ -21,7 +21,7 @@ import importlib
 import importlib.util
 import re
 from collections.abc import Iterator, MutableMapping
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import entry_points
 
 from prereg.errors import InputError
@@ -41,7 +41,7 @@ def is_target(name: str) -> bool:
     return bool(_TARGET.match(name))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _entry_points(group: str) -> dict[str, str]:
     """``name -> "module:attr"`` of every installed entry point in ``group`` (read once per process)."""
     return {ep.name: ep.value.replace(" ", "") for ep in entry_points(group=group)}

@@ -105,7 +105,7 @@ def bootstrap_means(
         workers = min(4, os.cpu_count() or 1) if resamples * d.size >= 2_000_000 else 1
     if workers <= 1 or n_blocks == 1:
         sums = ChunkSums(d, rows)
-        for seq, part in zip(seqs, parts):
+        for seq, part in zip(seqs, parts, strict=True):
             _block(d, seq, part.size, sums, part)
         return out
     local = threading.local()  # one ChunkSums (its buffers) per worker thread
@@ -116,7 +116,7 @@ def bootstrap_means(
         _block(d, job[0], job[1].size, local.sums, job[1])
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(run, zip(seqs, parts)))
+        list(pool.map(run, zip(seqs, parts, strict=True)))
     return out
 
 

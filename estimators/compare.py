@@ -170,7 +170,7 @@ def _outcomes(
     if not all(len(c) == len(values) for c in (arm_values, *block_values)):
         raise ValueError("the columns have different lengths")
     cells: dict[Any, dict[str, float]] = {}
-    for row, (value, arm_value) in enumerate(zip(values, arm_values)):
+    for row, (value, arm_value) in enumerate(zip(values, arm_values, strict=True)):
         key = tuple(c[row] for c in block_values)
         key = key[0] if len(key) == 1 else key
         name = str(arm_value)

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from collect.ledger.store import LEDGER_NAME, ledger_path, read_ledger
-from gates.artifact import is_evaluation_file, read_evaluation as read, sealed, write_evaluation as write
+from gates.artifact import is_evaluation_file, sealed
+from gates.artifact import read_evaluation as read
+from gates.artifact import write_evaluation as write
 from gates.provenance import lock_as_of
 from gates.seals import check_published_seal
 from prereg.api import Lock, load_lock

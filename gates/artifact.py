@@ -17,7 +17,7 @@ import html
 import json
 import os
 from pathlib import Path
-from typing import Any, Final, Literal, Union
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,11 +36,11 @@ from gates.numbers import DataNumber, Number
 from prereg.errors import InputError
 from prereg.fileio import atomic_write, not_a_readable_file, readable_json
 from prereg.schema import RuleField
+from prereg.schema_types import Scalar
 
 EVALUATION_SCHEMA: Final = "gates/evaluation/v1"
 MAX_ARTIFACT_BYTES = 256 << 20
 
-Scalar = Union[str, bool, int, float]
 
 
 class _Model(BaseModel):

@@ -9,14 +9,14 @@ never merged into one number.
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from estimators.vocabulary import Decision, Scale
+from gates.numbers import Number
+from prereg.schema_types import Scalar
 
-Number = Union[float, Literal["Infinity", "-Infinity"]]
-Scalar = Union[str, bool, int, float]
 Ranking = Literal["adaptive", "comparator", "flip", "abstain"]
 
 

@@ -25,10 +25,10 @@ from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
-from gates.phase_support import phase_support
-from gates.traces import audit_traces, check_traces
 from gates.matching import block_label, match_ledger
 from gates.numbers import encode_number, encode_value
+from gates.phase_support import phase_support
+from gates.plausibility import decision_warning
 from gates.provenance import (
     check_plan_yaml,
     check_predecessors,
@@ -37,7 +37,7 @@ from gates.provenance import (
 )
 from gates.seals import check_seals
 from gates.timeorder import check_time_order
-from gates.plausibility import decision_warning
+from gates.traces import audit_traces, check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg._version import __version__
 from prereg.lock import genesis_hash, utc_now
@@ -96,7 +96,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
     outcomes = evaluate_gates(plan, match, checks, unchosen)
     if choice is not None and choice.arm is not None:
-        for o, gate in zip(outcomes, original.gates):
+        for o, gate in zip(outcomes, original.gates, strict=True):
             if uses_comparator(gate, original):
                 o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
                                "frozen rule")

@@ -196,7 +196,7 @@ def check_invalidators_on(plan: Plan, subset: Match, full: list[InvalidatorCheck
     them would refuse a subset for a check that holds."""
     by_id = {c.id: c for c in full}
     out = []
-    for inv, check in zip(plan.invalidators, check_invalidators(plan, subset)):
+    for inv, check in zip(plan.invalidators, check_invalidators(plan, subset), strict=True):
         if isinstance(inv, ControlsIdentical) and inv.id in by_id and not any(
                 Strata.selects(inv.where, b.stratum) for b in subset.blocks.values()):
             check = by_id[inv.id]

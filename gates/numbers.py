@@ -7,10 +7,10 @@ and a recorded value of a diverged run as ``"NaN"``; :func:`as_float` reads any 
 from __future__ import annotations
 
 import math
-from typing import Literal, Union
+from typing import Literal
 
-Number = Union[float, Literal["Infinity", "-Infinity"]]
-DataNumber = Union[float, Literal["Infinity", "-Infinity", "NaN"]]  # a recorded value may be NaN
+Number = float | Literal["Infinity", "-Infinity"]
+DataNumber = float | Literal["Infinity", "-Infinity", "NaN"]  # a recorded value may be NaN
 
 
 def encode_number(value: float | None) -> Number | None:

@@ -56,7 +56,7 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
     if gate.contrast.scale != "ratio" and not amount:  # a difference of, say, nats: no unit to mix up
         return refusals, warnings
     finite = values[np.isfinite(values)]
-    medians = {a: float(np.median(col[np.isfinite(col) & (col > 0)])) for a, col in zip(arms, values.T)
+    medians = {a: float(np.median(col[np.isfinite(col) & (col > 0)])) for a, col in zip(arms, values.T, strict=True)
                if np.any(np.isfinite(col) & (col > 0))}
     if len(medians) >= 2:
         high, low = max(medians, key=medians.__getitem__), min(medians, key=medians.__getitem__)

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from estimators import insufficient_blocks, interval as paired_interval, trend_ends
+from estimators import insufficient_blocks, trend_ends
+from estimators import interval as paired_interval
 from gates.artifact_families import ComparatorChoice, InfrastructureSpread, RankingCell, RegionEnd
 from gates.matching import Block, stratum_label
 from gates.numbers import encode_number
@@ -78,7 +79,7 @@ def _parameters(plan: Plan, pairs: list[Block], arms: tuple[str, str]) -> tuple[
         other = [b.records[arms[1]].metric(parameter) for b in pairs]
         if any(x is None or not math.isfinite(x) for x in xs + other):
             return out, f"{parameter} is not recorded, or not finite, for every run of the cell"
-        bad = next((b.label for b, x, y in zip(pairs, xs, other) if x != y), None)
+        bad = next((b.label for b, x, y in zip(pairs, xs, other, strict=True) if x != y), None)
         if bad is not None:
             return out, (f"{parameter} differs between {arms[0]} and {arms[1]} in block {bad}: the pair did not meet "
                          "the same drawn infrastructure (not common random numbers), so it cannot be compared")

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collect.ledger.store import RunRecord
 from collect.ledger.records import parse_utc
+from collect.ledger.store import RunRecord
 from prereg.errors import InputError, IntegrityError
 from prereg.lock_seal import check_published, plan_hash_of, seals_by_plan, version_count
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collect.ledger.store import RunRecord
 from collect.ledger.records import parse_utc
+from collect.ledger.store import RunRecord
 from prereg.schema import Plan
 
 UNKNOWN_START = "start not recorded: that they followed the plan cannot be shown"

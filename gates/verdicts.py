@@ -312,7 +312,7 @@ def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
         return
     family = np.array([o.p_raw if o.p_raw is not None else 1.0 for o in primary])
     adjusted = adjust_p_values(family, method)
-    for o, p_adj in zip(primary, adjusted):
+    for o, p_adj in zip(primary, adjusted, strict=True):
         if o.p_raw is None:
             continue
         o.p_adjusted = float(p_adj)

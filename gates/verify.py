@@ -92,7 +92,7 @@ def differences(claimed: Any, actual: Any, path: str = "") -> list[str]:
         if len(claimed) != len(actual):
             return [f"{path}: the artifact lists {len(claimed)}, the re-evaluation {len(actual)}"]
         out = []
-        for i, (a, b) in enumerate(zip(claimed, actual)):
+        for i, (a, b) in enumerate(zip(claimed, actual, strict=True)):
             name = _label(b)
             out.extend(differences(a, b, f"{path}[{name or i}]"))
         return out

@@ -40,7 +40,7 @@ import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ class VerifyReport:
 
 def utc_now() -> str:
     """Current UTC time as ISO-8601 with a ``Z`` suffix, to the second."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def default_lock_path(yaml_path: str | os.PathLike[str]) -> Path:
@@ -240,7 +240,7 @@ def diff_paths(old: Any, new: Any, path: tuple[Any, ...] = ()) -> list[str]:
                 out.extend(diff_paths(old[key], new[key], (*path, key)))
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [p for i, (a, b) in enumerate(zip(old, new)) for p in diff_paths(a, b, (*path, i))]
+        return [p for i, (a, b) in enumerate(zip(old, new, strict=True)) for p in diff_paths(a, b, (*path, i))]
     if type(old) is not type(new) or old != new:
         return [format_path(path) or "(whole plan)"]
     return []

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError

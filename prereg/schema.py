@@ -150,7 +150,7 @@ class Strata(StrictModel):
     def enumerate(self) -> list[dict[str, Scalar]]:
         """Every stratum as a factor -> level mapping, in the order the levels are written."""
         names = list(self.factors)
-        return [dict(zip(names, combo)) for combo in itertools.product(*(self.factors[n] for n in names))]
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(self.factors[n] for n in names))]
 
     @staticmethod
     def selects(selector: dict[str, Scalar], stratum: dict[str, Scalar]) -> bool:

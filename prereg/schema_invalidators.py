@@ -4,7 +4,7 @@ block when they fire. Each model's docstring says when it fires; :mod:`gates.inv
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -77,6 +77,6 @@ class ControlsIdentical(InvalidatorBase):
 
 
 Invalidator = Annotated[
-    Union[CounterSupport, SensorUpdatePeriod, LoggerCalibration, MetricBounds, ControlsIdentical],
+    CounterSupport | SensorUpdatePeriod | LoggerCalibration | MetricBounds | ControlsIdentical,
     Field(discriminator="kind"),
 ]

@@ -5,7 +5,7 @@ Shared by :mod:`prereg.schema` (the plan) and :mod:`prereg.schema_invalidators` 
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
@@ -21,7 +21,7 @@ def _not_blank(text: str) -> str:
 
 #: free text (a title, a claim, a reason): at least one character that is not white space
 Text = Annotated[str, StringConstraints(min_length=1, max_length=10_000), AfterValidator(_not_blank)]
-Scalar = Union[str, bool, int, float]
+Scalar = str | bool | int | float
 
 
 def level_key(value: Scalar) -> str:

@@ -85,8 +85,8 @@ class Collector(abc.ABC):
         carries; a plan naming any other signal is refused before a run starts. Default: none."""
         return set()
 
-    @classmethod
-    def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:  # noqa: B027 - optional hook
+    @classmethod  # noqa: B027 - an optional hook: empty by default
+    def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:
         """Make the study's shared inputs once, before any run (e.g. torch's warm start), under
         ``runs_dir``; ``params`` are the checked params of the runs about to start. Default: none."""
 

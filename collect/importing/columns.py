@@ -42,8 +42,8 @@ from collect.importing.rows import (
     CellError,
     arm_cell,
     cell_key_of,
-    check_range,
     check_columns,
+    check_range,
     evidence_cell,
     finished_cell,
     level_cell,
@@ -57,8 +57,8 @@ from collect.importing.rows import (
     telemetry_cell,
 )
 from collect.importing.text import float_text, rows_of_objects, string_text, value_text
-from collect.ledger.store import RECORD_FORMAT, Ledger, RunRecord, encode_metric
 from collect.ledger.hashing import FIELD, PREV, canonical, chain_runs
+from collect.ledger.store import RECORD_FORMAT, Ledger, RunRecord, encode_metric
 from prereg.errors import EXIT_INTERNAL, ToolkitError
 from prereg.schema import Plan
 
@@ -92,7 +92,7 @@ class Table:
     def rows(self) -> list[dict[str, Any]]:
         """The table as rows: column -> cell, in the columns' order."""
         names = list(self.columns)
-        return [dict(zip(names, cells)) for cells in zip(*self.columns.values())] if names else []
+        return [dict(zip(names, cells, strict=True)) for cells in zip(*self.columns.values(), strict=True)] if names else []
 
     def column(self, name: str) -> list[Any]:
         """The column, or None for every row when the table has none (what ``row.get`` gives)."""
@@ -159,10 +159,10 @@ def _number_items(key: str, values: list[Any]) -> Texts:
 def _records(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
     """Per row, the dict of its entries in ``columns``, an entry that is None left out."""
     full = {k: column for k, column in columns.items() if None not in column}
-    out = [dict(zip(full, values)) for values in zip(*full.values())] if full else [{} for _ in range(n)]
+    out = [dict(zip(full, values, strict=True)) for values in zip(*full.values(), strict=True)] if full else [{} for _ in range(n)]
     for k, column in columns.items():
         if k not in full:
-            for record, value in zip(out, column):
+            for record, value in zip(out, column, strict=True):
                 if value is not None:
                     record[k] = value
     return out
@@ -180,7 +180,7 @@ def _metrics(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
                 except CellError:
                     raise Declined(f"{m}: a value outside the plan's range") from None
     values = {m: [encode_metric(v) for v in numbers[m]] for m in names}
-    stored = [dict(zip(names, parts)) for parts in zip(*values.values())] if names else [{} for _ in range(table.n)]
+    stored = [dict(zip(names, parts, strict=True)) for parts in zip(*values.values(), strict=True)] if names else [{} for _ in range(table.n)]
     texts = {m: [string_text(m) + ":null" if t is None else t for t in _number_items(m, values[m])] for m in names}
     return stored, rows_of_objects(table.n, texts)
 
@@ -211,7 +211,7 @@ def _telemetry(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
             texts[f] = _number_items(f, columns[f])
         if bound_columns:
             columns["metric_bounds"], texts["metric_bounds"] = _metric_bounds(table, bound_columns)
-        for summary, entry in zip(stored, _records(columns, table.n)):
+        for summary, entry in zip(stored, _records(columns, table.n), strict=True):
             summary[signal] = entry
         signals[signal] = _items(signal, rows_of_objects(table.n, texts))
     return stored, rows_of_objects(table.n, signals)
@@ -226,10 +226,10 @@ def _metric_bounds(table: Table, bound_columns: list[tuple[str, str]]) -> tuple[
         if not all(v is None or (math.isfinite(v) and v >= 0) for v in values[metric]):
             raise Declined(f"{column}: a bound that is not a finite number >= 0")
     names = sorted(values)
-    stored = [{m: v for m, v in zip(names, parts) if v is not None} or None
-              for parts in zip(*(values[m] for m in names))]
+    stored = [{m: v for m, v in zip(names, parts, strict=True) if v is not None} or None
+              for parts in zip(*(values[m] for m in names), strict=True)]
     objects = rows_of_objects(table.n, {m: _number_items(m, values[m]) for m in names})
-    return stored, _items("metric_bounds", [None if d is None else t for d, t in zip(stored, objects)])
+    return stored, _items("metric_bounds", [None if d is None else t for d, t in zip(stored, objects, strict=True)])
 
 
 def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str], replicates: list[int]) -> list[str]:
@@ -240,7 +240,7 @@ def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str],
     replicate_text = {r: value_text(r) for r in set(replicates)}  # int values: likewise
     return [run_id or "imp-" + hashlib.sha256(
                 f"{head}{stratum},{arm_text[arm]},{replicate_text[replicate]}]".encode()).hexdigest()[:16]
-            for run_id, stratum, arm, replicate in zip(given, strata, arms, replicates)]
+            for run_id, stratum, arm, replicate in zip(given, strata, arms, replicates, strict=True)]
 
 
 def prepare(
@@ -260,7 +260,7 @@ def prepare(
     for f in factors:
         levels[f], level_items[f] = _parsed(table.column(f), partial(level_cell, factor=f, plan=plan), f)
     order = list(plan.strata.factors)  # the row path's stratum order
-    fields["stratum"] = [dict(zip(order, parts)) for parts in zip(*(levels[f] for f in order))]
+    fields["stratum"] = [dict(zip(order, parts, strict=True)) for parts in zip(*(levels[f] for f in order), strict=True)]
     stratum_texts = rows_of_objects(n, level_items)
     items["stratum"] = _items("stratum", stratum_texts)
     fields["replicate"], items["replicate"] = _parsed(table.column("replicate"), lambda v: replicate_cell(v, plan),
@@ -289,16 +289,16 @@ def prepare(
     data = _records(fields, len(kept))
     for record in data:
         record.update(_CONSTANT)  # shared, as inputs only: the model copies what it validates
-    low = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k < PREV))]
-    high = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k > FIELD))]
+    low = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k < PREV), strict=True)]
+    high = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k > FIELD), strict=True)]
     return Batch(data, low, high, skipped)
 
 
 def _cell_keys(fields: dict[str, list[Any]], levels: dict[str, list[Any]], factors: list[str]) -> list[tuple[Any, ...]]:
     """``cell_key_of`` of each row (``factors`` sorted: the key's order), column by column."""
     parts = [[(f, type(v).__name__, v) for v in levels[f]] for f in factors]
-    return list(zip(zip(*parts), fields["arm"], fields["replicate"])) if parts else [
-        ((), a, r) for a, r in zip(fields["arm"], fields["replicate"])]
+    return list(zip(zip(*parts, strict=True), fields["arm"], fields["replicate"], strict=True)) if parts else [
+        ((), a, r) for a, r in zip(fields["arm"], fields["replicate"], strict=True)]
 
 
 def _new_rows(
@@ -307,7 +307,7 @@ def _new_rows(
     """``(rows to append, ids of rows already in the ledger identically)``; ``Declined`` for a row the
     row path refuses: a cell or run id repeated in the table, or in the ledger with other content."""
     if not existing.records:  # the usual case, the same test without a loop: nothing repeated
-        complete = [key for key, status in zip(keys, fields["status"]) if status == "complete"]
+        complete = [key for key, status in zip(keys, fields["status"], strict=True) if status == "complete"]
         if len(set(fields["run_id"])) < len(keys) or len(set(complete)) < len(complete):
             raise Declined("a repeated cell or run id")
         return list(range(len(keys))), []
@@ -317,7 +317,7 @@ def _new_rows(
                  if r.status == "complete" and r.prereg_sha256 == plan_sha256}
     new_ids: set[str] = set()
     kept, skipped = [], []
-    for i, (run_id, status, key) in enumerate(zip(fields["run_id"], fields["status"], keys)):
+    for i, (run_id, status, key) in enumerate(zip(fields["run_id"], fields["status"], keys, strict=True)):
         if run_id in present:
             # ``content`` of the two records, compared as stored (the same test: a field left out of the
             # stored form is exactly one that is None); the ledger's record dumped once, the row not built
@@ -346,8 +346,8 @@ def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
     a ``ValidationError`` if the model refuses a record."""
     lines = []
     mid = b'"record":' + canonical(RECORD_FORMAT)
-    runs = ((low, mid, high) for low, high in zip(batch.low, batch.high))
-    for data, (line, digest) in zip(batch.data, chain_runs(runs, head)):
+    runs = ((low, mid, high) for low, high in zip(batch.low, batch.high, strict=True))
+    for data, (line, digest) in zip(batch.data, chain_runs(runs, head), strict=True):
         data["prev_sha256"], data["record_sha256"] = head, digest
         lines.append(line)
         head = digest

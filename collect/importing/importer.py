@@ -364,7 +364,7 @@ def _csv_columns(path: Path) -> Table | None:
     if any(len(cells) != len(header) for cells in body):
         return None
     _check_rows(len(body), path)
-    return Table({column: list(cells) for column, cells in zip(header, zip(*body))} if body
+    return Table({column: list(cells) for column, cells in zip(header, zip(*body, strict=True), strict=True)} if body
                  else {column: [] for column in header}, len(body))
 
 

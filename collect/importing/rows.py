@@ -12,7 +12,7 @@ import difflib
 import hashlib
 import math
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric
@@ -161,7 +161,7 @@ def parse_time(value: Any, column: str) -> str | None:
         raise CellError(column, f"{column} = {text!r} is not an ISO-8601 time (e.g. 2026-11-29T10:16:29Z)") from None
     if parsed.tzinfo is None:
         raise CellError(column, f"{column} = {text!r} has no time zone; write UTC with a Z (e.g. {text}Z)")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     if parsed > now + FUTURE_TOLERANCE:
         raise CellError(column, f"{column} = {text!r} is in the future (now {now.replace(microsecond=0).isoformat()}"
                                 "): a run cannot have started or finished yet; check the clock and the time zone")

@@ -49,7 +49,7 @@ def rows_of_objects(n: int, columns: Mapping[str, Sequence[str | None]]) -> list
     ordered = [columns[k] for k in sorted(columns)]
     if not ordered:
         return ["{}"] * n
-    return ["{" + ",".join(filter(None, parts)) + "}" for parts in zip(*ordered)]
+    return ["{" + ",".join(filter(None, parts)) + "}" for parts in zip(*ordered, strict=True)]
 
 
 __all__ = ["float_text", "rows_of_objects", "string_text", "value_text"]

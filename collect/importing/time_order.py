@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collect.ledger.store import RunRecord
 from collect.ledger.records import parse_utc
+from collect.ledger.store import RunRecord
 from prereg.schema import Plan
 
 

@@ -39,7 +39,7 @@ def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
     else:
         report = ChainReport("intact", ledger.hashes[-1])
     expected, chained = GENESIS, False
-    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines):
+    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines, strict=True):
         who = _who(record, line)
         if record.record_sha256 is None and record.prev_sha256 is None:
             report.unchained += 1

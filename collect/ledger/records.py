@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
-from typing import Annotated, Any, Final, Literal, Union
+from datetime import UTC, datetime
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from estimators.vocabulary import Evidence
 from prereg.plan import canonical_bytes
+from prereg.schema_types import Scalar
 
 RECORD_FORMAT: Final = "collect/run/v1"
 LEDGER_NAME = "ledger.jsonl"
@@ -20,7 +21,6 @@ TRACES_DIR = "traces"
 GENESIS = "0" * 64  # prev_sha256 of a chain's first record
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
-Scalar = Union[str, bool, int, float]
 NonFinite = Literal["NaN", "Infinity", "-Infinity"]
 RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -127,4 +127,4 @@ def parse_utc(text: str | None) -> datetime | None:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return None
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

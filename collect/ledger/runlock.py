@@ -27,7 +27,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from prereg.errors import InputError
@@ -95,7 +95,7 @@ def runs_lock(runs_dir: str | os.PathLike[str], command: str) -> Iterator[None]:
                 "(the lock goes away with its holder)", str(folder),
             ) from None
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command[:200],
-                "since": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+                "since": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
                 "python": sys.executable}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)

@@ -56,6 +56,7 @@ from pydantic import ValidationError
 from collect.ledger import journal as batch_journal
 from collect.ledger.chain import ChainReport, trace_problems, verify_chain
 from collect.ledger.files import hash_trace, open_no_follow, trace_path, write_all
+from collect.ledger.hashing import record_hash, sealed_line, stored_line_hash
 from collect.ledger.records import (
     GENESIS,
     LEDGER_NAME,
@@ -71,7 +72,6 @@ from collect.ledger.records import (
     canonical_json,
     encode_metric,
 )
-from collect.ledger.hashing import record_hash, sealed_line, stored_line_hash
 from prereg.errors import InputError
 from prereg.fileio import fsync_dir
 

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError, IntegrityError
 from prereg.fileio import read_regular_file
-from reports.words.safe_text import wrap_entries
 from reports.data.timeline import open_runs_ledger
+from reports.words.safe_text import wrap_entries
 
 if TYPE_CHECKING:
     from collect.ledger.store import RunRecord

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from collect.ledger.store import RunRecord
-    from collect.telemetry.analysis.resolution import PeriodEstimate, Updates
     from collect.telemetry.analysis.phases import PhaseEnergy
+    from collect.telemetry.analysis.resolution import PeriodEstimate, Updates
     from collect.traces.telemetry import Trace
 
 META_SUFFIX = ".telemetry.meta.json"
@@ -137,8 +137,8 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
     """The run's verified telemetry trace and every number the plot shows (see the module doc)."""
     from collect.ledger.store import trace_path, trace_problems  # lazy: pydantic
     from collect.telemetry.analysis.resolution import update_period, value_changes  # lazy: numpy
-    from collect.traces.telemetry import read_trace  # lazy: numpy
     from collect.traces.check import verified_loader  # lazy: pydantic
+    from collect.traces.telemetry import read_trace  # lazy: numpy
 
     folder = Path(runs_dir)
     record = _record(folder, run_id)

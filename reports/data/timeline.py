@@ -341,9 +341,9 @@ def nll_text(block: Block, max_rows: int = 12) -> str:
     tick_w = max([4] + [len(f"{x:g}") for x in ticks])
     lines = [(f"Held-out NLL (nats/token) over ticks, {block.title}; each cell is the arm's last evaluation at "
               "or before the tick ('-': not started or already finished)")]
-    lines.append(f"{'tick':>{tick_w}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths)))
+    lines.append(f"{'tick':>{tick_w}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)))
     for tick in ticks:
-        cells = [f"{_nll_at(t.trajectory or [], tick):>{w}}" for t, w in zip(runs, widths)]
+        cells = [f"{_nll_at(t.trajectory or [], tick):>{w}}" for t, w in zip(runs, widths, strict=True)]
         lines.append(f"{tick:>{tick_w}g}  " + "  ".join(cells))
     for t in runs:
         last_tick, last_nll = (t.trajectory or [])[-1]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from gates.numbers import as_float
@@ -153,7 +154,7 @@ def number_label(value: float, ticks: Sequence[float] = ()) -> str:
     """A tick value with as many decimals as its neighbours need ('0.005', '1.5e+13')."""
     if value == 0:
         return "0"
-    steps = [abs(b - a) for a, b in zip(ticks, ticks[1:]) if b != a]
+    steps = [abs(b - a) for a, b in pairwise(ticks) if b != a]
     if steps and 1e-4 <= abs(value) < 1e6:
         decimals = max(0, min(8, -math.floor(math.log10(min(steps))) + 1))
         text = _trim(f"{value:.{decimals}f}")

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from prereg.errors import InputError, IntegrityError
 from reports.data.commit_select import family_block_runs
 from reports.data.commits import load_commit_timeline, timeline_text
-from reports.words import controller as ct
 from reports.html.evaluation import bullets, cell, table
 from reports.html.svg import esc
+from reports.words import controller as ct
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
@@ -42,7 +42,7 @@ def comparator_section(ev: Evaluation) -> str:
         for r in rows:
             chosen = f"<strong>{esc(r[-1])}</strong>" if r[-1] else ""
             body.append(f'<tr data-arm="{esc(r[0])}">' + cell(header[0], f"<code>{esc(r[0])}</code>")
-                        + "".join(cell(h, esc(v), "num") for h, v in zip(header[1:-1], r[1:-1]))
+                        + "".join(cell(h, esc(v), "num") for h, v in zip(header[1:-1], r[1:-1], strict=True))
                         + cell(header[-1], chosen) + "</tr>")
         parts.append(table(header, body, cls="stack", caption="Candidates on the calibration strata",
                            table_id="comparator-table", num=set(range(1, len(header) - 1))))

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reports.words import decision as dt
-from reports.words import evaluation as et
-from reports.words import provenance as pt
 from reports.html.axes import block_points, gate_axis, widened_interval
 from reports.html.svg import (
     MARGIN_COLOUR,
@@ -25,6 +22,9 @@ from reports.html.svg import (
     forest_row,
     strata_plot,
 )
+from reports.words import decision as dt
+from reports.words import evaluation as et
+from reports.words import provenance as pt
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 
@@ -101,7 +101,7 @@ def decision_section(ev: Evaluation) -> str:
         parts.append("<p>Predecessors: none.</p>")
     else:
         items = []
-        for (status, line), p in zip(rows, ev.predecessors):
+        for (status, line), p in zip(rows, ev.predecessors, strict=True):
             cls = "" if status == "VERIFIED" else ' class="bad"'
             items.append(f"<li><strong{cls}>{esc(status)}</strong> {esc(line)}<br>"
                          f'<span class="muted">stated sha256</span> <span class="hash">{esc(p.sha256)}</span>'
@@ -277,8 +277,8 @@ def diagnostics_section(ev: Evaluation) -> str:
         dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(x)}</dd>" for k, x in facts)
         items.append(f"<h3>{badge(v.verdict)} <code>{esc(v.id)}</code> <span class=\"muted\">({esc(v.role)}; "
                      f"{esc(v.meaning)})</span></h3><dl class=\"facts\">{dl}</dl>")
-    return (f'<section class="diagnostics" id="diagnostics" aria-labelledby="h-diagnostics">'
-            f'<h2 id="h-diagnostics">Diagnostics, not evidence (refused or unresolvable gates)</h2>'
+    return ('<section class="diagnostics" id="diagnostics" aria-labelledby="h-diagnostics">'
+            '<h2 id="h-diagnostics">Diagnostics, not evidence (refused or unresolvable gates)</h2>'
             "<p>These gates make no claim either way. Their numbers are shown only here, in grey, to help find "
             "what went wrong; they are not evidence.</p>"
             + "".join(items) + forest_figure(ev, gates, "forest-diagnostic", diagnostic=True,

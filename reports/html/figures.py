@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prereg.fileio import atomic_write, check_output
-from reports.words import evaluation as et
 from reports.html.axes import block_points, gate_axis
 from reports.html.svg import FONT, TEXT_COLOUR, esc, forest_row, strata_plot
+from reports.words import evaluation as et
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult

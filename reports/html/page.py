@@ -32,13 +32,13 @@ from prereg.errors import InputError, IntegrityError
 from prereg.fileio import atomic_write, check_output, read_regular_file
 from reports.data.reverify import reverify
 from reports.html import evaluation as he
+from reports.html.assets import CSS, JS, content_security_policy
 from reports.html.controller import commit_timeline_section, controller_sections
 from reports.html.runs import conservation_section, load_runs, runs_provenance, runs_section
+from reports.html.svg import esc
 from reports.html.telemetry import telemetry_section
 from reports.html.timeline import timeline_section
 from reports.words import evaluation as et
-from reports.html.assets import CSS, JS, content_security_policy
-from reports.html.svg import esc
 from reports.words.safe_text import clean_model
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reports.words import evaluation as et
 from reports.html.evaluation import cell, table
 from reports.html.svg import esc
+from reports.words import evaluation as et
 
 if TYPE_CHECKING:
     from collect.ledger.store import Ledger, RunRecord
@@ -168,7 +168,7 @@ def _identity_rows(ctx: RunsContext, columns: list[str], parts: list[str], check
         held += ok
         cells = [cell("run", f"<code>{esc(r.run_id)}</code>"), cell("arm", esc(r.arm)),
                  cell("stratum", esc(stratum_text(r.stratum)))]
-        cells += [_num_cell(label, values[c], as_bytes) for c, label in zip(columns, parts)]
+        cells += [_num_cell(label, values[c], as_bytes) for c, label in zip(columns, parts, strict=True)]
         cells.append(cell("check", esc(words) if ok else f'<strong class="bad">{esc(words)}</strong>'))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return rows, held, counted
@@ -184,7 +184,7 @@ def conservation_section(ctx: RunsContext) -> str:
             continue
 
         def work_check(v: dict[str, float | None]) -> tuple[bool, str]:
-            a, k, lo = (v[attempted] or 0.0), (v[retained] or 0.0), (v[lost] or 0.0)
+            a, k, lo = (v[attempted] or 0.0), (v[retained] or 0.0), (v[lost] or 0.0)  # noqa: B023 - called within this iteration
             gap = a - k - lo
             words = "holds" if gap == 0 else f"DOES NOT HOLD: attempted - retained - lost = {et.fmt_num(gap)}"
             return gap == 0, words

@@ -28,8 +28,8 @@ from reports.plots.figures import merge_spans
 from reports.plots.telemetry import OTHER_PHASE, PHASE_STYLE, telemetry_text
 
 if TYPE_CHECKING:
-    from reports.html.runs import RunsContext
     from reports.data.telemetry import Drawn, TelemetryView
+    from reports.html.runs import RunsContext
 
 EMBED_BUDGET = 4 << 20  # compressed bytes of embedded traces per page
 META_SUFFIX = ".telemetry.meta.json"

@@ -33,8 +33,8 @@ from reports.html.svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_a
 from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, merge_spans, timeline_lanes
 
 if TYPE_CHECKING:
-    from reports.html.runs import RunsContext
     from reports.data.timeline import Block
+    from reports.html.runs import RunsContext
 
 LANE = 36
 HATCHES = {  # the PNG's hatch strings as SVG patterns

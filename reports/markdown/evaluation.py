@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from reports.terminal.forest import LEGEND
+from reports.words import controller as ct
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
-from reports.terminal.forest import LEGEND
-from reports.words import controller as ct
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 from reports.words.safe_text import clean_model

@@ -66,13 +66,13 @@ def _print_paths(title: str, paths: list[Path]) -> None:
 
 def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
     from gates.api import read_evaluation  # lazy: pydantic
+    from reports.terminal.console import make_console  # lazy: rich
     from reports.terminal.evaluation import (  # lazy: pydantic
         BAR_WIDTH,
         diagnostics_section,
         forest_section,
         gate_table,
     )
-    from reports.terminal.console import make_console  # lazy: rich
 
     ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
     out = _out_dir(args, source.parent)

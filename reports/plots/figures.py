@@ -194,7 +194,7 @@ def forest_figure(ev: Evaluation) -> Any:
         return fig
 
     axes = fig.subplots(n, 1, squeeze=False)[:, 0]
-    for ax, gate in zip(axes, gates):
+    for ax, gate in zip(axes, gates, strict=True):
         colour = VERDICT_COLOURS[gate.verdict]
         points = [value for _, value in block_points(gate, ev.blocks)]
         _gate_row(ax, gate, colour if gate.verdict in ("pass", "fail", "vacuous") else "#8c8c8c", points)

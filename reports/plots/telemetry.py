@@ -34,12 +34,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from collect.telemetry.analysis.phases import RUN_PHASES
+from reports.data.telemetry import Drawn, TelemetryView, drawn, duration_text, energy_scale
 from reports.plots.figures import merge_spans, new_figure
 from reports.words.safe_text import wrap_entries
-from reports.data.telemetry import Drawn, TelemetryView, drawn, duration_text, energy_scale
 
 if TYPE_CHECKING:
-    import numpy as np
 
     from collect.telemetry.analysis.resolution import EnergyEstimate
 
@@ -106,7 +105,7 @@ def telemetry_text(view: TelemetryView, shown: Drawn | None = None) -> str:
         mask = (trace.signal == view.signal) & (trace.status != "ok")
         statuses, counts = np.unique(trace.status[mask].astype(str), return_counts=True)
         lines.append(f"  {shown.failed_x.size} readings not ok (" + ", ".join(
-            f"{s} {c}" for s, c in zip(statuses.tolist(), counts.tolist())) + "): no value, drawn as ticks")
+            f"{s} {c}" for s, c in zip(statuses.tolist(), counts.tolist(), strict=True)) + "): no value, drawn as ticks")
     for a, b in shown.resets:
         lines.append(f"  counter decreased (reset) between {fmt.format(a)} and {fmt.format(b)} s: intervals "
                      "overlapping it get the power-range bound")

@@ -16,12 +16,12 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from reports.markdown.evaluation import evaluation_markdown
 from reports.terminal.controller import controller_sections
+from reports.terminal.forest import LEGEND
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
-from reports.markdown.evaluation import evaluation_markdown
-from reports.terminal.forest import LEGEND
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 from reports.words.safe_text import clean_model

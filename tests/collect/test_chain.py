@@ -57,7 +57,7 @@ def test_chain_fields_and_intact_report(runs):
     assert len(ledger.records) == 24
     first = ledger.records[0]
     assert first.prev_sha256 == GENESIS and first.record_sha256 == ledger.hashes[0]
-    assert all(r.prev_sha256 == h for r, h in zip(ledger.records[1:], ledger.hashes))
+    assert all(r.prev_sha256 == h for r, h in zip(ledger.records[1:], ledger.hashes, strict=False))
     assert set(first.trace_sha256) == set(first.traces) and len(first.traces) == 1
     report = verify_chain(ledger)
     assert report.status == "intact" and report.head == ledger.hashes[-1] and report.problems == []

@@ -27,8 +27,8 @@ import collect.importing.importer as importer
 from collect.importing.columns import Declined, Table, prepare, seal
 from collect.importing.rows import parse_number
 from collect.importing.text import float_text, rows_of_objects, string_text, value_text
-from collect.ledger.store import GENESIS, Ledger, read_ledger, verify_chain
 from collect.ledger.hashing import FIELD, canonical, chain_parts, chain_runs, chained, sealed_line
+from collect.ledger.store import GENESIS, Ledger, read_ledger, verify_chain
 from prereg.api import load_lock
 from prereg.plan import canonical_bytes
 from tests.helpers import frozen_shared

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -94,9 +95,9 @@ def test_runs_started_before_the_freeze_are_warned_about_at_import(tmp_path):
 def test_runs_after_the_freeze_or_without_a_start_are_not_warned_about(tmp_path):
     lock = frozen_shared(tmp_path)
     rows = equal_work_rows()
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    after = (datetime.now(timezone.utc) + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")  # after the freeze
+    after = (datetime.now(UTC) + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")  # after the freeze
     rows = _stamped(rows[:6], after) + rows[6:]
     proc = do_import(write_csv(tmp_path / "runs.csv", rows), lock, tmp_path / "runs")
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
@@ -105,8 +106,8 @@ def test_runs_after_the_freeze_or_without_a_start_are_not_warned_about(tmp_path)
 def test_import_table_takes_a_data_frame(tmp_path):
     pd = pytest.importorskip("pandas")
     import collect
-    from collect.importing.time_order import EarlyRunsWarning
     from collect.importing.importer import ImportProblem
+    from collect.importing.time_order import EarlyRunsWarning
     from prereg.errors import InputError
 
     lock = frozen_shared(tmp_path)

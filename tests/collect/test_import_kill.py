@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from collect.ledger.store import LedgerAppender, read_ledger, verify_chain
 from collect.ledger.journal import PENDING_NAME, pending_path
+from collect.ledger.store import LedgerAppender, read_ledger, verify_chain
 from tests.helpers import frozen_shared, run
 
 ROOT = Path(__file__).resolve().parents[2]

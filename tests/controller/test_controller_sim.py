@@ -6,6 +6,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,8 @@ from collect.collectors.controller.params import TRAFFIC, loop_config, make_poli
 from collect.collectors.controller.policy import Controller, ControllerConfig, CycleReport, parse_mode
 from collect.collectors.controller.sim import PriorWorker, SimControllerCollector, validate
 from collect.collectors.controller.stress import FAMILIES, STRESS_FAMILIES, draw_stress
-from collect.engine.runner import load_collector
 from collect.collectors.sim.accounting import InvariantError
+from collect.engine.runner import load_collector
 
 POLICIES = ("sync", "local:4", "local:16", "adaptive")
 SMALL = {"useful_tokens": 12288, "micro_batch": 64, "stress_horizon_s": 8.0}
@@ -99,7 +100,7 @@ def test_ledger_invariants_and_equal_work_every_family(tmp_path: Path, family: s
         for row in rows:
             assert row["attempted_tokens"] == row["useful_tokens"] + row["replayed_tokens"]
             assert row["evidence"]["heldout_nll"] == "prior" and row["evidence"]["wan"] == "modeled"
-        assert rows[0]["parent"] is None and all(b["parent"] == a["commit"] for a, b in zip(rows, rows[1:]))
+        assert rows[0]["parent"] is None and all(b["parent"] == a["commit"] for a, b in pairwise(rows))
         assert m["attempted_tokens"] == m["useful_tokens"] + m["replayed_tokens"]
         assert sum(row["attempted_tokens"] for row in rows) == m["attempted_tokens"]
         for k in TRAFFIC:

@@ -25,8 +25,8 @@ def _run(tmp: Path, policy: str, family: str = "calm", seed: int = 21):
 
 def test_merge_is_real_parameter_averaging(torch) -> None:
     from collect.collectors.controller.replicas import Replicas
-    from collect.collectors.torchrun.model import Batches, WindowMLP
     from collect.collectors.torchrun.markov import SourceSpec, make_corpora
+    from collect.collectors.torchrun.model import Batches, WindowMLP
 
     c = make_corpora(SourceSpec(), 3, 4, 2048, 1, 64)
     torch.manual_seed(0)
@@ -37,10 +37,10 @@ def test_merge_is_real_parameter_averaging(torch) -> None:
         for k in range(3):
             w.local_step(site, k)
     a, b = ([p.detach().clone() for p in w.replicas[s][0].parameters()] for s in (0, 1))
-    assert any(not torch.equal(x, y) for x, y in zip(a, b))  # different data: the replicas diverged
+    assert any(not torch.equal(x, y) for x, y in zip(a, b, strict=True))  # different data: the replicas diverged
     dis = w.merge([0, 1], include_consensus=False)
     assert dis > 0 and not w.replicas
-    for x, y, z in zip(a, b, w.model.parameters()):
+    for x, y, z in zip(a, b, w.model.parameters(), strict=True):
         assert torch.allclose(z, (x + y) / 2)
 
 

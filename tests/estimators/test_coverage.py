@@ -11,7 +11,7 @@ t and the exact methods stay within 5 points of nominal while the bootstrap fall
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -41,7 +41,7 @@ def sample(kind: str, n: int) -> tuple[np.ndarray, float, float]:
     return x, MEAN, pm
 
 
-@lru_cache(maxsize=None)
+@cache
 def _half_masks(h: int) -> np.ndarray:
     return np.array(list(itertools.product([0.0, 1.0], repeat=h)))
 

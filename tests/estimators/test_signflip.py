@@ -47,7 +47,7 @@ def test_one_sided_p_values_equal_enumeration() -> None:
     d = rng.normal(0.5, 1.0, 9)
     mus = np.array([-1.0, 0.0, 0.37, 0.5, 1.2, d[3], d[:4].mean()])
     p_g, p_l = brute_pvalues(d, mus)
-    for mu, g, l in zip(mus, p_g, p_l):
+    for mu, g, l in zip(mus, p_g, p_l, strict=True):
         got = E.one_sided_p_values("signflip", d, float(mu))
         assert got == pytest.approx((g, l), abs=1e-12)
 

@@ -25,7 +25,7 @@ def test_ends_equal_statsmodels_mean_prediction_interval(n: int, seed: int, conf
     at = np.array([[1.0, x.min()], [1.0, x.max()]])
     pred = fit.get_prediction(at)
     ci = pred.conf_int(alpha=1 - confidence)
-    for end, mean, (lo, hi) in zip((ends.low, ends.high), pred.predicted_mean, ci):
+    for end, mean, (lo, hi) in zip((ends.low, ends.high), pred.predicted_mean, ci, strict=True):
         assert end.estimate == pytest.approx(mean, rel=1e-9, abs=1e-9)
         assert end.lower == pytest.approx(lo, rel=1e-8, abs=1e-8)
         assert end.upper == pytest.approx(hi, rel=1e-8, abs=1e-8)

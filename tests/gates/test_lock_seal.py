@@ -11,7 +11,7 @@ import json
 import os
 import re
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from collect.ledger.store import append_records, read_ledger
@@ -43,7 +43,7 @@ def forge(lock: Path, edit) -> None:
 def shifted(text: str, **delta: float) -> str:
     """An ISO-8601 UTC time moved by ``timedelta(**delta)``."""
     moved = datetime.fromisoformat(text.replace("Z", "+00:00")) + timedelta(**delta)
-    return moved.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return moved.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def freeze(folder: Path, text: str | None = None) -> tuple[Path, str]:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import shutil
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.conftest import OWN_EXAMPLES, shared_example_path
@@ -22,7 +22,7 @@ from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
 def _shift(stamp: str, **delta: float) -> str:
     when = datetime.fromisoformat(stamp.replace("Z", "+00:00")) + timedelta(**delta)
-    return when.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return when.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _lock(path: Path) -> dict:

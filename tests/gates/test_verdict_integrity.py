@@ -86,7 +86,7 @@ def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
     lock = frozen(tmp_path, text)
     contrasts = [0.1, 0.2, 0.05, 0.15, 0.12, 0.08]
     rows = rows_for([0.0] * 6)
-    for row, c in zip(rows, [x for x in contrasts for _ in (0, 1)]):
+    for row, c in zip(rows, [x for x in contrasts for _ in (0, 1)], strict=True):
         row["other"] = 2.0 + (c if row["arm"] == "a" else 0.0)
     rc, data = evaluate(lock, imported(tmp_path, lock, rows))
     g = gates_by_id(data)

@@ -160,8 +160,8 @@ def test_the_markdown_tables_parse_back(ev):
     found = tables(md)
     header, rows = found["Ranking (challenger vs comparator per family and region)"]
     assert header == RANKING_HEAD
-    for row, r, cell in zip(rows, ct.ranking_rows(ev), ev.ranking):
-        got = dict(zip(header, (unescape(c) for c in row)))
+    for row, r, cell in zip(rows, ct.ranking_rows(ev), ev.ranking, strict=True):
+        got = dict(zip(header, (unescape(c) for c in row), strict=True))
         assert got["family"] == f"`{cell.family}`" and got["region"] == r.region
         assert got["ranking"].startswith(f"_{r.word}_" if cell.ranking == "abstain" else f"**{r.word}**")
         assert got["reason"] == cell.reason
@@ -170,7 +170,7 @@ def test_the_markdown_tables_parse_back(ev):
         assert "base_bandwidth_mbps" not in got["sampling interval"]  # the two uncertainties never merge
     header, rows = found["Per-family ledger (each held-out family judged alone)"]
     assert [r[0] for r in rows] == [f"`{f.family}`" for f in ev.families]
-    first = dict(zip(header, (unescape(c) for c in rows[0])))
+    first = dict(zip(header, (unescape(c) for c in rows[0]), strict=True))
     assert first["decision"].startswith("**NOT SUPPORTED**: gate faster_than_comparator failed")
     assert "`faster_than_comparator` **FAIL** 1.182x [1.074x, 1.299x] (90%, 6 pairs)" in first[
         "gates: verdict, estimate [interval]"]
@@ -189,7 +189,7 @@ def test_the_html_page_has_the_same_words(ev, tmp_path):
     found = page_tables(text)
     ranking = found["ranking-table"]
     assert len(ranking) == len(ev.ranking)
-    for (attrs, cells), r in zip(ranking, ct.ranking_rows(ev)):
+    for (attrs, cells), r in zip(ranking, ct.ranking_rows(ev), strict=True):
         assert attrs["data-ranking"] == r.ranking and ("abstain" in attrs.get("class", "")) == r.abstain
         assert cells[2].split("\n")[0] == r.word and cells[3] == r.sampling
         assert cells[4] == "\n".join(r.infrastructure) and cells[5] == r.reason

@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ class Browser:
                  "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
                  "--hide-scrollbars", "--disable-dev-shm-usage", f"--user-data-dir={profile}", "about:blank"]
-        command = 'exec "$0" "$@" 3<&{r} 4>&{w} {r}<&- {w}>&-'.format(r=to_browser_r, w=from_browser_w)
+        command = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-'
         self.proc = subprocess.Popen(["bash", "-c", command, exe, *flags], pass_fds=(to_browser_r, from_browser_w),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
@@ -288,7 +289,7 @@ def check_page(b: Browser, page: Path, runs: Path, shots: Path, name: str) -> di
     assert [(gid, word) for gid, word, _ in dom["gates"]] == gates
     assert all(n == 10 for *_, n in dom["gates"])  # every column of the gate table rendered
     levels = dom["headings"]
-    assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in zip(levels, levels[1:])), levels
+    assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in pairwise(levels)), levels
     assert dom["svgs"] and all(role == "img" and titled and width > 0 for role, titled, width in dom["svgs"])
     assert all(dom["details"])
     for _ in range(400):  # the keyboard alone reaches a <details> and opens it
@@ -396,8 +397,8 @@ def test_kept_traces_travel_compressed_with_every_update(torch_report):
 def test_controller_ranking_table_in_chromium(browser, tmp_path):
     """A controller study's page: the ranking table read back from the DOM, abstentions apart, nothing fetched."""
     from gates.api import read_evaluation
-    from reports.words import controller as ct
     from reports.html.page import write_html_report
+    from reports.words import controller as ct
 
     fixture = HERE / "fixtures" / "controller-evaluation.json"
     path, _, _ = write_html_report(fixture, tmp_path / "controller.html")
@@ -414,7 +415,7 @@ def test_controller_ranking_table_in_chromium(browser, tmp_path):
                           ".map(r => r.dataset.family)")
     assert families == [str(f.family) for f in ev.families]
     levels = browser.js("Array.from(document.querySelectorAll('h1,h2,h3,h4')).map(h => Number(h.tagName[1]))")
-    assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in zip(levels, levels[1:])), levels
+    assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in pairwise(levels)), levels
     browser.viewport(360, 780, mobile=True)
     assert browser.js("document.documentElement.scrollWidth") <= 360  # the wide tables scroll inside their region
     assert browser.problems() == []

@@ -16,6 +16,7 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -108,7 +109,7 @@ def test_the_page_says_what_the_terminal_says(sample_page):
         assert r["id"] in doc.words("invalidators") and r["status"] in doc.words("invalidators")
     for line in et.note_lines(ev):
         assert " ".join(line.split()) in doc.words("notes")
-    assert doc.headings[0] == 1 and all(b - a <= 1 for a, b in zip(doc.headings, doc.headings[1:]))
+    assert doc.headings[0] == 1 and all(b - a <= 1 for a, b in pairwise(doc.headings))
 
 
 def test_refused_numbers_appear_only_as_diagnostics(sample_page):

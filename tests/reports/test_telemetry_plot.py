@@ -158,7 +158,7 @@ def test_real_run_plot_and_text_match_the_ledger(torch_runs, tmp_path, capsys):
             assert f"energy {record.metric(f'energy_{phase}'):.6g} J in [" in line, line
     assert "no interval of: stall" in text
     energy = record.metric("energy")
-    assert energy is not None and f"the ledger's `energy`" in text and f"{energy:.6g} J +/-" in text
+    assert energy is not None and "the ledger's `energy`" in text and f"{energy:.6g} J +/-" in text
     assert "every one of the" in text and "decimated" not in text
 
 

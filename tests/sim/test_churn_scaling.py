@@ -12,7 +12,14 @@ from scipy.optimize import minimize_scalar
 
 from cli.collect import main
 from collect.collectors.sim import churn_law as law
-from collect.collectors.sim.churn_scaling import Pool, admission, parse_pool, render_admission, render_worker_scan, worker_scan
+from collect.collectors.sim.churn_scaling import (
+    Pool,
+    admission,
+    parse_pool,
+    render_admission,
+    render_worker_scan,
+    worker_scan,
+)
 
 
 def _numeric_best_efficiency(rate: float, C: float, R: float) -> float:
@@ -45,7 +52,7 @@ def test_admission_is_the_best_of_every_subset(pools: list[Pool], C: float, R: f
     for counts in itertools.product(*(range(p.count + 1) for p in pools)):
         n = sum(counts)
         if n:
-            thr = n * _numeric_best_efficiency(sum(c * p.rate for c, p in zip(counts, pools)), C, R)
+            thr = n * _numeric_best_efficiency(sum(c * p.rate for c, p in zip(counts, pools, strict=True)), C, R)
             if thr > best_thr * (1 + 1e-9):
                 best_thr, best_counts = thr, counts
     assert t["best"]["throughput"] == pytest.approx(best_thr, rel=1e-7)
@@ -108,7 +115,7 @@ def test_worker_scan_against_the_closed_forms() -> None:
 
 def test_scan_optimum_and_losses_do_not_depend_on_the_restart_cost() -> None:
     a, b = (worker_scan(3600.0, 60.0, R, [1, 5, 20]) for R in (0.0, 5000.0))
-    for x, y in zip(a["rows"], b["rows"]):
+    for x, y in zip(a["rows"], b["rows"], strict=True):
         assert (x["interval_s"], x["loss_half"], x["loss_double"]) == pytest.approx(
             (y["interval_s"], y["loss_half"], y["loss_double"]), rel=1e-12)
         assert x["efficiency"] > y["efficiency"]

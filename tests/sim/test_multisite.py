@@ -183,7 +183,7 @@ def test_common_random_numbers(tmp_path: Path) -> None:
     infos = [MultisiteCollector().run(ctx_for(tmp_path, {**base, "policy": p}, 7)).info for p in POLICIES]
     assert all(i["outages"] == infos[0]["outages"] and infos[0]["outages"] for i in infos)
     assert len({i["frontier_steps_sha256"] for i in infos}) == 1  # every policy makes the same steps durable ...
-    state = {p: i["frontier_sha256"] for p, i in zip(POLICIES, infos)}  # ... not always in the same state
+    state = {p: i["frontier_sha256"] for p, i in zip(POLICIES, infos, strict=True)}  # ... not always in the same state
     assert state["continue"] != state["wait"] and state["restart"] != state["wait"]
     policy_specific = {"policy": "oracle", "checkpoint_every_steps": 7, "checkpoint_ticks": 1, "restore_ticks": 2,
                        "rejoin_ticks": 3, "tick_ms": 5.0, "checkpoint_bytes": 1, "gradient_bytes": 2}

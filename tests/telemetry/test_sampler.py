@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from collect.telemetry.analysis.resolution import ledger_summary, value_changes
-from collect.telemetry.sensors.base import Reading, SensorError
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.recording.sampler import _poll_loop
+from collect.telemetry.sensors.base import Reading, SensorError
 from collect.telemetry.sensors.sim import SimSensor
 from collect.traces.telemetry import Trace
 

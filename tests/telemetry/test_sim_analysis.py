@@ -20,8 +20,8 @@ from collect.telemetry.analysis.resolution import (
     updates_in,
     value_changes,
 )
-from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
 from collect.telemetry.sensors.sim import SimSensor
 from collect.traces.telemetry import read_trace, write_trace

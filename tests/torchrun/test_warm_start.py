@@ -114,8 +114,8 @@ def _forge(runs: Path, p: dict, tmp: Path) -> None:
 
 @pytest.mark.slow
 def test_a_forged_warm_start_with_a_matching_sidecar_is_never_used(tmp_path):
-    from collect.ledger.store import RunRecord, append_records
     from collect.collectors.torchrun.warmstart import check_warm_start, make_warm_start, warm_path
+    from collect.ledger.store import RunRecord, append_records
     from prereg.errors import IntegrityError
 
     p = _small_params()

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from collect.collectors.base import Collector, Param, ParamError, RunContext, RunResult, check_params
 from collect.collectors.controller.params import (
     COMMON_PARAMS,
     METRICS,
@@ -38,7 +39,6 @@ from collect.collectors.controller.params import (
     metric_evidence,
     run_result,
 )
-from collect.collectors.base import Collector, Param, ParamError, RunContext, RunResult, check_params
 from collect.collectors.controller.stress import draw_stress
 
 

@@ -26,7 +26,14 @@ from collect.collectors.controller.loop import LoopResult, Policy, run_cycles
 from collect.collectors.controller.params import loop_config, make_policy
 from collect.collectors.controller.stress import Stress
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
-from collect.collectors.torchrun.model import Batches, WindowMLP, evaluate_nll, heldout_windows, param_count, state_sha256
+from collect.collectors.torchrun.model import (
+    Batches,
+    WindowMLP,
+    evaluate_nll,
+    heldout_windows,
+    param_count,
+    state_sha256,
+)
 from collect.collectors.torchrun.trainer import deterministic
 
 TRAIN_CHAIN = 2048
@@ -73,7 +80,7 @@ class Replicas:
         dis = float(((flat - mean).norm(dim=1) / mean.norm().clamp_min(1e-12)).mean()) if len(states) > 1 else 0.0
         for j, target in enumerate(self.model.parameters()):
             target.copy_(torch.stack([ps[j] for ps in params]).mean(0))
-            moments = [opt.state[ps[j]] for (_, opt), ps in zip(states, params) if opt.state.get(ps[j])]
+            moments = [opt.state[ps[j]] for (_, opt), ps in zip(states, params, strict=True) if opt.state.get(ps[j])]
             if moments:
                 self.opt.state[target] = {
                     "step": torch.stack([s["step"] for s in moments]).max().clone(),

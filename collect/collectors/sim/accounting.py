@@ -6,6 +6,7 @@ import hashlib
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from prereg.errors import EXIT_INTERNAL, ToolkitError
 
@@ -205,7 +206,7 @@ def check_invariants(r: SimResult, cfg: SimConfig) -> None:
     need(0 <= r.replayed <= r.attempted, "replayed work outside attempted work")
     need(r.retained_step_ids == list(range(1, cfg.target_steps + 1)), "retained steps are not 1..target once each")
     need(r.lineage[-1].step == cfg.target_steps, "durable frontier is not the target")
-    for a, b in zip(r.lineage, r.lineage[1:]):
+    for a, b in pairwise(r.lineage):
         need(b.parent == a.id and b.step > a.step and b.tick >= a.tick, f"broken lineage at checkpoint {b.id}")
     need(r.compute_ticks + r.checkpoint_ticks + r.stall_ticks == r.end_tick, "ticks do not add up")
     need(set(r.bytes) == set(BYTE_CLASSES) and all(v >= 0 for v in r.bytes.values()), "bad byte classes")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from itertools import pairwise
 from typing import Protocol
 
 from collect.collectors.sim.accounting import (
@@ -379,7 +380,7 @@ class Harness:
         if self.count == "tokens":
             need(r.retained_tokens == self.target, "retained tokens != target")
         need(r.compute_ticks + r.checkpoint_ticks + r.stall_ticks == r.end_tick, "ticks do not add up")
-        for a, b in zip(r.lineage, r.lineage[1:]):
+        for a, b in pairwise(r.lineage):
             need(b.parent == a.id and b.step > a.step, f"broken lineage at checkpoint {b.id}")
         if r.policy == "oracle":
             need(r.lost_tokens == 0, "the oracle lost work")

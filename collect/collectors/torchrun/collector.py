@@ -74,9 +74,9 @@ from collect.collectors.sim.outages import (
 )
 from collect.collectors.sim.recovery import POLICIES
 from collect.collectors.torchrun.warmstart import make_warm_start, warm_key
+from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
-from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS
 from prereg.fileio import atomic_write
 
 CKPT_SUFFIX = "ckpt"

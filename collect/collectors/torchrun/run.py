@@ -14,9 +14,6 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 from collect.collectors.sim.accounting import SimConfig, SimResult
 from collect.collectors.sim.harness import Harness
 from collect.collectors.sim.outages import Outage
-from collect.telemetry.sensors.base import Sensor
-from collect.telemetry.recording.recorder import Recorder
-from collect.telemetry.analysis.energy import run_energy
 from collect.collectors.torchrun.device import resolve_device
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 from collect.collectors.torchrun.model import (
@@ -30,6 +27,9 @@ from collect.collectors.torchrun.model import (
 )
 from collect.collectors.torchrun.trainer import Trainer, deterministic
 from collect.collectors.torchrun.warmstart import load_warm_start
+from collect.telemetry.analysis.energy import run_energy
+from collect.telemetry.recording.recorder import Recorder
+from collect.telemetry.sensors.base import Sensor
 
 TRAIN_CHAIN = 2048
 HELDOUT_CHAIN = 256  # predictions per held-out chain

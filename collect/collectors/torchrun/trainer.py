@@ -151,7 +151,7 @@ def optimizer_step(opt: torch.optim.Optimizer) -> None:
     with torch.autograd.profiler.record_function(f"Optimizer.step#{type(opt).__name__}.step"):
         with torch.set_grad_enabled(bool(opt.defaults.get("differentiable", False))):
             plain(opt)
-        getattr(opt, "_optimizer_step_code")()
+        opt._optimizer_step_code()
 
 
 @contextmanager

@@ -75,9 +75,9 @@ def _shared_folder(runs_dir: Path) -> Path:
 
 def _train(p: Mapping[str, Any]) -> tuple[Any, str]:
     """The warm start's trainer after ``warm_start_steps`` steps, and its state SHA-256 (deterministic)."""
+    from collect.collectors.torchrun.device import resolve_device  # lazy: torch
     from collect.collectors.torchrun.markov import SourceSpec, make_corpora  # lazy: numpy
     from collect.collectors.torchrun.model import Batches, WindowMLP, state_sha256  # lazy: torch
-    from collect.collectors.torchrun.device import resolve_device  # lazy: torch
     from collect.collectors.torchrun.trainer import Trainer, deterministic  # lazy: torch
 
     seed = _warm_seed(p["warm_start_seed"])

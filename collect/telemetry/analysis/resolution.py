@@ -251,7 +251,7 @@ def energy_from_power(
     if window_ns > 0:
         u = updates if updates is not None else value_changes(trace, signal)
         latest_hi: int | None = None
-        for lo, hi, v in zip(u.lo_ns.tolist(), u.hi_ns.tolist(), u.value.tolist()):
+        for lo, hi, v in zip(u.lo_ns.tolist(), u.hi_ns.tolist(), u.value.tolist(), strict=True):
             if lo - window_ns < a_ns or hi > b_ns:
                 continue
             d = 0 if latest_hi is None else max(0, latest_hi - (lo - window_ns))

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from collect.telemetry.analysis.resolution import ledger_summary
-from collect.telemetry.sensors.base import Reading, Sensor, SensorError
 from collect.telemetry.recording.sampler import CHILD_KINDS, ProcessPoller
+from collect.telemetry.sensors.base import Reading, Sensor, SensorError
 from collect.traces.telemetry import Phase, Trace
 
 _MS = 1_000_000

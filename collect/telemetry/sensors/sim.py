@@ -29,6 +29,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 
@@ -188,7 +189,7 @@ class SimSensor(Sensor):
         edges.update(range(first * self._cell_ns, (last + 1) * self._cell_ns, self._cell_ns))
         pts = sorted(t for t in edges if a_ns <= t <= b_ns)
         total = 0.0
-        for lo, hi in zip(pts[:-1], pts[1:]):
+        for lo, hi in pairwise(pts):
             total += self.power_w(lo) * (hi - lo) / 1e9
         return total
 
