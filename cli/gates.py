@@ -66,7 +66,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         make_console().print(render_evaluation(evaluation, show_blocks=args.blocks, verbose=args.verbose))
         print(f"evaluation written to {out}")
         led = evaluation.ledger
-        words = chain_sentence(led.chain, None, led.unchained)
+        words = chain_sentence(led.chain, None)
         print(textwrap.fill(f"ledger {words}", 80))
         if led.head_sha256:
             print(f"ledger head sha256:\n{led.head_sha256}")

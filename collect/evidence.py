@@ -12,18 +12,7 @@ from typing import Any
 
 
 def recorded_evidence(record: Any, metric: str) -> str | None:
-    """What a ledger record says the collector gave for ``metric`` (None when it says nothing).
-
-    Reads the record's ``evidence`` map, and for records written before it existed the collector's
-    identity in ``code`` (``metric_evidence`` per metric, or one ``evidence`` for all).
-    """
+    """What a ledger record's ``evidence`` map says the collector gave for ``metric`` (None when it
+    says nothing: an imported run, whose class is the plan's declaration)."""
     evidence = getattr(record, "evidence", None) or {}
-    if metric in evidence:
-        return evidence[metric]
-    code = getattr(record, "code", None) or {}
-    per_metric = code.get("metric_evidence")
-    if isinstance(per_metric, dict) and isinstance(per_metric.get(metric), str):
-        return per_metric[metric]
-    if isinstance(code.get("evidence"), str):
-        return code["evidence"]
-    return None
+    return evidence.get(metric)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import os
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -34,7 +33,8 @@ from gates.frame import evaluation_frame
 from gates.htmlview import evaluation_view
 from gates.numbers import DataNumber, Number
 from prereg.errors import InputError
-from prereg.fileio import atomic_write, not_a_readable_file, readable_json
+from prereg.fileio import atomic_write, not_a_readable_file
+from prereg.jsoncodec import JSONFormatError, canonical_bytes, loads, readable_json
 from prereg.schema import RuleField
 from prereg.schema_types import Scalar
 
@@ -141,11 +141,10 @@ class LedgerIdentity(_Model):
     sha256: str | None
     records: int
     torn_tail: bool
-    chain: Literal["intact", "absent", "empty"] | None = Field(
-        default=None, description="The ledger's hash chain: intact, absent (an older ledger) or empty; "
-        "null in artifacts written before the chain existed.")
-    head_sha256: str | None = Field(default=None, description="The chain's head hash (the last record's).")
-    unchained: int = Field(default=0, description="Records written before the chain existed.")
+    chain: Literal["intact", "empty"] = Field(
+        description="The ledger's hash chain: intact, or empty (no records); a broken chain refuses the evaluation.")
+    head_sha256: str | None = Field(default=None, description="The chain's head hash (the last record's); "
+                                    "null for an empty ledger.")
 
 
 class AmendmentSummary(_Model):
@@ -305,9 +304,7 @@ class Evaluation(_Model):
 
 def seal_hash(data: dict[str, Any]) -> str:
     """SHA-256 of an artifact's canonical JSON (sorted keys, no whitespace) without ``seal_sha256``."""
-    body = {k: v for k, v in data.items() if k != "seal_sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                                     allow_nan=False).encode()).hexdigest()
+    return hashlib.sha256(canonical_bytes({k: v for k, v in data.items() if k != "seal_sha256"})).hexdigest()
 
 
 def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> None:
@@ -339,26 +336,32 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
         raw = read_input_file(p, limit=MAX_ARTIFACT_BYTES)
     except ValueError as err:  # too large, unreadable, not a regular file
         raise EvaluationError(str(err)) from None
-    if p.name == "ledger.jsonl" or b'"record":"collect/run/v1"' in raw[:65536].split(b"\n", 1)[0]:
+    if p.name == "ledger.jsonl" or b'"record":"collect/run/' in raw[:65536].split(b"\n", 1)[0]:
         raise EvaluationError(f"{p}: is a run ledger, not an evaluation; this {expects} "
                               f"(gates evaluate writes {p.parent / 'evaluation.json'})")
     if p.suffix.lower() in (".yaml", ".yml", ".csv") or p.name.endswith(".lock.json"):
         what = "a plan or lock" if p.suffix.lower() != ".csv" else "a table of runs"
         raise EvaluationError(f"{p}: is {what}, not an evaluation; this {expects}")
+    return parse_evaluation(raw, str(p), hint=f"; this {expects}")
+
+
+def parse_evaluation(raw: bytes, where: str, hint: str = "") -> Evaluation:
+    """The artifact held by ``raw`` (the bytes of ``where``), validated; ``EvaluationError`` otherwise.
+    The only parser of the format: :func:`read_evaluation` and a plan's predecessors use it."""
+    if len(raw) > MAX_ARTIFACT_BYTES:
+        raise EvaluationError(f"{where}: larger than {MAX_ARTIFACT_BYTES} bytes: not an evaluation artifact")
     try:
-        data: Any = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise EvaluationError(f"{p}: not JSON ({err}); this {expects}") from None
-    except RecursionError:
-        raise EvaluationError(f"{p}: nested too deeply to be an evaluation artifact") from None
+        data: Any = loads(raw)
+    except JSONFormatError as err:
+        raise EvaluationError(f"{where}: not an evaluation artifact ({err}){hint}") from None
     if not isinstance(data, dict) or data.get("schema") != EVALUATION_SCHEMA:
-        raise EvaluationError(f"{p}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
+        raise EvaluationError(f"{where}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
     try:
         return Evaluation.model_validate(data)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise EvaluationError(f"{p}: malformed evaluation artifact: {where}: {first['msg']}") from None
+        loc = ".".join(str(x) for x in first["loc"])
+        raise EvaluationError(f"{where}: malformed evaluation artifact: {loc}: {first['msg']}") from None
 
 
 def seal_status(ev: Evaluation) -> Literal["sealed", "broken", "unsealed"]:

@@ -142,8 +142,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
             for a in lock["amendments"]
         ],
         ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=len(ledger.records),
-                              torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head,
-                              unchained=chain.unchained),
+                              torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head),
         runs=RunAccounting(
             planned=match.planned, matched=match.matched,
             missing=[t for _, t in match.missing] + [f"{t} (calibration)" for _, t in match.missing_calibration],

@@ -29,7 +29,7 @@ class LedgerTampered(IntegrityError, ValueError):
 
 
 def check_ledger(ledger: Ledger) -> ChainReport:
-    """The chain report of an intact (or pre-chain) ledger; raises ``LedgerTampered`` otherwise.
+    """The chain report of an intact (or empty) ledger; raises ``LedgerTampered`` otherwise.
 
     The records are checked here; their traces by ``gates.traces`` (a changed trace refuses the
     gates that rely on it, not the whole evaluation)."""
@@ -39,16 +39,9 @@ def check_ledger(ledger: Ledger) -> ChainReport:
     return report
 
 
-def chain_sentence(status: str | None, head: str | None, unchained: int = 0) -> str:
-    """What the chain proves, in words, for the report."""
-    if status == "intact":
-        extra = (f" ({unchained} earlier record(s) were written before the chain existed and are not "
-                 "protected)") if unchained else ""
-        where = f"; head {head}" if head else ""
-        return (f"hash chain intact{where} (compare the head with the one published when collection "
-                f"ended){extra}")
-    if status == "absent":
-        return "no hash chain: written by an older toolkit version, so edits to it cannot be detected"
+def chain_sentence(status: str, head: str | None) -> str:
+    """What the chain proves, in words, for the report (``status``: intact or empty)."""
     if status == "empty":
         return "no records"
-    return "hash chain not checked (an artifact written before the chain existed)"
+    where = f"; head {head}" if head else ""
+    return f"hash chain intact{where} (compare the head with the one published when collection ended)"

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from collect.ledger.cells import split_repeats
 from collect.ledger.store import Ledger, RunRecord
 from prereg.schema import Plan, Strata, level_key
 
@@ -147,8 +148,12 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
                                               pair_controls=bool(plan.strata.pair_controls))
     match = Match(blocks, n_arms=len(plan.arms))
     match.ledger_problems = [f"ledger line {p.line}: {p.message}" for p in ledger.problems]
+    def where_of(record: RunRecord) -> str:
+        return f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
+
+    planned: list[RunRecord] = []
     for record in ledger.records:
-        where = f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
+        where = where_of(record)
         if record.prereg_sha256 != plan_sha256:
             match.other_plan.append((record.arm, text := f"{where} was recorded under plan {record.prereg_sha256[:12]}"))
             match.where[text] = record.stratum
@@ -162,15 +167,17 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
             match.failed.append((record.arm, text := f"{where} has status {record.status}"))
             match.where[text] = record.stratum
             continue
-        block = blocks[(skey, record.replicate)]
-        if record.arm in block.records:
-            first = block.records[record.arm].run_id
-            match.duplicate.append((record.arm, f"{where} repeats {first}"))
-            match.where[f"{where} repeats {first}"] = record.stratum
-            continue
-        block.records[record.arm] = record
-    # A duplicated cell is ambiguous (which run is the real one?): it is listed in ``duplicate``,
-    # and gates using that arm are refused through ``arm_problems``.
+        planned.append(record)
+    # The ledger's one duplicate rule (``collect.ledger.cells``): the first complete record of a cell
+    # stands; a later one is listed in ``duplicate``, and gates using that arm are refused through
+    # ``arm_problems`` (the cell is ambiguous: which run is the real one?).
+    first, repeats = split_repeats(planned, key=lambda r: (stratum_key(plan, r.stratum), r.replicate, r.arm))
+    for (skey, replicate, arm), record in first.items():  # type: ignore[misc]
+        blocks[(skey, replicate)].records[arm] = record
+    for record, earlier in repeats:
+        text = f"{where_of(record)} repeats {earlier.run_id}"
+        match.duplicate.append((record.arm, text))
+        match.where[text] = record.stratum
     for block in blocks.values():
         for arm in plan.arms:
             if arm not in block.records:

@@ -12,11 +12,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from gates.artifact import MAX_ARTIFACT_BYTES, PlanYamlCheck, PredecessorCheck
+from gates.artifact import MAX_ARTIFACT_BYTES, EvaluationError, PlanYamlCheck, PredecessorCheck, parse_evaluation
 from prereg.fileio import read_regular_file
 from prereg.schema import Plan
 
@@ -24,16 +23,10 @@ from prereg.schema import Plan
 def _recorded(data: bytes) -> dict[str, Any]:
     """The conclusion an evaluation artifact recorded (decision, claim, time), or a note why none."""
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return {"recorded_note": "not an evaluation artifact (not JSON): no recorded conclusion"}
-    if not isinstance(doc, dict) or doc.get("schema") != "gates/evaluation/v1":
-        return {"recorded_note": "not an evaluation artifact: no recorded conclusion"}
-    return {
-        "recorded_decision": doc.get("decision") if doc.get("decision") in ("supported", "not_supported", "refused") else None,
-        "recorded_claim": doc.get("claim") if isinstance(doc.get("claim"), str) else None,
-        "recorded_at": doc.get("evaluated_at") if isinstance(doc.get("evaluated_at"), str) else None,
-    }
+        ev = parse_evaluation(data, "predecessor")
+    except EvaluationError:
+        return {"recorded_note": "not an evaluation artifact of this toolkit: no recorded conclusion"}
+    return {"recorded_decision": ev.decision, "recorded_claim": ev.claim, "recorded_at": ev.evaluated_at}
 
 
 def check_predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:

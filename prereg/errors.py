@@ -50,6 +50,14 @@ class InputError(ToolkitError):
     exit_code = EXIT_BAD_INPUT
 
 
+class RetiredFormat(InputError):
+    """A file in a format version this toolkit no longer reads (exit 2): which version wrote it, what to re-run."""
+
+    def __init__(self, path: object, found: str, current: str, rerun: str) -> None:
+        super().__init__(f"{path}: written in {found} by prereg-toolkit 0.1.x; this toolkit reads {current} only "
+                         f"(no compatibility reader is kept): {rerun}")
+
+
 class IntegrityError(ToolkitError):
     """A broken promise: a lock or ledger that does not verify, a changed plan re-frozen (exit 3)."""
 

@@ -9,7 +9,6 @@ append-only and has its own writer (``collect.ledger.store``).
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import stat
@@ -135,7 +134,7 @@ def read_regular_file(path: str | os.PathLike[str], limit: int, follow_links: bo
 
 PROTECTED_NAMES = ("ledger.jsonl", ".collect.lock")  # the run ledger and the runs folder's lock
 PROTECTED_SUFFIXES = (".lock.json", ".yaml", ".yml", ".jsonl")  # locks, plans, ledgers and traces
-_PROTECTED_MARKERS = (rb'"record":\s*"collect/run/v1"', rb'"format":\s*"prereg/lock/v1"',
+_PROTECTED_MARKERS = (rb'"record":\s*"collect/run/v\d+"', rb'"format":\s*"prereg/lock/v\d+"',
                       rb"(?m)^schema:\s*['\"]?prereg/v1")
 
 
@@ -206,26 +205,3 @@ def check_output(
                                 "use --force to replace it", str(target))
 
 
-#: a list longer than this is written one compact item per line by :func:`readable_json`
-LONG_LIST = 20
-
-
-def readable_json(value: object, level: int = 0) -> str:
-    """Indented JSON (2 spaces, keys in their order, no NaN) that stays fast for large artifacts.
-
-    Objects and short lists are indented like ``json.dumps(indent=2)``; a list of more than
-    :data:`LONG_LIST` items is written one item per line, each compact through the C encoder
-    (``indent=`` forces Python's pure encoder, 10x slower on a 100k-row artifact). Any JSON reader
-    reads both the same; the file stays diff-able row by row.
-    """
-    pad = "  " * level
-    if isinstance(value, dict) and value:
-        items = (f"{pad}  {json.dumps(k, ensure_ascii=False)}: {readable_json(v, level + 1)}" for k, v in value.items())
-        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
-    if isinstance(value, list) and value and (len(value) > LONG_LIST or any(isinstance(v, (dict, list)) for v in value)):
-        if len(value) > LONG_LIST:
-            lines = (pad + "  " + json.dumps(v, ensure_ascii=False, allow_nan=False) for v in value)
-        else:
-            lines = (pad + "  " + readable_json(v, level + 1) for v in value)
-        return "[\n" + ",\n".join(lines) + f"\n{pad}]"
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)

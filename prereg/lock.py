@@ -33,7 +33,6 @@ by ``prereg freeze`` to publish) and the *genesis* hash (the plan as first froze
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import stat
@@ -49,6 +48,7 @@ from pydantic import ValidationError
 from prereg._version import __version__
 from prereg.errors import InputError
 from prereg.fileio import atomic_write
+from prereg.jsoncodec import DuplicateKey, NestedTooDeep, NotJSON, loads, readable_bytes
 from prereg.lock_schema import LockFile
 from prereg.lock_seal import lock_seal
 from prereg.plan import (
@@ -179,21 +179,7 @@ def genesis_hash(lock: dict[str, Any]) -> Any:
 def write_lock(path: str | os.PathLike[str], lock: dict[str, Any]) -> None:
     """Seal ``lock`` (set ``lock_sha256``), write it atomically to ``path`` and make it read-only."""
     lock["lock_sha256"] = lock_hash(lock)
-    data = json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).encode() + b"\n"
-    atomic_write(path, data, read_only=True)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"non-finite number {name}")
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
+    atomic_write(path, readable_bytes(lock), read_only=True)
 
 
 def _looks_like_plan(path: str | os.PathLike[str], raw: bytes) -> bool:
@@ -216,10 +202,12 @@ def read_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
                 f"{path} is a plan (YAML), not a lock: run 'prereg freeze {path}' first and pass the lock it "
                 f"writes ({default_lock_path(path)})"
             )
-        lock = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
-    except UnicodeDecodeError:
+        lock = loads(raw)
+    except DuplicateKey as err:
+        raise LockError(f"{path}: not a lock file (duplicate key {str(err)!r})") from None
+    except NotJSON:
         raise LockError(f"{path}: not UTF-8 JSON: not a lock file") from None
-    except RecursionError:
+    except NestedTooDeep:
         raise LockError(f"{path}: nested too deeply to be a lock file") from None
     except ValueError as err:  # JSONDecodeError is a ValueError; read_input_file raises ValueError
         message = str(err)

@@ -9,7 +9,7 @@
 
 So it covers the freeze time and every amendment up to that version (its time, reason, whether
 data existed, the parent plan), but nothing of later amendments. Every ledger record carries the
-seal of the version it was collected or imported under (``collect/run/v1``'s ``lock_seal``): a
+seal of the version it was collected or imported under (the ledger record's ``lock_seal``): a
 lock whose freeze time or amendment entries are rewritten -- even with every hash recomputed --
 has other seals, and no longer matches the runs recorded under it. The seal printed by
 ``prereg freeze`` (and ``prereg amend``) is what to publish: a published seal pins the freeze in
@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from prereg.plan import canonical_bytes, sha256_hex
+from prereg.jsoncodec import canonical_bytes
+from prereg.plan import sha256_hex
 
 SEAL_FORMAT = "prereg/seal/v1"
 _SEAL = re.compile(r"^[0-9a-f]{64}$")

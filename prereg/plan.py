@@ -16,7 +16,6 @@ This module owns the plan format; nothing else parses plan YAML.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from prereg.checks import check_plan
 from prereg.direction import plan_warnings
 from prereg.errors import InputError
 from prereg.fileio import read_regular_file
+from prereg.jsoncodec import canonical_bytes
 from prereg.schema import Plan
 from prereg.yamlsafe import KEY_MARK, MAX_BYTES, LoadedYaml, YamlError, load_yaml
 
@@ -141,11 +141,6 @@ def _normalise(value: Any) -> Any:
 def canonical_plan(plan: Plan) -> dict[str, Any]:
     """The plan as JSON data: defaults filled, unset optional fields omitted, numbers normalised."""
     return _normalise(plan.model_dump(mode="json", by_alias=True, exclude_none=True))
-
-
-def canonical_bytes(data: Any) -> bytes:
-    """Canonical JSON serialisation: sorted keys, no whitespace, UTF-8, finite numbers only."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def plan_hash(canonical: dict[str, Any]) -> str:

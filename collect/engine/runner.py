@@ -47,7 +47,6 @@ from collect.engine.runs import (
     expand_plan,
     load_collector,
     run_batch,
-    run_id_of,
     stratum_seed,
 )
 from collect.engine.workers import worker_init
@@ -65,7 +64,7 @@ from prereg.lock import environment_info
 from prereg.schema import Plan
 
 __all__ = ["BLOCKING_FACTORS", "COLLECTORS", "MAX_JOBS", "EngineError", "Job", "PlannedRun", "RunSummary",
-           "check_jobs", "execute_run", "expand_plan", "load_collector", "run_batch", "run_id_of", "run_plan",
+           "check_jobs", "execute_run", "expand_plan", "load_collector", "run_batch", "run_plan",
            "stratum_seed"]
 
 

@@ -20,17 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, check_params
-from collect.ledger.store import TRACES_DIR
+from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
 from prereg.errors import InputError
+from prereg.jsoncodec import canonical_bytes
 from prereg.lock import utc_now
-from prereg.plan import canonical_bytes
 from prereg.schema import Plan
 
 __all__ = ["BLOCKING_FACTORS", "COLLECTORS", "EngineError", "Job", "PlannedRun", "RunSummary", "execute_run",
-           "expand_plan", "load_collector", "run_batch", "run_id_of", "stratum_seed"]
+           "expand_plan", "load_collector", "run_batch", "stratum_seed"]
 
 BLOCKING_FACTORS = ("seed", "block")
 
@@ -55,12 +55,6 @@ def stratum_seed(stratum: dict[str, Any], replicate: int) -> int:
     """The run seed of a stratum and replicate (never the arm): 63 bits of SHA-256."""
     digest = hashlib.sha256(canonical_bytes({"stratum": stratum, "replicate": replicate})).digest()
     return int.from_bytes(digest[:8], "big") >> 1
-
-
-def run_id_of(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
-    """A stable run id for one cell of the plan."""
-    key = canonical_bytes({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
-    return "run-" + hashlib.sha256(key).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -98,7 +92,7 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
                 except ParamError as err:
                     raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
                 runs.append(PlannedRun(
-                    run_id_of(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
+                    run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
                     stratum_seed(stratum, replicate), params,
                 ))
     check_evidence(plan, collector, runs)

@@ -27,7 +27,6 @@ the row path's.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +40,6 @@ from collect.importing.rows import (
     TELEMETRY_FIELDS,
     CellError,
     arm_cell,
-    cell_key_of,
     check_columns,
     check_range,
     evidence_cell,
@@ -57,9 +55,11 @@ from collect.importing.rows import (
     telemetry_cell,
 )
 from collect.importing.text import float_text, rows_of_objects, string_text, value_text
-from collect.ledger.hashing import FIELD, PREV, canonical, chain_runs
-from collect.ledger.store import RECORD_FORMAT, Ledger, RunRecord, encode_metric
+from collect.ledger.cells import cell_key_of
+from collect.ledger.hashing import FIELD, PREV, chain_runs
+from collect.ledger.store import RECORD_FORMAT, Ledger, RunRecord, encode_metric, imported_run_id
 from prereg.errors import EXIT_INTERNAL, ToolkitError
+from prereg.jsoncodec import canonical_bytes
 from prereg.schema import Plan
 
 Texts = Sequence[str | None]  # per row: an item text ``"key":value``, or a value's text (None: no such key)
@@ -233,13 +233,12 @@ def _metric_bounds(table: Table, bound_columns: list[tuple[str, str]]) -> tuple[
 
 
 def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str], replicates: list[int]) -> list[str]:
-    """Each row's run id: as given, else ``derived_run_id``'s -- the hash of the canonical JSON of
+    """Each row's run id: as given, else ``collect.ledger.records.run_id``'s -- the hash of the canonical JSON of
     ``[plan_sha256, stratum, arm, replicate]``, a list put together from its values' texts."""
     head = "[" + value_text(plan_sha256) + ","
     arm_text = {a: value_text(a) for a in set(arms)}  # str values: equal only when the same
     replicate_text = {r: value_text(r) for r in set(replicates)}  # int values: likewise
-    return [run_id or "imp-" + hashlib.sha256(
-                f"{head}{stratum},{arm_text[arm]},{replicate_text[replicate]}]".encode()).hexdigest()[:16]
+    return [run_id or imported_run_id(f"{head}{stratum},{arm_text[arm]},{replicate_text[replicate]}]")
             for run_id, stratum, arm, replicate in zip(given, strata, arms, replicates, strict=True)]
 
 
@@ -345,7 +344,7 @@ def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
     """The batch chained to ``head``: ``(the bytes to append, the records as written, the new head)``;
     a ``ValidationError`` if the model refuses a record."""
     lines = []
-    mid = b'"record":' + canonical(RECORD_FORMAT)
+    mid = b'"record":' + canonical_bytes(RECORD_FORMAT)
     runs = ((low, mid, high) for low, high in zip(batch.low, batch.high, strict=True))
     for data, (line, digest) in zip(batch.data, chain_runs(runs, head), strict=True):
         data["prev_sha256"], data["record_sha256"] = head, digest

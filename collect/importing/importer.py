@@ -63,12 +63,12 @@ from collect.importing.rows import (
     RESERVED,
     TELEMETRY_FIELDS,
     CellError,
-    cell_key,
     check_columns,
     content,
     expected_columns,
     row_record,
 )
+from collect.ledger.cells import cell_key_of
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals
 from collect.ledger.runlock import lock_path, runs_lock
 from collect.ledger.store import (
@@ -81,6 +81,7 @@ from collect.ledger.store import (
     read_ledger,
 )
 from prereg.errors import InputError
+from prereg.jsoncodec import JSONFormatError, loads
 from prereg.plan import read_input_file
 from prereg.schema import Plan
 
@@ -144,9 +145,9 @@ def read_table(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line, parse_constant=lambda c: float(c))
-            except RecursionError:
-                raise ImportProblem([f"row {number}: nested too deeply"]) from None
+                value = loads(line, allow_nonfinite=True)  # another tool's NaN literal: a NaN value
+            except JSONFormatError as err:
+                raise ImportProblem([f"row {number}: {err}"]) from None
             if not isinstance(value, dict):
                 raise ImportProblem([f"row {number}: not a JSON object"])
             rows.append(value)
@@ -201,7 +202,7 @@ def build_records(
     seen_keys: dict[tuple[Any, ...], str] = {}
     for r in existing.records:
         if r.status == "complete" and r.prereg_sha256 == plan_sha256:
-            seen_keys[cell_key(r)] = "the ledger"
+            seen_keys[cell_key_of(r.stratum, r.arm, r.replicate)] = "the ledger"
     for number, row in enumerate(rows, start=1):
         try:
             record = row_record(row, number, plan, plan_sha256, source, lock_seal=lock_seal)
@@ -212,7 +213,7 @@ def build_records(
             message = str(err).splitlines()[0] if not isinstance(err, ValidationError) else _pydantic_message(err)
             errors.append(f"row {number}: {message}")
             continue
-        key = cell_key(record)
+        key = cell_key_of(record.stratum, record.arm, record.replicate)
         if (record.run_id in present and seen_ids.get(record.run_id) == "the ledger"
                 and content(present[record.run_id]) == content(record)):
             seen_ids[record.run_id] = f"row {number} (already in the ledger)"

@@ -9,16 +9,14 @@ back to this path whenever anything does not fit, so the messages are always the
 from __future__ import annotations
 
 import difflib
-import hashlib
 import math
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric
+from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric, run_id
 from estimators.vocabulary import EVIDENCE_ORDER, stronger
 from prereg.errors import InputError
-from prereg.plan import canonical_bytes
 from prereg.schema import Plan, level_key
 
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
@@ -172,10 +170,6 @@ def parse_time(value: Any, column: str) -> str | None:
 FUTURE_TOLERANCE = timedelta(minutes=10)
 
 
-def derived_run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int) -> str:
-    return "imp-" + hashlib.sha256(canonical_bytes([plan_sha256, stratum, arm, replicate])).hexdigest()[:16]
-
-
 def arm_cell(value: Any, plan: Plan) -> str:
     """The arm a cell names (stripped), or a ``CellError``."""
     if not isinstance(value, str) or value.strip() not in plan.arms:
@@ -312,10 +306,10 @@ def row_record(
         if metric_bounds is not None:
             summary["metric_bounds"] = metric_bounds
         telemetry[signal] = TelemetrySummary.model_validate(summary)
-    run_id = str(row.get("run_id") or "").strip() or derived_run_id(plan_sha256, stratum, arm, replicate)
+    given_id = str(row.get("run_id") or "").strip()
     return RunRecord.model_validate(
         {
-            "run_id": run_id, "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm,
+            "run_id": given_id or run_id(plan_sha256, stratum, arm, replicate, imported=True), "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm,
             "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
             "seed": parse_integer(row.get("seed"), "seed", None),
             "started_at": parse_time(row.get("started_at"), "started_at"),
@@ -326,14 +320,6 @@ def row_record(
     )
 
 
-def cell_key(record: RunRecord) -> tuple[Any, ...]:
-    """The planned cell a record fills, type-aware (``1``, ``1.0``, ``"1"`` and ``true`` stay distinct)."""
-    return cell_key_of(record.stratum, record.arm, record.replicate)
-
-
-def cell_key_of(stratum: dict[str, Any], arm: str, replicate: int) -> tuple[Any, ...]:
-    """``cell_key`` of a record with this stratum, arm and replicate."""
-    return (tuple(sorted((k, type(v).__name__, v) for k, v in stratum.items())), arm, replicate)
 
 
 def content(record: RunRecord) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Canonical JSON text assembled from pieces (part of ``collect.importing.columns``).
 
-The canonical encoder (``collect.ledger.hashing.canonical``: the settings of
-``prereg.plan.canonical_bytes``) writes
+The canonical encoder (``prereg.jsoncodec.canonical_text``: the settings of
+``prereg.jsoncodec.canonical_bytes``) writes
 
 * an object as ``{``, its ``"key":value`` items in key order (``sorted`` of the keys) joined by
   ``,``, and ``}``; a list as ``[``, its items joined by ``,``, and ``]``;
@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-from collect.ledger.hashing import canonical
+from prereg.jsoncodec import canonical_text
 
 
 def value_text(value: Any) -> str:
     """The canonical JSON of any value, from the encoder."""
-    return canonical(value).decode()
+    return canonical_text(value)
 
 
 def string_text(value: str) -> str:

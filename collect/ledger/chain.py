@@ -15,16 +15,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class ChainReport:
-    """What ``verify_chain`` found: ``status`` is intact, absent (an older ledger) or broken."""
+    """What ``verify_chain`` found: ``status`` is intact, broken or empty (no records)."""
 
-    status: Literal["intact", "absent", "broken", "empty"]
+    status: Literal["intact", "broken", "empty"]
     head: str | None
     problems: list[str] = field(default_factory=list)
-    unchained: int = 0  # records written before the chain existed
 
     @property
     def ok(self) -> bool:
-        """No evidence of tampering (an absent chain is not evidence either way)."""
+        """No evidence of tampering."""
         return self.status != "broken"
 
 
@@ -38,34 +37,25 @@ def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
         report = ChainReport("empty", None)
     else:
         report = ChainReport("intact", ledger.hashes[-1])
-    expected, chained = GENESIS, False
+    expected = GENESIS
     for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines, strict=True):
         who = _who(record, line)
-        if record.record_sha256 is None and record.prev_sha256 is None:
-            report.unchained += 1
-            if chained:
-                report.problems.append(f"{who}: carries no hash after chained records (inserted, or its hash removed)")
-        else:
-            if record.record_sha256 != digest:
-                report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
-            if record.prev_sha256 != expected:
-                report.problems.append(
-                    f"{who}: the chain is broken before it (a record was removed, inserted or reordered before it)"
-                )
-            chained = True
-            if check_traces:
-                report.problems += _trace_problems(ledger.path.parent, record, who)
+        if record.record_sha256 != digest:
+            report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
+        if record.prev_sha256 != expected:
+            report.problems.append(
+                f"{who}: the chain is broken before it (a record was removed, inserted or reordered before it)"
+            )
+        if check_traces:
+            report.problems += _trace_problems(ledger.path.parent, record, who)
         expected = digest
     if ledger.stopped_at_line is not None:
         report.problems.insert(0, f"ledger line {ledger.stopped_at_line}: reading stopped there, too many lines before "
                                "it are refused or break the chain; the rest was not checked")
-    if chained:
-        for line in ledger.refused_lines:
-            report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
+    for line in ledger.refused_lines:
+        report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
     if report.problems:
         report.status = "broken"
-    elif ledger.records and not chained:
-        report.status = "absent"
     return report
 
 

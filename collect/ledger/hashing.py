@@ -24,29 +24,20 @@ the next record's ``prev_sha256`` (or the published head) no longer matches.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring
 from typing import Any
 
-from prereg.plan import canonical_bytes
+from prereg.jsoncodec import canonical_bytes, canonical_text
 
 FIELD = "record_sha256"
 PREV = "prev_sha256"
 _STORED_ITEM = re.compile(rb'"record_sha256":"([0-9a-f]{64})"')
-#: ``prereg.plan.canonical_bytes``'s encoder (the same settings), made once instead of once per call
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def canonical(data: Any) -> bytes:
-    """``canonical_bytes(data)``, from an encoder made once."""
-    return _ENCODER.encode(data).encode()
-
 
 def canonical_items(data: dict[str, Any]) -> bytes:
     """The canonical JSON of the object ``data`` without its braces: its items, joined (b"" for {})."""
-    return _ENCODER.encode(data)[1:-1].encode()
+    return canonical_text(data)[1:-1].encode()
 
 
 def record_hash(data: dict[str, Any]) -> str:

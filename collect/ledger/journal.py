@@ -38,6 +38,7 @@ from pathlib import Path
 from collect.ledger.files import open_no_follow, write_all
 from collect.ledger.records import LEDGER_NAME
 from prereg.fileio import fsync_dir
+from prereg.jsoncodec import loads
 
 PENDING_NAME = ".ledger.pending"
 FORMAT = "collect/ledger-pending/v1"
@@ -78,7 +79,7 @@ def read_pending(folder: Path, limit: int) -> Pending | None:
         raw = fh.read(limit + 1)
     header, _, data = raw.partition(b"\n")
     try:
-        info = json.loads(header.decode("utf-8"))
+        info = loads(header)
         offset, length, sha = int(info["offset"]), int(info["length"]), str(info["sha256"])
         if info.get("format") != FORMAT or offset < 0:
             raise ValueError("not a journal of this format")

@@ -1,10 +1,11 @@
-"""The ledger's record format (``collect/run/v1``): the models one line holds (part of ``collect.ledger.store``).
+"""The ledger's record format (``collect/run/v2``): the models one line holds (part of ``collect.ledger.store``).
 
 ``collect.ledger.store`` documents the format and re-exports every name here; import them from there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
@@ -12,10 +13,12 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from estimators.vocabulary import Evidence
-from prereg.plan import canonical_bytes
+from prereg.jsoncodec import canonical_bytes, canonical_text
 from prereg.schema_types import Scalar
 
-RECORD_FORMAT: Final = "collect/run/v1"
+RECORD_FORMAT: Final = "collect/run/v2"
+#: record formats this toolkit no longer reads (a line in one: ``prereg.errors.RetiredFormat``, exit 2)
+RETIRED_RECORD_FORMATS: Final = ("collect/run/v1",)
 LEDGER_NAME = "ledger.jsonl"
 TRACES_DIR = "traces"
 GENESIS = "0" * 64  # prev_sha256 of a chain's first record
@@ -70,12 +73,13 @@ class TelemetrySummary(_Strict):
 class RunRecord(_Strict):
     """One finished run."""
 
-    record: Literal["collect/run/v1"] = RECORD_FORMAT
+    record: Literal["collect/run/v2"] = RECORD_FORMAT
     run_id: RunId
     prereg_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     lock_seal: Sha256 | None = Field(
         default=None, description="The seal of the lock version the run was collected or imported under "
-        "(``prereg.lock_seal``: freeze time and amendment chain); None: written before records carried it.")
+        "(``prereg.lock_seal``: freeze time and amendment chain); None: collected without a lock (library use), "
+        "which refuses any decision on it.")
     stratum: dict[str, Scalar]
     arm: str
     replicate: int = Field(ge=0)
@@ -96,8 +100,10 @@ class RunRecord(_Strict):
     error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
     traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
     trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
-    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain).")
-    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field.")
+    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain); None "
+                                       "only before the record is appended (a stored line without it is refused).")
+    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field; "
+                                         "None only before the record is appended.")
 
     def metric(self, name: str) -> float | None:
         """A metric as a float (NaN/inf restored), or None when not recorded."""
@@ -114,8 +120,6 @@ def encode_metric(value: float | None) -> float | str | None:
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
-#: the canonical bytes a record is hashed over: sorted keys, no whitespace, UTF-8 (the plan's own form)
-canonical_json = canonical_bytes
 
 
 def parse_utc(text: str | None) -> datetime | None:
@@ -128,3 +132,19 @@ def parse_utc(text: str | None) -> datetime | None:
     except ValueError:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def run_id(plan_sha256: str, stratum: dict[str, Any], arm: str, replicate: int, *, imported: bool = False) -> str:
+    """The run id of one cell of the plan, the one rule every writer uses: ``run-`` and 20 hex digits
+    of the SHA-256 of the canonical JSON of ``{plan, stratum, arm, replicate}`` for a collected run;
+    for an imported row that names none, :func:`imported_run_id` of ``[plan, stratum, arm, replicate]``."""
+    if imported:
+        return imported_run_id(canonical_text([plan_sha256, stratum, arm, replicate]))
+    key = canonical_bytes({"plan": plan_sha256, "stratum": stratum, "arm": arm, "replicate": replicate})
+    return "run-" + hashlib.sha256(key).hexdigest()[:20]
+
+
+def imported_run_id(key_text: str) -> str:
+    """``imp-`` and 16 hex digits of the SHA-256 of ``key_text``, the canonical JSON text of
+    ``[plan_sha256, stratum, arm, replicate]`` (the columnar importer assembles it from cell texts)."""
+    return "imp-" + hashlib.sha256(key_text.encode()).hexdigest()[:16]

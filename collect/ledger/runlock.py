@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from prereg.errors import InputError
+from prereg.jsoncodec import loads
 
 LOCK_NAME = ".collect.lock"
 _held: dict[str, int] = {}  # folder -> descriptor held by this process
@@ -53,12 +54,12 @@ def lock_path(runs_dir: str | os.PathLike[str]) -> Path:
 def _describe(fd: int) -> str:
     try:
         raw = os.pread(fd, 4096, 0)
-        info = json.loads(raw.decode("utf-8")) if raw else {}
+        info = loads(raw) if raw else {}
         if not isinstance(info, dict):
             return "an unknown process"
         return (f"pid {info.get('pid')} on {info.get('host')}, '{info.get('command')}', "
                 f"since {info.get('since')}")
-    except (ValueError, OSError, RecursionError):
+    except (ValueError, OSError):
         return "an unknown process"
 
 

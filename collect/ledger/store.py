@@ -2,7 +2,16 @@
 
 This module owns the ledger format; every writer and reader goes through it.
 
-Each line is a ``RunRecord`` (``record: "collect/run/v1"``). Appends are atomic at the line level:
+Format history (``record``):
+
+* ``collect/run/v1`` (toolkit 0.1.x): the run's cell, status, metrics, telemetry and traces; the
+  hash chain, the trace hashes, the lock's seal and the per-metric evidence were added to it as
+  optional fields. No longer read: a v1 line stops the read with one message (exit 2) saying to
+  collect or import the runs again.
+* ``collect/run/v2`` (toolkit 0.2): the same fields; every stored line carries the chain
+  (``record_sha256``, ``prev_sha256``) -- a line without it is refused, never read as unprotected.
+
+Each line is a ``RunRecord`` (``record: "collect/run/v2"``). Appends are atomic at the line level:
 the record is serialised to one line, written with ``O_APPEND`` in a single ``write``, flushed and
 fsynced (and the folder fsynced when the file is created). A crash can leave at most a torn last
 line; readers report it (with its line number) and never parse it as data, and the next append
@@ -18,16 +27,15 @@ Non-finite metric values (a diverged loss) are kept, not dropped: JSON has no Na
 stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read back as floats;
 ``null`` means the metric was not recorded.
 
-**The hash chain** (fields added to ``collect/run/v1``, optional so older ledgers still read):
+**The hash chain** (on every stored line):
 
 * ``record_sha256``: SHA-256 of the record's canonical JSON (sorted keys, no whitespace, UTF-8)
   without this field -- a record edited after it was written no longer matches it;
-* ``prev_sha256``: the previous record's hash (``GENESIS``, 64 zeros, for the first record; the
-  canonical hash of the last record when appending to a ledger written before the chain existed);
+* ``prev_sha256``: the previous record's hash (``GENESIS``, 64 zeros, for the first record);
 * ``trace_sha256``: trace path (``traces/...``) -> SHA-256 of the trace file, hashed (and fsynced)
   by the writer just before the record is appended.
 
-**The lock's seal** (``lock_seal``, optional so older records still read): the seal
+**The lock's seal** (``lock_seal``; absent only for runs collected without a lock): the seal
 (``prereg.lock_seal``) of the lock version the run was collected or imported under; ``gates
 evaluate`` refuses a decision on records whose seal does not match the lock's, or that carry none.
 
@@ -35,7 +43,6 @@ evaluate`` refuses a decision on records whose seal does not match the lock's, o
 reordered record breaks it, and it names the first record that does not fit. The *head* hash (the
 last record's) is what a reviewer compares with one published when collection ended: someone who
 rewrites the whole chain consistently (or drops records from its end) is caught only that way.
-Ledgers written before the chain existed are reported as ``absent`` ("no hash chain"), never a crash.
 Lines holding a key twice are refused (a reader could otherwise see either value). The ledger and
 its traces are never opened through a symbolic link.
 """
@@ -45,11 +52,10 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from pydantic import ValidationError
 
@@ -61,6 +67,7 @@ from collect.ledger.records import (
     GENESIS,
     LEDGER_NAME,
     RECORD_FORMAT,
+    RETIRED_RECORD_FORMATS,
     TRACES_DIR,
     NonFinite,
     PhaseSupport,
@@ -69,11 +76,13 @@ from collect.ledger.records import (
     Scalar,
     Sha256,
     TelemetrySummary,
-    canonical_json,
     encode_metric,
+    imported_run_id,
+    run_id,
 )
-from prereg.errors import InputError
+from prereg.errors import InputError, RetiredFormat
 from prereg.fileio import fsync_dir
+from prereg.jsoncodec import DuplicateKey, NestedTooDeep, NonFiniteLiteral, NotJSON, loads
 
 MAX_LEDGER_BYTES = 1 << 30  # a ledger larger than this is refused, not read into memory
 
@@ -106,19 +115,6 @@ class Ledger:
 def ledger_path(runs_dir: str | os.PathLike[str]) -> Path:
     """``RUNS/ledger.jsonl``."""
     return Path(runs_dir) / LEDGER_NAME
-
-
-class DuplicateKey(InputError, ValueError):
-    """A JSON object holding a key twice."""
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise DuplicateKey(key)
-        out[key] = value
-    return out
 
 
 class LedgerAppender:
@@ -259,10 +255,6 @@ def append_records(
     return LedgerAppender(runs_dir, current).append(records, journal)
 
 
-def _parse_line(line: bytes) -> dict[str, Any]:
-    return json.loads(line.decode("utf-8"), object_pairs_hook=_no_duplicates)
-
-
 def read_ledger(runs_dir: str | os.PathLike[str]) -> Ledger:
     """Read every line; invalid lines become ``problems`` (with 1-based line numbers), never data.
 
@@ -356,9 +348,19 @@ def _read_lines(ledger: Ledger, source: IO[bytes]) -> None:
 def _parse_into(ledger: Ledger, number: int, line: bytes) -> None:
     """One complete line: a record (with its hash and line number) or a problem."""
     try:
-        data = _parse_line(line)
+        data = loads(line)
         if not isinstance(data, dict):
             raise ValueError("not an object")
+        if data.get("record") in RETIRED_RECORD_FORMATS:
+            raise RetiredFormat(f"{ledger.path} line {number}", str(data["record"]), RECORD_FORMAT,
+                                "collect the runs again with 'collect run LOCK --out NEW_FOLDER' (or import their "
+                                "table with 'collect import'), then evaluate the new folder")
+        missing = [k for k in ("record_sha256", "prev_sha256") if data.get(k) is None]
+        if missing:
+            ledger.refused_lines.append(number)
+            ledger.problems.append(LedgerProblem(number, f"not a valid run record: no {' or '.join(missing)} "
+                                                 "(every stored record carries the hash chain): refused"))
+            return
         ledger.records.append(RunRecord.model_validate(data))
         stored = stored_line_hash(line)  # the line's own hash, when it is the form that was hashed
         ledger.hashes.append(stored if stored is not None and data.get("record_sha256") == stored
@@ -367,10 +369,13 @@ def _parse_into(ledger: Ledger, number: int, line: bytes) -> None:
     except DuplicateKey as err:
         ledger.refused_lines.append(number)
         ledger.problems.append(LedgerProblem(number, f"key {str(err)!r} written twice in one record: refused"))
-    except RecursionError:
+    except NestedTooDeep:
         ledger.refused_lines.append(number)
         ledger.problems.append(LedgerProblem(number, "nested too deeply to be a run record: refused"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except NonFiniteLiteral as err:
+        ledger.refused_lines.append(number)
+        ledger.problems.append(LedgerProblem(number, f"not a valid run record: {err}: refused"))
+    except NotJSON:
         ledger.problems.append(LedgerProblem(number, "not a JSON object (a torn or corrupted line)"))
     except ValueError as err:
         ledger.refused_lines.append(number)
@@ -384,9 +389,10 @@ def _parse_into(ledger: Ledger, number: int, line: bytes) -> None:
 
 
 __all__ = [
-    "AppendFailed", "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport", "DuplicateKey",
+    "AppendFailed", "GENESIS", "LEDGER_NAME", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR", "ChainReport",
     "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "PhaseSupport", "RunId", "RunRecord", "Scalar",
-    "Sha256", "TelemetrySummary", "append_records", "canonical_json", "complete_pending", "encode_metric",
-    "hash_trace", "head_of", "ledger_path", "read_ledger", "record_hash", "trace_path", "trace_problems",
+    "Sha256", "TelemetrySummary", "append_records", "complete_pending", "encode_metric",
+    "hash_trace", "head_of", "imported_run_id", "ledger_path", "read_ledger", "record_hash", "run_id", "trace_path",
+    "trace_problems",
     "verify_chain",
 ]

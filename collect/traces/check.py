@@ -26,9 +26,8 @@ from pathlib import Path
 
 from collect.ledger.files import hash_trace, open_no_follow, trace_path
 from collect.ledger.records import LEDGER_NAME, TRACES_DIR, RunRecord
+from collect.traces.lines import MAX_TRACE_BYTES
 from prereg.errors import IntegrityError
-
-MAX_TRACE_BYTES = 512 << 20  # a trace read into memory is at most this large
 
 
 def _uncheckable(record: RunRecord, name: str) -> str | None:

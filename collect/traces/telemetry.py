@@ -5,11 +5,19 @@ This module owns trace files. A trace is written as two files beside each other:
 * ``<base>.polls.parquet`` (with pyarrow) or ``<base>.polls.csv.gz`` (without): one row per
   reading, columns ``signal``, ``t_before_ns``, ``t_after_ns``, ``value`` (empty when not ok),
   ``status``, ``driver_ts_us`` (empty when the driver gives none);
-* ``<base>.meta.json``: ``format`` (``collect/trace/v1``), the sensor spec and evidence class,
+* ``<base>.meta.json``: ``format`` (``collect/trace/v2``), the sensor spec and evidence class,
   each signal's unit, kind and (when known) averaging ``window_ms``, ``requested_poll_ms``, the
   poll start times (``poll_ns``), the phases as ``[name, start_ns, end_ns, depth]`` and (when
   known) the sensor's physical ``power_range_w`` ``[min, max]``, so that a kept trace can be
   re-analysed to the same summary without the sensor.
+
+Format history (``format`` in the meta file):
+
+* ``collect/trace/v1`` (toolkit 0.1.x): the sensor spec, evidence class and power range were
+  added as optional keys (a meta without ``evidence`` read as ``measured``). No longer read: one
+  message (exit 2) says to record the trace again.
+* ``collect/trace/v2`` (toolkit 0.2): ``sensor`` and ``evidence`` are required; ``power_range_w``
+  is null when the sensor does not know its range.
 
 Times are ns on the sensor's clock (monotonic). Nothing is summarised away: the analysis
 functions in :mod:`collect.telemetry.analysis.resolution` work from these rows.
@@ -29,10 +37,12 @@ from typing import Any
 import numpy as np
 
 from collect.telemetry.sensors.base import Reading, SignalInfo
-from prereg.errors import InputError
+from prereg.errors import InputError, RetiredFormat
 from prereg.fileio import atomic_write, read_regular_file
+from prereg.jsoncodec import loads
 
-TRACE_FORMAT = "collect/trace/v1"
+TRACE_FORMAT = "collect/trace/v2"
+RETIRED_TRACE_FORMATS = ("collect/trace/v1",)
 
 
 @dataclass
@@ -163,9 +173,8 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
         "requested_poll_ms": trace.requested_poll_ms, "poll_ns": [int(x) for x in trace.poll_ns],
         "phases": [[p.name, p.start_ns, p.end_ns, p.depth] for p in trace.phases],
         "polls_file": polls.name,
+        "power_range_w": None if trace.power_range_w is None else [float(x) for x in trace.power_range_w],
     }
-    if trace.power_range_w is not None:
-        meta["power_range_w"] = [float(trace.power_range_w[0]), float(trace.power_range_w[1])]
     meta_path = base.with_name(base.name + ".meta.json")
     atomic_write(meta_path, json.dumps(meta, indent=1).encode())
     return [polls, meta_path]
@@ -209,7 +218,10 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
     meta_path = meta_path_of(base)
     read = load or _read_file
     try:
-        meta: dict[str, Any] = json.loads(read(meta_path).decode("utf-8"))
+        meta: dict[str, Any] = loads(read(meta_path))
+        if isinstance(meta, dict) and meta.get("format") in RETIRED_TRACE_FORMATS:
+            raise RetiredFormat(meta_path, str(meta["format"]), TRACE_FORMAT,
+                                "record the telemetry again (collect run) or replay a trace this toolkit wrote")
         if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
             raise TraceError(f"{meta_path}: not a {TRACE_FORMAT} trace")
         polls_name = str(meta["polls_file"])
@@ -235,7 +247,10 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
         signals = {n: SignalInfo(n, s["unit"], s["kind"], s["evidence"],
                                  None if s.get("window_ms") is None else float(s["window_ms"]))
                    for n, s in meta["signals"].items()}
-        power_range = meta.get("power_range_w")
+        sensor, evidence = meta["sensor"], meta["evidence"]
+        if not isinstance(sensor, str) or not isinstance(evidence, str):
+            raise TypeError("'sensor' and 'evidence' must be strings")
+        power_range = meta["power_range_w"]
         power_range_w = None if power_range is None else (float(power_range[0]), float(power_range[1]))
     except (TypeError, ValueError, KeyError, IndexError) as err:
         raise TraceError(f"{meta_path}: not a valid trace description ({err})") from None
@@ -251,6 +266,6 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
         driver_ts_us=floats(cols["driver_ts_us"]), signals=signals,
         requested_poll_ms=float(meta["requested_poll_ms"]), poll_ns=np.array(meta["poll_ns"], dtype=np.int64),
         phases=[Phase(str(n), int(a), int(b), int(d)) for n, a, b, d in meta["phases"]],
-        sensor=str(meta.get("sensor", "")), evidence=str(meta.get("evidence", "measured")),
+        sensor=sensor, evidence=evidence,
         power_range_w=power_range_w,
     )

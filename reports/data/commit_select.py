@@ -7,7 +7,7 @@
   The evaluation's ``comparator`` (``arm``, ``challenger``, ``family_factor``) is read defensively
   (``getattr``), so an artifact without it gets one clear message.
 
-Every problem is one ``InputError`` (exit 2). Standard library only; ``collect`` is imported lazily.
+Every problem is one ``InputError`` (exit 2). No pydantic at import: the ledger is read lazily.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collect.ledger.cells import standing
 from prereg.errors import InputError
 from reports.data.timeline import find_run, open_runs_ledger
 
@@ -26,10 +27,9 @@ def block_run_ids(runs_folder: str | Path, run_id: str, arms: list[str] | None =
     """The run ids of ``run_id``'s block (same plan, stratum, replicate): every arm sorted by name, or
     only ``arms`` in that order (``InputError`` naming the block's arms when one is not there)."""
     ledger, target = find_run(runs_folder, run_id)
-    latest: dict[str, RunRecord] = {}
-    for r in ledger.records:  # one run per arm; a run recorded twice: the last record stands
-        if (r.prereg_sha256, r.stratum, r.replicate) == (target.prereg_sha256, target.stratum, target.replicate):
-            latest[r.arm] = r
+    latest: dict[str, RunRecord] = {  # one run per arm, by the ledger's duplicate rule (collect.ledger.cells)
+        r.arm: r for r in standing(r for r in ledger.records if (r.prereg_sha256, r.stratum, r.replicate)
+                                   == (target.prereg_sha256, target.stratum, target.replicate)).values()}
     if not arms:
         return [latest[a].run_id for a in sorted(latest)]
     missing = [a for a in arms if a not in latest]
@@ -79,8 +79,9 @@ def family_block_runs(ev: Any, family: str, runs_folder: str | Path | None = Non
     plan = _field(ev, "prereg_sha256")
     matches = [r for r in ledger.records
                if r.stratum == stratum and r.replicate == replicate and r.arm in (challenger, arm)]
-    found: dict[str, RunRecord] = {r.arm: r for r in matches}  # the last record of an arm stands ...
-    found.update({r.arm: r for r in matches if r.prereg_sha256 == plan})  # ... under the evaluated plan if any
+    stand = list(standing(matches).values())  # the ledger's duplicate rule (collect.ledger.cells)
+    found: dict[str, RunRecord] = {r.arm: r for r in stand}  # an arm's record under any plan ...
+    found.update({r.arm: r for r in stand if r.prereg_sha256 == plan})  # ... under the evaluated plan if any
     where = ", ".join(f"{k}={v}" for k, v in stratum.items())
     for name in (challenger, arm):
         if name not in found:

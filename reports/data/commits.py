@@ -1,7 +1,7 @@
 """The data behind ``reports plot RUNS --run ID --commits``: controller runs' optimizer-commit ledgers, checked.
 
 ``sim.controller`` and ``torch.controller`` write one trace per run, ``traces/<run_id>.commits.jsonl``
-(:func:`collect.collectors.controller.params.write_commits`): one JSON object per commit -- the cycle
+(the format :mod:`collect.traces.commits` owns): one JSON object per commit -- the cycle
 ``[wall_start_ms, wall_tick_ms]`` of modeled wall time, the ``mode`` it ran in, the ``action`` that
 chose it (``init`` / ``fixed`` / ``keep`` / ``switch`` / ``abstain``, :mod:`collect.collectors.controller.policy`)
 and its ``reason``, the ``members`` merged at the commit, ``up_sites`` / ``reachable_sites`` at its
@@ -13,19 +13,19 @@ commit ledger (only controller runs have one: ``InputError``, exit 2) and a ledg
 not match the SHA-256 in its record (``IntegrityError``, exit 3, naming the file): a changed trace
 is never drawn. :func:`timeline_text` is the figure's text equivalent (:mod:`reports.plots.commits`).
 :mod:`reports.data.commit_select` picks the runs (a block's arms, or an evaluation's family block).
-Standard library only; ``collect`` is imported lazily.
+No pydantic at import: the ledger is read lazily (``collect.traces`` owns the file format).
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collect.ledger.cells import run_record
+from collect.traces.commits import read_commits
+from collect.traces.lines import finite
 from prereg.errors import InputError, IntegrityError
-from prereg.fileio import read_regular_file
 from reports.data.timeline import open_runs_ledger
 from reports.words.safe_text import wrap_entries
 
@@ -126,78 +126,19 @@ class CommitTimeline:
 # --- loading ---------------------------------------------------------------------------------
 
 
-def _sites(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or any(isinstance(s, bool) or not isinstance(s, int) for s in value):
-        raise ValueError(f"'{what}' is not a list of site numbers")
-    return value
-
-
-def _finite(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"'{what}' is not a finite number ({value!r})")
-    return float(value)
-
-
-def read_commit_rows(path: Path, data: bytes | None = None) -> list[dict[str, Any]]:
-    """The rows of one commit ledger (``data``: its bytes, already read and checked), their fields
-    checked; a malformed line is an ``InputError``."""
-    from collect.traces.check import MAX_TRACE_BYTES  # lazy: pydantic
-
-    try:
-        text = (read_regular_file(path, MAX_TRACE_BYTES, follow_links=False) if data is None else data).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text (a commit ledger is JSON lines)") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
-            if isinstance(row.get("commit"), bool) or not isinstance(row.get("commit"), int):
-                raise ValueError("'commit' is not an integer")
-            for key in ("wall_start_ms", "wall_tick_ms"):
-                row[key] = _finite(row.get(key), key)
-            if row["wall_tick_ms"] < row["wall_start_ms"]:
-                raise ValueError("'wall_tick_ms' is before 'wall_start_ms'")
-            for key in ("mode", "action"):
-                if not isinstance(row.get(key), str):
-                    raise ValueError(f"'{key}' is not a string")
-            row["reason"] = str(row.get("reason") or "")
-            for key in ("members", "up_sites", "reachable_sites"):
-                row[key] = _sites(row.get(key, []), key)
-            nll = row.get("heldout_nll")
-            row["heldout_nll"] = float(nll) if isinstance(nll, (int, float)) and not isinstance(nll, bool) else math.nan
-            for key in ("wan_bytes", "wan_ms"):
-                raw = row.get(key) or {}
-                if not isinstance(raw, dict):
-                    raise ValueError(f"'{key}' is not an object")
-                row[key] = {str(k): _finite(v, f"{key}.{k}") for k, v in raw.items()}
-            row["stall_ms"] = _finite(row.get("stall_ms", 0.0), "stall_ms")
-        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
-            raise InputError(f"{path}: line {number}: malformed commit row ({err})") from None
-        rows.append(row)
-    if not rows:
-        raise InputError(f"{path}: the commit ledger holds no rows; nothing to draw")
-    return sorted(rows, key=lambda r: r["commit"])
-
-
 def _stress(code: dict[str, Any]) -> StressInfo | None:
     """The record's ``code.stress``, or None when it has none or it is not readable."""
     raw = code.get("stress")
     if not isinstance(raw, dict):
         return None
     try:
-        eps = tuple(Episode(str(e["kind"]), _finite(e["start_ms"], "start_ms"), _finite(e["end_ms"], "end_ms"),
-                            _finite(e.get("value", 1.0), "value"),
+        eps = tuple(Episode(str(e["kind"]), finite(e["start_ms"], "'start_ms'"), finite(e["end_ms"], "'end_ms'"),
+                            finite(e.get("value", 1.0), "'value'"),
                             e.get("site") if isinstance(e.get("site"), int) else None)
                     for e in raw.get("episodes") or [])
         bw, lat = raw.get("base_bandwidth_mbps"), raw.get("base_latency_ms")
-        return StressInfo(str(raw.get("family", "?")), None if bw is None else _finite(bw, "bandwidth"),
-                          None if lat is None else _finite(lat, "latency"), eps)
+        return StressInfo(str(raw.get("family", "?")), None if bw is None else finite(bw, "'bandwidth'"),
+                          None if lat is None else finite(lat, "'latency'"), eps)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -227,7 +168,7 @@ def _commit_run(folder: Path, record: RunRecord) -> CommitRun:
     data = read_verified_trace(folder, record, name)  # the bytes parsed are the bytes checked
     policy = record.code.get("policy")
     return CommitRun(record.run_id, record.arm, record.status, dict(record.stratum), record.replicate, name,
-                     read_commit_rows(path, data), _stress(record.code), policy if isinstance(policy, str) else None)
+                     read_commits(path, data), _stress(record.code), policy if isinstance(policy, str) else None)
 
 
 def load_commit_timeline(runs_folder: str | Path, run_ids: list[str], asked: str | None = None) -> CommitTimeline:
@@ -235,12 +176,12 @@ def load_commit_timeline(runs_folder: str | Path, run_ids: list[str], asked: str
     the first) is the run the timeline is named after."""
     folder = Path(runs_folder)
     ledger = open_runs_ledger(folder)
-    records = {r.run_id: r for r in ledger.records}  # the last record of a run id stands
     runs = []
     for run_id in run_ids:
-        if run_id not in records:
+        record = run_record(ledger.records, run_id)  # the ledger's duplicate rule (collect.ledger.cells)
+        if record is None:
             raise InputError(f"run {run_id}: not in {ledger.path}")
-        runs.append(_commit_run(folder, records[run_id]))
+        runs.append(_commit_run(folder, record))
     if not runs:
         raise InputError(f"{folder}: no runs to draw")
     return CommitTimeline(asked or run_ids[0], dict(runs[0].stratum), runs[0].replicate, runs)

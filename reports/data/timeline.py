@@ -16,16 +16,15 @@ one message (exit 2).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collect.ledger.cells import run_record, standing
+from collect.traces.events import Event, read_events
+from collect.traces.trajectory import read_trajectory
 from prereg.errors import InputError, IntegrityError
-from prereg.fileio import read_regular_file
 
 if TYPE_CHECKING:
     from collect.ledger.store import Ledger, RunRecord
@@ -39,17 +38,6 @@ TEXT_ORDER = ("failure", "preemption", "restore", "replay", "state_transfer", "r
 SUMMARISED = ("compute", "collective")  # too many to list one by one: count, busy time, range
 MAX_LISTED = 40
 WRAP = 100
-
-
-@dataclass(frozen=True)
-class Event:
-    """One trace event, times in seconds from the start of the run."""
-
-    kind: str
-    site: int | None
-    start: float
-    end: float
-    aborted: bool = False
 
 
 @dataclass
@@ -109,77 +97,6 @@ def _trace_file(runs_dir: Path, traces: list[str], run_id: str, suffix: str) -> 
     return None, stray if stray.exists() or stray.is_symlink() else None
 
 
-def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{what} is not a finite number ({value!r})")
-    return float(value)
-
-
-def _bounded(path: Path) -> bytes:
-    from collect.traces.check import MAX_TRACE_BYTES  # lazy: pydantic
-
-    return read_regular_file(path, MAX_TRACE_BYTES, follow_links=False)
-
-
-def read_events(path: Path, data: bytes | None = None) -> list[Event]:
-    """The events of one ``events.jsonl`` (``data``: its bytes, already read and checked; blank lines
-    skipped); a malformed line is a ``InputError``."""
-    events = []
-    try:
-        text = (_bounded(path) if data is None else data).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text (an event trace is JSON lines)") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise TypeError("not a JSON object")
-            kind = data.get("kind")
-            if not isinstance(kind, str) or not kind:
-                raise ValueError("no 'kind'")
-            site = data.get("site")
-            if site is not None and (isinstance(site, bool) or not isinstance(site, int)):
-                raise ValueError(f"'site' is not an integer or null ({site!r})")
-            start = _number(data.get("start_ns"), "'start_ns'") / 1e9
-            end = _number(data.get("end_ns"), "'end_ns'") / 1e9
-            if end < start:
-                raise ValueError("'end_ns' is before 'start_ns'")
-        except (ValueError, TypeError) as err:  # JSONDecodeError is a ValueError
-            raise InputError(f"{path}: line {number}: malformed event ({err})") from None
-        events.append(Event(kind, site, start, end, bool(data.get("aborted", False))))
-    return events
-
-
-def read_trajectory(path: Path, data: bytes | None = None) -> list[tuple[float, float]]:
-    """(tick, held-out NLL) rows of a ``trajectory.csv`` (``data``: its bytes, already read and
-    checked); NaN NLL (a diverged run) is kept."""
-    try:
-        text = (_bounded(path) if data is None else data).decode("utf-8")
-        with io.StringIO(text, newline="") as fh:
-            reader = csv.DictReader(fh)
-            columns = reader.fieldnames or []
-            missing = [c for c in ("tick", "heldout_nll") if c not in columns]
-            if missing:
-                raise InputError(f"{path}: not a trajectory (missing column {', '.join(missing)}; "
-                                "expected tick, useful_steps, heldout_nll)")
-            rows = []
-            for number, row in enumerate(reader, start=2):
-                try:
-                    tick, nll = float(row["tick"]), float(row["heldout_nll"])
-                    if not math.isfinite(tick):
-                        raise ValueError
-                except (TypeError, ValueError):
-                    raise InputError(f"{path}: line {number}: tick and heldout_nll must be numbers") from None
-                rows.append((tick, nll))
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text (a trajectory is CSV)") from None
-    except csv.Error as err:
-        raise InputError(f"{path}: not a CSV table ({err})") from None
-    return sorted(rows)
-
-
 def open_runs_ledger(runs_dir: str | Path) -> Ledger:
     """The runs folder's ledger; ``InputError`` (one message) for a missing folder or one without
     ``ledger.jsonl``."""
@@ -195,10 +112,12 @@ def open_runs_ledger(runs_dir: str | Path) -> Ledger:
 
 
 def find_run(runs_dir: str | Path, run_id: str) -> tuple[Ledger, RunRecord]:
-    """The runs folder's ledger and ``run_id``'s record (the last one when recorded twice);
-    ``InputError`` (one message) for a missing folder, a folder without a ledger or an unknown id."""
+    """The runs folder's ledger and ``run_id``'s record (the ledger's duplicate rule,
+    ``collect.ledger.cells``: its complete record, else its last failed one; ``DuplicateCell`` when
+    recorded complete twice); ``InputError`` (one message) for a missing folder, a folder without a
+    ledger or an unknown id."""
     ledger = open_runs_ledger(runs_dir)
-    target = next((r for r in reversed(ledger.records) if r.run_id == run_id), None)
+    target = run_record(ledger.records, run_id)
     if target is None:
         some = ", ".join(sorted({r.run_id for r in ledger.records})[:3])
         hint = f" (it holds {len(ledger.records)} runs, e.g. {some})" if some else " (it holds no runs)"
@@ -210,15 +129,12 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
     """The block of ``run_id`` in the runs folder, with every run's events and trajectory."""
     folder = Path(runs_dir)
     ledger, target = find_run(folder, run_id)
-    same = [r for r in ledger.records if r.prereg_sha256 == target.prereg_sha256
-            and r.stratum == target.stratum and r.replicate == target.replicate]
-    latest: dict[str, Any] = {}
-    for r in same:  # a run id recorded twice: the last record stands
-        latest[r.run_id] = r
+    same = standing(r for r in ledger.records if r.prereg_sha256 == target.prereg_sha256
+                    and r.stratum == target.stratum and r.replicate == target.replicate)
     from collect.traces.check import read_verified_trace  # lazy: pydantic
 
     runs, unlisted = [], []
-    for r in sorted(latest.values(), key=lambda r: (r.arm, r.run_id)):
+    for r in sorted(same.values(), key=lambda r: (r.arm, r.run_id)):
         trace = RunTrace(r.run_id, r.arm, r.status)
         for suffix in (".events.jsonl", ".trajectory.csv"):
             name, path = _trace_file(folder, r.traces, r.run_id, suffix)

@@ -320,7 +320,7 @@ def ledger_text(ev: Evaluation) -> str:
         text += "; TORN TAIL: the last line was incomplete and ignored"
     from gates.integrity import chain_sentence  # lazy: pydantic
 
-    return text + "; " + chain_sentence(led.chain, led.head_sha256, led.unchained)
+    return text + "; " + chain_sentence(led.chain, led.head_sha256)
 
 
 def plan_text(ev: Evaluation) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 import collect.engine.runner as engine
 from collect.ledger.store import GENESIS, read_ledger, record_hash, verify_chain
+from prereg.errors import RetiredFormat
 from tests.helpers import frozen_shared, imported_equal_work, run
 from tests.helpers.collectors import SLOW
 from tests.helpers.engine import loaded, plan_text
@@ -117,18 +118,27 @@ def test_what_the_chain_cannot_prove_is_caught_by_the_published_head(runs):
     assert report.status == "intact" and report.head != head
 
 
-def test_a_ledger_written_before_the_chain_is_reported_not_refused(runs):
-    lines = [{k: v for k, v in rec.items() if k not in ("record_sha256", "prev_sha256", "trace_sha256")}
-             for rec in _lines(runs)]
+@pytest.mark.parametrize("dropped", [("record_sha256", "prev_sha256"), ("record_sha256",), ("prev_sha256",)])
+def test_a_stored_record_without_its_chain_is_refused_not_read_as_unprotected(runs, dropped):
+    lines = _lines(runs)
+    lines[5] = {k: v for k, v in lines[5].items() if k not in dropped}
     _write(runs, lines)
-    report = verify_chain(read_ledger(runs))
-    assert report.status == "absent" and report.ok and report.unchained == 24
-    _write(runs, lines[:-2])
-    engine.run_plan(*loaded(plan_text()), runs)  # the two missing runs chain onto the last old record
     ledger = read_ledger(runs)
+    assert len(ledger.records) == 23 and ledger.refused_lines == [6]
+    assert "every stored record carries the hash chain" in ledger.problems[0].message
     report = verify_chain(ledger)
-    assert report.status == "intact" and report.unchained == 22 and len(ledger.records) == 24
-    assert ledger.records[22].prev_sha256 == ledger.hashes[21]
+    assert report.status == "broken" and not report.ok
+
+
+def test_a_v1_ledger_is_one_message_naming_what_wrote_it_and_what_to_rerun(runs):
+    lines = _lines(runs)
+    lines[0]["record"] = "collect/run/v1"
+    _write(runs, lines)
+    with pytest.raises(RetiredFormat) as err:
+        read_ledger(runs)
+    assert err.value.exit_code == 2
+    assert "line 1: written in collect/run/v1 by prereg-toolkit 0.1.x" in str(err.value)
+    assert "this toolkit reads collect/run/v2 only" in str(err.value) and "collect run LOCK --out" in str(err.value)
 
 
 @pytest.fixture
@@ -151,19 +161,20 @@ def test_gates_evaluate_prints_the_head_and_refuses_an_edited_ledger(imported):
     assert not (runs / "again.json").exists()
 
 
-def test_gates_evaluate_on_a_pre_chain_ledger_says_so(imported):
+def test_gates_evaluate_on_a_v1_ledger_exits_2_with_one_message(imported):
     lock, runs = imported
-    _write(runs, [{k: v for k, v in rec.items() if k not in ("record_sha256", "prev_sha256")}
-                  for rec in _lines(runs)])
+    _write(runs, [{**rec, "record": "collect/run/v1"} for rec in _lines(runs)])
     proc = run("gates", "evaluate", str(lock), str(runs))
-    assert proc.returncode in (0, 1) and "no hash chain: written by an older toolkit version" in proc.stdout
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "written in collect/run/v1 by prereg-toolkit 0.1.x" in proc.stderr
+    assert not (runs / "evaluation.json").exists()
 
 
 def test_one_serialisation_gives_the_canonical_line_and_hash(runs):
     """The writer's placeholder route writes exactly the canonical line, and the reader's cut-line
     hash equals the canonical re-hash for every record written; an edited line falls back."""
     from collect.ledger.hashing import sealed_line, stored_line_hash
-    from prereg.plan import canonical_bytes
+    from prereg.jsoncodec import canonical_bytes
 
     for line in (runs / "ledger.jsonl").read_bytes().splitlines():
         data = json.loads(line)

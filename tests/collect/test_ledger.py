@@ -35,7 +35,7 @@ def test_append_and_read_back(tmp_path):
     assert [r.run_id for r in ledger.records] == ["r1", "r2", "r3"]
     assert ledger.problems == [] and ledger.lines == 3 and len(ledger.sha256) == 64
     assert ledger.records[0].telemetry["energy_counter"].updates == 3
-    assert all(json.loads(line)["record"] == "collect/run/v1" for line in ledger_path(tmp_path).read_text().splitlines())
+    assert all(json.loads(line)["record"] == "collect/run/v2" for line in ledger_path(tmp_path).read_text().splitlines())
 
 
 def test_appends_never_rewrite_earlier_bytes(tmp_path):

@@ -66,7 +66,7 @@ def test_a_torn_tail_left_by_an_older_crash_is_still_reported(tmp_path):
     runs = tmp_path / "runs"
     append_records(runs, [_record(0)])
     with open(runs / "ledger.jsonl", "ab") as fh:
-        fh.write(b'{"record":"collect/run/v1","run_id":"run-torn"')  # a crash mid-append
+        fh.write(b'{"record":"collect/run/v2","run_id":"run-torn"')  # a crash mid-append
     ledger = read_ledger(runs)
     assert ledger.torn_tail and [p.line for p in ledger.problems] == [2]
     append_records(runs, [_record(1)])  # the fragment stays on its own line, visible

@@ -13,12 +13,13 @@ import pytest
 
 from collect.collectors.base import ParamError, RunContext, check_params
 from collect.collectors.controller.loop import check_ledger, run_cycles
-from collect.collectors.controller.params import TRAFFIC, loop_config, make_policy, read_commits
+from collect.collectors.controller.params import TRAFFIC, loop_config, make_policy
 from collect.collectors.controller.policy import Controller, ControllerConfig, CycleReport, parse_mode
 from collect.collectors.controller.sim import PriorWorker, SimControllerCollector, validate
 from collect.collectors.controller.stress import FAMILIES, STRESS_FAMILIES, draw_stress
 from collect.collectors.sim.accounting import InvariantError
 from collect.engine.runner import load_collector
+from collect.traces.commits import read_commits
 
 POLICIES = ("sync", "local:4", "local:16", "adaptive")
 SMALL = {"useful_tokens": 12288, "micro_batch": 64, "stress_horizon_s": 8.0}

@@ -9,7 +9,8 @@ import pytest
 
 from collect.collectors.base import RunContext
 from collect.collectors.controller.collector import TorchControllerCollector
-from collect.collectors.controller.params import TRAFFIC, read_commits
+from collect.collectors.controller.params import TRAFFIC
+from collect.traces.commits import read_commits
 
 pytestmark = pytest.mark.usefixtures("torch")  # skips where torch is missing
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from estimators import signflip
 from gates.verdicts import _unit_means
-from prereg.fileio import readable_json
+from prereg.jsoncodec import readable_json
 
 
 @settings(max_examples=60, deadline=None)

@@ -243,9 +243,9 @@ def test_family_through_the_cli(runs, tmp_path, monkeypatch, capsys) -> None:
     ("", "holds no rows"),
 ])
 def test_malformed_commit_rows_are_one_input_error(tmp_path, line: str, words: str) -> None:
-    from reports.data.commits import read_commit_rows
+    from collect.traces.commits import read_commits
 
     path = tmp_path / "run-x.commits.jsonl"
     path.write_text(line + "\n")
     with pytest.raises(InputError, match=words):
-        read_commit_rows(path)
+        read_commits(path)

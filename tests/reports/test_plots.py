@@ -167,8 +167,9 @@ def test_edited_traces_exit_3_naming_the_file(torch_like_runs, capsys):
 
 
 def test_malformed_inputs_exit_2(torch_like_runs, artifact, tmp_path, capsys):
+    from collect.traces.events import read_events
+    from collect.traces.trajectory import read_trajectory
     from prereg.errors import InputError
-    from reports.data.timeline import read_events, read_trajectory
 
     trace = torch_like_runs / "traces" / "run-continue.events.jsonl"
     good = trace.read_text()

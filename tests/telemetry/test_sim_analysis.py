@@ -175,7 +175,7 @@ def test_trace_round_trip(tmp_path, monkeypatch, parquet):
     assert np.array_equal(back.t_before_ns, trace.t_before_ns) and list(back.signal) == list(trace.signal)
     assert [(p.name, p.start_ns, p.end_ns) for p in back.phases] == [(p.name, p.start_ns, p.end_ns) for p in trace.phases]
     meta = json.loads((tmp_path / "traces" / "run-1.meta.json").read_text())
-    assert meta["format"] == "collect/trace/v1" and meta["requested_poll_ms"] == 7
+    assert meta["format"] == "collect/trace/v2" and meta["requested_poll_ms"] == 7
 
 
 def test_replay_shows_only_what_was_recorded(tmp_path):

@@ -8,17 +8,15 @@ with the real trainer and ``prior`` / ``modeled`` with the simulator twin.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Param, ParamError, RunContext, RunResult
 from collect.collectors.controller.loop import TRAFFIC, FixedPolicy, LoopConfig, LoopResult, Policy
 from collect.collectors.controller.policy import Controller, ControllerConfig, parse_mode, parse_modes
 from collect.collectors.controller.stress import FAMILIES, REGIONS, Stress
-from prereg.fileio import atomic_write
+from collect.traces.commits import write_commits
 
 POLICY_HELP = "sync | local:H (H >= 2 local steps per outer synchronisation) | adaptive (the controller)"
 
@@ -179,16 +177,6 @@ def run_metrics(r: LoopResult, mb: int, floor: float, target_excess: float, stre
     if bad:
         raise RuntimeError(f"non-finite metric(s) {', '.join(bad)} (training diverged?)")
     return out
-
-
-def write_commits(path: Path, rows: list[dict[str, Any]]) -> None:
-    """The commit ledger ``<run_id>.commits.jsonl``: one JSON object per commit, written atomically."""
-    text = "".join(json.dumps(row, sort_keys=True, allow_nan=False) + "\n" for row in rows)
-    atomic_write(path, text.encode("utf-8"))
-
-
-def read_commits(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def run_result(ctx: RunContext, p: Mapping[str, Any], result: LoopResult, stress: Stress, floor_nll: float,

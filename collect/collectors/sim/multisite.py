@@ -30,9 +30,7 @@ that made it; equal across policies without outages, ``wait`` always equal to th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import (
@@ -65,7 +63,7 @@ from collect.collectors.sim.recovery import (
     SimResult,
     simulate,
 )
-from prereg.fileio import atomic_write
+from collect.traces.events import write_events
 
 EVIDENCE = "modeled"
 ORACLE_NOTE = ("oracle: restart with perfect foresight (a checkpoint completes just before every failure); "
@@ -190,13 +188,6 @@ def event_records(r: SimResult, tick_ms: float) -> list[dict[str, Any]]:
             for i, e in enumerate(r.events)]
 
 
-def write_events(path: Path, r: SimResult, tick_ms: float) -> None:
-    """Write the run's event trace as JSON Lines (the schema of :func:`event_records`), atomically and fsynced."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(rec, separators=(",", ":")) + "\n" for rec in event_records(r, tick_ms))
-    atomic_write(path, text.encode("utf-8"))
-
-
 def run_params(params: Mapping[str, Any], seed: int) -> tuple[SimResult, list[Outage]]:
     """Validate, draw the stratum's outages and simulate (no files written)."""
     p = validate(params)
@@ -215,7 +206,7 @@ class MultisiteCollector(Collector):
         p = validate(ctx.params)
         r, outages = run_params(p, ctx.seed)
         path = ctx.trace_path("events.jsonl")
-        write_events(path, r, p["tick_ms"])
+        write_events(path, event_records(r, p["tick_ms"]))
         info: dict[str, Any] = {
             "model": "sim.multisite/v1", "evidence": EVIDENCE, "policy": r.policy,
             "deployable": r.policy != "oracle", "frontier_sha256": r.frontier_sha256,

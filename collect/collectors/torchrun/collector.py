@@ -46,8 +46,6 @@ training FLOP (3 x forward matmul FLOP per token).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -64,7 +62,7 @@ from collect.collectors.base import (
     check_params,
 )
 from collect.collectors.sim.accounting import InvariantError
-from collect.collectors.sim.multisite import ORACLE_NOTE, write_events
+from collect.collectors.sim.multisite import ORACLE_NOTE, event_records
 from collect.collectors.sim.multisite import PARAMS as SIM_PARAMS
 from collect.collectors.sim.outages import (
     OUTAGE_PARAMS,
@@ -77,7 +75,8 @@ from collect.collectors.torchrun.warmstart import make_warm_start, warm_key
 from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
-from prereg.fileio import atomic_write
+from collect.traces.events import write_events
+from collect.traces.trajectory import write_trajectory
 
 CKPT_SUFFIX = "ckpt"
 
@@ -291,14 +290,9 @@ class TorchMultisiteCollector(Collector):
             ckpt.unlink(missing_ok=True)
         r = out.result
         events = ctx.trace_path("events.jsonl")
-        write_events(events, r, p["tick_ms"])
+        write_events(events, event_records(r, p["tick_ms"]))
         trajectory = ctx.trace_path("trajectory.csv")
-        buffer = io.StringIO(newline="")
-        w = csv.writer(buffer)
-        w.writerow(["tick", "useful_steps", "heldout_nll", "state_tokens"])
-        for row in out.trajectory:
-            w.writerow([row[0], row[1], repr(row[2]), row[3]])
-        atomic_write(trajectory, buffer.getvalue().encode("utf-8"))  # durable as the ledger that points at it
+        write_trajectory(trajectory, out.trajectory)  # durable as the ledger that points at it
         train = out.flop["train"]
         metrics: dict[str, float] = {
             "final_nll": out.final_nll, "initial_nll": out.initial_nll, "nll_floor": out.nll_floor,

@@ -29,6 +29,7 @@ from typing import Any
 
 from prereg.errors import IntegrityError
 from prereg.fileio import atomic_write, read_regular_file
+from prereg.jsoncodec import loads
 
 SHARED_DIR = "shared"
 FORMAT = "torchrun/warmstart/v1"
@@ -149,7 +150,7 @@ def check_warm_start(path: Path) -> dict[str, Any]:
     regular files, never through a link; ``IntegrityError``, exit 3, otherwise)."""
     _shared_folder(path.parent.parent)
     try:
-        identity: Any = json.loads(read_regular_file(_sidecar(path), 1 << 20, follow_links=False))
+        identity: Any = loads(read_regular_file(_sidecar(path), 1 << 20, follow_links=False))
         if not isinstance(identity, dict):
             raise ValueError("not a JSON object")
     except ValueError as err:

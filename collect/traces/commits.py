@@ -1,0 +1,80 @@
+"""The commit ledger ``traces/<run_id>.commits.jsonl``: its writer and its reader (the format's owner).
+
+Written by ``sim.controller`` and ``torch.controller`` (:mod:`collect.collectors.controller.loop`
+builds the rows): one JSON object per optimizer commit, keys sorted -- ``commit`` (integer), the
+cycle ``[wall_start_ms, wall_tick_ms]`` of modeled wall time, the ``mode`` it ran in, the ``action``
+that chose it and its ``reason``, the ``members`` merged at the commit, ``up_sites`` /
+``reachable_sites`` at its end, ``wan_bytes`` / ``wan_ms`` by traffic class, ``stall_ms`` waited
+before it and the ``heldout_nll`` (null when not evaluated). The reader checks every field and
+returns the rows sorted by commit; a malformed line is one ``InputError`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from collect.traces.lines import LineError, finite, json_rows, trace_text
+from prereg.errors import InputError
+from prereg.fileio import atomic_write
+
+SUFFIX = "commits.jsonl"
+
+
+def write_commits(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write the commit rows (finite numbers only), one JSON object per line, atomically."""
+    text = "".join(json.dumps(row, sort_keys=True, allow_nan=False) + "\n" for row in rows)
+    atomic_write(path, text.encode("utf-8"))
+
+
+def _sites(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or any(isinstance(s, bool) or not isinstance(s, int) for s in value):
+        raise ValueError(f"'{what}' is not a list of site numbers")
+    return value
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(row.get("commit"), bool) or not isinstance(row.get("commit"), int):
+        raise ValueError("'commit' is not an integer")
+    for key in ("wall_start_ms", "wall_tick_ms"):
+        row[key] = finite(row.get(key), f"'{key}'")
+    if row["wall_tick_ms"] < row["wall_start_ms"]:
+        raise ValueError("'wall_tick_ms' is before 'wall_start_ms'")
+    for key in ("mode", "action"):
+        if not isinstance(row.get(key), str):
+            raise ValueError(f"'{key}' is not a string")
+    row["reason"] = str(row.get("reason") or "")
+    for key in ("members", "up_sites", "reachable_sites"):
+        row[key] = _sites(row.get(key, []), key)
+    nll = row.get("heldout_nll")
+    row["heldout_nll"] = float(nll) if isinstance(nll, (int, float)) and not isinstance(nll, bool) else math.nan
+    for key in ("wan_bytes", "wan_ms"):
+        raw = row.get(key) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"'{key}' is not an object")
+        row[key] = {str(k): finite(v, f"'{key}.{k}'") for k, v in raw.items()}
+    row["stall_ms"] = finite(row.get("stall_ms", 0.0), "'stall_ms'")
+    return row
+
+
+def read_commits(path: Path, data: bytes | None = None) -> list[dict[str, Any]]:
+    """The rows of one commit ledger (``data``: its bytes, already read and checked), fields checked,
+    sorted by commit; ``InputError`` for a malformed line or a ledger with no rows."""
+    text = trace_text(path, data, "a commit ledger is JSON lines")
+    rows: list[dict[str, Any]] = []
+    try:
+        for number, row in json_rows(text):
+            try:
+                rows.append(_row(row))
+            except (ValueError, TypeError) as err:
+                raise InputError(f"{path}: line {number}: malformed commit row ({err})") from None
+    except LineError as err:
+        raise InputError(f"{path}: line {err.number}: malformed commit row ({err})") from None
+    if not rows:
+        raise InputError(f"{path}: the commit ledger holds no rows; nothing to draw")
+    return sorted(rows, key=lambda r: r["commit"])
+
+
+__all__ = ["SUFFIX", "read_commits", "write_commits"]

@@ -1,0 +1,74 @@
+"""The event trace ``traces/<run_id>.events.jsonl``: its writer and its reader (the format's owner).
+
+One JSON object per line, in start order, written by ``sim.multisite`` and the torch collector
+(:func:`collect.collectors.sim.multisite.event_records` builds the rows): ``id``, ``kind``, ``site``
+(null for job-wide events), ``start_ns`` / ``end_ns`` (integers, nanoseconds from the run's start),
+``work``, ``steps``, ``checkpoint``, ``parent``, ``bytes``, ``aborted`` and ``work_fate``. The reader
+keeps what a timeline draws (kind, site, times in seconds, aborted) and refuses, with one
+``InputError`` naming the line, a row that is not an object, lacks a ``kind``, has a non-integer
+site or non-finite or reversed times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collect.traces.lines import LineError, finite, json_rows, trace_text
+from prereg.errors import InputError
+from prereg.fileio import atomic_write
+
+SUFFIX = "events.jsonl"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One trace event, times in seconds from the start of the run."""
+
+    kind: str
+    site: int | None
+    start: float
+    end: float
+    aborted: bool = False
+
+
+def write_events(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Write the rows as JSON Lines (compact, keys in the rows' order), atomically and fsynced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
+    atomic_write(path, text.encode("utf-8"))
+
+
+def _event(row: dict[str, Any]) -> Event:
+    kind = row.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ValueError("no 'kind'")
+    site = row.get("site")
+    if site is not None and (isinstance(site, bool) or not isinstance(site, int)):
+        raise ValueError(f"'site' is not an integer or null ({site!r})")
+    start = finite(row.get("start_ns"), "'start_ns'") / 1e9
+    end = finite(row.get("end_ns"), "'end_ns'") / 1e9
+    if end < start:
+        raise ValueError("'end_ns' is before 'start_ns'")
+    return Event(kind, site, start, end, bool(row.get("aborted", False)))
+
+
+def read_events(path: Path, data: bytes | None = None) -> list[Event]:
+    """The events of one trace (``data``: its bytes, already read and checked; blank lines skipped)."""
+    text = trace_text(path, data, "an event trace is JSON lines")
+    events: list[Event] = []
+    try:
+        for number, row in json_rows(text):
+            try:
+                events.append(_event(row))
+            except (ValueError, TypeError) as err:
+                raise InputError(f"{path}: line {number}: malformed event ({err})") from None
+    except LineError as err:
+        raise InputError(f"{path}: line {err.number}: malformed event ({err})") from None
+    return events
+
+
+__all__ = ["SUFFIX", "Event", "read_events", "write_events"]
