@@ -23,7 +23,7 @@ from prereg.errors import (  # noqa: F401 - re-exported for the console scripts
     IntegrityError,
     ToolkitError,
 )
-from prereg.jsoncodec import canonical_text, loads, readable_json
+from prereg.jsoncodec import as_json_data, readable_json
 from reports.words.safe_text import clean, clean_json_text
 
 _OOM_MESSAGE = b"out of memory: the input is too large for this machine\n"
@@ -44,7 +44,7 @@ class ArgumentParser(argparse.ArgumentParser):
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
     # through json once: keys sorted and made strings, tuples made lists, exactly as json.dumps does
-    print(clean_json_text(readable_json(loads(canonical_text(obj)))))
+    print(clean_json_text(readable_json(as_json_data(obj))))
 
 
 def safe(text: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from prereg.jsoncodec import decode_float, encode_float
+
 Number = float | Literal["Infinity", "-Infinity"]
 DataNumber = float | Literal["Infinity", "-Infinity", "NaN"]  # a recorded value may be NaN
 
@@ -19,9 +21,7 @@ def encode_number(value: float | None) -> Number | None:
         return None
     if math.isnan(value):
         raise ValueError("NaN has no place in an evaluation artifact")
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    return float(value)
+    return encode_float(value)  # type: ignore[return-value] - NaN refused above
 
 
 def encode_value(value: float | None) -> DataNumber | None:
@@ -33,15 +33,7 @@ def encode_value(value: float | None) -> DataNumber | None:
 
 def as_float(value: DataNumber | None) -> float | None:
     """A stored number back as a float (``"Infinity"`` -> ``inf``, ``"NaN"`` -> nan)."""
-    if value is None:
-        return None
-    if value == "NaN":
-        return math.nan
-    if value == "Infinity":
-        return math.inf
-    if value == "-Infinity":
-        return -math.inf
-    return float(value)
+    return None if value is None else decode_float(value)
 
 
 __all__ = ["DataNumber", "Number", "as_float", "encode_number", "encode_value"]

@@ -59,6 +59,12 @@ def canonical_bytes(data: Any) -> bytes:
     return _CANONICAL.encode(data).encode()
 
 
+def as_json_data(value: Any) -> Any:
+    """``value`` as JSON data, exactly what reading its canonical text gives: keys made strings and
+    sorted, tuples made lists (``ValueError`` for a NaN or infinity)."""
+    return json.loads(canonical_text(value))
+
+
 def readable_bytes(data: Any) -> bytes:
     """``data`` as a file people read: sorted keys, two-space indent, UTF-8, a final newline."""
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False).encode() + b"\n"
@@ -92,7 +98,7 @@ def readable_json(value: object, level: int = 0) -> str:
 def encode_float(value: float) -> float | NonFiniteName:
     """A float as the formats store it: finite as itself, NaN and infinities as their names."""
     if math.isfinite(value):
-        return float(value)
+        return value  # as given (an int stays an int: its canonical text is unchanged)
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
@@ -145,5 +151,5 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
         raise NotJSON(f"not JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
 
 
-__all__ = ["DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON", "canonical_bytes",
+__all__ = ["as_json_data", "DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON", "canonical_bytes",
            "canonical_text", "decode_float", "encode_float", "loads", "readable_bytes", "readable_json"]

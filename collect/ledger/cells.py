@@ -65,10 +65,8 @@ def standing(records: Iterable[RunRecord]) -> dict[Hashable, RunRecord]:
     if repeats:
         raise _refuse(*repeats[0])
     out: dict[Hashable, RunRecord] = {}
-    for record in records:
-        key = cell_of(record)
-        if key not in first:
-            out[key] = record  # failed only: the last attempt stands
+    for record in records:  # cells in ledger order; a failed-only cell: its last attempt stands
+        out[cell_of(record)] = record
     out.update(first)
     return out
 

@@ -6,14 +6,13 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from estimators.vocabulary import Evidence
-from prereg.jsoncodec import canonical_bytes, canonical_text
+from prereg.jsoncodec import NonFiniteName, canonical_bytes, canonical_text, decode_float, encode_float
 from prereg.schema_types import Scalar
 
 RECORD_FORMAT: Final = "collect/run/v2"
@@ -24,9 +23,8 @@ TRACES_DIR = "traces"
 GENESIS = "0" * 64  # prev_sha256 of a chain's first record
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
-NonFinite = Literal["NaN", "Infinity", "-Infinity"]
+NonFinite = NonFiniteName
 RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
 class _Strict(BaseModel):
@@ -109,15 +107,13 @@ class RunRecord(_Strict):
         """A metric as a float (NaN/inf restored), or None when not recorded."""
         value = self.metrics.get(name)
         if isinstance(value, str):
-            return _NON_FINITE[value]
+            return decode_float(value)
         return value
 
 
 def encode_metric(value: float | None) -> float | str | None:
-    """A metric value as stored: non-finite floats become their string names."""
-    if value is None or math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    """A metric value as stored: non-finite floats become their string names (``prereg.jsoncodec``)."""
+    return None if value is None else encode_float(value)
 
 
 

@@ -24,7 +24,8 @@ from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
 from collect.telemetry.sensors.sim import SimSensor
-from collect.traces.telemetry import read_trace, write_trace
+from collect.traces.telemetry import TraceError, read_trace, write_trace
+from prereg.errors import RetiredFormat
 from tests.helpers import run
 
 
@@ -176,6 +177,20 @@ def test_trace_round_trip(tmp_path, monkeypatch, parquet):
     assert [(p.name, p.start_ns, p.end_ns) for p in back.phases] == [(p.name, p.start_ns, p.end_ns) for p in trace.phases]
     meta = json.loads((tmp_path / "traces" / "run-1.meta.json").read_text())
     assert meta["format"] == "collect/trace/v2" and meta["requested_poll_ms"] == 7
+
+
+def test_a_v1_trace_is_one_message_and_a_v2_meta_must_name_its_evidence(tmp_path):
+    trace = record(SimSensor(clock="virtual"), 7, [("compute", 200)])
+    write_trace(trace, tmp_path / "run")
+    meta_path = tmp_path / "run.meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "format": "collect/trace/v1"}))
+    with pytest.raises(RetiredFormat, match="written in collect/trace/v1 by prereg-toolkit 0.1.x") as err:
+        read_trace(tmp_path / "run")
+    assert err.value.exit_code == 2
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k != "evidence"}))
+    with pytest.raises(TraceError, match="not a valid trace description"):  # never read as "measured"
+        read_trace(tmp_path / "run")
 
 
 def test_replay_shows_only_what_was_recorded(tmp_path):
