@@ -1,10 +1,10 @@
-"""The estimators' hot paths as they were before issue 14 (and the first issue-14 bootstrap loop),
+"""The estimators' hot paths in their first, plain-loop form (and the first vectorised bootstrap loop),
 kept verbatim as benchmark baselines (and as references the tests compare the new code with, bit
 for bit).
 
 * ``bootstrap_means``: the bootstrap draws (bit-field rejection sampling, blocks of 1024) with a
   fresh array per chunk; the new ``estimators.bootstrap`` must return the same bits.
-* ``sampler_bootstrap_means``: the first issue-14 hot loop (``estimators._draws.Sampler`` replaying
+* ``sampler_bootstrap_means``: the first vectorised hot loop (``estimators._draws.Sampler`` replaying
   the indices into preallocated buffers, then gather and row sums), the "before" of the
   ``ChunkSums`` loop; the same bits again.
 * ``walsh_order_stats`` / ``walsh_counts``: the materialising Wilcoxon path (all n(n+1)/2 Walsh

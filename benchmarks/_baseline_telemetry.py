@@ -1,4 +1,4 @@
-"""For bench_sampler.py and its tests: the telemetry loop issue 14 replaced (kept verbatim as the
+"""For bench_sampler.py and its tests: the plain telemetry loop the vectorised sampler replaced (kept verbatim as the
 baseline) and the synthetic counter trace both measure it on."""
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def part1(repeats: int, seed: int, work: Path) -> None:
         rng.shuffle(order)
         for phase in order:
             if phase in ("ray1", "ray2"):
-                ray.init(num_cpus=int(phase[-1]), include_dashboard=False, log_to_driver=False)
+                ray.init(address="local", num_cpus=int(phase[-1]), include_dashboard=False, log_to_driver=False)
                 for name, (plan, sha) in loads.items():  # warm the workers (imports)
                     engine.run_plan(plan, sha, work / f"warm-{phase}-{name}-{r}", jobs=2, executor="ray")
             try:

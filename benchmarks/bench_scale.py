@@ -4,8 +4,8 @@ Run from the repository root (inside the venv):  python benchmarks/bench_scale.p
 [--import-only [--repeat N]]
 
 The plan has two arms and two factors (``site``: 5 levels, ``seed``: runs / 10 levels, so the number
-of factor levels grows with the runs, the case that used to be quadratic) and the five-gate set of
-issue 14: a t gate, a sign-flip gate (Monte Carlo beyond 20 blocks), a Wilcoxon/Hodges-Lehmann gate,
+of factor levels grows with the runs, the case a per-level scan makes quadratic) and a five-gate set:
+a t gate, a sign-flip gate (Monte Carlo beyond 20 blocks), a Wilcoxon/Hodges-Lehmann gate,
 a BCa gate, and a resolution-checked t gate on a metric backed by a telemetry signal with a bound.
 Each size runs end to end through the console scripts, as a user would: ``prereg freeze``, ``collect
 import`` of a CSV, ``gates evaluate --json``. Printed per size: wall seconds of import and evaluate,

@@ -1,9 +1,9 @@
 """Write the SYNTHETIC example run tables in examples/runs/ (seeded; illustration only).
 
 * continuation.csv for examples/continuation.yaml (the claim is supported);
-* equal-work.csv for ../shared/examples/equal-work.yaml (short runs: the energy counter updates
+* equal-work.csv for tests/fixtures/shared_examples/equal-work.yaml (short runs: the energy counter updates
   too few times, so counter_support fires and the claim is refused);
-* cadence-energy.csv for ../shared/examples/cadence-energy.yaml (sparse continuation costs held-out
+* cadence-energy.csv for tests/fixtures/shared_examples/cadence-energy.yaml (sparse continuation costs held-out
   NLL, so the claim is not supported).
 
 Run: python examples/make_runs.py

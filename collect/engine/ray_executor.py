@@ -68,7 +68,7 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dic
     address = _ray_cluster_address()
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address="auto" if address else None, include_dashboard=False,
+        ray.init(address="auto" if address else "local", include_dashboard=False,  # local: always its own
                  log_to_driver=False, num_cpus=None if address else jobs)
     own_local = started_here and not address
     streams: dict[Any, _Batch] = {}

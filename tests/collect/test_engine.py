@@ -198,7 +198,7 @@ def local_ray(monkeypatch):
     """A local 2-CPU Ray instance for one test, shut down after it (run_plan uses it and leaves it up)."""
     ray = pytest.importorskip("ray")
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # never another cluster
     try:
         yield ray
     finally:
