@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from collect.traces.lines import LineError, finite, json_rows, trace_text
+from collect.traces.lines import finite, parsed_rows
 from prereg.errors import InputError
 from prereg.fileio import atomic_write
 
@@ -62,16 +62,7 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
 def read_commits(path: Path, data: bytes | None = None) -> list[dict[str, Any]]:
     """The rows of one commit ledger (``data``: its bytes, already read and checked), fields checked,
     sorted by commit; ``InputError`` for a malformed line or a ledger with no rows."""
-    text = trace_text(path, data, "a commit ledger is JSON lines")
-    rows: list[dict[str, Any]] = []
-    try:
-        for number, row in json_rows(text):
-            try:
-                rows.append(_row(row))
-            except (ValueError, TypeError) as err:
-                raise InputError(f"{path}: line {number}: malformed commit row ({err})") from None
-    except LineError as err:
-        raise InputError(f"{path}: line {err.number}: malformed commit row ({err})") from None
+    rows = parsed_rows(path, data, "a commit ledger is JSON lines", "commit row", _row)
     if not rows:
         raise InputError(f"{path}: the commit ledger holds no rows; nothing to draw")
     return sorted(rows, key=lambda r: r["commit"])

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collect.traces.lines import LineError, finite, json_rows, trace_text
-from prereg.errors import InputError
+from collect.traces.lines import finite, parsed_rows
 from prereg.fileio import atomic_write
 
 SUFFIX = "events.jsonl"
@@ -58,17 +57,7 @@ def _event(row: dict[str, Any]) -> Event:
 
 def read_events(path: Path, data: bytes | None = None) -> list[Event]:
     """The events of one trace (``data``: its bytes, already read and checked; blank lines skipped)."""
-    text = trace_text(path, data, "an event trace is JSON lines")
-    events: list[Event] = []
-    try:
-        for number, row in json_rows(text):
-            try:
-                events.append(_event(row))
-            except (ValueError, TypeError) as err:
-                raise InputError(f"{path}: line {number}: malformed event ({err})") from None
-    except LineError as err:
-        raise InputError(f"{path}: line {err.number}: malformed event ({err})") from None
-    return events
+    return parsed_rows(path, data, "an event trace is JSON lines", "event", _event)
 
 
 __all__ = ["SUFFIX", "Event", "read_events", "write_events"]

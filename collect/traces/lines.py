@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prereg.errors import InputError
 from prereg.fileio import read_regular_file
 from prereg.jsoncodec import loads
 
+T = TypeVar("T")
 MAX_TRACE_BYTES = 512 << 20  # a trace read into memory is at most this large (bytes)
 
 
@@ -49,6 +50,23 @@ class LineError(ValueError):
         self.number = number
 
 
+def parsed_rows(path: Path, data: bytes | None, what: str, row_name: str,
+                parse: Callable[[dict[str, Any]], T]) -> list[T]:
+    """``parse`` of each row of a JSON-lines trace (:func:`trace_text`, :func:`json_rows`); a row
+    ``parse`` refuses (``ValueError``/``TypeError``) or a line that is not one object is one
+    ``InputError``: ``PATH: line N: malformed <row_name> (why)``."""
+    out: list[T] = []
+    try:
+        for number, row in json_rows(trace_text(path, data, what)):
+            try:
+                out.append(parse(row))
+            except (ValueError, TypeError) as err:
+                raise InputError(f"{path}: line {number}: malformed {row_name} ({err})") from None
+    except LineError as err:
+        raise InputError(f"{path}: line {err.number}: malformed {row_name} ({err})") from None
+    return out
+
+
 def finite(value: Any, what: str) -> float:
     """``value`` as a float when it is a finite JSON number (never a bool); ``ValueError`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -56,4 +74,4 @@ def finite(value: Any, what: str) -> float:
     return float(value)
 
 
-__all__ = ["MAX_TRACE_BYTES", "LineError", "finite", "json_rows", "trace_text"]
+__all__ = ["MAX_TRACE_BYTES", "LineError", "finite", "json_rows", "parsed_rows", "trace_text"]
