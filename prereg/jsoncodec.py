@@ -18,6 +18,8 @@ import json
 import math
 from typing import Any, Literal
 
+from prereg.errors import InputError
+
 NonFiniteName = Literal["NaN", "Infinity", "-Infinity"]
 _NAMES: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
@@ -25,8 +27,8 @@ _NAMES: dict[str, float] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-class JSONFormatError(ValueError):
-    """Bytes that are not a well-formed document of a project format."""
+class JSONFormatError(InputError, ValueError):
+    """Bytes that are not a well-formed document of a project format (bad input, exit 2)."""
 
 
 class DuplicateKey(JSONFormatError):

@@ -42,7 +42,7 @@ def json_rows(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, row
 
 
-class LineError(ValueError):
+class LineError(InputError, ValueError):
     """A line of a JSON-lines trace that is not one JSON object (``number``: 1-based)."""
 
     def __init__(self, number: int, message: str) -> None:

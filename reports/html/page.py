@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from collect.ledger.store import LEDGER_NAME
 from gates.artifact import MAX_ARTIFACT_BYTES, seal_status
 from gates.consistency import consistency_problems
 from prereg._version import __version__
@@ -67,8 +68,6 @@ class Source:
 
 def resolve(source: str | Path) -> Source:
     """RUNS (``RUNS/evaluation.json``) or an ``evaluation.json`` (its folder is RUNS when it holds a ledger)."""
-    from collect.ledger.store import LEDGER_NAME  # lazy: yaml
-
     path = Path(source)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder (reports html takes a runs folder or an evaluation.json)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from collect.ledger.store import read_ledger, trace_problems
 from reports.html.evaluation import cell, table
 from reports.html.svg import esc
 from reports.words import evaluation as et
@@ -49,8 +50,6 @@ class RunsContext:
 
 def load_runs(folder: Path, ev: Evaluation) -> RunsContext:
     """The records of the evaluated plan and each one's trace check."""
-    from collect.ledger.store import read_ledger, trace_problems  # lazy: yaml
-
     ledger = read_ledger(folder)
     latest: dict[str, RunRecord] = {}
     other = 0
