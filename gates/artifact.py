@@ -79,12 +79,12 @@ class GateResult(_Model):
     analysis_unit: AnalysisUnit = Field(
         default="stratum", description="What one pair is: a stratum (replicates averaged) or a replicate."
     )
-    p_raw: float | None = Field(
+    pvalue: float | None = Field(
         default=None,
         description="One-sided p-value of the shifted null the rule implies; it decides the verdict (pass exactly "
         "when p <= (1 - confidence) / 2). None when there is no test: constant contrasts (vacuous) or an estimate rule.",
     )
-    p_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
+    pvalue_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
     evidence: Evidence = Field(description="The weakest of the plan's declaration and what the runs recorded.")
     evidence_declared: Evidence | None = Field(
         default=None, description="The class the plan declared for the metric (when it differs from 'evidence')."

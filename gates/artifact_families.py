@@ -67,7 +67,7 @@ class FamilyGate(_Model):
     upper: Number | None = None
     confidence: float
     n_pairs: int
-    p_adjusted: float | None = None
+    pvalue_adjusted: float | None = None
     refused_by: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

@@ -67,7 +67,7 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
         upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,
         attained_confidence=r.attained_confidence if r else None, method=o.gate.method, n_pairs=o.n_pairs,
         analysis_unit=o.analysis_unit, rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
-        p_raw=o.p_raw, p_adjusted=o.p_adjusted, evidence=o.evidence,
+        pvalue=o.pvalue, pvalue_adjusted=o.pvalue_adjusted, evidence=o.evidence,
         evidence_declared=declared if (declared := plan.metrics[o.gate.metric].evidence) != o.evidence else None,
         direction=o.gate.direction, refused_by=o.refused_by, notes=o.notes,
         warnings=o.warnings, resolution=resolution,

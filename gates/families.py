@@ -64,7 +64,7 @@ def _family_gate(o: GateOutcome) -> FamilyGate:
     return FamilyGate(id=o.gate.id, contrast=o.gate.contrast.text, role=o.gate.role, verdict=o.verdict,
                       estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
                       upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence, n_pairs=o.n_pairs,
-                      p_adjusted=o.p_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
+                      pvalue_adjusted=o.pvalue_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
 
 
 def _finite(blocks: list[Block], arm: str, metric: str) -> list[float]:

@@ -73,8 +73,8 @@ class GateOutcome:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     result: Any = None  # estimators.IntervalResult
-    p_raw: float | None = None
-    p_adjusted: float | None = None
+    pvalue: float | None = None
+    pvalue_adjusted: float | None = None
     n_pairs: int = 0
     resolution: Any = None  # estimators.ResolutionCheck
     arm_medians: dict[str, float | None] = field(default_factory=dict)
@@ -273,7 +273,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
         warnings.simplefilter("ignore", RatioInputWarning)
         decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
     outcome.result = decision.result
-    outcome.p_raw = decision.p_value
+    outcome.pvalue = decision.pvalue
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
     outcome.warnings += list(contrast_warnings(d, gate.method, contrast.scale, rule))
     if outcome.refused_by:
@@ -310,18 +310,18 @@ def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
     primary = [o for o in outcomes if o.gate.role == "primary" and o.gate.pass_if.tested]
     if not primary:
         return
-    family = np.array([o.p_raw if o.p_raw is not None else 1.0 for o in primary])
+    family = np.array([o.pvalue if o.pvalue is not None else 1.0 for o in primary])
     adjusted = adjust_p_values(family, method)
     for o, p_adj in zip(primary, adjusted, strict=True):
-        if o.p_raw is None:
+        if o.pvalue is None:
             continue
-        o.p_adjusted = float(p_adj)
+        o.pvalue_adjusted = float(p_adj)
         if method == "none" or o.verdict != "pass":
             continue
         alpha = (1 - o.gate.confidence) / 2
         if not clears(float(p_adj), alpha):
             o.verdict = "fail"
-            o.notes.append(f"passes on its own (p = {o.p_raw:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
+            o.notes.append(f"passes on its own (p = {o.pvalue:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
 
 
 def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:

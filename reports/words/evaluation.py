@@ -135,14 +135,14 @@ def contrast_text(gate: GateResult) -> str:
 
 def p_text(gate: GateResult, multiplicity: str) -> str:
     """'p = 0.003; holm-adjusted 0.006', or why there is no p-value."""
-    if gate.p_raw is None and gate.verdict == "vacuous":
+    if gate.pvalue is None and gate.verdict == "vacuous":
         return "no p-value (no variability to test)"
     parts = []
-    if gate.p_raw is not None:
-        p = fmt_p(gate.p_raw)
+    if gate.pvalue is not None:
+        p = fmt_p(gate.pvalue)
         parts.append(f"p {p}" if p.startswith("<") else f"p = {p}")
-    if gate.p_adjusted is not None and multiplicity != "none":
-        parts.append(f"{multiplicity}-adjusted {fmt_p(gate.p_adjusted)}")
+    if gate.pvalue_adjusted is not None and multiplicity != "none":
+        parts.append(f"{multiplicity}-adjusted {fmt_p(gate.pvalue_adjusted)}")
     return "; ".join(parts)
 
 
