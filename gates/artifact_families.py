@@ -17,7 +17,7 @@ from estimators.vocabulary import Decision, Scale
 from gates.numbers import Number
 from prereg.schema_types import Scalar
 
-Ranking = Literal["adaptive", "comparator", "flip", "abstain"]
+Ranking = Literal["challenger", "comparator", "flip", "abstain"]
 
 
 class _Model(BaseModel):
@@ -114,7 +114,7 @@ class RankingCell(_Model):
 
     family: Scalar
     region: dict[str, Scalar] = Field(description="Region factor -> level.")
-    ranking: Ranking = Field(description="adaptive (the challenger is better), comparator, flip (the order changes "
+    ranking: Ranking = Field(description="challenger (the challenger is better), comparator, flip (the order changes "
                              "across the region), or abstain (the paired interval cannot order them, or evidence is "
                              "missing).")
     reason: str

@@ -12,7 +12,7 @@ For a plan with ``strata.family_factor``:
   the challenger against the chosen comparator on ``comparator.ranking.metric``, paired per
   block. ``flip`` when the contrast fitted at the lowest and at the highest drawn value of a
   region's parameter (:func:`estimators.trend_ends`) orders them in opposite directions, each
-  end's interval excluding the null; otherwise ``adaptive`` / ``comparator`` when the cell's
+  end's interval excluding the null; otherwise ``challenger`` / ``comparator`` when the cell's
   paired interval excludes the null; otherwise ``abstain``, as also when evidence is missing.
 * the claim (:func:`combine_decisions`) needs the pooled gates and every family's gates.
 """

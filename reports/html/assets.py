@@ -72,7 +72,7 @@ svg.figure { display: block; overflow: visible; }
 .muted { color: var(--muted); }
 .rank { display: inline-block; font-weight: 700; font-size: .85rem; padding: 0 .45rem; border-radius: 1rem;
   border: 2px solid currentColor; white-space: nowrap; }
-.rank-adaptive { color: var(--pass); } .rank-comparator { color: var(--fail); } .rank-flip { color: var(--unresolvable); }
+.rank-challenger { color: var(--pass); } .rank-comparator { color: var(--fail); } .rank-flip { color: var(--unresolvable); }
 .rank-abstain { color: var(--muted); font-style: italic; border-style: dashed; }
 tr.abstain td { background: var(--soft); }
 ul.tight { margin: 0; padding-left: 1rem; }

@@ -19,7 +19,7 @@ from reports.words import controller as ct
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
 
-RANKING_STYLES = {"adaptive": "bold green", "comparator": "bold red", "flip": "bold yellow", "abstain": "italic dim"}
+RANKING_STYLES = {"challenger": "bold green", "comparator": "bold red", "flip": "bold yellow", "abstain": "italic dim"}
 DECISION_STYLES = {"supported": "bold green", "not_supported": "bold red", "refused": "bold magenta"}
 VERDICT_STYLES = {"PASS": "green", "FAIL": "red", "REFUSED": "magenta", "UNRESOLVABLE": "yellow",
                   "VACUOUS": "cyan"}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
     from gates.artifact_families import FamilyGate, FamilyResult, InfrastructureSpread, RankingCell
 
-RANKING_WORDS = {"adaptive": "ADAPTIVE", "comparator": "COMPARATOR", "flip": "FLIP", "abstain": "ABSTAIN"}
+RANKING_WORDS = {"challenger": "CHALLENGER", "comparator": "COMPARATOR", "flip": "FLIP", "abstain": "ABSTAIN"}
 DESCRIPTIVE_METRICS = ("completion_time", "replayed_tokens", "energy", "wan_bytes")
 YARDSTICK = "yardstick, not a gate"
 HELD_OUT_SENTENCE = ("The held-out strata never entered the choice: the rule read the calibration runs "
@@ -49,7 +49,7 @@ def ranking_meaning(cell: RankingCell, ev: Evaluation) -> str:
     """What a ranking word means in this study ('adaptive is better than local16')."""
     challenger, arm = _arms(ev)
     challenger, arm = challenger or "the challenger", arm or "the comparator"
-    return {"adaptive": f"{challenger} is better than {arm}", "comparator": f"{arm} is better than {challenger}",
+    return {"challenger": f"{challenger} is better than {arm}", "comparator": f"{arm} is better than {challenger}",
             "flip": "the order changes across the region", "abstain": "no ranking: the evidence cannot order them"
             }[cell.ranking]
 

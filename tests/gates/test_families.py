@@ -96,7 +96,7 @@ def test_a_family_with_a_missing_run_is_refused_by_itself(tmp_path: Path) -> Non
     assert ev["decision"] == "refused"  # the claim covers every family
     cells = {(c["family"], c["region"]["region"]): c for c in ev["ranking"]}
     assert cells[("held_z", "low")]["ranking"] == "abstain" and "missing" in cells[("held_z", "low")]["reason"]
-    assert cells[("held_z", "high")]["ranking"] == "adaptive"
+    assert cells[("held_z", "high")]["ranking"] == "challenger"
 
 
 def test_the_ranking_abstains_when_the_interval_crosses_the_null(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_the_ranking_abstains_when_the_interval_crosses_the_null(tmp_path: Path)
         assert cell["ranking"] == "abstain", cell
         assert cell["lower"] < 1.0 < cell["upper"] and "cannot order them" in cell["reason"]
         assert cell["n_pairs"] == 3
-    assert cells[("held_y", "low")]["ranking"] == "adaptive" and cells[("held_y", "low")]["upper"] < 1
+    assert cells[("held_y", "low")]["ranking"] == "challenger" and cells[("held_y", "low")]["upper"] < 1
 
 
 def test_sampling_and_infrastructure_stay_separate_and_a_flip_is_found(tmp_path: Path) -> None:
