@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from estimators.vocabulary import Decision, Scale
 from gates.numbers import Number
+from gates.refusal import Refusal
 from prereg.schema_types import Scalar
 
 Ranking = Literal["challenger", "comparator", "flip", "abstain"]
@@ -42,7 +43,7 @@ class ComparatorChoice(_Model):
     calibration_strata: list[str] = Field(description="Labels of the calibration strata the choice used.")
     runs_used: int = Field(description="Calibration runs of the candidates with a finite selection metric.")
     family_factor: str | None = Field(default=None, description="The strata factor naming stress families.")
-    refused_by: list[str] = Field(default_factory=list, description="Why no arm could be chosen.")
+    refused_by: list[Refusal] = Field(default_factory=list, description="Why no arm could be chosen (gates.refusal).")
 
 
 class Hindsight(_Model):
@@ -68,7 +69,7 @@ class FamilyGate(_Model):
     confidence: float
     n_pairs: int
     pvalue_adjusted: float | None = None
-    refused_by: list[str] = Field(default_factory=list)
+    refused_by: list[Refusal] = Field(default_factory=list, description="Why it was refused (gates.refusal).")
     notes: list[str] = Field(default_factory=list)
 
 

@@ -36,6 +36,7 @@ from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
 from gates.numbers import encode_number
 from gates.ranking import rank_cell
+from gates.refusal import Refusal
 from gates.traces import TraceAudit, check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg.family_checks import held_out_families
@@ -103,7 +104,7 @@ def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
                      values={a: encode_number(v) for a, v in values.items()}, note=note)
 
 
-def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[str]],
+def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[Refusal]],
                     audit: TraceAudit | None, metrics: list[str],
                     full_checks: list[InvalidatorCheck]) -> tuple[FamilyResult, Match, list[str]]:
     """One held-out family: its gates, decision, yardstick and descriptive medians."""
@@ -149,7 +150,7 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
     return all(level_key(block.stratum[f]) == level_key(v) for f, v in region.items())
 
 
-def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
+def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[Refusal]], choice: ComparatorChoice | None,
                       audit: TraceAudit | None, full_checks: list[InvalidatorCheck]
                       ) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""

@@ -34,7 +34,7 @@ def gate_rows(ev: Evaluation) -> list[dict[str, Any]]:
             "upper": as_float(g.upper), "confidence": g.confidence, "method": g.method, "n_pairs": g.n_pairs,
             "pvalue": g.pvalue, "pvalue_adjusted": g.pvalue_adjusted, "metric": g.metric, "unit": g.unit,
             "contrast": g.contrast, "scale": g.scale, "role": g.role, "group": g.group, "rule": str(g.rule),
-            "margin": list(g.margin), "evidence": g.evidence, "refused_by": list(g.refused_by),
+            "margin": list(g.margin), "evidence": g.evidence, "refused_by": [r.model_dump() for r in g.refused_by],
             "notes": list(g.notes),
         })
     return rows

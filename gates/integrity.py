@@ -39,7 +39,7 @@ def check_ledger(ledger: Ledger) -> ChainReport:
     return report
 
 
-def chain_sentence(status: str | None, head: str | None, unchained: int = 0) -> str:
+def chain_sentence(status: str, head: str | None, unchained: int = 0) -> str:
     """What the chain proves, in words, for the report."""
     if status == "intact":
         extra = (f" ({unchained} earlier record(s) were written before the chain existed and are not "
@@ -49,6 +49,4 @@ def chain_sentence(status: str | None, head: str | None, unchained: int = 0) -> 
                 f"ended){extra}")
     if status == "absent":
         return "no hash chain: written by an older toolkit version, so edits to it cannot be detected"
-    if status == "empty":
-        return "no records"
-    return "hash chain not checked (an artifact written before the chain existed)"
+    return "no records"

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gates.artifact import MAX_ARTIFACT_BYTES, PlanYamlCheck, PredecessorCheck
+from gates.artifact import EVALUATION_SCHEMA, MAX_ARTIFACT_BYTES, V1_SCHEMA, PlanYamlCheck, PredecessorCheck
 from prereg.fileio import read_regular_file
 from prereg.schema import Plan
 
@@ -27,7 +27,10 @@ def _recorded(data: bytes) -> dict[str, Any]:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return {"recorded_note": "not an evaluation artifact (not JSON): no recorded conclusion"}
-    if not isinstance(doc, dict) or doc.get("schema") != "gates/evaluation/v1":
+    if isinstance(doc, dict) and doc.get("schema") == V1_SCHEMA:
+        return {"recorded_note": f"a {V1_SCHEMA} artifact (a toolkit version before {EVALUATION_SCHEMA}): its "
+                "conclusion is not read; re-run 'gates evaluate' on its runs"}
+    if not isinstance(doc, dict) or doc.get("schema") != EVALUATION_SCHEMA:
         return {"recorded_note": "not an evaluation artifact: no recorded conclusion"}
     return {
         "recorded_decision": doc.get("decision") if doc.get("decision") in ("supported", "not_supported", "refused") else None,

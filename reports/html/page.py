@@ -103,7 +103,7 @@ def read_checked(path: Path) -> tuple[Evaluation, str]:
 
 SEAL_WORDS = {
     "sealed": "sealed: the artifact still has the SHA-256 it was sealed with when written",
-    "unsealed": "no seal (written by an older toolkit): its consistency was checked, but edits that keep it "
+    "unsealed": "no seal (not written by gates evaluate, or its seal was removed): its consistency was checked, but edits that keep it "
                 "consistent cannot be detected",
     "broken": "SEAL BROKEN",
 }
@@ -219,7 +219,7 @@ def html_report(source: str | Path, run_id: str | None = None, lock: str | Path 
     if "could not be re-verified" in src.verification:
         src.warnings.append(f"{src.evaluation_path} {src.verification}")
     if seal == "unsealed":
-        src.warnings.append(f"{src.evaluation_path} carries no seal (written by an older toolkit); its consistency "
+        src.warnings.append(f"{src.evaluation_path} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
                             "was checked, but edits that keep it consistent cannot be detected")
     ev = clean_model(ev)  # no control characters reach the page
     ctx = None

@@ -19,7 +19,6 @@ def _gate_list(ids: list[str]) -> str:
 def decision_explanation(ev: Evaluation) -> str:
     """Why the decision is what it is, in one clause built from the primary gates' verdicts."""
     primary = et.primary_gates(ev)
-    ids = {i.id for i in ev.invalidators}
     n = len(primary)
     if ev.families and not ev.decision_refused_by:
         return families_explanation(ev)
@@ -27,10 +26,10 @@ def decision_explanation(ev: Evaluation) -> str:
         return ("no claim either way: none of the runs in the ledger was collected under this plan version "
                 "(see 'Other plan' for what happened and the next step)")
     if ev.decision == "refused":
-        parts = list(ev.decision_refused_by)
+        parts = [r.reason for r in ev.decision_refused_by]
         for g in primary:
             if g.verdict == "refused":
-                why = "; ".join(et.refusal_text(r, ids) for r in g.refused_by) or "no reason recorded"
+                why = "; ".join(r.reason for r in g.refused_by) or "no reason recorded"
                 parts.append(f"gate {g.id} was refused ({why})")
             elif g.verdict == "unresolvable":
                 parts.append(f"gate {g.id} is unresolvable (the instrument cannot resolve its margin)")

@@ -163,11 +163,6 @@ def method_text(gate: GateResult) -> str:
     return text
 
 
-def refusal_text(entry: str, invalidator_ids: set[str]) -> str:
-    """One ``refused_by`` entry in words (a bare invalidator id becomes 'invalidator X fired')."""
-    return f"invalidator {entry} fired" if entry in invalidator_ids else entry
-
-
 def resolution_text(gate: GateResult) -> str:
     """The measurement-resolution check in words, or '' when none was made."""
     r = gate.resolution
@@ -228,7 +223,6 @@ class GateView:
 
 def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView:
     """The strings of one gate."""
-    ids = {i.id for i in ev.invalidators}
     return GateView(
         id=gate.id,
         verdict=gate.verdict,
@@ -244,7 +238,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         rule=rule_text(gate),
         test=method_text(gate),
         p=p_text(gate, ev.multiplicity),
-        refused_by=[refusal_text(r, ids) for r in gate.refused_by],
+        refused_by=[r.reason for r in gate.refused_by],
         notes=list(gate.notes) + [n for n in [pt.direction_note(gate)] if n],
         warnings=list(gate.warnings),
         arm_medians=arm_medians_text(gate),

@@ -153,7 +153,7 @@ def test_evaluate_refuses_a_gate_below_its_minimum_blocks(tmp_path):
     ev = build_evaluation(lock_data, plan, read_ledger(runs), lock)
     g = ev.gates[0]
     assert g.verdict == "refused" and ev.decision == "refused"
-    assert any("needs at least 20 complete strata and has 6" in r for r in g.refused_by)
+    assert any("needs at least 20 complete strata and has 6" in r.reason for r in g.refused_by)
 
 
 # 7. coverage caveats from the data ------------------------------------------------------------

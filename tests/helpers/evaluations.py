@@ -17,6 +17,7 @@ from gates.artifact import (
     Resolution,
     RunAccounting,
 )
+from gates.refusal import Refusal
 
 CLAIM = "Continuing on the surviving sites is noninferior in held-out loss and saves energy."
 PLAN_SHA = "3f2a9c81d4e5b6a7980112233445566778899aabbccddeeff00112233445566"
@@ -50,7 +51,7 @@ def realistic_evaluation() -> Evaluation:
             id="energy_saving", metric="energy", unit="J", contrast="adaptive / fixed", scale="ratio",
             group="mechanism", verdict="refused", estimate=0.91, lower=0.83, upper="Infinity",
             rule="upper < 1.0", margin=[1.0], null=1.0, method="wilcoxon", n_pairs=3, pvalue=0.125,
-            pvalue_adjusted=None, refused_by=["counter_support"],
+            pvalue_adjusted=None, refused_by=[Refusal(kind="invalidator", id="counter_support", reason="invalidator counter_support fired")],
             notes=["refused: the interval above is a diagnostic, not evidence"],
             warnings=["n < 10: bootstrap intervals under-cover; prefer exact methods"],
             arm_medians={"fixed": 5012.0, "adaptive": 4561.0},
@@ -77,7 +78,7 @@ def realistic_evaluation() -> Evaluation:
         ),
     ]
     return Evaluation(
-        schema="gates/evaluation/v1",
+        schema="gates/evaluation/v2",
         prereg_sha256=PLAN_SHA,
         genesis_plan_sha256=GENESIS_SHA,
         study="multisite-recovery",
@@ -91,7 +92,8 @@ def realistic_evaluation() -> Evaluation:
             AmendmentSummary(version=3, amended_at="2025-03-09T17:05:00Z", reason="widen the NLL margin to 0.02",
                              post_data=True, runs_checked=True),
         ],
-        ledger=LedgerIdentity(path="runs/ledger.jsonl", sha256="b7e1" * 16, records=13, torn_tail=False),
+        ledger=LedgerIdentity(path="runs/ledger.jsonl", sha256="b7e1" * 16, records=13, torn_tail=False, chain="intact",
+                              head_sha256="c0de" * 16),
         runs=RunAccounting(planned=12, matched=11, missing=["site2-seed102/adaptive"],
                            duplicate=["r-0007"], other_plan=["r-0013"]),
         decision="refused",
