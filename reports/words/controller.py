@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gates.numbers import as_float
-from reports.words.evaluation import DECISION_WORDS, EVIDENCE_WORDS, VERDICT_WORDS, fmt_num, fmt_pct
+from reports.words.evaluation import EVIDENCE_WORDS, fmt_num, fmt_pct
+from reports.words.palette import DECISION_WORDS, RANKING_WORDS, VERDICT_WORDS
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
     from gates.artifact_families import FamilyGate, FamilyResult, InfrastructureSpread, RankingCell
 
-RANKING_WORDS = {"challenger": "CHALLENGER", "comparator": "COMPARATOR", "flip": "FLIP", "abstain": "ABSTAIN"}
 DESCRIPTIVE_METRICS = ("completion_time", "replayed_tokens", "energy", "wan_bytes")
 YARDSTICK = "yardstick, not a gate"
 HELD_OUT_SENTENCE = ("The held-out strata never entered the choice: the rule read the calibration runs "

@@ -16,18 +16,12 @@ from gates.numbers import as_float
 from prereg.direction import ratio_margin_words
 from reports.terminal.forest import forest_axis, forest_bar
 from reports.words import provenance as pt
+from reports.words.palette import VERDICT_WORDS
 from reports.words.provenance import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 
 if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
     from gates.artifact import AmendmentSummary, Evaluation, GateResult, RunAccounting
 
-VERDICT_WORDS = {
-    "pass": "PASS",
-    "fail": "FAIL",
-    "refused": "REFUSED",
-    "unresolvable": "UNRESOLVABLE",
-    "vacuous": "VACUOUS",
-}
 VERDICT_MEANINGS = {
     "pass": "the frozen rule holds on the interval",
     "fail": "valid data; the frozen rule does not hold",
@@ -35,7 +29,6 @@ VERDICT_MEANINGS = {
     "unresolvable": "the instrument cannot resolve the margin",
     "vacuous": "passed as written, but could not have failed",
 }
-DECISION_WORDS = {"supported": "SUPPORTED", "not_supported": "NOT SUPPORTED", "refused": "REFUSED"}
 EVIDENCE_WORDS = {
     "measured": "measured",
     "modeled": "modeled (simulator)",
