@@ -91,7 +91,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     choice: ComparatorChoice | None = None
     families: list[FamilyResult] = []
     ranking: list[RankingCell] = []
-    unchosen: dict[str, list[str]] = {}  # gates refused because no comparator could be chosen
+    unchosen: dict[str, list[Refusal]] = {}  # gates refused because no comparator could be chosen
     if plan.comparator is not None:
         choice = choose_comparator(plan, match, audit, checks)
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
