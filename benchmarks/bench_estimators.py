@@ -143,7 +143,7 @@ def signflip_vs_scipy() -> bool:
         print(
             f"    interval [{res.lower:.6f}, {res.upper:.6f}] "
             f"attained {res.attained_confidence:.6f};"
-            f" p ours {res.p_value_vs_null:.8f} scipy {ref.pvalue:.8f}"
+            f" p ours {res.pvalue:.8f} scipy {ref.pvalue:.8f}"
         )
         if n == 20:
             hit = t_ours < 0.100
@@ -264,7 +264,7 @@ def shared_resampling() -> None:
             cache.clear()
             dec = E.decide_rule(rule, d, 0.9, method, "difference", 9999, 0)  # noqa: B023 - called within this iteration
             chk = E.resolution_check(rule, d, b, 0.9, method, "difference", 9999, 0, result=dec.result)  # noqa: B023 - called within this iteration
-            return dec.p_value, dec.result, chk.interval_bound
+            return dec.pvalue, dec.result, chk.interval_bound
 
         def fresh() -> Any:
             with cache.disabled():

@@ -65,7 +65,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
     checked = reverify(ev, path, runs, Path(args.lock) if args.lock else None)  # a forged artifact: exit 3
     if seal_status(ev) == "unsealed":
-        print(f"reports: note: {args.evaluation} carries no seal (written by an older toolkit); its consistency "
+        print(f"reports: note: {args.evaluation} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
               "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
     print(f"reports: {args.evaluation}{':' if checked.startswith('re-verified') else ''} {checked}", file=sys.stderr)
     if args.json:
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
     p = sub.add_parser("show", help="the reviewer's report of an evaluation.json (gates evaluate writes it)")
-    p.add_argument("evaluation", metavar="EVALUATION_JSON", help="the artifact (schema gates/evaluation/v1)")
+    p.add_argument("evaluation", metavar="EVALUATION_JSON", help="the artifact (schema gates/evaluation/v2)")
     p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
     p.add_argument("--verbose", action="store_true", help="name every run in the run accounting")
     p.add_argument("--markdown", metavar="FILE",

@@ -61,7 +61,7 @@ class IntervalResult:
     """A two-sided interval for the centre of the block contrasts, on the reported scale.
 
     ``estimate``, ``lower`` and ``upper`` are differences (scale ``difference``) or ratios
-    (scale ``ratio``: exponentiated log-scale values). ``p_value_vs_null`` is the two-sided test
+    (scale ``ratio``: exponentiated log-scale values). ``pvalue`` is the two-sided test
     of ``null`` (0 for differences, 1 for ratios) -- not a pass rule's p-value, which is
     :func:`estimators.rule_p_value` ``(rule, result)`` -- and is ``None`` when undefined (degenerate
     data). ``contrasts`` keeps the block contrasts (analysis scale) the interval was computed from.
@@ -81,7 +81,7 @@ class IntervalResult:
     attained_confidence: float | None = None
     sidedness: str = "two-sided"
     df: float | None = None
-    p_value_vs_null: float | None = None
+    pvalue: float | None = None
     null: float | None = 0.0
     degenerate: bool = False
     exact: bool = False
@@ -247,7 +247,7 @@ def degenerate_result(
         n=int(d.size),
         scale=scale,
         df=df,
-        p_value_vs_null=None,
+        pvalue=None,
         degenerate=True,
         contrasts=d,
         warnings=(DEGENERATE_WARNING, *extra_warnings),

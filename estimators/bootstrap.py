@@ -21,7 +21,7 @@ of the mean (closed form ``theta_(i) = (sum - d_i) / (n - 1)``), ``a = sum u^3 /
 u^2)^{3/2})``, 0 when the jackknife has no spread. Quantiles use numpy's linear method (as
 scipy does).
 
-p-values (``p_value`` and the rule p-values) come from inverting the interval itself: the
+p-values (``pvalue`` and the rule p-values) come from inverting the interval itself: the
 one-sided p-value at ``mu`` is the tail level at which the interval's bound reaches ``mu``
 (percentile: ``F(mu)`` and ``1 - F(mu)`` with ``F`` the inverse of the linear quantile
 function; BCa: the same after undoing the BCa level map). So "bound beyond mu at level alpha"
@@ -311,7 +311,7 @@ def _interval(
         method=method,
         n=n,
         scale=scale,
-        p_value_vs_null=two_sided(*_p_values(boot, 0.0, params)),
+        pvalue=two_sided(*_p_values(boot, 0.0, params)),
         exact=False,
         monte_carlo=True,
         warnings=tuple(warnings),

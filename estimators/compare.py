@@ -116,18 +116,18 @@ def compare(
         warnings.simplefilter("ignore")  # compare built the log ratios itself; caveats come back below
         if the_rule is None:
             res = interval(method, d, confidence, parsed.scale, resamples=resamples, seed=seed)
-            p_value, holds, constant = None, None, res.degenerate
+            pvalue, holds, constant = None, None, res.degenerate
         else:
             dec = decide_rule(the_rule, d, confidence, method, parsed.scale, resamples, seed)
-            res, p_value, holds, constant = dec.result, dec.p_value, dec.holds, dec.constant
+            res, pvalue, holds, constant = dec.result, dec.pvalue, dec.holds, dec.constant
     reason = insufficient_blocks(method, res.confidence, int(d.size), resamples, "blocks")
     verdict: Verdict | None = None
     if the_rule is not None:
         verdict = "refused" if reason else "vacuous" if constant and holds else "pass" if holds else "fail"
-    statistic = _t_statistic(the_rule, d, parsed.scale) if method == "t" and p_value is not None else None
+    statistic = _t_statistic(the_rule, d, parsed.scale) if method == "t" and pvalue is not None else None
     return Comparison(
         estimate=res.estimate, confidence=res.confidence, method=method, scale=parsed.scale, n=int(d.size),
-        rule=the_rule, pvalue=p_value, statistic=statistic, verdict=verdict, alpha=(1 - res.confidence) / 2,
+        rule=the_rule, pvalue=pvalue, statistic=statistic, verdict=verdict, alpha=(1 - res.confidence) / 2,
         reason=reason, warnings=res.warnings + contrast_warnings(d, method, parsed.scale), blocks=tuple(keys),
         result=res,
     )

@@ -110,11 +110,11 @@ def is_tested(rule: Rule) -> bool:
     return rule.tested
 
 
-def clears(p_value: float, alpha: float) -> bool:
+def clears(pvalue: float, alpha: float) -> bool:
     """The one decision rule: a p-value clears ``alpha`` when ``p <= alpha`` (boundary
     included; a 1e-12 relative tolerance absorbs the binary representation of alpha, as the
     interval constructions do)."""
-    return bool(p_value <= alpha * (1.0 + 1e-12))
+    return bool(pvalue <= alpha * (1.0 + 1e-12))
 
 
 def _holds_as_test(rule: Rule, estimate: float, lower: float, upper: float) -> bool:
@@ -129,13 +129,13 @@ def _holds_as_test(rule: Rule, estimate: float, lower: float, upper: float) -> b
 class RuleDecision:
     """The verdict of one rule on one set of block contrasts (before resolution).
 
-    ``holds``: for tested rules on varying contrasts, exactly ``p_value <= alpha``; for constant
+    ``holds``: for tested rules on varying contrasts, exactly ``pvalue <= alpha``; for constant
     contrasts (no variability: ``constant``) and untested rules, the rule on the interval.
-    ``p_value`` is None when there is no test (constant contrasts, untested rules).
+    ``pvalue`` is None when there is no test (constant contrasts, untested rules).
     """
 
     holds: bool
-    p_value: float | None
+    pvalue: float | None
     alpha: float
     tested: bool
     constant: bool

@@ -225,7 +225,7 @@ def signflip_interval(
         n=n,
         scale=scale,
         attained_confidence=attained,
-        p_value_vs_null=two_sided(*ref.p_values(0.0)),
+        pvalue=two_sided(*ref.p_values(0.0)),
         exact=ref.exact,
         monte_carlo=not ref.exact,
         warnings=tuple(warnings),

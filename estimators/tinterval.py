@@ -67,6 +67,6 @@ def t_interval(
         n=n,
         scale=scale,
         df=float(df),
-        p_value_vs_null=two_sided(p_greater, p_less),
+        pvalue=two_sided(p_greater, p_less),
         exact=False,
     )

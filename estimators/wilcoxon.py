@@ -195,7 +195,7 @@ def wilcoxon_interval(
         n=n,
         scale=scale,
         attained_confidence=attained,
-        p_value_vs_null=two_sided(*_p_values(walsh, ref, 0.0)),
+        pvalue=two_sided(*_p_values(walsh, ref, 0.0)),
         exact=ref.exact,
         warnings=tuple(warnings),
     )

@@ -1,4 +1,14 @@
-"""The evaluation artifact (``evaluation.json``, schema ``gates/evaluation/v1``).
+"""The evaluation artifact (``evaluation.json``, schema ``gates/evaluation/v2``).
+
+Format history:
+
+* ``gates/evaluation/v1``: the first format (p-values as ``p_raw`` / ``p_adjusted``, refusal
+  reasons as free strings mixing invalidator ids and sentences, ranking outcome ``adaptive``).
+* ``gates/evaluation/v2``: renamed keys (a gate's ``pvalue`` and ``pvalue_adjusted``, scipy's
+  names; a family gate's ``pvalue_adjusted``; the ranking outcome ``challenger``), typed refusals
+  (every ``refused_by`` and ``decision_refused_by`` entry an object ``{kind, id, reason}``,
+  :mod:`gates.refusal`), and ``ledger.chain`` always present. A v1 file is not read: reading
+  one raises a single :class:`EvaluationError` saying to re-run ``gates evaluate`` on its runs.
 
 This module owns the format: the pydantic models below are its documentation, ``write_evaluation``
 writes it atomically and ``read_evaluation`` reads it back (for ``reports show``). Every number in
@@ -32,13 +42,15 @@ from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.frame import evaluation_frame
 from gates.htmlview import evaluation_view
 from gates.numbers import DataNumber, Number
-from prereg.errors import InputError
+from gates.refusal import Refusal
+from prereg.errors import InputError, RetiredFormat
 from prereg.fileio import atomic_write, not_a_readable_file
 from prereg.jsoncodec import JSONFormatError, canonical_bytes, loads, readable_json
 from prereg.schema import RuleField
 from prereg.schema_types import Scalar
 
-EVALUATION_SCHEMA: Final = "gates/evaluation/v1"
+EVALUATION_SCHEMA: Final = "gates/evaluation/v2"
+V1_SCHEMA: Final = "gates/evaluation/v1"
 MAX_ARTIFACT_BYTES = 256 << 20
 
 
@@ -79,18 +91,19 @@ class GateResult(_Model):
     analysis_unit: AnalysisUnit = Field(
         default="stratum", description="What one pair is: a stratum (replicates averaged) or a replicate."
     )
-    p_raw: float | None = Field(
+    pvalue: float | None = Field(
         default=None,
         description="One-sided p-value of the shifted null the rule implies; it decides the verdict (pass exactly "
         "when p <= (1 - confidence) / 2). None when there is no test: constant contrasts (vacuous) or an estimate rule.",
     )
-    p_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
+    pvalue_adjusted: float | None = Field(default=None, description="After the plan's multiplicity rule.")
     evidence: Evidence = Field(description="The weakest of the plan's declaration and what the runs recorded.")
     evidence_declared: Evidence | None = Field(
         default=None, description="The class the plan declared for the metric (when it differs from 'evidence')."
     )
     direction: str | None = Field(default=None, description="The gate's declared direction intent, if any.")
-    refused_by: list[str] = Field(default_factory=list, description="Invalidator ids and data problems.")
+    refused_by: list[Refusal] = Field(default_factory=list, description="Why the gate was refused, one typed reason "
+                                      "each (gates.refusal: kind, id, reason).")
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list, description="From the estimator.")
     resolution: Resolution | None = None
@@ -235,7 +248,7 @@ class LockReference(_Model):
 class Evaluation(_Model):
     """The whole artifact."""
 
-    schema_: Literal["gates/evaluation/v1"] = Field(EVALUATION_SCHEMA, alias="schema")
+    schema_: Literal["gates/evaluation/v2"] = Field(EVALUATION_SCHEMA, alias="schema")
     prereg_sha256: str
     genesis_plan_sha256: str
     study: str
@@ -256,9 +269,9 @@ class Evaluation(_Model):
     predecessors: list[PredecessorCheck]
     toolkit_version: str
     evaluated_at: str
-    decision_refused_by: list[str] = Field(
+    decision_refused_by: list[Refusal] = Field(
         default_factory=list,
-        description="Reasons outside the gates that refuse the decision (time order, predecessors).",
+        description="Reasons outside the gates that refuse the decision (kinds seal, time_order, predecessor).",
     )
     time_order: TimeOrder | None = None
     plan_yaml: PlanYamlCheck | None = Field(default=None, description="None when no YAML lies beside the lock.")
@@ -317,7 +330,14 @@ def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> No
 
 
 class EvaluationError(InputError, ValueError):
-    """A file that is not a readable ``gates/evaluation/v1`` artifact."""
+    """A file that is not a readable ``gates/evaluation/v2`` artifact (a v1 file included: see the module doc)."""
+
+
+def v1_message(path: str | os.PathLike[str]) -> str:
+    """The one message for a ``gates/evaluation/v1`` file (module doc: format history), worded as
+    every retired format's (``prereg.errors.RetiredFormat``)."""
+    return str(RetiredFormat(path, V1_SCHEMA, EVALUATION_SCHEMA, "re-run 'gates evaluate LOCK RUNS' on its runs to "
+                             "write it again"))
 
 
 def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
@@ -354,6 +374,8 @@ def parse_evaluation(raw: bytes, where: str, hint: str = "") -> Evaluation:
         data: Any = loads(raw)
     except JSONFormatError as err:
         raise EvaluationError(f"{where}: not an evaluation artifact ({err}){hint}") from None
+    if isinstance(data, dict) and data.get("schema") == V1_SCHEMA:
+        raise EvaluationError(v1_message(where))
     if not isinstance(data, dict) or data.get("schema") != EVALUATION_SCHEMA:
         raise EvaluationError(f"{where}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
     try:
@@ -365,7 +387,8 @@ def parse_evaluation(raw: bytes, where: str, hint: str = "") -> Evaluation:
 
 
 def seal_status(ev: Evaluation) -> Literal["sealed", "broken", "unsealed"]:
-    """Whether the artifact still has the hash sealed when it was written (unsealed: an older toolkit)."""
+    """Whether the artifact still has the hash sealed when it was written (unsealed: built in memory and not yet
+    written, or its ``seal_sha256`` was removed)."""
     if ev.seal_sha256 is None:
         return "unsealed"
     for exclude_unset in (True, False):  # as read back from a file; as built in memory

@@ -15,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from estimators.vocabulary import Decision, Scale
 from gates.numbers import Number
+from gates.refusal import Refusal
 from prereg.schema_types import Scalar
 
-Ranking = Literal["adaptive", "comparator", "flip", "abstain"]
+Ranking = Literal["challenger", "comparator", "flip", "abstain"]
 
 
 class _Model(BaseModel):
@@ -42,7 +43,7 @@ class ComparatorChoice(_Model):
     calibration_strata: list[str] = Field(description="Labels of the calibration strata the choice used.")
     runs_used: int = Field(description="Calibration runs of the candidates with a finite selection metric.")
     family_factor: str | None = Field(default=None, description="The strata factor naming stress families.")
-    refused_by: list[str] = Field(default_factory=list, description="Why no arm could be chosen.")
+    refused_by: list[Refusal] = Field(default_factory=list, description="Why no arm could be chosen (gates.refusal).")
 
 
 class Hindsight(_Model):
@@ -67,8 +68,8 @@ class FamilyGate(_Model):
     upper: Number | None = None
     confidence: float
     n_pairs: int
-    p_adjusted: float | None = None
-    refused_by: list[str] = Field(default_factory=list)
+    pvalue_adjusted: float | None = None
+    refused_by: list[Refusal] = Field(default_factory=list, description="Why it was refused (gates.refusal).")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -114,7 +115,7 @@ class RankingCell(_Model):
 
     family: Scalar
     region: dict[str, Scalar] = Field(description="Region factor -> level.")
-    ranking: Ranking = Field(description="adaptive (the challenger is better), comparator, flip (the order changes "
+    ranking: Ranking = Field(description="challenger (the challenger is better), comparator, flip (the order changes "
                              "across the region), or abstain (the paired interval cannot order them, or evidence is "
                              "missing).")
     reason: str

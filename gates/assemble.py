@@ -35,6 +35,7 @@ from gates.provenance import (
     other_plan_note,
     predecessor_refusal,
 )
+from gates.refusal import Refusal, as_refusals
 from gates.seals import check_seals
 from gates.timeorder import check_time_order
 from gates.traces import audit_traces, check_traces
@@ -67,7 +68,7 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
         upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,
         attained_confidence=r.attained_confidence if r else None, method=o.gate.method, n_pairs=o.n_pairs,
         analysis_unit=o.analysis_unit, rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
-        p_raw=o.p_raw, p_adjusted=o.p_adjusted, evidence=o.evidence,
+        pvalue=o.pvalue, pvalue_adjusted=o.pvalue_adjusted, evidence=o.evidence,
         evidence_declared=declared if (declared := plan.metrics[o.gate.metric].evidence) != o.evidence else None,
         direction=o.gate.direction, refused_by=o.refused_by, notes=o.notes,
         warnings=o.warnings, resolution=resolution,
@@ -90,7 +91,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     choice: ComparatorChoice | None = None
     families: list[FamilyResult] = []
     ranking: list[RankingCell] = []
-    unchosen: dict[str, list[str]] = {}  # gates refused because no comparator could be chosen
+    unchosen: dict[str, list[Refusal]] = {}  # gates refused because no comparator could be chosen
     if plan.comparator is not None:
         choice = choose_comparator(plan, match, audit, checks)
         original, (plan, unchosen) = plan, resolve_gates(plan, choice)
@@ -106,11 +107,14 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)
-    refusals = check_seals(lock, ledger.records).refusals()  # the runs were recorded under this lock as it stands
-    refusals += [r for r in (time_order.refusal(), predecessor_refusal(predecessors)) if r]
+    # the runs were recorded under this lock as it stands
+    refusals = as_refusals("seal", check_seals(lock, ledger.records).refusals())
+    late, changed = time_order.refusal(), predecessor_refusal(predecessors)
+    refusals += [Refusal(kind="time_order", reason=late)] if late else []
+    refusals += [Refusal(kind="predecessor", reason=changed)] if changed else []
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
-        reason = "; ".join(refusals) + (f"; gates: {reason}" if reason else "")
+        reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
     reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
     for record in ledger.records:

@@ -21,6 +21,7 @@ from gates.artifact_families import ComparatorChoice
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Match, stratum_label
 from gates.numbers import encode_number
+from gates.refusal import Refusal, as_refusals, invalidator_fired
 from gates.traces import TraceAudit, check_traces
 from prereg.family_checks import rule_words, substitute_comparator
 from prereg.schema import ComparatorRule, Gate, Plan, Strata
@@ -37,21 +38,21 @@ def calibration_match(plan: Plan, match: Match) -> Match:
     return match.subset(lambda st: any(Strata.selects(sel, st) for sel in selectors))
 
 
-def _data_problems(rule: ComparatorRule, cal: Match) -> list[str]:
+def _data_problems(rule: ComparatorRule, cal: Match) -> list[Refusal]:
     arms = set(rule.candidates)
     problems = [f"missing calibration run: {text}" for arm, text in cal.missing_calibration if arm in arms]
     problems += [f"duplicate calibration run: {text}" for arm, text in cal.duplicate if arm in arms]
     problems += [f"run {text}" for arm, text in cal.other_plan if arm in arms]
-    return problems
+    return as_refusals("run", problems)
 
 
-def _fired(plan: Plan, cal: Match, audit: TraceAudit | None, full: list[InvalidatorCheck]) -> list[str]:
+def _fired(plan: Plan, cal: Match, audit: TraceAudit | None, full: list[InvalidatorCheck]) -> list[Refusal]:
     checks: list[InvalidatorCheck] = check_invalidators_on(plan, cal, full)
     trace = check_traces(plan, cal.records(), audit) if audit is not None else None
     if trace is not None:
         checks.append(trace)
     # a changed event/trajectory trace refuses no gate (its check has no blocks), so it cannot move the choice
-    return [f"invalidator {c.id} fired on the calibration runs ({c.detail})" for c in checks if c.fired and c.blocks]
+    return [invalidator_fired(c.id, f" on the calibration runs ({c.detail})") for c in checks if c.fired and c.blocks]
 
 
 def choose_comparator(plan: Plan, match: Match, audit: TraceAudit | None = None,
@@ -74,8 +75,9 @@ def choose_comparator(plan: Plan, match: Match, audit: TraceAudit | None = None,
             runs_used += sum(v is not None and math.isfinite(v) for v in column) if metric == rule.metric else 0
             bad = [v for v in column if v is None or not math.isfinite(v)]
             if bad or not column:
-                refused.append(f"{metric} of arm {arm}: {len(bad)} calibration run(s) without a finite value"
-                               if column else f"arm {arm} has no calibration run")
+                refused.append(Refusal(kind="data", reason=f"{metric} of arm {arm}: {len(bad)} calibration run(s) without "
+                                       "a finite value") if column else
+                               Refusal(kind="run", reason=f"arm {arm} has no calibration run"))
                 values[arm][metric] = None
                 continue
             values[arm][metric] = statistic([float(v) for v in column if v is not None], rule.statistic)
@@ -108,26 +110,27 @@ def uses_comparator(gate: Gate, plan: Plan) -> bool:
     return plan.comparator is not None and plan.comparator.name in gate.contrast.arms
 
 
-def resolve_gates(plan: Plan, choice: ComparatorChoice | None) -> tuple[Plan, dict[str, list[str]]]:
+def resolve_gates(plan: Plan, choice: ComparatorChoice | None) -> tuple[Plan, dict[str, list[Refusal]]]:
     """The plan with the chosen arm in every contrast that names the placeholder, and the
     refusal reasons of gates that name it when no arm was chosen."""
     if plan.comparator is None or choice is None:
         return plan, {}
     name = plan.comparator.name
-    refusals: dict[str, list[str]] = {}
+    refusals: dict[str, list[Refusal]] = {}
     gates = []
     for gate in plan.gates:
         if not uses_comparator(gate, plan):
             gates.append(gate)
         elif choice.arm is None:
-            refusals[gate.id] = ["the comparator could not be chosen from the calibration runs: "
-                                 + "; ".join(choice.refused_by[:3])]
+            refusals[gate.id] = [Refusal(kind="comparator", reason="the comparator could not be chosen from the calibration "
+                                         "runs: " + "; ".join(r.reason for r in choice.refused_by[:3]))]
             gates.append(gate)
         else:
             try:
                 contrast = substitute_comparator(gate.contrast.text, name, choice.arm)
             except ExpressionError as err:  # frozen plans are checked for this; an older lock may not be
-                refusals[gate.id] = [f"with the comparator {choice.arm} the contrast compares nothing ({err})"]
+                refusals[gate.id] = [Refusal(kind="comparator",
+                                             reason=f"with the comparator {choice.arm} the contrast compares nothing ({err})")]
                 gates.append(gate)
                 continue
             gates.append(gate.model_copy(update={"contrast": contrast}))

@@ -91,7 +91,7 @@ def consistency_problems(ev: Evaluation) -> list[str]:
         if g.verdict in ("pass", "vacuous") and state != "holds" and state != "edge":
             problems.append(f"{who}: verdict {g.verdict} but its rule '{g.rule}' does not hold on "
                             f"[{g.lower}, {g.upper}] (estimate {g.estimate})")
-        demoted = ev.multiplicity != "none" and g.p_adjusted is not None
+        demoted = ev.multiplicity != "none" and g.pvalue_adjusted is not None
         if g.verdict == "fail" and state == "holds" and not demoted:
             problems.append(f"{who}: verdict fail but its rule '{g.rule}' holds on [{g.lower}, {g.upper}]")
     if ev.runs.matched > ev.runs.planned:

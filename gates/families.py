@@ -12,7 +12,7 @@ For a plan with ``strata.family_factor``:
   the challenger against the chosen comparator on ``comparator.ranking.metric``, paired per
   block. ``flip`` when the contrast fitted at the lowest and at the highest drawn value of a
   region's parameter (:func:`estimators.trend_ends`) orders them in opposite directions, each
-  end's interval excluding the null; otherwise ``adaptive`` / ``comparator`` when the cell's
+  end's interval excluding the null; otherwise ``challenger`` / ``comparator`` when the cell's
   paired interval excludes the null; otherwise ``abstain``, as also when evidence is missing.
 * the claim (:func:`combine_decisions`) needs the pooled gates and every family's gates.
 """
@@ -36,6 +36,7 @@ from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
 from gates.numbers import encode_number
 from gates.ranking import rank_cell
+from gates.refusal import Refusal
 from gates.traces import TraceAudit, check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
 from prereg.family_checks import held_out_families
@@ -64,7 +65,7 @@ def _family_gate(o: GateOutcome) -> FamilyGate:
     return FamilyGate(id=o.gate.id, contrast=o.gate.contrast.text, role=o.gate.role, verdict=o.verdict,
                       estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
                       upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence, n_pairs=o.n_pairs,
-                      p_adjusted=o.p_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
+                      pvalue_adjusted=o.pvalue_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
 
 
 def _finite(blocks: list[Block], arm: str, metric: str) -> list[float]:
@@ -103,7 +104,7 @@ def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
                      values={a: encode_number(v) for a, v in values.items()}, note=note)
 
 
-def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[str]],
+def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[Refusal]],
                     audit: TraceAudit | None, metrics: list[str],
                     full_checks: list[InvalidatorCheck]) -> tuple[FamilyResult, Match, list[str]]:
     """One held-out family: its gates, decision, yardstick and descriptive medians."""
@@ -149,7 +150,7 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
     return all(level_key(block.stratum[f]) == level_key(v) for f, v in region.items())
 
 
-def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[str]], choice: ComparatorChoice | None,
+def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[Refusal]], choice: ComparatorChoice | None,
                       audit: TraceAudit | None, full_checks: list[InvalidatorCheck]
                       ) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""

@@ -1,7 +1,8 @@
 """An evaluation as a table: one row per gate, for notebooks (``Evaluation.to_frame``).
 
 Rules: the rows carry the artifact's numbers unchanged (stored infinities become ``float('inf')``);
-``p_value`` is the adjusted p-value when the plan applies a multiplicity rule, else the raw one.
+one column per quantity: ``pvalue`` is the rule's p-value, ``pvalue_adjusted`` the same after the plan's
+multiplicity rule (None without one), as in the artifact.
 pandas is imported only inside :func:`evaluation_frame`; without it a ``ToolkitError`` says how to
 install it. Nothing here renders or draws.
 """
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 
 #: the columns of :func:`evaluation_frame`, in order
 COLUMNS = (
-    "id", "verdict", "estimate", "lower", "upper", "confidence", "method", "n_pairs", "p_value", "p_raw",
-    "p_adjusted", "metric", "unit", "contrast", "scale", "role", "group", "rule", "margin", "evidence",
+    "id", "verdict", "estimate", "lower", "upper", "confidence", "method", "n_pairs", "pvalue", "pvalue_adjusted",
+    "metric", "unit", "contrast", "scale", "role", "group", "rule", "margin", "evidence",
     "refused_by", "notes",
 )
 
@@ -28,13 +29,12 @@ def gate_rows(ev: Evaluation) -> list[dict[str, Any]]:
     """One plain dict per gate, keys :data:`COLUMNS` (no pandas needed)."""
     rows = []
     for g in ev.gates:
-        p_value = g.p_adjusted if g.p_adjusted is not None else g.p_raw
         rows.append({
             "id": g.id, "verdict": g.verdict, "estimate": as_float(g.estimate), "lower": as_float(g.lower),
             "upper": as_float(g.upper), "confidence": g.confidence, "method": g.method, "n_pairs": g.n_pairs,
-            "p_value": p_value, "p_raw": g.p_raw, "p_adjusted": g.p_adjusted, "metric": g.metric, "unit": g.unit,
+            "pvalue": g.pvalue, "pvalue_adjusted": g.pvalue_adjusted, "metric": g.metric, "unit": g.unit,
             "contrast": g.contrast, "scale": g.scale, "role": g.role, "group": g.group, "rule": str(g.rule),
-            "margin": list(g.margin), "evidence": g.evidence, "refused_by": list(g.refused_by),
+            "margin": list(g.margin), "evidence": g.evidence, "refused_by": [r.model_dump() for r in g.refused_by],
             "notes": list(g.notes),
         })
     return rows

@@ -23,9 +23,9 @@ from prereg.schema import Plan
 def _recorded(data: bytes) -> dict[str, Any]:
     """The conclusion an evaluation artifact recorded (decision, claim, time), or a note why none."""
     try:
-        ev = parse_evaluation(data, "predecessor")
-    except EvaluationError:
-        return {"recorded_note": "not an evaluation artifact of this toolkit: no recorded conclusion"}
+        ev = parse_evaluation(data, "the predecessor")
+    except EvaluationError as err:  # another file, or an older format (the message says which)
+        return {"recorded_note": f"{err}; no recorded conclusion"}
     return {"recorded_decision": ev.decision, "recorded_claim": ev.claim, "recorded_at": ev.evaluated_at}
 
 

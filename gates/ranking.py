@@ -10,7 +10,7 @@ The order of the checks (see :mod:`gates.families` for the whole):
 2. ``flip`` when, for some region factor, the contrast fitted at the lowest and at the highest
    drawn value of its parameter (least squares on the log of a positive parameter; t interval of
    the fitted mean, df = n - 2) has intervals that both exclude the null, on opposite sides;
-3. ``adaptive`` (the challenger is better) or ``comparator`` when the cell's paired interval
+3. ``challenger`` (the challenger is better) or ``comparator`` when the cell's paired interval
    (the ranking's method and confidence) excludes the null; when every unit gives the same
    contrast the reason says the order rests on that one value (no sampling variability), and an
    exact straight-line fit infers no flip;
@@ -173,7 +173,7 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
                 **{**cell, **sampled})
     side = _side(res.lower, res.upper, null)
     if side == good:
-        return RankingCell(ranking="adaptive", reason=f"{challenger} is better than {arm}: {metric} {cell['contrast']} "
+        return RankingCell(ranking="challenger", reason=f"{challenger} is better than {arm}: {metric} {cell['contrast']} "
                            f"= {interval} excludes {null:g} ({n} {unit}, {rr.method} {rr.confidence:g}){tail}",
                            **{**cell, **sampled})
     if side == -good:

@@ -58,6 +58,7 @@ from estimators.vocabulary import weakest
 from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match, stratum_label
 from gates.plausibility import plausibility
+from gates.refusal import Refusal, as_refusals, invalidator_fired
 from prereg.schema import CONFIDENCE_FLOOR, Gate, Plan
 
 
@@ -69,12 +70,12 @@ class GateOutcome:
     verdict: str
     scale: str
     evidence: str
-    refused_by: list[str] = field(default_factory=list)
+    refused_by: list[Refusal] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     result: Any = None  # estimators.IntervalResult
-    p_raw: float | None = None
-    p_adjusted: float | None = None
+    pvalue: float | None = None
+    pvalue_adjusted: float | None = None
     n_pairs: int = 0
     resolution: Any = None  # estimators.ResolutionCheck
     arm_medians: dict[str, float | None] = field(default_factory=dict)
@@ -220,7 +221,7 @@ def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
     return notes
 
 
-def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
+def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -> GateOutcome:
     """Compute one gate (before multiplicity); see the module doc for the verdict order. The
     verdict's own notes come first, then what the plan makes it rest on (:func:`plan_notes`)."""
     outcome = _evaluate_gate(gate, plan, match, fired)
@@ -228,16 +229,16 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Gat
     return outcome
 
 
-def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> GateOutcome:
+def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -> GateOutcome:
     contrast = gate.contrast
     blocks = gate_blocks(match)
     outcome = GateOutcome(gate, "refused", contrast.scale, _evidence(gate, plan, blocks))
     outcome.analysis_unit = analysis_unit(plan)
-    outcome.refused_by = list(fired) + match.arm_problems(set(contrast.arms))
+    outcome.refused_by = list(fired) + as_refusals("run", match.arm_problems(set(contrast.arms)))
     values, data_problems = _outcome_matrix(gate, plan, blocks)
-    outcome.refused_by += data_problems
+    outcome.refused_by += as_refusals("data", data_problems)
     out_of_range, implausible = plausibility(gate, plan, blocks, values)  # gates.plausibility
-    outcome.refused_by += out_of_range
+    outcome.refused_by += as_refusals("data", out_of_range)
     outcome.notes += implausible
     for j, arm in enumerate(contrast.arms):
         column = values[:, j][np.isfinite(values[:, j])]
@@ -261,10 +262,11 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
     unit_words = "strata" if outcome.analysis_unit == "stratum" else "replicate pairs"
     too_few = insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
     if n_complete < 2:
-        outcome.refused_by.append(f"only {n_complete} complete {outcome.analysis_unit}(s): a paired interval needs 2 or more")
+        outcome.refused_by.append(Refusal(kind="pairs", reason=f"only {n_complete} complete {outcome.analysis_unit}(s): "
+                                          "a paired interval needs 2 or more"))
         return outcome
     if too_few:
-        outcome.refused_by.append(too_few)
+        outcome.refused_by.append(Refusal(kind="pairs", reason=too_few))
     d = unit_d[complete]
     rule = gate.pass_if
     with warnings.catch_warnings(record=True) as caught:
@@ -273,7 +275,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[str]) -> Ga
         warnings.simplefilter("ignore", RatioInputWarning)
         decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
     outcome.result = decision.result
-    outcome.p_raw = decision.p_value
+    outcome.pvalue = decision.pvalue
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
     outcome.warnings += list(contrast_warnings(d, gate.method, contrast.scale, rule))
     if outcome.refused_by:
@@ -310,18 +312,18 @@ def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
     primary = [o for o in outcomes if o.gate.role == "primary" and o.gate.pass_if.tested]
     if not primary:
         return
-    family = np.array([o.p_raw if o.p_raw is not None else 1.0 for o in primary])
+    family = np.array([o.pvalue if o.pvalue is not None else 1.0 for o in primary])
     adjusted = adjust_p_values(family, method)
     for o, p_adj in zip(primary, adjusted, strict=True):
-        if o.p_raw is None:
+        if o.pvalue is None:
             continue
-        o.p_adjusted = float(p_adj)
+        o.pvalue_adjusted = float(p_adj)
         if method == "none" or o.verdict != "pass":
             continue
         alpha = (1 - o.gate.confidence) / 2
         if not clears(float(p_adj), alpha):
             o.verdict = "fail"
-            o.notes.append(f"passes on its own (p = {o.p_raw:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
+            o.notes.append(f"passes on its own (p = {o.pvalue:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
 
 
 def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:
@@ -339,12 +341,13 @@ def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:
 
 
 def evaluate_gates(plan: Plan, match: Match, checks: list[InvalidatorCheck],
-                   refusals: dict[str, list[str]] | None = None) -> list[GateOutcome]:
+                   refusals: dict[str, list[Refusal]] | None = None) -> list[GateOutcome]:
     """Every gate's outcome, multiplicity applied; ``refusals`` adds reasons that refuse a gate
     (e.g. its comparator could not be chosen)."""
     outcomes = []
     for gate in plan.gates:
-        fired = [c.id for c in checks if c.fired and gate.id in c.blocks] + (refusals or {}).get(gate.id, [])
+        fired = [invalidator_fired(c.id) for c in checks if c.fired and gate.id in c.blocks]
+        fired += (refusals or {}).get(gate.id, [])
         outcomes.append(evaluate_gate(gate, plan, match, fired))
     apply_multiplicity(outcomes, plan.decision.multiplicity)
     return outcomes

@@ -122,7 +122,7 @@ def test_evaluate_returns_an_evaluation_with_a_frame_row_per_gate(study: Path, t
     assert not (tmp_path / "runs" / "evaluation.json").exists()  # nothing written unless asked
     frame = ev.to_frame()
     assert list(frame["id"]) == [g.id for g in ev.gates] == ["learning_noninferior", "work_saved", "energy_saving"]
-    assert {"verdict", "estimate", "lower", "upper", "confidence", "method", "n_pairs", "p_value"} <= set(frame.columns)
+    assert {"verdict", "estimate", "lower", "upper", "confidence", "method", "n_pairs", "pvalue"} <= set(frame.columns)
     assert list(frame["verdict"]) == ["pass"] * 3 and list(frame["n_pairs"]) == [6] * 3
     gates.evaluate(lock, tmp_path / "runs", out=tmp_path / "ev.json")
     assert gates.read_evaluation(tmp_path / "ev.json").decision == "supported"

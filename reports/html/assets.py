@@ -6,7 +6,8 @@ page reads completely without it (every chart has a table or list beside it); wi
 marked ``sortable`` sort on a header button, embedded telemetry traces (gzip + base64 JSON) are
 decompressed with ``DecompressionStream`` and drawn on demand, and every ``<details>`` opens for
 printing. It builds its SVG with ``createElementNS`` and sets text with ``textContent`` only, so
-data never becomes markup.
+data never becomes markup. The verdict, decision and ranking colours are generated from
+:mod:`reports.words.palette`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from __future__ import annotations
 import base64
 import hashlib
 
+from reports.words.palette import css_rules
+
 CSS = """
-:root { --fg:#1f2328; --muted:#57606a; --line:#d0d7de; --bg:#ffffff; --soft:#f6f8fa;
-  --pass:#1a7f37; --fail:#cf222e; --refused:#8250df; --unresolvable:#9a6700; --vacuous:#0969da; }
+:root { --fg:#1f2328; --line:#d0d7de; --bg:#ffffff; --soft:#f6f8fa; }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; color: var(--fg); background: var(--bg); line-height: 1.5;
@@ -34,15 +36,11 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--soft); p
 .facts dt { font-weight: 600; } .facts dd { margin: 0; overflow-wrap: anywhere; }
 nav.toc ol { display: flex; flex-wrap: wrap; gap: .2rem 1rem; padding: 0; margin: .6rem 0; list-style: none; font-size: .92rem; }
 a { color: #0550ae; }
-a:focus-visible, summary:focus-visible, button:focus-visible, [tabindex]:focus-visible { outline: 3px solid #0969da; outline-offset: 2px; }
+a:focus-visible, summary:focus-visible, button:focus-visible, [tabindex]:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .decision { font-size: 1.15rem; padding: .8rem 1rem; border-left: 6px solid var(--muted); background: var(--soft); border-radius: 4px; }
-.decision-supported { border-color: var(--pass); } .decision-not_supported { border-color: var(--fail); }
-.decision-refused { border-color: var(--refused); }
 .word { font-weight: 700; letter-spacing: .02em; }
 .badge { display: inline-block; font-weight: 700; font-size: .85rem; padding: 0 .45rem; border-radius: 1rem;
   border: 2px solid currentColor; white-space: nowrap; }
-.v-pass { color: var(--pass); } .v-fail { color: var(--fail); } .v-refused { color: var(--refused); }
-.v-unresolvable { color: var(--unresolvable); } .v-vacuous { color: var(--vacuous); }
 .alarm { border: 2px solid var(--fail); background: #fff1f0; padding: .5rem .8rem; border-radius: 6px; }
 .notice { border: 1px solid var(--line); background: var(--soft); padding: .5rem .8rem; border-radius: 6px; }
 .alarm::before { content: "NOTICE: "; font-weight: 700; }
@@ -72,13 +70,11 @@ svg.figure { display: block; overflow: visible; }
 .muted { color: var(--muted); }
 .rank { display: inline-block; font-weight: 700; font-size: .85rem; padding: 0 .45rem; border-radius: 1rem;
   border: 2px solid currentColor; white-space: nowrap; }
-.rank-adaptive { color: var(--pass); } .rank-comparator { color: var(--fail); } .rank-flip { color: var(--unresolvable); }
-.rank-abstain { color: var(--muted); font-style: italic; border-style: dashed; }
 tr.abstain td { background: var(--soft); }
 ul.tight { margin: 0; padding-left: 1rem; }
 button.draw { font: inherit; padding: .3rem .8rem; border: 1px solid var(--muted); border-radius: 6px; background: var(--soft); cursor: pointer; }
 .trace-figure { min-height: 1rem; }
-@media (max-width: 640px) {
+""" + css_rules() + """@media (max-width: 640px) {
   main { padding: .6rem .6rem 3rem; }
   h1 { font-size: 1.3rem; }
   .facts { grid-template-columns: 1fr; } .facts dd { margin-bottom: .3rem; }

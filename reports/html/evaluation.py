@@ -17,7 +17,6 @@ from reports.html.svg import (
     MARGIN_COLOUR,
     NULL_COLOUR,
     TEXT_COLOUR,
-    VERDICT_COLOURS,
     esc,
     forest_row,
     strata_plot,
@@ -25,6 +24,7 @@ from reports.html.svg import (
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
+from reports.words.palette import VERDICT_COLOURS, VERDICT_WORDS
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 
@@ -37,7 +37,7 @@ GATE_COLUMNS = ("verdict", "gate", "metric, evidence", "contrast", "estimate", "
 
 
 def badge(verdict: str) -> str:
-    return f'<span class="badge v-{esc(verdict)}">{esc(et.VERDICT_WORDS[verdict])}</span>'
+    return f'<span class="badge v-{esc(verdict)}">{esc(VERDICT_WORDS[verdict])}</span>'
 
 
 def cell(label: str, content: str, cls: str = "", sort: str | None = None) -> str:

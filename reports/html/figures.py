@@ -17,6 +17,7 @@ from prereg.fileio import atomic_write, check_output
 from reports.html.axes import block_points, gate_axis
 from reports.html.svg import FONT, TEXT_COLOUR, esc, forest_row, strata_plot
 from reports.words import evaluation as et
+from reports.words.palette import DECISION_WORDS
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
@@ -42,7 +43,7 @@ def _document(ev: Evaluation, title: str, rows: list[tuple[GateResult, str]]) ->
         height = float(drawing.split('height="', 1)[1].split('"', 1)[0])
         parts.append(f'<g transform="translate(0 {y + 8:g})">{drawing}</g>')
         y += height + 34
-    word = et.DECISION_WORDS[ev.decision]
+    word = DECISION_WORDS[ev.decision]
     head = (f'<text x="0" y="18" font-size="15" font-weight="bold" fill="{TEXT_COLOUR}">{esc(ev.study)}: '
             f'decision {esc(word)}</text><text x="0" y="38" font-size="12" fill="{TEXT_COLOUR}">{esc(title)}</text>')
     return ('<?xml version="1.0" encoding="UTF-8"?>\n' + MARKER + "\n"

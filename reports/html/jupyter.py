@@ -37,7 +37,7 @@ def evaluation_html(ev: Evaluation) -> str:
     head = "".join(_cell(h, "th") for h in _HEAD)
     rows = []
     for g in ev.gates:
-        p_value = g.p_adjusted if g.p_adjusted is not None else g.p_raw
+        p_value = g.pvalue_adjusted if g.pvalue_adjusted is not None else g.pvalue
         cells = (g.id, g.verdict.upper(), _num(g.estimate), f"[{_num(g.lower)}, {_num(g.upper)}]",
                  f"{g.confidence:g}", g.method, g.n_pairs, _num(p_value), g.evidence)
         rows.append("<tr>" + "".join(_cell(c) for c in cells) + "</tr>")

@@ -40,6 +40,7 @@ from reports.html.svg import esc
 from reports.html.telemetry import telemetry_section
 from reports.html.timeline import timeline_section
 from reports.words import evaluation as et
+from reports.words.palette import DECISION_WORDS
 from reports.words.safe_text import clean_model
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def read_checked(path: Path) -> tuple[Evaluation, str]:
 
 SEAL_WORDS = {
     "sealed": "sealed: the artifact still has the SHA-256 it was sealed with when written",
-    "unsealed": "no seal (written by an older toolkit): its consistency was checked, but edits that keep it "
+    "unsealed": "no seal (not written by gates evaluate, or its seal was removed): its consistency was checked, but edits that keep it "
                 "consistent cannot be detected",
     "broken": "SEAL BROKEN",
 }
@@ -113,7 +114,7 @@ def _header(ev: Evaluation) -> str:
     facts = [("Study", esc(ev.study)), ("Plan", esc(et.plan_text(ev))), ("Runs", esc("; ".join(lines))),
              ("Evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}"))]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
-    word = et.DECISION_WORDS[ev.decision]
+    word = DECISION_WORDS[ev.decision]
     return (f'<header><p class="study">Preregistered evaluation &middot; decision <strong>{esc(word)}</strong></p>'
             f'<h1>{esc(ev.title)}</h1><dl class="facts">{dl}</dl>'
             '<p class="muted">The ledger, its hash chain and every hash are under '
@@ -188,7 +189,7 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
         return "".join(f'<section id="{a}" aria-labelledby="h-{a}"><h2 id="h-{a}">{esc(h)}</h2>{b}</section>'
                        for a, h, b in items)
 
-    word = et.DECISION_WORDS[ev.decision]
+    word = DECISION_WORDS[ev.decision]
     title = f"{ev.study}: {word} - {ev.title}"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy())}">'
@@ -218,7 +219,7 @@ def html_report(source: str | Path, run_id: str | None = None, lock: str | Path 
     if "could not be re-verified" in src.verification:
         src.warnings.append(f"{src.evaluation_path} {src.verification}")
     if seal == "unsealed":
-        src.warnings.append(f"{src.evaluation_path} carries no seal (written by an older toolkit); its consistency "
+        src.warnings.append(f"{src.evaluation_path} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
                             "was checked, but edits that keep it consistent cannot be detected")
     ev = clean_model(ev)  # no control characters reach the page
     ctx = None

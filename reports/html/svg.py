@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING
 from gates.numbers import as_float
 from reports.html.axes import Axis, number_label, pct_change, ratio_label, value_label, widened_interval
 from reports.words import evaluation as et
+from reports.words.palette import VERDICT_COLOURS, VERDICT_WORDS
 from reports.words.safe_text import clean
 
 if TYPE_CHECKING:
     from gates.artifact import GateResult
 
-VERDICT_COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "refused": "#8250df", "unresolvable": "#9a6700",
-                   "vacuous": "#0969da"}
 DIAGNOSTIC_GREY = "#8c8c8c"
 MARGIN_COLOUR, NULL_COLOUR, AXIS_COLOUR, TEXT_COLOUR = "#b35806", "#555555", "#444444", "#1f2328"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
@@ -170,7 +169,7 @@ def _open(uid: str, height: float, width: str, title: str, desc: str) -> str:
 
 def describe(gate: GateResult, n_points: int) -> str:
     """The figure's content in words (its ``desc``)."""
-    words = [f"{gate.id}: {et.VERDICT_WORDS[gate.verdict]}", f"estimate {et.with_unit(gate.estimate, gate)}",
+    words = [f"{gate.id}: {VERDICT_WORDS[gate.verdict]}", f"estimate {et.with_unit(gate.estimate, gate)}",
              et.interval_text(gate), f"rule {et.rule_text(gate)}",
              f"null {ratio_label(gate.null) if gate.scale == 'ratio' else number_label(gate.null)}"]
     widened = widened_interval(gate)

@@ -39,21 +39,18 @@ from reports.html.axes import (
     widened_interval,
 )
 from reports.words.evaluation import (
-    DECISION_WORDS,
     EVIDENCE_WORDS,
-    VERDICT_WORDS,
     contrast_text,
     fmt_num,
     interval_text,
 )
+from reports.words.palette import DECISION_WORDS, VERDICT_COLOURS, VERDICT_WORDS
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
 
 INSTALL_HINT = "pip install 'prereg-toolkit[plot]'"
 FORMATS = {"png": ("png",), "svg": ("svg",), "both": ("png", "svg")}
-VERDICT_COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "refused": "#8250df", "unresolvable": "#9a6700",
-                   "vacuous": "#0969da"}
 # Event kinds: (colour, hatch) for spans, marker shape for marks.
 SPAN_STYLE = {
     "compute": ("#9ecae1", ""), "checkpoint": ("#3182bd", "////"), "collective": ("#c7c7c7", ""),

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from collect.telemetry.analysis.phases import RUN_PHASES
 from reports.data.telemetry import Drawn, TelemetryView, drawn, duration_text, energy_scale
 from reports.plots.figures import merge_spans, new_figure
+from reports.words.palette import ALARM_COLOUR
 from reports.words.safe_text import wrap_entries
 
 if TYPE_CHECKING:
@@ -217,11 +218,11 @@ def telemetry_figure(view: TelemetryView, shown: Drawn | None = None) -> Any:
              markerfacecolor="white", markeredgecolor="#08306b", markeredgewidth=0.9, zorder=4, rasterized=many,
              label="update")
     if shown.failed_x.size:
-        top.plot(shown.failed_x, [0.01] * shown.failed_x.size, linestyle="none", marker="|", color="#cf222e",
+        top.plot(shown.failed_x, [0.01] * shown.failed_x.size, linestyle="none", marker="|", color=ALARM_COLOUR,
                  markersize=8, transform=top.get_xaxis_transform(), zorder=5)
     for a, b in shown.resets:
         for ax in axes:
-            ax.axvline((a + b) / 2, color="#cf222e", linestyle="--", linewidth=1.0, zorder=5)
+            ax.axvline((a + b) / 2, color=ALARM_COLOUR, linestyle="--", linewidth=1.0, zorder=5)
     gauge_range = not view.is_counter and view.unit == "W"
     if gauge_range:  # the bounds' power range, on the power axis itself
         for level in view.power_range_w:
@@ -272,10 +273,10 @@ def telemetry_figure(view: TelemetryView, shown: Drawn | None = None) -> Any:
     if counter or gauge_range:
         handles.append(Line2D([], [], color="#b35806", linestyle=":", label="power range used for the bounds"))
     if shown.failed_x.size:
-        handles.append(Line2D([], [], color="#cf222e", marker="|", linestyle="none", markersize=8,
+        handles.append(Line2D([], [], color=ALARM_COLOUR, marker="|", linestyle="none", markersize=8,
                               label="reading not ok (no value)"))
     if shown.resets:
-        handles.append(Line2D([], [], color="#cf222e", linestyle="--", label="counter reset"))
+        handles.append(Line2D([], [], color=ALARM_COLOUR, linestyle="--", label="counter reset"))
     for row in view.phases:
         colour, hatch = PHASE_STYLE.get(row.name, OTHER_PHASE)
         handles.append(Patch(facecolor=colour, alpha=0.5, hatch=hatch or None, edgecolor="#444444",

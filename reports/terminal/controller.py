@@ -15,14 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from reports.words import controller as ct
+from reports.words.palette import DECISION_STYLES, RANKING_STYLES, VERDICT_WORD_STYLES
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
 
-RANKING_STYLES = {"adaptive": "bold green", "comparator": "bold red", "flip": "bold yellow", "abstain": "italic dim"}
-DECISION_STYLES = {"supported": "bold green", "not_supported": "bold red", "refused": "bold magenta"}
-VERDICT_STYLES = {"PASS": "green", "FAIL": "red", "REFUSED": "magenta", "UNRESOLVABLE": "yellow",
-                  "VACUOUS": "cyan"}
 
 
 def _heading(text: str) -> Any:
@@ -75,7 +72,7 @@ def families_section(ev: Evaluation) -> list[Any]:
         gates = Text()
         for i, (gid, word, rest) in enumerate(r.gate_parts):
             gates.append(("\n" if i else "") + f"{gid} ")
-            gates.append(word, style=VERDICT_STYLES.get(word, ""))
+            gates.append(word, style=VERDICT_WORD_STYLES.get(word, ""))
             gates.append(rest)
         other = Text(f"{ct.DESCRIPTIVE_NOTE}:\n" + "\n".join(r.descriptive) if r.descriptive
                      else "no descriptive medians recorded", style="")

@@ -22,6 +22,7 @@ from reports.terminal.forest import LEGEND
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
+from reports.words.palette import DECISION_STYLES, VERDICT_STYLES
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 from reports.words.safe_text import clean_model
@@ -32,14 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["render_evaluation", "evaluation_markdown", "BAR_WIDTH"]
 
 BAR_WIDTH = 44
-VERDICT_STYLES = {
-    "pass": "bold green",
-    "fail": "bold red",
-    "refused": "bold magenta",
-    "unresolvable": "bold yellow",
-    "vacuous": "bold cyan",
-}
-DECISION_STYLES = {"supported": "bold green", "not_supported": "bold red", "refused": "bold magenta"}
 
 
 def _heading(text: str) -> Any:

@@ -210,7 +210,7 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
             f"Comparator '{comparator.get('name', 'comparator')}', chosen from the calibration strata ONLY (held-out "
             f"strata never enter the choice): {rule_words(plan_from_canonical(plan))}. Ranked per family x region: "
             f"{comparator['challenger']} {op} comparator on {ranking.get('metric') or comparator['metric']} "
-            f"({ranking.get('method', 't')}, {ranking.get('confidence', 0.9):g}) as adaptive, comparator, flip (the "
+            f"({ranking.get('method', 't')}, {ranking.get('confidence', 0.9):g}) as challenger, comparator, flip (the "
             "order changes across the region) or abstain."))
     if strata.get("analysis_unit") == "replicate":
         parts.append(Text("  unit of analysis: every replicate pair is an independent block (as the plan states)"))

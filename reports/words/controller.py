@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gates.numbers import as_float
-from reports.words.evaluation import DECISION_WORDS, EVIDENCE_WORDS, VERDICT_WORDS, fmt_num, fmt_pct
+from reports.words.evaluation import EVIDENCE_WORDS, fmt_num, fmt_pct
+from reports.words.palette import DECISION_WORDS, RANKING_WORDS, VERDICT_WORDS
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
     from gates.artifact_families import FamilyGate, FamilyResult, InfrastructureSpread, RankingCell
 
-RANKING_WORDS = {"adaptive": "ADAPTIVE", "comparator": "COMPARATOR", "flip": "FLIP", "abstain": "ABSTAIN"}
 DESCRIPTIVE_METRICS = ("completion_time", "replayed_tokens", "energy", "wan_bytes")
 YARDSTICK = "yardstick, not a gate"
 HELD_OUT_SENTENCE = ("The held-out strata never entered the choice: the rule read the calibration runs "
@@ -49,7 +49,7 @@ def ranking_meaning(cell: RankingCell, ev: Evaluation) -> str:
     """What a ranking word means in this study ('adaptive is better than local16')."""
     challenger, arm = _arms(ev)
     challenger, arm = challenger or "the challenger", arm or "the comparator"
-    return {"adaptive": f"{challenger} is better than {arm}", "comparator": f"{arm} is better than {challenger}",
+    return {"challenger": f"{challenger} is better than {arm}", "comparator": f"{arm} is better than {challenger}",
             "flip": "the order changes across the region", "abstain": "no ranking: the evidence cannot order them"
             }[cell.ranking]
 
@@ -63,7 +63,7 @@ def comparator_chosen(ev: Evaluation) -> str:
     if c is None:
         return "No comparator choice is recorded in this artifact."
     if c.arm is None:
-        why = "; ".join(c.refused_by) or "no reason recorded"
+        why = "; ".join(r.reason for r in c.refused_by) or "no reason recorded"
         return f"No comparator could be chosen: {why}. The gates against it make no claim either way."
     return f"Chosen comparator: {c.arm}, the fixed arm the challenger {c.challenger} is judged against."
 
@@ -129,7 +129,7 @@ def family_gate_parts(fg: FamilyGate, ev: Evaluation) -> tuple[str, str]:
     """(verdict word, the rest): ('FAIL', ' 1.18x [1.07x, 1.3x] (90%, 6 pairs)'); refused: its reasons only."""
     word = VERDICT_WORDS.get(fg.verdict, fg.verdict.upper())
     if fg.verdict == "refused":
-        return word, ": " + ("; ".join(fg.refused_by) or "no reason recorded") + " (no claim either way)"
+        return word, ": " + ("; ".join(r.reason for r in fg.refused_by) or "no reason recorded") + " (no claim either way)"
     if fg.verdict == "unresolvable":
         return word, f": the instrument cannot resolve its margin ({fg.n_pairs} pairs)"
     pooled = _pooled(ev, fg.id)
@@ -333,7 +333,7 @@ def assumption_lines(ev: Evaluation) -> list[str]:
     c = ev.comparator
     if c is not None:
         if c.arm is None:
-            lines.append(f"No comparator could be chosen ({'; '.join(c.refused_by) or 'no reason recorded'}): "
+            lines.append(f"No comparator could be chosen ({'; '.join(r.reason for r in c.refused_by) or 'no reason recorded'}): "
                          "every contrast against it is missing evidence.")
         else:
             lines.append(f"The comparator ({c.arm}) was chosen on {len(c.calibration_strata)} calibration strata "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gates.artifact import Evaluation
 from reports.words import evaluation as et
 from reports.words import provenance as pt
+from reports.words.palette import DECISION_WORDS
 
 
 def _gate_list(ids: list[str]) -> str:
@@ -19,7 +20,6 @@ def _gate_list(ids: list[str]) -> str:
 def decision_explanation(ev: Evaluation) -> str:
     """Why the decision is what it is, in one clause built from the primary gates' verdicts."""
     primary = et.primary_gates(ev)
-    ids = {i.id for i in ev.invalidators}
     n = len(primary)
     if ev.families and not ev.decision_refused_by:
         return families_explanation(ev)
@@ -27,10 +27,10 @@ def decision_explanation(ev: Evaluation) -> str:
         return ("no claim either way: none of the runs in the ledger was collected under this plan version "
                 "(see 'Other plan' for what happened and the next step)")
     if ev.decision == "refused":
-        parts = list(ev.decision_refused_by)
+        parts = [r.reason for r in ev.decision_refused_by]
         for g in primary:
             if g.verdict == "refused":
-                why = "; ".join(et.refusal_text(r, ids) for r in g.refused_by) or "no reason recorded"
+                why = "; ".join(r.reason for r in g.refused_by) or "no reason recorded"
                 parts.append(f"gate {g.id} was refused ({why})")
             elif g.verdict == "unresolvable":
                 parts.append(f"gate {g.id} is unresolvable (the instrument cannot resolve its margin)")
@@ -66,7 +66,7 @@ def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone
         explanation += decision_warning([(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates])
     rest = f': "{ev.claim.strip()}" {et.EM_DASH} {explanation}'
-    return et.DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
+    return DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 
 
 def scope_text(ev: Evaluation) -> str:

@@ -16,18 +16,12 @@ from gates.numbers import as_float
 from prereg.direction import ratio_margin_words
 from reports.terminal.forest import forest_axis, forest_bar
 from reports.words import provenance as pt
+from reports.words.palette import VERDICT_WORDS
 from reports.words.provenance import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 
 if TYPE_CHECKING:  # pydantic is imported by whoever built the Evaluation
     from gates.artifact import AmendmentSummary, Evaluation, GateResult, RunAccounting
 
-VERDICT_WORDS = {
-    "pass": "PASS",
-    "fail": "FAIL",
-    "refused": "REFUSED",
-    "unresolvable": "UNRESOLVABLE",
-    "vacuous": "VACUOUS",
-}
 VERDICT_MEANINGS = {
     "pass": "the frozen rule holds on the interval",
     "fail": "valid data; the frozen rule does not hold",
@@ -35,7 +29,6 @@ VERDICT_MEANINGS = {
     "unresolvable": "the instrument cannot resolve the margin",
     "vacuous": "passed as written, but could not have failed",
 }
-DECISION_WORDS = {"supported": "SUPPORTED", "not_supported": "NOT SUPPORTED", "refused": "REFUSED"}
 EVIDENCE_WORDS = {
     "measured": "measured",
     "modeled": "modeled (simulator)",
@@ -135,14 +128,14 @@ def contrast_text(gate: GateResult) -> str:
 
 def p_text(gate: GateResult, multiplicity: str) -> str:
     """'p = 0.003; holm-adjusted 0.006', or why there is no p-value."""
-    if gate.p_raw is None and gate.verdict == "vacuous":
+    if gate.pvalue is None and gate.verdict == "vacuous":
         return "no p-value (no variability to test)"
     parts = []
-    if gate.p_raw is not None:
-        p = fmt_p(gate.p_raw)
+    if gate.pvalue is not None:
+        p = fmt_p(gate.pvalue)
         parts.append(f"p {p}" if p.startswith("<") else f"p = {p}")
-    if gate.p_adjusted is not None and multiplicity != "none":
-        parts.append(f"{multiplicity}-adjusted {fmt_p(gate.p_adjusted)}")
+    if gate.pvalue_adjusted is not None and multiplicity != "none":
+        parts.append(f"{multiplicity}-adjusted {fmt_p(gate.pvalue_adjusted)}")
     return "; ".join(parts)
 
 
@@ -161,11 +154,6 @@ def method_text(gate: GateResult) -> str:
     elif gate.verdict in EVIDENCE_VERDICTS and symmetry_unchecked(gate.method, gate.n_pairs):
         text += "; symmetry unchecked at this n (see notes)"
     return text
-
-
-def refusal_text(entry: str, invalidator_ids: set[str]) -> str:
-    """One ``refused_by`` entry in words (a bare invalidator id becomes 'invalidator X fired')."""
-    return f"invalidator {entry} fired" if entry in invalidator_ids else entry
 
 
 def resolution_text(gate: GateResult) -> str:
@@ -228,7 +216,6 @@ class GateView:
 
 def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView:
     """The strings of one gate."""
-    ids = {i.id for i in ev.invalidators}
     return GateView(
         id=gate.id,
         verdict=gate.verdict,
@@ -244,7 +231,7 @@ def gate_view(gate: GateResult, ev: Evaluation, bar_width: int = 40) -> GateView
         rule=rule_text(gate),
         test=method_text(gate),
         p=p_text(gate, ev.multiplicity),
-        refused_by=[refusal_text(r, ids) for r in gate.refused_by],
+        refused_by=[r.reason for r in gate.refused_by],
         notes=list(gate.notes) + [n for n in [pt.direction_note(gate)] if n],
         warnings=list(gate.warnings),
         arm_medians=arm_medians_text(gate),

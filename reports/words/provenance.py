@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from reports.words.palette import DECISION_WORDS
+
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
 
 PRE_EXISTING = "ANALYSIS OF PRE-EXISTING DATA"
 PREDECESSOR_WORDS = {"verified": "VERIFIED", "mismatch": "HASH MISMATCH", "missing": "MISSING"}
-_DECISION_WORDS = {"supported": "SUPPORTED", "not_supported": "NOT SUPPORTED", "refused": "REFUSED"}
 UNKNOWN_START = "start not recorded: that they followed the plan cannot be shown"
 
 
@@ -88,7 +89,7 @@ def predecessor_lines(ev: Evaluation) -> list[tuple[str, str]]:
         line += f": {' '.join(p.changes.split())}"
         if p.recorded_decision:
             when = f" on {p.recorded_at}" if p.recorded_at else ""
-            line += f"; it recorded {_DECISION_WORDS[p.recorded_decision]}{when}"
+            line += f"; it recorded {DECISION_WORDS[p.recorded_decision]}{when}"
             line += f' for "{p.recorded_claim}"' if p.recorded_claim else ""
         elif p.recorded_note:
             line += f"; {p.recorded_note}"

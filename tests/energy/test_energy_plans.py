@@ -134,8 +134,8 @@ def test_a_tampered_telemetry_trace_refuses_only_the_gates_relying_on_it(power_r
     assert proc.returncode == 3, proc.stdout + proc.stderr
     ev = json.loads((copy / "evaluation.json").read_text())
     by_id = {g["id"]: g for g in ev["gates"]}
-    assert by_id["energy_lower"]["verdict"] == "refused" and "trace_integrity" in by_id["energy_lower"]["refused_by"]
-    assert by_id["nll_close"]["verdict"] in ("pass", "fail") and "trace_integrity" not in by_id["nll_close"]["refused_by"]
+    assert by_id["energy_lower"]["verdict"] == "refused" and {"kind": "invalidator", "id": "trace_integrity", "reason": "invalidator trace_integrity fired"} in by_id["energy_lower"]["refused_by"]
+    assert by_id["nll_close"]["verdict"] in ("pass", "fail") and "trace_integrity" not in [r["id"] for r in by_id["nll_close"]["refused_by"]]
     check = next(i for i in ev["invalidators"] if i["id"] == "trace_integrity")
     assert check["fired"] and record["run_id"] in check["detail"] and polls.name in check["detail"]
 
@@ -155,7 +155,7 @@ def test_a_changed_event_trace_is_reported_but_refuses_no_gate(power_runs, tmp_p
     ev = json.loads((copy / "evaluation.json").read_text())
     check = next(i for i in ev["invalidators"] if i["id"] == "trace_integrity")
     assert check["fired"] and check["blocks"] == [] and "no gate relies" in check["detail"]
-    assert all("trace_integrity" not in g["refused_by"] for g in ev["gates"])
+    assert all("trace_integrity" not in [r["id"] for r in g["refused_by"]] for g in ev["gates"])
     if before is not None:
         assert ev["decision"] == before["decision"]
     assert proc.returncode in (0, 1)

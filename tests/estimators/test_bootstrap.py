@@ -75,7 +75,7 @@ def test_degenerate_data_marked_never_nan(method: str, d: np.ndarray) -> None:
     assert res.lower <= res.estimate <= res.upper
     assert any("equal" in w for w in res.warnings)
     if np.ptp(d) == 0:
-        assert res.lower == res.upper == res.estimate and res.p_value_vs_null is None
+        assert res.lower == res.upper == res.estimate and res.pvalue is None
     else:
         assert res.lower < res.upper
 

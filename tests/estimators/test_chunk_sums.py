@@ -142,7 +142,7 @@ def test_intervals_p_values_and_verdicts_are_the_baselines(
         for rule in rules:
             dec = E.decide_rule(rule, d, 0.9, method, "difference", 3000, 21)
             chk = E.resolution_check(rule, d, bounds, 0.9, method, "difference", 3000, 21, result=dec.result)
-            out += [dec.holds, dec.p_value, dec.result, chk.interval_bound, chk.could_change]
+            out += [dec.holds, dec.pvalue, dec.result, chk.interval_bound, chk.could_change]
         return out
 
     new = everything()

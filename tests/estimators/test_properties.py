@@ -45,8 +45,8 @@ def test_interval_is_ordered_and_contains_estimate(d: np.ndarray, method: str, c
     assert r.n == d.size and r.confidence == conf and r.method == method
     if r.attained_confidence is not None:
         assert 0.0 < r.attained_confidence <= 1.0
-    if r.p_value_vs_null is not None:
-        assert 0.0 <= r.p_value_vs_null <= 1.0
+    if r.pvalue is not None:
+        assert 0.0 <= r.pvalue <= 1.0
 
 
 @SETTINGS

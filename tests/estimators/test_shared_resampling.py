@@ -30,7 +30,7 @@ def test_bootstrap_draws_are_the_old_ones_bit_for_bit(n: int) -> None:
 def _gate(method: str, d: np.ndarray, rule: E.Rule, b: np.ndarray) -> tuple:
     dec = E.decide_rule(rule, d, 0.9, method, "difference", 2999, 11)
     chk = E.resolution_check(rule, d, b, 0.9, method, "difference", 2999, 11, result=dec.result)
-    return dec.holds, dec.p_value, dec.result, chk.interval_bound, chk.could_change
+    return dec.holds, dec.pvalue, dec.result, chk.interval_bound, chk.could_change
 
 
 @pytest.mark.parametrize("method", ["bootstrap", "bca", "signflip", "wilcoxon", "t"])

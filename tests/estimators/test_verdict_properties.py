@@ -30,7 +30,7 @@ def test_vacuous_only_when_every_contrast_is_equal(d: np.ndarray, method: str, c
     dec = E.decide_rule(E.Rule("upper", "<", 100.0), d, conf, method, resamples=RESAMPLES, seed=1)
     assert dec.constant == bool(np.ptp(d) == 0)
     assert dec.result.degenerate == dec.constant
-    assert (dec.p_value is None) == dec.constant
+    assert (dec.pvalue is None) == dec.constant
 
 
 def _rules(res: E.IntervalResult, d: np.ndarray) -> list[E.Rule]:
@@ -59,12 +59,12 @@ def test_pass_exactly_when_p_clears_alpha_boundary_included(d: np.ndarray, metho
     res = E.interval(method, d, conf, resamples=RESAMPLES, seed=1)
     for rule in _rules(res, d):
         dec = E.decide_rule(rule, d, conf, method, resamples=RESAMPLES, seed=1)
-        assert dec.p_value is not None and dec.holds == E.clears(dec.p_value, (1 - conf) / 2)
+        assert dec.pvalue is not None and dec.holds == E.clears(dec.pvalue, (1 - conf) / 2)
         thresholds = [rule.threshold] if rule.quantity != "within" else [rule.low, rule.high]
         if method in CONTINUOUS and any(_near_end(x, res) for x in thresholds):
             continue  # a continuous end equals its threshold only on a set of measure zero (rounding)
         on_interval = _holds_as_test(rule, res.estimate, res.lower, res.upper)
-        assert on_interval == dec.holds, (rule, res.confidence_interval(), dec.p_value)
+        assert on_interval == dec.holds, (rule, res.confidence_interval(), dec.pvalue)
         assert E.decide_rule(rule, d, conf, method, resamples=RESAMPLES, seed=1).holds == dec.holds
 
 
@@ -73,11 +73,11 @@ def test_issue_case_4_boundary_rule_fails_with_its_p_value(method: str) -> None:
     d = np.array([1.0, -3.0, -1.0, -3.0, -2.0, -1.0])
     if method == "signflip":
         dec = E.decide_rule(E.Rule("upper", "<=", 0.0), d, 0.9, "signflip")
-        assert dec.result.upper == 0.0 and dec.p_value == pytest.approx(0.0625)
+        assert dec.result.upper == 0.0 and dec.pvalue == pytest.approx(0.0625)
         assert not dec.holds  # the end equals the threshold: 0 is not rejected
     for op in ("<", "<="):
         dec = E.decide_rule(E.Rule("upper", op, 0.0), d, 0.9, method, resamples=RESAMPLES, seed=1)
-        assert dec.holds == E.clears(dec.p_value, 0.05)
+        assert dec.holds == E.clears(dec.pvalue, 0.05)
 
 
 def _perturbed_ends(method: str, d: np.ndarray, b: np.ndarray, conf: float, rng: np.random.Generator):

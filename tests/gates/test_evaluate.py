@@ -30,7 +30,7 @@ def test_supported_exit_0(tmp_path, equal_work):
     assert data["runs"]["planned"] == data["runs"]["matched"] == 12
     assert len(data["blocks"]) == 6 and data["blocks"][0]["contrasts"]["work_saved"] > 0
     assert data["ledger"]["sha256"] == read_ledger(tmp_path / "runs").sha256
-    assert data["schema"] == "gates/evaluation/v1" and data["prereg_sha256"] == json.loads(equal_work.read_text())["plan_sha256"]
+    assert data["schema"] == "gates/evaluation/v2" and data["prereg_sha256"] == json.loads(equal_work.read_text())["plan_sha256"]
 
 
 @pytest.mark.subprocess(quick=True)
@@ -46,7 +46,8 @@ def test_counter_support_fires_and_refuses_exit_3(tmp_path, equal_work):
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, equal_work_rows(updates=5)))
     assert rc == 3 and data["decision"] == "refused"
     g = gates_by_id(data)
-    assert g["energy_saving"]["verdict"] == "refused" and g["energy_saving"]["refused_by"] == ["counter_support"]
+    assert g["energy_saving"]["verdict"] == "refused" and g["energy_saving"]["refused_by"] == [
+        {"kind": "invalidator", "id": "counter_support", "reason": "invalidator counter_support fired"}]
     assert g["learning_noninferior"]["verdict"] == "pass"
     assert g["energy_saving"]["estimate"] is not None  # diagnostics still computed
     inv = {i["id"]: i for i in data["invalidators"]}
@@ -68,7 +69,7 @@ def test_metric_bounds_fires_on_out_of_range_and_non_finite(tmp_path, equal_work
     rows[3]["final_nll"] = 25.0
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, rows))
     assert rc == 3 and all(g["verdict"] == "refused" for g in data["gates"])
-    assert all("sane_nll" in g["refused_by"] for g in data["gates"])
+    assert all("sane_nll" in [r["id"] for r in g["refused_by"]] for g in data["gates"])
     rows = equal_work_rows()
     rows[2]["final_nll"] = "nan"
     sub = tmp_path / "nan"
@@ -85,7 +86,7 @@ def test_missing_run_refuses_the_gates_it_touches(tmp_path, equal_work):
     assert data["runs"]["missing"] == ["arm adaptive in outage_site=2, seed=102 #0"]
     for g in data["gates"]:
         assert g["verdict"] == "refused"
-        assert "missing run: arm adaptive in outage_site=2, seed=102 #0" in g["refused_by"]
+        assert {"kind": "run", "id": None, "reason": "missing run: arm adaptive in outage_site=2, seed=102 #0"} in g["refused_by"]
 
 
 def test_duplicate_and_other_plan_runs_are_named(tmp_path, equal_work):
@@ -97,7 +98,7 @@ def test_duplicate_and_other_plan_runs_are_named(tmp_path, equal_work):
     assert rc == 3
     assert data["runs"]["duplicate"][0].startswith("dup-1 (arm fixed, outage_site=0, seed=101 #0) repeats")
     assert "other-1" in data["runs"]["other_plan"][0] and "bbbbbbbbbbbb" in data["runs"]["other_plan"][0]
-    assert any(r.startswith("duplicate run: dup-1") for r in gates_by_id(data)["work_saved"]["refused_by"])
+    assert any(r["reason"].startswith("duplicate run: dup-1") for r in gates_by_id(data)["work_saved"]["refused_by"])
 
 
 def test_unplanned_and_failed_runs(tmp_path, equal_work):
@@ -108,7 +109,7 @@ def test_unplanned_and_failed_runs(tmp_path, equal_work):
     rc, data = evaluate(equal_work, runs)
     assert "odd-1" in data["runs"]["unplanned"][0] and "crash-1" in data["runs"]["failed"][0]
     assert rc == 3  # the unplanned run touches arm 'fixed'; the failed one (a retried cell) refuses nothing
-    assert all(not any(r.startswith("failed") for r in g["refused_by"]) for g in data["gates"])
+    assert all(not any(r["reason"].startswith("failed") for r in g["refused_by"]) for g in data["gates"])
 
 
 def test_torn_ledger_line_is_reported(tmp_path, equal_work):

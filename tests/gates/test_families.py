@@ -64,7 +64,7 @@ def test_ties_are_broken_by_the_frozen_tie_break_then_candidate_order(tmp_path: 
 def test_a_missing_calibration_run_refuses_the_choice_and_every_comparator_gate(tmp_path: Path) -> None:
     ev = evaluate(tmp_path, rows(drop=("cal_b", "high", 1, "slow")))
     c = ev["comparator"]
-    assert c["arm"] is None and any("missing calibration run" in r for r in c["refused_by"])
+    assert c["arm"] is None and any("missing calibration run" in r["reason"] for r in c["refused_by"])
     assert ev["decision"] == "refused"
     assert all(g["verdict"] == "refused" for g in ev["gates"])
     assert all(cell["ranking"] == "abstain" and "no comparator" in cell["reason"] for cell in ev["ranking"])
@@ -89,14 +89,14 @@ def test_a_family_with_a_missing_run_is_refused_by_itself(tmp_path: Path) -> Non
     fams = {f["family"]: f for f in ev["families"]}
     assert fams["held_z"]["decision"] == "refused"
     assert all(g["verdict"] == "refused" for g in fams["held_z"]["gates"])
-    assert any("missing run" in r for g in fams["held_z"]["gates"] for r in g["refused_by"])
+    assert any(r["kind"] == "run" and "missing run" in r["reason"] for g in fams["held_z"]["gates"] for r in g["refused_by"])
     for other in ("held_x", "held_y"):
         assert fams[other]["decision"] == "supported"
         assert all(g["verdict"] == "pass" for g in fams[other]["gates"])
     assert ev["decision"] == "refused"  # the claim covers every family
     cells = {(c["family"], c["region"]["region"]): c for c in ev["ranking"]}
     assert cells[("held_z", "low")]["ranking"] == "abstain" and "missing" in cells[("held_z", "low")]["reason"]
-    assert cells[("held_z", "high")]["ranking"] == "adaptive"
+    assert cells[("held_z", "high")]["ranking"] == "challenger"
 
 
 def test_the_ranking_abstains_when_the_interval_crosses_the_null(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_the_ranking_abstains_when_the_interval_crosses_the_null(tmp_path: Path)
         assert cell["ranking"] == "abstain", cell
         assert cell["lower"] < 1.0 < cell["upper"] and "cannot order them" in cell["reason"]
         assert cell["n_pairs"] == 3
-    assert cells[("held_y", "low")]["ranking"] == "adaptive" and cells[("held_y", "low")]["upper"] < 1
+    assert cells[("held_y", "low")]["ranking"] == "challenger" and cells[("held_y", "low")]["upper"] < 1
 
 
 def test_sampling_and_infrastructure_stay_separate_and_a_flip_is_found(tmp_path: Path) -> None:
@@ -167,8 +167,9 @@ def test_an_invalidator_on_calibration_runs_refuses_the_choice(tmp_path: Path) -
     next(r for r in table if r["family"] == "cal_a" and r["arm"] == "slow")["nll"] = 50.0  # beyond sane_nll
     ev = evaluate(tmp_path, table)
     c = ev["comparator"]
-    assert c["arm"] is None and any("sane_nll fired on the calibration runs" in r for r in c["refused_by"])
-    assert all("the comparator could not be chosen" in " ".join(g["refused_by"]) for g in ev["gates"])
+    assert c["arm"] is None and any(r["id"] == "sane_nll" and "sane_nll fired on the calibration runs" in r["reason"] for r in c["refused_by"])
+    assert all(any(r["kind"] == "comparator" and "the comparator could not be chosen" in r["reason"] for r in g["refused_by"])
+               for g in ev["gates"])
 
 
 def test_an_invalidator_on_one_held_out_family_refuses_that_family_only(tmp_path: Path) -> None:

@@ -128,4 +128,4 @@ def test_an_unplanned_run_in_a_cell_makes_that_cell_abstain(tmp_path: Path) -> N
     assert by_family["held_y"].decision == "refused" and by_family["held_x"].decision == "supported"
     cell = {(c.family, c.region["region"]): c for c in cells}
     assert cell[("held_y", "high")].ranking == "abstain" and "not a cell of the plan" in cell[("held_y", "high")].reason
-    assert cell[("held_y", "low")].ranking == "adaptive"
+    assert cell[("held_y", "low")].ranking == "challenger"

@@ -73,7 +73,7 @@ def test_controls_identical_fires(tmp_path):
     rc, data = evaluate(lock, imported(tmp_path, lock, feature_rows(control_gap=1e-9)))
     inv = {i["id"]: i for i in data["invalidators"]}
     assert rc == 3 and inv["controls"]["fired"] and "control block outage=none #0" in inv["controls"]["detail"]
-    assert all(g["refused_by"] == ["controls"] for g in data["gates"])
+    assert all([r["id"] for r in g["refused_by"]] == ["controls"] for g in data["gates"])
 
 
 @pytest.fixture
@@ -105,8 +105,8 @@ def test_cadence_plan_signflip_wilcoxon_interaction_holm(tmp_path, cadence):
     assert g["energy_interaction"]["verdict"] == "pass" and g["energy_interaction"]["lower"] > 0
     assert g["sparse_saves_energy"]["method"] == "wilcoxon" and g["sparse_saves_energy"]["attained_confidence"]
     assert g["sparse_keeps_learning"]["method"] == "signflip" and g["sparse_keeps_learning"]["n_pairs"] == 8
-    raw = [g[k]["p_raw"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
-    adjusted = [g[k]["p_adjusted"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
+    raw = [g[k]["pvalue"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
+    adjusted = [g[k]["pvalue_adjusted"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
     from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
     assert adjusted == pytest.approx(list(multipletests(raw, method="holm")[1]), abs=1e-12)
     inv = {i["id"]: i for i in data["invalidators"]}
@@ -119,29 +119,29 @@ def test_sensor_period_and_logger_calibration_fire(tmp_path, cadence):
     assert rc == 3 and inv["counter_period"]["fired"] and inv["counter_period"]["observed"] == 495.0
     assert inv["logger_keeps_up"]["fired"] and inv["logger_keeps_up"]["observed"] == 2.0
     g = gates_by_id(data)
-    assert g["energy_interaction"]["refused_by"] == ["counter_period", "logger_keeps_up"]
+    assert [r["id"] for r in g["energy_interaction"]["refused_by"]] == ["counter_period", "logger_keeps_up"]
     assert g["sparse_keeps_learning"]["verdict"] == "pass"  # not blocked by the energy invalidators
 
 
 def _outcome(gid: str, p: float | None, verdict: str = "pass", role: str = "primary") -> GateOutcome:
     plan = parse_plan(shared_example_path("equal-work.yaml").read_bytes()).plan
     gate = plan.gates[0].model_copy(update={"id": gid, "role": role})
-    return GateOutcome(gate=gate, verdict=verdict, scale="difference", evidence="measured", p_raw=p)
+    return GateOutcome(gate=gate, verdict=verdict, scale="difference", evidence="measured", pvalue=p)
 
 
 def test_holm_demotes_a_pass_that_does_not_survive():
     outcomes = [_outcome("a", 0.04), _outcome("b", 0.045), _outcome("c", 0.001), _outcome("s", 0.2, "fail", "sensitivity")]
     apply_multiplicity(outcomes, "holm")
     assert [o.verdict for o in outcomes] == ["fail", "fail", "pass", "fail"]
-    assert [o.p_adjusted for o in outcomes[:3]] == pytest.approx([0.08, 0.08, 0.003])  # Holm by hand
-    assert outcomes[3].p_adjusted is None and "not after holm" in outcomes[0].notes[0]
+    assert [o.pvalue_adjusted for o in outcomes[:3]] == pytest.approx([0.08, 0.08, 0.003])  # Holm by hand
+    assert outcomes[3].pvalue_adjusted is None and "not after holm" in outcomes[0].notes[0]
     assert decide(outcomes)[0] == "not_supported"
 
 
 def test_refused_gates_count_in_the_family_with_p_1():
     outcomes = [_outcome("a", 0.01), _outcome("r", None, "refused")]
     apply_multiplicity(outcomes, "bonferroni")
-    assert outcomes[0].p_adjusted == pytest.approx(0.02) and outcomes[0].verdict == "pass"
+    assert outcomes[0].pvalue_adjusted == pytest.approx(0.02) and outcomes[0].verdict == "pass"
     assert decide(outcomes) == ("refused", "gate r is refused")
 
 

@@ -45,10 +45,10 @@ def test_estimate_rule_on_sensitivity_gate_is_descriptive_and_outside_multiplici
     rc, data = evaluate(lock, runs)
     g = gates_by_id(data)
     desc, real = g["desc"], g["real"]
-    assert desc["verdict"] == "pass" and desc["p_raw"] is None and desc["p_adjusted"] is None
+    assert desc["verdict"] == "pass" and desc["pvalue"] is None and desc["pvalue_adjusted"] is None
     assert any(n.startswith("descriptive:") for n in desc["notes"])
     # the family is the one tested primary gate: Holm leaves its p-value as it is
-    assert real["p_raw"] is not None and real["p_adjusted"] == real["p_raw"]
+    assert real["pvalue"] is not None and real["pvalue_adjusted"] == real["pvalue"]
     text = report(lock, runs)
     assert "DESCRIPTIVE: a rule on the point estimate" in text and "descriptive (no test)" in text
     assert "a gate with a tested rule (upper, lower, within) passes exactly when" in text
@@ -192,7 +192,7 @@ def test_contrasts_varying_by_1e13_relative_are_tested_and_agree_with_the_t_test
         rc, data = evaluate(lock, imported(folder, lock, rows_for(list(d), base=0.0)))
         g = gates_by_id(data)["g"]
         p = float(stats.ttest_1samp(d, threshold, alternative="less").pvalue)
-        assert g["verdict"] == want and g["p_raw"] is not None and abs(g["p_raw"] - p) < 1e-9
+        assert g["verdict"] == want and g["pvalue"] is not None and abs(g["pvalue"] - p) < 1e-9
         assert (p <= 0.05) == (want == "pass")
         assert not any("same value" in n for n in g["notes"])
 
@@ -201,7 +201,7 @@ def test_exactly_equal_contrasts_stay_vacuous(tmp_path):
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1")))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for([0.05] * 8, base=0.0)))
     g = gates_by_id(data)["g"]
-    assert g["verdict"] == "vacuous" and g["p_raw"] is None
+    assert g["verdict"] == "vacuous" and g["pvalue"] is None
 
 
 def test_variation_below_underflow_counts_as_constant(tmp_path):
@@ -213,7 +213,7 @@ def test_variation_below_underflow_counts_as_constant(tmp_path):
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1")))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for(d, base=0.0)))
     g = gates_by_id(data)["g"]
-    assert g["verdict"] == "vacuous" and g["p_raw"] is None and rc == 0
+    assert g["verdict"] == "vacuous" and g["pvalue"] is None and rc == 0
 
 
 def test_a_skew_warning_on_a_passing_primary_gate_reaches_the_decision_line(tmp_path):

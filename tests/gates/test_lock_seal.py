@@ -104,7 +104,8 @@ def test_a_freeze_moved_earlier_no_longer_matches_its_runs(tmp_path):
     assert not data["time_order"]["before_freeze"]  # the forged clock hides the early runs ...
     assert all(g["verdict"] == "pass" for g in data["gates"])  # ... so without the seal: SUPPORTED
     assert len(data["decision_refused_by"]) == 1
-    assert data["decision_refused_by"][0].startswith("the lock was resealed after these runs were recorded: 12 run(s)")
+    assert data["decision_refused_by"][0]["reason"].startswith("the lock was resealed after these runs were recorded: 12 run(s)")
+    assert data["decision_refused_by"][0]["kind"] == "seal"
     # runs imported under the forged lock carry its seal: the published seal is what catches that
     fresh = imported(lock, tmp_path / "fresh", started_at=shifted(frozen_at, days=-1))
     assert evaluate(lock, fresh)[0] == 0
@@ -135,7 +136,7 @@ def test_a_post_data_amendment_hidden_after_the_runs_no_longer_matches_them(tmp_
     rc, data = evaluate(lock, runs)
     assert rc == 3 and data["amendments"][0]["post_data"] is False
     assert all(g["verdict"] == "pass" for g in data["gates"])  # without the seal: SUPPORTED, no post-data flag
-    assert data["decision_refused_by"][0].startswith("the lock was resealed after these runs were recorded")
+    assert data["decision_refused_by"][0]["reason"].startswith("the lock was resealed after these runs were recorded")
 
 
 def test_an_amendment_that_hides_earlier_runs_of_its_folder_is_refused(tmp_path):
@@ -152,9 +153,9 @@ def test_an_amendment_that_hides_earlier_runs_of_its_folder_is_refused(tmp_path)
     imported(lock, runs)  # version 2 runs, recorded under the forged lock: they carry its seal
     rc, data = evaluate(lock, runs)
     assert rc == 3
-    hidden = [r for r in data["decision_refused_by"] if r.startswith("amendment v2")]
-    assert len(hidden) == 1 and "records that no data existed when it was made, but 12 run(s)" in hidden[0]
-    assert "post-data amendment that its entry does not record as one" in hidden[0]
+    hidden = [r for r in data["decision_refused_by"] if r["reason"].startswith("amendment v2")]
+    assert len(hidden) == 1 and "records that no data existed when it was made, but 12 run(s)" in hidden[0]["reason"]
+    assert "post-data amendment that its entry does not record as one" in hidden[0]["reason"]
 
 
 def test_records_without_a_seal_are_refused(tmp_path):
@@ -164,7 +165,7 @@ def test_records_without_a_seal_are_refused(tmp_path):
     append_records(bare, [r.model_copy(update={"lock_seal": None, "prev_sha256": None, "record_sha256": None})
                           for r in read_ledger(runs).records])
     rc, data = evaluate(lock, bare)
-    assert rc == 3 and data["decision_refused_by"][0].startswith("12 run(s) carry no lock seal")
+    assert rc == 3 and data["decision_refused_by"][0]["reason"].startswith("12 run(s) carry no lock seal")
 
 
 def test_collect_refuses_to_append_under_a_resealed_lock(tmp_path):

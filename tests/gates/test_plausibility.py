@@ -116,7 +116,7 @@ def test_values_outside_the_range_in_a_ledger_refuse_the_gate(tmp_path):
     proc = run("gates", "evaluate", str(ranged.path), str(tmp_path / "runs"), "--json")
     gate = json.loads(proc.stdout)["gates"][0]
     assert proc.returncode == 3 and gate["verdict"] == "refused"
-    assert any("1 energy value(s) outside the plan's range [10, 1e+07] J: 6.9 for arm a" in r
+    assert any("1 energy value(s) outside the plan's range [10, 1e+07] J: 6.9 for arm a" in r["reason"]
                for r in gate["refused_by"]), gate["refused_by"]
 
 

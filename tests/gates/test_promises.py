@@ -367,8 +367,9 @@ def test_post_data_amendment_is_explained_once_with_the_next_step(tmp_path, equa
     assert "12 run(s) were collected under plan" in note and "a post-data amendment (v2" in note
     assert "Next step" in note and "collect run" in note
     for gate in data["gates"]:  # one line per kind of problem, not one per run
-        assert sum("another plan hash" in r for r in gate["refused_by"]) == 1
-        assert "12 missing runs of arms adaptive, fixed" in gate["refused_by"][-3]
+        assert sum("another plan hash" in r["reason"] for r in gate["refused_by"]) == 1
+        assert "12 missing runs of arms adaptive, fixed" in gate["refused_by"][-3]["reason"]
+        assert all(r["kind"] == "run" for r in gate["refused_by"] if "runs" in r["reason"] or "run(s)" in r["reason"])
         assert len(gate["refused_by"]) <= 4
     proc = run("gates", "evaluate", str(lock), str(runs), env={"NO_COLOR": "1", "COLUMNS": "200"})
     ids = [r.split(" ")[0] for r in data["runs"]["other_plan"]]

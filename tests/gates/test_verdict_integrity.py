@@ -34,7 +34,7 @@ def test_varying_contrasts_are_never_vacuous(tmp_path):
     lock = frozen(tmp_path, plan_text(7, gate_line("g", "t", "upper < 0.1")))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for([0, 0, 0, 0, 0, 0, -0.3])))
     g = gates_by_id(data)["g"]
-    assert g["verdict"] == "pass" and g["p_raw"] is not None and g["lower"] < g["upper"]
+    assert g["verdict"] == "pass" and g["pvalue"] is not None and g["lower"] < g["upper"]
     assert not any("same value" in n for n in g["notes"])
 
 
@@ -55,7 +55,7 @@ def test_all_equal_contrasts_are_vacuous_without_p_value(tmp_path):
     runs = imported(tmp_path, lock, rows_for([0.0] * 6))
     rc, data = evaluate(lock, runs)
     g = gates_by_id(data)["g"]
-    assert rc == 0 and g["verdict"] == "vacuous" and g["p_raw"] is None and g["p_adjusted"] is None
+    assert rc == 0 and g["verdict"] == "vacuous" and g["pvalue"] is None and g["pvalue_adjusted"] is None
     text = report(lock, runs)
     assert "p < 0.0001" not in text and "no p-value (no variability to test)" in text
     assert "VACUOUS: every unit's contrast is exactly the same value" in text
@@ -90,10 +90,10 @@ def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
         row["other"] = 2.0 + (c if row["arm"] == "a" else 0.0)
     rc, data = evaluate(lock, imported(tmp_path, lock, rows))
     g = gates_by_id(data)
-    assert g["flat"]["verdict"] == "vacuous" and g["flat"]["p_raw"] is None
+    assert g["flat"]["verdict"] == "vacuous" and g["flat"]["pvalue"] is None
     from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
-    expected = multipletests([1.0, g["real"]["p_raw"]], method="holm")[1][1]
-    assert g["real"]["p_adjusted"] == pytest.approx(expected)
+    expected = multipletests([1.0, g["real"]["pvalue"]], method="holm")[1][1]
+    assert g["real"]["pvalue_adjusted"] == pytest.approx(expected)
 
 
 # 4. one decision rule: <= / >= at the boundary, independent of the multiplicity setting --------
@@ -105,7 +105,7 @@ def test_boundary_rule_agrees_with_its_p_value(tmp_path, multiplicity, rule):
     lock = frozen(tmp_path, plan_text(6, gate_line("g", "signflip", rule), multiplicity=multiplicity))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for([1, -3, -1, -3, -2, -1])))
     g = gates_by_id(data)["g"]
-    assert g["upper"] == 0.0 and g["p_raw"] == pytest.approx(0.0625)
+    assert g["upper"] == 0.0 and g["pvalue"] == pytest.approx(0.0625)
     assert g["verdict"] == "fail" and rc == 1 and data["decision"] == "not_supported"
 
 
@@ -120,7 +120,7 @@ def test_wilcoxon_ties_verdict_agrees_with_interval_and_p(tmp_path, rule, verdic
     rc, data = evaluate(lock, runs)
     g = gates_by_id(data)["g"]
     assert (g["lower"], g["upper"]) == pytest.approx((0.4, 1.35))
-    assert g["verdict"] == verdict and (g["p_raw"] <= 0.05) == (verdict == "pass")
+    assert g["verdict"] == verdict and (g["pvalue"] <= 0.05) == (verdict == "pass")
     text = report(lock, runs)
     assert "(pseudo-median)" in text and "Hodges-Lehmann pseudo-median" in text
 
@@ -153,7 +153,7 @@ def test_evaluate_refuses_a_gate_below_its_minimum_blocks(tmp_path):
     ev = build_evaluation(lock_data, plan, read_ledger(runs), lock)
     g = ev.gates[0]
     assert g.verdict == "refused" and ev.decision == "refused"
-    assert any("needs at least 20 complete strata and has 6" in r for r in g.refused_by)
+    assert any("needs at least 20 complete strata and has 6" in r.reason for r in g.refused_by)
 
 
 # 7. coverage caveats from the data ------------------------------------------------------------

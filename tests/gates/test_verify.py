@@ -34,7 +34,7 @@ def study(tmp_path_factory) -> tuple[Path, Path]:
 def _fail_to_pass(d: dict) -> None:
     """energy_saving's FAIL made a PASS with an interval and p-value to match, and the decision with it."""
     gate = next(g for g in d["gates"] if g["id"] == "energy_saving")
-    gate.update(verdict="pass", estimate=0.9, lower=0.88, upper=0.92, p_raw=0.001, p_adjusted=0.001)
+    gate.update(verdict="pass", estimate=0.9, lower=0.88, upper=0.92, pvalue=0.001, pvalue_adjusted=0.001)
     d.update(decision="supported", decision_reason="every primary gate passed")
 
 

@@ -17,6 +17,7 @@ from gates.artifact import (
     Resolution,
     RunAccounting,
 )
+from gates.refusal import Refusal
 
 CLAIM = "Continuing on the surviving sites is noninferior in held-out loss and saves energy."
 PLAN_SHA = "3f2a9c81d4e5b6a7980112233445566778899aabbccddeeff00112233445566"
@@ -29,7 +30,7 @@ def gate(**overrides: Any) -> GateResult:
         id="nll_noninferior", metric="final_nll", unit="nats", contrast="adaptive - fixed",
         scale="difference", role="primary", group="quality", verdict="pass", estimate=0.0042,
         lower=-0.0011, upper=0.0093, confidence=0.9, method="t", n_pairs=6, rule="upper < 0.02",
-        margin=[0.02], null=0.0, p_raw=0.0031, p_adjusted=0.0124, evidence="measured",
+        margin=[0.02], null=0.0, pvalue=0.0031, pvalue_adjusted=0.0124, evidence="measured",
         arm_medians={"fixed": 2.5004, "adaptive": 2.5046},
     )
     fields.update(overrides)
@@ -43,28 +44,28 @@ def realistic_evaluation() -> Evaluation:
         gate(
             id="work_saved", metric="attempted_flop", unit="FLOP", group="mechanism", verdict="fail",
             estimate=-2.1e13, lower=-5.3e13, upper=1.1e13, rule="upper < 0.0", margin=[0.0],
-            method="signflip", attained_confidence=0.9375, p_raw=0.094, p_adjusted=0.28,
+            method="signflip", attained_confidence=0.9375, pvalue=0.094, pvalue_adjusted=0.28,
             arm_medians={"fixed": 1.0e15, "adaptive": 9.8e14},
         ),
         gate(
             id="energy_saving", metric="energy", unit="J", contrast="adaptive / fixed", scale="ratio",
             group="mechanism", verdict="refused", estimate=0.91, lower=0.83, upper="Infinity",
-            rule="upper < 1.0", margin=[1.0], null=1.0, method="wilcoxon", n_pairs=3, p_raw=0.125,
-            p_adjusted=None, refused_by=["counter_support"],
+            rule="upper < 1.0", margin=[1.0], null=1.0, method="wilcoxon", n_pairs=3, pvalue=0.125,
+            pvalue_adjusted=None, refused_by=[Refusal(kind="invalidator", id="counter_support", reason="invalidator counter_support fired")],
             notes=["refused: the interval above is a diagnostic, not evidence"],
             warnings=["n < 10: bootstrap intervals under-cover; prefer exact methods"],
             arm_medians={"fixed": 5012.0, "adaptive": 4561.0},
         ),
         gate(
             id="no_phase_loss", metric="lost_steps", unit="steps", group="mechanism", verdict="vacuous",
-            estimate=0.0, lower=0.0, upper=0.0, rule="upper <= 0.0", margin=[0.0], p_raw=None,
-            p_adjusted=None, notes=["every block's contrast is the same value: no variability, so the rule could not have failed"],
+            estimate=0.0, lower=0.0, upper=0.0, rule="upper <= 0.0", margin=[0.0], pvalue=None,
+            pvalue_adjusted=None, notes=["every block's contrast is the same value: no variability, so the rule could not have failed"],
             arm_medians={"fixed": 0.0, "adaptive": 0.0},
         ),
         gate(
             id="phase_energy", metric="restart_energy", unit="J", group=None, verdict="unresolvable",
             estimate=-1.5, lower=-3.2, upper=0.4, rule="within [-2.0, 2.0]", margin=[-2.0, 2.0],
-            p_raw=0.21, p_adjusted=0.42,
+            pvalue=0.21, pvalue_adjusted=0.42,
             resolution=Resolution(interval_bound=1.8, could_change=True, extremes=[[-5.0, 2.2], [-1.4, -1.4]]),
             notes=["the energy_counter measurement bounds could move the interval by 1.8 (analysis scale), "
                    "enough to change the rule's outcome"],
@@ -72,12 +73,12 @@ def realistic_evaluation() -> Evaluation:
         ),
         gate(
             id="nll_all_strata", role="sensitivity", group=None, method="bootstrap", n_pairs=8,
-            estimate=0.0051, lower="-Infinity", upper=0.012, p_raw=0.02, p_adjusted=None, evidence="modeled",
+            estimate=0.0051, lower="-Infinity", upper=0.012, pvalue=0.02, pvalue_adjusted=None, evidence="modeled",
             warnings=["n < 10: bootstrap intervals under-cover"],
         ),
     ]
     return Evaluation(
-        schema="gates/evaluation/v1",
+        schema="gates/evaluation/v2",
         prereg_sha256=PLAN_SHA,
         genesis_plan_sha256=GENESIS_SHA,
         study="multisite-recovery",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gates.artifact import write_evaluation
+from gates.artifact import EvaluationError, read_evaluation, v1_message, write_evaluation
 from reports.terminal.evaluation import evaluation_markdown
 from tests.helpers import run
 from tests.helpers.evaluations import CLAIM, realistic_evaluation
@@ -66,7 +66,7 @@ def test_markdown_written_atomically_and_json(artifact, tmp_path):
         (b"", "not JSON"),
         (b'{"schema": "prereg/v1", "study": "x"}', "not an evaluation artifact"),
         (b"[1, 2, 3]", "not an evaluation artifact"),
-        (b'{"schema": "gates/evaluation/v1", "study": "x"}', "malformed evaluation artifact"),
+        (b'{"schema": "gates/evaluation/v2", "study": "x"}', "malformed evaluation artifact"),
     ],
 )
 def test_bad_artifacts_exit_2_with_one_message(tmp_path, content, words):
@@ -102,3 +102,31 @@ def test_usage_errors_exit_2(artifact, tmp_path):
     assert run("reports", "show", "--nope", str(artifact)).returncode == 2
     proc = run("reports", "show", "--help")
     assert proc.returncode == 0 and "--markdown" in proc.stdout
+
+
+def _v1_file(tmp_path):
+    """A v2 artifact relabelled as the v1 format (what an older toolkit's file looks like to this one)."""
+    path = tmp_path / "evaluation.json"
+    write_evaluation(path, realistic_evaluation())
+    data = json.loads(path.read_text())
+    data["schema"] = "gates/evaluation/v1"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_v1_artifact_is_refused_in_process_with_the_one_message(tmp_path):
+    path = _v1_file(tmp_path)
+    with pytest.raises(EvaluationError) as err:
+        read_evaluation(path)
+    assert str(err.value) == v1_message(path)
+    assert "written in gates/evaluation/v1 by prereg-toolkit 0.1.x" in str(err.value)
+    assert "re-run 'gates evaluate LOCK RUNS' on its runs" in str(err.value)
+
+
+def test_a_v1_artifact_exits_2_with_one_message_from_the_console_scripts(tmp_path):
+    path = _v1_file(tmp_path)
+    for tool, args in (("reports", ("show", str(path))), ("reports", ("html", str(path), "-o", str(tmp_path / "r.html"))),
+                       ("gates", ("verify", str(path), str(tmp_path / "x.lock.json"), str(tmp_path)))):
+        proc = run(tool, *args)
+        assert proc.returncode == 2, (tool, args, proc.stderr)
+        assert proc.stdout == "" and proc.stderr.strip() == f"{tool}: {v1_message(path)}", proc.stderr

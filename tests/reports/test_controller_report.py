@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from gates.artifact import Evaluation, read_evaluation, seal_status, sealed, write_evaluation
+from gates.refusal import Refusal, invalidator_fired
 from reports.html.page import html_report
 from reports.markdown.evaluation import evaluation_markdown
 from reports.terminal.evaluation import render_evaluation
@@ -104,13 +105,14 @@ def page_tables(text: str) -> dict[str, list[tuple[dict[str, Any], list[str]]]]:
 def refused_comparator(ev: Evaluation) -> Evaluation:
     assert ev.comparator is not None
     choice = ev.comparator.model_copy(update={"arm": None, "refused_by": [
-        "candidate local4 has no calibration runs", "the calibration strata recorded no completion_time"]})
+        Refusal(kind="run", reason="candidate local4 has no calibration runs"),
+        Refusal(kind="data", reason="the calibration strata recorded no completion_time")]})
     return ev.model_copy(update={"comparator": choice})
 
 
 def refused_family(ev: Evaluation) -> Evaluation:
     fam = ev.families[1]
-    gates = [g.model_copy(update={"verdict": "refused", "refused_by": ["sane_nll"]}) for g in fam.gates]
+    gates = [g.model_copy(update={"verdict": "refused", "refused_by": [invalidator_fired("sane_nll")]}) for g in fam.gates]
     fam = fam.model_copy(update={"decision": "refused", "gates": gates, "invalidators_fired": ["sane_nll"],
                                  "decision_reason": "invalidator sane_nll fired on this family's runs"})
     return ev.model_copy(update={"families": [ev.families[0], fam, *ev.families[2:]]})
@@ -217,14 +219,14 @@ def test_a_refused_family_renders_with_its_reason(ev, tmp_path):
     bad = refused_family(ev)
     row = ct.family_rows(bad)[1]
     assert row.decision_word == "REFUSED" and row.gates[0] == \
-        "faster_than_comparator REFUSED: sane_nll (no claim either way)"
+        "faster_than_comparator REFUSED: invalidator sane_nll fired (no claim either way)"
     assert "Families refused: latency_spikes (invalidator sane_nll fired on this family's runs)." in \
         ct.assumption_lines(bad)
     text = terminal(bad)
     assert "invalidator sane_nll fired on this family's runs" in text and row.gates[0] in text
     md = unescape(evaluation_markdown(bad))
     assert "**REFUSED**: invalidator sane_nll fired on this family's runs" in md
-    assert "`faster_than_comparator` **REFUSED**: sane_nll (no claim either way)" in md
+    assert "`faster_than_comparator` **REFUSED**: invalidator sane_nll fired (no claim either way)" in md
     cells = page_tables(page(bad, tmp_path))["families-table"][1]
     assert cells[0]["data-decision"] == "refused" and "invalidator sane_nll fired" in cells[1][1]
 

@@ -262,10 +262,11 @@ def expected(runs: Path) -> tuple[str, list[tuple[str, str]]]:
     from gates.api import read_evaluation
     from reports.words import decision as dt
     from reports.words import evaluation as et
+    from reports.words import palette
 
     ev = read_evaluation(runs / "evaluation.json")
     word, rest = dt.decision_sentence(ev)
-    return word + rest, [(g.id, et.VERDICT_WORDS[g.verdict]) for g in et.primary_gates(ev)]
+    return word + rest, [(g.id, palette.VERDICT_WORDS[g.verdict]) for g in et.primary_gates(ev)]
 
 
 READ_DOM = """(() => ({
@@ -399,6 +400,7 @@ def test_controller_ranking_table_in_chromium(browser, tmp_path):
     from gates.api import read_evaluation
     from reports.html.page import write_html_report
     from reports.words import controller as ct
+    from reports.words import palette
 
     fixture = HERE / "fixtures" / "controller-evaluation.json"
     path, _, _ = write_html_report(fixture, tmp_path / "controller.html")
@@ -408,7 +410,7 @@ def test_controller_ranking_table_in_chromium(browser, tmp_path):
         r.dataset.family, r.dataset.ranking, r.classList.contains('abstain'),
         r.cells[2].querySelector('.rank').textContent, r.cells[3].textContent, r.cells[5].textContent,
         getComputedStyle(r.cells[2].querySelector('.rank')).borderTopStyle])""")
-    assert rows == [[str(c.family), c.ranking, c.ranking == "abstain", ct.RANKING_WORDS[c.ranking],
+    assert rows == [[str(c.family), c.ranking, c.ranking == "abstain", palette.RANKING_WORDS[c.ranking],
                      ct.sampling_text(c, ev), c.reason, "dashed" if c.ranking == "abstain" else "solid"]
                     for c in ev.ranking]
     families = browser.js("Array.from(document.querySelectorAll('#families-table tbody tr'))"

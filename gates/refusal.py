@@ -1,0 +1,82 @@
+"""Why a gate, the comparator or the decision was refused: one typed reason per entry.
+
+Every ``refused_by`` list in the evaluation artifact (a gate's, a family gate's, the comparator
+choice's, and the decision's ``decision_refused_by``) holds :class:`Refusal` objects
+``{kind, id, reason}``. ``reason`` is the sentence reports print as it stands; ``kind`` says what
+refused, so no report has to guess; ``id`` names the invalidator for kind ``invalidator`` and is
+null for every other kind.
+
+The kinds (what the code produces; :data:`REFUSAL_KINDS` documents each):
+
+* ``invalidator``: a preregistered invalidator blocking the gate fired (``id``: its id; the
+  built-in ``trace_integrity`` check counts as one); for the comparator, one fired on the
+  calibration runs.
+* ``run``: the runs the gate needs are missing, duplicated, unplanned, or recorded under another
+  plan hash (``gates.matching``; the run accounting names every run).
+* ``data``: a recorded value is absent, not finite, not positive in a ratio contrast, or outside
+  the metric's declared range (``gates.plausibility``).
+* ``pairs``: too few complete units of analysis for a paired interval, or for the method to
+  decide at the gate's confidence (``estimators.insufficient_blocks``).
+* ``comparator``: the gate names the comparator and none could be chosen from the calibration
+  runs, or with the chosen arm its contrast compares nothing.
+* ``seal``: (decision) runs carry another lock seal than the lock's for their plan version, or
+  none, or an amendment not recorded as post-data came after runs of an earlier version
+  (``gates.seals``).
+* ``time_order``: (decision) runs started before the plan version they are judged under, and the
+  plan does not declare pre-existing data (``gates.timeorder``).
+* ``predecessor``: (decision) an earlier evaluation the plan builds on is missing or does not have
+  the SHA-256 the plan states (``gates.provenance``).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+RefusalKind = Literal["invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor"]
+
+#: each kind and what it means (the module doc, as data for docs and tests)
+REFUSAL_KINDS: Final[dict[str, str]] = {
+    "invalidator": "a preregistered invalidator blocking it fired (id: the invalidator)",
+    "run": "runs it needs are missing, duplicated, unplanned or recorded under another plan hash",
+    "data": "a recorded value is absent, not finite, not positive for a ratio, or outside the metric's range",
+    "pairs": "too few complete units of analysis for the method at the gate's confidence",
+    "comparator": "no comparator could be chosen from the calibration runs (or its contrast compares nothing)",
+    "seal": "runs carry another lock seal than the lock's, or none, or an amendment hid that data existed",
+    "time_order": "runs started before the plan version they are judged under (no pre-existing data declared)",
+    "predecessor": "an earlier evaluation the plan builds on is missing or changed",
+}
+
+
+class Refusal(BaseModel):
+    """One reason for a refusal: what refused (``kind``), which invalidator (``id``, kind
+    ``invalidator`` only) and the sentence reports print (``reason``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: RefusalKind = Field(description="What refused: " + "; ".join(f"{k}: {v}" for k, v in REFUSAL_KINDS.items()))
+    id: str | None = Field(default=None, description="The invalidator's id for kind 'invalidator'; null otherwise.")
+    reason: str = Field(description="The reason in words, as reports print it.")
+
+    @model_validator(mode="after")
+    def _id_only_for_invalidators(self) -> Refusal:
+        if (self.kind == "invalidator") != (self.id is not None):
+            raise ValueError("a refusal names an id exactly when its kind is 'invalidator'")
+        return self
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def invalidator_fired(check_id: str, where: str = "") -> Refusal:
+    """The refusal of a fired invalidator: 'invalidator X fired' (+ ``where``, e.g. ' on the calibration runs')."""
+    return Refusal(kind="invalidator", id=check_id, reason=f"invalidator {check_id} fired{where}")
+
+
+def as_refusals(kind: RefusalKind, reasons: list[str]) -> list[Refusal]:
+    """``reasons`` (sentences) as refusals of one ``kind`` other than ``invalidator``."""
+    return [Refusal(kind=kind, reason=r) for r in reasons]
+
+
+__all__ = ["REFUSAL_KINDS", "Refusal", "RefusalKind", "as_refusals", "invalidator_fired"]
