@@ -11,7 +11,7 @@ From arrays::
 
     d = paired_contrast(outcomes, [1, -1], scale="ratio")     # per-block log ratios
     res = interval("signflip", d, confidence=0.90, scale="ratio")
-    rule_p_value("upper < 1.05", res)
+    rule_pvalue("upper < 1.05", res)
 
 :mod:`estimators.vocabulary` defines the words every package shares (scales, methods, the one
 :class:`Rule` type, verdicts, decisions, evidence classes); :mod:`estimators.expressions` parses a
@@ -66,7 +66,7 @@ _LOCATIONS: dict[str, str] = {
     "resolution_check": "rules",
     "resolution_check_outcomes": "rules",
     "rule_holds": "rules",
-    "rule_p_value": "rules",
+    "rule_pvalue": "rules",
     "signflip_interval": "signflip",
     "skewness": "feasibility",
     "t_interval": "tinterval",

@@ -63,7 +63,7 @@ class IntervalResult:
     ``estimate``, ``lower`` and ``upper`` are differences (scale ``difference``) or ratios
     (scale ``ratio``: exponentiated log-scale values). ``pvalue`` is the two-sided test
     of ``null`` (0 for differences, 1 for ratios) -- not a pass rule's p-value, which is
-    :func:`estimators.rule_p_value` ``(rule, result)`` -- and is ``None`` when undefined (degenerate
+    :func:`estimators.rule_pvalue` ``(rule, result)`` -- and is ``None`` when undefined (degenerate
     data). ``contrasts`` keeps the block contrasts (analysis scale) the interval was computed from.
     ``attained_confidence`` is the exact coverage of a discrete method (``None`` for continuous
     ones). ``exact`` means the reference distribution was enumerated exactly;

@@ -166,11 +166,11 @@ def decide_rule(
     if constant or not tested:
         holds = _holds_as_test(rule, res.estimate, res.lower, res.upper)
         return RuleDecision(holds, None, alpha, tested, constant, res)
-    p = rule_p_value(rule, arr, confidence, method, scale, resamples, seed)
+    p = rule_pvalue(rule, arr, confidence, method, scale, resamples, seed)
     return RuleDecision(clears(p, alpha), p, alpha, tested, constant, res)
 
 
-def rule_p_value(
+def rule_pvalue(
     rule: Rule | str,
     d: ArrayLike | IntervalResult,
     confidence: float = 0.95,
@@ -182,7 +182,7 @@ def rule_p_value(
     """One-sided p-value of the shifted null implied by ``rule`` (see the module doc).
 
     ``d`` are the block contrasts on the analysis scale, or an :class:`IntervalResult`, whose
-    contrasts, method, scale, resamples and seed are then used (``rule_p_value(rule, result)``).
+    contrasts, method, scale, resamples and seed are then used (``rule_pvalue(rule, result)``).
     ``rule`` may be its text (``"upper < 1.05"``). ``confidence`` is validated but the p-value
     does not depend on it. For constant contrasts there is nothing to test: a
     :class:`DegenerateContrastWarning` is issued and 0.0 / 1.0 returned according as the rule

@@ -96,8 +96,8 @@ def test_bootstrap_p_values_invert_the_interval(method: str) -> None:
         for thr in np.linspace(res.lower - 0.3, res.upper + 0.3, 41):
             up = E.Rule("upper", "<", float(thr))
             lo = E.Rule("lower", ">", float(thr))
-            p_up = E.rule_p_value(up, d, conf, method, resamples=3000, seed=5)
-            p_lo = E.rule_p_value(lo, d, conf, method, resamples=3000, seed=5)
+            p_up = E.rule_pvalue(up, d, conf, method, resamples=3000, seed=5)
+            p_lo = E.rule_pvalue(lo, d, conf, method, resamples=3000, seed=5)
             # away from the boundary (1e-9 in level) the decision and the p-value agree
             if abs(p_up - alpha) > 1e-9:
                 assert E.rule_holds(up, res) == (p_up < alpha)

@@ -72,8 +72,8 @@ def test_rule_p_value_takes_a_result():
     d = _log_ratios(_table())
     for method in ("t", "signflip", "wilcoxon", "bootstrap"):
         result = E.interval(method, d, 0.90, "ratio", resamples=999, seed=4)
-        by_result = E.rule_p_value("upper < 1.05", result)
-        by_array = E.rule_p_value(E.Rule.parse("upper < 1.05"), d, 0.90, method, "ratio", 999, 4)
+        by_result = E.rule_pvalue("upper < 1.05", result)
+        by_array = E.rule_pvalue(E.Rule.parse("upper < 1.05"), d, 0.90, method, "ratio", 999, 4)
         assert by_result == by_array
 
 

@@ -45,12 +45,12 @@ def test_t_interval_matches_scipy_at_other_levels(conf: float) -> None:
 def test_tost_matches_statsmodels(low: float, high: float) -> None:
     from statsmodels.stats.weightstats import ttost_paired  # lazy: statsmodels takes a second to import
 
-    p = E.rule_p_value(E.Rule("within", low=low, high=high), sleep_d(), 0.90, "t")
+    p = E.rule_pvalue(E.Rule("within", low=low, high=high), sleep_d(), 0.90, "t")
     p_ref, (_, p1, _), (_, p2, _) = ttost_paired(G2, G1, low, high)
     assert abs(p - p_ref) < 1e-10
     # the two one-sided pieces are the bound rules' p-values
-    assert abs(E.rule_p_value(E.Rule("lower", ">", low), sleep_d(), 0.9, "t") - p1) < 1e-10
-    assert abs(E.rule_p_value(E.Rule("upper", "<", high), sleep_d(), 0.9, "t") - p2) < 1e-10
+    assert abs(E.rule_pvalue(E.Rule("lower", ">", low), sleep_d(), 0.9, "t") - p1) < 1e-10
+    assert abs(E.rule_pvalue(E.Rule("upper", "<", high), sleep_d(), 0.9, "t") - p2) < 1e-10
 
 
 @pytest.mark.parametrize("low, high", [(0.8, 1.25), (0.9, 1.6), (1.1, 1.5)])
@@ -59,7 +59,7 @@ def test_ratio_tost_matches_statsmodels_log_transform(low: float, high: float) -
 
     a, b = G2 + 5.0, G1 + 5.0  # positive outcomes
     d = E.paired_contrast(np.column_stack([a, b]), [1.0, -1.0], scale="ratio")
-    p = E.rule_p_value(E.Rule("within", low=low, high=high), d, 0.9, "t", scale="ratio")
+    p = E.rule_pvalue(E.Rule("within", low=low, high=high), d, 0.9, "t", scale="ratio")
     p_ref = ttost_paired(a, b, low, high, transform=np.log)[0]
     assert abs(p - p_ref) < 1e-10
     res = E.t_interval(d, 0.95, scale="ratio")

@@ -47,7 +47,7 @@ def test_bad_rules_rejected(kwargs: dict) -> None:
                                   E.Rule("lower", "<=", 0.0)])
 def test_rules_without_a_null_have_no_p_value(rule: E.Rule) -> None:
     with pytest.raises(ValueError, match="no one-sided null"):
-        E.rule_p_value(rule, contrasts(), 0.9, "t")
+        E.rule_pvalue(rule, contrasts(), 0.9, "t")
 
 
 @pytest.mark.parametrize("conf", [0.8, 0.9, 0.95])
@@ -58,10 +58,10 @@ def test_t_rule_holds_iff_p_below_alpha(conf: float) -> None:
         res = E.t_interval(d, conf)
         for thr in np.linspace(res.lower - 0.5, res.upper + 0.5, 37):
             for rule in (E.Rule("upper", "<", thr), E.Rule("lower", ">", thr)):
-                p = E.rule_p_value(rule, d, conf, "t")
+                p = E.rule_pvalue(rule, d, conf, "t")
                 assert E.rule_holds(rule, res) == (p < alpha)
             within = E.Rule("within", low=thr - 1.5, high=thr + 0.2)
-            p = E.rule_p_value(within, d, conf, "t")
+            p = E.rule_pvalue(within, d, conf, "t")
             assert E.rule_holds(within, res) == (p < alpha)
 
 
@@ -75,7 +75,7 @@ def test_exact_rule_holds_iff_p_at_most_alpha(method: str) -> None:
         rng = np.random.default_rng(seed + 100)
         for thr in rng.uniform(res.lower - 0.5, res.upper + 0.5, 40):
             for rule in (E.Rule("upper", "<", thr), E.Rule("lower", ">", thr)):
-                p = E.rule_p_value(rule, d, conf, method)
+                p = E.rule_pvalue(rule, d, conf, method)
                 assert E.rule_holds(rule, res) == (p <= alpha)
 
 
@@ -86,18 +86,18 @@ def test_ratio_rule_thresholds_are_on_ratio_scale() -> None:
     res = E.t_interval(d, 0.9, scale="ratio")
     assert res.upper < 1.0
     rule = E.Rule("upper", "<", 1.0)
-    assert E.rule_holds(rule, res) and E.rule_p_value(rule, d, 0.9, "t", "ratio") < 0.05
+    assert E.rule_holds(rule, res) and E.rule_pvalue(rule, d, 0.9, "t", "ratio") < 0.05
     with pytest.raises(ValueError, match="positive"):
-        E.rule_p_value(E.Rule("upper", "<", -1.0), d, 0.9, "t", "ratio")
+        E.rule_pvalue(E.Rule("upper", "<", -1.0), d, 0.9, "t", "ratio")
 
 
 def test_constant_contrasts_warn_instead_of_silent_zero_p() -> None:
     d = np.full(6, 0.01)
     with pytest.warns(E.DegenerateContrastWarning):
-        p = E.rule_p_value(E.Rule("upper", "<", 0.02), d, 0.9, "t")
+        p = E.rule_pvalue(E.Rule("upper", "<", 0.02), d, 0.9, "t")
     assert p == 0.0
     with pytest.warns(E.DegenerateContrastWarning):
-        assert E.rule_p_value(E.Rule("upper", "<", 0.0), d, 0.9, "signflip") == 1.0
+        assert E.rule_pvalue(E.Rule("upper", "<", 0.0), d, 0.9, "signflip") == 1.0
 
 
 @pytest.mark.parametrize("method", ["none", "holm", "bonferroni"])
@@ -181,4 +181,4 @@ def test_resolution_from_outcomes_ratio_and_infinite_bound() -> None:
 def test_no_warnings_leak_from_normal_rule_evaluation() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        E.rule_p_value(E.Rule("upper", "<", 1.0), contrasts(), 0.9, "wilcoxon")
+        E.rule_pvalue(E.Rule("upper", "<", 1.0), contrasts(), 0.9, "wilcoxon")

@@ -82,9 +82,9 @@ def test_issue_case_rule_p_value_agrees_with_interval() -> None:
     d = TIED[3]
     res = E.wilcoxon_interval(d, 0.9)
     assert (res.lower, res.upper) == pytest.approx((0.4, 1.35))
-    p = E.rule_p_value(E.Rule("lower", ">", 0.45), d, 0.9, "wilcoxon")
+    p = E.rule_pvalue(E.Rule("lower", ">", 0.45), d, 0.9, "wilcoxon")
     assert p > 0.05
-    assert E.rule_p_value(E.Rule("lower", ">", 0.39), d, 0.9, "wilcoxon") <= 0.05
+    assert E.rule_pvalue(E.Rule("lower", ">", 0.39), d, 0.9, "wilcoxon") <= 0.05
 
 
 def test_one_tie_moves_an_end_no_further_than_the_data() -> None:
