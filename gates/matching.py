@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from collect.ledger.cells import split_repeats
 from collect.ledger.store import Ledger, RunRecord
@@ -172,7 +172,8 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
     # stands; a later one is listed in ``duplicate``, and gates using that arm are refused through
     # ``arm_problems`` (the cell is ambiguous: which run is the real one?).
     first, repeats = split_repeats(planned, key=lambda r: (stratum_key(plan, r.stratum), r.replicate, r.arm))
-    for (skey, replicate, arm), record in first.items():  # type: ignore[misc]
+    for key, record in first.items():
+        skey, replicate, arm = cast("tuple[tuple[str, ...], int, str]", key)
         blocks[(skey, replicate)].records[arm] = record
     for record, earlier in repeats:
         text = f"{where_of(record)} repeats {earlier.run_id}"

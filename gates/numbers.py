@@ -7,7 +7,7 @@ and a recorded value of a diverged run as ``"NaN"``; :func:`as_float` reads any 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, cast
 
 from prereg.jsoncodec import decode_float, encode_float
 
@@ -21,7 +21,7 @@ def encode_number(value: float | None) -> Number | None:
         return None
     if math.isnan(value):
         raise ValueError("NaN has no place in an evaluation artifact")
-    return encode_float(value)  # type: ignore[return-value] - NaN refused above
+    return cast(Number, encode_float(value))  # never "NaN": refused above
 
 
 def encode_value(value: float | None) -> DataNumber | None:

@@ -146,7 +146,7 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
     except JSONFormatError:
         raise
     except UnicodeDecodeError:
-        raise NotJSON("not UTF-8 text") from None
+        raise NotJSON("not JSON: not UTF-8 text") from None
     except RecursionError:
         raise NestedTooDeep("nested too deeply") from None
     except json.JSONDecodeError as err:
