@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,11 +42,15 @@ VERSIONS = {
 VERSION_STRING = re.compile(r"^(prereg/lock|collect/run|collect/trace|gates/evaluation)/v\d+$")
 
 
+@cache
+def _parsed() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(), str(path)))
+                 for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py")))
+
+
 def modules() -> Iterator[tuple[str, ast.Module]]:
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            yield rel, ast.parse(path.read_text(), rel)
+    """(path relative to the root, its syntax tree) of every module of the packages, parsed once."""
+    yield from _parsed()
 
 
 def docstrings(tree: ast.Module) -> set[int]:
