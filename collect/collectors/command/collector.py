@@ -64,7 +64,7 @@ from collect.collectors.command.params import (
 from collect.collectors.command.process import EXIT_NOT_STARTED, Finished, run_program
 from collect.collectors.command.telemetry import record_program, sensor_for_env
 from collect.plugins import SENSORS, PluginError
-from collect.telemetry.analysis.energy import ENERGY_METRICS
+from collect.telemetry.analysis.energy import ENERGY_METRICS, run_energy
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor, split_spec
 from prereg.fileio import atomic_write
@@ -148,7 +148,7 @@ class CommandCollector(Collector):
 
     name = "command"
     PARAMS = PARAMS
-    METRICS: dict[str, str] = {}  # the plan's own (PLAN_METRICS)
+    METRICS = {}  # the plan's own (PLAN_METRICS)
     EVIDENCE = "measured"
     PLAN_METRICS = True
 
@@ -232,7 +232,6 @@ class CommandCollector(Collector):
         expected = [m for m in own["metrics"] if m not in energy_names]
         metrics = read_metrics(metrics_file, expected)
         if own["sensor"] != "none":
-            from collect.telemetry.analysis.energy import run_energy  # lazy: numpy
             from collect.traces.telemetry import write_trace  # lazy: numpy
 
             energy = run_energy(recorded.trace, own["energy_signal"], *recorded.power_range_w)

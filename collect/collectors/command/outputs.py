@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prereg.errors import ToolkitError
 from prereg.jsoncodec import DuplicateKey, JSONFormatError, NonFiniteLiteral, loads
 
 MAX_METRICS_BYTES = 1 << 20
@@ -30,8 +31,9 @@ MAX_MARKS_BYTES = 64 << 20
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class RunFailure(RuntimeError):
-    """Why a run failed (recorded as the run's error by the engine)."""
+class RunFailure(ToolkitError):
+    """Why a run failed: raised from ``run``, recorded as the run's error by the engine (the other
+    runs go on); never stops ``collect run`` itself."""
 
 
 def read_metrics(path: Path, expected: list[str]) -> dict[str, float]:
