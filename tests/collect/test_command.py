@@ -313,7 +313,10 @@ json.dump({"value": run["params"]["offset"] + run["seed"] % 7}, open(os.environ[
 
 
 @pytest.mark.slow
-def test_sigkill_of_collect_run_leaves_no_process_and_resume_gives_the_same_records(project):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_killing_collect_run_leaves_no_process_and_resume_gives_the_same_records(project, sig):
+    """SIGKILL and SIGTERM end collect run at once (the supervisor's parent-death signal ends the
+    program's group); SIGINT is a KeyboardInterrupt (the wait's cleanup ends it)."""
     (project / "prog.py").write_text(SLEEPER)
     plan_file = project / "plan.yaml"
     plan_file.write_text(plan_text(collector=TARGET))
@@ -332,8 +335,8 @@ def test_sigkill_of_collect_run_leaves_no_process_and_resume_gives_the_same_reco
     assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
     pgid, program, grandchild = (int(x) for x in pgid_file.read_text().split())
     assert pgid == program and alive(grandchild)  # the program leads its own group; its child is in it
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(60)
+    proc.send_signal(sig)
+    assert proc.wait(60) == (130 if sig == signal.SIGINT else -sig)
     _poll(lambda: not _group_alive(pgid) and not alive(program) and not alive(grandchild))
     armed.unlink()
     again = subprocess.run([COLLECT, "run", str(lock), "--out", "runs", "--resume"],
