@@ -208,7 +208,7 @@ def test_refused_names_and_sensors(project):
         engine.expand_plan(plan, sha)
 
 
-@pytest.mark.parametrize("clock", ["virtual", "real"])
+@pytest.mark.parametrize("clock", ["virtual", pytest.param("real", marks=pytest.mark.slow)])  # real: a poller process per run
 def test_telemetry_is_sampled_outside_the_program_and_marks_become_phases(project, clock):
     energy = ("  energy: {unit: J, better: lower, evidence: modeled, signal: energy_counter}\n"
               "  energy_checkpoint: {unit: J, better: lower, evidence: modeled}\n"
