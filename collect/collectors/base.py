@@ -4,7 +4,8 @@ A collector is a class with a ``name`` (the plan's ``experiment.collector``), a 
 parameters it reads (``PARAMS``: name -> ``Param``), and ``run(ctx) -> RunResult``. The engine
 (``collect run``) merges a run's parameters -- the plan's ``experiment.params`` (defaults),
 overridden by the stratum's factor levels, overridden by the arm's settings -- checks them with
-:func:`check_params` (unknown names are refused; types and ranges checked), derives the seed from
+``check_run`` (by default :func:`check_params`: unknown names are refused; types and ranges
+checked), derives the seed from
 the stratum and replicate (never the arm: common random numbers), and calls ``run``.
 
 Collectors are deterministic given ``ctx.params`` and ``ctx.seed``. They may write files only
@@ -48,6 +49,7 @@ class RunContext:
     arm: str
     replicate: int
     trace_dir: Path
+    plan_sha256: str = ""  # the plan the run belongs to (empty when run outside the engine)
 
     def trace_path(self, suffix: str) -> Path:
         """``trace_dir / f"{run_id}.{suffix}"``; ``suffix`` may not contain a path separator."""
@@ -73,6 +75,17 @@ class Collector(abc.ABC):
     PARAMS: ClassVar[dict[str, Param]] = {}
     METRICS: ClassVar[dict[str, str]] = {}  # metric name -> unit, for documentation and checks
     EVIDENCE: ClassVar[str] = "modeled"  # the evidence class of every metric (simulators: modeled)
+    #: True for a collector that produces whatever metrics the plan declares (``command``): the engine
+    #: then accepts every plan metric and passes their names, in plan order, as the parameter ``metrics``
+    #: (which the plan itself may not set); ``METRICS`` is then only documentation
+    PLAN_METRICS: ClassVar[bool] = False
+
+    @classmethod
+    def check_run(cls, params: Mapping[str, Any], stratum: Mapping[str, Any]) -> dict[str, Any]:
+        """One run's merged parameters checked before any run starts (``ParamError`` otherwise); the
+        run's stratum (blocking factors included) is given for checks that refer to the cell.
+        Default: :func:`check_params`."""
+        return check_params(cls, params)
 
     @classmethod
     def metric_evidence(cls, params: Mapping[str, Any]) -> dict[str, str]:

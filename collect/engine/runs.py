@@ -3,8 +3,9 @@
 The plan is expanded into runs: every stratum x replicate x arm. A run's parameters are the plan's
 ``experiment.params``, overridden by the stratum's factor levels, overridden by the arm's settings;
 the blocking factors ``seed`` and ``block`` label strata and are not passed to the collector. The
-collector (found by :mod:`collect.plugins`) checks them before any run starts, and every plan metric
-must be one the collector produces. Each run's seed derives from its stratum and replicate only,
+collector (found by :mod:`collect.plugins`) checks them (``Collector.check_run``) before any run
+starts, and every plan metric must be one the collector produces (a ``PLAN_METRICS`` collector, such
+as ``command``, produces the plan's own list, passed to it as the parameter ``metrics``). Each run's seed derives from its stratum and replicate only,
 never from the arm (common random numbers); run ids derive from the plan hash, stratum, arm and
 replicate. The executors that schedule these runs live in :mod:`collect.engine.runner`.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collect.collectors.base import Collector, ParamError, RunContext, check_params
+from collect.collectors.base import Collector, ParamError, RunContext
 from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
@@ -74,7 +75,7 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
     if plan.experiment is None:
         raise EngineError("the plan has no 'experiment' section: its runs are imported ('collect import'), not run")
     collector = load_collector(plan.experiment.collector)
-    missing = [m for m in plan.metrics if m not in collector.METRICS]
+    missing = [] if collector.PLAN_METRICS else [m for m in plan.metrics if m not in collector.METRICS]
     if missing:
         raise EngineError(
             f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
@@ -88,7 +89,12 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
                 merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
                 merged.update(settings)
                 try:
-                    params = check_params(collector, merged)
+                    if collector.PLAN_METRICS:
+                        if "metrics" in merged:
+                            raise ParamError("parameter 'metrics' is set from the plan's metrics section "
+                                             f"(collector {collector.name} writes the metrics the plan declares)")
+                        merged["metrics"] = list(plan.metrics)
+                    params = collector.check_run(merged, stratum)
                 except ParamError as err:
                     raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
                 runs.append(PlannedRun(
@@ -167,7 +173,7 @@ def execute_run(
     trace_dir.mkdir(parents=True, exist_ok=True)
     collector = load_collector(collector_name) if spec is None else _import_collector(collector_name, spec)
     ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
-                     planned.replicate, trace_dir)
+                     planned.replicate, trace_dir, plan_sha256)
     record: dict[str, Any] = {
         "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
         "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,

@@ -177,6 +177,16 @@ class Recorder:
                 if self._child is not None:
                     self._child.phase(after)
 
+    def hint(self, name: str) -> None:
+        """Tell the sensor's ``set_phase`` hook (and the polling child's) that the load is now phase
+        ``name``'s, without marking a phase: for phases marked elsewhere and added to the trace
+        afterwards (a ``command`` run's marks file). A real GPU ignores it, as it ignores phases."""
+        hook = getattr(self.sensor, "set_phase", None)
+        if hook:
+            hook(name)
+            if self._child is not None:
+                self._child.phase(name)
+
     def _open_phase_name(self) -> str | None:
         open_phases = [p for p in self._phases if p.end_ns < 0]
         return open_phases[-1].name if open_phases else None

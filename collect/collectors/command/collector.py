@@ -1,0 +1,249 @@
+"""Collector ``command``: every planned run executes the researcher's own program.
+
+.. code-block:: yaml
+
+    experiment:
+      collector: command
+      params:
+        argv: [python, train.py, --policy, "{policy}", --seed, "{seed}", --out, "{run_dir}"]
+        timeout_s: 3600
+        code: [train.py, "model/**/*.py"]
+        sensor: none
+
+Parameters: :data:`collect.collectors.command.params.PARAMS` (the collector's own); every other
+merged parameter is the program's (placeholders and checks: :mod:`collect.collectors.command.params`).
+Metrics: whatever the plan declares (``PLAN_METRICS``): the program writes them to
+``$PREREG_METRICS``, except the energy metrics (``energy``, ``energy_<phase>``, ``idle_power``,
+``*_net``: :data:`collect.telemetry.analysis.energy.ENERGY_METRICS`), which come from the sensor
+when one is configured. Program metrics are ``measured`` at best (declare ``modeled`` for a
+simulator: a plan may declare weaker evidence, never stronger); energy metrics carry the sensor's.
+
+Each run gets a private folder ``RUNS/traces/<run_id>.run/`` and these environment variables:
+
+* ``PREREG_RUN_DIR``: that folder (also ``{run_dir}``); every file the program leaves there is a
+  trace of the run, listed and hashed in its record (no links, no special files);
+* ``PREREG_RUN``: ``run.json`` there (run_id, prereg_sha256, stratum, arm, replicate, seed, the
+  program's parameters);
+* ``PREREG_METRICS``: ``metrics.json`` there, which the program writes
+  (:mod:`collect.collectors.command.outputs`);
+* ``PREREG_MARKS``: ``marks.txt`` there, the phase marks (:mod:`collect.marks`).
+
+The program's stdout and stderr (the last MiB of each) are kept as ``stdout.txt`` / ``stderr.txt``
+there. A non-zero exit, a signal, the timeout (the whole process group is killed), no metrics file,
+an undeclared, missing, non-numeric or non-finite metric, malformed JSON or marks: the run fails
+with that reason (the engine records it; the other runs go on), never a number. No process of the
+program's group outlives the run, whatever happens to ``collect run``
+(:mod:`collect.collectors.command.process`). The run's folder is emptied before a run starts, so a
+retried run (``--resume``) starts clean.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from collect.collectors.base import Collector, ParamError, RunContext, RunResult, check_params
+from collect.collectors.command.identity import code_identity
+from collect.collectors.command.outputs import RunFailure, phases_of, read_marks, read_metrics
+from collect.collectors.command.params import (
+    PARAMS,
+    RUN_FIELDS,
+    check_argv,
+    check_metrics,
+    check_program_params,
+    code_files,
+    energy_metrics,
+    format_argv,
+    resolve_workdir,
+    split_params,
+)
+from collect.collectors.command.process import EXIT_NOT_STARTED, Finished, run_program
+from collect.collectors.command.telemetry import record_program, sensor_for_env
+from collect.plugins import SENSORS, PluginError
+from collect.telemetry.analysis.energy import ENERGY_METRICS, run_energy
+from collect.telemetry.sensors.base import SensorError
+from collect.telemetry.sensors.registry import open_sensor, split_spec
+from prereg.fileio import atomic_write
+from prereg.jsoncodec import readable_bytes
+
+RUN_SUFFIX = "run"  # the run's folder: <run_id>.run
+ERROR_TAIL = 400  # characters of stderr quoted in a failed run's error
+
+
+def check_sensor_spec(spec: str, energy_signal: str) -> None:
+    """A sensor spec that can be opened here (its kind registered or importable; a ``sim`` spec's
+    options and signals checked without opening it); ``ParamError`` otherwise."""
+    if spec == "none":
+        return
+    kind, rest = split_spec(spec)
+    try:
+        SENSORS.check_findable(kind)
+    except PluginError as err:
+        raise ParamError(f"sensor {spec!r}: {err}; use none, sim:..., nvml[:index=N] or replay:PATH") from None
+    if kind == "sim":
+        from collect.telemetry.sensors.sim import spec_signals  # lazy: numpy
+
+        try:
+            offered = spec_signals(rest)
+        except SensorError as err:
+            raise ParamError(f"sensor {spec!r}: {err}") from None
+        if energy_signal not in offered:
+            raise ParamError(f"energy_signal = {energy_signal} is not offered by sensor {spec!r} "
+                             f"(it offers {', '.join(sorted(offered))})")
+
+
+def validate(params: Mapping[str, Any], stratum: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The run's parameters checked: the collector's own (``check_params``), the program's, the argv
+    placeholders (against ``stratum``'s factors too), the code globs and the sensor; ``ParamError``."""
+    own, program = split_params(params)
+    checked = check_params(CommandCollector, own)
+    check_program_params(program)
+    checked["workdir"] = resolve_workdir(checked["workdir"])
+    known = set(params) | set(RUN_FIELDS) | set(stratum or {})
+    check_argv(checked["argv"], known)
+    code_files(checked["code"], Path(checked["workdir"]))
+    check_sensor_spec(checked["sensor"], checked["energy_signal"])
+    check_metrics(checked)
+    return {**checked, **program}
+
+
+def _error_with_stderr(reason: str, finished: Finished) -> RunFailure:
+    tail = finished.stderr.decode("utf-8", "replace").strip()[-ERROR_TAIL:]
+    return RunFailure(f"{reason}; stderr ends: {tail!r}" if tail else f"{reason} (nothing on stderr)")
+
+
+def _check_finished(finished: Finished, timeout_s: float) -> None:
+    if finished.timed_out:
+        raise _error_with_stderr(f"timed out after {timeout_s:g} s (timeout_s); its process group was killed",
+                                 finished)
+    code = finished.returncode
+    if code == EXIT_NOT_STARTED:
+        raise _error_with_stderr("the program could not be started (exit status 127)", finished)
+    if code < 0:
+        raise _error_with_stderr(f"the program was ended by signal {-code}", finished)
+    if code != 0:
+        raise _error_with_stderr(f"the program exited with status {code}", finished)
+
+
+def _run_files(folder: Path, traces_dir: Path) -> list[str]:
+    """Every file the run's folder holds, as trace names relative to ``traces_dir`` (sorted)."""
+    names = []
+    for path in sorted(folder.rglob("*")):
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(mode):
+            continue
+        if not stat.S_ISREG(mode):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+            raise RunFailure(f"the run's folder holds {path.relative_to(folder)}, {kind}: traces are regular files")
+        names.append(path.relative_to(traces_dir).as_posix())
+    return names
+
+
+class CommandCollector(Collector):
+    """The researcher's program, once per planned run; see the module doc."""
+
+    name = "command"
+    PARAMS = PARAMS
+    METRICS = {}  # the plan's own (PLAN_METRICS)
+    EVIDENCE = "measured"
+    PLAN_METRICS = True
+
+    @classmethod
+    def check_run(cls, params: Mapping[str, Any], stratum: Mapping[str, Any]) -> dict[str, Any]:
+        """:func:`validate`, with the stratum's factors as placeholders."""
+        return validate(params, stratum)
+
+    @classmethod
+    def metric_evidence(cls, params: Mapping[str, Any]) -> dict[str, str]:
+        """Program metrics measured at best; energy metrics as the sensor gives them (sim: modeled)."""
+        own, _ = split_params(params)
+        sensor = str(own.get("sensor") or "none")
+        energy = "modeled" if sensor.startswith("sim") else "measured"
+        computed = set(energy_metrics({**own, "sensor": sensor, "metrics": own.get("metrics") or []}))
+        return {m: energy if m in computed else cls.EVIDENCE for m in own.get("metrics") or []}
+
+    @classmethod
+    def signals(cls, params: Mapping[str, Any]) -> set[str]:
+        """The energy signal, when a sensor is configured (an nvml or replay sensor is opened once to check)."""
+        own, _ = split_params(params)
+        sensor = str(own.get("sensor") or "none")
+        if sensor == "none":
+            return set()
+        signal = str(own.get("energy_signal") or PARAMS["energy_signal"].default)
+        if not sensor.startswith("sim"):
+            try:
+                spec, _ = sensor_for_env(sensor, os.environ)
+                with open_sensor(spec) as opened:
+                    if signal not in opened.signals() or signal in opened.unavailable:
+                        raise ParamError(f"sensor {spec!r} cannot read {signal}")
+            except (SensorError, RunFailure) as err:
+                raise ParamError(f"sensor {sensor!r}: {err}") from None
+        return {signal}
+
+    def run(self, ctx: RunContext) -> RunResult:
+        p = validate(ctx.params, ctx.stratum)
+        own, program = split_params(p)
+        workdir = Path(own["workdir"])
+        identity = code_identity(code_files(own["code"], workdir), workdir, own["packages"])
+        folder = ctx.trace_path(RUN_SUFFIX)
+        if folder.is_symlink() or folder.exists():
+            if folder.is_symlink() or not folder.is_dir():
+                folder.unlink()
+            else:
+                shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        run_file, metrics_file, marks_file = folder / "run.json", folder / "metrics.json", folder / "marks.txt"
+        atomic_write(run_file, readable_bytes({
+            "run_id": ctx.run_id, "prereg_sha256": ctx.plan_sha256 or None, "stratum": dict(ctx.stratum),
+            "arm": ctx.arm, "replicate": ctx.replicate, "seed": ctx.seed, "params": program,
+        }))
+        values = {**p, **ctx.stratum, "seed": ctx.seed, "run_id": ctx.run_id, "arm": ctx.arm,
+                  "replicate": ctx.replicate, "run_dir": str(folder.absolute())}
+        argv = format_argv(own["argv"], values)
+        env = {**os.environ, "PREREG_RUN": str(run_file.absolute()), "PREREG_METRICS": str(metrics_file.absolute()),
+               "PREREG_MARKS": str(marks_file.absolute()), "PREREG_RUN_DIR": str(folder.absolute())}
+
+        def launch(on_tick: Any) -> Finished:
+            return run_program(argv, str(workdir), env, own["timeout_s"], on_tick)
+
+        energy_names = energy_metrics(own)
+        telemetry: dict[str, Any] = {}
+        info: dict[str, Any] = {"command": identity, "argv": own["argv"], "sensor": own["sensor"]}
+        kept: list[str] = []
+        if own["sensor"] == "none":
+            finished = launch(None)
+        else:
+            spec, device = sensor_for_env(own["sensor"], env)
+            recorded = record_program(spec, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"],
+                                      marks_file, launch)
+            finished = recorded.finished
+            info.update(sensor=spec, energy_signal=own["energy_signal"], energy_evidence=recorded.evidence,
+                        **({"sensor_device": device} if device else {}))
+        (folder / "stdout.txt").write_bytes(finished.stdout)
+        (folder / "stderr.txt").write_bytes(finished.stderr)
+        info["output_bytes"] = {"stdout": finished.stdout_bytes, "stderr": finished.stderr_bytes}
+        info["timing_s"] = {"program": round(finished.seconds, 4)}
+        _check_finished(finished, own["timeout_s"])
+        phases_of(read_marks(marks_file))
+        expected = [m for m in own["metrics"] if m not in energy_names]
+        metrics = read_metrics(metrics_file, expected)
+        if own["sensor"] != "none":
+            from collect.traces.telemetry import write_trace  # lazy: numpy
+
+            energy = run_energy(recorded.trace, own["energy_signal"], *recorded.power_range_w)
+            missing = [m for m in energy_names if m not in energy.metrics]
+            if missing:
+                raise RunFailure(f"energy metric(s) {', '.join(missing)} could not be computed from the telemetry")
+            metrics.update({m: energy.metrics[m] for m in energy_names})
+            telemetry[own["energy_signal"]] = energy.summary
+            info["metric_evidence"] = {m: recorded.evidence for m in energy_names}
+            kept = [path.name for path in write_trace(recorded.trace, ctx.trace_path("telemetry"))]
+        return RunResult(metrics=metrics, telemetry=telemetry,
+                         traces=[*_run_files(folder, ctx.trace_dir), *kept], info=info)
+
+
+__all__ = ["ENERGY_METRICS", "PARAMS", "CommandCollector", "validate"]

@@ -1,0 +1,140 @@
+"""Start a ``command`` run's program, wait for it with a timeout, and leave no process behind.
+
+The program runs under a tiny supervisor (:mod:`collect.collectors.command.supervisor`, a Python
+started with ``-I -S``: standard library only, about 15 ms), which puts the program in a session
+and process group of its own and kills that whole group when the program ends, when it is told to
+stop (``SIGTERM``) and when this process dies:
+
+* the supervisor asks the kernel for ``SIGTERM`` when the thread that started it exits
+  (``PR_SET_PDEATHSIG`` through ctypes, first thing, then checks that this process is still its
+  parent: nothing runs between fork and exec here, so starting it is safe while other threads
+  run -- the telemetry recorder, the output readers). The calling thread waits
+  here until the supervisor is gone, so it outlives it on every path but its own death -- which
+  is what the signal is for: a ``kill -9`` of ``collect run`` (or of a pool worker) still ends
+  the program and every process that stayed in its group;
+* the timeout, an exception or ``KeyboardInterrupt`` in this thread, and a normal return all end
+  in :func:`_stop` (``SIGTERM`` to the supervisor, ``SIGKILL`` after ``GRACE_S``), so nothing
+  outlives the call.
+
+stdout and stderr are read through pipes by two threads that keep only the last ``TAIL_BYTES`` of
+each (bounded memory and disk whatever the program prints), with the byte counts seen.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
+TAIL_BYTES = 1 << 20  # stdout / stderr kept per run (the last MiB of each)
+GRACE_S = 5.0  # the supervisor's time to kill the group and exit after SIGTERM
+READER_JOIN_S = 5.0  # a pipe still held by a process outside the group is given up on after this
+#: supervisor exit codes of its own (the program's otherwise)
+EXIT_NOT_STARTED = 127
+
+
+@dataclass
+class Finished:
+    """How the program ended: its exit code (negative: the signal that ended it), the times, its output."""
+
+    returncode: int
+    timed_out: bool
+    start_ns: int  # host CLOCK_MONOTONIC ns just before the supervisor was started
+    end_ns: int  # ... just after it was seen to end
+    stdout: bytes  # the last TAIL_BYTES
+    stderr: bytes
+    stdout_bytes: int  # everything the program wrote there
+    stderr_bytes: int
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of the program, s."""
+        return (self.end_ns - self.start_ns) / 1e9
+
+
+class _Tail:
+    """Reads a pipe to its end, keeping the last ``limit`` bytes."""
+
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+        self.pipe, self.limit = pipe, limit
+        self.chunks: deque[bytes] = deque()
+        self.kept = self.total = 0
+        self.thread = threading.Thread(target=self._read, name="command-output", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        fd = self.pipe.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.total += len(chunk)
+            self.chunks.append(chunk)
+            self.kept += len(chunk)
+            while self.kept - len(self.chunks[0]) >= self.limit:
+                self.kept -= len(self.chunks.popleft())
+
+    def result(self) -> bytes:
+        self.thread.join(READER_JOIN_S)
+        data = b"".join(self.chunks)
+        return data[-self.limit:] if len(data) > self.limit else data
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the supervisor (and so the program's group): SIGTERM, then SIGKILL after ``GRACE_S``."""
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_program(
+    argv: list[str], cwd: str, env: Mapping[str, str], timeout_s: float,
+    on_tick: Callable[[], None] | None = None, tick_s: float = 0.05,
+) -> Finished:
+    """Run ``argv`` in ``cwd`` with ``env`` (see the module doc); ``on_tick`` is called about every
+    ``tick_s`` seconds while it runs. ``OSError`` when the supervisor itself cannot start."""
+    start = time.monotonic_ns()
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), *argv], cwd=cwd, env=dict(env),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = _Tail(proc.stdout, TAIL_BYTES), _Tail(proc.stderr, TAIL_BYTES)
+    timed_out = False
+    try:
+        deadline = start + int(timeout_s * 1e9)
+        while True:
+            left = (deadline - time.monotonic_ns()) / 1e9
+            if left <= 0:
+                timed_out = proc.poll() is None
+                break
+            try:
+                proc.wait(min(left, tick_s) if on_tick is not None else left)
+                break
+            except subprocess.TimeoutExpired:
+                if on_tick is not None:
+                    on_tick()
+    finally:
+        _stop(proc)
+        end = time.monotonic_ns()
+        stdout, stderr = out.result(), err.result()
+        proc.stdout.close()
+        proc.stderr.close()
+    return Finished(proc.returncode, timed_out, start, end, stdout, stderr, out.total, err.total)
