@@ -1,7 +1,8 @@
 """The ``collect`` console script: bring runs into a ledger under a frozen plan.
 
-Subcommands: ``run`` (execute a frozen plan), ``import`` (runs made elsewhere), ``probe`` (what a
-telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
+Subcommands: ``run`` (execute a frozen plan), ``plan`` (list its planned runs, ids and seeds, for
+work done elsewhere), ``import`` (runs made elsewhere), ``telemetry`` (a power log another tool
+wrote, as a trace), ``probe`` (what a telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
 worker counts, the admission of heterogeneous worker pools; docs/churn-law.md).
 Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
 is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.fileio import write_text_atomically
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
@@ -53,6 +55,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
         print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
               f"{already}\nledger head sha256 {head}")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """List every planned run (``collect.api.plan_listing``) on stdout or into ``-o FILE``."""
+    from collect.api import plan_listing  # lazy: pydantic
+
+    text = plan_listing(args.lock, args.format)
+    if args.output:
+        write_text_atomically(args.output, text)
+        print(f"wrote the plan's runs to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -276,6 +291,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_import)
+    p = sub.add_parser("plan", help="list every planned run: run id, stratum, arm, replicate, seed, params",
+                       description="Every run of a frozen plan as 'collect run' would execute it: the run id it "
+                       "would record, the stratum's levels, the arm, the replicate, the seed it passes (derived from "
+                       "stratum and replicate, never the arm) and the merged parameters (JSON in CSV). For runs made "
+                       "elsewhere: 'collect import' checks a seed column against these seeds.")
+    p.add_argument("lock", help="the frozen plan (*.lock.json)")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the listing to FILE (default: stdout)")
+    p.set_defaults(handler=cmd_plan)
     p = sub.add_parser("run", help="execute a frozen plan with its built-in collector into RUNS/ledger.jsonl")
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl, traces/)")

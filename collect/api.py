@@ -4,6 +4,7 @@ What a notebook calls (re-exported lazily by ``import collect``)::
 
     summary = collect.run_plan("study.lock.json", "runs/", jobs=4)     # -> RunSummary
     records = collect.import_table("study.lock.json", "runs.csv", "runs/")
+    runs = collect.planned_runs("study.lock.json")                     # -> [PlannedRun] (collect plan)
     ledger = collect.read_ledger("runs/")                              # -> Ledger
 
 Rules (the ``collect`` CLI only prints what these return):
@@ -32,6 +33,8 @@ from collect.engine.runner import check_jobs, expand_plan
 from collect.engine.runner import run_plan as engine_run_plan
 from collect.importing.importer import ImportProblem, frame_rows, import_rows
 from collect.importing.importer import import_table as import_file
+from collect.importing.planned import PLAN_FORMATS, plan_text
+from collect.importing.planned import planned_runs as list_planned_runs
 from collect.importing.time_order import EarlyRunsWarning, early_runs_message
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
 from collect.ledger.store import read_ledger as read
@@ -42,6 +45,7 @@ from prereg.fileio import not_a_readable_file
 
 if TYPE_CHECKING:
     from collect.engine.runner import RunSummary
+    from collect.engine.runs import PlannedRun
     from collect.ledger.store import Ledger, RunRecord
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -116,6 +120,21 @@ def import_table(
         raise ImportProblem(err.errors, table=str(path)) from None
     _warn_early(records, verified)
     return records
+
+
+def planned_runs(lock: LockLike) -> list[PlannedRun]:
+    """Every run the frozen plan asks for, as ``collect run`` would execute it: run id, stratum, arm,
+    replicate, derived seed and merged parameters (``collect.importing.planned``; ``collect plan``)."""
+    verified = load_lock(lock)
+    return list_planned_runs(verified.plan, verified.plan_sha256)
+
+
+def plan_listing(lock: LockLike, fmt: str = "csv") -> str:
+    """``collect plan``'s listing of :func:`planned_runs` as ``csv`` or ``json`` text."""
+    if fmt not in PLAN_FORMATS:
+        raise InputError(f"unknown listing format {fmt!r}; use {' or '.join(PLAN_FORMATS)}")
+    verified = load_lock(lock)
+    return plan_text(verified.plan, verified.plan_sha256, fmt)
 
 
 def _warn_early(records: list[RunRecord], verified: Lock) -> None:
