@@ -29,6 +29,7 @@ READERS = {
     "collect/traces/telemetry.py": "the telemetry trace's meta file",
     "collect/collectors/torchrun/warmstart.py": "the warm start's sidecar",
     "collect/importing/importer.py": "a user's JSON-lines table of runs",
+    "collect/telemetry/logs/zeus.py": "a Zeus log written as JSON lines",
     "gates/artifact.py": "the evaluation (evaluation.json)",
 }
 #: format family -> the modules that may spell its version string
