@@ -40,7 +40,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EarlyRunsWarning)
-        records = import_table(lock, args.file, runs, skipped)
+        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format)
     for warning in caught:
         if issubclass(warning.category, EarlyRunsWarning):
             print(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
@@ -331,6 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the table (.csv, .csv.gz, .jsonl, .parquet)")
     p.add_argument("--lock", required=True, help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
+    p.add_argument("--telemetry", metavar="DIR", help="a folder of one power log per run (<run_id>.nvidia-smi.csv, "
+                   ".dcgm.txt, .zeus.csv, .emissions.csv): fills each row's telemetry columns, kept as its trace")
+    p.add_argument("--telemetry-format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
+                   help="the logs' format (default: recognised from each file's suffix)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_import)
     p = sub.add_parser("plan", help="list every planned run: run id, stratum, arm, replicate, seed, params",

@@ -81,7 +81,8 @@ def run_plan(
 
 
 def import_table(
-    lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None
+    lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None,
+    telemetry: PathLike | None = None, telemetry_format: str | None = None,
 ) -> list[RunRecord]:
     """Validate a table of runs against the plan and append it to ``out``'s ledger.
 
@@ -90,10 +91,17 @@ def import_table(
     written (chained: the last one's ``record_sha256`` is the new ledger head); the ids of rows
     already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
+    ``telemetry``: a folder of one power log per run (``<run_id>.<suffix>``, format ``telemetry_format``
+    or recognised) that fills each row's telemetry columns and becomes its trace (``collect.importing.logs``).
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
     seals = lock_seals(verified.data)  # checked inside the writer lock, with the folder's plan
+    logs = None
+    if telemetry is not None:
+        from collect.importing.logs import TelemetryLogs  # lazy: numpy
+
+        logs = TelemetryLogs(Path(telemetry), telemetry_format)
     if _is_data_frame(table):
         try:
             records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
@@ -113,7 +121,7 @@ def import_table(
         raise InputError(problem)
     try:
         records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data),
-                              lock_seal=verified.seal, seals=seals)
+                              lock_seal=verified.seal, seals=seals, telemetry=logs)
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise

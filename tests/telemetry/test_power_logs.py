@@ -151,3 +151,58 @@ def test_collect_telemetry_then_probe_replay(tmp_path: Path) -> None:
     recorded = json.loads(probe.stdout)["recorded"]["energy_counter"]
     assert recorded["metrics"]["energy"] == out["recorded"]["energy_counter"]["metrics"]["energy"]
     assert recorded["effective_period_ms"] == pytest.approx(100, rel=0.05)
+
+
+def _logged_runs(tmp_path: Path, drop: int | None = None) -> tuple[Path, Path, Path]:
+    """The cadence plan frozen, a table of its runs (no energy typed in) and one Zeus log per run,
+    named after the run id ``collect plan`` lists; the ``drop``-th log left out."""
+    import csv
+    import io
+
+    from tests.helpers import frozen_shared, write_csv
+
+    lock = frozen_shared(tmp_path, "cadence-energy.yaml")
+    listing = list(csv.DictReader(io.StringIO(run("collect", "plan", str(lock)).stdout)))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i, planned in enumerate(listing):
+        if i != drop:
+            windows = [(j * 0.5 + i, 0.5, "step") for j in range(40)]
+            (logs / f"{planned['run_id']}.zeus.csv").write_text(zeus_log(windows))
+    rows = [{"arm": r["arm"], "block": r["block"], "seed": r["seed"], "final_nll": 2.5} for r in listing]
+    return lock, write_csv(tmp_path / "runs.csv", rows), logs
+
+
+@pytest.mark.subprocess(quick=True)
+def test_import_fills_telemetry_and_keeps_each_log_as_a_hashed_trace(tmp_path: Path) -> None:
+    from collect.ledger.store import read_ledger, verify_chain
+
+    lock, table, logs = _logged_runs(tmp_path)
+    runs = tmp_path / "runs"
+    proc = run("collect", "import", str(table), "--lock", str(lock), "--out", str(runs), "--telemetry", str(logs))
+    assert proc.returncode == 0, proc.stderr
+    ledger = read_ledger(runs)
+    assert len(ledger.records) == 32 and verify_chain(ledger).ok
+    record = ledger.records[0]
+    summary = record.telemetry["energy_counter"]
+    assert summary.updates == 40 and summary.effective_period_ms == pytest.approx(500, rel=0.05)
+    assert summary.evidence == "measured" and summary.bound_of("energy") is not None
+    truth = energy(WARM_S, WARM_S + 20)
+    assert record.metric("energy") == pytest.approx(truth, rel=0.02)
+    assert abs(record.metric("energy") - truth) <= summary.bound_of("energy")
+    meta = f"traces/{record.run_id}.telemetry.meta.json"
+    assert meta in record.traces and set(record.trace_sha256) == set(record.traces)
+    assert not (runs / ".import-traces").exists()
+    probe = run("collect", "probe", "--sensor", f"replay:{runs / meta}", "--json")
+    assert probe.returncode == 0, probe.stderr  # checked against its record
+    again = run("collect", "import", str(table), "--lock", str(lock), "--out", str(runs), "--telemetry", str(logs))
+    assert again.returncode == 0 and "32 rows already in the ledger" in again.stdout  # resumable, identically
+
+
+@pytest.mark.subprocess(quick=True)
+def test_import_without_a_runs_log_names_the_row(tmp_path: Path) -> None:
+    lock, table, logs = _logged_runs(tmp_path, drop=4)
+    proc = run("collect", "import", str(table), "--lock", str(lock), "--out", str(tmp_path / "runs"),
+               "--telemetry", str(logs))
+    assert proc.returncode == 2 and "row 5: no telemetry log" in proc.stderr
+    assert not (tmp_path / "runs").exists()
