@@ -102,39 +102,47 @@ def split_unit(header: str) -> tuple[str, str | None]:
 def parse_cells(cells: list[str], unit: str | None, where: str, first_line: int,
                 line_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, str | None]:
     """Cells of one column as numbers: ``(values, statuses, unit)``. A cell may carry its unit
-    (``123.45 W``, ``1024 MiB``, ``45 %``); values are converted to the toolkit's unit (``UNITS``);
-    an unavailable cell (``UNAVAILABLE``) is NaN with its status. Anything else is a ``LogError``
-    naming ``where`` and the line (``first_line`` + index, or ``line_of[index]``)."""
-    stripped = [c.strip() for c in cells]
-    cell_unit = None
-    for c in stripped:
-        if c.lower() not in UNAVAILABLE:
-            parts = c.rsplit(" ", 1)
-            cell_unit = parts[1] if len(parts) == 2 and not _is_number(parts[1]) else None
-            break
-    if cell_unit is not None:
-        suffix = " " + cell_unit
-        stripped = [c[: -len(suffix)].rstrip() if c.endswith(suffix) else c for c in stripped]
-    name = cell_unit or unit
+    (``123.45 W``, ``1024 MiB``, ``45 %``; every cell of a column the same one); values are converted
+    to the toolkit's unit (``UNITS``); an unavailable cell (``UNAVAILABLE``) is NaN with its status.
+    Anything else is a ``LogError`` naming ``where`` and the line (``first_line`` + index, or
+    ``line_of[index]``). Each distinct cell is parsed once (a log repeats its values)."""
+    distinct = list(set(cells))
+    values = np.empty(len(distinct), dtype=np.float64)
+    status = np.empty(len(distinct), dtype=object)
+    units: set[str] = set()
+    for k, cell in enumerate(distinct):
+        text = cell.strip()
+        missing = UNAVAILABLE.get(text.lower())
+        if missing is not None:
+            values[k], status[k] = np.nan, missing
+            continue
+        number, _, cell_unit = text.rpartition(" ")
+        if not number or _is_number(cell_unit):
+            number, cell_unit = text, ""
+        units.add(cell_unit)
+        try:
+            values[k] = float(number)
+        except ValueError:
+            raise LogError(f"{where} line {_line(cells, cell, first_line, line_of)}: {text!r} is not a number"
+                           + (f" in {unit}" if unit else "")) from None
+        status[k] = "ok" if np.isfinite(values[k]) else "error"
+    if len(units) > 1:
+        odd = sorted(units)[-1]
+        sample = next(c for c in distinct if c.strip().endswith(odd) or (not odd and c.strip()))
+        raise LogError(f"{where} line {_line(cells, sample, first_line, line_of)}: the column mixes units "
+                       f"({', '.join(repr(u) for u in sorted(units))})")
+    name = next(iter(units), "") or unit
     target, factor = UNITS.get(name.lower(), (name, 1.0)) if name else (None, 1.0)
-    status = np.array([UNAVAILABLE.get(c.lower(), "ok") if c.lower() in UNAVAILABLE else "ok" for c in stripped],
-                      dtype=object) if any(c.lower() in UNAVAILABLE for c in stripped) else None
-    numeric = [("nan" if c.lower() in UNAVAILABLE else c) for c in stripped] if status is not None else stripped
-    try:
-        values = np.array(numeric, dtype=np.float64)
-    except ValueError:
-        for i, c in enumerate(numeric):
-            if not _is_number(c):
-                line = int(line_of[i]) if line_of is not None else first_line + i
-                raise LogError(f"{where} line {line}: {cells[i].strip()!r} is not a number"
-                               + (f" in {name}" if name else "")) from None
-        raise
-    if status is None:
-        status = np.full(values.size, "ok", dtype=object)
-    bad = ~np.isfinite(values) & (status == "ok")
-    status[bad] = "error"
-    values[status != "ok"] = np.nan
-    return values * factor if factor != 1.0 else values, status, target
+    index = {cell: k for k, cell in enumerate(distinct)}
+    codes = np.fromiter(map(index.__getitem__, cells), dtype=np.intp, count=len(cells))
+    out = values[codes]
+    out[~np.isfinite(out)] = np.nan
+    return (out * factor if factor != 1.0 else out), status[codes], target
+
+
+def _line(cells: list[str], cell: str, first_line: int, line_of: np.ndarray | None) -> int:
+    i = cells.index(cell)
+    return int(line_of[i]) if line_of is not None else first_line + i
 
 
 def _is_number(text: str) -> bool:

@@ -28,6 +28,8 @@ not written, so times are taken as UTC: durations are right, wall-clock times ar
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
 from collect.telemetry.logs.common import (
@@ -66,33 +68,52 @@ def _timestamps(cells: list[str], where: str, line_of: np.ndarray) -> tuple[np.n
     return stamps.astype(np.int64) * 1_000_000, resolution
 
 
+def _columns(text: str, header_line: int, header: str, names: list[str],
+             source: str) -> tuple[dict[str, list[str]], np.ndarray]:
+    """The log's cells by column, and each row's line number. A plain log (no blank line, no
+    repeated header) is split in one pass; anything else line by line, naming a line that does
+    not have the header's cells."""
+    width = len(names)
+    parts = text.split("\n", header_line)
+    body = parts[-1] if len(parts) > header_line else ""
+    body = body[:-1] if body.endswith("\n") else body
+    if body and "\r" not in body and "\n\n" not in body and ("\n" + header) not in body:
+        flat = body.replace("\n", ",").split(",")
+        count = body.count("\n") + 1
+        if len(flat) == width * count:
+            return ({name: flat[i::width] for i, name in enumerate(names)},
+                    np.arange(header_line + 1, header_line + 1 + count, dtype=np.int64))
+    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if n > header_line and line.strip()]
+    rows = [(n, line.split(",")) for n, line in numbered if line != header]  # a restarted logger's header
+    for n, cells in rows:
+        if len(cells) != width:
+            raise LogError(f"{source} line {n}: {len(cells)} cells where the header names {width}")
+    if not rows:
+        raise LogError(f"{source}: a header and no readings")
+    columns = list(zip(*(cells for _, cells in rows), strict=True))
+    return {name: list(columns[i]) for i, name in enumerate(names)}, np.array([n for n, _ in rows], dtype=np.int64)
+
+
 def convert(text: str, source: str, options: LogOptions) -> Trace:
     """The nvidia-smi CSV log ``text`` (from ``source``, named in messages) as a trace (module doc)."""
-    lines = text.splitlines()
-    numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
-    if not numbered:
+    header_line, header = 0, ""
+    for number, line in enumerate(io.StringIO(text), start=1):
+        if line.strip():
+            header_line, header = number, line.rstrip("\r\n")
+            break
+    if not header:
         raise LogError(f"{source}: empty log")
-    header_line, header = numbered[0]
     fields = [split_unit(h) for h in header.split(",")]
     names = [name for name, _ in fields]
     if "timestamp" not in names:
         raise LogError(f"{source} line {header_line}: no 'timestamp' column in the header ({header.strip()!r}); log "
                        "with --query-gpu=timestamp,index,power.draw,... --format=csv (keep the header)")
-    width = len(names)
-    body = [(n, line) for n, line in numbered[1:] if line != header]  # a header repeated by a restarted logger
-    rows = [line.split(",") for _, line in body]
-    line_of = np.array([n for n, _ in body], dtype=np.int64)
-    for k, cells in enumerate(rows):
-        if len(cells) != width:
-            raise LogError(f"{source} line {int(line_of[k])}: {len(cells)} cells where the header names {width}")
-    if not rows:
-        raise LogError(f"{source}: a header and no readings")
-    columns = list(zip(*rows, strict=True))
-    col = {name: list(columns[i]) for i, name in enumerate(names)}
+    col, line_of = _columns(text, header_line, header, names, source)
     if "index" in col:
-        device = choose_device([c.strip() for c in col["index"]], options, source)
-        keep = np.flatnonzero(np.array([c.strip() == device for c in col["index"]]))
-        if keep.size != len(rows):
+        devices = set(col["index"])
+        device = choose_device([c.strip() for c in devices], options, source)
+        if len(devices) > 1:
+            keep = np.flatnonzero(np.array([c.strip() == device for c in col["index"]]))
             col = {k: [v[i] for i in keep] for k, v in col.items()}
             line_of = line_of[keep]
     t_ns, resolution = _timestamps(col["timestamp"], source, line_of)
