@@ -331,8 +331,8 @@ def _import_table(
     if telemetry is not None:  # each row's log read and summarised before the folder is locked
         from collect.importing.logs import attach_logs  # lazy: numpy
 
-        rows, traces, log_errors = attach_logs(rows if columns is None else columns.rows(), plan, plan_sha256,
-                                               name, telemetry)
+        rows, traces, log_errors = attach_logs((rows or []) if columns is None else columns.rows(), plan,
+                                               plan_sha256, name, telemetry)
         columns = None
         if log_errors:
             raise ImportProblem(log_errors[:MAX_ERRORS])
@@ -345,8 +345,9 @@ def _import_table(
             if seals is not None:
                 check_folder_seals(existing, Path(runs_dir), seals)  # not under a resealed lock
             if telemetry is not None:
+                out: list[RunRecord] = []
                 _append_with_traces(rows or [], plan, plan_sha256, name, Path(runs_dir), existing, skipped,
-                                    lock_seal, traces, out := [])
+                                    lock_seal, traces, out)
                 return out
             fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal)
             if fast is not None:

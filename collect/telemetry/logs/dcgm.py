@@ -24,13 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 from collect.telemetry.logs.common import Column, LogError, LogOptions, build_trace, choose_device, parse_cells, signal
+from collect.telemetry.sensors.base import Kind
 from collect.traces.telemetry import Trace
 
 TOOL = "dcgm"
 DEFAULT_DELAY_MS = 1000.0
 
 
-def _tags(options: LogOptions) -> dict[str, tuple[str, str, str, float | None]]:
+def _tags(options: LogOptions) -> dict[str, tuple[str, str, Kind, float | None]]:
     """dmon tag -> (signal, unit, kind, window_ms)."""
     return {"POWER": ("power_average", "W", "gauge", options.power_window_ms),
             "POWINST": ("power_instant", "W", "gauge", 0.0), "TOTEC": ("energy_counter", "mJ", "counter", None),
@@ -73,14 +74,14 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
     lines = np.array([line_of[i] for i in keep], dtype=np.int64)
     delay_ns = int(round((options.poll_ms or DEFAULT_DELAY_MS) * 1e6))
     t_before = np.arange(len(keep), dtype=np.int64) * delay_ns
-    tags = _tags(options)
+    known = _tags(options)
     out: dict[str, Column] = {}
     for j, tag in enumerate(header):
-        if tag not in tags:
+        if tag not in known:
             continue
-        name, unit, kind, window = tags[tag]
+        name, unit, kind, window = known[tag]
         values, status, _ = parse_cells([cells[i][j] for i in keep], unit, source, int(lines[0]), lines)
-        out[name] = Column(signal(name, unit, kind, window), values, status)  # type: ignore[arg-type]
+        out[name] = Column(signal(name, unit, kind, window), values, status)
     if not any(s in out for s in ("energy_counter", "power_average", "power_instant")):
         raise LogError(f"{source}: no power or energy field among {' '.join(header)} (dmon -e 155,156)")
     return build_trace(t_before, t_before + delay_ns, out, TOOL,

@@ -110,7 +110,7 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
                        "with --query-gpu=timestamp,index,power.draw,... --format=csv (keep the header)")
     col, line_of = _columns(text, header_line, header, names, source)
     if "index" in col:
-        devices = set(col["index"])
+        devices = dict.fromkeys(col["index"])  # in order of appearance
         device = choose_device([c.strip() for c in devices], options, source)
         if len(devices) > 1:
             keep = np.flatnonzero(np.array([c.strip() == device for c in col["index"]]))
