@@ -1,7 +1,8 @@
 """The ``collect`` console script: bring runs into a ledger under a frozen plan.
 
-Subcommands: ``run`` (execute a frozen plan), ``import`` (runs made elsewhere), ``probe`` (what a
-telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
+Subcommands: ``run`` (execute a frozen plan), ``plan`` (list its planned runs, ids and seeds, for
+work done elsewhere), ``import`` (runs made elsewhere), ``telemetry`` (a power log another tool
+wrote, as a trace), ``probe`` (what a telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
 worker counts, the admission of heterogeneous worker pools; docs/churn-law.md).
 Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
 is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from prereg.fileio import write_text_atomically
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
@@ -38,7 +40,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EarlyRunsWarning)
-        records = import_table(lock, args.file, runs, skipped)
+        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format)
     for warning in caught:
         if issubclass(warning.category, EarlyRunsWarning):
             print(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
@@ -53,6 +55,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
         print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
               f"{already}\nledger head sha256 {head}")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """List every planned run (``collect.api.plan_listing``) on stdout or into ``-o FILE``."""
+    from collect.api import plan_listing  # lazy: pydantic
+
+    text = plan_listing(args.lock, args.format)
+    if args.output:
+        write_text_atomically(args.output, text)
+        print(f"wrote the plan's runs to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -261,6 +276,48 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _power_range(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        low, high = (float(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--power-range-w {text!r} must be MIN,MAX in watts, e.g. 50,700") from None
+    if not (0 <= low < high <= 1e6):
+        raise UserError(f"--power-range-w {text!r} must be 0 <= MIN < MAX <= 1e6 W")
+    return low, high
+
+
+def cmd_telemetry(args: argparse.Namespace) -> int:
+    """Convert a power log another tool wrote into a telemetry trace (``collect.telemetry.logs``)."""
+    from collect.telemetry.logs.common import LogOptions  # lazy: numpy
+    from collect.telemetry.logs.formats import convert_to_trace  # lazy: numpy
+    from collect.telemetry.recording.probe import probe_trace, recorded_sentence, recorded_summaries  # lazy: numpy
+
+    for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 3_600_000.0),
+                                   ("--power-window-ms", args.power_window_ms, 0.0, 60_000.0),
+                                   ("--max-gap-ms", args.max_gap_ms, 0.0, 3_600_000.0)):
+        if value is not None and not low <= value <= high:
+            raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
+    options = LogOptions(gpu=args.gpu, poll_ms=args.poll_ms, power_window_ms=args.power_window_ms,
+                         power_range_w=_power_range(args.power_range_w), window=args.window,
+                         max_gap_ms=args.max_gap_ms)
+    trace, files = convert_to_trace(args.log, args.output, args.format, options)
+    summaries = recorded_summaries(trace)
+    if args.json:
+        emit_json({"ok": True, "sensor": trace.sensor, "trace": str(files[-1]), "files": [str(f) for f in files],
+                   "signals": {p.signal: {"updates": p.updates, "effective_period_ms": p.effective_period_ms,
+                                          "unit": p.unit} for p in probe_trace(trace, {})},
+                   "recorded": summaries})
+        return EXIT_OK
+    polls = int(trace.poll_ns.size)
+    print(f"{args.log}: {polls} polls of {', '.join(trace.signals)} ({trace.sensor}, measured) -> {files[-1]}")
+    for signal, summary in summaries.items():
+        print(recorded_sentence(signal, summary))
+    print(f"re-analyse it with: collect probe --sensor replay:{files[-1]}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``collect`` argument parser."""
     parser = ArgumentParser(
@@ -274,8 +331,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the table (.csv, .csv.gz, .jsonl, .parquet)")
     p.add_argument("--lock", required=True, help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
+    p.add_argument("--telemetry", metavar="DIR", help="a folder of one power log per run (<run_id>.nvidia-smi.csv, "
+                   ".dcgm.txt, .zeus.csv, .emissions.csv): fills each row's telemetry columns, kept as its trace")
+    p.add_argument("--telemetry-format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
+                   help="the logs' format (default: recognised from each file's suffix)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     p.set_defaults(handler=cmd_import)
+    p = sub.add_parser("plan", help="list every planned run: run id, stratum, arm, replicate, seed, params",
+                       description="Every run of a frozen plan as 'collect run' would execute it: the run id it "
+                       "would record, the stratum's levels, the arm, the replicate, the seed it passes (derived from "
+                       "stratum and replicate, never the arm) and the merged parameters (JSON in CSV). For runs made "
+                       "elsewhere: 'collect import' checks a seed column against these seeds.")
+    p.add_argument("lock", help="the frozen plan (*.lock.json)")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the listing to FILE (default: stdout)")
+    p.set_defaults(handler=cmd_plan)
     p = sub.add_parser("run", help="execute a frozen plan with its built-in collector into RUNS/ledger.jsonl")
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl, traces/)")
@@ -286,6 +356,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip runs already complete (a plain re-run does the same; kept for clarity)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(handler=cmd_run)
+    p = sub.add_parser("telemetry", help="convert a power log (nvidia-smi, dcgmi dmon, Zeus, CodeCarbon) to a trace",
+                       description="Convert a power log another tool wrote into this toolkit's telemetry trace "
+                       "(TRACE.meta.json + polls), so 'collect probe --sensor replay:TRACE', the energy summaries "
+                       "and the phase energies work on it. Unavailable cells ([N/A]) stay unavailable, never 0; "
+                       "the update period and energy bounds are measured from the log.")
+    p.add_argument("log", help="the log file")
+    p.add_argument("--format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
+                   help="the tool that wrote it (default: recognised from the file name)")
+    p.add_argument("-o", "--output", metavar="TRACE", help="the trace's base name (default: beside the log, "
+                   "LOG's suffix replaced by .telemetry)")
+    p.add_argument("--gpu", type=int, help="the GPU of a multi-GPU log (default: the log must hold one)")
+    p.add_argument("--poll-ms", type=float, help="the interval the logger was asked for, ms (default: the median "
+                   "interval between polls; dcgm: dmon's -d, default 1000, which also places its samples)")
+    p.add_argument("--power-window-ms", type=float, default=1000.0, help="averaging window of driver-averaged "
+                   "power (nvidia-smi power.draw, DCGM POWER), ms (default 1000, NVML's 1 s average on Ampere and "
+                   "newer; 0 for older GPUs)")
+    p.add_argument("--power-range-w", metavar="MIN,MAX", help="the device's physical power range, W (default 0,2000)")
+    p.add_argument("--window", help="zeus: the one measurement-window name to convert")
+    p.add_argument("--max-gap-ms", type=float, default=1.0, help="zeus: the largest gap between windows read as "
+                   "contiguous, ms (default 1; a longer gap's energy is unknown)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.set_defaults(handler=cmd_telemetry)
     p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
                        description="The churn law (modeled). With --mtbf-s: the interval table for one job "
                        "(closed forms and Monte Carlo), or with --scan-workers a closed-form scan over worker "

@@ -27,6 +27,8 @@ _LOCATIONS: dict[str, str] = {
     "import_table": "api",
     "ledger_head": "api",
     "open_sensor": "telemetry.sensors.registry",
+    "plan_listing": "api",
+    "planned_runs": "api",
     "read_ledger": "api",
     "run_plan": "api",
 }

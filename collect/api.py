@@ -4,6 +4,7 @@ What a notebook calls (re-exported lazily by ``import collect``)::
 
     summary = collect.run_plan("study.lock.json", "runs/", jobs=4)     # -> RunSummary
     records = collect.import_table("study.lock.json", "runs.csv", "runs/")
+    runs = collect.planned_runs("study.lock.json")                     # -> [PlannedRun] (collect plan)
     ledger = collect.read_ledger("runs/")                              # -> Ledger
 
 Rules (the ``collect`` CLI only prints what these return):
@@ -32,6 +33,8 @@ from collect.engine.runner import check_jobs, expand_plan
 from collect.engine.runner import run_plan as engine_run_plan
 from collect.importing.importer import ImportProblem, frame_rows, import_rows
 from collect.importing.importer import import_table as import_file
+from collect.importing.planned import PLAN_FORMATS, plan_text
+from collect.importing.planned import planned_runs as list_planned_runs
 from collect.importing.time_order import EarlyRunsWarning, early_runs_message
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
 from collect.ledger.store import read_ledger as read
@@ -42,6 +45,7 @@ from prereg.fileio import not_a_readable_file
 
 if TYPE_CHECKING:
     from collect.engine.runner import RunSummary
+    from collect.engine.runs import PlannedRun
     from collect.ledger.store import Ledger, RunRecord
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -77,7 +81,8 @@ def run_plan(
 
 
 def import_table(
-    lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None
+    lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None,
+    telemetry: PathLike | None = None, telemetry_format: str | None = None,
 ) -> list[RunRecord]:
     """Validate a table of runs against the plan and append it to ``out``'s ledger.
 
@@ -86,10 +91,17 @@ def import_table(
     written (chained: the last one's ``record_sha256`` is the new ledger head); the ids of rows
     already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
+    ``telemetry``: a folder of one power log per run (``<run_id>.<suffix>``, format ``telemetry_format``
+    or recognised) that fills each row's telemetry columns and becomes its trace (``collect.importing.logs``).
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
     seals = lock_seals(verified.data)  # checked inside the writer lock, with the folder's plan
+    logs = None
+    if telemetry is not None:
+        from collect.importing.logs import TelemetryLogs  # lazy: numpy
+
+        logs = TelemetryLogs(Path(telemetry), telemetry_format)
     if _is_data_frame(table):
         try:
             records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
@@ -109,13 +121,28 @@ def import_table(
         raise InputError(problem)
     try:
         records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data),
-                              lock_seal=verified.seal, seals=seals)
+                              lock_seal=verified.seal, seals=seals, telemetry=logs)
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise
         raise ImportProblem(err.errors, table=str(path)) from None
     _warn_early(records, verified)
     return records
+
+
+def planned_runs(lock: LockLike) -> list[PlannedRun]:
+    """Every run the frozen plan asks for, as ``collect run`` would execute it: run id, stratum, arm,
+    replicate, derived seed and merged parameters (``collect.importing.planned``; ``collect plan``)."""
+    verified = load_lock(lock)
+    return list_planned_runs(verified.plan, verified.plan_sha256)
+
+
+def plan_listing(lock: LockLike, fmt: str = "csv") -> str:
+    """``collect plan``'s listing of :func:`planned_runs` as ``csv`` or ``json`` text."""
+    if fmt not in PLAN_FORMATS:
+        raise InputError(f"unknown listing format {fmt!r}; use {' or '.join(PLAN_FORMATS)}")
+    verified = load_lock(lock)
+    return plan_text(verified.plan, verified.plan_sha256, fmt)
 
 
 def _warn_early(records: list[RunRecord], verified: Lock) -> None:

@@ -31,6 +31,7 @@ READERS = {
     "collect/collectors/torchrun/warmstart.py": "the warm start's sidecar",
     "collect/importing/importer.py": "a user's JSON-lines table of runs",
     "collect/collectors/command/outputs.py": "a command run's metrics file (metrics.json)",
+    "collect/telemetry/logs/zeus.py": "a Zeus log written as JSON lines",
     "gates/artifact.py": "the evaluation (evaluation.json)",
 }
 #: format family -> the modules that may spell its version string

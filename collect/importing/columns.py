@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from collect.engine.runs import stratum_seed
 from collect.importing.rows import (
     TELEMETRY_FIELDS,
     CellError,
@@ -270,6 +271,8 @@ def prepare(
     fields["telemetry"], telemetry_texts = _telemetry(table, plan)
     items["telemetry"] = _items("telemetry", telemetry_texts)
     fields["seed"], items["seed"] = _parsed(table.column("seed"), lambda v: parse_integer(v, "seed", None), "seed")
+    if "seed" not in plan.strata.factors and any(s is not None for s in fields["seed"]):
+        _check_seeds(fields["seed"], fields["stratum"], fields["replicate"])
     fields["started_at"], items["started_at"] = _parsed(
         table.column("started_at"), lambda v: parse_time(v, "started_at"), "started_at")
     fields["finished_at"] = [finished_cell(v) for v in table.column("finished_at")]
@@ -291,6 +294,14 @@ def prepare(
     low = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k < PREV), strict=True)]
     high = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k > FIELD), strict=True)]
     return Batch(data, low, high, skipped)
+
+
+def _check_seeds(seeds: list[Any], strata: list[dict[str, Any]], replicates: list[int]) -> None:
+    """``Declined`` when a given seed is not the plan's derived seed of its row's cell (the row path,
+    ``collect.importing.rows.seed_cell``, names the row)."""
+    for seed, stratum, replicate in zip(seeds, strata, replicates, strict=True):
+        if seed is not None and seed != stratum_seed(stratum, replicate):
+            raise Declined("a seed that is not the plan's derived seed")
 
 
 def _cell_keys(fields: dict[str, list[Any]], levels: dict[str, list[Any]], factors: list[str]) -> list[tuple[Any, ...]]:

@@ -87,6 +87,7 @@ from prereg.schema import Plan
 
 if TYPE_CHECKING:
     from collect.importing.columns import Table
+    from collect.importing.logs import TelemetryLogs
 
 MAX_ERRORS = 20
 MAX_TABLE_BYTES = 64 << 20
@@ -183,11 +184,12 @@ def _plain(value: Any) -> Any:
 
 def build_records(
     rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, existing: Ledger,
-    skipped: list[str] | None = None, *, lock_seal: str | None = None,
+    skipped: list[str] | None = None, *, lock_seal: str | None = None, traces: Mapping[str, list[str]] | None = None,
 ) -> list[RunRecord]:
     """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
 
-    Rows already in the ledger identically are left out (their run ids go to ``skipped``).
+    Rows already in the ledger identically are left out (their run ids go to ``skipped``);
+    ``traces``: run id -> the trace files its record lists (``collect.importing.logs``).
     """
     errors: list[str] = []
     records: list[RunRecord] = []
@@ -206,6 +208,8 @@ def build_records(
     for number, row in enumerate(rows, start=1):
         try:
             record = row_record(row, number, plan, plan_sha256, source, lock_seal=lock_seal)
+            if traces and record.run_id in traces:
+                record = record.model_copy(update={"traces": traces[record.run_id]})
         except CellError as err:
             by_column.setdefault(err.column, []).append((number, str(err)))
             continue
@@ -252,18 +256,19 @@ def _pydantic_message(err: Any) -> str:
 def import_table(
     table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
     chain: Collection[str] | None = None, *, lock_seal: str | None = None,
-    seals: Mapping[str, Collection[str]] | None = None,
+    seals: Mapping[str, Collection[str]] | None = None, telemetry: TelemetryLogs | None = None,
 ) -> list[RunRecord]:
     """Validate the whole table against the plan, then append the rows not yet in, in one write.
 
     Holds the runs folder's writer lock (``collect.ledger.runlock.RunsBusy`` if another writer has it).
     A folder holding runs of a plan outside ``chain`` (the lock's plan hashes, ``collect.ledger.folder_plan``;
     default: ``plan_sha256`` only), or, given ``seals`` (``collect.ledger.folder_plan.lock_seals``), runs
-    that carry another seal than the lock's, is refused before anything is appended.
+    that carry another seal than the lock's, is refused before anything is appended. ``telemetry``:
+    each run's power log fills its telemetry columns and is kept as its trace (``collect.importing.logs``).
     """
     with _gc_paused():
         return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal,
-                             seals=seals)
+                             seals=seals, telemetry=telemetry)
 
 
 @contextmanager
@@ -309,6 +314,7 @@ def _import_table(
     table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
     given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
     lock_seal: str | None = None, seals: Mapping[str, Collection[str]] | None = None,
+    telemetry: TelemetryLogs | None = None,
 ) -> list[RunRecord]:
     rows: list[dict[str, Any]] | None
     if given is not None:
@@ -321,6 +327,15 @@ def _import_table(
             rows = read_table(table) if columns is None else None
         except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, gzip.BadGzipFile, EOFError, zlib.error) as err:
             raise ImportProblem([f"{name}: cannot be read as a table ({type(err).__name__}: {err})"]) from None
+    traces: dict[str, Any] = {}
+    if telemetry is not None:  # each row's log read and summarised before the folder is locked
+        from collect.importing.logs import attach_logs  # lazy: numpy
+
+        rows, traces, log_errors = attach_logs((rows or []) if columns is None else columns.rows(), plan,
+                                               plan_sha256, name, telemetry)
+        columns = None
+        if log_errors:
+            raise ImportProblem(log_errors[:MAX_ERRORS])
     created = not Path(runs_dir).exists()
     try:
         with runs_lock(runs_dir, f"collect import {name}"):
@@ -329,6 +344,11 @@ def _import_table(
             check_folder_plan(existing, Path(runs_dir), plan_sha256, plan.study, chain)
             if seals is not None:
                 check_folder_seals(existing, Path(runs_dir), seals)  # not under a resealed lock
+            if telemetry is not None:
+                out: list[RunRecord] = []
+                _append_with_traces(rows or [], plan, plan_sha256, name, Path(runs_dir), existing, skipped,
+                                    lock_seal, traces, out)
+                return out
             fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal)
             if fast is not None:
                 records, already = fast
@@ -345,6 +365,24 @@ def _import_table(
             _remove_if_only_lock(Path(runs_dir))
         raise
     return records
+
+
+def _append_with_traces(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, name: str, runs_dir: Path,
+                        existing: Ledger, skipped: list[str] | None, lock_seal: str | None, traces: dict[str, Any],
+                        out: list[RunRecord]) -> None:
+    """The row path for rows with power logs: their traces staged, listed in the records, moved into
+    ``traces/`` and hashed as the records are appended (``collect.importing.logs``); into ``out``."""
+    from collect.importing.logs import drop_staging, install_traces, stage_traces  # lazy: numpy
+
+    try:
+        names = stage_traces(runs_dir, traces)
+        records = build_records(rows, plan, plan_sha256, name, existing, skipped, lock_seal=lock_seal, traces=names)
+        if records:
+            install_traces(runs_dir, records)
+            records = append_records(runs_dir, records, existing, journal=True)
+        out += records
+    finally:
+        drop_staging(runs_dir)
 
 
 def _csv_columns(path: Path) -> Table | None:

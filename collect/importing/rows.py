@@ -14,6 +14,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from collect.engine.runs import stratum_seed
 from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric, run_id
 from estimators.vocabulary import EVIDENCE_ORDER, stronger
 from prereg.errors import InputError
@@ -139,7 +140,16 @@ def parse_number(value: Any, what: str) -> float | None:
         raise CellError(what, f"{what}: {value!r} is not a number") from None
 
 
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
 def parse_integer(value: Any, what: str, default: int | None) -> int | None:
+    """A whole number as written, exactly (a 63-bit seed is not rounded through a float); a whole
+    number written as a decimal (``7.0``, ``1e3``) through ``parse_number``; empty: ``default``."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
     number = parse_number(value, what)
     if number is None:
         return default
@@ -271,6 +281,22 @@ def metric_bounds_cells(row: dict[str, Any], signal: str, plan: Plan) -> tuple[b
     return bool(columns), (bounds or None)
 
 
+def seed_cell(value: Any, stratum: dict[str, Any], replicate: int, plan: Plan) -> int | None:
+    """A ``seed`` cell (None when empty): a whole number that must be the seed ``collect run`` derives
+    for the row's cell (``collect.engine.runs.stratum_seed`` of its stratum and replicate; ``collect
+    plan`` lists them), else a ``CellError``. When the plan has a stratum factor called ``seed`` the
+    column is that factor's level, and no derived seed is checked."""
+    seed = parse_integer(value, "seed", None)
+    if seed is None or "seed" in plan.strata.factors:
+        return seed
+    derived = stratum_seed(stratum, replicate)
+    if seed != derived:
+        raise CellError("seed", f"seed {seed} is not the plan's seed for stratum {stratum} replicate {replicate}: "
+                                f"collect run derives {derived} from the stratum and replicate (never the arm); "
+                                "'collect plan LOCK' lists every planned run's seed")
+    return seed
+
+
 def finished_cell(value: Any) -> str | None:
     """``finished_at`` as written (None when empty)."""
     return str(value) if value not in (None, "") else None
@@ -311,15 +337,13 @@ def row_record(
         {
             "run_id": given_id or run_id(plan_sha256, stratum, arm, replicate, imported=True), "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm,
             "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
-            "seed": parse_integer(row.get("seed"), "seed", None),
+            "seed": seed_cell(row.get("seed"), stratum, replicate, plan),
             "started_at": parse_time(row.get("started_at"), "started_at"),
             "finished_at": finished_cell(row.get("finished_at")),
             "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
             **({"lock_seal": lock_seal} if lock_seal is not None else {}),
         }
     )
-
-
 
 
 def content(record: RunRecord) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import collect.importing.importer as importer
+from collect.engine.runs import stratum_seed
 from collect.importing.columns import Declined, Table, prepare, seal
-from collect.importing.rows import parse_number
+from collect.importing.rows import CellError, level_cell, parse_number, replicate_cell
 from collect.importing.text import float_text, rows_of_objects, string_text, value_text
 from collect.ledger.hashing import FIELD, chain_parts, chain_runs, chained, sealed_line
 from collect.ledger.store import GENESIS, Ledger, read_ledger, verify_chain
@@ -77,6 +78,7 @@ number_text = st.one_of(
                      "1_000", " 2.50 ", "1e308", "1e309", "-0", "-0.0", "0.1", "1E-320", "x", "１２", "1,5",
                      "0x10", "True"]),
 )
+DERIVED = "<derived>"  # a seed cell to fill with the plan's derived seed of its row's cell (with_seeds)
 CSV_CELLS: dict[str, st.SearchStrategy[str]] = {
     "arm": st.sampled_from(["a", "B_2", " a ", "B_2 ", "b"]),
     "site": st.sampled_from(["0", "1", "x", 'ü€"\\', "true", "True", "2.5", "1.0", " 0", "3"]),
@@ -95,7 +97,7 @@ CSV_CELLS: dict[str, st.SearchStrategy[str]] = {
     "power_meter.bound": st.sampled_from(["", "60"]),
     "power_meter.updates": st.sampled_from(["", "5"]),
     "run_id": st.sampled_from(["", "", "r1", "r2", "x.y_z-9", " r3 ", "run-ü", "-bad"]),
-    "seed": st.sampled_from(["", "7", "7.0", "7.5", "-3", "12345678901234567890123"]),
+    "seed": st.sampled_from(["", "7", "7.0", "7.5", "-3", "12345678901234567890123", DERIVED]),
     "started_at": st.sampled_from(["", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00+02:00", "2026-01-01", "soon"]),
     "finished_at": st.text(max_size=8),
 }
@@ -142,7 +144,7 @@ def valid_tables(draw: Any) -> list[dict[str, str]]:
              "energy_counter.evidence": st.sampled_from(["", "measured", "modeled"]),
              "e_total.bound": st.sampled_from(["", "0", "60", "1e-9", "12345.678901234567"]),
              "e_ckpt.bound": st.sampled_from(["", "600", "0.5"]), "power_meter.updates": st.sampled_from(["", "5"]),
-             "seed": st.sampled_from(["", "7", "-3", "12345678901234567890123"]),
+             "seed": st.sampled_from(["", DERIVED]),
              "started_at": st.sampled_from(["", "2026-01-01T00:00:00Z"]), "finished_at": st.text(max_size=8),
              "status": st.sampled_from(["", "complete", "failed"])}
     rows = []
@@ -170,7 +172,7 @@ def valid_json_tables(draw: Any) -> list[dict[str, Any]]:
             if c in row:
                 typed[c] = draw(number)
         if "seed" in row:
-            typed["seed"] = draw(st.one_of(st.none(), st.integers(-(10**25), 10**25)))
+            typed["seed"] = draw(st.sampled_from([None, DERIVED]))
         if "replicate" in row:
             typed["replicate"] = int(row["replicate"])
         typed["run_id"] = draw(st.sampled_from(["", None, f"given-{i}", f" r.{i}_x "]))
@@ -218,10 +220,29 @@ def _outcome(table: Path, plan: Any, runs: Path, fast: bool, only_fast: bool = F
     return ("ok", records, skipped, ledger.read_bytes() if ledger.exists() else b"")
 
 
+def with_seeds(rows: list[dict[str, Any]], plan: Any, kind: str) -> list[dict[str, Any]]:
+    """``rows`` with each ``DERIVED`` seed cell replaced by the seed ``collect run`` derives for the
+    row's cell (text in a CSV table, a number in JSON Lines; a row whose cell does not fit the plan
+    gets 1, which cannot match)."""
+    out = []
+    for row in rows:
+        if row.get("seed") == DERIVED:
+            try:
+                stratum = {f: level_cell(row.get(f), f, plan[0]) for f in plan[0].strata.factors}
+                seed = stratum_seed(stratum, replicate_cell(row.get("replicate"), plan[0]))
+            except CellError:
+                seed = 1
+            row = {**row, "seed": str(seed) if kind == "csv" else seed}
+        out.append(row)
+    return out
+
+
 def _same_both_ways(rows: list[dict[str, Any]], plan: Any, kind: str, already: int = 0,
                     only_fast: bool = False) -> tuple[Any, ...]:
     """Import ``rows`` both ways (after the first ``already`` rows went in row by row); the outcome.
-    ``only_fast``: the fast way must take the table (not hand it to the row path)."""
+    ``only_fast``: the fast way must take the table (not hand it to the row path). ``DERIVED`` seed
+    cells are filled in first (``with_seeds``)."""
+    rows = with_seeds(rows, plan, kind)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         outcomes = []

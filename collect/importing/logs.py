@@ -1,0 +1,168 @@
+"""``collect import --telemetry DIR``: each run's power log fills its telemetry columns and becomes its trace.
+
+One log per run in ``DIR``, named after the run: ``<run_id><suffix>``, with the suffix of its format
+(``collect.telemetry.logs.formats.SUFFIXES``: ``.nvidia-smi.csv``, ``.dcgm.txt``, ``.zeus.csv``,
+``.emissions.csv``, ...), or any suffix when the format is given (``--telemetry-format``). The run
+id looked for is the row's ``run_id`` when the table gives one, else the id ``collect plan`` lists
+for the row's cell (what ``collect run`` would use) or the import's own id for it.
+
+For each signal the plan names, the converted trace's ledger summary -- computed by the same
+function as a recorded run's (``collect.telemetry.analysis.energy.run_energy``) -- fills the row's
+``<signal>.<field>`` columns and each backed metric's bound (``<metric>.bound``, or
+``<signal>.bound`` where the signal backs one metric named like no column); a backed metric the row
+leaves empty is filled with the log's energy (J). A column that the log fills and the table also
+gives is refused (one of them would be silently ignored). The trace is kept as
+``RUNS/traces/<run_id>.telemetry.*`` and listed in the record's ``traces``, with its SHA-256 in
+``trace_sha256`` (hashed as the record is appended), so ``collect probe --sensor
+replay:RUNS/traces/<run_id>.telemetry.meta.json`` re-analyses it checked against the ledger.
+
+The traces are written to a staging folder inside ``RUNS`` first and moved into ``traces/`` only
+for the records appended; a refused import leaves none behind. Energies J, powers W, times ms.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from collect.importing.rows import (
+    TELEMETRY_FIELDS,
+    CellError,
+    metric_bound_columns,
+    metrics_on,
+    row_record,
+    signals_of,
+)
+from collect.ledger.store import TRACES_DIR, RunRecord, run_id
+from collect.telemetry.analysis.energy import run_energy
+from collect.telemetry.logs.common import LogError, LogOptions
+from collect.telemetry.logs.formats import FORMATS, SUFFIXES, convert_log
+from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
+from collect.traces.telemetry import Trace, write_trace
+from prereg.schema import Plan
+
+STAGING = ".import-traces"  # inside RUNS, while an import runs
+
+
+@dataclass(frozen=True)
+class TelemetryLogs:
+    """Where the runs' power logs are, their format (None: recognised from the names) and options."""
+
+    folder: Path
+    fmt: str | None = None
+    options: LogOptions = field(default_factory=LogOptions)
+
+
+def find_log(logs: TelemetryLogs, ids: list[str]) -> tuple[Path | None, str]:
+    """The log of the first of ``ids`` that has one in the folder, and what was looked for."""
+    suffixes = sorted(SUFFIXES, key=len, reverse=True) if logs.fmt is None else None
+    for rid in ids:
+        if suffixes is not None:
+            for suffix in suffixes:
+                path = logs.folder / f"{rid}{suffix}"
+                if path.is_file():
+                    return path, ""
+        else:
+            found = sorted(p for p in logs.folder.glob(f"{rid}.*") if p.is_file())
+            if found:
+                return found[0], ""
+    wanted = " or ".join(f"{rid}.*" for rid in ids)
+    return None, f"no telemetry log {wanted} in {logs.folder}" + (
+        f" (known suffixes: {', '.join(SUFFIXES)})" if logs.fmt is None else "")
+
+
+def _fill(row: dict[str, Any], trace: Trace, plan: Plan, number: int, source: Path) -> tuple[dict[str, Any], list[str]]:
+    """``row`` with its telemetry columns (and empty energy metrics) from ``trace``; errors."""
+    out, errors = dict(row), []
+    p_min, p_max = trace.power_range_w or DEFAULT_POWER_RANGE_W
+    per_metric = metric_bound_columns(plan)
+    for signal in signals_of(plan):
+        if signal not in trace.signals or trace.rows(signal)["value"].size == 0:
+            errors.append(f"row {number}: the log {source.name} has no {signal} readings (it has "
+                          f"{', '.join(trace.signals)})")
+            continue
+        energy = run_energy(trace, signal, p_min, p_max)
+        cells: dict[str, Any] = {f"{signal}.{f}": energy.summary[f] for f in sorted(TELEMETRY_FIELDS - {"bound"})
+                                 if energy.summary.get(f) is not None}
+        names = metrics_on(plan, signal)
+        for metric in names:
+            bound = energy.summary["metric_bounds"].get(metric)
+            column = f"{metric}.bound" if f"{metric}.bound" in per_metric else f"{signal}.bound"
+            if bound is not None and (column != f"{signal}.bound" or len(names) == 1):
+                cells[column] = bound
+            if out.get(metric) in (None, "") and metric in energy.metrics:
+                cells[metric] = energy.metrics[metric]
+        given = [c for c in cells if c in row and row[c] not in (None, "") and c not in names]
+        if given:
+            errors.append(f"row {number}: column(s) {', '.join(given)} are given in the table and filled from the "
+                          f"telemetry log {source.name}; drop them from the table (or import without --telemetry)")
+        out.update(cells)
+    return out, errors
+
+
+def attach_logs(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str,
+                logs: TelemetryLogs) -> tuple[list[dict[str, Any]], dict[str, Trace], list[str]]:
+    """Each row with its log's telemetry (module doc): ``(rows, run id -> trace, errors naming rows)``.
+    A row whose cells do not fit the plan is passed on as it is (the import names what is wrong)."""
+    if logs.fmt is not None and logs.fmt not in FORMATS:
+        raise LogError(f"unknown log format {logs.fmt!r}; known: {', '.join(FORMATS)}")
+    if not logs.folder.is_dir():
+        raise LogError(f"--telemetry {logs.folder}: not a folder")
+    if not signals_of(plan):
+        raise LogError("--telemetry: the plan names no telemetry signal (a metric's 'signal'), so no log can fill one")
+    out, traces, errors = [], {}, []
+    for number, row in enumerate(rows, start=1):
+        try:
+            record = row_record(row, number, plan, plan_sha256, source)
+        except (CellError, ValueError, ValidationError):
+            out.append(row)
+            continue
+        given = str(row.get("run_id") or "").strip()
+        ids = [given] if given else [run_id(plan_sha256, record.stratum, record.arm, record.replicate), record.run_id]
+        path, missing = find_log(logs, ids)
+        if path is None:
+            errors.append(f"row {number}: {missing}")
+            out.append(row)
+            continue
+        try:
+            trace = convert_log(path, logs.fmt, logs.options)
+        except LogError as err:
+            errors.append(f"row {number}: {err}")
+            out.append(row)
+            continue
+        filled, problems = _fill(row, trace, plan, number, path)
+        errors += problems
+        traces[record.run_id] = trace
+        out.append(filled)
+    return out, traces, errors
+
+
+def stage_traces(runs_dir: Path, traces: dict[str, Trace]) -> dict[str, list[str]]:
+    """Write each trace to the staging folder: run id -> its files' names as records list them."""
+    staging = Path(runs_dir) / STAGING
+    shutil.rmtree(staging, ignore_errors=True)
+    names = {}
+    for rid, trace in traces.items():
+        names[rid] = [f"{TRACES_DIR}/{p.name}" for p in write_trace(trace, staging / f"{rid}.telemetry")]
+    return names
+
+
+def install_traces(runs_dir: Path, records: list[RunRecord]) -> None:
+    """Move the staged traces of ``records`` into ``RUNS/traces`` (before their records are appended)."""
+    staging = Path(runs_dir) / STAGING
+    (Path(runs_dir) / TRACES_DIR).mkdir(parents=True, exist_ok=True)
+    for record in records:
+        for name in record.traces:
+            (staging / Path(name).name).replace(Path(runs_dir) / name)
+
+
+def drop_staging(runs_dir: Path) -> None:
+    """Remove the staging folder (what it still holds belongs to no record)."""
+    shutil.rmtree(Path(runs_dir) / STAGING, ignore_errors=True)
+
+
+__all__ = ["TelemetryLogs", "attach_logs", "drop_staging", "find_log", "install_traces", "stage_traces"]

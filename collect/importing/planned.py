@@ -1,0 +1,104 @@
+"""``collect plan``: every run a frozen plan asks for, for work done elsewhere.
+
+One row per planned run, in the order ``collect run`` executes them (stratum, then replicate,
+then arm): the ``run_id`` ``collect run`` would record (``collect.ledger.records.run_id``), the
+stratum's factor levels, the arm, the replicate, the ``seed`` ``collect run`` passes to that run
+(``collect.engine.runs.stratum_seed``: from the stratum and replicate only, never the arm, so
+every arm of a stratum meets the same failures) and the run's merged parameters (the plan's
+``experiment.params``, overridden by the stratum's non-blocking factor levels, overridden by the
+arm's settings).
+
+The expansion is ``collect.engine.runs.expand_plan``'s: with an ``experiment``, its collector
+checks and completes each run's parameters (defaults filled in), so the list is exactly what
+``collect run`` executes (tested against ``expand_plan``). The checks ``expand_plan`` adds about
+what the collector can record (evidence classes, telemetry signals) are left out: a plan whose
+runs are made elsewhere may declare measured energy a built-in collector would only model. A plan
+without an ``experiment`` (its runs are imported) is expanded by the same rules, its parameters
+merged but checked by no collector.
+
+A harness that runs the plan elsewhere reads this list, runs each row with its seed and params,
+and writes a table for ``collect import``, which checks a ``seed`` column against the same derived
+seed (``collect.importing.rows.seed_cell``). When the plan has a stratum factor called ``seed``,
+that column is the factor's level and the derived seed is listed as ``run_seed`` instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from collect.collectors.base import ParamError, check_params
+from collect.engine.runs import BLOCKING_FACTORS, EngineError, PlannedRun, load_collector, stratum_seed
+from collect.ledger.store import run_id
+from prereg.jsoncodec import canonical_text, readable_bytes
+from prereg.schema import Plan
+
+PLAN_FORMATS = ("csv", "json")
+
+
+def planned_runs(plan: Plan, plan_sha256: str) -> list[PlannedRun]:
+    """Every run of the plan in ``collect run``'s order (see the module doc)."""
+    collector = load_collector(plan.experiment.collector) if plan.experiment is not None else None
+    defaults = dict(plan.experiment.params) if plan.experiment is not None else {}
+    runs = []
+    for stratum in plan.strata.enumerate():
+        for replicate in range(plan.strata.replicates):
+            for arm, settings in plan.arms.items():
+                params = {**defaults, **{k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS}, **settings}
+                if collector is not None:
+                    try:
+                        params = check_params(collector, params)
+                    except ParamError as err:
+                        raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+                runs.append(PlannedRun(run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
+                                       stratum_seed(stratum, replicate), params))
+    return runs
+
+
+def seed_column(plan: Plan) -> str:
+    """The column that holds the derived seed: ``seed``, or ``run_seed`` when a factor is called ``seed``."""
+    return "run_seed" if "seed" in plan.strata.factors else "seed"
+
+
+def plan_columns(plan: Plan) -> list[str]:
+    """The listing's columns: run_id, the factors, arm, replicate, the seed column, params."""
+    return ["run_id", *plan.strata.factors, "arm", "replicate", seed_column(plan), "params"]
+
+
+def _level_text(value: Any) -> str:
+    """A level as ``collect import`` matches it: its written form (``1``, ``true``, ``x``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def plan_csv(plan: Plan, plan_sha256: str) -> str:
+    """The listing as CSV text (params as canonical JSON in one cell)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(plan_columns(plan))
+    for run in planned_runs(plan, plan_sha256):
+        writer.writerow([run.run_id, *(_level_text(run.stratum[f]) for f in plan.strata.factors), run.arm,
+                         run.replicate, run.seed, canonical_text(run.params)])
+    return out.getvalue()
+
+
+def plan_json(plan: Plan, plan_sha256: str) -> dict[str, Any]:
+    """The listing as JSON data: ``{prereg_sha256, study, seed_column, runs: [...]}``, each run with
+    ``run_id``, ``stratum``, ``arm``, ``replicate``, ``seed`` and ``params``."""
+    return {
+        "prereg_sha256": plan_sha256, "study": plan.study, "seed_column": seed_column(plan),
+        "runs": [{"run_id": r.run_id, "stratum": r.stratum, "arm": r.arm, "replicate": r.replicate, "seed": r.seed,
+                  "params": r.params} for r in planned_runs(plan, plan_sha256)],
+    }
+
+
+def plan_text(plan: Plan, plan_sha256: str, fmt: str) -> str:
+    """The listing in ``fmt`` (``csv`` or ``json``)."""
+    if fmt == "csv":
+        return plan_csv(plan, plan_sha256)
+    return readable_bytes(plan_json(plan, plan_sha256)).decode()
+
+
+__all__ = ["PLAN_FORMATS", "plan_columns", "plan_csv", "plan_json", "plan_text", "planned_runs", "seed_column"]

@@ -1,0 +1,97 @@
+"""CodeCarbon ``emissions.csv`` files, as a trace of the GPU energy counter.
+
+What this follows (the file CodeCarbon's ``EmissionsTracker`` writes): a CSV header ``timestamp,
+project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,
+gpu_energy,ram_energy,energy_consumed,...`` and a line per saved measurement: ``timestamp`` the
+local time it was written (ISO 8601 to the second, ``2024-07-19T15:57:43``), ``duration`` the
+seconds since the tracker started, and the energies in kWh since then (a header may spell units,
+``energy_consumed (kWh)``: they are read). Lines of one ``run_id`` are cumulative readings of one
+tracker; another ``run_id`` is another tracker.
+
+Only ``gpu_energy`` is converted: CodeCarbon reads it from NVML's energy counter (measured), while
+its CPU and RAM energies are often estimated from a TDP or a memory size (``cpu_power`` 42.5 W is
+half a default TDP) and ``energy_consumed`` sums all three; a device counter's trace must not carry
+modeled energy. Each tracker becomes one window per line ([timestamp - duration, timestamp] for the
+first, then each line's stretch), converted as :mod:`collect.telemetry.logs.windows` describes, to
+the second (CodeCarbon's timestamps have no more). Zone-less timestamps are read as UTC.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from datetime import UTC, datetime
+
+from collect.telemetry.logs.common import LogError, LogOptions, split_unit
+from collect.telemetry.logs.windows import Window, windows_trace
+from collect.traces.telemetry import Trace
+
+TOOL = "codecarbon"
+_S = 1_000_000_000
+KWH_J = 3.6e6
+
+
+def _time(text: str, source: str, line: int) -> int:
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise LogError(f"{source} line {line}: timestamp {text!r} is not an ISO-8601 time "
+                       "(2024-07-19T15:57:43)") from None
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    return round(value.timestamp() * _S)
+
+
+def _number(row: dict[str, str], key: str, source: str, line: int) -> float:
+    try:
+        value = float(row[key])
+    except ValueError:
+        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a finite number >= 0")
+    return value
+
+
+def convert(text: str, source: str, options: LogOptions) -> Trace:
+    """The CodeCarbon file ``text`` (from ``source``, named in messages) as a trace (module doc)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = [split_unit(h)[0] for h in next(reader)]
+    except StopIteration:
+        raise LogError(f"{source}: empty file") from None
+    missing = [c for c in ("timestamp", "run_id", "duration", "gpu_energy") if c not in header]
+    if missing:
+        raise LogError(f"{source} line 1: no {', '.join(missing)} column (is this CodeCarbon's emissions.csv?)")
+    trackers: dict[str, list[tuple[int, float, float, int]]] = {}
+    for cells in reader:
+        if not cells:
+            continue
+        line = reader.line_num
+        if len(cells) != len(header):
+            raise LogError(f"{source} line {line}: {len(cells)} cells where the header names {len(header)}")
+        row = dict(zip(header, cells, strict=True))
+        end = _time(row["timestamp"], source, line)
+        trackers.setdefault(row["run_id"], []).append(
+            (end, _number(row, "duration", source, line), _number(row, "gpu_energy", source, line) * KWH_J, line))
+    if not trackers:
+        raise LogError(f"{source}: a header and no measurements")
+    windows = []
+    for run, rows in trackers.items():
+        rows.sort()
+        start = rows[0][0] - round(rows[0][1] * _S)
+        at, energy = start, 0.0
+        for end, _, cumulative, line in rows:
+            if cumulative < energy:
+                raise LogError(f"{source} line {line}: gpu_energy of run {run} went down ({cumulative / KWH_J:g} kWh "
+                               f"after {energy / KWH_J:g}); a tracker's energies are cumulative")
+            windows.append(Window(at, end, cumulative - energy, run, line))
+            at, energy = end, cumulative
+    windows.sort(key=lambda w: w.start_ns)
+    for before, after in zip(windows, windows[1:], strict=False):
+        if after.start_ns < before.end_ns:
+            raise LogError(f"{source} line {after.line}: tracker {after.name} overlaps tracker {before.name} "
+                           f"(line {before.line}); convert one tracker's lines")
+    return windows_trace(windows, TOOL, options, _S)
+
+
+__all__ = ["TOOL", "convert"]

@@ -1,0 +1,221 @@
+"""What every power-log converter shares: options, the one error, cells with units, and the trace builder.
+
+A converter reads a tool's log text and returns a :class:`~collect.traces.telemetry.Trace` whose
+rows are the log's readings, each one a *poll*: ``t_before_ns``/``t_after_ns`` bound when the
+value was read (ns since the Unix epoch, on the logging machine's clock as the log states it:
+what the log cannot say -- its time zone, a clock that was stepped -- it cannot say here either),
+and a cell the tool could not fill (``[N/A]``, ``N/A``, ``[Not Supported]``, an empty cell) is a
+reading whose status is not ok and whose value is absent -- never 0.
+
+Nothing is summarised at conversion: the effective update period, the counter's support and the
+energy bounds come from :mod:`collect.telemetry.analysis.resolution` on the converted trace, as for
+a trace this toolkit recorded. So a counter that does not advance between polls is read as "no
+update seen", never as 0 J consumed, and a driver-averaged power signal carries its averaging
+window (``SignalInfo.window_ms``), which is what lets the bounds use it.
+
+Every trace gets one phase, ``log``, from the first poll to the last reading (``phase_energy(trace,
+"log", ...)`` is the whole log's energy); converters may add more (Zeus: one per window name).
+Units: time ns (ms where named ``_ms``), energy mJ in ``energy_counter``, power W.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from collect.telemetry.sensors.base import Kind, SignalInfo
+from collect.traces.telemetry import Phase, Trace
+from prereg.errors import InputError
+from prereg.fileio import read_regular_file
+
+LOG_PHASE = "log"
+#: cells that say "no value" in the tools' logs (compared stripped and lower-cased)
+UNAVAILABLE = {"": "error", "n/a": "not_supported", "[n/a]": "not_supported", "[not supported]": "not_supported",
+               "not supported": "not_supported", "[unknown error]": "error", "[no permission]": "no_permission",
+               "[insufficient permissions]": "no_permission", "nan": "error", "-": "error", "[gpu is lost]": "error",
+               "[requires pending reboot]": "error"}
+#: unit spellings in headers and cells -> (the toolkit's unit, the factor to it)
+UNITS = {"w": ("W", 1.0), "mw": ("W", 1e-3), "kw": ("W", 1e3), "mj": ("mJ", 1.0), "j": ("mJ", 1e3),
+         "kj": ("mJ", 1e6), "kwh": ("mJ", 3.6e9), "wh": ("mJ", 3.6e6), "%": ("%", 1.0), "mhz": ("MHz", 1.0),
+         "c": ("C", 1.0), "mib": ("MiB", 1.0), "s": ("s", 1.0)}
+MAX_LOG_BYTES = 1 << 30  # a log larger than this is refused, not read into memory
+
+
+class LogError(InputError, ValueError):
+    """A log that cannot be converted: the message names the file and, where it lies, the line (exit 2)."""
+
+
+@dataclass(frozen=True)
+class LogOptions:
+    """What a log does not say about itself; every field has a documented default.
+
+    * ``gpu``: which device of a multi-GPU log (None: the log must hold exactly one);
+    * ``poll_ms``: the interval the logger was asked for (None: the median interval between polls
+      stands in; dcgmi's ``-d``, which also places its timestamp-less samples: 1000 ms by default);
+    * ``power_window_ms``: the averaging window of a power signal the driver averages
+      (nvidia-smi ``power.draw`` and ``power.draw.average``, DCGM ``POWER``: 1000 ms, the 1 s
+      average NVML documents for Ampere (except GA100) and newer; give 0 for an older GPU, whose
+      reading is instantaneous);
+    * ``power_range_w``: the device's physical power bounds (W) for what no reading covers (None:
+      the conservative default the analysis uses, 0 to 2000 W);
+    * ``window``: Zeus only, the one measurement-window name to convert (None: every window;
+      overlapping windows then need it);
+    * ``max_gap_ms``: Zeus only, the largest gap between two windows read as contiguous (the
+      energy of a larger gap is unknown: the counter is taken as reset there).
+    """
+
+    gpu: int | None = None
+    poll_ms: float | None = None
+    power_window_ms: float = 1000.0
+    power_range_w: tuple[float, float] | None = None
+    window: str | None = None
+    max_gap_ms: float = 1.0
+
+
+@dataclass
+class Column:
+    """One signal's readings, one per poll: values in the signal's unit (NaN where not ok) and the
+    status of each (None: ``ok`` where the value is finite)."""
+
+    info: SignalInfo
+    values: np.ndarray
+    status: np.ndarray | None = None
+
+
+def signal(name: str, unit: str, kind: Kind = "gauge", window_ms: float | None = None) -> SignalInfo:
+    """A measured signal's description."""
+    return SignalInfo(name, unit, kind, "measured", window_ms)
+
+
+def split_unit(header: str) -> tuple[str, str | None]:
+    """``"power.draw [W]"`` -> ``("power.draw", "W")``; ``"energy_consumed (kWh)"`` likewise; no unit: None."""
+    text = header.strip()
+    for open_, close in (("[", "]"), ("(", ")")):
+        if text.endswith(close) and open_ in text:
+            name, _, unit = text[: -1].rpartition(open_)
+            return name.strip(), unit.strip()
+    return text, None
+
+
+def parse_cells(cells: list[str], unit: str | None, where: str, first_line: int,
+                line_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """Cells of one column as numbers: ``(values, statuses, unit)``. A cell may carry its unit
+    (``123.45 W``, ``1024 MiB``, ``45 %``; every cell of a column the same one); values are converted
+    to the toolkit's unit (``UNITS``); an unavailable cell (``UNAVAILABLE``) is NaN with its status.
+    Anything else is a ``LogError`` naming ``where`` and the line (``first_line`` + index, or
+    ``line_of[index]``). Each distinct cell is parsed once (a log repeats its values)."""
+    distinct = list(set(cells))
+    values = np.empty(len(distinct), dtype=np.float64)
+    status = np.empty(len(distinct), dtype=object)
+    units: set[str] = set()
+    for k, cell in enumerate(distinct):
+        text = cell.strip()
+        missing = UNAVAILABLE.get(text.lower())
+        if missing is not None:
+            values[k], status[k] = np.nan, missing
+            continue
+        number, _, cell_unit = text.rpartition(" ")
+        if not number or _is_number(cell_unit):
+            number, cell_unit = text, ""
+        units.add(cell_unit)
+        try:
+            values[k] = float(number)
+        except ValueError:
+            raise LogError(f"{where} line {_line(cells, cell, first_line, line_of)}: {text!r} is not a number"
+                           + (f" in {unit}" if unit else "")) from None
+        status[k] = "ok" if np.isfinite(values[k]) else "error"
+    if len(units) > 1:
+        odd = sorted(units)[-1]
+        sample = next(c for c in distinct if c.strip().endswith(odd) or (not odd and c.strip()))
+        raise LogError(f"{where} line {_line(cells, sample, first_line, line_of)}: the column mixes units "
+                       f"({', '.join(repr(u) for u in sorted(units))})")
+    name = next(iter(units), "") or unit
+    target, factor = UNITS.get(name.lower(), (name, 1.0)) if name else (None, 1.0)
+    index = {cell: k for k, cell in enumerate(distinct)}
+    codes = np.fromiter(map(index.__getitem__, cells), dtype=np.intp, count=len(cells))
+    out = values[codes]
+    out[~np.isfinite(out)] = np.nan
+    return (out * factor if factor != 1.0 else out), status[codes], target
+
+
+def _line(cells: list[str], cell: str, first_line: int, line_of: np.ndarray | None) -> int:
+    i = cells.index(cell)
+    return int(line_of[i]) if line_of is not None else first_line + i
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_order(t_ns: np.ndarray, where: str, line_of: np.ndarray) -> None:
+    """``LogError`` at the first poll earlier than the one before it (a log out of time order, or a
+    clock set back while it was written: either way no update window can be placed)."""
+    back = np.flatnonzero(np.diff(t_ns) < 0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise LogError(f"{where} line {int(line_of[k])}: its time is earlier than the line before it "
+                       f"(line {int(line_of[k - 1])}); the log is not in time order or the clock was set back")
+
+
+def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[str, Column], tool: str,
+                options: LogOptions, phases: list[Phase] | None = None) -> Trace:
+    """The trace of ``columns`` read at the polls ``[t_before_ns, t_after_ns]`` (one row per poll
+    and signal, signal by signal), sensor ``log:<tool>``, evidence ``measured``, the ``log`` phase."""
+    n = int(t_before_ns.size)
+    if n == 0:
+        raise LogError(f"{tool} log: no readings")
+    names = list(columns)
+    tb = np.tile(np.asarray(t_before_ns, dtype=np.int64), len(names))
+    ta = np.tile(np.asarray(t_after_ns, dtype=np.int64), len(names))
+    value = np.concatenate([columns[s].values.astype(np.float64) for s in names])
+    status = np.concatenate([columns[s].status if columns[s].status is not None
+                             else np.where(np.isfinite(columns[s].values), "ok", "error").astype(object)
+                             for s in names])
+    value[status != "ok"] = np.nan
+    signal_col = np.repeat(np.array(names, dtype=object), n)
+    polls = np.asarray(t_before_ns, dtype=np.int64)
+    requested = options.poll_ms
+    if requested is None:
+        gaps = np.diff(polls)
+        requested = float(np.median(gaps)) / 1e6 if gaps.size and np.median(gaps) > 0 else 1000.0
+    marks = [Phase(LOG_PHASE, int(polls[0]), int(max(int(t_after_ns.max()), int(polls[-1]))), 0), *(phases or [])]
+    return Trace(signal=signal_col, t_before_ns=tb, t_after_ns=ta, value=value, status=status,
+                 driver_ts_us=np.full(tb.size, np.nan), signals={s: columns[s].info for s in names},
+                 requested_poll_ms=float(requested), poll_ns=polls, phases=marks, sensor=f"log:{tool}",
+                 evidence="measured", power_range_w=options.power_range_w)
+
+
+def read_log(path: Path) -> str:
+    """A log's text (UTF-8, a byte-order mark dropped), bounded; ``LogError`` naming the file otherwise."""
+    try:
+        raw = read_regular_file(path, MAX_LOG_BYTES)
+    except (OSError, ValueError) as err:
+        raise LogError(f"{path}: cannot be read ({err})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise LogError(f"{path} line {line}: not UTF-8 text") from None
+
+
+def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
+    """The device of a multi-device log the options name (``gpu``), or its only one."""
+    distinct = list(dict.fromkeys(devices))
+    if options.gpu is not None:
+        wanted = str(options.gpu)
+        if wanted not in distinct:
+            raise LogError(f"{where}: no GPU {wanted} in the log (it holds {', '.join(distinct)})")
+        return wanted
+    if len(distinct) != 1:
+        raise LogError(f"{where}: the log holds GPUs {', '.join(distinct)}; choose one (--gpu N)")
+    return distinct[0]
+
+
+__all__ = ["LOG_PHASE", "Column", "LogError", "LogOptions", "build_trace", "check_order", "choose_device",
+           "parse_cells", "read_log", "signal", "split_unit"]
