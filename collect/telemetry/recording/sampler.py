@@ -5,10 +5,17 @@ Python-level ops) pays for each hand-over; polling every 1 ms cost 12-14 % of a 
 A child process has its own interpreter and GIL, so the training process only pays for the
 phase marks it sends (one small pipe write each, and only to sensors with a ``set_phase`` hook).
 
-Protocol (one ``multiprocessing`` pipe, ``spawn`` context, so nothing of the parent's state, CUDA
-or torch threads is inherited):
+Start: a fresh interpreter runs the small entry module :mod:`collect.telemetry.recording.sampler_main`
+(``subprocess``, so nothing of the parent's state, CUDA or torch threads is inherited), handed one
+end of a ``multiprocessing`` pipe by file descriptor. Not ``multiprocessing``'s ``spawn``: that re-runs
+the parent's main script in the child, so a user's script without an ``if __name__ == "__main__":``
+guard would start its own training (and a second sampler) there, and fail. The child ignores SIGINT
+(a Ctrl-C meant for the parent's loop): the parent stops it.
 
-* child -> parent first: ``("ready", None)`` once the sensor is open, or ``("error", message)``
+Protocol (one ``multiprocessing`` pipe):
+
+* parent -> child first: ``(spec, signals, poll_ms, nice, t0, parent_pid)``, what to poll.
+* child -> parent then: ``("ready", None)`` once the sensor is open, or ``("error", message)``
   when :func:`collect.telemetry.sensors.registry.open_sensor` raised; the parent raises
   ``SensorError(message)``.
 * parent -> child: ``("phase", name)`` (the child calls its sensor's ``set_phase``; the load
@@ -33,8 +40,11 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import subprocess
+import sys
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from collect.engine.workers import set_parent_death_signal
@@ -45,6 +55,10 @@ _MS = 1_000_000
 #: spec kinds the child can open from their spec string (replay and virtual clocks stay in-process)
 CHILD_KINDS = ("sim", "nvml")
 JOIN_S = 10.0
+#: the folder holding the ``collect`` package this module belongs to: the child imports the same code
+_ROOT = str(Path(__file__).resolve().parents[3])
+_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+         "from collect.telemetry.recording.sampler_main import main; main(int(sys.argv[2]))")
 
 
 Columns = dict[str, list[Any]]
@@ -54,10 +68,11 @@ def _empty_columns() -> Columns:
     return {"signal": [], "t_before_ns": [], "t_after_ns": [], "value": [], "status": [], "driver_ts_us": []}
 
 
-def _child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int,
-                t0: int | None, parent_pid: int) -> None:
+def child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int,
+               t0: int | None, parent_pid: int) -> None:
     """The child's whole life: open the sensor, poll until told to stop, send everything back."""
     set_parent_death_signal(signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C is the parent's to handle
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
     if nice:
@@ -159,21 +174,25 @@ class ProcessPoller:
                  t0: int | None = None) -> None:
         self.spec, self.signals, self.poll_ms, self.nice, self.t0 = spec, list(signals), poll_ms, nice, t0
         self._conn: Connection | None = None
-        self._proc: Any = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self.columns: Columns = _empty_columns()
         self.poll_ns: list[int] = []
         self.error: str | None = None
 
     def start(self) -> None:
         """Start the child and wait until its sensor is open (``SensorError`` if it cannot be)."""
-        ctx = mp.get_context("spawn")
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_child_main, name="telemetry-sampler", daemon=True,
-                           args=(child, self.spec, self.signals, self.poll_ms, self.nice, self.t0, os.getpid()))
-        proc.start()
-        child.close()
+        parent, child = mp.Pipe()
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _BOOT, _ROOT, str(child.fileno())],
+                                    pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+        except OSError as err:
+            parent.close()
+            raise SensorError(f"cannot start the telemetry sampler for {self.spec!r}: {err}") from None
+        finally:
+            child.close()
         self._conn, self._proc = parent, proc
         try:
+            parent.send((self.spec, self.signals, self.poll_ms, self.nice, self.t0, os.getpid()))
             kind, arg = parent.recv()
         except (EOFError, OSError):
             self._finish()
@@ -215,8 +234,9 @@ class ProcessPoller:
             self._conn.close()
             self._conn = None
         if self._proc is not None:
-            self._proc.join(JOIN_S)
-            if self._proc.is_alive():
+            try:
+                self._proc.wait(JOIN_S)
+            except subprocess.TimeoutExpired:
                 self._proc.kill()
-                self._proc.join()
+                self._proc.wait()
             self._proc = None
