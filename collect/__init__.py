@@ -6,6 +6,7 @@ Public Python API (what a notebook calls; see ``docs/api.md``)::
     records = collect.import_table(lock, "runs.csv", "runs/")
     ledger = collect.read_ledger("runs/")
     with collect.open_sensor("sim:clock=virtual") as sensor: ...
+    with collect.measure("nvml") as m: ...                     # m.summary, m.result(), m.trace
 
 The package imports lazily (PEP 562): ``import collect`` loads nothing heavy until a name is used.
 """
@@ -21,11 +22,15 @@ _LOCATIONS: dict[str, str] = {
     "EngineError": "engine.runs",
     "ImportProblem": "importing.importer",
     "Ledger": "ledger.store",
+    "MeasureError": "measure",
+    "Measured": "measure",
+    "Measurement": "measure",
     "RunRecord": "ledger.store",
     "RunSummary": "engine.runner",
     "SENSORS": "plugins",
     "import_table": "api",
     "ledger_head": "api",
+    "measure": "measure",
     "open_sensor": "telemetry.sensors.registry",
     "plan_listing": "api",
     "planned_runs": "api",
