@@ -67,8 +67,8 @@ def code_identity_lines(ev: Evaluation) -> list[tuple[str, str, bool]]:
         return []
     differences = "; ".join(e.words() for e in c.examples)
     if c.status == "differs_declared":
-        lines = [("Code", f"CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES: {', '.join(c.parts)} differed "
-                          f"({differences}); the plan's reason: \"{c.reason}\"", True)]
+        lines = [("Code", f"CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: {', '.join(c.declared)}): "
+                          f"{differences}; the plan's reason: \"{c.reason}\"", True)]
     elif c.status == "differs":
         lines = [("Code", f"CODE DIFFERS BETWEEN RUNS (the decision is refused): {differences}", True)]
     elif c.status == "same":

@@ -168,7 +168,7 @@ def test_a_declared_difference_does_not_refuse_and_every_report_says_so(tmp_path
     assert c is not None and c.status == "differs_declared" and c.parts == c.declared == ["files"]
     assert c.reason is not None and c.reason.startswith("The data loader's off-by-one was fixed")
     for name, text in reports_of(ev, runs).items():
-        assert ("CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES: files differed (files_sha256 differs" in text
+        assert ("CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: files): files_sha256 differs" in text
                 and "the plan's reason: \"The data loader's off-by-one was fixed" in text), name
 
 
