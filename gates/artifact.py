@@ -9,6 +9,8 @@ Format history:
   (every ``refused_by`` and ``decision_refused_by`` entry an object ``{kind, id, reason}``,
   :mod:`gates.refusal`), and ``ledger.chain`` always present. A v1 file is not read: reading
   one raises a single :class:`EvaluationError` saying to re-run ``gates evaluate`` on its runs.
+  Also ``code_identity`` (:class:`CodeIdentity`): whether the matched runs were made by the same
+  code, the parts that differ with two example runs each, and the plan's declaration.
 
 This module owns the format: the pydantic models below are its documentation, ``write_evaluation``
 writes it atomically and ``read_evaluation`` reads it back (for ``reports show``). Every number in
@@ -46,7 +48,7 @@ from gates.refusal import Refusal
 from prereg.errors import InputError, RetiredFormat
 from prereg.fileio import atomic_write, not_a_readable_file
 from prereg.jsoncodec import JSONFormatError, canonical_bytes, loads, readable_json
-from prereg.schema import RuleField
+from prereg.schema import CodePart, RuleField
 from prereg.schema_types import Scalar
 
 EVALUATION_SCHEMA: Final = "gates/evaluation/v2"
@@ -245,6 +247,41 @@ class LockReference(_Model):
     seal: str = Field(description="That version's seal (prereg.lock_seal): compare it with the published one.")
 
 
+class CodeDifference(_Model):
+    """One part of the code identity that differs between runs, with two runs that differ in it."""
+
+    part: CodePart = Field(description="The part (prereg.schema.CODE_PARTS names the record field it reads).")
+    record_field: str = Field(description="The record field that differs, e.g. code.command.files_sha256.")
+    runs: list[str] = Field(min_length=2, max_length=2, description="Two run ids whose values differ.")
+    values: list[str] = Field(min_length=2, max_length=2, description="Their values in words (hashes shortened; "
+                              "'not recorded' when a run lacks the part).")
+    declared: bool = Field(description="The plan declares this part may differ (code_identity.may_differ).")
+
+    def words(self) -> str:
+        """'files_sha256 differs (run-a: 1a2b3c4d5e6f, run-b: 3c4d5e6f7a8b)': the refusal's and reports' words."""
+        (a, b), (va, vb) = self.runs, self.values
+        return f"{self.record_field.removeprefix('code.').removeprefix('command.')} differs ({a}: {va}, {b}: {vb})"
+
+
+class CodeIdentity(_Model):
+    """Whether the matched runs were made by the same code (``gates.code_identity``)."""
+
+    status: Literal["same", "differs", "differs_declared", "not_recorded"] = Field(
+        description="same: every compared part is equal in every run carrying a code identity; differs: a part "
+        "the plan does not declare differs (refuses the decision, kind code_identity); differs_declared: only "
+        "parts the plan declares may differ differ; not_recorded: no matched run carries a code identity "
+        "(imported runs: nothing to compare).")
+    parts: list[CodePart] = Field(default_factory=list, description="The parts that differ between runs.")
+    compared: list[CodePart] = Field(default_factory=list, description="The parts recorded by some run, compared.")
+    declared: list[CodePart] = Field(default_factory=list, description="The parts the plan declares may differ.")
+    reason: str | None = Field(default=None, description="The plan's reason why the code may differ.")
+    examples: list[CodeDifference] = Field(default_factory=list, description="Per differing part, two runs.")
+    runs: int = Field(default=0, description="Matched runs carrying a code identity (the runs compared).")
+    without_identity: int = Field(default=0, description="Matched runs carrying none (imported: made elsewhere); "
+                                  "never compared.")
+    notes: list[str] = Field(default_factory=list, description="What the comparison cannot show, in words.")
+
+
 class Evaluation(_Model):
     """The whole artifact."""
 
@@ -271,7 +308,8 @@ class Evaluation(_Model):
     evaluated_at: str
     decision_refused_by: list[Refusal] = Field(
         default_factory=list,
-        description="Reasons outside the gates that refuse the decision (kinds seal, time_order, predecessor).",
+        description="Reasons outside the gates that refuse the decision (kinds seal, time_order, predecessor, "
+        "code_identity).",
     )
     time_order: TimeOrder | None = None
     plan_yaml: PlanYamlCheck | None = Field(default=None, description="None when no YAML lies beside the lock.")
@@ -294,6 +332,9 @@ class Evaluation(_Model):
         default_factory=list, description="Challenger vs comparator per family x uncertainty region.")
     lock: LockReference | None = Field(
         default=None, description="The lock evaluated under (gates verify and reports re-evaluate from it).")
+    code_identity: CodeIdentity | None = Field(
+        default=None, description="Whether the matched runs were made by the same code (code files, git, Python, "
+        "packages, toolkit); a difference the plan does not declare refuses the decision.")
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 

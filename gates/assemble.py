@@ -21,6 +21,7 @@ from gates.artifact import (
     TimeOrder,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.code_identity import check_code_identity, code_identity_refusal
 from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
@@ -109,9 +110,12 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     predecessors = check_predecessors(plan, lock_path.parent)
     # the runs were recorded under this lock as it stands
     refusals = as_refusals("seal", check_seals(lock, ledger.records).refusals())
+    code_identity = check_code_identity(plan, match.records())
     late, changed = time_order.refusal(), predecessor_refusal(predecessors)
+    differs = code_identity_refusal(code_identity)
     refusals += [Refusal(kind="time_order", reason=late)] if late else []
     refusals += [Refusal(kind="predecessor", reason=changed)] if changed else []
+    refusals += [Refusal(kind="code_identity", reason=differs)] if differs else []
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
@@ -177,4 +181,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         phase_support=phase_support(plan, match.records()),
         comparator=choice, families=families, ranking=ranking,
         lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
+        code_identity=code_identity,
     )

@@ -26,6 +26,9 @@ The kinds (what the code produces; :data:`REFUSAL_KINDS` documents each):
   plan does not declare pre-existing data (``gates.timeorder``).
 * ``predecessor``: (decision) an earlier evaluation the plan builds on is missing or does not have
   the SHA-256 the plan states (``gates.provenance``).
+* ``code_identity``: (decision) the runs' code identity (code files, git commit, Python, packages,
+  toolkit version) differs between runs in a part the plan does not declare may differ
+  (``gates.code_identity``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-RefusalKind = Literal["invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor"]
+RefusalKind = Literal["invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor",
+                      "code_identity"]
 
 #: each kind and what it means (the module doc, as data for docs and tests)
 REFUSAL_KINDS: Final[dict[str, str]] = {
@@ -46,6 +50,7 @@ REFUSAL_KINDS: Final[dict[str, str]] = {
     "seal": "runs carry another lock seal than the lock's, or none, or an amendment hid that data existed",
     "time_order": "runs started before the plan version they are judged under (no pre-existing data declared)",
     "predecessor": "an earlier evaluation the plan builds on is missing or changed",
+    "code_identity": "the runs' code identity differs between runs in a part the plan does not declare may differ",
 }
 
 

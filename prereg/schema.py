@@ -338,6 +338,37 @@ class DataDeclaration(StrictModel):
     reason: Text = Field(description="Why pre-existing data are analysed, shown to reviewers.")
 
 
+#: the parts of a run's code identity ``gates evaluate`` compares across the runs of a study
+#: (``gates.code_identity``): each name -> the record field(s) it reads
+CODE_PARTS: dict[str, str] = {
+    "files": "code.command.files_sha256 (the command collector's hashed code files)",
+    "files_git": "code.command.files_git (commit and dirty flag of the repository holding the command's workdir)",
+    "python": "code.command.python.version (the Python the command ran under)",
+    "packages": "code.command.packages (the versions of the distributions the command collector reads)",
+    "toolkit": "code.toolkit_version (the toolkit that recorded the run)",
+    "git": "code.git (commit and dirty flag of the repository 'collect run' was started in)",
+}
+CodePart = Literal["files", "files_git", "python", "packages", "toolkit", "git"]
+
+
+class CodeIdentityDeclaration(StrictModel):
+    """Parts of the runs' code identity that may differ between runs, declared up front with why.
+    Without it every part must be the same in every run, or the decision is refused."""
+
+    may_differ: Annotated[list[CodePart], Field(min_length=1)] = Field(
+        description="The parts that may differ between runs: " + "; ".join(f"{k}: {v}" for k, v in CODE_PARTS.items())
+        + ". A part not named here that differs still refuses the decision."
+    )
+    reason: Text = Field(description="Why the code may differ between runs (e.g. a bug fix half-way through "
+                         "collection), shown to reviewers in every report.")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> CodeIdentityDeclaration:
+        if len(set(self.may_differ)) != len(self.may_differ):
+            raise ValueError("may_differ: a part is named twice")
+        return self
+
+
 class Plan(StrictModel):
     """A preregistration in the ``prereg/v1`` format."""
 
@@ -366,6 +397,11 @@ class Plan(StrictModel):
         default=None,
         description="Declare up front that the plan analyses pre-existing data (runs started before the "
         "freeze); otherwise such runs refuse the decision.",
+    )
+    code_identity: CodeIdentityDeclaration | None = Field(
+        default=None,
+        description="Declare up front which parts of the runs' code identity may differ between runs, and why; "
+        "otherwise runs whose code identity differs refuse the decision (gates.code_identity).",
     )
 
     def control_selectors(self) -> list[dict[str, Scalar]]:

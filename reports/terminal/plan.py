@@ -230,6 +230,14 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     else:
         parts.append(Text("Data: every run must start after the plan was frozen (and after any amendment it is "
                           "judged under); an earlier run refuses the decision"))
+    code = plan.get("code_identity")
+    if code:
+        parts.append(Text(f"Code: MAY DIFFER between runs in {', '.join(code.get('may_differ', []))} "
+                          f"(\"{code.get('reason')}\"); every report says so; any other part that differs refuses "
+                          "the decision", style="bold yellow"))
+    else:
+        parts.append(Text("Code: every run must be made by the same code (files, git, Python, packages, toolkit, "
+                          "as recorded); a difference refuses the decision"))
     experiment = plan.get("experiment")
     if experiment:
         params = ", ".join(f"{k}: {v}" for k, v in experiment.get("params", {}).items())

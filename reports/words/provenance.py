@@ -46,6 +46,7 @@ def provenance_lines(ev: Evaluation, limit: int | None = 5) -> list[tuple[str, s
                                   f"{_names(t.unknown_start, limit)}", True))
         for problem in t.unreadable_start[: limit or None]:
             lines.append(("Data", problem, True))
+    lines += code_identity_lines(ev)
     if ev.plan_yaml is not None and ev.plan_yaml.status != "matches":
         lines.append(("Plan YAML", ev.plan_yaml.notice, ev.plan_yaml.status in ("changed", "invalid")))
     if ev.controls is not None:
@@ -56,6 +57,27 @@ def provenance_lines(ev: Evaluation, limit: int | None = 5) -> list[tuple[str, s
     if ev.other_plan_note:
         lines.append(("Other plan", ev.other_plan_note, True))
     return lines
+
+
+def code_identity_lines(ev: Evaluation) -> list[tuple[str, str, bool]]:
+    """The 'Code' lines: whether the runs were made by the same code (``gates.code_identity``), one
+    sentence, then its notes (imported runs not compared, a dirty working tree)."""
+    c = ev.code_identity
+    if c is None:
+        return []
+    differences = "; ".join(e.words() for e in c.examples)
+    if c.status == "differs_declared":
+        lines = [("Code", f"CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: {', '.join(c.declared)}): "
+                          f"{differences}; the plan's reason: \"{c.reason}\"", True)]
+    elif c.status == "differs":
+        lines = [("Code", f"CODE DIFFERS BETWEEN RUNS (the decision is refused): {differences}", True)]
+    elif c.status == "same":
+        lines = [("Code", f"all {c.runs} run(s) with a code identity were made by the same code (compared: "
+                          f"{', '.join(c.compared) or 'nothing recorded'})", False)]
+    else:
+        lines = []
+    mixed = bool(c.without_identity and c.runs)  # then the first note counts the runs not compared
+    return lines + [("Code", note, mixed and i == 0) for i, note in enumerate(c.notes)]
 
 
 def decision_flag(ev: Evaluation) -> str:
