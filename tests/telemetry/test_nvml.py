@@ -583,3 +583,34 @@ def test_real_gpu_is_read(real_pynvml: ModuleType) -> None:
     if "energy_counter" in measured:  # mJ since the driver loaded: never backwards
         assert second["energy_counter"].value >= first["energy_counter"].value
     assert info["index"] == 0 and info["name"], info
+
+
+def test_collect_measure_reads_the_nvml_counter_through_the_fake(fake: FakeNvml) -> None:
+    """``collect.measure("nvml")`` (thread mode: the fake lives in this process) polls the energy
+    counter the driver reports; the bounds hold the energy the fake counter advanced by."""
+    import threading
+
+    import collect
+
+    stop = threading.Event()
+    start_mj = fake.energy_mj
+
+    def driver() -> None:  # the counter moves by 5 J every 20 ms, as a 250 W GPU's would
+        while not stop.wait(0.02):
+            fake.energy_mj += 5_000
+
+    with collect.measure("nvml", poll_ms=5, mode="thread") as m:
+        thread = threading.Thread(target=driver)
+        thread.start()
+        with m.phase("compute"):
+            deadline = threading.Event()
+            deadline.wait(0.4)
+        stop.set()
+        thread.join(timeout=30)
+    result = m.result()
+    assert result.signal == "energy_counter" and result.evidence == "measured"
+    true_j = (fake.energy_mj - start_mj) / 1000
+    assert result.energy.lower_j <= true_j + 1e-9 and result.energy.lower_j <= result.energy.upper_j
+    assert 0 < result.energy.upper_j
+    assert 10 <= result.effective_period_ms <= 2_000  # measured from the counter's own updates
+    assert any(c[0] == "nvmlDeviceGetTotalEnergyConsumption" for c in fake.calls)
