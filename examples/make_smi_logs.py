@@ -38,10 +38,11 @@ def rows_and_logs() -> tuple[list[dict], dict[str, str]]:
             flop = 2.0e15 * (1 + 0.01 * rng.gauss(0, 1))
             for arm in ("restart", "continue"):
                 if arm == "restart":  # restore, then redo the steps lost since the checkpoint
-                    length, run_nll, run_flop = seconds * (1.10 + 0.02 * rng.random()), nll, flop * 1.10
+                    redo = 1.06 + 0.08 * rng.random()  # the share of the run redone depends on where the checkpoint was
+                    length, run_nll, run_flop = seconds * redo, nll, flop * redo
                 else:  # survivors carry on: no redone step, a shorter run
                     length = seconds * (0.98 + 0.02 * rng.random())
-                    run_nll, run_flop = nll + 0.004 + 0.004 * rng.gauss(0, 1), flop * 0.97
+                    run_nll, run_flop = nll + 0.004 + 0.004 * rng.gauss(0, 1), flop * (0.97 + 0.01 * rng.random())
                 run_id = f"gpu-{site}-{seed}-{arm}"
                 rows.append({"run_id": run_id, "arm": arm, "site": site, "seed": seed,
                              "final_nll": round(run_nll, 5), "attempted_flop": f"{run_flop:.6e}"})
