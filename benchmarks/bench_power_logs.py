@@ -30,7 +30,7 @@ import numpy as np
 
 
 def write_log(path: Path, rows: int) -> None:
-    """A 1-GPU nvidia-smi CSV log of ``rows`` polls (vectorised; the curve of tests/helpers/power_logs.py)."""
+    """A 1-GPU nvidia-smi CSV log of ``rows`` polls (vectorised; the curve of collect/telemetry/logs/synthetic.py)."""
     t = np.arange(rows) * 0.1 + 0.003
     u = np.floor(t * 10) / 10
     swing = 250 + 80 * np.sin(2 * np.pi * u / 7) + 60 * (np.floor(u / 3) % 2)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,24 @@ class PlannedRun:
     params: dict[str, Any]
 
 
+def run_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, Any], arm: str) -> dict[str, Any]:
+    """One run's parameters: the experiment's, overridden by the stratum's non-blocking factor levels,
+    overridden by the arm's settings, checked and completed by the collector (``EngineError`` otherwise)."""
+    assert plan.experiment is not None
+    merged = {**plan.experiment.params}
+    merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
+    merged.update(plan.arms[arm])
+    try:
+        if collector.PLAN_METRICS:
+            if "metrics" in merged:
+                raise ParamError("parameter 'metrics' is set from the plan's metrics section "
+                                 f"(collector {collector.name} writes the metrics the plan declares)")
+            merged["metrics"] = list(plan.metrics)
+        return collector.check_run(merged, stratum)
+    except ParamError as err:
+        raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+
+
 def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[PlannedRun]]:
     """Every run of the plan, parameters checked; raises ``EngineError`` before anything runs."""
     if plan.experiment is None:
@@ -84,19 +102,8 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
     runs = []
     for stratum in plan.strata.enumerate():
         for replicate in range(plan.strata.replicates):
-            for arm, settings in plan.arms.items():
-                merged = {**plan.experiment.params}
-                merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
-                merged.update(settings)
-                try:
-                    if collector.PLAN_METRICS:
-                        if "metrics" in merged:
-                            raise ParamError("parameter 'metrics' is set from the plan's metrics section "
-                                             f"(collector {collector.name} writes the metrics the plan declares)")
-                        merged["metrics"] = list(plan.metrics)
-                    params = collector.check_run(merged, stratum)
-                except ParamError as err:
-                    raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+            for arm in plan.arms:
+                params = run_params(plan, collector, stratum, arm)
                 runs.append(PlannedRun(
                     run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
                     stratum_seed(stratum, replicate), params,

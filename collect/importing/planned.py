@@ -28,8 +28,7 @@ import csv
 import io
 from typing import Any
 
-from collect.collectors.base import ParamError, check_params
-from collect.engine.runs import BLOCKING_FACTORS, EngineError, PlannedRun, load_collector, stratum_seed
+from collect.engine.runs import BLOCKING_FACTORS, PlannedRun, load_collector, run_params, stratum_seed
 from collect.ledger.store import run_id
 from prereg.jsoncodec import canonical_text, readable_bytes
 from prereg.schema import Plan
@@ -45,12 +44,10 @@ def planned_runs(plan: Plan, plan_sha256: str) -> list[PlannedRun]:
     for stratum in plan.strata.enumerate():
         for replicate in range(plan.strata.replicates):
             for arm, settings in plan.arms.items():
-                params = {**defaults, **{k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS}, **settings}
-                if collector is not None:
-                    try:
-                        params = check_params(collector, params)
-                    except ParamError as err:
-                        raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+                if collector is not None:  # checked and completed as collect run does (the command collector too)
+                    params = run_params(plan, collector, stratum, arm)
+                else:
+                    params = {**defaults, **{k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS}, **settings}
                 runs.append(PlannedRun(run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
                                        stratum_seed(stratum, replicate), params))
     return runs

@@ -144,6 +144,15 @@ def test_a_plan_runs_the_program_with_its_metrics_traces_and_code_identity(proje
     assert {r.seed for r in a} == {r.seed for r in b}  # common random numbers across arms
 
 
+def test_collect_plan_lists_a_command_plan_as_collect_run_would_execute_it(project):
+    from collect.engine.runs import expand_plan
+    from collect.importing.planned import planned_runs
+
+    plan, sha = loaded(plan_text())  # the program's own parameters (offset, site) are not the collector's
+    _, engine_runs = expand_plan(plan, sha)
+    assert planned_runs(plan, sha) == engine_runs
+
+
 def test_failures_are_recorded_with_their_reason_and_the_other_runs_go_on(project):
     modes = "[ok, exit1, hang, unknown, nan, nometrics, malformed]"
     plan, sha = loaded(plan_text(timeout=2, factors=f"    site: [0]\n    mode: {modes}\n"))

@@ -1,6 +1,6 @@
 """Power logs other tools wrote, converted to traces: the energy bounds hold the known integral.
 
-Every log comes from tests/helpers/power_logs.py: a known power curve written as nvidia-smi,
+Every log comes from collect/telemetry/logs/synthetic.py: a known power curve written as nvidia-smi,
 dcgmi dmon, Zeus and CodeCarbon write it (headers, units in cells, N/A gaps, a stuck counter).
 """
 
@@ -15,10 +15,10 @@ import pytest
 from collect.telemetry.analysis.resolution import energy_from_counter, energy_from_power, update_period
 from collect.telemetry.logs.common import LOG_PHASE, LogError, LogOptions
 from collect.telemetry.logs.formats import FORMATS, convert_log, recognise
+from collect.telemetry.logs.synthetic import START, WARM_S, codecarbon_log, dcgm_log, energy, nvidia_smi_log, zeus_log
 from collect.telemetry.recording.probe import recorded_summaries
 from collect.traces.telemetry import read_trace
 from tests.helpers import run
-from tests.helpers.power_logs import START, WARM_S, codecarbon_log, dcgm_log, energy, nvidia_smi_log, zeus_log
 
 EPOCH_NS = int(START.timestamp() * 1e9)
 

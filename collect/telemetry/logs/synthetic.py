@@ -1,4 +1,5 @@
-"""A known power curve, and the log text each power tool would write of it (test fixtures).
+"""A known power curve, and the log text each power tool would write of it: SYNTHETIC logs for the
+tests and the examples (``examples/make_smi_logs.py``), never a measurement.
 
 The curve (W, t in seconds from the logger's start): ``P(t) = 250 + 80 sin(2 pi t / 7) + 60 [floor(t/3) odd]``,
 a smooth swing with a square wave on top; :func:`energy` is its exact integral (J), so a test can
@@ -50,22 +51,24 @@ def _last_update(t: float, update_ms: float) -> float:
     return math.floor(t * 1000 / update_ms) * update_ms / 1000
 
 
-def _stamp(t: float) -> str:
-    moment = START + timedelta(seconds=t)
+def _stamp(t: float, start: datetime = START) -> str:
+    moment = start + timedelta(seconds=t)
     return moment.strftime("%Y/%m/%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 
 def nvidia_smi_log(seconds: float, poll_ms: float = 100.0, update_ms: float = 100.0, units_in_cells: bool = True,
-                   na_lines: tuple[int, ...] = (7,), gpus: tuple[int, ...] = (0,)) -> str:
+                   na_lines: tuple[int, ...] = (7,), gpus: tuple[int, ...] = (0,), scale: float = 1.0,
+                   start: datetime = START) -> str:
     """``nvidia-smi --query-gpu=timestamp,index,power.draw,power.draw.instant,utilization.gpu,memory.used
     --format=csv[,nounits] -lms POLL``; polls 3 ms past each interval; the ``na_lines``-th data lines
-    read ``[N/A]`` for the instant power and ``[N/A]`` for power.draw on the first of them."""
+    read ``[N/A]`` for the instant power and ``[N/A]`` for power.draw on the first of them. ``scale``
+    multiplies the curve (its energy is ``scale * energy(...)``); ``start`` is the first timestamp."""
     lines = ["timestamp, index, power.draw [W], power.draw.instant [W], utilization.gpu [%], memory.used [MiB]"]
     k = 0
     while (t := k * poll_ms / 1000 + 0.003) < seconds:
         u = _last_update(t, update_ms)
-        average = energy(WARM_S + u - 1, WARM_S + u)
-        instant = power(WARM_S + u)
+        average = scale * energy(WARM_S + u - 1, WARM_S + u)
+        instant = scale * power(WARM_S + u)
         for gpu in gpus:
             w, pct, mib = (" W", " %", " MiB") if units_in_cells else ("", "", "")
             draw = f"{average:.2f}{w}"
@@ -73,7 +76,7 @@ def nvidia_smi_log(seconds: float, poll_ms: float = 100.0, update_ms: float = 10
             if len(lines) in na_lines:
                 inst = "[N/A]"
                 draw = "[N/A]" if len(lines) == na_lines[0] else draw
-            lines.append(f"{_stamp(t)}, {gpu}, {draw}, {inst}, {50 + gpu}{pct}, 1024{mib}")
+            lines.append(f"{_stamp(t, start)}, {gpu}, {draw}, {inst}, {50 + gpu}{pct}, 1024{mib}")
         k += 1
     return "\n".join(lines) + "\n"
 
