@@ -153,6 +153,7 @@ def test_collect_plan_lists_a_command_plan_as_collect_run_would_execute_it(proje
     assert planned_runs(plan, sha) == engine_runs
 
 
+@pytest.mark.slow  # six failing programs, one hanging to its timeout: ~3 s
 def test_failures_are_recorded_with_their_reason_and_the_other_runs_go_on(project):
     modes = "[ok, exit1, hang, unknown, nan, nometrics, malformed]"
     plan, sha = loaded(plan_text(timeout=2, factors=f"    site: [0]\n    mode: {modes}\n"))
@@ -217,7 +218,8 @@ def test_refused_names_and_sensors(project):
         engine.expand_plan(plan, sha)
 
 
-@pytest.mark.parametrize("clock", ["virtual", pytest.param("real", marks=pytest.mark.slow)])  # real: a poller process per run
+@pytest.mark.slow  # a plan of programs under a sensor: ~3 s on the virtual clock, more on the real one
+@pytest.mark.parametrize("clock", ["virtual", "real"])
 def test_telemetry_is_sampled_outside_the_program_and_marks_become_phases(project, clock):
     energy = ("  energy: {unit: J, better: lower, evidence: modeled, signal: energy_counter}\n"
               "  energy_checkpoint: {unit: J, better: lower, evidence: modeled}\n"

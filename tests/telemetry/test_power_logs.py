@@ -173,7 +173,7 @@ def _logged_runs(tmp_path: Path, drop: int | None = None) -> tuple[Path, Path, P
     return lock, write_csv(tmp_path / "runs.csv", rows), logs
 
 
-@pytest.mark.subprocess(quick=True)
+@pytest.mark.slow  # 32 runs imported with their logs: ~5 s
 def test_import_fills_telemetry_and_keeps_each_log_as_a_hashed_trace(tmp_path: Path) -> None:
     from collect.ledger.store import read_ledger, verify_chain
 
