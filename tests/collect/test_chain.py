@@ -64,6 +64,7 @@ def test_chain_fields_and_intact_report(runs):
     assert report.status == "intact" and report.head == ledger.hashes[-1] and report.problems == []
 
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_every_single_record_edit_is_detected(runs):
     """Change one field of one record (every field of every record): the chain names that record."""
     original = _lines(runs)

@@ -326,6 +326,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @settings(max_examples=300, deadline=None)
 @given(value=json_values)
 def test_the_codec_is_json_dumps_with_the_canonical_settings(value):
@@ -342,6 +343,7 @@ def test_the_codec_is_json_dumps_with_the_canonical_settings(value):
 @given(data=st.dictionaries(st.text(max_size=14).filter(lambda k: k not in (FIELD, "prev_sha256")), json_values,
                             max_size=8),
        prev=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_sealing_from_item_runs_is_the_canonical_line_and_hash(data, prev):
     try:
         canonical_bytes(data)

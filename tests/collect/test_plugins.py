@@ -34,7 +34,7 @@ def test_a_class_named_directly_loads_like_an_entry_point() -> None:
 
 
 @pytest.mark.parametrize(("name", "words"), [
-    ("mylab.train_gpt", "unknown collector 'mylab.train_gpt'; installed: sim.churn"),
+    ("mylab.train_gpt", "unknown collector 'mylab.train_gpt'; installed: command, sim.churn"),
     ("collect.no_such_module:X", "is not available here"),
     ("collect.collectors.base:NoSuchClass", "has no 'NoSuchClass'"),
     ("collect.collectors.base:check_params", "is not a subclass of collect.collectors.base.Collector"),

@@ -24,6 +24,7 @@ def _run(tmp: Path, policy: str, family: str = "calm", seed: int = 21):
     return TorchControllerCollector().run(ctx), ctx
 
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_merge_is_real_parameter_averaging(torch) -> None:
     from collect.collectors.controller.replicas import Replicas
     from collect.collectors.torchrun.markov import SourceSpec, make_corpora

@@ -95,6 +95,7 @@ def attained(method: str, n: int) -> float:
     return CONF if res.attained_confidence is None else res.attained_confidence
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 def test_meet_in_the_middle_agrees_with_library_interval() -> None:
     x, mean, _ = sample("skewed", 20)
     for i in range(40):

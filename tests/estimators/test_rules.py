@@ -100,6 +100,7 @@ def test_constant_contrasts_warn_instead_of_silent_zero_p() -> None:
         assert E.rule_pvalue(E.Rule("upper", "<", 0.0), d, 0.9, "signflip") == 1.0
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @pytest.mark.parametrize("method", ["none", "holm", "bonferroni"])
 def test_adjust_p_values_match_statsmodels(method: str) -> None:
     from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import

@@ -52,6 +52,7 @@ def _near_end(x: float, res: E.IntervalResult) -> bool:
     return any(np.isfinite(e) and abs(x - e) <= 1e-9 * max(1.0, abs(e)) for e in (res.lower, res.upper))
 
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 @SETTINGS
 @given(d=contrast_vectors, method=st.sampled_from(E.METHODS), conf=st.sampled_from([0.8, 0.9, 0.95]))
 def test_pass_exactly_when_p_clears_alpha_boundary_included(d: np.ndarray, method: str, conf: float) -> None:

@@ -29,6 +29,7 @@ def _same(a: float, b: float) -> bool:
     return a == b or (np.isinf(a) and np.isinf(b) and a == b)
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=vectors, data=st.data())
 def test_selection_and_counts_equal_the_materialised_ones(d: np.ndarray, data: st.DataObject) -> None:
@@ -52,6 +53,7 @@ def test_every_rank_is_selected_exactly(d: np.ndarray) -> None:
         assert W.select(s, r) == ref[r - 1]
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @pytest.mark.parametrize("n", [501, 700, 1500, 3000])
 @pytest.mark.parametrize("kind", ["normal", "ties", "zeros", "huge"])
 def test_large_n_iterative_path_equals_the_materialised_one(n: int, kind: str) -> None:

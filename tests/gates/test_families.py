@@ -60,6 +60,7 @@ def test_ties_are_broken_by_the_frozen_tie_break_then_candidate_order(tmp_path: 
     assert c["arm"] == "slow" and c["ties_broken_by"] == "candidate order"  # slow is listed first
 
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 @pytest.mark.subprocess(quick=True)
 def test_a_missing_calibration_run_refuses_the_choice_and_every_comparator_gate(tmp_path: Path) -> None:
     ev = evaluate(tmp_path, rows(drop=("cal_b", "high", 1, "slow")))

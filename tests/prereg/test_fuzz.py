@@ -42,6 +42,7 @@ def test_random_bytes(raw):
     accepts_or_refuses(raw)
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @FUZZ
 @given(json_like)
 def test_random_yaml_documents(doc):
@@ -101,6 +102,7 @@ def test_mutated_plans(data):
     accepts_or_refuses(yaml.safe_dump(plan).encode())
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @settings(max_examples=60, deadline=None)
 @given(st.binary(max_size=300))
 def test_cli_validate_never_crashes(raw):

@@ -33,6 +33,7 @@ def dump(data, flow: bool) -> bytes:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=flow, allow_unicode=True, width=60).encode()
 
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 @given(seed=st.integers(0, 2**32 - 1), flow=st.booleans())
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_key_order_and_layout_do_not_change_the_hash(equal_work_bytes, seed, flow):

@@ -31,6 +31,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @settings(max_examples=200, deadline=None)
 @given(value=values)
 def test_every_form_reads_back_to_the_value_and_canonical_is_the_reference_encoding(value):

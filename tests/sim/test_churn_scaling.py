@@ -93,6 +93,7 @@ def test_admission_refuses_what_it_cannot_compute() -> None:
 
 # --- scan --------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_worker_scan_against_the_closed_forms() -> None:
     M, C, R = 86_400.0, 12.0, 30.0
     t = worker_scan(M, C, R, [1, 10, 700, 5000])

@@ -74,6 +74,7 @@ def scenarios(draw: st.DrawFn) -> tuple[SimConfig, list[Outage]]:
 
 # --- invariants -------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 @PROPS
 @given(scenarios())
 def test_invariants_hold_for_every_policy(scenario: tuple[SimConfig, list[Outage]]) -> None:
@@ -112,6 +113,7 @@ def test_invariants_hold_for_every_policy(scenario: tuple[SimConfig, list[Outage
 @PROPS
 @given(cfg=configs, seed=st.integers(0, 2**31), mtbf=st.floats(20, 2000), mean=st.floats(1, 200),
        where=st.sampled_from(["random", "none", 0]))
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_invariants_under_poisson_outages(cfg: SimConfig, seed: int, mtbf: float, mean: float, where: Any) -> None:
     params = {"sites": cfg.sites, "target_steps": cfg.target_steps, "mtbf_ticks": mtbf,
               "outage_duration_ticks": mean, "outage_site": where}
@@ -128,6 +130,7 @@ def test_invariants_under_poisson_outages(cfg: SimConfig, seed: int, mtbf: float
     assert results["oracle"].lost == 0
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 @PROPS
 @given(cfg=configs, data=st.data())
 def test_restart_loses_exactly_the_undurable_steps(cfg: SimConfig, data: st.DataObject) -> None:

@@ -87,6 +87,7 @@ def test_replay_reproduces_lost_steps_bitwise(tmp_path: Path) -> None:
             assert state_sha256(t.model, t.opt) == hashes[s - 1]
 
 
+@pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_controls_identical_across_policies_without_outages(tmp_path: Path) -> None:
     results = {p: _run(tmp_path, p, outage_site="none") for p in POLICIES}
     hashes = {p: r.info["final_state_sha256"] for p, r in results.items()}
@@ -143,6 +144,7 @@ def test_equal_useful_work_accounting_and_learning(tmp_path: Path) -> None:
         assert same_lineage == (a.info["frontier_sha256"] == b.info["frontier_sha256"])
 
 
+@pytest.mark.slow  # many generated cases or a reference library: the slow tier
 def test_runs_are_deterministic_and_keep_checkpoint_on_request(tmp_path: Path, torch) -> None:
     a = _run(tmp_path / "a", "restart", outage_site=1, mtbf_ticks=100.0, keep_checkpoint=True)
     b = _run(tmp_path / "b", "restart", outage_site=1, mtbf_ticks=100.0)
