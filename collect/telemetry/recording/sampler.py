@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -123,14 +123,10 @@ def _poll_loop(conn: Connection, sensor: Any, signals: list[str], poll_ms: float
             continue
         now = sensor.now_ns()
         if now < next_ns:
-            wait_s = (next_ns - now) / 1e9
-            # poll(2) sleeps in whole ms (rounded up): wake ~2 ms early for commands, then sleep
-            # the rest with nanosleep, so a 1 ms interval is 1 ms and a stop is answered at once
-            if wait_s > 0.003:
-                if not _wait(conn, wait_s - 0.002):
-                    return
-            else:
-                time.sleep(wait_s)
+            # one wake-up per poll: select(2) sleeps to the microsecond (poll(2), behind
+            # Connection.poll, only to whole ms), and a command or a closed pipe ends it at once
+            if not _wait(conn, (next_ns - now) / 1e9):
+                return
             continue
         polls.append(now)
         try:
@@ -159,10 +155,11 @@ def _ready(conn: Connection) -> bool:
 
 
 def _wait(conn: Connection, timeout: float | None) -> bool:
-    """Sleep until a command arrives or ``timeout`` s pass; False when the pipe is gone."""
+    """Sleep until a command arrives or ``timeout`` s pass (microsecond resolution); False when
+    the pipe is gone."""
     try:
-        conn.poll(timeout)
-    except (EOFError, OSError):
+        select.select([conn.fileno()], [], [], timeout)
+    except (OSError, ValueError):  # a closed pipe
         return False
     return True
 
