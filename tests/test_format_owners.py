@@ -26,12 +26,11 @@ READERS = {
     "collect/ledger/store.py": "the ledger (ledger.jsonl)",
     "collect/ledger/journal.py": "the ledger's batch journal (.ledger.pending)",
     "collect/ledger/runlock.py": "the runs folder's writer lock (.collect.lock)",
-    "collect/traces/lines.py": "the JSON-lines traces (events, commits)",
+    "collect/traces/lines.py": "the JSON-lines traces (events, commits) and JSON-lines Zeus logs",
     "collect/traces/telemetry.py": "the telemetry trace's meta file",
     "collect/collectors/torchrun/warmstart.py": "the warm start's sidecar",
     "collect/importing/importer.py": "a user's JSON-lines table of runs",
     "collect/collectors/command/outputs.py": "a command run's metrics file (metrics.json)",
-    "collect/telemetry/logs/zeus.py": "a Zeus log written as JSON lines",
     "gates/artifact.py": "the evaluation (evaluation.json)",
 }
 #: format family -> the modules that may spell its version string

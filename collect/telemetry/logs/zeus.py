@@ -22,8 +22,8 @@ import math
 
 from collect.telemetry.logs.common import LogError, LogOptions, choose_device
 from collect.telemetry.logs.windows import Window, windows_trace
+from collect.traces.lines import LineError, json_rows
 from collect.traces.telemetry import Trace
-from prereg.jsoncodec import JSONFormatError, loads
 
 TOOL = "zeus"
 _S = 1_000_000_000
@@ -31,18 +31,10 @@ _S = 1_000_000_000
 
 def _rows(text: str, source: str) -> list[tuple[int, dict[str, str]]]:
     if text.lstrip().startswith("{"):
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                value = loads(line)
-            except JSONFormatError as err:
-                raise LogError(f"{source} line {number}: {err}") from None
-            if not isinstance(value, dict):
-                raise LogError(f"{source} line {number}: not a JSON object")
-            rows.append((number, {str(k): str(v) for k, v in value.items()}))
-        return rows
+        try:  # JSON lines, read as the toolkit's own JSON-lines traces are
+            return [(number, {str(k): str(v) for k, v in row.items()}) for number, row in json_rows(text)]
+        except LineError as err:
+            raise LogError(f"{source} line {err.number}: {err}") from None
     reader = csv.DictReader(io.StringIO(text, newline=""))
     out = []
     for row in reader:
