@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from datetime import UTC, datetime
 
-from collect.telemetry.logs.common import LogError, LogOptions, split_unit
+from collect.telemetry.logs.common import LogError, LogOptions, cell_number, split_unit
 from collect.telemetry.logs.windows import Window, windows_trace
 from collect.traces.telemetry import Trace
 
@@ -40,16 +39,6 @@ def _time(text: str, source: str, line: int) -> int:
                        "(2024-07-19T15:57:43)") from None
     value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
     return round(value.timestamp() * _S)
-
-
-def _number(row: dict[str, str], key: str, source: str, line: int) -> float:
-    try:
-        value = float(row[key])
-    except ValueError:
-        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a finite number >= 0")
-    return value
 
 
 def convert(text: str, source: str, options: LogOptions) -> Trace:
@@ -72,7 +61,7 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
         row = dict(zip(header, cells, strict=True))
         end = _time(row["timestamp"], source, line)
         trackers.setdefault(row["run_id"], []).append(
-            (end, _number(row, "duration", source, line), _number(row, "gpu_energy", source, line) * KWH_J, line))
+            (end, cell_number(row, "duration", source, line), cell_number(row, "gpu_energy", source, line) * KWH_J, line))
     if not trackers:
         raise LogError(f"{source}: a header and no measurements")
     windows = []

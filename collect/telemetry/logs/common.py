@@ -20,6 +20,7 @@ Units: time ns (ms where named ``_ms``), energy mJ in ``energy_counter``, power 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +83,21 @@ class Column:
     info: SignalInfo
     values: np.ndarray
     status: np.ndarray | None = None
+
+
+def cell_number(row: dict[str, str], key: str, source: str, line: int, *, nonnegative: bool = True,
+                missing: str | None = None) -> float:
+    """The cell ``key`` of a log row as a finite float (``>= 0`` unless ``nonnegative`` is off);
+    ``LogError`` naming the file and line otherwise (``missing``: what the log should hold)."""
+    try:
+        value = float(row[key])
+    except KeyError:
+        raise LogError(f"{source} line {line}: no {key!r}" + (f" ({missing})" if missing else "")) from None
+    except ValueError:
+        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a number") from None
+    if not math.isfinite(value) or (nonnegative and value < 0):
+        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a finite number >= 0")
+    return value
 
 
 def signal(name: str, unit: str, kind: Kind = "gauge", window_ms: float | None = None) -> SignalInfo:

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 
-from collect.telemetry.logs.common import LogError, LogOptions, choose_device
+from collect.telemetry.logs.common import LogError, LogOptions, cell_number, choose_device
 from collect.telemetry.logs.windows import Window, windows_trace
 from collect.traces.lines import LineError, json_rows
 from collect.traces.telemetry import Trace
@@ -45,16 +44,8 @@ def _rows(text: str, source: str) -> list[tuple[int, dict[str, str]]]:
 
 
 def _number(row: dict[str, str], key: str, source: str, line: int) -> float:
-    try:
-        value = float(row[key])
-    except KeyError:
-        raise LogError(f"{source} line {line}: no {key!r} (a Zeus log has start_time,window_name,elapsed_time,"
-                       "gpu<i>_energy)") from None
-    except ValueError:
-        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a number") from None
-    if not math.isfinite(value) or (key != "start_time" and value < 0):
-        raise LogError(f"{source} line {line}: {key} = {row[key]!r} is not a finite number >= 0")
-    return value
+    return cell_number(row, key, source, line, nonnegative=key != "start_time",
+                       missing="a Zeus log has start_time,window_name,elapsed_time,gpu<i>_energy")
 
 
 def convert(text: str, source: str, options: LogOptions) -> Trace:
