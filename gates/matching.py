@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from collect.ledger.cells import split_repeats
 from collect.ledger.store import Ledger, RunRecord
@@ -152,6 +152,7 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
         return f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
 
     planned: list[RunRecord] = []
+    cells: dict[int, tuple[tuple[str, ...], int, str]] = {}  # id(record) -> its cell, keyed once
     for record in ledger.records:
         where = where_of(record)
         if record.prereg_sha256 != plan_sha256:
@@ -168,12 +169,13 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
             match.where[text] = record.stratum
             continue
         planned.append(record)
+        cells[id(record)] = (skey, record.replicate, record.arm)
     # The ledger's one duplicate rule (``collect.ledger.cells``): the first complete record of a cell
     # stands; a later one is listed in ``duplicate``, and gates using that arm are refused through
     # ``arm_problems`` (the cell is ambiguous: which run is the real one?).
-    first, repeats = split_repeats(planned, key=lambda r: (stratum_key(plan, r.stratum), r.replicate, r.arm))
-    for key, record in first.items():
-        skey, replicate, arm = cast("tuple[tuple[str, ...], int, str]", key)
+    first, repeats = split_repeats(planned, key=lambda r: cells[id(r)])
+    for record in first.values():
+        skey, replicate, arm = cells[id(record)]
         blocks[(skey, replicate)].records[arm] = record
     for record, earlier in repeats:
         text = f"{where_of(record)} repeats {earlier.run_id}"
