@@ -1,6 +1,7 @@
 """What does ``collect.measure``'s sampler cost a real torch training step?
 
 Run: python benchmarks/bench_sampler_cost.py [--steps N] [--repeats R] [--sensor SPEC]
+     python benchmarks/bench_sampler_cost.py --design toggle [--pairs P] [--block-steps K]
      (needs torch: pip install torch==2.13.0)
 
 One torch thread (``torch.set_num_threads(1)``), one small MLP (256 -> 512 -> 512 -> 10, ReLU,
@@ -21,6 +22,18 @@ time (steps and phase marks). Printed per condition and figure: ms per step, the
 of its ratio to the ``none`` segment of the same repeat, the slowdown (median paired ratio - 1,
 and the ratio of pooled medians), the achieved poll interval, and the sampler child's CPU use (``/proc/<pid>/stat`` utime + stime over the timed steps, as a share
 of one core: the spare core it needs). Targets: slowdown < 2 % at 10 ms.
+
+``--design toggle`` measures the child sampler's running cost with far less machine noise: one
+``collect.measure`` per poll interval stays open while the training steps run in short blocks of K
+steps; before each block the polling child is resumed (``SIGCONT``, the sampler runs) or stopped
+(``SIGSTOP``, it takes no CPU and sends nothing), in a shuffled order within each round of three
+blocks: ``on``, ``off`` and ``off (control)``. Neighbouring blocks share the machine's load of the
+moment, so the ratio of a round's ``on`` block to its ``off`` block cancels slow drift; the
+``off (control)`` / ``off`` ratio is the same figure with no sampler in either (it must sit at 0).
+Printed per interval: the mean of the log ratios as a slowdown with its 95% interval (t over the
+rounds), the median ratio, and the control's. The sampler's start-up and its final hand-over are
+outside the blocks (the segment design above counts neither either); the phase marks, one per
+block, happen in every condition and cancel.
 """
 
 from __future__ import annotations
@@ -28,7 +41,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import math
 import random
+import signal
 import statistics
 import time
 from typing import Any
@@ -150,14 +165,55 @@ def run(args: argparse.Namespace) -> None:
           "no-sampler conditions' median); target < 2% at 10 ms; child CPU = the polling child's share of one core")
 
 
+def toggle(args: argparse.Namespace) -> None:
+    """The ``--design toggle`` measurement (see the module doc)."""
+    step = Step()
+    timed_steps(step, 3 * args.block_steps * 10, None)  # warm up
+    order = random.Random(1)
+    load0 = os.getloadavg()
+    rows = []
+    for ms in (10.0, 1.0):
+        med: dict[str, list[float]] = {"on": [], "off": [], "off (control)": []}
+        with collect.measure(args.sensor, poll_ms=ms, mode="process") as m:
+            pid = child_pid(m)
+            if pid is None:
+                raise SystemExit(f"sensor {args.sensor!r} is not polled from a child process: nothing to toggle")
+            try:
+                for _ in range(args.pairs):
+                    for label in order.sample(list(med), 3):
+                        os.kill(pid, signal.SIGCONT if label == "on" else signal.SIGSTOP)
+                        med[label].append(timed_steps(step, args.block_steps, m)[1])
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        for label in ("on", "off (control)"):
+            logs = [math.log(a / b) for a, b in zip(med[label], med["off"], strict=True)]
+            mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+            half = 1.96 * se
+            ratio = statistics.median(a / b for a, b in zip(med[label], med["off"], strict=True))
+            rows.append((f"{ms:g} ms", label, 1e3 * statistics.median(med[label]), 100 * math.expm1(mean),
+                         100 * math.expm1(mean - half), 100 * math.expm1(mean + half), ratio))
+    load1 = os.getloadavg()
+    print(f"toggle design: small MLP step, 1 torch thread, {args.pairs} rounds of 3 blocks x {args.block_steps} steps "
+          f"per poll interval, sensor {args.sensor}; {os.cpu_count()} cores; load average (1 min) {load0[0]:.2f} at "
+          f"the start, {load1[0]:.2f} at the end")
+    print(f"{'poll':>6s} {'block':14s} {'ms/step':>8s} {'slowdown (95% interval)':>28s} {'median ratio':>13s}")
+    for poll, label, per_step, mid, lo, hi, ratio in rows:
+        print(f"{poll:>6s} {label:14s} {per_step:8.3f} {mid:+8.2f}% ({lo:+.2f}% .. {hi:+.2f}%) {ratio:13.4f}")
+    print("\nslowdown = exp(mean log(block / its round's 'off' block)) - 1; 'on': the sampler child running, "
+          "'off (control)': stopped in both (this machine's noise); target < 2% at 10 ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=12)
     parser.add_argument("--sensor", default="sim:clock=real")
+    parser.add_argument("--design", choices=("segments", "toggle"), default="segments")
+    parser.add_argument("--pairs", type=int, default=300, help="toggle design: rounds per poll interval")
+    parser.add_argument("--block-steps", type=int, default=25, help="toggle design: steps per block")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    run(args)
+    toggle(args) if args.design == "toggle" else run(args)
 
 
 if __name__ == "__main__":
