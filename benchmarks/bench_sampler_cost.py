@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import math
+import os
 import random
 import signal
 import statistics
