@@ -2,9 +2,10 @@
 
 :func:`open_instance` decides, once per sweep:
 
-* Ray already initialised in this process (a notebook, a test): used as it is, left up after.
+* Ray already initialised in this process (a notebook, a test): used as it is, left connected.
 * An address (``--address ADDR``, else ``RAY_ADDRESS``): joined with ``ray.init(address=ADDR)``,
-  never told how many CPUs it has (that is the cluster's to say); left running after.
+  never told how many CPUs it has (that is the cluster's to say); disconnected at the end, the
+  cluster left running.
 * Otherwise a local instance of ``jobs`` CPUs, always its own (``address="local"``: never one
   that happens to run here), without the dashboard. It is shut down when the sweep ends, and a
   reaper (:mod:`collect.engine.ray_reaper`, started in its own session right after ``ray.init``)
@@ -41,12 +42,14 @@ class Instance:
 
     own: bool  # started here (and shut down here)
     joined: str | None  # the address joined, when one was given
+    connected: bool = True  # ray.init was called here (so ray.shutdown disconnects at the end)
     start_s: float = 0.0  # how long ray.init took
     _reaper: Any = field(default=None, repr=False)
 
     def close(self) -> None:
-        """Shut an instance started here down; then let the reaper end what is left of it."""
-        if not self.own:
+        """Disconnect when connected here (a joined cluster keeps running); an instance started here is
+        shut down, then the reaper ends what is left of it."""
+        if not self.connected:
             return
         import ray  # lazy: ray
 
@@ -72,7 +75,7 @@ def open_instance(address: str | None, jobs: int) -> Instance:
     import ray  # lazy: ray
 
     if ray.is_initialized():
-        return Instance(own=False, joined=None)
+        return Instance(own=False, joined=None, connected=False)
     joined = address_of(address)
     if joined is not None:
         if joined == "local":
