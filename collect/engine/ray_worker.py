@@ -13,7 +13,8 @@
 3. It runs each run there and streams its record and trace bytes back
    (``collect.engine.transfer.record_pieces``), grouped into items of about ``chunk_bytes`` or
    ``group_s`` seconds of runs, whichever comes first; a run's files are deleted once sent, and the
-   folder when the batch ends.
+   folder when the batch ends. Writes there skip fsync (``prereg.fileio.scratch_folder``): the
+   driver makes the durable copies.
 
 Imports Ray only inside the task (it runs in a Ray worker, where Ray is loaded).
 """
@@ -35,10 +36,12 @@ from collect.engine.runs import Job, PlannedRun, execute_run
 from collect.engine.transfer import Piece, record_pieces
 from collect.engine.workers import watch_driver
 from collect.ledger.store import TRACES_DIR
+from prereg.errors import IntegrityError
+from prereg.fileio import scratch_folder
 
 
-class SharedInputMismatch(RuntimeError):
-    """A shared input arrived with other bytes than the driver hashed."""
+class SharedInputMismatch(IntegrityError):
+    """A shared input arrived with other bytes than the driver hashed (exit 3)."""
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,12 @@ def sweep_task(job: Job, batch: list[PlannedRun], inputs: Inputs, guard: Guard, 
     context = ray.get_runtime_context()
     guard_worker(guard.folder, context.get_job_id(), context.get_node_id())
     root = Path(tempfile.mkdtemp(prefix="prereg-sweep-"))
+    scratch_folder(root)  # its files are sent and deleted: the driver writes the durable copies
     try:
         shipped = place_inputs(inputs, root, ray.get)
         yield from run_private(job, batch, root, shipped, chunk_bytes, group_s)
     finally:
+        scratch_folder(root, scratch=False)
         shutil.rmtree(root, ignore_errors=True)
 
 

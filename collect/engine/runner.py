@@ -9,9 +9,10 @@
    never from the arm: every arm of a stratum meets the same failures and data (common random
    numbers). Run ids derive from the plan hash, stratum, arm and replicate, so a re-run knows them.
 3. Runs execute in-process (``jobs=1``), in a local process pool (``jobs=N``) or on Ray
-   (``executor="ray"``, :mod:`collect.engine.ray_executor`). On Ray the runs are dealt round-robin into batches, ``RAY_TASKS_PER_SLOT``
-   per Ray CPU, one task each (a task costs milliseconds, a simulated run about as much); a task
-   streams each record back as soon as its run finishes, so batching delays no record. Only this
+   (``executor="ray"``, a cluster joined at ``address`` or a local instance of its own:
+   :mod:`collect.engine.ray_executor`). On Ray the runs are placed by their resources, dealt into
+   batches, one streaming task each, run in a private folder on their node; records and trace bytes
+   come back here, where the traces are written and hashed (:mod:`collect.engine.transfer`). Only this
    process appends to the ledger: the records that have finished by the time it looks, in one
    atomic, fsynced write (see ``collect.ledger.store``), in completion order. A ``kill -9`` at any moment
    loses at most the runs in flight; a re-run (``--resume`` is the same) skips runs already complete
@@ -19,7 +20,8 @@
    ``failed`` with its error and does not stop the others; a later re-run retries it. The records
    are the same whatever the executor, batching and job count, but for times and the run's seconds.
 4. The runs folder's writer lock (``collect.ledger.runlock``) is held for the whole run: a second writer
-   is refused naming the holder. Pool workers, and the workers of a Ray instance started here, die
+   is refused naming the holder. Runs asking for resources the executor lacks are refused before
+   any run (``collect.engine.resources``). Pool workers, and the workers of a Ray instance started here, die
    with this process (``collect.engine.workers``). Each record is chained to the ledger's head and carries
    its traces' SHA-256 (``collect.ledger.store``). A resume first re-hashes the traces of the runs it
    would skip: one that no longer matches its record refuses the resume (exit 3, naming the file).

@@ -24,6 +24,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,15 +69,22 @@ class Receiver:
         self.arrived: dict[str, tuple[str, Path]] = {}  # name -> (driver's SHA-256, partial path), whole
 
     def take(self, item: list[Piece]) -> list[dict[str, Any]]:
-        """The records an item finishes (their traces in place, ``trace_sha256`` set)."""
+        """The records an item finishes (their traces in place, ``trace_sha256`` set). The item's
+        files are fsynced together (concurrently, so the file system commits them as one group),
+        then moved into place, then their folders fsynced once each: before any record is returned."""
         done = []
         for piece in item:
             if piece[0] == "data":
                 self._data(*piece[1:])
             elif piece[0] == "record":
-                done.append(self._finish(piece[1], piece[2]))
+                done.append(self._check(piece[1], piece[2]))
             else:
                 raise EngineError(f"a worker sent an unknown piece {piece[0]!r}")
+        files = [(record["run_id"], name, self.arrived.pop(name)[1]) for record in done
+                 for name in record.get("traces") or []]
+        if files:
+            list(_FSYNC_POOL.map(_fsync_path, [partial for _, _, partial in files]))
+            self._install(files)
         return done
 
     def _data(self, run: str, name: str, chunk: bytes, last: bool) -> None:
@@ -92,13 +100,11 @@ class Receiver:
         f.write(chunk)
         digest.update(chunk)
         if last:
-            f.flush()
-            os.fsync(f.fileno())
-            f.close()
+            f.close()  # fsynced with the rest of its item (``take``)
             del self.open[name]
             self.arrived[name] = (digest.hexdigest(), partial)
 
-    def _finish(self, record: dict[str, Any], hashes: dict[str, str]) -> dict[str, Any]:
+    def _check(self, record: dict[str, Any], hashes: dict[str, str]) -> dict[str, Any]:
         names = list(record.get("traces") or [])
         got = {}
         for name in names:
@@ -110,21 +116,20 @@ class Receiver:
                 raise EngineError(f"run {record['run_id']}: trace {name} arrived torn (SHA-256 {digest} on the "
                                   f"driver, {hashes.get(name)} on the worker)")
             got[name] = digest
-        if names:
-            self._install(record["run_id"], {n: self.arrived.pop(n)[1] for n in names})
-            record = {**record, "trace_sha256": got}
-        return record
+        return {**record, "trace_sha256": got} if names else record
 
-    def _install(self, run: str, files: dict[str, Path]) -> None:
-        """The run's arrived files moved to their places, after removing what an earlier attempt left."""
+    def _install(self, files: list[tuple[str, str, Path]]) -> None:
+        """Arrived files (run, name, partial) moved to their places, after removing what an earlier
+        attempt of each run left; each folder fsynced once."""
         traces = self.runs_dir / TRACES_DIR
-        for old in traces.glob(f"{run}.*"):
-            if old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old)
-            else:
-                old.unlink()
+        for run in dict.fromkeys(run for run, _, _ in files):
+            for old in traces.glob(f"{run}.*"):
+                if old.is_dir() and not old.is_symlink():
+                    shutil.rmtree(old)
+                else:
+                    old.unlink()
         folders = set()
-        for name, partial in files.items():
+        for _, name, partial in files:
             target = trace_path(self.runs_dir, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(partial, target)
@@ -149,6 +154,17 @@ class Receiver:
             self.incoming.rmdir()
         except OSError:
             pass  # absent, or another stream's partial file is still in it
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_FSYNC_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="trace-fsync")
 
 
 def _check_name(run: str, name: str) -> None:

@@ -24,7 +24,7 @@ from collect.engine.resources import (
     visible_gpus,
 )
 from collect.engine.runs import Job
-from collect.engine.transfer import Receiver, record_pieces
+from collect.engine.transfer import Receiver
 from prereg.plan import PlanError
 from tests.helpers.collectors import SLOW, WHERE
 from tests.helpers.engine import loaded, plan_text
@@ -179,3 +179,28 @@ def test_the_reaper_finds_the_sessions_processes_and_only_them(tmp_path):
         for proc in (mine, other):
             proc.kill()
             proc.wait()
+
+
+def test_collectors_name_their_shared_inputs(tmp_path):
+    from collect.collectors.command.collector import CommandCollector, validate
+    from collect.collectors.torchrun.collector import TorchMultisiteCollector
+    from collect.collectors.torchrun.collector import validate as torch_params
+    from collect.collectors.torchrun.warmstart import warm_key
+
+    p = torch_params({"sites": 3, "useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384,
+                      "heldout_tokens": 2048, "width": 32, "warm_start_steps": 3, "policy": "restart"})
+    shared = TorchMultisiteCollector.shared_inputs([p, {**p, "policy": "continue"}], tmp_path / "runs")
+    key = warm_key(p)
+    assert shared.files == {f"shared/warmstart-{key}.pt": tmp_path / "runs" / "shared" / f"warmstart-{key}.pt",
+                            f"shared/warmstart-{key}.json": tmp_path / "runs" / "shared" / f"warmstart-{key}.json"}
+    assert TorchMultisiteCollector.shared_inputs([{**p, "warm_start_steps": 0}], tmp_path).files == {}
+
+    (tmp_path / "prog.py").write_text("print(1)\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "util.py").write_text("X = 1\n")
+    params = validate({"argv": ["python", "prog.py"], "code": ["prog.py", "lib/*.py"], "workdir": str(tmp_path),
+                       "metrics": ["value"]})
+    shared = CommandCollector.shared_inputs([params, params], tmp_path / "runs")
+    names = sorted(name.split("/", 2)[2] for name in shared.files)
+    assert names == ["lib/util.py", "prog.py"] and len(shared.facts) == 1
+    assert all(path.is_file() for path in shared.files.values())
