@@ -201,3 +201,35 @@ def test_a_driver_killed_mid_sweep_leaves_no_task_and_resume_completes(cluster, 
     resumed = contents(runs)
     assert [r["run_id"] for r in resumed] == sorted({r["run_id"] for r in resumed})  # each exactly once
     assert resumed == contents(clean) and len(resumed) == 24
+
+
+PROGRAM = """import json, os, sys
+from helper import OFFSET
+run = json.load(open(os.environ["PREREG_RUN"]))
+json.dump({"value": OFFSET + run["params"]["offset"] + (run["seed"] % 1000) / 1000.0},
+          open(os.environ["PREREG_METRICS"], "w"))
+open(run["params"]["cwd_log"], "a").write(os.getcwd() + "\\n")
+"""
+
+
+def test_a_command_program_runs_on_the_nodes_from_its_code_files_sent_through_ray(cluster, tmp_path, monkeypatch):
+    monkeypatch.setitem(engine.COLLECTORS, "command", "collect.collectors.command.collector:CommandCollector")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "prog.py").write_text(PROGRAM)
+    (project / "helper.py").write_text("OFFSET = 0.5\n")
+    text = plan_text().replace("collector: test.slow", "collector: command").replace(
+        "  params: {sleep_ms: 0.0}\n",
+        f"  params: {{argv: [{json.dumps(sys.executable)}, prog.py], code: [prog.py, helper.py], "
+        f"workdir: '{project}', cwd_log: '{tmp_path / 'cwd.log'}'}}\n")
+    text = text.replace("site: [0, 1, 2]", "site: [0]").replace("seed: [1, 2, 3, 4]", "seed: [1, 2]")
+    plan, sha = loaded(text)
+    summary = engine.run_plan(plan, sha, tmp_path / "ray", executor="ray", address=cluster.address)
+    assert (summary.completed, summary.failed) == (4, 0), [r.error for r in read_ledger(tmp_path / "ray").records]
+    cwds = (tmp_path / "cwd.log").read_text().splitlines()
+    assert len(cwds) == 4 and all(c.startswith(str(cluster.root)) for c in cwds)  # a private copy on its node
+    engine.run_plan(plan, sha, tmp_path / "local")
+    ours = contents(tmp_path / "ray")
+    assert ours == contents(tmp_path / "local")  # code identity, metrics and every trace's hash
+    assert set(ours[0]["code"]["command"]["files"]) == {"prog.py", "helper.py"}
+    assert ours[0]["metrics"]["value"] >= 0.5
