@@ -102,7 +102,7 @@ def _start_reaper() -> subprocess.Popen[bytes] | None:
     session = getattr(node, "session_name", None)
     if not session:
         return None
-    return subprocess.Popen([sys.executable, "-S", "-I", str(REAPER), session], stdin=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-S", "-I", str(REAPER), session, str(os.getpid())], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 

@@ -173,7 +173,7 @@ def test_the_reaper_finds_the_sessions_processes_and_only_them(tmp_path):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--session-name=session_other"])
     try:
         assert ray_reaper.session_processes(marker) == [mine.pid]
-        assert ray_reaper.sweep(marker) == 1
+        assert ray_reaper.sweep(marker) == 1  # by its command line (no noted pids)
         assert mine.wait(timeout=30) == -9 and other.poll() is None
     finally:
         for proc in (mine, other):
