@@ -1,26 +1,26 @@
 """Executors of ``collect run`` on short simulated runs, and a torch worker's first run against its later ones.
 
 Run from the repository root (inside the venv, with the ``ray`` and ``torch`` extras):
-    python benchmarks/bench_executors.py [--repeats 5] [--torch-repeats 3] [--seed 0]
+    python benchmarks/bench_executors.py [--repeats 3] [--torch-repeats 3] [--seed 0] [--skip-torch]
 
-Part 1, short simulated runs. Two workloads from ``examples/``: ``multisite-recovery.yaml`` with
-16 seeds (192 ``sim.multisite`` runs of about 5 ms) and ``churn-cadence.yaml`` with 16 seeds (288
-``sim.churn`` runs of about 1 ms). Each goes through ``collect.engine.runner.run_plan`` (the ledger
-appended, traces written, as ``collect run`` does) under:
+Part 1, short simulated runs: ``examples/multisite-recovery.yaml`` with 50 seeds (600
+``sim.multisite`` runs of about 5 ms, each writing an fsynced event trace), frozen once. Every
+condition is the console script end to end (``collect run LOCK --out RUNS ...`` in a fresh process:
+interpreter, imports, lock check, runs, ledger), into a new runs folder:
 
 * ``local -j1``: in-process; ``local -j2``: the local process pool, 2 workers;
-* ``ray batched 2``: ``--executor ray`` as it is now (runs dealt into 4 streaming tasks per Ray CPU)
-  on a local 2-CPU Ray instance; ``ray batched 1``: the same on a 1-CPU instance (scaling);
-* ``ray 1 task/run``: the executor before batching (one Ray task per run, one append per record),
-  copied below, on the 2-CPU instance.
+* ``ray own -j2``: ``--executor ray --jobs 2`` starting (and stopping) its own Ray instance;
+* ``ray attached``: ``--executor ray --address`` joining a running one-node Ray instance of 2 CPUs;
+* ``ray 2 nodes``: joining a cluster of two nodes of 1 CPU each;
+* ``ray 3 nodes``: joining a cluster of three nodes: a head with no CPU and two of 1 CPU each.
 
-Ray is timed warm: its instance was started (``ray.init``) before and its workers had run the
-workload once, as on a cluster that is already up. ``cold CLI`` times the console script end to end
-on the 48-run ``multisite-recovery.yaml``: ``collect run --jobs 2`` against ``collect run
---executor ray --jobs 2``, which starts (and stops) its own Ray instance. Conditions are timed in
-``--repeats`` rounds, shuffled within each round; printed: median seconds and range over rounds,
-and ratios taken inside each round (median and range). The records of every condition are checked
-equal (all fields but times, chain fields and the run's seconds).
+All Ray conditions have 2 CPUs, as the local pool has 2 workers (equal cores). The clusters are
+``collect.engine.local_cluster`` clusters on this one machine (each node its own raylet and
+temporary folder), started before the condition, warmed by one untimed 48-run sweep (as a
+cluster already in use), and torn down after it; the local conditions run with no Ray process up.
+Conditions are timed in ``--repeats`` rounds, shuffled within each round; printed: median seconds
+and range over rounds, and ratios taken inside each round. The records of every condition are
+checked equal (all fields but times, chain fields and the run's seconds).
 
 Part 2, torch. Fresh processes, as a worker is, each execute 3 runs of ``examples/
 equal-work-torch.yaml`` (the README demo's runs) one after another through ``execute_run``:
@@ -29,16 +29,15 @@ equal-work-torch.yaml`` (the README demo's runs) one after another through ``exe
 ``torch._inductor``). Printed: the import of the trainer (torch), the first run, the median later
 run, and the one-off cost of a worker (import + first - later), alternating lean and stock.
 
-The machine is shared (2 cores, other people's jobs running): read the ranges. A multisite run
-writes an event trace (fsynced) and every append fsyncs the ledger, so there the times follow the
-disk's fsync latency (in-process on this machine: about 1 s of CPU in 2-4 s of wall for the 192
-runs), and ``local -j1`` against ``-j2`` can exceed 2x: the pool overlaps those waits.
+The machine is shared (2 cores, other people's jobs running): the load average is printed before
+and after; read the ranges.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -46,42 +45,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import collect.engine.runner as engine  # noqa: E402
+from collect.engine.local_cluster import start_local_cluster  # noqa: E402
 from collect.ledger.store import read_ledger  # noqa: E402
-from prereg.plan import parse_plan  # noqa: E402
 
-SEEDS = 16
-
-
-def _ray_one_task_per_run(job: engine.Job, todo: list[engine.PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
-    """The Ray executor before batching (its loop, on an instance already up): one task per run."""
-    import ray
-
-    remote = ray.remote(engine.execute_run)
-    pending = [remote.remote(job.collector, p, job.plan_sha256, job.runs_dir, job.identity) for p in todo]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        yield [ray.get(done[0])]
-
-
-def workloads() -> dict[str, tuple[Any, str]]:
-    seeds = ", ".join(str(s) for s in range(1, SEEDS + 1))
-    multisite = (REPO / "examples" / "multisite-recovery.yaml").read_text().replace(
-        "seed: [11, 12, 13, 14]", f"seed: [{seeds}]")
-    churn = (REPO / "examples" / "churn-cadence.yaml").read_text().replace("seed: [1, 2, 3, 4]", f"seed: [{seeds}]")
-    out = {}
-    for name, text in (("multisite", multisite), ("churn", churn)):
-        assert f"seed: [{seeds}]" in text, name
-        lp = parse_plan(text.encode())
-        out[name] = (lp.plan, lp.plan_sha256)
-    return out
+SEEDS = 50
+CLUSTERS = {"ray attached": (1, 2.0, 2.0), "ray 2 nodes": (2, 1.0, 1.0), "ray 3 nodes": (3, 1.0, 0.0)}
+LOCAL = {"local -j1": ["--jobs", "1"], "local -j2": ["--jobs", "2"], "ray own -j2": ["--executor", "ray", "--jobs", "2"]}
 
 
 def comparable(runs: Path) -> list[dict[str, Any]]:
@@ -95,101 +70,82 @@ def comparable(runs: Path) -> list[dict[str, Any]]:
     return sorted(out, key=lambda d: d["run_id"])
 
 
-def timed(fn: Callable[[], Any]) -> float:
+def script(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def freeze(work: Path, seeds: int) -> Path:
+    text = (REPO / "examples" / "multisite-recovery.yaml").read_text()
+    listed = ", ".join(str(s) for s in range(1, seeds + 1))
+    text = text.replace("seed: [11, 12, 13, 14]", f"seed: [{listed}]")
+    assert f"seed: [{listed}]" in text
+    plan = work / f"ms{seeds}.yaml"
+    plan.write_text(text)
+    lock = work / f"ms{seeds}.lock.json"
+    subprocess.run([script("prereg"), "freeze", str(plan), "-o", str(lock)], check=True, capture_output=True)
+    return lock
+
+
+def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def run_condition(cond: str, plan: Any, sha: str, out: Path) -> float:
-    if cond == "local -j1":
-        return timed(lambda: engine.run_plan(plan, sha, out, jobs=1))
-    if cond == "local -j2":
-        return timed(lambda: engine.run_plan(plan, sha, out, jobs=2))
-    if cond.startswith("ray batched"):
-        return timed(lambda: engine.run_plan(plan, sha, out, jobs=2, executor="ray"))
-    if cond == "ray 1 task/run":
-        batched = engine._ray
-        engine._ray = _ray_one_task_per_run
-        try:
-            return timed(lambda: engine.run_plan(plan, sha, out, jobs=2, executor="ray"))
-        finally:
-            engine._ray = batched
-    raise ValueError(cond)
-
-
-def cli(*args: str) -> list[str]:
-    return [str(Path(sys.executable).parent / "collect"), *args]
+    proc = subprocess.run([script("collect"), "run", str(lock), "--out", str(out), *extra], env=env,
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"collect run {' '.join(extra)} failed: {proc.stderr[-2000:]}")
+    return seconds
 
 
 def part1(repeats: int, seed: int, work: Path) -> None:
-    import ray
-
     rng = random.Random(seed)
-    loads = workloads()
-    phases = {"local": ["local -j1", "local -j2"], "ray2": ["ray batched 2", "ray 1 task/run"],
-              "ray1": ["ray batched 1"], "cold": ["cold CLI local -j2", "cold CLI ray -j2"]}
-    times: dict[tuple[str, str], list[float]] = {}
-    lock = work / "ms.lock.json"
-    subprocess.run([str(Path(sys.executable).parent / "prereg"), "freeze",
-                    str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(lock)], check=True,
-                   capture_output=True)
-    checked: dict[str, list[dict[str, Any]]] = {}
+    lock, warm = freeze(work, SEEDS), work / "ms.lock.json"
+    subprocess.run([script("prereg"), "freeze", str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(warm)],
+                   check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    times: dict[str, list[float]] = {}
+    reference: list[dict[str, Any]] | None = None
     same = True
     for r in range(repeats):
-        order = list(phases)
+        order = [*LOCAL, *CLUSTERS]
         rng.shuffle(order)
-        for phase in order:
-            if phase in ("ray1", "ray2"):
-                ray.init(address="local", num_cpus=int(phase[-1]), include_dashboard=False, log_to_driver=False)
-                for name, (plan, sha) in loads.items():  # warm the workers (imports)
-                    engine.run_plan(plan, sha, work / f"warm-{phase}-{name}-{r}", jobs=2, executor="ray")
-            try:
-                jobs = [(c, w) for c in phases[phase] for w in (loads if phase != "cold" else ["cli 48"])]
-                rng.shuffle(jobs)
-                for cond, name in jobs:
-                    out = work / f"{cond.replace(' ', '_').replace('/', '_')}-{name}-{r}"
-                    if phase == "cold":
-                        extra = ["--executor", "ray"] if "ray" in cond else []
-                        t = timed(lambda: subprocess.run(
-                            cli("run", str(lock), "--out", str(out), "--jobs", "2", *extra),  # noqa: B023 - called within this iteration
-                            check=True, capture_output=True))
-                    else:
-                        t = run_condition(cond, *loads[name], out)
-                    times.setdefault((cond, name), []).append(t)
-                    got = comparable(out)
-                    if name in checked:
-                        same = same and got == checked[name]
-                    else:
-                        checked[name] = got
-                    shutil.rmtree(out)
-            finally:
-                if phase in ("ray1", "ray2"):
-                    ray.shutdown()
+        for cond in order:
+            out = work / f"{cond.replace(' ', '_')}-{r}"
+            if cond in LOCAL:
+                t = timed_run(lock, out, LOCAL[cond], env)
+            else:
+                nodes, cpus, head = CLUSTERS[cond]
+                cluster = start_local_cluster(nodes, cpus, head)
+                try:
+                    joined = ["--executor", "ray", "--address", cluster.address]
+                    timed_run(warm, work / f"warm-{cond.replace(' ', '_')}-{r}", joined, env)
+                    t = timed_run(lock, out, joined, env)
+                finally:
+                    cluster.shutdown()
+            times.setdefault(cond, []).append(t)
+            got = comparable(out)
+            same = same and (reference is None or got == reference)
+            reference = got if reference is None else reference
+            shutil.rmtree(out)
         print(f"round {r + 1}/{repeats} done", file=sys.stderr)
 
     def med(xs: list[float]) -> str:
-        return f"{statistics.median(xs):7.3f} s [{min(xs):.3f}-{max(xs):.3f}]"
+        return f"{statistics.median(xs):7.2f} s [{min(xs):.2f}-{max(xs):.2f}]"
 
-    print(f"\nPart 1: short simulated runs, {repeats} rounds (median [range] over rounds)")
-    print(f"{'condition':<20} {'multisite, 192 runs':>30} {'churn, 288 runs':>30}")
-    for cond in [c for p in ("local", "ray2", "ray1") for c in phases[p]]:
-        print(f"{cond:<20} {med(times[(cond, 'multisite')]):>30} {med(times[(cond, 'churn')]):>30}")
-    for cond in phases["cold"]:
-        print(f"{cond:<20} {med(times[(cond, 'cli 48')]):>30}   (multisite-recovery.yaml, 48 runs)")
-
-    def ratio(a: str, b: str, name: str) -> str:
-        rs = [x / y for x, y in zip(times[(a, name)], times[(b, name)], strict=True)]
+    def ratio(a: str, b: str) -> str:
+        rs = [x / y for x, y in zip(times[a], times[b], strict=True)]
         return f"{statistics.median(rs):5.2f}x [{min(rs):.2f}-{max(rs):.2f}]"
 
+    print(f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} rounds (median [range])")
+    for cond in [*LOCAL, *CLUSTERS]:
+        print(f"{cond:<14} {med(times[cond])}")
     print("\nratios inside each round (time of the first / time of the second; > 1: the second is faster)")
-    pairs = [("local -j2", "ray batched 2", "local pool -j2 vs Ray batched, 2 CPUs"),
-             ("ray 1 task/run", "ray batched 2", "Ray one task per run vs batched, 2 CPUs"),
-             ("ray batched 1", "ray batched 2", "Ray batched, 1 CPU vs 2 CPUs (scaling)"),
-             ("local -j1", "local -j2", "local -j1 vs -j2 (scaling)")]
-    for a, b, label in pairs:
-        print(f"{label:<44} multisite {ratio(a, b, 'multisite')}   churn {ratio(a, b, 'churn')}")
-    print(f"{'cold CLI: local -j2 vs Ray (own instance)':<44} {ratio('cold CLI local -j2', 'cold CLI ray -j2', 'cli 48')}")
+    for a, b in (("local -j2", "ray attached"), ("local -j2", "ray own -j2"), ("local -j2", "ray 2 nodes"),
+                 ("local -j2", "ray 3 nodes"), ("ray own -j2", "ray attached"), ("local -j1", "local -j2")):
+        print(f"{a + ' vs ' + b:<30} {ratio(a, b)}")
+    verdict = "yes" if statistics.median(
+        [x / y for x, y in zip(times["local -j2"], times["ray attached"], strict=True)]) >= 1 else "no"
+    print(f"attached Ray at least as fast as the local pool at equal cores (median ratio >= 1): {verdict}")
     print(f"records equal across every condition and round: {'yes' if same else 'NO'}")
 
 
@@ -259,19 +215,19 @@ def part2(repeats: int, runs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--torch-repeats", type=int, default=3)
     ap.add_argument("--torch-runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-torch", action="store_true")
     args = ap.parse_args()
-    import os
-
     os.environ.pop("RAY_ADDRESS", None)
-    print("machine: shared, 2 cores, other engineers' jobs running; read the ranges", file=sys.stderr)
+    print(f"machine: shared, {os.cpu_count()} cores, other engineers' jobs running; load average before: "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     work = Path(tempfile.mkdtemp(prefix="bench-executors-"))
     try:
         part1(args.repeats, args.seed, work)
+        print(f"load average after part 1: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if not args.skip_torch:
             part2(args.torch_repeats, args.torch_runs)
     finally:

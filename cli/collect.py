@@ -78,6 +78,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs the ledger kept and the command that finishes the rest, and exits 130.
     """
     from collect.api import ledger_head, run_plan  # lazy: pydantic
+    from collect.engine.ray_executor import LeftoverWorkersWarning  # lazy: pydantic
+    from collect.engine.ray_instance import RayStartCostWarning  # lazy: pydantic
 
     runs = Path(args.out)
     talk = not args.json
@@ -86,7 +88,16 @@ def cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
     try:
-        summary = run_plan(args.lock, runs, args.jobs, args.executor, progress)
+        with warnings.catch_warnings(record=True) as caught:
+            notes = (RayStartCostWarning, LeftoverWorkersWarning)
+            for note in notes:
+                warnings.simplefilter("always", note)
+            summary = run_plan(args.lock, runs, args.jobs, args.executor, progress, address=args.address)
+        for warning in caught:  # the engine's notes (Ray's start cost, workers a killed driver left)
+            if issubclass(warning.category, notes):
+                print(textwrap.fill(f"collect run: warning: {warning.message}", 100), file=sys.stderr)
+            else:
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     except KeyboardInterrupt:
         finish()
         print(f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
@@ -351,7 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl, traces/)")
     p.add_argument("--jobs", type=int, default=1, help="parallel runs (a local process pool; default 1)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="local (default) or ray (RAY_ADDRESS, or a local Ray instance)")
+                   help="local (default) or ray (a cluster: --address or RAY_ADDRESS; else a local Ray instance)")
+    p.add_argument("--address", metavar="ADDR", help="with --executor ray: the Ray cluster to join (host:port of "
+                   "its head, as 'ray start --head' prints; default RAY_ADDRESS); docs/cluster.md")
     p.add_argument("--resume", action="store_true",
                    help="skip runs already complete (a plain re-run does the same; kept for clarity)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

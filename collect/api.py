@@ -65,19 +65,24 @@ def run_plan(
     jobs: int = 1,
     executor: str = "local",
     progress: Callable[[int, int], None] | None = None,
+    address: str | None = None,
 ) -> RunSummary:
     """Execute every run of a frozen plan not yet complete in ``out``, appending each to its ledger.
 
-    ``executor`` is ``"local"`` (a process pool when ``jobs > 1``) or ``"ray"``; ``progress(done,
-    total)`` is called after each run. A run that raises is recorded as failed (``summary.failed``).
+    ``executor`` is ``"local"`` (a process pool when ``jobs > 1``) or ``"ray"``; ``address`` the Ray
+    cluster to join (default ``RAY_ADDRESS``, else a local Ray instance of its own: docs/cluster.md);
+    ``progress(done, total)`` is called after each run. A run that raises is recorded as failed
+    (``summary.failed``).
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
     check_jobs(jobs, executor)
     _check_folder(verified, runs)  # one plan per runs folder
     expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
+    if address is not None and executor != "ray":
+        raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
     return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
-                           lock_seal=verified.seal)
+                           lock_seal=verified.seal, address=address)
 
 
 def import_table(

@@ -13,6 +13,7 @@ from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
 from prereg.family_checks import check_families, gate_arms, power_problem
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
+from prereg.schema_resources import resource_problems
 
 Problem = tuple[tuple[Any, ...], str]
 
@@ -158,6 +159,8 @@ def check_plan(plan: Plan) -> list[Problem]:
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)
     check_families(plan, problems)
+    if plan.experiment is not None:
+        problems += resource_problems(plan.experiment.resources, plan.strata.factors, list(plan.arms))
     if not problems:
         _check_gate_power(plan, problems)
     return problems

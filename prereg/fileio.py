@@ -17,9 +17,28 @@ from pathlib import Path
 
 from prereg.errors import InputError
 
+#: folders whose files are scratch: a worker's private runs folder that its executor sends to the
+#: driver and then deletes (the driver writes the durable copies). Writes under them skip fsync.
+_SCRATCH: set[str] = set()
+
+
+def scratch_folder(folder: str | os.PathLike[str], scratch: bool = True) -> None:
+    """Mark (or unmark) ``folder`` as scratch for this process: :func:`atomic_write` and
+    :func:`fsync_dir` then skip their fsyncs under it (nothing there needs to survive a crash)."""
+    (_SCRATCH.add if scratch else _SCRATCH.discard)(os.path.abspath(folder))
+
+
+def _durable(path: str | os.PathLike[str]) -> bool:
+    if not _SCRATCH:
+        return True
+    where = os.path.abspath(path)
+    return not any(where == root or where.startswith(root + os.sep) for root in _SCRATCH)
+
 
 def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """fsync a folder so a rename or creation inside it survives a crash."""
+    if not _durable(folder):
+        return
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -37,7 +56,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if _durable(target):
+                os.fsync(fh.fileno())
         if read_only:
             os.chmod(tmp, 0o444)
         os.replace(tmp, target)

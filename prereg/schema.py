@@ -34,6 +34,7 @@ from prereg.schema_invalidators import (  # noqa: F401 - re-exported: the plan's
     MetricBounds,
     SensorUpdatePeriod,
 )
+from prereg.schema_resources import Resources
 from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text, level_key  # noqa: F401 - re-exported
 
 SCHEMA_ID = "prereg/v1"
@@ -82,6 +83,11 @@ class Experiment(StrictModel):
     params: dict[Identifier, JsonValue] = Field(
         default_factory=dict,
         description="Default run parameters; stratum factor levels and arm settings override them.",
+    )
+    resources: Resources | None = Field(
+        default=None,
+        description="What each run needs to be placed (CPUs, GPUs, Ray custom resources), with per-cell "
+        "overrides; never part of a run's parameters (prereg.schema_resources).",
     )
 
 

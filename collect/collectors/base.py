@@ -39,6 +39,27 @@ class Param:
 
 
 @dataclass(frozen=True)
+class SharedInputs:
+    """What the runs read from the driver's disk beyond their parameters (``Collector.shared_inputs``),
+    for an executor that assumes no shared filesystem (Ray): it sends them to each worker, which checks
+    every file's SHA-256 and places it under its private runs folder."""
+
+    #: name (a relative POSIX path under the worker's private runs folder) -> the file on the driver
+    files: dict[str, Path] = field(default_factory=dict)
+    #: plain data learnt on the driver that a run reports (e.g. the git identity of the program's code)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """On a worker away from the driver's disk: where the shared inputs lie (``root``, the run's private
+    runs folder: ``trace_dir.parent``), each file already checked against its SHA-256, and the facts."""
+
+    root: Path
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RunContext:
     """Everything a collector needs for one run."""
 
@@ -50,6 +71,7 @@ class RunContext:
     replicate: int
     trace_dir: Path
     plan_sha256: str = ""  # the plan the run belongs to (empty when run outside the engine)
+    shipped: Shipped | None = None  # set when the run executes away from the driver's disk (Ray)
 
     def trace_path(self, suffix: str) -> Path:
         """``trace_dir / f"{run_id}.{suffix}"``; ``suffix`` may not contain a path separator."""
@@ -102,6 +124,13 @@ class Collector(abc.ABC):
     def prepare(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> None:
         """Make the study's shared inputs once, before any run (e.g. torch's warm start), under
         ``runs_dir``; ``params`` are the checked params of the runs about to start. Default: none."""
+
+    @classmethod
+    def shared_inputs(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> SharedInputs:
+        """The files (and facts) the runs with these params read from the driver's disk, after
+        ``prepare``: what a worker without the driver's filesystem is sent (see :class:`SharedInputs`;
+        the run then finds them through ``ctx.shipped``). Default: none."""
+        return SharedInputs()
 
     @abc.abstractmethod
     def run(self, ctx: RunContext) -> RunResult:

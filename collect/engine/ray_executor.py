@@ -1,25 +1,54 @@
-"""The Ray executor of ``collect run --executor ray``: runs dealt into batches streamed from Ray tasks.
+"""The Ray executor of ``collect run --executor ray``: runs placed on a cluster, their traces sent back.
 
-The runs are dealt round-robin into batches, ``RAY_TASKS_PER_SLOT`` per Ray CPU; each batch is
-one streaming Ray task whose records come back as they finish. Ray's own retry is off (it would
-redo a whole batch, rewriting traces the ledger has already hashed); a batch whose worker died
-is resubmitted from its first unreported run, at most ``RAY_RETRIES`` times. Workers of a Ray
-instance this process started exit when the driver is gone. Ray is imported only inside
-:func:`run_on_ray`.
+One sweep, one Ray instance (:mod:`collect.engine.ray_instance`: a cluster joined with
+``--address`` / ``RAY_ADDRESS``, or a local instance of its own). Before anything is submitted:
+
+1. every run's demand (``experiment.resources``) must fit on some alive node
+   (:func:`collect.engine.resources.check_cluster`: ``ResourcesMissing``, exit 2, names what is missing);
+2. workers an earlier, killed driver of this runs folder left on the cluster are stopped; those
+   that cannot be are named in a ``LeftoverWorkersWarning`` (:mod:`collect.engine.ray_registry`);
+3. the collector's shared inputs (``Collector.shared_inputs``: the torch warm start, the ``command``
+   program's code files) are put in Ray's object store once, with their SHA-256.
+
+The runs are grouped by demand and dealt round-robin into batches, ``RAY_TASKS_PER_SLOT`` per run
+the cluster holds at once; each batch is one streaming Ray task placed by its demand
+(:func:`collect.engine.ray_worker.sweep_task`), which runs in a private folder on its node and
+streams records and trace bytes back. The driver (the only writer, holding the runs folder's lock)
+writes and hashes the traces as they arrive (:class:`collect.engine.transfer.Receiver`) and appends
+the records. Ray's own retry is off (it would redo a whole batch); a batch whose worker or node died
+is resubmitted from its first unreported run, elsewhere, at most ``RAY_RETRIES`` times, once some
+alive node still fits it. Imports Ray only inside :func:`run_on_ray`.
 """
 
 from __future__ import annotations
 
-import os
+import hashlib
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from collect.engine.runs import EngineError, Job, PlannedRun, run_batch
-from collect.engine.workers import process_identity, watch_driver
+from collect.engine.ray_instance import alive_nodes, open_instance, start_cost_warning
+from collect.engine.ray_registry import DriverBeat, folder_key, stop_leftovers
+from collect.engine.ray_worker import Guard, Inputs, SharedInputMismatch, sweep_task
+from collect.engine.resources import by_demand, capacity, check_cluster
+from collect.engine.runs import EngineError, Job, PlannedRun, import_collector, load_collector
+from collect.engine.transfer import CHUNK_BYTES, Receiver
+from collect.engine.workers import process_identity
+from prereg.errors import IntegrityError
+from prereg.fileio import read_regular_file
 
-RAY_TASKS_PER_SLOT = 4  # batches per Ray CPU: few enough to amortise a task, enough to balance the tail
+RAY_TASKS_PER_SLOT = 4  # batches per run the cluster holds at once: few enough to amortise a task, enough for the tail
 RAY_MAX_RUNS_PER_TASK: int | None = None  # a cap on a batch's runs (1: one task per run)
+RAY_RETRIES = 3  # how often a batch whose worker died is resubmitted (Ray's own default for a task)
+GROUP_S = 0.25  # a stream item carries the records of up to this many seconds of runs (or CHUNK_BYTES)
+BACKPRESSURE_ITEMS = 8  # items a task may have sent ahead of the driver: bounds the object store's share
+MAX_SHARED_INPUT_BYTES = 8 << 30  # one shared input larger than this is refused
+
+
+class LeftoverWorkersWarning(UserWarning):
+    """Workers of an earlier driver of this runs folder are still running and did not stop."""
 
 
 def ray_batches(todo: list[PlannedRun], slots: int, per_slot: int = RAY_TASKS_PER_SLOT,
@@ -34,50 +63,81 @@ def ray_batches(todo: list[PlannedRun], slots: int, per_slot: int = RAY_TASKS_PE
     return [todo[i::tasks] for i in range(tasks)]
 
 
-def _ray_task(job: Job, batch: list[PlannedRun], driver: tuple[int, int] | None) -> Iterator[dict[str, Any]]:
-    """One Ray task: a batch of runs, each record streamed back when it finishes. ``driver`` (pid,
-    start time) is given when the Ray instance is this process's own, local one: the worker then
-    exits when the driver is gone (``collect.engine.workers.watch_driver``)."""
-    if driver is not None:
-        watch_driver(*driver)
-    yield from run_batch(job, batch)
-
-
-RAY_RETRIES = 3  # how often a batch whose worker died is resubmitted (Ray's own default for a task)
-
-
 @dataclass
 class _Batch:
-    """A batch on Ray: the runs not yet reported, and how often it was resubmitted."""
+    """A batch on Ray: its runs, how many it has reported, how often it was resubmitted, its receiver."""
 
     runs: list[PlannedRun]
+    receiver: Receiver
     retries: int = 0
     reported: int = 0
 
 
-def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
-    """Batches as streaming Ray tasks. Ray's own retry is off (it would redo a whole batch, runs
-    already appended included, rewriting traces the ledger has hashed): when a worker dies, its
-    batch is resubmitted from the first run it had not reported, at most ``RAY_RETRIES`` times."""
+def _put_inputs(job: Job, todo: list[PlannedRun]) -> Inputs:
+    """The collector's shared inputs in the object store, each with its SHA-256 (see the module doc)."""
+    import ray  # lazy: ray
+
+    collector = load_collector(job.collector) if not job.spec else import_collector(job.collector, job.spec)
+    shared = collector.shared_inputs([p.params for p in todo], Path(job.runs_dir))
+    files = {}
+    for name, path in shared.files.items():
+        try:
+            data = read_regular_file(path, MAX_SHARED_INPUT_BYTES, follow_links=False)
+        except (OSError, ValueError) as err:
+            raise EngineError(f"shared input {path} cannot be sent to the workers: {err}") from None
+        files[name] = (hashlib.sha256(data).hexdigest(), ray.put(data))
+    return Inputs(files, dict(shared.facts))
+
+
+def _options(key: Any) -> dict[str, Any]:
+    cpus, gpus, custom = key
+    return {"num_cpus": cpus, "num_gpus": gpus, "resources": dict(custom), "max_retries": 0,
+            "_generator_backpressure_num_objects": BACKPRESSURE_ITEMS}
+
+
+def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None = None) -> Iterator[list[dict[str, Any]]]:
+    """The sweep on Ray (see the module doc); yields lists of finished records, traces in place."""
     try:
         import ray  # lazy: ray
     except ImportError:
         raise EngineError("--executor ray needs Ray: pip install 'prereg-toolkit[ray]'") from None
     from ray.exceptions import RayError, RayTaskError  # lazy: ray
 
-    address = _ray_cluster_address()
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address="auto" if address else "local", include_dashboard=False,  # local: always its own
-                 log_to_driver=False, num_cpus=None if address else jobs)
-    own_local = started_here and not address
+    instance = open_instance(address, jobs)
     streams: dict[Any, _Batch] = {}
+    beat: DriverBeat | None = None
+    finished: list[dict[str, Any]] = []
     try:
-        slots = max(1, int(ray.cluster_resources().get("CPU", jobs)))
-        task = ray.remote(_ray_task).options(max_retries=0)  # a generator: each record streams back
-        driver = process_identity() if own_local else None
-        for runs in ray_batches(todo, slots, RAY_TASKS_PER_SLOT, RAY_MAX_RUNS_PER_TASK):
-            streams[task.remote(job, runs, driver)] = _Batch(runs)
+        nodes = alive_nodes()
+        where = f"the Ray cluster at {instance.joined}" if instance.joined else "the Ray instance"
+        check_cluster(todo, nodes, where)
+        folder = folder_key(job.runs_dir)
+        ray_job = ray.get_runtime_context().get_job_id()
+        left = stop_leftovers(folder, ray_job)
+        if left:
+            warnings.warn(LeftoverWorkersWarning(
+                f"{len(left)} worker(s) of an earlier, killed collect run of this runs folder are still running "
+                f"on the cluster and did not stop when asked: {'; '.join(left)}; their results are never "
+                "recorded (only this driver writes), but they hold resources: end them with 'ray stop' on "
+                "those nodes"), stacklevel=2)
+        beat = DriverBeat(folder, ray_job)
+        inputs = _put_inputs(job, todo)
+        remote_job = replace(job, runs_dir="")  # a worker never writes to (or sees) the driver's folder
+        guard = Guard(process_identity() if instance.own else None, folder)
+        task = ray.remote(sweep_task)
+        options: dict[Any, Any] = {}
+
+        def submit(batch: _Batch, key: Any) -> None:
+            ref = task.options(**options[key]).remote(remote_job, batch.runs, inputs, guard, CHUNK_BYTES, GROUP_S)
+            streams[ref] = batch
+
+        keys: dict[int, Any] = {}
+        for key, group in by_demand(todo).items():
+            options[key] = _options(key)
+            for runs in ray_batches(group, capacity(key, nodes), RAY_TASKS_PER_SLOT, RAY_MAX_RUNS_PER_TASK):
+                batch = _Batch(runs, Receiver(Path(job.runs_dir)))
+                keys[id(batch)] = key
+                submit(batch, key)
         while streams:
             ray.wait(list(streams), num_returns=1)
             ready: list[Any] = ray.wait(list(streams), num_returns=len(streams), timeout=0)[0]
@@ -85,32 +145,43 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dic
             for stream in ready:
                 batch = streams[stream]
                 try:
-                    records.append(ray.get(next(stream)))
-                    batch.reported += 1
+                    item = ray.get(next(stream))
                 except StopIteration:
                     del streams[stream]
-                except RayTaskError:
+                    batch.receiver.close()
+                    continue
+                except RayTaskError as err:
+                    if isinstance(err.cause, SharedInputMismatch):
+                        raise IntegrityError(f"a worker refused the study's shared inputs: {err.cause}") from None
                     raise  # the task itself raised (a run's failure is a record, never this): a bug
-                except RayError:  # its worker or node died: the runs it had not reported are redone
+                except RayError:  # its worker or node died: the runs it had not reported are redone elsewhere
                     del streams[stream]
+                    batch.receiver.abort()
                     if batch.retries >= RAY_RETRIES:
                         raise
-                    rest = _Batch(batch.runs[batch.reported:], batch.retries + 1)
-                    streams[task.remote(job, rest.runs, driver)] = rest
+                    rest = _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries + 1)
+                    check_cluster(rest.runs, alive_nodes(), f"{where} (after losing a node: the runs "
+                                  "recorded so far are kept; --resume once it has them again)")
+                    keys[id(rest)] = keys[id(batch)]
+                    submit(rest, keys[id(rest)])
+                    continue
+                got = batch.receiver.take(item)
+                batch.reported += len(got)
+                records += got
             if records:
+                finished += records
                 yield records
+        start_cost_warning(instance, finished, jobs)
     finally:
-        for stream in streams:  # stopped early (an error, a closed iterator): cancel what is left
+        for stream, batch in streams.items():  # stopped early (an error, a closed iterator): cancel what is left
+            batch.receiver.abort()
             try:
-                ray.cancel(stream)
+                ray.cancel(stream, force=True)
             except Exception:  # noqa: BLE001 - best effort; shutdown below ends a local instance anyway
                 pass
-        if started_here:
-            ray.shutdown()
+        if beat is not None:
+            beat.close()
+        instance.close()
 
 
-def _ray_cluster_address() -> str | None:
-    return os.environ.get("RAY_ADDRESS")
-
-
-__all__ = ["RAY_RETRIES", "RAY_TASKS_PER_SLOT", "ray_batches", "run_on_ray"]
+__all__ = ["RAY_RETRIES", "RAY_TASKS_PER_SLOT", "LeftoverWorkersWarning", "ray_batches", "run_on_ray"]

@@ -9,9 +9,10 @@
    never from the arm: every arm of a stratum meets the same failures and data (common random
    numbers). Run ids derive from the plan hash, stratum, arm and replicate, so a re-run knows them.
 3. Runs execute in-process (``jobs=1``), in a local process pool (``jobs=N``) or on Ray
-   (``executor="ray"``, :mod:`collect.engine.ray_executor`). On Ray the runs are dealt round-robin into batches, ``RAY_TASKS_PER_SLOT``
-   per Ray CPU, one task each (a task costs milliseconds, a simulated run about as much); a task
-   streams each record back as soon as its run finishes, so batching delays no record. Only this
+   (``executor="ray"``, a cluster joined at ``address`` or a local instance of its own:
+   :mod:`collect.engine.ray_executor`). On Ray the runs are placed by their resources, dealt into
+   batches, one streaming task each, run in a private folder on their node; records and trace bytes
+   come back here, where the traces are written and hashed (:mod:`collect.engine.transfer`). Only this
    process appends to the ledger: the records that have finished by the time it looks, in one
    atomic, fsynced write (see ``collect.ledger.store``), in completion order. A ``kill -9`` at any moment
    loses at most the runs in flight; a re-run (``--resume`` is the same) skips runs already complete
@@ -19,7 +20,8 @@
    ``failed`` with its error and does not stop the others; a later re-run retries it. The records
    are the same whatever the executor, batching and job count, but for times and the run's seconds.
 4. The runs folder's writer lock (``collect.ledger.runlock``) is held for the whole run: a second writer
-   is refused naming the holder. Pool workers, and the workers of a Ray instance started here, die
+   is refused naming the holder. Runs asking for resources the executor lacks are refused before
+   any run (``collect.engine.resources``). Pool workers, and the workers of a Ray instance started here, die
    with this process (``collect.engine.workers``). Each record is chained to the ledger's head and carries
    its traces' SHA-256 (``collect.ledger.store``). A resume first re-hashes the traces of the runs it
    would skip: one that no longer matches its record refuses the resume (exit 3, naming the file).
@@ -36,6 +38,7 @@ from typing import Any
 
 from collect.collectors.base import Collector
 from collect.engine.ray_executor import run_on_ray
+from collect.engine.resources import check_local
 from collect.engine.runs import (
     BLOCKING_FACTORS,
     COLLECTORS,
@@ -88,25 +91,30 @@ def _pool(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str
             yield [future.result() for future in done]
 
 
-def _ray(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
+def _ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None = None) -> Iterator[list[dict[str, Any]]]:
     """The Ray executor (:mod:`collect.engine.ray_executor`; Ray is imported only there)."""
-    yield from run_on_ray(job, todo, jobs)
+    yield from run_on_ray(job, todo, jobs, address)
 
 
 def run_plan(
     plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
     progress: Callable[[int, int], None] | None = None, *, lock_seal: str | None = None,
+    address: str | None = None,
 ) -> RunSummary:
     """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes,
-    carrying ``lock_seal`` (the lock version's seal, ``prereg.lock_seal``).
+    carrying ``lock_seal`` (the lock version's seal, ``prereg.lock_seal``). ``address``: the Ray
+    cluster to join (``executor="ray"``; default ``RAY_ADDRESS``, else a local instance of its own).
 
     Holds the runs folder's writer lock throughout (``collect.ledger.runlock.RunsBusy`` if taken).
+    Runs asking for resources the executor lacks are refused first (``ResourcesMissing``, exit 2).
     """
     collector, planned = expand_plan(plan, plan_sha256)
     check_jobs(jobs, executor)
+    if executor != "ray":
+        check_local(planned)  # on Ray the cluster is checked once joined
     runs_dir.mkdir(parents=True, exist_ok=True)
     with runs_lock(runs_dir, f"collect run ({collector.name}, plan {plan_sha256[:12]})"):
-        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal)
+        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal, address)
 
 
 MAX_JOBS = 256
@@ -138,6 +146,7 @@ def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
 def _run_locked(
     collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
     executor: str, progress: Callable[[int, int], None] | None, lock_seal: str | None = None,
+    address: str | None = None,
 ) -> RunSummary:
     trace_dir = runs_dir / TRACES_DIR
     if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
@@ -157,9 +166,9 @@ def _run_locked(
             collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
         except (OSError, RuntimeError, ValueError) as err:
             raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
-    run_all = _ray if executor == "ray" else _pool if jobs > 1 else _serial
     done_here = 0
-    for records in run_all(job, todo, jobs):
+    batches = _ray(job, todo, jobs, address) if executor == "ray" else (_pool if jobs > 1 else _serial)(job, todo, jobs)
+    for records in batches:
         if not records:
             continue
         sealed = [record if lock_seal is None else {**record, "lock_seal": lock_seal} for record in records]

@@ -16,11 +16,11 @@ import hashlib
 import time
 import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collect.collectors.base import Collector, ParamError, RunContext
+from collect.collectors.base import Collector, ParamError, RunContext, Shipped
 from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
@@ -29,9 +29,10 @@ from prereg.errors import InputError
 from prereg.jsoncodec import canonical_bytes
 from prereg.lock import utc_now
 from prereg.schema import Plan
+from prereg.schema_resources import DEFAULT_DEMAND, run_demand
 
 __all__ = ["BLOCKING_FACTORS", "COLLECTORS", "EngineError", "Job", "PlannedRun", "RunSummary", "execute_run",
-           "expand_plan", "load_collector", "run_batch", "stratum_seed"]
+           "expand_plan", "import_collector", "load_collector", "run_batch", "stratum_seed"]
 
 BLOCKING_FACTORS = ("seed", "block")
 
@@ -68,6 +69,8 @@ class PlannedRun:
     replicate: int
     seed: int
     params: dict[str, Any]
+    #: what the run holds while it executes: {num_cpus, num_gpus, custom} (``prereg.schema_resources``)
+    resources: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_DEMAND))
 
 
 def run_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, Any], arm: str) -> dict[str, Any]:
@@ -106,7 +109,7 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
                 params = run_params(plan, collector, stratum, arm)
                 runs.append(PlannedRun(
                     run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
-                    stratum_seed(stratum, replicate), params,
+                    stratum_seed(stratum, replicate), params, run_demand(plan.experiment.resources, stratum, arm),
                 ))
     check_evidence(plan, collector, runs)
     check_signals(plan, collector, runs)
@@ -166,21 +169,22 @@ def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun
 
 def execute_run(
     collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any],
-    spec: str | None = None,
+    spec: str | None = None, shipped: Shipped | None = None,
 ) -> dict[str, Any]:
     """Run one cell and return its ledger record as a dict (complete, or failed with the error).
 
     Executed in worker processes too, so it takes and returns plain data. ``spec`` (``module:attr``,
     resolved by the parent) spares a worker the registry lookup, so a worker needs no state of the
-    parent's: a Ray worker is a fresh process, not a fork.
+    parent's: a Ray worker is a fresh process, not a fork. ``shipped``: where the driver's shared
+    inputs were placed, on a worker away from the driver's disk (``runs_dir`` is then private).
     """
     started = utc_now()
     t0 = time.perf_counter()
     trace_dir = Path(runs_dir) / TRACES_DIR
     trace_dir.mkdir(parents=True, exist_ok=True)
-    collector = load_collector(collector_name) if spec is None else _import_collector(collector_name, spec)
+    collector = load_collector(collector_name) if spec is None else import_collector(collector_name, spec)
     ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
-                     planned.replicate, trace_dir, plan_sha256)
+                     planned.replicate, trace_dir, plan_sha256, shipped)
     record: dict[str, Any] = {
         "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
         "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,
@@ -205,7 +209,7 @@ def execute_run(
     return record
 
 
-def _import_collector(name: str, spec: str) -> type[Collector]:
+def import_collector(name: str, spec: str) -> type[Collector]:
     """The collector class at ``spec`` (``module:Class``, resolved by the parent process)."""
     try:
         cls: type[Collector] = load_target(spec, "collect.collectors.base:Collector", f"collector {name!r}")

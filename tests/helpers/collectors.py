@@ -67,3 +67,34 @@ class CrashOnceCollector(SlowCollector):
 def attempts(marks: Path) -> dict[str, int]:
     """Run id -> how often the run started."""
     return {p.name.removesuffix(".attempts"): len(p.read_text().splitlines()) for p in marks.glob("*.attempts")}
+
+
+WHERE = "tests.helpers.collectors:WhereCollector"
+
+
+class WhereCollector(SlowCollector):
+    """``SlowCollector`` that appends, for every attempt of a run, the node's temporary folder
+    (``TMPDIR``) to ``marks/<run_id>.attempts`` (instrumentation through a folder the test shares
+    with its one-machine cluster), and writes a second trace of ``trace_bytes`` seeded bytes."""
+
+    name = "test.where"
+    PARAMS = {
+        **SlowCollector.PARAMS,
+        "marks": Param(str, "", "folder of the attempt marks"),
+        "trace_bytes": Param(int, 0, "size of the extra trace, bytes", lambda v: 0 <= v <= 1 << 24, "0..16 MiB"),
+    }
+
+    def run(self, ctx: RunContext) -> RunResult:
+        with open(Path(ctx.params["marks"]) / f"{ctx.run_id}.attempts", "a") as f:
+            f.write(f"{os.environ.get('TMPDIR', '')}\n")
+        result = super().run(ctx)
+        if ctx.params["trace_bytes"]:
+            blob = ctx.trace_path("blob.bin")
+            blob.write_bytes(np.random.default_rng(ctx.seed).bytes(ctx.params["trace_bytes"]))
+            result.traces.append(blob.name)
+        return result
+
+
+def where_ran(marks: Path) -> dict[str, list[str]]:
+    """Run id -> the node folder (``TMPDIR``) of each of its attempts, in order."""
+    return {p.name.removesuffix(".attempts"): p.read_text().splitlines() for p in marks.glob("*.attempts")}

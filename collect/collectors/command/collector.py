@@ -28,6 +28,11 @@ Each run gets a private folder ``RUNS/traces/<run_id>.run/`` and these environme
   (:mod:`collect.collectors.command.outputs`);
 * ``PREREG_MARKS``: ``marks.txt`` there, the phase marks (:mod:`collect.marks`).
 
+On Ray (no shared filesystem assumed) each worker is sent the files the ``code`` globs match
+(``shared_inputs``), checks their SHA-256 and runs the program in a private copy of ``workdir``
+holding exactly those files, with ``files_git`` as the driver read it: list in ``code`` every file
+the program reads from ``workdir``.
+
 The program's stdout and stderr (the last MiB of each) are kept as ``stdout.txt`` / ``stderr.txt``
 there. A non-zero exit, a signal, the timeout (the whole process group is killed), no metrics file,
 an undeclared, missing, non-numeric or non-finite metric, malformed JSON or marks: the run fails
@@ -39,6 +44,7 @@ retried run (``--resume``) starts clean.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -46,8 +52,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from collect.collectors.base import Collector, ParamError, RunContext, RunResult, check_params
-from collect.collectors.command.identity import code_identity
+from collect.collectors.base import Collector, ParamError, RunContext, RunResult, SharedInputs, check_params
+from collect.collectors.command.identity import code_identity, git_identity
 from collect.collectors.command.outputs import RunFailure, phases_of, read_marks, read_metrics
 from collect.collectors.command.params import (
     PARAMS,
@@ -143,6 +149,11 @@ def _run_files(folder: Path, traces_dir: Path) -> list[str]:
     return names
 
 
+def _copy_key(workdir: str) -> str:
+    """The folder name of ``workdir``'s private copy on a worker: a hash of the driver's path."""
+    return hashlib.sha256(workdir.encode()).hexdigest()[:16]
+
+
 class CommandCollector(Collector):
     """The researcher's program, once per planned run; see the module doc."""
 
@@ -184,11 +195,32 @@ class CommandCollector(Collector):
                 raise ParamError(f"sensor {sensor!r}: {err}") from None
         return {signal}
 
+    @classmethod
+    def shared_inputs(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> SharedInputs:
+        """Every ``code`` file of each distinct ``workdir``, as ``code/<key>/<path>``, and its git identity."""
+        files: dict[str, Path] = {}
+        facts: dict[str, Any] = {}
+        for p in params:
+            key = _copy_key(str(p["workdir"]))
+            if f"git/{key}" in facts:
+                continue
+            root = Path(p["workdir"]).resolve()
+            for path in code_files(p["code"], root):
+                files[f"code/{key}/{path.resolve().relative_to(root).as_posix()}"] = path
+            facts[f"git/{key}"] = git_identity(root)
+        return SharedInputs(files, facts)
+
     def run(self, ctx: RunContext) -> RunResult:
-        p = validate(ctx.params, ctx.stratum)
+        params, git = dict(ctx.params), ...
+        if ctx.shipped is not None:  # a private copy of the code files, checked by the executor
+            key = _copy_key(str(params["workdir"]))
+            copy = ctx.shipped.root / "code" / key
+            copy.mkdir(parents=True, exist_ok=True)
+            params["workdir"], git = str(copy), ctx.shipped.facts.get(f"git/{key}")
+        p = validate(params, ctx.stratum)
         own, program = split_params(p)
         workdir = Path(own["workdir"])
-        identity = code_identity(code_files(own["code"], workdir), workdir, own["packages"])
+        identity = code_identity(code_files(own["code"], workdir), workdir, own["packages"], git)
         folder = ctx.trace_path(RUN_SUFFIX)
         if folder.is_symlink() or folder.exists():
             if folder.is_symlink() or not folder.is_dir():

@@ -44,14 +44,20 @@ def package_versions(names: list[str]) -> dict[str, str | None]:
     return out
 
 
-def code_identity(files: list[Path], workdir: Path, packages: list[str]) -> dict[str, Any]:
-    """The run's code identity (see the module doc)."""
+def git_identity(workdir: Path) -> Any:
+    """The git commit and dirty flag of the repository holding ``workdir`` (None outside one)."""
+    return environment_info(workdir.resolve())["git"]
+
+
+def code_identity(files: list[Path], workdir: Path, packages: list[str], git: Any = ...) -> dict[str, Any]:
+    """The run's code identity (see the module doc); ``git``: the ``files_git`` the driver learnt, for a
+    run on a private copy of the code files (Ray), else read here."""
     root = workdir.resolve()
     hashes = {p.relative_to(root).as_posix(): file_sha256(p) for p in files}
     return {
         "files": hashes,
         "files_sha256": hashlib.sha256(canonical_bytes(hashes)).hexdigest(),
-        "files_git": environment_info(root)["git"],
+        "files_git": git_identity(root) if git is ... else git,
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "packages": package_versions(packages),
     }

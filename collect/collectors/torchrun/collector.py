@@ -59,6 +59,7 @@ from collect.collectors.base import (
     ParamError,
     RunContext,
     RunResult,
+    SharedInputs,
     check_params,
 )
 from collect.collectors.sim.accounting import InvariantError
@@ -71,7 +72,7 @@ from collect.collectors.sim.outages import (
     scripted_outages,
 )
 from collect.collectors.sim.recovery import POLICIES
-from collect.collectors.torchrun.warmstart import make_warm_start, warm_key
+from collect.collectors.torchrun.warmstart import SHARED_DIR, make_warm_start, warm_key, warm_path
 from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
@@ -259,6 +260,18 @@ class TorchMultisiteCollector(Collector):
             if p.get("warm_start_steps") and warm_key(p) not in made:
                 make_warm_start(runs_dir, p)
                 made.add(warm_key(p))
+
+    @classmethod
+    def shared_inputs(cls, params: list[Mapping[str, Any]], runs_dir: Path) -> SharedInputs:
+        """The warm start(s) and their sidecars, for a worker without the driver's disk: placed at the
+        same ``shared/`` names under its private runs folder, where each run checks them as here."""
+        files: dict[str, Path] = {}
+        for p in params:
+            if p.get("warm_start_steps"):
+                path = warm_path(runs_dir, p)
+                for f in (path, path.with_suffix(".json")):
+                    files[f"{SHARED_DIR}/{f.name}"] = f
+        return SharedInputs(files)
 
     @classmethod
     def signals(cls, params: Mapping[str, Any]) -> set[str]:

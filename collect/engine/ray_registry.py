@@ -1,0 +1,165 @@
+"""Which Ray workers run a runs folder's sweep, kept in the cluster's own key-value store (GCS).
+
+Nothing on the cluster's machines is assumed shared, and a driver's pid means nothing on other
+nodes, so the bookkeeping lives in Ray's internal key-value store, under the namespace
+``prereg-collect`` and a key per runs folder (``folder_key``: a hash of the driver's host name and
+the folder's real path):
+
+* ``<folder>/driver/<job>``: the driver's heartbeat, a counter it raises every ``HEARTBEAT_S``;
+* ``<folder>/worker/<job>/<node>/<pid>``: each worker process's heartbeat, raised as often;
+* ``<folder>/stop/<job>``: set by a later driver of the same folder: that job's workers exit.
+
+A worker (:func:`guard_worker`, first thing in each task) exits when its driver's heartbeat has not
+moved for ``DRIVER_LOST_S`` (the driver was killed; Ray normally ends a dead driver's workers
+itself, this is the second line) or when asked to stop. Before it submits anything, a driver
+(:func:`stop_leftovers`) asks every worker of an earlier job of its folder to stop and watches
+their heartbeats: those whose key goes away stopped, those whose heartbeat stands still are gone
+(their key is removed), and those whose heartbeat still moves after ``STOP_WAIT_S`` are returned,
+to be named. Imports Ray lazily; values are plain decimal text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+NAMESPACE = "prereg-collect"
+HEARTBEAT_S = 1.0
+DRIVER_LOST_S = 30.0  # a driver heartbeat standing still this long: the driver is gone
+STOP_WAIT_S = 3 * HEARTBEAT_S + 1.0  # how long a later driver watches an earlier job's workers
+
+
+def folder_key(runs_dir: str | os.PathLike[str]) -> str:
+    """The runs folder's key: 16 hex digits of SHA-256 of the driver's host name and its real path."""
+    return hashlib.sha256(f"{socket.gethostname()}:{Path(runs_dir).resolve()}".encode()).hexdigest()[:16]
+
+
+def _kv() -> tuple[object, object, object, object]:
+    from ray.experimental.internal_kv import (  # lazy: ray
+        _internal_kv_del,
+        _internal_kv_get,
+        _internal_kv_list,
+        _internal_kv_put,
+    )
+
+    return _internal_kv_put, _internal_kv_get, _internal_kv_del, _internal_kv_list
+
+
+def _put(key: str, value: str) -> None:
+    put = _kv()[0]
+    put(key, value.encode(), overwrite=True, namespace=NAMESPACE)  # type: ignore[operator]
+
+
+def _get(key: str) -> str | None:
+    raw = _kv()[1](key, namespace=NAMESPACE)  # type: ignore[operator]
+    return None if raw is None else bytes(raw).decode()
+
+
+def _del(key: str, prefix: bool = False) -> None:
+    _kv()[2](key, del_by_prefix=prefix, namespace=NAMESPACE)  # type: ignore[operator]
+
+
+def _list(prefix: str) -> list[str]:
+    return [bytes(k).decode() for k in _kv()[3](prefix, namespace=NAMESPACE)]  # type: ignore[operator]
+
+
+class DriverBeat:
+    """The driver's heartbeat for one job (a daemon thread); ``close`` removes the job's keys."""
+
+    def __init__(self, folder: str, job: str) -> None:
+        self.key = f"{folder}/driver/{job}"
+        self.folder, self.job = folder, job
+        self._stop = threading.Event()
+        _put(self.key, "0")
+        self._thread = threading.Thread(target=self._beat, name="driver-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        count = 0
+        while not self._stop.wait(HEARTBEAT_S):
+            count += 1
+            try:
+                _put(self.key, str(count))
+            except Exception:  # noqa: BLE001 - the cluster went away: the sweep itself will say so
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for key in (self.key, f"{self.folder}/stop/{self.job}"):
+            try:
+                _del(key)
+            except Exception:  # noqa: BLE001 - best effort: the cluster may be gone already
+                pass
+        try:
+            _del(f"{self.folder}/worker/{self.job}/", prefix=True)
+        except Exception:  # noqa: BLE001 - best effort
+            pass
+
+
+_guarded: set[tuple[str, str]] = set()
+_guard_lock = threading.Lock()
+
+
+def guard_worker(folder: str, job: str, node: str) -> None:
+    """In a worker: heartbeat, and exit when the driver's heartbeat stands still or a stop is asked
+    (see the module doc); once per process and job."""
+    with _guard_lock:
+        if (folder, job) in _guarded:
+            return
+        _guarded.add((folder, job))
+    key = f"{folder}/worker/{job}/{node}/{os.getpid()}"
+    _put(key, "0")
+    threading.Thread(target=_worker_beat, args=(folder, job, key), name="sweep-heartbeat", daemon=True).start()
+
+
+def _worker_beat(folder: str, job: str, key: str) -> None:
+    count, seen, since = 0, _get(f"{folder}/driver/{job}"), time.monotonic()
+    while True:
+        time.sleep(HEARTBEAT_S)
+        count += 1
+        try:
+            _put(key, str(count))
+            beat = _get(f"{folder}/driver/{job}")
+            stop = _get(f"{folder}/stop/{job}") is not None
+        except Exception:  # noqa: BLE001 - the GCS is unreachable: Ray ends this worker itself
+            continue
+        if beat != seen:
+            seen, since = beat, time.monotonic()
+        if stop or time.monotonic() - since > DRIVER_LOST_S:
+            try:
+                _del(key)
+            finally:
+                os._exit(1)
+
+
+def stop_leftovers(folder: str, job: str, wait_s: float = STOP_WAIT_S) -> list[str]:
+    """Stop the workers earlier jobs of this folder left (see the module doc); returns the ones still
+    running after ``wait_s`` as ``node <id> pid <pid> (job <job>)``."""
+    prefix = f"{folder}/worker/"
+    keys = [k for k in _list(prefix) if k.split("/")[2] != job]
+    for old in {k.split("/")[2] for k in keys}:
+        _put(f"{folder}/stop/{old}", "1")
+    first = {k: _get(k) for k in keys}
+    deadline = time.monotonic() + wait_s
+    moving: dict[str, str | None] = {}
+    while keys and time.monotonic() < deadline:
+        time.sleep(HEARTBEAT_S / 2)
+        now = {k: _get(k) for k in keys}
+        moving = {k: v for k, v in now.items() if v is not None and v != first[k]}
+        if all(v is None for v in now.values()):
+            break  # every one stopped and said so
+    for key in keys:
+        if key not in moving:
+            _del(key)  # stopped, or its heartbeat stood still: gone
+    for old in {k.split("/")[2] for k in keys} - {k.split("/")[2] for k in moving}:
+        _del(f"{folder}/stop/{old}")
+        _del(f"{folder}/driver/{old}")
+    return [f"node {k.split('/')[3][:12]} pid {k.split('/')[4]} (job {k.split('/')[2]})" for k in sorted(moving)]
+
+
+__all__ = ["DRIVER_LOST_S", "HEARTBEAT_S", "DriverBeat", "folder_key", "guard_worker", "stop_leftovers"]
