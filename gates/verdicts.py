@@ -221,6 +221,18 @@ def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
     return notes
 
 
+def decision_levels(gate: Gate, plan: Plan) -> tuple[float, ...]:
+    """The p-value thresholds ``gate``'s verdict can depend on: ``alpha``, and ``alpha / K`` when its
+    p-value is adjusted over a family of ``K`` primary gates (a p-value at most ``alpha / K`` passes at
+    any rank and leaves the other gates' verdicts as they are). A sign-flip Monte Carlo draws until
+    its rule is settled at these (``estimators.mc_stop``)."""
+    alpha = (1 - gate.confidence) / 2
+    family = sum(g.role == "primary" and g.pass_if.tested for g in plan.gates)
+    if plan.decision.multiplicity == "none" or gate.role != "primary" or family <= 1:
+        return (alpha,)
+    return (alpha / family, alpha)
+
+
 def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -> GateOutcome:
     """Compute one gate (before multiplicity); see the module doc for the verdict order. The
     verdict's own notes come first, then what the plan makes it rest on (:func:`plan_notes`)."""
@@ -273,9 +285,11 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
         warnings.simplefilter("always")
         # the gate built these log ratios itself from positive values: the ratio-input guess is moot
         warnings.simplefilter("ignore", RatioInputWarning)
-        decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
+        decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed,
+                               levels=decision_levels(gate, plan))
     outcome.result = decision.result
     outcome.pvalue = decision.pvalue
+    resamples = decision.result.resamples or resamples  # a sign-flip Monte Carlo stopped early drew fewer
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
     outcome.warnings += list(contrast_warnings(d, gate.method, contrast.scale, rule))
     if outcome.refused_by:
