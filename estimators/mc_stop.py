@@ -90,7 +90,7 @@ def looks(resamples: int, levels: Sequence[float]) -> list[int]:
     return out
 
 
-def _grid(levels: Sequence[float]) -> NDArray[np.float64]:
+def p_grid(levels: Sequence[float]) -> NDArray[np.float64]:
     """The p grid of the bound: [0, 1] densely around each level, geometric towards 0."""
     parts = [np.array([0.0, 1.0]), np.linspace(0.0, 1.0, 1001), np.geomspace(1e-12, 1.0, 600)]
     parts += [np.linspace(t / 8, min(1.0, 8 * t), 2001) for t in levels]

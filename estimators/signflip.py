@@ -141,7 +141,7 @@ def sequential_reference(
         return mc_stop.Stop(resamples, resamples, 0.0, "full draw")
     counters = [mc_stop.Tail(mu, greater) for mu, greater in tails]
     eps = risk / (2 * len(marks) * len(counters))
-    grid = mc_stop._grid(levels)
+    grid = mc_stop.p_grid(levels)
     signs = SignSums(d, seed)
     parts: list[NDArray[np.float64]] = []
     extra, drawn = 0, 0

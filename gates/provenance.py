@@ -67,10 +67,6 @@ def _same_bytes_as_frozen(path: Path, yaml_sha256: Any) -> bool:
     """Whether the file holds exactly the YAML the lock was frozen (or last amended) from: its SHA-256 is
     the lock's ``yaml_sha256`` (then it canonicalises to the locked plan, which the lock's verification
     re-hashed and re-validated)."""
-    import hashlib
-
-    from prereg.fileio import read_regular_file
-
     try:
         raw = read_regular_file(path, 16 << 20)
     except ValueError:

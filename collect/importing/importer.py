@@ -81,7 +81,7 @@ from collect.ledger.store import (
     head_of,
     read_ledger,
 )
-from prereg.errors import InputError
+from prereg.errors import EXIT_INTERNAL, InputError, ToolkitError
 from prereg.jsoncodec import JSONFormatError, loads
 from prereg.plan import read_input_file
 from prereg.schema import Plan
@@ -438,8 +438,11 @@ class Appended:
     record_sha256: str | None
 
 
-class _NotFast(Exception):
-    """A chunk the column-wise path does not take (raised out of the chunks, caught by ``_append_fast``)."""
+class _NotFast(ToolkitError):
+    """A chunk the column-wise path does not take (raised out of the chunks, caught by ``_append_fast``;
+    were it to escape, that would be a toolkit bug)."""
+
+    exit_code = EXIT_INTERNAL
 
 
 def _append_fast(

@@ -19,7 +19,7 @@ def _full_decision(rule: str, d: np.ndarray, resamples: int, seed: int, level: f
                                                     (1024, 3, 8_976, 99)])
 def test_bound_for_covers_the_exact_risk_at_every_p(m: int, a: int, rest: int, c: int) -> None:
     """P(C_m <= a, C_N > c) computed exactly by convolution, at many p, is below the grid bound."""
-    grid = mc_stop._grid([0.05])
+    grid = mc_stop.p_grid([0.05])
     bound = mc_stop._bound_for(m, a, rest, c, grid)
     sp = special()
     for p in np.linspace(0.0005, 0.2, 400):
@@ -40,7 +40,7 @@ def test_stopped_decisions_agree_with_the_full_draw_on_synthetic_streams() -> No
     total = resamples + 1
     c_lo, c_hi = mc_stop.critical_count(0.01, total), mc_stop.critical_count(0.05, total)
     marks = mc_stop.looks(resamples, levels)
-    grid = mc_stop._grid(levels)
+    grid = mc_stop.p_grid(levels)
     for risk, trials in ((0.2, 300), (mc_stop.RISK, 300)):
         eps = risk / (2 * len(marks))
         wrong = stopped = 0
