@@ -163,7 +163,7 @@ def settle(tails: list[Tail], m: int, resamples: int, levels: Sequence[float], e
     total = resamples + 1
     c_lo, c_hi = critical_count(t_lo, total), critical_count(t_hi, total)
     n_rest = resamples - m
-    verdicts = []
+    verdicts: list[str | None] = []
     for tail in tails:
         a = tail.count
         p_m = (1 + a) / (m + 1)

@@ -472,7 +472,7 @@ def _append_fast(
                                 plan_sha256, source, existing, lock_seal=lock_seal, seen=seen, first_row=start + 1)
                 payload, records, head = seal(batch, head)
             except (Declined, ValueError, TypeError, ArithmeticError) as err:  # cell, model and encoder
-                raise _NotFast() from err  # refusals: what does not fit, the row path says in its own words
+                raise _NotFast(str(err)) from err  # refusals: what does not fit, the row path says in its own words
             skipped.extend(batch.skipped)
             written.extend(records if keep else (Appended(r.run_id, r.started_at, r.record_sha256) for r in records))
             if payload:
