@@ -21,6 +21,13 @@ it is the floor a bare script pays, not the same work.
 folder): the median and range of its wall seconds and of its CPU seconds (user + system, from
 ``getrusage`` of the child: on a shared machine the CPU time moves less than the wall time), and
 whether every repeat wrote the same ledger bytes.
+
+``--small N`` (default 9; 0 skips it) first times the small end: ``gates evaluate`` of the 18-run example
+(``examples/continuation.yaml`` and its table) against ``python -c "import numpy, scipy.special"`` (the
+floor of what the evaluation must import), ``N`` interleaved rounds, medians and their ratio, with the
+toolkit's bytecode compiled first (``compileall``, as an installed package has it). The closing line
+states each goal -- small ratio <= 1.5; 100k evaluate < 20 s and < 1 GB; 100k import < 5 s and < 300 MB
+-- with the figure measured and the load average.
 """
 
 from __future__ import annotations
@@ -146,15 +153,16 @@ def one_size(runs: int, folder: Path) -> dict[str, object]:
     plan, table = write_study(folder, runs)
     lock, out = folder / "plan.lock.json", folder / "runs"
     subprocess.run([str(BIN / "prereg"), "freeze", str(plan), "-o", str(lock)], check=True, capture_output=True)
-    t_import, _, proc = measured([str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)],
-                                 folder)
+    t_import, import_rss, proc = measured(
+        [str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)], folder)
     if proc.returncode != 0:
         raise SystemExit(f"collect import failed: {proc.stderr}")
     t_eval, rss, proc = measured([str(BIN / "gates"), "evaluate", str(lock), str(out)], folder)
     if proc.returncode not in (0, 1, 3):
         raise SystemExit(f"gates evaluate failed ({proc.returncode}): {proc.stderr}")
     t_base = baseline(table)
-    return {"runs": runs, "import_s": round(t_import, 2), "evaluate_s": round(t_eval, 2),
+    return {"runs": runs, "import_s": round(t_import, 2), "import_peak_mib": round(import_rss),
+            "evaluate_s": round(t_eval, 2),
             "evaluate_peak_mib": round(rss), "baseline_pandas_scipy_s": round(t_base, 2),
             "evaluate_over_baseline": round(t_eval / t_base, 1), "exit": proc.returncode}
 
@@ -185,18 +193,75 @@ def import_only(runs: int, folder: Path, repeat: int) -> dict[str, object]:
             "same_ledger_every_repeat": len(ledgers) == 1}
 
 
+def small(rounds: int, folder: Path) -> dict[str, object]:
+    """The 18-run example's ``gates evaluate`` against the ``import numpy, scipy.special`` floor,
+    ``rounds`` interleaved rounds (module doc)."""
+    import statistics
+    import time
+
+    for package in ("prereg", "collect", "gates", "estimators", "reports", "cli"):  # as installed: bytecode
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / package)], capture_output=True)
+    lock, runs = folder / "c.lock.json", folder / "runs"
+    subprocess.run([str(BIN / "prereg"), "freeze", str(ROOT / "examples/continuation.yaml"), "-o", str(lock)],
+                   check=True, capture_output=True)
+    subprocess.run([str(BIN / "collect"), "import", str(ROOT / "examples/runs/continuation.csv"), "--lock", str(lock),
+                    "--out", str(runs)], check=True, capture_output=True)
+    evaluate = [str(BIN / "gates"), "evaluate", str(lock), str(runs)]
+    floor = [sys.executable, "-c", "import numpy, scipy.special"]
+    times: dict[str, list[float]] = {"evaluate": [], "floor": []}
+    subprocess.run(evaluate, capture_output=True)  # warm the file cache once
+    loads = [os.getloadavg()[0]]
+    for _ in range(rounds):
+        for name, cmd in (("evaluate", evaluate), ("floor", floor)):
+            start = time.perf_counter()
+            subprocess.run(cmd, capture_output=True)
+            times[name].append(time.perf_counter() - start)
+        loads.append(os.getloadavg()[0])
+    ev, fl = statistics.median(times["evaluate"]), statistics.median(times["floor"])
+    return {"small": "18-run gates evaluate vs import numpy, scipy.special", "rounds": rounds,
+            "evaluate_s_median": round(ev, 3), "floor_s_median": round(fl, 3), "ratio": round(ev / fl, 2),
+            "load_1min_range": [round(min(loads), 2), round(max(loads), 2)]}
+
+
+def closing(results: list[dict[str, object]]) -> str:
+    """One line: each goal, the figure measured and whether it is met."""
+    parts = []
+    for r in results:
+        if "ratio" in r:
+            parts.append(f"small evaluation {r['ratio']}x the numpy+scipy.special import (goal <= 1.5: "
+                         f"{'met' if float(r['ratio']) <= 1.5 else 'MISSED'})")  # type: ignore[arg-type]
+        elif r.get("runs") == 100000 and "evaluate_s" in r:
+            ok = float(r["evaluate_s"]) < 20 and float(r["evaluate_peak_mib"]) < 1024  # type: ignore[arg-type]
+            parts.append(f"100k evaluate {r['evaluate_s']} s, {r['evaluate_peak_mib']} MiB (goal < 20 s, < 1 GB: "
+                         f"{'met' if ok else 'MISSED'})")
+            ok = float(r["import_s"]) < 5 and float(r["import_peak_mib"]) < 300  # type: ignore[arg-type]
+            parts.append(f"100k import {r['import_s']} s, {r['import_peak_mib']} MiB (goal < 5 s, < 300 MB: "
+                         f"{'met' if ok else 'MISSED'})")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return "; ".join(parts) + f"; load average at the end {load}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--import-only", action="store_true", help="time collect import alone")
     parser.add_argument("--repeat", type=int, default=1, help="with --import-only: imports per size")
+    parser.add_argument("--small", type=int, default=9, metavar="ROUNDS",
+                        help="interleaved rounds of the 18-run evaluation vs the numpy+scipy.special import (0: skip)")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; console scripts from {BIN}; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    results: list[dict[str, object]] = []
+    if args.small and not args.import_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            results.append(small(args.small, Path(tmp)))
+            print(json.dumps(results[-1]), flush=True)
     for runs in args.runs:
         with tempfile.TemporaryDirectory() as tmp:
             result = import_only(runs, Path(tmp), args.repeat) if args.import_only else one_size(runs, Path(tmp))
+            results.append(result)
             print(json.dumps(result), flush=True)
+    print(closing(results))
     return 0
 
 

@@ -40,7 +40,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EarlyRunsWarning)
-        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format)
+        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format, keep=False)
     for warning in caught:
         if issubclass(warning.category, EarlyRunsWarning):
             print(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)

@@ -87,7 +87,7 @@ def run_plan(
 
 def import_table(
     lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None,
-    telemetry: PathLike | None = None, telemetry_format: str | None = None,
+    telemetry: PathLike | None = None, telemetry_format: str | None = None, *, keep: bool = True,
 ) -> list[RunRecord]:
     """Validate a table of runs against the plan and append it to ``out``'s ledger.
 
@@ -98,6 +98,9 @@ def import_table(
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
     ``telemetry``: a folder of one power log per run (``<run_id>.<suffix>``, format ``telemetry_format``
     or recognised) that fills each row's telemetry columns and becomes its trace (``collect.importing.logs``).
+    ``keep=False`` (what ``collect import`` asks): a file the column-wise path takes returns, per record,
+    only its ``run_id``, ``started_at`` and ``record_sha256`` (``collect.importing.importer.Appended``),
+    so the memory of a long import does not grow with its records.
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
@@ -126,7 +129,7 @@ def import_table(
         raise InputError(problem)
     try:
         records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data),
-                              lock_seal=verified.seal, seals=seals, telemetry=logs)
+                              lock_seal=verified.seal, seals=seals, telemetry=logs, keep=keep)
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise

@@ -51,7 +51,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -70,6 +71,7 @@ from ._common import (
 from .bootstrap import bca_end_bound
 from .contrast import paired_contrast, propagate_bounds
 from .dispatch import check_method, interval, one_sided_p_values
+from .signflip import sequential_reference
 from .vocabulary import MULTIPLICITIES, OPS, QUANTITIES, Rule, RuleError  # noqa: F401 - re-exported
 
 ADJUSTMENTS = MULTIPLICITIES
@@ -150,6 +152,7 @@ def decide_rule(
     scale: str = "difference",
     resamples: int = 9999,
     seed: int | None = 0,
+    levels: Sequence[float] | None = None,
 ) -> RuleDecision:
     """Interval, rule p-value and verdict as one construction (see :class:`RuleDecision`).
 
@@ -157,17 +160,37 @@ def decide_rule(
     ``alpha = (1 - confidence) / 2`` (:func:`clears`); the interval is the set of thresholds
     the test does not reject, so the two agree (up to floating-point rounding at the exact end
     of a t interval, a set of measure zero).
+
+    ``levels``: the p-value thresholds the caller's verdict depends on (``alpha``, and ``alpha / K``
+    under a multiplicity adjustment over ``K`` gates). Given, a sign-flip Monte Carlo stops drawing
+    once the rule is settled at all of them (:mod:`estimators.mc_stop`: the decision then differs from
+    the full draw's with probability at most ``mc_stop.RISK``; the result says so in its warnings).
     """
     arr = check_contrasts(d)
-    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
-    alpha = tail_alpha(res.confidence)
     constant = is_constant(arr)
     tested = is_tested(rule)
+    stop = None
+    if levels is not None and method == "signflip" and tested and not constant:
+        stop = sequential_reference(arr, _tails(rule, scale), resamples, seed, levels)
+        resamples = stop.patterns
+    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
+    if stop is not None and stop.early:
+        res = replace(res, warnings=(*res.warnings, stop.note()))
+    alpha = tail_alpha(res.confidence)
     if constant or not tested:
         holds = _holds_as_test(rule, res.estimate, res.lower, res.upper)
         return RuleDecision(holds, None, alpha, tested, constant, res)
     p = rule_pvalue(rule, arr, confidence, method, scale, resamples, seed)
     return RuleDecision(clears(p, alpha), p, alpha, tested, constant, res)
+
+
+def _tails(rule: Rule, scale: str) -> list[tuple[float, bool]]:
+    """The one-sided tests behind a tested rule: ``(mu, greater)`` each, on the analysis scale."""
+    if rule.quantity == "within":
+        assert rule.low is not None and rule.high is not None
+        return [(to_analysis(rule.low, scale, "within low"), True), (to_analysis(rule.high, scale, "within high"), False)]
+    assert rule.threshold is not None
+    return [(to_analysis(rule.threshold, scale), rule.quantity == "lower")]
 
 
 def rule_pvalue(

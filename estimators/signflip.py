@@ -25,21 +25,21 @@ additions, no Python loop over patterns) and the two order statistics are found 
 ``np.partition``. Beyond n = 20 a seeded Monte Carlo over ``resamples`` random patterns is used
 (the observed pattern counted once, so the randomisation test stays valid; result flagged
 ``monte_carlo``, with a warning); its attained confidence is ``1 - 2 floor(alpha N) / N`` with
-``N = resamples + 1``.
+``N = resamples + 1``. The patterns are packed random bits summed through per-byte lookup tables
+(:mod:`estimators._signs`); a gate may stop drawing once its rule is settled
+(:func:`sequential_reference`, :mod:`estimators.mc_stop`), and then reports the Monte Carlo of the
+patterns drawn.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from . import _reference_cache as cache
+from . import mc_stop
 from ._common import (
     SIGNFLIP_EXACT_MAX_N,
     IntervalResult,
@@ -54,9 +54,9 @@ from ._common import (
     tail_alpha,
     two_sided,
 )
+from ._signs import SignSums, sampled_means
 
 EXACT_MAX_N = SIGNFLIP_EXACT_MAX_N
-_CHUNK_ELEMENTS = 4_000_000
 
 
 def subset_means(d: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -74,67 +74,11 @@ def subset_means(d: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.divide(sums[1:], sizes[1:])
 
 
-def _chunk_sums(
-    state: Mapping[str, Any],
-    d: NDArray[np.float64],
-    first: int,
-    out: NDArray[np.float64],
-    sizes: NDArray[np.float64],
-) -> None:
-    """Subset sums and sizes of patterns ``first .. first + len(out) - 1`` into ``out``/``sizes``.
-
-    Pattern ``j`` is words ``j n .. j n + n - 1`` of the PCG64 stream of ``state``: the stream is
-    advanced past the earlier patterns, so chunks can be drawn independently (and in parallel)
-    with the draws unchanged.
-    """
-    n = d.size
-    bg = np.random.PCG64()
-    bg.state = state  # type: ignore[assignment]  # numpy's stub wants its TypedDict
-    bg.advance(first * n)
-    # ``rng.random() < 0.5`` exactly: a double is ``(raw >> 11) * 2**-53``, below 0.5 iff ``raw < 2**63``;
-    # the same draws without making the doubles (about 2x faster at n = 5000)
-    flipped = (bg.random_raw((out.size, n)) < np.uint64(1 << 63)).astype(np.float64)  # BLAS; bool @ float is slow
-    out[:] = flipped @ d
-    sizes[:] = flipped @ np.ones(n, dtype=np.float64)  # integer counts: exact in float64
-
-
-def _sampled_means(
-    d: NDArray[np.float64], resamples: int, seed: int | None, workers: int | None = None
-) -> tuple[NDArray[np.float64], int]:
-    """Means of ``resamples`` random subsets (each block flipped w.p. 1/2) and the count of
-    empty subsets drawn (those equal the observed pattern and count in both tails).
-
-    Pattern ``j`` is words ``j n .. j n + n - 1`` of ``default_rng(seed)``'s stream. Chunks of
-    fixed size (so the BLAS products are the same whatever the threads) are drawn and reduced by
-    ``workers`` threads (numpy releases the GIL there), each holding one chunk in memory, with
-    BLAS itself on one thread: OpenBLAS's own threads would take the cores the workers need, and
-    its products are *not* the same bits whatever its thread count (a few of 949 means differed in
-    the last bit between one and two OpenBLAS threads), so pinning it makes the draws' sums the
-    same on every machine. Against the first implementation they are equal bit for bit when that
-    one also runs on one BLAS thread (tested).
-    """
-    state = np.random.default_rng(seed).bit_generator.state
-    n = d.size
-    out = np.empty(resamples, dtype=np.float64)
-    sizes = np.empty(resamples, dtype=np.float64)
-    step = max(1, _CHUNK_ELEMENTS // n)  # rows per chunk
-    if workers is None:
-        workers = min(4, len(os.sched_getaffinity(0))) if resamples * n >= 2 * _CHUNK_ELEMENTS else 1
-
-    def chunk(first: int) -> None:
-        last = min(first + step, resamples)
-        _chunk_sums(state, d, first, out[first:last], sizes[first:last])
-
-    with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(chunk, range(0, resamples, step)))
-    empty = sizes == 0
-    return out[~empty] / sizes[~empty], int(np.count_nonzero(empty))
-
-
 class _Reference:
     """The reference set of subset means (exact or sampled) for one contrast vector."""
 
-    def __init__(self, d: NDArray[np.float64], resamples: int, seed: int | None) -> None:
+    def __init__(self, d: NDArray[np.float64], resamples: int, seed: int | None,
+                 drawn: tuple[NDArray[np.float64], int] | None = None) -> None:
         self.n = d.size
         self.exact = self.n <= EXACT_MAX_N
         if self.exact:
@@ -142,7 +86,7 @@ class _Reference:
             self.total = 1 << self.n
             self.extra = 0
         else:
-            means, self.extra = _sampled_means(d, resamples, seed)
+            means, self.extra = drawn if drawn is not None else sampled_means(d, resamples, seed)
             self.means = cache.frozen(means)
             self.total = resamples + 1
 
@@ -170,6 +114,56 @@ def reference(d: NDArray[np.float64], resamples: int, seed: int | None) -> _Refe
     exact = d.size <= EXACT_MAX_N
     k = cache.key("signflip-exact", d, None, None) if exact else cache.key("signflip-mc", d, resamples, seed)
     return cache.cached(k, lambda: _Reference(d, resamples, seed), lambda r: r.means.nbytes)
+
+
+def _keep(ref: _Reference, d: NDArray[np.float64], resamples: int, seed: int | None) -> None:
+    """Cache ``ref`` as the reference of ``(d, resamples, seed)`` (what :func:`reference` would build)."""
+    cache.cached(cache.key("signflip-mc", d, resamples, seed), lambda: ref, lambda r: r.means.nbytes)
+
+
+def sequential_reference(
+    d: NDArray[np.float64],
+    tails: Sequence[tuple[float, bool]],
+    resamples: int,
+    seed: int | None,
+    levels: Sequence[float],
+    risk: float = mc_stop.RISK,
+) -> mc_stop.Stop:
+    """Draw the Monte Carlo reference of ``d`` only until the rule is settled (:mod:`estimators.mc_stop`).
+
+    ``tails``: the rule's one-sided tests, ``(mu, greater)`` each on the analysis scale (``greater``:
+    ``p_greater(mu)``, else ``p_less(mu)``); ``levels``: the p-value thresholds the verdict depends on.
+    The reference of the first ``patterns`` patterns is left in the cache, so the interval and p-values
+    asked with ``resamples = patterns`` (the same seed) are computed from exactly those draws.
+    """
+    marks = mc_stop.looks(resamples, levels)
+    if d.size <= EXACT_MAX_N or not marks or seed is None:
+        return mc_stop.Stop(resamples, resamples, 0.0, "full draw")
+    counters = [mc_stop.Tail(mu, greater) for mu, greater in tails]
+    eps = risk / (2 * len(marks) * len(counters))
+    grid = mc_stop.p_grid(levels)
+    signs = SignSums(d, seed)
+    parts: list[NDArray[np.float64]] = []
+    extra, drawn = 0, 0
+    for m in marks:
+        sums, sizes = signs.draw(drawn, m)
+        empty = sizes == 0
+        means = sums[~empty] / sizes[~empty]
+        n_empty = int(np.count_nonzero(empty))
+        for counter in counters:
+            counter.add(means, n_empty)
+        parts.append(means)
+        extra, drawn = extra + n_empty, m
+        settled = mc_stop.settle(counters, m, resamples, levels, eps, grid)
+        if settled is not None:
+            _keep(_Reference(d, m, seed, drawn=(np.concatenate(parts), extra)), d, m, seed)
+            return mc_stop.Stop(m, resamples, risk, settled)
+    sums, sizes = signs.draw(drawn, resamples)  # the rest: the full draw decides
+    empty = sizes == 0
+    parts.append(sums[~empty] / sizes[~empty])
+    _keep(_Reference(d, resamples, seed, drawn=(np.concatenate(parts), extra + int(np.count_nonzero(empty)))),
+          d, resamples, seed)
+    return mc_stop.Stop(resamples, resamples, 0.0, "full draw")
 
 
 def signflip_one_sided(

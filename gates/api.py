@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
 from collect.ledger.store import LEDGER_NAME, ledger_path, read_ledger
-from gates.artifact import is_evaluation_file, sealed
+from gates.artifact import is_evaluation_file, sealed, sealed_bytes, write_encoded
 from gates.artifact import read_evaluation as read
 from gates.artifact import write_evaluation as write
 from gates.provenance import lock_as_of
@@ -104,9 +104,11 @@ def evaluate(
         check_output(out, force, is_evaluation_file)  # before anything is computed or written
     for path, ours in also_writes:
         check_output(path, force, ours)
-    evaluation = sealed(build_evaluation(data, plan, read_ledger(folder), verified.path))
-    if out is not None:
-        write_evaluation(out, evaluation)
+    built = build_evaluation(data, plan, read_ledger(folder), verified.path)
+    if out is None:
+        return sealed(built)
+    evaluation, encoded = sealed_bytes(built)  # sealed and encoded from one dump
+    write_encoded(out, encoded)  # the bytes write_evaluation writes
     return evaluation
 
 

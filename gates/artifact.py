@@ -363,11 +363,22 @@ def seal_hash(data: dict[str, Any]) -> str:
 
 def write_evaluation(path: str | os.PathLike[str], evaluation: Evaluation) -> None:
     """Write the artifact atomically (temporary file, fsync, rename), sealed with ``seal_sha256``."""
+    write_encoded(path, sealed_bytes(evaluation)[1])
+
+
+def sealed_bytes(evaluation: Evaluation) -> tuple[Evaluation, bytes]:
+    """``(sealed(evaluation), the file write_evaluation writes for it)`` from one dump and one hash: the
+    artifact sealed and encoded in one pass (``write_encoded`` writes the bytes)."""
+    data = evaluation.model_dump(mode="json", by_alias=True)
+    data["seal_sha256"] = seal = seal_hash(data)
+    return evaluation.model_copy(update={"seal_sha256": seal}), (readable_json(data) + "\n").encode()
+
+
+def write_encoded(path: str | os.PathLike[str], encoded: bytes) -> None:
+    """Write an artifact's bytes (from :func:`sealed_bytes`) atomically."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    data = evaluation.model_dump(mode="json", by_alias=True)
-    data["seal_sha256"] = seal_hash(data)
-    atomic_write(target, (readable_json(data) + "\n").encode())
+    atomic_write(target, encoded)
 
 
 class EvaluationError(InputError, ValueError):

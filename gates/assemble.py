@@ -27,7 +27,7 @@ from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
 from gates.matching import block_label, match_ledger
-from gates.numbers import encode_number, encode_value
+from gates.numbers import encode_number
 from gates.phase_support import phase_support
 from gates.plausibility import decision_warning
 from gates.provenance import (
@@ -134,10 +134,9 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     blocks = []
     gblocks = gate_blocks(match)
     for i, block in enumerate(gblocks):
-        values = {
-            metric: {arm: encode_value(r.metric(metric)) for arm, r in block.records.items()}
-            for metric in plan.metrics
-        }
+        # a stored metric is already its artifact encoding: a finite float, "NaN" / "Infinity" / "-Infinity"
+        # or None (encode_value(record.metric(m)) gives back exactly the stored value)
+        values = {metric: {arm: r.metrics.get(metric) for arm, r in block.records.items()} for metric in plan.metrics}
         contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
         blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
                                contrasts=contrasts, values=values))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from collect.ledger.cells import split_repeats
@@ -67,10 +68,15 @@ class Block:
         """Whether the gates pair arms in this block (not calibration; not a control unless allowed)."""
         return not self.calibration and (not self.control or self.pair_controls)
 
+    @cached_property
+    def stratum_text(self) -> str:
+        """``stratum_label(self.stratum)``, formatted once (every gate groups its blocks by it)."""
+        return stratum_label(self.stratum)
+
     @property
     def label(self) -> str:
         """Human-readable block name."""
-        return block_label(self.stratum, self.replicate)
+        return f"{self.stratum_text} #{self.replicate}"
 
 
 @dataclass
@@ -153,19 +159,19 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
 
     planned: list[RunRecord] = []
     cells: dict[int, tuple[tuple[str, ...], int, str]] = {}  # id(record) -> its cell, keyed once
-    for record in ledger.records:
-        where = where_of(record)
+    for record in ledger.records:  # a record's description is formatted only for a problem it has
         if record.prereg_sha256 != plan_sha256:
-            match.other_plan.append((record.arm, text := f"{where} was recorded under plan {record.prereg_sha256[:12]}"))
+            text = f"{where_of(record)} was recorded under plan {record.prereg_sha256[:12]}"
+            match.other_plan.append((record.arm, text))
             match.where[text] = record.stratum
             continue
         skey = stratum_key(plan, record.stratum)
         if record.arm not in plan.arms or skey is None or (skey, record.replicate) not in blocks:
-            match.unplanned.append((record.arm, text := f"{where} is not a cell of the plan"))
+            match.unplanned.append((record.arm, text := f"{where_of(record)} is not a cell of the plan"))
             match.where[text] = record.stratum
             continue
         if record.status != "complete":
-            match.failed.append((record.arm, text := f"{where} has status {record.status}"))
+            match.failed.append((record.arm, text := f"{where_of(record)} has status {record.status}"))
             match.where[text] = record.stratum
             continue
         planned.append(record)

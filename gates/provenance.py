@@ -63,6 +63,17 @@ def predecessor_refusal(checks: list[PredecessorCheck]) -> str | None:
     )
 
 
+def _same_bytes_as_frozen(path: Path, yaml_sha256: Any) -> bool:
+    """Whether the file holds exactly the YAML the lock was frozen (or last amended) from: its SHA-256 is
+    the lock's ``yaml_sha256`` (then it canonicalises to the locked plan, which the lock's verification
+    re-hashed and re-validated)."""
+    try:
+        raw = read_regular_file(path, 16 << 20)
+    except ValueError:
+        return False
+    return isinstance(yaml_sha256, str) and hashlib.sha256(raw).hexdigest() == yaml_sha256
+
+
 def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | None:
     """Compare the YAML beside the lock with the locked plan (the notice ``prereg verify`` gives)."""
     from prereg.lock import diff_paths, yaml_beside  # lazy: yaml
@@ -71,6 +82,8 @@ def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | No
     path = yaml_beside(lock_path)
     if path is None:
         return None
+    if _same_bytes_as_frozen(path, lock.get("yaml_sha256")):  # the very text frozen: nothing to parse
+        return PlanYamlCheck(path=str(path), status="matches", notice=f"{path} matches the lock")
     try:
         loaded = load_plan(path)
     except PlanError as err:

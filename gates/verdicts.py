@@ -56,7 +56,7 @@ from estimators import (
 from estimators.feasibility import symmetry_note
 from estimators.vocabulary import weakest
 from gates.invalidators import InvalidatorCheck
-from gates.matching import Block, Match, stratum_label
+from gates.matching import Block, Match
 from gates.plausibility import plausibility
 from gates.refusal import Refusal, as_refusals, invalidator_fired
 from prereg.schema import CONFIDENCE_FLOOR, Gate, Plan
@@ -92,19 +92,23 @@ def _outcome_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.nda
     """(blocks x contrast arms) values of the gate's metric, and data problems by name."""
     contrast = gate.contrast
     problems: list[str] = []
-    values = np.full((len(blocks), len(contrast.arms)), np.nan)
-    for i, block in enumerate(blocks):
-        for j, arm in enumerate(contrast.arms):
-            record = block.records.get(arm)
-            value = record.metric(gate.metric) if record is not None else None
-            if record is not None and value is None:
-                problems.append(f"no {gate.metric} recorded for arm {arm} in {block.label} ({record.run_id})")
-            elif value is not None and not math.isfinite(value):
-                problems.append(f"non-finite {gate.metric} for arm {arm} in {block.label}")
-            elif value is not None and contrast.scale == "ratio" and value <= 0:
-                problems.append(f"{gate.metric} = {value:g} <= 0 for arm {arm} in {block.label}: no ratio")
-            if value is not None:
-                values[i, j] = value
+    records = [[block.records.get(arm) for arm in contrast.arms] for block in blocks]
+    found = [[r.metric(gate.metric) if r is not None else None for r in row] for row in records]
+    values = np.array([[math.nan if v is None else v for v in row] for row in found], dtype=np.float64)
+    values = values.reshape(len(blocks), len(contrast.arms))
+    present = np.array([[r is not None for r in row] for row in records], dtype=bool).reshape(values.shape)
+    bad = present & ~np.isfinite(values)  # missing (None) or non-finite, where a run exists
+    if contrast.scale == "ratio":
+        bad |= present & (values <= 0)
+    for i, j in zip(*np.nonzero(bad), strict=True):  # row by row, arm by arm: the order of the loop they replace
+        block, arm, record, value = blocks[i], contrast.arms[j], records[i][j], found[i][j]
+        assert record is not None
+        if value is None:
+            problems.append(f"no {gate.metric} recorded for arm {arm} in {block.label} ({record.run_id})")
+        elif not math.isfinite(value):
+            problems.append(f"non-finite {gate.metric} for arm {arm} in {block.label}")
+        else:
+            problems.append(f"{gate.metric} = {value:g} <= 0 for arm {arm} in {block.label}: no ratio")
     return values, problems
 
 
@@ -133,12 +137,9 @@ def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     classes: list[str] = [metric.evidence]
     classes += [c for b in blocks for r in b.records.values() if (c := recorded_evidence(r, gate.metric))]
     if metric.signal:
-        for block in blocks:
-            for record in block.records.values():
-                summary = record.telemetry.get(metric.signal)
-                if summary is not None:
-                    classes.append(summary.evidence)
-    return weakest(classes)
+        signal = metric.signal
+        classes += [s.evidence for b in blocks for r in b.records.values() if (s := r.telemetry.get(signal))]
+    return weakest(dict.fromkeys(classes))  # each class once, in order of first appearance: the same weakest
 
 
 def analysis_unit(plan: Plan) -> str:
@@ -152,7 +153,7 @@ def analysis_units(plan: Plan, blocks: list[Block]) -> list[list[int]]:
         return [[i] for i in range(len(blocks))]
     groups: dict[str, list[int]] = {}
     for i, block in enumerate(blocks):
-        groups.setdefault(stratum_label(block.stratum), []).append(i)
+        groups.setdefault(block.stratum_text, []).append(i)
     return list(groups.values())
 
 
@@ -221,6 +222,18 @@ def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
     return notes
 
 
+def decision_levels(gate: Gate, plan: Plan) -> tuple[float, ...]:
+    """The p-value thresholds ``gate``'s verdict can depend on: ``alpha``, and ``alpha / K`` when its
+    p-value is adjusted over a family of ``K`` primary gates (a p-value at most ``alpha / K`` passes at
+    any rank and leaves the other gates' verdicts as they are). A sign-flip Monte Carlo draws until
+    its rule is settled at these (``estimators.mc_stop``)."""
+    alpha = (1 - gate.confidence) / 2
+    family = sum(g.role == "primary" and g.pass_if.tested for g in plan.gates)
+    if plan.decision.multiplicity == "none" or gate.role != "primary" or family <= 1:
+        return (alpha,)
+    return (alpha / family, alpha)
+
+
 def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -> GateOutcome:
     """Compute one gate (before multiplicity); see the module doc for the verdict order. The
     verdict's own notes come first, then what the plan makes it rest on (:func:`plan_notes`)."""
@@ -273,9 +286,11 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
         warnings.simplefilter("always")
         # the gate built these log ratios itself from positive values: the ratio-input guess is moot
         warnings.simplefilter("ignore", RatioInputWarning)
-        decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed)
+        decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed,
+                               levels=decision_levels(gate, plan))
     outcome.result = decision.result
     outcome.pvalue = decision.pvalue
+    resamples = decision.result.resamples or resamples  # a sign-flip Monte Carlo stopped early drew fewer
     outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
     outcome.warnings += list(contrast_warnings(d, gate.method, contrast.scale, rule))
     if outcome.refused_by:

@@ -99,6 +99,29 @@ class Table:
         """The column, or None for every row when the table has none (what ``row.get`` gives)."""
         return self.columns[name] if name in self.columns else [None] * self.n
 
+    def slice(self, start: int, stop: int) -> Table:
+        """Rows ``start .. stop - 1`` (a chunk of the table: ``prepare`` takes a table chunk by chunk)."""
+        return Table({name: cells[start:stop] for name, cells in self.columns.items()}, min(stop, self.n) - start)
+
+
+@dataclass
+class Seen:
+    """What the chunks of one table share for the duplicate checks (``_new_rows``): the ledger's records by
+    run id (popped as rows match them), every run id and complete cell met so far (ledger and table)."""
+
+    present: dict[str, RunRecord]
+    ledger_ids: set[str]
+    keys: set[tuple[Any, ...]]
+    new_ids: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, existing: Ledger, plan_sha256: str) -> Seen:
+        """The state before the first chunk."""
+        present = {r.run_id: r for r in existing.records}
+        keys = {cell_key_of(r.stratum, r.arm, r.replicate) for r in existing.records
+                if r.status == "complete" and r.prereg_sha256 == plan_sha256}
+        return cls(present, set(present), keys)
+
 
 @dataclass
 class Batch:
@@ -244,9 +267,13 @@ def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str],
 
 
 def prepare(
-    table: Table, plan: Plan, plan_sha256: str, source: str, existing: Ledger, *, lock_seal: str | None = None
+    table: Table, plan: Plan, plan_sha256: str, source: str, existing: Ledger, *, lock_seal: str | None = None,
+    seen: Seen | None = None, first_row: int = 1,
 ) -> Batch:
-    """The rows not yet in ``existing``, ready to append; ``Declined`` (or any error) if they do not all fit."""
+    """The rows not yet in ``existing``, ready to append; ``Declined`` (or any error) if they do not all fit.
+
+    A table taken in chunks: each chunk a ``Table.slice``, ``first_row`` its first row's number in the
+    table (1-based), ``seen`` the state the chunks share (``Seen.of``), so the checks are the whole table's."""
     if table.n == 0 or check_columns([dict.fromkeys(table.columns)], plan):
         raise Declined("no rows, or a column problem")
     n, factors = table.n, sorted(plan.strata.factors)
@@ -280,11 +307,11 @@ def prepare(
     given = [str(v or "").strip() for v in table.column("run_id")]
     fields["run_id"] = _run_ids(given, plan_sha256, stratum_texts, fields["arm"], fields["replicate"])
     items["run_id"] = _items("run_id", [string_text(r) for r in fields["run_id"]])
-    fields["source"] = [f"import:{source} row {i}" for i in range(1, n + 1)]
+    fields["source"] = [f"import:{source} row {i}" for i in range(first_row, first_row + n)]
     items["source"] = _items("source", [string_text(s) for s in fields["source"]])
     if [k for k in sorted(items) if PREV < k < FIELD] != ["record"] or set(items) != set(fields) | set(_CONSTANT):
         raise Declined("not the record keys this path knows")
-    kept, skipped = _new_rows(fields, _cell_keys(fields, levels, factors), existing, plan_sha256)
+    kept, skipped = _new_rows(fields, _cell_keys(fields, levels, factors), existing, plan_sha256, seen, first_row)
     if len(kept) < n:
         fields = {k: [column[i] for i in kept] for k, column in fields.items()}
         items = {k: [column[i] for i in kept] for k, column in items.items()}
@@ -312,20 +339,18 @@ def _cell_keys(fields: dict[str, list[Any]], levels: dict[str, list[Any]], facto
 
 
 def _new_rows(
-    fields: dict[str, list[Any]], keys: list[tuple[Any, ...]], existing: Ledger, plan_sha256: str
+    fields: dict[str, list[Any]], keys: list[tuple[Any, ...]], existing: Ledger, plan_sha256: str,
+    seen: Seen | None = None, first_row: int = 1,
 ) -> tuple[list[int], list[str]]:
     """``(rows to append, ids of rows already in the ledger identically)``; ``Declined`` for a row the
     row path refuses: a cell or run id repeated in the table, or in the ledger with other content."""
-    if not existing.records:  # the usual case, the same test without a loop: nothing repeated
+    if not existing.records and seen is None:  # the usual case, the same test without a loop: nothing repeated
         complete = [key for key, status in zip(keys, fields["status"], strict=True) if status == "complete"]
         if len(set(fields["run_id"])) < len(keys) or len(set(complete)) < len(complete):
             raise Declined("a repeated cell or run id")
         return list(range(len(keys))), []
-    present = {r.run_id: r for r in existing.records}
-    ledger_ids = set(present)
-    seen_keys = {cell_key_of(r.stratum, r.arm, r.replicate) for r in existing.records
-                 if r.status == "complete" and r.prereg_sha256 == plan_sha256}
-    new_ids: set[str] = set()
+    state = seen if seen is not None else Seen.of(existing, plan_sha256)
+    present, ledger_ids, seen_keys, new_ids = state.present, state.ledger_ids, state.keys, state.new_ids
     kept, skipped = [], []
     for i, (run_id, status, key) in enumerate(zip(fields["run_id"], fields["status"], keys, strict=True)):
         if run_id in present:
@@ -336,9 +361,9 @@ def _new_rows(
             if _stored_content(present.pop(run_id)) == row:
                 skipped.append(run_id)  # already in, identically: an interrupted or repeated import
                 continue
-            raise Declined(f"row {i + 1}: run id {run_id} is in the ledger with other content")
+            raise Declined(f"row {first_row + i}: run id {run_id} is in the ledger with other content")
         if (status == "complete" and key in seen_keys) or run_id in new_ids or run_id in ledger_ids:
-            raise Declined(f"row {i + 1}: a repeated cell or run id")
+            raise Declined(f"row {first_row + i}: a repeated cell or run id")
         new_ids.add(run_id)
         if status == "complete":
             seen_keys.add(key)
@@ -365,4 +390,4 @@ def seal(batch: Batch, head: str) -> tuple[bytes, list[RunRecord], str]:
     return b"\n".join(lines) + b"\n" if lines else b"", records, head
 
 
-__all__ = ["Batch", "Declined", "Table", "prepare", "seal"]
+__all__ = ["Batch", "Declined", "Seen", "Table", "prepare", "seal"]

@@ -53,12 +53,13 @@ import json
 import zlib
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from collect.importing.columns import Declined, Table, prepare, seal
+from collect.importing.columns import Declined, Seen, Table, prepare, seal
 from collect.importing.rows import (
     RESERVED,
     TELEMETRY_FIELDS,
@@ -80,7 +81,7 @@ from collect.ledger.store import (
     head_of,
     read_ledger,
 )
-from prereg.errors import InputError
+from prereg.errors import EXIT_INTERNAL, InputError, ToolkitError
 from prereg.jsoncodec import JSONFormatError, loads
 from prereg.plan import read_input_file
 from prereg.schema import Plan
@@ -257,8 +258,12 @@ def import_table(
     table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
     chain: Collection[str] | None = None, *, lock_seal: str | None = None,
     seals: Mapping[str, Collection[str]] | None = None, telemetry: TelemetryLogs | None = None,
-) -> list[RunRecord]:
-    """Validate the whole table against the plan, then append the rows not yet in, in one write.
+    keep: bool = True,
+) -> list[Any]:
+    """Validate the whole table against the plan, then append the rows not yet in, in one batch.
+
+    Returns the records as written; ``keep=False``: for a table the column-wise path takes, only their
+    :class:`Appended` entries (id, start, hash), so a long table's records are never all in memory.
 
     Holds the runs folder's writer lock (``collect.ledger.runlock.RunsBusy`` if another writer has it).
     A folder holding runs of a plan outside ``chain`` (the lock's plan hashes, ``collect.ledger.folder_plan``;
@@ -268,7 +273,7 @@ def import_table(
     """
     with _gc_paused():
         return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal,
-                             seals=seals, telemetry=telemetry)
+                             seals=seals, telemetry=telemetry, keep=keep)
 
 
 @contextmanager
@@ -314,8 +319,8 @@ def _import_table(
     table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
     given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
     lock_seal: str | None = None, seals: Mapping[str, Collection[str]] | None = None,
-    telemetry: TelemetryLogs | None = None,
-) -> list[RunRecord]:
+    telemetry: TelemetryLogs | None = None, keep: bool = True,
+) -> list[Any]:
     rows: list[dict[str, Any]] | None
     if given is not None:
         columns, (rows, name) = None, given
@@ -349,7 +354,7 @@ def _import_table(
                 _append_with_traces(rows or [], plan, plan_sha256, name, Path(runs_dir), existing, skipped,
                                     lock_seal, traces, out)
                 return out
-            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal)
+            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal, keep)
             if fast is not None:
                 records, already = fast
                 if skipped is not None:
@@ -393,35 +398,93 @@ def _csv_columns(path: Path) -> Table | None:
     if not name.endswith((".csv", ".csv.gz")):
         return None
     text = _read_bounded(path, name.endswith(".gz")).decode("utf-8-sig")
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        lines = list(csv.reader(io.StringIO(text, newline="")))
+        header = next(reader, None)
+        if not header or len(set(header)) != len(header):
+            return None
+        columns: list[list[str]] = [[] for _ in header]
+        known: list[dict[str, str]] = [{} for _ in header]  # each distinct cell text held once per column
+        rows = 0
+        for cells in reader:  # row by row into the columns: no list of every row's cells
+            if cells == []:
+                continue  # blank lines skipped, as DictReader does
+            if len(cells) != len(header):
+                return None
+            for column, seen, cell in zip(columns, known, cells, strict=True):
+                column.append(seen.setdefault(cell, cell))
+            rows += 1
+            if rows > MAX_ROWS:
+                break
     except csv.Error:
         return None
-    if not lines or not lines[0] or len(set(lines[0])) != len(lines[0]):
-        return None
-    header, body = lines[0], [cells for cells in lines[1:] if cells != []]  # blank lines skipped, as DictReader does
-    if any(len(cells) != len(header) for cells in body):
-        return None
-    _check_rows(len(body), path)
-    return Table({column: list(cells) for column, cells in zip(header, zip(*body, strict=True), strict=True)} if body
-                 else {column: [] for column in header}, len(body))
+    del text
+    _check_rows(rows, path)
+    return Table(dict(zip(header, columns, strict=True)), rows)
+
+
+#: rows per chunk of the column-wise path: a table is checked, sealed and journaled chunk by chunk, so an
+#: import's memory is a chunk's (plus the table's cells), whatever the table's length
+CHUNK_ROWS = 10_000
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What ``keep=False`` keeps of each appended record: its id, start time and hash (a record as
+    written holds them too)."""
+
+    run_id: str
+    started_at: str | None
+    record_sha256: str | None
+
+
+class _NotFast(ToolkitError):
+    """A chunk the column-wise path does not take (raised out of the chunks, caught by ``_append_fast``;
+    were it to escape, that would be a toolkit bug)."""
+
+    exit_code = EXIT_INTERNAL
 
 
 def _append_fast(
     table: Table | list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
-    existing: Ledger, lock_seal: str | None = None,
-) -> tuple[list[RunRecord], list[str]] | None:
-    """The column-wise path (``collect.importing.columns``): ``(records as written, ids skipped)``, or
-    None -- nothing written -- when the table does not fit it in any way."""
+    existing: Ledger, lock_seal: str | None = None, keep: bool = True,
+) -> tuple[list[Any], list[str]] | None:
+    """The column-wise path (``collect.importing.columns``): ``(records as written -- or, ``keep=False``,
+    their ``Appended`` entries --, ids skipped)``, or None -- nothing written -- when the table does not fit
+    it in any way. The whole table is checked before anything is appended: its chunks are sealed into the
+    batch's journal as they come (``LedgerAppender.write_chunks``), committed only after the last."""
+    written: list[Any] = []
+    skipped: list[str] = []
     try:
-        batch = prepare(Table.of_rows(table) if isinstance(table, list) else table, plan, plan_sha256, source,
-                        existing, lock_seal=lock_seal)
-        payload, records, head = seal(batch, head_of(existing))
-    except (Declined, ValueError, TypeError, ArithmeticError):  # cell, model and encoder refusals, and the
-        return None  # like: whatever does not fit, the row path says in its own words (a bug here is raised)
-    if records:
-        LedgerAppender(runs_dir, existing).write(payload, head, journal=True)
-    return records, batch.skipped
+        whole = Table.of_rows(table) if isinstance(table, list) else table
+    except Declined:
+        return None
+    if whole.n == 0:
+        return None  # the row path says what an empty table lacks
+    seen = Seen.of(existing, plan_sha256)
+    head = head_of(existing)
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal head
+        for start in range(0, whole.n, CHUNK_ROWS):
+            try:
+                batch = prepare(whole.slice(start, start + CHUNK_ROWS) if whole.n > CHUNK_ROWS else whole, plan,
+                                plan_sha256, source, existing, lock_seal=lock_seal, seen=seen, first_row=start + 1)
+                payload, records, head = seal(batch, head)
+            except (Declined, ValueError, TypeError, ArithmeticError) as err:  # cell, model and encoder
+                raise _NotFast(str(err)) from err  # refusals: what does not fit, the row path says in its own words
+            skipped.extend(batch.skipped)
+            written.extend(records if keep else (Appended(r.run_id, r.started_at, r.record_sha256) for r in records))
+            if payload:
+                yield payload
+
+    appender = LedgerAppender(runs_dir, existing)
+    try:
+        appender.write_chunks(chunks())
+    except _NotFast:
+        return None
+    appender.head = head
+    return written, skipped
 
 
 def _remove_if_only_lock(runs_dir: Path) -> None:

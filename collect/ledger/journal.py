@@ -32,6 +32,7 @@ import fcntl
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,11 +155,66 @@ def commit(folder: Path, offset: int, data: bytes) -> None:
     fsync_dir(folder)
 
 
+#: the header slot of a journal written in chunks (its header is known only after the last chunk):
+#: the header JSON padded with spaces to this many bytes, then the newline (any JSON reader takes it)
+HEADER_SLOT = 256
+_COPY_BYTES = 8 << 20
+
+
+def stage_chunks(folder: Path, offset: int, chunks: Iterable[bytes]) -> int:
+    """Step 1 for a batch made chunk by chunk: its journal written and fsynced under the temporary name,
+    the header (``offset``, the batch's ``length`` and ``sha256``) put in its slot when the last chunk is
+    in; returns the length. Nothing is committed yet (:func:`commit_staged`): an error while the chunks
+    are made (a refused row) or written removes the temporary file, and the ledger was never touched."""
+    tmp = pending_path(folder).with_name(PENDING_NAME + ".tmp")
+    fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    digest, length = hashlib.sha256(), 0
+    try:
+        write_all(fd, b" " * HEADER_SLOT + b"\n", tmp)
+        for chunk in chunks:
+            write_all(fd, chunk, tmp)
+            digest.update(chunk)
+            length += len(chunk)
+        header = json.dumps({"format": FORMAT, "offset": offset, "length": length, "sha256": digest.hexdigest()})
+        os.pwrite(fd, header.encode().ljust(HEADER_SLOT), 0)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return length
+
+
+def commit_staged(folder: Path) -> None:
+    """Step 1 completed for a staged journal: renamed into place, the folder fsynced (committed)."""
+    os.replace(pending_path(folder).with_name(PENDING_NAME + ".tmp"), pending_path(folder))
+    fsync_dir(folder)
+
+
+def drop_staged(folder: Path) -> None:
+    """A staged journal that will not be committed, removed."""
+    pending_path(folder).with_name(PENDING_NAME + ".tmp").unlink(missing_ok=True)
+
+
+def committed_pieces(folder: Path) -> Iterator[bytes]:
+    """Step 2 for a committed journal written by :func:`stage_chunks`: its batch, in pieces of bounded
+    size, for the writer to append to the ledger (and fsync)."""
+    source = open_no_follow(pending_path(folder), os.O_RDONLY)
+    try:
+        position = HEADER_SLOT + 1
+        while piece := os.pread(source, _COPY_BYTES, position):
+            yield piece
+            position += len(piece)
+    finally:
+        os.close(source)
+
+
 def finish(folder: Path) -> None:
     """Step 3: the journal removed (a crash before this is harmless: the batch is all there)."""
     os.unlink(pending_path(folder))
     fsync_dir(folder)
 
 
-__all__ = ["PENDING_NAME", "Pending", "commit", "complete_on_disk", "completed_view", "finish", "lock",
-           "pending_path", "read_pending"]
+__all__ = ["PENDING_NAME", "Pending", "commit", "commit_staged", "complete_on_disk", "completed_view",
+           "committed_pieces", "drop_staged", "finish", "lock", "pending_path", "read_pending", "stage_chunks"]

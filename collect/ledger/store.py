@@ -53,6 +53,7 @@ import errno
 import hashlib
 import io
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -193,6 +194,49 @@ class LedgerAppender:
         finally:
             os.close(fd)
         self.head = head
+        if created:
+            fsync_dir(self.folder)
+
+
+    def write_chunks(self, chunks: Iterable[bytes]) -> None:
+        """Append a batch made chunk by chunk (whole lines chained from ``self.head``; the caller sets
+        ``head`` after), durably and whole or not at all, as :meth:`write` does with a journal, in memory
+        bounded by a chunk: the journal is written as the chunks come (``journal.stage_chunks``), then
+        committed and copied into the ledger. An exception raised while the chunks are made leaves the
+        ledger and the folder as they were."""
+        path = ledger_path(self.folder)
+        created = not os.path.lexists(path)
+        size, torn = 0, False
+        if not created:
+            size = os.stat(path).st_size  # stable: the caller holds the runs folder's writer lock
+            with open(open_no_follow(path, os.O_RDONLY), "rb", closefd=True) as fh:
+                torn = size > 0 and os.pread(fh.fileno(), 1, size - 1) != b"\n"
+
+        def lines() -> Iterator[bytes]:
+            if torn:
+                yield b"\n"  # a torn fragment stays on its own line, visible
+            yield from chunks
+
+        if not batch_journal.stage_chunks(self.folder, size, lines()) - (1 if torn else 0):
+            batch_journal.drop_staged(self.folder)  # no new line: nothing to append
+            return
+        fd = open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            batch_journal.lock(fd, exclusive=True)
+            if os.fstat(fd).st_size != size:
+                batch_journal.drop_staged(self.folder)
+                raise AppendFailed(errno.EAGAIN, "the ledger changed while the batch was made; nothing was appended",
+                                   str(path))
+            batch_journal.commit_staged(self.folder)
+            try:
+                for piece in batch_journal.committed_pieces(self.folder):
+                    write_all(fd, piece, path)
+                os.fsync(fd)
+            except OSError as err:
+                _roll_back(fd, size, path, self.folder, err)
+            batch_journal.finish(self.folder)
+        finally:
+            os.close(fd)
         if created:
             fsync_dir(self.folder)
 

@@ -57,8 +57,9 @@ if point == "ledger-write":
 elif point == "journal-write":
     journal.write_all = partial(journal.write_all)
 elif point == "after-commit":
-    real_commit = journal.commit
+    real_commit, real_staged = journal.commit, journal.commit_staged
     journal.commit = lambda *a: (real_commit(*a), die())
+    journal.commit_staged = lambda *a: (real_staged(*a), die())  # a batch journaled chunk by chunk
 elif point == "before-finish":
     journal.finish = lambda *a: die()
 from cli.collect import main

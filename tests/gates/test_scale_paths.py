@@ -8,7 +8,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from estimators import signflip
 from gates.verdicts import _unit_means
 from prereg.jsoncodec import readable_json
 
@@ -24,37 +23,29 @@ def test_unit_means_equal_the_per_unit_loop(k, units, seed):
     assert np.array_equal(_unit_means(values, groups), loop, equal_nan=True)
 
 
-def _old_sampled_means(d, resamples, seed):
-    """The sign-flip Monte Carlo as first written (``rng.random() < 0.5``, bool matmul), on one BLAS
-    thread: multi-threaded OpenBLAS products differ in the last bit with the thread count (see
-    ``estimators.signflip._sampled_means``), so the first implementation was machine-dependent."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="blas"):
-        return _old_sampled_means_unpinned(d, resamples, seed)
-
-
-def _old_sampled_means_unpinned(d, resamples, seed):
-    rng = np.random.default_rng(seed)
-    out, sizes = np.empty(resamples), np.empty(resamples)
-    step = max(1, signflip._CHUNK_ELEMENTS // d.size)
-    for start in range(0, resamples, step):
-        b = min(step, resamples - start)
-        mask = rng.random((b, d.size)) < 0.5
-        out[start:start + b] = mask @ d
-        sizes[start:start + b] = mask.sum(axis=1)
+def _plain_sampled_means(d, resamples, seed):
+    """The packed-bit stream of ``estimators._signs`` spelled out: pattern j is words j W .. j W + W - 1,
+    block i flipped when bit i of them (least significant first) is set; sums by a float mask."""
+    n, words = d.size, (d.size + 63) // 64
+    raw = np.random.default_rng(seed).bit_generator.random_raw((resamples, words))
+    mask = np.unpackbits(raw.astype("<u8").view(np.uint8), axis=1, bitorder="little")[:, :n].astype(np.float64)
+    sums, sizes = mask @ d, mask.sum(axis=1)
     empty = sizes == 0
-    return out[~empty] / sizes[~empty], int(np.count_nonzero(empty))
+    return sums[~empty] / sizes[~empty], int(np.count_nonzero(empty))
 
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(21, 3000), resamples=st.integers(100, 3000), seed=st.integers(0, 2**32 - 1),
        scale=st.floats(-6, 6))
-def test_signflip_draws_are_the_same_draws(n, resamples, seed, scale):
+def test_signflip_draws_are_the_documented_patterns(n, resamples, seed, scale):
+    """The lookup-table sums are the plain mask sums (up to rounding: another order of additions)."""
+    from estimators._signs import sampled_means
+
     d = np.random.default_rng(seed ^ 1).normal(size=n) * 10**scale
-    new, new_empty = signflip._sampled_means(d, resamples, seed)
-    old, old_empty = _old_sampled_means(d, resamples, seed)
-    assert new_empty == old_empty and np.array_equal(new, old)
+    new, new_empty = sampled_means(d, resamples, seed)
+    plain, plain_empty = _plain_sampled_means(d, resamples, seed)
+    assert new_empty == plain_empty and new.shape == plain.shape
+    assert np.allclose(new, plain, rtol=1e-9, atol=1e-12 * 10**scale * np.abs(d).max() * n)
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
