@@ -11,7 +11,9 @@ the folder's real path):
 
 A worker (:func:`guard_worker`, first thing in each task) exits when its driver's heartbeat has not
 moved for ``DRIVER_LOST_S`` (the driver was killed; Ray normally ends a dead driver's workers
-itself, this is the second line) or when asked to stop. Before it submits anything, a driver
+itself, this is the second line) or when asked to stop; it stops beating, and removes its key, once
+the driver's key is gone (the driver closed: it removes the driver's key before the workers'), so
+a clean sweep leaves no key behind for the next driver of the folder to wait on. Before it submits anything, a driver
 (:func:`stop_leftovers`) asks every worker of an earlier job of its folder to stop and watches
 their heartbeats: those whose key goes away stopped, those whose heartbeat stands still are gone
 (their key is removed), and those whose heartbeat still moves after ``STOP_WAIT_S`` are returned,
@@ -124,8 +126,13 @@ def _worker_beat(folder: str, job: str, key: str) -> None:
         count += 1
         try:
             _put(key, str(count))
-            beat = _get(f"{folder}/driver/{job}")
+            beat = _get(f"{folder}/driver/{job}")  # read after the put: a driver that closed meanwhile is seen
             stop = _get(f"{folder}/stop/{job}") is not None
+            if beat is None:  # the driver closed (its keys removed): no key of this worker may outlive it
+                _del(key)
+                with _guard_lock:
+                    _guarded.discard((folder, job))
+                return
         except Exception:  # noqa: BLE001 - the GCS is unreachable: Ray ends this worker itself
             continue
         if beat != seen:
