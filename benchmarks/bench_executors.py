@@ -1,7 +1,7 @@
 """Executors of ``collect run`` on short simulated runs, and a torch worker's first run against its later ones.
 
 Run from the repository root (inside the venv, with the ``ray`` and ``torch`` extras):
-    python benchmarks/bench_executors.py [--repeats 3] [--torch-repeats 3] [--seed 0] [--skip-torch]
+    python benchmarks/bench_executors.py [--repeats 5] [--torch-repeats 3] [--seed 0] [--skip-torch]
 
 Part 1, short simulated runs: ``examples/multisite-recovery.yaml`` with 50 seeds (600
 ``sim.multisite`` runs of about 5 ms, each writing an fsynced event trace), frozen once. Every
@@ -18,9 +18,14 @@ All Ray conditions have 2 CPUs, as the local pool has 2 workers (equal cores). T
 ``collect.engine.local_cluster`` clusters on this one machine (each node its own raylet and
 temporary folder), started before the condition, warmed by one untimed 48-run sweep (as a
 cluster already in use), and torn down after it; the local conditions run with no Ray process up.
-Conditions are timed in ``--repeats`` rounds, shuffled within each round; printed: median seconds
-and range over rounds, and ratios taken inside each round. The records of every condition are
-checked equal (all fields but times, chain fields and the run's seconds).
+Conditions are timed in ``--repeats`` interleaved rounds (every condition once per round, in a
+shuffled order), each timed with the CPU seconds it cost (Linux ``/proc``: ``collect run`` and what
+it waited for, its pool workers included; for a cluster also the cluster's processes during the
+run, Ray's workers included: the work, less sensitive to other jobs than the seconds). Printed:
+the load average around each round, median and range over rounds, ratios taken inside each round
+(paired), and the verdict: the median paired ratio ``local -j2`` / ``ray attached``, with how many
+rounds Ray won. The records of every condition are checked equal (all fields but times, chain
+fields, the run's seconds and the git commit, which a commit during the benchmark would change).
 
 Part 2, torch. Fresh processes, as a worker is, each execute 3 runs of ``examples/
 equal-work-torch.yaml`` (the README demo's runs) one after another through ``execute_run``:
@@ -30,7 +35,7 @@ equal-work-torch.yaml`` (the README demo's runs) one after another through ``exe
 run, and the one-off cost of a worker (import + first - later), alternating lean and stock.
 
 The machine is shared (2 cores, other people's jobs running): the load average is printed before
-and after; read the ranges.
+and after each round; read the ranges.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,14 +66,49 @@ LOCAL = {"local -j1": ["--jobs", "1"], "local -j2": ["--jobs", "2"], "ray own -j
 
 
 def comparable(runs: Path) -> list[dict[str, Any]]:
+    """The records, less what may differ between conditions: times, the chain fields, the run's
+    seconds, and the git commit (a commit made to the repository during the benchmark changes it)."""
     out = []
     for r in read_ledger(runs).records:
         d = r.model_dump(mode="json", exclude_none=True)
         for key in ("started_at", "finished_at", "prev_sha256", "record_sha256"):
             d.pop(key, None)
         d["env"].pop("seconds", None)
+        d["code"].pop("git", None)
         out.append(d)
     return sorted(out, key=lambda d: d["run_id"])
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's live descendants, each with what it reaped
+    (a Ray node's raylet reaps its workers), plus what this process reaped (Linux ``/proc``)."""
+    parent: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(x) for x in fields[11:15]) / CLK_TCK  # utime, stime, cutime, cstime
+    mine, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        kids = [c for c, p in parent.items() if p == pid]
+        mine.update(kids)
+        todo += kids
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return sum(times[p] for p in mine) + reaped.ru_utime + reaped.ru_stime
+
+
+def load() -> float:
+    return os.getloadavg()[0]
 
 
 def script(name: str) -> str:
@@ -86,14 +127,18 @@ def freeze(work: Path, seeds: int) -> Path:
     return lock
 
 
-def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
+def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds of ``collect run`` end to end, and the CPU seconds it cost (:func:`tree_cpu_s`: the
+    command, its pool workers, and for a cluster its processes, Ray's workers included)."""
+    cpu0, t0 = tree_cpu_s(), time.perf_counter()
     proc = subprocess.run([script("collect"), "run", str(lock), "--out", str(out), *extra], env=env,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    time.sleep(0.5)  # the sweep's Ray workers end with its job: let their raylet reap them
+    cpu = tree_cpu_s() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"collect run {' '.join(extra)} failed: {proc.stderr[-2000:]}")
-    return seconds
+    return seconds, cpu
 
 
 def part1(repeats: int, seed: int, work: Path) -> None:
@@ -104,49 +149,63 @@ def part1(repeats: int, seed: int, work: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     times: dict[str, list[float]] = {}
+    cpus: dict[str, list[float]] = {}
+    loads: list[tuple[float, float]] = []
     reference: list[dict[str, Any]] | None = None
     same = True
     for r in range(repeats):
         order = [*LOCAL, *CLUSTERS]
         rng.shuffle(order)
+        before = load()
         for cond in order:
             out = work / f"{cond.replace(' ', '_')}-{r}"
             if cond in LOCAL:
-                t = timed_run(lock, out, LOCAL[cond], env)
+                t, c = timed_run(lock, out, LOCAL[cond], env)
             else:
-                nodes, cpus, head = CLUSTERS[cond]
-                cluster = start_local_cluster(nodes, cpus, head)
+                nodes, node_cpus, head = CLUSTERS[cond]
+                cluster = start_local_cluster(nodes, node_cpus, head)
                 try:
                     joined = ["--executor", "ray", "--address", cluster.address]
                     timed_run(warm, work / f"warm-{cond.replace(' ', '_')}-{r}", joined, env)
-                    t = timed_run(lock, out, joined, env)
+                    t, c = timed_run(lock, out, joined, env)
                 finally:
                     cluster.shutdown()
             times.setdefault(cond, []).append(t)
+            cpus.setdefault(cond, []).append(c)
             got = comparable(out)
             same = same and (reference is None or got == reference)
             reference = got if reference is None else reference
             shutil.rmtree(out)
-        print(f"round {r + 1}/{repeats} done", file=sys.stderr)
+        loads.append((before, load()))
+        print(f"round {r + 1}/{repeats} done (load {before:.1f} -> {loads[-1][1]:.1f}): "
+              + ", ".join(f"{c} {times[c][-1]:.2f} s" for c in order), file=sys.stderr)
 
-    def med(xs: list[float]) -> str:
-        return f"{statistics.median(xs):7.2f} s [{min(xs):.2f}-{max(xs):.2f}]"
+    def med(xs: list[float], unit: str = " s") -> str:
+        return f"{statistics.median(xs):6.2f}{unit} [{min(xs):.2f}-{max(xs):.2f}]"
 
-    def ratio(a: str, b: str) -> str:
-        rs = [x / y for x, y in zip(times[a], times[b], strict=True)]
-        return f"{statistics.median(rs):5.2f}x [{min(rs):.2f}-{max(rs):.2f}]"
+    def ratios(table: dict[str, list[float]], a: str, b: str) -> list[float]:
+        return [x / y for x, y in zip(table[a], table[b], strict=True)]
 
-    print(f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} rounds (median [range])")
+    low, high = min(min(pair) for pair in loads), max(max(pair) for pair in loads)
+    print(f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds "
+          f"(conditions shuffled in each), load average {low:.1f}-{high:.1f}; median [range] over rounds")
+    print(f"{'condition':<14} {'seconds':>22} {'CPU seconds':>22}")
     for cond in [*LOCAL, *CLUSTERS]:
-        print(f"{cond:<14} {med(times[cond])}")
-    print("\nratios inside each round (time of the first / time of the second; > 1: the second is faster)")
+        print(f"{cond:<14} {med(times[cond]):>22} {med(cpus[cond]):>22}")
+    print("\nratios inside each round (the first's / the second's; > 1: the second is faster or costs less CPU)")
+    print(f"{'':<30} {'seconds':>20} {'CPU seconds':>20}")
     for a, b in (("local -j2", "ray attached"), ("local -j2", "ray own -j2"), ("local -j2", "ray 2 nodes"),
                  ("local -j2", "ray 3 nodes"), ("ray own -j2", "ray attached"), ("local -j1", "local -j2")):
-        print(f"{a + ' vs ' + b:<30} {ratio(a, b)}")
-    verdict = "yes" if statistics.median(
-        [x / y for x, y in zip(times["local -j2"], times["ray attached"], strict=True)]) >= 1 else "no"
-    print(f"attached Ray at least as fast as the local pool at equal cores (median ratio >= 1): {verdict}")
-    print(f"records equal across every condition and round: {'yes' if same else 'NO'}")
+        print(f"{a + ' vs ' + b:<30} {med(ratios(times, a, b), 'x'):>20} {med(ratios(cpus, a, b), 'x'):>20}")
+    attached = ratios(times, "local -j2", "ray attached")
+    wins = sum(x >= 1 for x in attached)
+    verdict = "yes" if statistics.median(attached) >= 1 else "no"
+    print(f"attached Ray at least as fast as the local pool at equal cores (median of the {repeats} paired ratios "
+          f">= 1): {verdict} ({statistics.median(attached):.2f}x [{min(attached):.2f}-{max(attached):.2f}], "
+          f"Ray as fast or faster in {wins} of {repeats} rounds; load {low:.1f}-{high:.1f} on "
+          f"{os.cpu_count()} cores)")
+    print(f"records equal across every condition and round (less times, chain fields, seconds, git commit): "
+          f"{'yes' if same else 'NO'}")
 
 
 TORCH_CHILD = r"""
@@ -215,7 +274,7 @@ def part2(repeats: int, runs: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--torch-repeats", type=int, default=3)
     ap.add_argument("--torch-runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)

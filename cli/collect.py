@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from collect.engine.ray_warm import start_early
 from prereg.fileio import write_text_atomically
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
@@ -77,6 +78,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     Says what it is doing from the start (on stderr, unless ``--json``); on Ctrl-C it says how many
     runs the ledger kept and the command that finishes the rest, and exits 130.
     """
+    if args.executor == "ray":  # first: a cluster's workers start while the toolkit loads and the lock is verified
+        start_early(args.address)
     from collect.api import ledger_head, run_plan  # lazy: pydantic
     from collect.engine.ray_executor import LeftoverWorkersWarning  # lazy: pydantic
     from collect.engine.ray_instance import RayStartCostWarning  # lazy: pydantic

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from collect.engine.ray_warm import release as release_early
+from collect.engine.ray_warm import start_early
 from collect.engine.runner import check_jobs, expand_plan
 from collect.engine.runner import run_plan as engine_run_plan
 from collect.importing.importer import ImportProblem, frame_rows, import_rows
@@ -74,15 +76,20 @@ def run_plan(
     ``progress(done, total)`` is called after each run. A run that raises is recorded as failed
     (``summary.failed``).
     """
-    verified = load_lock(lock)
-    runs = _runs_folder(out)
-    check_jobs(jobs, executor)
-    _check_folder(verified, runs)  # one plan per runs folder
-    expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
-    if address is not None and executor != "ray":
-        raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
-    return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
-                           lock_seal=verified.seal, address=address)
+    if executor == "ray":
+        start_early(address)  # a cluster's workers start while the lock is verified (collect.engine.ray_warm)
+    try:
+        verified = load_lock(lock)
+        runs = _runs_folder(out)
+        check_jobs(jobs, executor)
+        _check_folder(verified, runs)  # one plan per runs folder
+        expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
+        if address is not None and executor != "ray":
+            raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
+        return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
+                               lock_seal=verified.seal, address=address)
+    finally:
+        release_early()  # a connection no sweep took over (the lock was refused, ...)
 
 
 def import_table(

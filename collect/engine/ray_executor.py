@@ -34,7 +34,7 @@ from collect.engine.ray_registry import DriverBeat, folder_key, stop_leftovers
 from collect.engine.ray_worker import Guard, Inputs, SharedInputMismatch, sweep_task
 from collect.engine.resources import by_demand, capacity, check_cluster
 from collect.engine.runs import EngineError, Job, PlannedRun, import_collector, load_collector
-from collect.engine.transfer import CHUNK_BYTES, Receiver
+from collect.engine.transfer import CHUNK_BYTES, Leftovers, Receiver
 from collect.engine.workers import process_identity
 from prereg.errors import IntegrityError
 from prereg.fileio import read_regular_file
@@ -132,10 +132,11 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
             streams[ref] = batch
 
         keys: dict[int, Any] = {}
+        leftovers = Leftovers(Path(job.runs_dir))  # listed once, before the first run's files go in
         for key, group in by_demand(todo).items():
             options[key] = _options(key)
             for runs in ray_batches(group, capacity(key, nodes), RAY_TASKS_PER_SLOT, RAY_MAX_RUNS_PER_TASK):
-                batch = _Batch(runs, Receiver(Path(job.runs_dir)))
+                batch = _Batch(runs, Receiver(Path(job.runs_dir), leftovers))
                 keys[id(batch)] = key
                 submit(batch, key)
         while streams:

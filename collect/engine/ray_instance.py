@@ -2,6 +2,8 @@
 
 :func:`open_instance` decides, once per sweep:
 
+* A connection :func:`collect.engine.ray_warm.start_early` made to the same address: taken over
+  (its workers are starting already), disconnected at the end.
 * Ray already initialised in this process (a notebook, a test): used as it is, left connected.
 * An address (``--address ADDR``, else ``RAY_ADDRESS``): joined with ``ray.init(address=ADDR)``,
   never told how many CPUs it has (that is the cluster's to say); disconnected at the end, the
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collect.engine.ray_warm import adopt, early_failure
 from collect.engine.resources import usable_cpus
 from collect.engine.runs import EngineError
 
@@ -74,12 +77,17 @@ def open_instance(address: str | None, jobs: int) -> Instance:
     """Connect or start (see the module doc)."""
     import ray  # lazy: ray
 
+    joined = address_of(address)
+    if adopt(address):  # joined early, its workers started while the driver verified the lock
+        return Instance(own=False, joined=joined)
+    failed = early_failure(address)
     if ray.is_initialized():
         return Instance(own=False, joined=None, connected=False)
-    joined = address_of(address)
     if joined is not None:
         if joined == "local":
             raise EngineError("--address local is a new local instance: leave --address out for that")
+        if failed is not None:
+            raise EngineError(f"could not join the Ray cluster at {joined}: {failed}".strip())
         try:
             ray.init(address=joined, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as err:

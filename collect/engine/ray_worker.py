@@ -22,6 +22,7 @@ Imports Ray only inside the task (it runs in a Ray worker, where Ray is loaded).
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 import time
@@ -78,7 +79,12 @@ def place_inputs(inputs: Inputs, root: Path, fetch: Any) -> Shipped:
 
 
 def _forget(root: Path, run_id: str) -> None:
-    for old in (root / TRACES_DIR).glob(f"{run_id}.*"):
+    traces = root / TRACES_DIR
+    try:
+        names = os.listdir(traces)
+    except FileNotFoundError:
+        return
+    for old in (traces / name for name in names if name.startswith(f"{run_id}.")):
         if old.is_dir() and not old.is_symlink():
             shutil.rmtree(old, ignore_errors=True)
         else:

@@ -59,11 +59,38 @@ def record_pieces(record: dict[str, Any], root: Path, chunk_bytes: int = CHUNK_B
     yield ("record", record, hashes)
 
 
-class Receiver:
-    """The driver's end of one stream: writes arriving trace files, returns finished records."""
+class Leftovers:
+    """The entries of ``RUNS/traces`` that runs left before this sweep, by run id, listed once (at
+    the first use): what an earlier, unrecorded attempt of a run wrote is removed before its new
+    files go in. A sweep installs each run's files once (a run reported is never redone), so a
+    listing taken before it installs anything names every leftover, without a scan of the folder
+    per run (which grows with the sweep)."""
 
     def __init__(self, runs_dir: Path) -> None:
+        self.traces = Path(runs_dir) / TRACES_DIR
+        self._by_run: dict[str, list[str]] | None = None
+
+    def pop(self, run: str) -> list[Path]:
+        """The entries ``traces/<run>.*`` that were there before the sweep (each given once)."""
+        if self._by_run is None:
+            self._by_run = {}
+            try:
+                names = os.listdir(self.traces)
+            except FileNotFoundError:
+                names = []
+            for name in names:
+                if "." in name and not name.startswith("."):
+                    self._by_run.setdefault(name.split(".", 1)[0], []).append(name)
+        return [self.traces / name for name in self._by_run.pop(run, [])]
+
+
+class Receiver:
+    """The driver's end of one stream: writes arriving trace files, returns finished records.
+    ``leftovers``: the sweep's one listing of what earlier attempts left (one per receiver if not given)."""
+
+    def __init__(self, runs_dir: Path, leftovers: Leftovers | None = None) -> None:
         self.runs_dir = Path(runs_dir)
+        self.leftovers = leftovers if leftovers is not None else Leftovers(self.runs_dir)
         self.incoming = self.runs_dir / TRACES_DIR / INCOMING
         self.open: dict[str, tuple[Any, Any, Path]] = {}  # name -> (file, hasher, partial path)
         self.arrived: dict[str, tuple[str, Path]] = {}  # name -> (driver's SHA-256, partial path), whole
@@ -121,9 +148,8 @@ class Receiver:
     def _install(self, files: list[tuple[str, str, Path]]) -> None:
         """Arrived files (run, name, partial) moved to their places, after removing what an earlier
         attempt of each run left; each folder fsynced once."""
-        traces = self.runs_dir / TRACES_DIR
         for run in dict.fromkeys(run for run, _, _ in files):
-            for old in traces.glob(f"{run}.*"):
+            for old in self.leftovers.pop(run):
                 if old.is_dir() and not old.is_symlink():
                     shutil.rmtree(old)
                 else:
@@ -176,4 +202,4 @@ def _check_name(run: str, name: str) -> None:
                           f"({TRACES_DIR}/{run}.*); refused")
 
 
-__all__ = ["CHUNK_BYTES", "Receiver", "record_pieces"]
+__all__ = ["CHUNK_BYTES", "Leftovers", "Receiver", "record_pieces"]

@@ -234,3 +234,19 @@ def test_a_command_program_runs_on_the_nodes_from_its_code_files_sent_through_ra
     assert ours == contents(tmp_path / "local")  # code identity, metrics and every trace's hash
     assert set(ours[0]["code"]["command"]["files"]) == {"prog.py", "helper.py"}
     assert ours[0]["metrics"]["value"] >= 0.5
+
+
+def test_an_early_join_starts_a_worker_per_cpu_and_a_refused_sweep_disconnects_it(cluster, tmp_path):
+    from collect.api import run_plan
+    from collect.engine import ray_warm
+    from tests.conftest import OWN_EXAMPLES
+
+    assert ray_warm.start_early(cluster.address)
+    assert ray_warm._early is not None
+    pids = ray.get(ray_warm._early.refs, timeout=300)  # a generous timeout, only to catch a hang
+    assert len(pids) == 3 and len(set(pids)) == 3  # one worker per CPU of the three nodes, each imported
+    assert ray_warm.adopt("elsewhere:1") is False and not ray.is_initialized()  # another address: closed
+    lock = freeze(OWN_EXAMPLES / "multisite-recovery.yaml", tmp_path / "ms.lock.json")
+    with pytest.raises(engine.EngineError, match="--jobs must be"):
+        run_plan(lock.path, tmp_path / "runs", jobs=0, executor="ray", address=cluster.address)
+    assert not ray.is_initialized()  # joined early, then the sweep was refused: disconnected

@@ -24,7 +24,7 @@ from collect.engine.resources import (
     visible_gpus,
 )
 from collect.engine.runs import Job
-from collect.engine.transfer import Receiver
+from collect.engine.transfer import Leftovers, Receiver
 from prereg.plan import PlanError
 from tests.helpers.collectors import SLOW, WHERE
 from tests.helpers.engine import loaded, plan_text
@@ -204,3 +204,38 @@ def test_collectors_name_their_shared_inputs(tmp_path):
     names = sorted(name.split("/", 2)[2] for name in shared.files)
     assert names == ["lib/util.py", "prog.py"] and len(shared.facts) == 1
     assert all(path.is_file() for path in shared.files.values())
+
+
+def test_what_an_earlier_attempt_left_is_removed_once_from_one_listing(tmp_path):
+    items, _ = _worker_side(tmp_path, trace_bytes=100, chunk_bytes=4096)
+    run = next(p for item in items for p in item if p[0] == "record")[1]["run_id"]
+    traces = tmp_path / "runs" / "traces"
+    (traces / f"{run}.stale").mkdir(parents=True)
+    (traces / f"{run}.stale" / "x").write_text("old")
+    (traces / f"{run}.old.jsonl").write_text("old")
+    (traces / "run-other.old.jsonl").write_text("another run's")
+    leftovers = Leftovers(tmp_path / "runs")
+    receivers = [Receiver(tmp_path / "runs", leftovers) for _ in range(2)]
+    records = [r for i, item in enumerate(items) for r in receivers[i % 2].take(item)]
+    assert len(records) == 4
+    assert not (traces / f"{run}.stale").exists() and not (traces / f"{run}.old.jsonl").exists()
+    assert (traces / "run-other.old.jsonl").read_text() == "another run's"
+    assert sorted(p.name for p in traces.glob(f"{run}.*")) == sorted(n.split("/")[1] for n in records[0]["traces"])
+
+
+def test_an_early_join_is_skipped_without_an_address_that_answers(monkeypatch):
+    import socket
+
+    from collect.engine import ray_warm
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{s.getsockname()[1]}"
+    for address in (None, "local", "auto", "ray://127.0.0.1:10001", closed):
+        assert ray_warm.start_early(address) is False
+        assert ray_warm.adopt(address) is False and ray_warm.early_failure(address) is None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert ray_warm._reachable(f"127.0.0.1:{s.getsockname()[1]}")
