@@ -19,9 +19,9 @@ All Ray conditions have 2 CPUs, as the local pool has 2 workers (equal cores). T
 temporary folder), started before the condition, warmed by one untimed 48-run sweep (as a
 cluster already in use), and torn down after it; the local conditions run with no Ray process up.
 Conditions are timed in ``--repeats`` interleaved rounds (every condition once per round, in a
-shuffled order), each timed with the CPU seconds it cost (Linux ``/proc``: ``collect run`` and what
-it waited for, its pool workers included; for a cluster also the cluster's processes during the
-run, Ray's workers included: the work, less sensitive to other jobs than the seconds). Printed:
+shuffled order), each with the CPU seconds it cost (Linux ``/proc``, sampled every 0.1 s: ``collect
+run`` and its pool workers; for a cluster also the cluster's processes during the run, Ray's
+workers included: the work done, less sensitive to other jobs than the seconds). Printed:
 the load average around each round, median and range over rounds, ratios taken inside each round
 (paired), and the verdict: the median paired ratio ``local -j2`` / ``ray attached``, with how many
 rounds Ray won. The records of every condition are checked equal (all fields but times, chain
@@ -44,12 +44,12 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -80,31 +80,66 @@ def comparable(runs: Path) -> list[dict[str, Any]]:
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+SAMPLE_S = 0.1  # how often the CPU sampler reads /proc
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds (user + system) of this process's live descendants, each with what it reaped
-    (a Ray node's raylet reaps its workers), plus what this process reaped (Linux ``/proc``)."""
-    parent: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(x) for x in fields[11:15]) / CLK_TCK  # utime, stime, cutime, cstime
-    mine, todo = set(), [os.getpid()]
+def _own_cpu_s(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime, its own (not its children's)
+
+
+def _descendants() -> list[int]:
+    found, todo = [], [os.getpid()]
     while todo:
         pid = todo.pop()
-        kids = [c for c, p in parent.items() if p == pid]
-        mine.update(kids)
-        todo += kids
-    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return sum(times[p] for p in mine) + reaped.ru_utime + reaped.ru_stime
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+class CpuSampler:
+    """CPU seconds (user + system) the descendants of this process spend while it runs: each one's own
+    time read from ``/proc`` every ``SAMPLE_S`` (Linux), from its value at the start (0 for a process
+    born meanwhile) to the last one read. Sampling, not the kernel's child accounting, because Ray's
+    raylet reaps its workers without adding their time to its own; a process's last ``SAMPLE_S``
+    before it exits is not seen (the same for every condition)."""
+
+    def __init__(self) -> None:
+        self.first = {pid: cpu for pid in _descendants() if (cpu := _own_cpu_s(pid)) is not None}
+        self.last = dict(self.first)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        for pid in _descendants():
+            cpu = _own_cpu_s(pid)
+            if cpu is not None:
+                self.last[pid] = cpu
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self._sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return sum(cpu - self.first.get(pid, 0.0) for pid, cpu in self.last.items())
 
 
 def load() -> float:
@@ -128,14 +163,13 @@ def freeze(work: Path, seeds: int) -> Path:
 
 
 def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Seconds of ``collect run`` end to end, and the CPU seconds it cost (:func:`tree_cpu_s`: the
+    """Seconds of ``collect run`` end to end, and the CPU seconds it cost (:class:`CpuSampler`: the
     command, its pool workers, and for a cluster its processes, Ray's workers included)."""
-    cpu0, t0 = tree_cpu_s(), time.perf_counter()
+    sampler, t0 = CpuSampler(), time.perf_counter()
     proc = subprocess.run([script("collect"), "run", str(lock), "--out", str(out), *extra], env=env,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - t0
-    time.sleep(0.5)  # the sweep's Ray workers end with its job: let their raylet reap them
-    cpu = tree_cpu_s() - cpu0
+    cpu = sampler.stop()
     if proc.returncode != 0:
         raise SystemExit(f"collect run {' '.join(extra)} failed: {proc.stderr[-2000:]}")
     return seconds, cpu
