@@ -1,7 +1,7 @@
 """Executors of ``collect run`` on short simulated runs, and a torch worker's first run against its later ones.
 
 Run from the repository root (inside the venv, with the ``ray`` and ``torch`` extras):
-    python benchmarks/bench_executors.py [--repeats 5] [--torch-repeats 3] [--seed 0] [--skip-torch]
+    python benchmarks/bench_executors.py [--repeats 5] [--torch-repeats 3] [--seed 0] [--skip-torch] [--only CONDS]
 
 Part 1, short simulated runs: ``examples/multisite-recovery.yaml`` with 50 seeds (600
 ``sim.multisite`` runs of about 5 ms, each writing an fsynced event trace), frozen once. Every
@@ -24,7 +24,8 @@ run`` and its pool workers; for a cluster also the cluster's processes during th
 workers included: the work done, less sensitive to other jobs than the seconds). Printed:
 the load average around each round, median and range over rounds, ratios taken inside each round
 (paired), and the verdict: the median paired ratio ``local -j2`` / ``ray attached``, with how many
-rounds Ray won. The records of every condition are checked equal (all fields but times, chain
+rounds Ray won. ``--only 'local -j2,ray attached'`` times just those (e.g. to compare two versions of
+the code: copy this script into the other checkout). The records of every condition are checked equal (all fields but times, chain
 fields, the run's seconds and the git commit, which a commit during the benchmark would change).
 
 Part 2, torch. Fresh processes, as a worker is, each execute 3 runs of ``examples/
@@ -175,7 +176,8 @@ def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> t
     return seconds, cpu
 
 
-def part1(repeats: int, seed: int, work: Path) -> None:
+def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) -> None:
+    conditions = [c for c in [*LOCAL, *CLUSTERS] if not only or c in only]
     rng = random.Random(seed)
     lock, warm = freeze(work, SEEDS), work / "ms.lock.json"
     subprocess.run([script("prereg"), "freeze", str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(warm)],
@@ -188,7 +190,7 @@ def part1(repeats: int, seed: int, work: Path) -> None:
     reference: list[dict[str, Any]] | None = None
     same = True
     for r in range(repeats):
-        order = [*LOCAL, *CLUSTERS]
+        order = list(conditions)
         rng.shuffle(order)
         before = load()
         for cond in order:
@@ -224,13 +226,17 @@ def part1(repeats: int, seed: int, work: Path) -> None:
     print(f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds "
           f"(conditions shuffled in each), load average {low:.1f}-{high:.1f}; median [range] over rounds")
     print(f"{'condition':<14} {'seconds':>22} {'CPU seconds':>22}")
-    for cond in [*LOCAL, *CLUSTERS]:
+    for cond in conditions:
         print(f"{cond:<14} {med(times[cond]):>22} {med(cpus[cond]):>22}")
     print("\nratios inside each round (the first's / the second's; > 1: the second is faster or costs less CPU)")
     print(f"{'':<30} {'seconds':>20} {'CPU seconds':>20}")
     for a, b in (("local -j2", "ray attached"), ("local -j2", "ray own -j2"), ("local -j2", "ray 2 nodes"),
                  ("local -j2", "ray 3 nodes"), ("ray own -j2", "ray attached"), ("local -j1", "local -j2")):
+        if a not in times or b not in times:
+            continue
         print(f"{a + ' vs ' + b:<30} {med(ratios(times, a, b), 'x'):>20} {med(ratios(cpus, a, b), 'x'):>20}")
+    if "local -j2" not in times or "ray attached" not in times:
+        return
     attached = ratios(times, "local -j2", "ray attached")
     wins = sum(x >= 1 for x in attached)
     verdict = "yes" if statistics.median(attached) >= 1 else "no"
@@ -313,13 +319,14 @@ def main() -> None:
     ap.add_argument("--torch-runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--only", help="comma-separated conditions of part 1 (default all), e.g. 'local -j2,ray attached'")
     args = ap.parse_args()
     os.environ.pop("RAY_ADDRESS", None)
     print(f"machine: shared, {os.cpu_count()} cores, other engineers' jobs running; load average before: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     work = Path(tempfile.mkdtemp(prefix="bench-executors-"))
     try:
-        part1(args.repeats, args.seed, work)
+        part1(args.repeats, args.seed, work, args.only.split(",") if args.only else None)
         print(f"load average after part 1: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if not args.skip_torch:
             part2(args.torch_repeats, args.torch_runs)
