@@ -65,11 +65,14 @@ def run_plan(
     jobs: int = 1,
     executor: str = "local",
     progress: Callable[[int, int], None] | None = None,
+    only: list[str] | None = None,
 ) -> RunSummary:
     """Execute every run of a frozen plan not yet complete in ``out``, appending each to its ledger.
 
     ``executor`` is ``"local"`` (a process pool when ``jobs > 1``) or ``"ray"``; ``progress(done,
     total)`` is called after each run. A run that raises is recorded as failed (``summary.failed``).
+    ``only``: the run ids to restrict it to, in the order to run them (a look of a monitored plan:
+    ``gates.monitor.run_monitored``, which ``collect run`` calls for plans with ``monitoring:``).
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
@@ -77,7 +80,7 @@ def run_plan(
     _check_folder(verified, runs)  # one plan per runs folder
     expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
     return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
-                           lock_seal=verified.seal)
+                           lock_seal=verified.seal, only=only)
 
 
 def import_table(
