@@ -85,7 +85,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
               file=sys.stderr, flush=True)
     progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
+    from cli import monitored  # a plan with interim looks runs look by look (gates.monitor)
+
     try:
+        if monitored.is_monitored(args.lock):
+            return monitored.run(args, runs, finish)
         summary = run_plan(args.lock, runs, args.jobs, args.executor, progress)
     except KeyboardInterrupt:
         finish()

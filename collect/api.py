@@ -42,6 +42,7 @@ from collect.ledger.store import verify_chain
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
 from prereg.fileio import not_a_readable_file
+from prereg.monitoring import run_order, stratum_id
 
 if TYPE_CHECKING:
     from collect.engine.runner import RunSummary
@@ -78,9 +79,19 @@ def run_plan(
     runs = _runs_folder(out)
     check_jobs(jobs, executor)
     _check_folder(verified, runs)  # one plan per runs folder
-    expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
+    _, planned = expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
+    if only is None and verified.plan.monitoring is not None:  # a monitored plan runs in its frozen order
+        only = frozen_order(verified.plan, planned)
     return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
                            lock_seal=verified.seal, only=only)
+
+
+def frozen_order(plan: Any, planned: list[PlannedRun]) -> list[str]:
+    """The run ids of a monitored plan in the frozen run order (``prereg.monitoring.run_order``):
+    stratum by stratum, every arm and replicate of a stratum together."""
+    rank = {stratum_id(s): i for i, s in enumerate(run_order(plan))}
+    ordered = sorted(planned, key=lambda p: rank[stratum_id({f: p.stratum[f] for f in plan.strata.factors})])
+    return [p.run_id for p in ordered]
 
 
 def import_table(

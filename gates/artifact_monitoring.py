@@ -43,8 +43,8 @@ class GateLooks(_Model):
     method: str
     alpha: float = Field(description="The gate's one-sided level as frozen, (1 - confidence) / 2: what the "
                          "looks spend in all.")
-    kind: Literal["boundary", "increments"] = Field(
-        description="boundary: the group-sequential boundary on the information fractions (t); increments: each "
+    kind: Literal["boundary", "increment"] = Field(
+        description="boundary: the group-sequential boundary on the information fractions (t); increment: each "
         "look tests at the alpha increment the spending releases, valid for any level-alpha test (exact methods; "
         "conservative)."
     )

@@ -95,8 +95,11 @@ def plan_at(point: LookPoint) -> Plan:
     """The plan with each primary gate's confidence set to ``1 - 2 * nominal_alpha`` of the look whose
     levels apply (so its rule p-value must clear that level; multiplicity composes with it)."""
     k = point.levels_from - 1
-    gates = [g.model_copy(update={"confidence": 1 - 2 * point.levels[g.id][k].nominal_alpha})
-             if g.id in point.levels else g for g in point.plan.gates]
+    def at(level: LookLevel) -> float:
+        return level.confidence if level.confidence is not None else 1 - 2 * level.nominal_alpha
+
+    gates = [g.model_copy(update={"confidence": at(point.levels[g.id][k])}) if g.id in point.levels else g
+             for g in point.plan.gates]
     return point.plan.model_copy(update={"gates": gates})
 
 
@@ -189,7 +192,7 @@ def _gate_looks(point: LookPoint, outcome: Any, futile: list[str]) -> GateLooks:
     levels = point.levels[gate.id]
     return GateLooks(
         id=gate.id, method=gate.method, alpha=(1 - gate.confidence) / 2,
-        kind="boundary" if levels and levels[0].kind == "boundary" else "increments",
+        kind="boundary" if levels and levels[0].kind == "boundary" else "increment",
         looks=[LookBoundary(look=lv.look, blocks=lv.blocks, fraction=lv.fraction, nominal_alpha=lv.nominal_alpha,
                             cumulative_alpha=lv.cumulative_alpha,
                             z_bound=encode_number(lv.z_bound) if lv.z_bound is not None else None,

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
 from typing import Any
 
+from estimators.spending import information_fractions, parse_spending
 from prereg.family_checks import power_problem
 from prereg.jsoncodec import canonical_bytes
 from prereg.schema import Plan, Scalar, level_key
@@ -119,8 +122,10 @@ def _power_problems(plan: Plan) -> list[Problem]:
             continue
         levels = look_levels(plan, gate)
         for k, (look, level) in enumerate(zip(monitoring.looks, levels, strict=True)):
-            at_look = gate.model_copy(update={"confidence": 1 - 2 * level.nominal_alpha})
-            why = power_problem(plan, at_look, look, unit)
+            if level.confidence is None:
+                why: str | None = "the spending releases no alpha at this look"
+            else:
+                why = power_problem(plan, gate.model_copy(update={"confidence": level.confidence}), look, unit)
             if why:
                 problems.append((("monitoring", "looks", k), f"gate {gate.id!r} could never pass at look {k + 1} "
                                  f"({look} blocks), where the {monitoring.spending} spending gives it the nominal "
@@ -143,22 +148,25 @@ __all__ = ["look_prefix", "monitoring_problems", "pairing_blocks_in", "run_order
 
 @dataclass(frozen=True)
 class LookLevel:
-    """What one gate may use at one look (one-sided levels; ``estimators.sequential`` computes them).
+    """What one gate may use at one look (one-sided levels), from ``estimators.sequential.gate_levels``.
 
-    ``nominal_alpha``: the level its rule's p-value must clear at this look; ``cumulative_alpha``:
-    the alpha spent up to and including it; ``z_bound``: the efficacy bound on the z scale (the
-    group-sequential boundary; None for exact methods, which use the alpha increments);
-    ``futility_p``: with ``futility: nonbinding``, the p-value above which the gate is futile at
-    this look (None: no futility stop here)."""
+    ``nominal_alpha``: the level its rule's p-value must clear at this look (``confidence`` = 1 - 2
+    nominal_alpha, None when nothing is spent: the look cannot pass); ``cumulative_alpha``: the
+    alpha the spending function has released up to and including it; ``z_bound``: the efficacy
+    bound on the z scale for the group-sequential ``boundary`` basis (None for ``increment``);
+    ``futility_p``: with ``futility: nonbinding``, the rule p-value above which the gate is futile
+    at this look (None: no futility stop); ``reason``: the basis in words."""
 
     look: int
     blocks: int
     fraction: float
     nominal_alpha: float
+    confidence: float | None
     cumulative_alpha: float
     z_bound: float | None
     futility_p: float | None
-    kind: str  # "boundary" (t: the group-sequential boundary) or "increments" (exact methods)
+    kind: str  # "boundary" (the group-sequential boundary) or "increment" (alpha increments)
+    reason: str
 
 
 def gate_alpha(gate: Any) -> float:
@@ -166,11 +174,29 @@ def gate_alpha(gate: Any) -> float:
     return (1 - gate.confidence) / 2
 
 
+@lru_cache(maxsize=256)
+def _levels(method: str, confidence: float, looks: tuple[int, ...], spending: str, futility: str
+            ) -> tuple[LookLevel, ...]:
+    from estimators.sequential import gate_levels  # lazy: scipy
+
+    alpha = (1 - confidence) / 2
+    spent = parse_spending(spending).cumulative(information_fractions(looks), alpha)
+    out = []
+    for level, cumulative in zip(gate_levels(method, confidence, looks, spending, futility), spent, strict=True):
+        z = NormalDist().inv_cdf(1 - level.nominal_alpha) if level.basis == "boundary" and level.nominal_alpha > 0 \
+            else None
+        out.append(LookLevel(look=level.look, blocks=int(level.blocks or 0), fraction=level.fraction,
+                             nominal_alpha=level.nominal_alpha, confidence=level.confidence,
+                             cumulative_alpha=cumulative, z_bound=z,
+                             futility_p=level.futility_p if futility == "nonbinding" and level.look < len(looks)
+                             else None, kind=level.basis, reason=level.reason))
+    return tuple(out)
+
+
 def look_levels(plan: Plan, gate: Any) -> list[LookLevel]:
     """The per-look levels of ``gate`` (one per planned look) from its frozen alpha, its method and
-    the plan's spending function (``estimators.sequential``)."""
-    from estimators.sequential import nominal_levels  # lazy: scipy
-
+    the plan's spending function (``estimators.sequential.gate_levels``; cached per design)."""
     monitoring = plan.monitoring
     assert monitoring is not None
-    return nominal_levels(monitoring, gate)  # placeholder until the seqstat API is known
+    return list(_levels(gate.method, gate.confidence, tuple(monitoring.looks), monitoring.spending,
+                        monitoring.futility))

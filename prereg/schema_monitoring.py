@@ -18,30 +18,24 @@ at its spent alpha, the plans monitoring does not support -- is checked in
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from estimators.spending import parse_spending
 from prereg.schema_types import StrictModel
 
 SPENDING_FUNCTIONS = ("obrien_fleming", "pocock", "power:RHO")
-_POWER = re.compile(r"^power:([0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?)$")
 MAX_LOOKS = 20
 
 
 def canonical_spending(text: str) -> str:
-    """``obrien_fleming``, ``pocock`` or ``power:RHO`` with RHO > 0 in its shortest spelling
-    (``power:2.0`` -> ``power:2``); ``ValueError`` for anything else."""
-    if text in ("obrien_fleming", "pocock"):
-        return text
-    found = _POWER.match(text)
-    if found:
-        rho = float(found.group(1))
-        if math.isfinite(rho) and 0 < rho <= 100:
-            return f"power:{rho:g}"
+    """``obrien_fleming``, ``pocock`` or ``power:RHO`` (RHO > 0) in its canonical spelling
+    (``power:2.0`` -> ``power:2``; ``estimators.spending.parse_spending``); ``ValueError`` otherwise."""
+    spending = parse_spending(text)
+    if spending.rho is not None and not (math.isfinite(spending.rho) and 0 < spending.rho <= 100):
         raise ValueError(f"spending {text!r}: RHO must be a number above 0 and at most 100 (Kim-DeMets alpha * t^RHO)")
-    raise ValueError(f"unknown spending {text!r}; use obrien_fleming, pocock or power:RHO (e.g. power:2)")
+    return spending.spec()
 
 
 class Monitoring(StrictModel):

@@ -26,7 +26,9 @@ run`` -- appends one line here, so nobody can look at the data without it showin
 Appends are atomic at the line level, as the run ledger's: the record is one line written with
 ``O_APPEND`` in one ``write`` under the file's exclusive ``flock``, then fsynced (the folder too
 when the file is created); a failed write is truncated back. A ``kill -9`` can leave at most a
-torn last line, reported and never read as a record; the next append starts on a fresh line.
+torn last line, reported and never read as a record; the next append starts on a fresh line, so
+the fragment stays visible on a line of its own (``torn_lines``: not JSON, so not a record, and no
+evidence of an edit; a complete JSON line that is not a valid record is).
 
 :func:`verify_looks` re-hashes every record and follows the links, the sequence numbers and the
 times, and checks each record against the run ledger: its ``ledger_head`` must be a record of the
@@ -94,7 +96,8 @@ class LookLedger:
     records: list[LookRecord] = field(default_factory=list)
     hashes: list[str] = field(default_factory=list)  # recomputed hash of each record
     record_lines: list[int] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # lines that are not records (edited or forged)
+    problems: list[str] = field(default_factory=list)  # complete JSON lines that are not records (edited or forged)
+    torn_lines: list[int] = field(default_factory=list)  # lines cut short by a crash during an append (not JSON)
     torn_tail: bool = False
 
     @property
@@ -134,9 +137,11 @@ def read_looks(runs_dir: str | os.PathLike[str]) -> LookLedger:
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             record = LookRecord.model_validate(data)
-        except (DuplicateKey, NestedTooDeep, NotJSON, ValueError, ValidationError) as err:
-            what = "not JSON" if isinstance(err, NotJSON) else "not a valid look record"
-            out.problems.append(f"look ledger line {number}: {what}")
+        except NotJSON:
+            out.torn_lines.append(number)  # a fragment a crash left: never data, not evidence of an edit
+            continue
+        except (DuplicateKey, NestedTooDeep, ValueError, ValidationError):
+            out.problems.append(f"look ledger line {number}: complete but not a valid look record (edited or forged)")
             continue
         out.records.append(record)
         out.hashes.append(record_hash(data))
