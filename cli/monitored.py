@@ -41,7 +41,6 @@ def run(args: argparse.Namespace, runs: Path, finish: Any) -> int:
     """``collect run`` for a monitored plan (module doc); ``finish`` ends the caller's progress display."""
     from collect.api import ledger_head  # lazy: pydantic
     from gates.monitor import run_monitored  # lazy: numpy
-
     from prereg.api import load_lock  # lazy: pydantic
 
     talk = not args.json

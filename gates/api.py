@@ -114,6 +114,24 @@ def evaluate(
     return evaluation
 
 
+def reevaluate_look(lock: LockLike, runs: PathLike, sequence: int, plan_version: int | None = None) -> Evaluation:
+    """A monitored plan's look ``sequence`` (its look ledger record number) evaluated again, recording
+    nothing (``gates.verify``): with the looks recorded before it, on the runs folder as it is. The
+    caller checks first that the run ledger is still the one that look saw: evaluating a grown ledger
+    would be a look nobody recorded."""
+    label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
+    verified = load_lock(lock)
+    data, plan = verified.data, verified.plan
+    if plan_version is not None:
+        try:
+            data = lock_as_of(data, plan_version)
+        except ValueError as err:
+            raise InputError(f"{label}: {err}") from None
+        plan = plan_from_canonical(data["plan"])
+    folder = check_runs_folder(runs, label)
+    return _evaluate_folder(data, plan, folder, verified.path, record=False, sequence=sequence)
+
+
 def _evaluate_folder(data: dict[str, Any], plan: Any, folder: Path, lock_path: Path, *, record: bool,
                      sequence: int | None = None) -> Evaluation:
     """The sealed evaluation of ``folder``. A monitored plan's look ledger is checked, its earlier

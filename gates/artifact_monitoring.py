@@ -64,6 +64,7 @@ class LookEntry(_Model):
     decision: Decision
     action: str
     ledger_records: int
+    pvalues: dict[str, float] = Field(default_factory=dict, description="Gate id -> its rule p-value at that look.")
 
 
 class MonitoringResult(_Model):

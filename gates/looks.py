@@ -168,7 +168,7 @@ def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
         sequence=len(point.history) + 1,
         history=[LookEntry(seq=r.seq, evaluated_at=r.evaluated_at, look=r.look, status=r.status,
                            point_blocks=r.point_blocks, decision=r.decision, action=r.action,
-                           ledger_records=r.ledger_records) for r in point.history],
+                           ledger_records=r.ledger_records, pvalues=dict(r.pvalue)) for r in point.history],
         gates=[_gate_looks(point, o, futile) for o in outcomes if o.gate.id in point.levels],
         sensitivity_note=("sensitivity gates decide nothing: they are read at their frozen confidence at every look"
                           if any(g.role == "sensitivity" for g in point.plan.gates) else None),
@@ -214,4 +214,5 @@ def look_fields(result: MonitoringResult, gates: list[Any], decision: str, ledge
         "decision": decision, "action": result.action,
         "nominal_alpha": {g.id: g.looks[k].nominal_alpha for g in result.gates},
         "spent_alpha": {g.id: g.looks[k].cumulative_alpha for g in result.gates},
+        "pvalue": {g.id: g.pvalue for g in result.gates if g.pvalue is not None},
     }

@@ -18,7 +18,7 @@ run`` -- appends one line here, so nobody can look at the data without it showin
 * ``decision`` (supported | not_supported | refused) and ``action`` (``stop_success``,
   ``stop_futility``, ``continue``, ``final``; ``none`` for an interim reading);
 * ``nominal_alpha``: gate id -> the one-sided level it used; ``spent_alpha``: gate id -> the
-  alpha spent up to this look;
+  alpha spent up to this look; ``pvalue``: gate id -> its rule p-value (gates that had one);
 * the hash chain: ``prev_sha256`` (the previous record's ``record_sha256``; ``GENESIS`` for the
   first) and ``record_sha256`` (SHA-256 of the record's canonical JSON without this field), as in
   the run ledger (``collect.ledger.hashing``).
@@ -84,6 +84,7 @@ class LookRecord(BaseModel):
     action: Action
     nominal_alpha: dict[str, float] = Field(default_factory=dict)
     spent_alpha: dict[str, float] = Field(default_factory=dict)
+    pvalue: dict[str, float] = Field(default_factory=dict)
     prev_sha256: Sha256 = GENESIS
     record_sha256: Sha256 | None = None
 
