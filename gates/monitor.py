@@ -83,6 +83,25 @@ class MonitoredRun:
     def failed(self) -> int:
         return sum(s.failed for s in self.steps)
 
+    def sentence(self) -> str:
+        """Why collection stopped, and the runs the stop saved, in words."""
+        saved = f"; {self.runs_saved} of {self.planned} planned runs were not needed (saved)" if self.runs_saved else ""
+        return {
+            "success": f"stopped early for success at look {self.stopped_at}{saved}",
+            "futility": f"stopped early for futility at look {self.stopped_at} (non-binding){saved}",
+            "final": f"reached the final look ({self.stopped_at}): every planned run was needed",
+            "failed": f"stopped at look {self.stopped_at}: {self.note}",
+            "already": f"nothing to run: {self.note}",
+        }.get(self.stopped or "", "collection ended without reaching a decision")
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``monitoring`` object of ``collect run --json``."""
+        return {"stopped": self.stopped, "stopped_at_look": self.stopped_at, "runs_saved": self.runs_saved,
+                "note": self.note, "sentence": self.sentence(),
+                "looks": [{"look": s.look, "blocks": s.blocks, "completed": s.completed, "failed": s.failed,
+                           "decision": s.decision, "action": s.action, "look_record": s.seq,
+                           "recorded_before": s.recorded} for s in self.steps]}
+
 
 def _stop_of(record: LookRecord) -> str | None:
     return {"stop_success": "success", "stop_futility": "futility"}.get(record.action)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collect.ledger.store import read_ledger
 from gates.artifact import Evaluation, seal_status
 from prereg.errors import ToolkitError
 
@@ -142,8 +143,6 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
 def _ledger_grown(ev: Evaluation, runs: str | os.PathLike[str]) -> str | None:
     """Why a monitored look cannot be re-verified on ``runs`` now (the run ledger is no longer the one
     it saw), or None. Re-evaluating a grown ledger would be a new look, unrecorded: never done."""
-    from collect.ledger.store import read_ledger  # lazy: pydantic
-
     ledger = read_ledger(runs)
     head = ledger.hashes[-1] if ledger.hashes else None
     if head == ev.ledger.head_sha256:
