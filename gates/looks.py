@@ -81,7 +81,10 @@ def locate(plan: Plan, plan_sha256: str, ledger: Ledger, history: list[LookRecor
     levels_from = look or next((k + 1 for k, n in enumerate(looks) if n >= blocks), len(looks))
     levels = {g.id: look_levels(plan, g) for g in plan.gates if g.role == "primary" and g.pass_if.tested}
     mine = [r for r in history if r.prereg_sha256 == plan_sha256]
-    stopped = next((r for r in mine if r.status == "decision" and r.action == "stop_success"), None)
+    # a look that stopped the study for success: an evaluation past it decides nothing (the same look again,
+    # on the same prefix, repeats its decision)
+    stopped = next((r for r in mine if r.status == "decision" and r.action == "stop_success"
+                    and r.point_blocks < blocks), None)
     return LookPoint(plan, order, prefix, blocks, look, levels_from, levels, history, stopped)
 
 
