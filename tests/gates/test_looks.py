@@ -186,3 +186,37 @@ def test_an_unmonitored_plan_writes_no_look_ledger(tmp_path):
     ev = gates.evaluate(lock, runs)
     assert ev.monitoring is None and "monitoring" not in ev.model_dump(mode="json", by_alias=True)
     assert not (runs / "looks.jsonl").exists()
+
+
+def test_multiplicity_composes_with_the_look_level(tmp_path):
+    text = plan_text(multiplicity="bonferroni").replace(
+        "decision:", "  - {id: less_work, metric: attempted_work, contrast: continue - restart, method: t, "
+        "confidence: 0.9, pass_if: \"upper < 0\"}\ndecision:")
+    lock = frozen(tmp_path, text)
+    runs = tmp_path / "runs"
+    run_strata(lock, runs, 8)
+    ev = gates.evaluate(lock, runs)
+    assert ev.monitoring.look == 2
+    for gate, looks in zip(ev.gates, ev.monitoring.gates, strict=True):
+        nominal = looks.looks[1].nominal_alpha
+        assert gate.confidence == pytest.approx(1 - 2 * nominal)  # the interval at the look's level
+        assert gate.pvalue_adjusted == pytest.approx(min(1.0, 2 * gate.pvalue))  # bonferroni over 2 gates
+        assert (gate.verdict == "pass") == (gate.pvalue_adjusted <= nominal * (1 + 1e-12))
+
+
+def test_the_reports_show_the_looks(tmp_path):
+    from reports.html.looks import looks_section
+    from reports.html.page import build_page  # noqa: F401 - the page module imports
+    from reports.markdown.evaluation import evaluation_markdown
+
+    lock = frozen(tmp_path)
+    runs = tmp_path / "runs"
+    run_strata(lock, runs, 4)
+    gates.evaluate(lock, runs)
+    run_strata(lock, runs, 5)
+    ev = gates.evaluate(lock, runs)
+    text = evaluation_markdown(ev)
+    assert "## Interim looks" in text and "**INTERIM READING (NOT A DECISION)**" in text
+    assert "#1 not supported, continue" in text
+    page = looks_section(ev)
+    assert page.count('class="figure look-chart"') == 1 and "<title" in page and "#2 (this)" in page
