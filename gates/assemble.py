@@ -22,6 +22,7 @@ from gates.artifact import (
     TimeOrder,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.artifact_monitoring import MonitoringResult
 from gates.code_identity import check_code_identity, code_identity_refusal
 from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 from gates.families import combine_decisions, evaluate_families
@@ -111,7 +112,8 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                 o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
                                "frozen rule")
     decision, reason = decide(outcomes)
-    monitoring, interim = None, []
+    monitoring: MonitoringResult | None = None
+    interim: list[Refusal] = []
     if point is not None:
         decision, reason, interim, monitoring = conclude(point, outcomes, decision, reason)
     if plan.strata.family_factor is not None:

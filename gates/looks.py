@@ -163,9 +163,9 @@ def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
     runs_planned = _runs_in(point.plan, len(point.order))
     runs_evaluated = _runs_in(point.plan, point.prefix)
     result = MonitoringResult(
-        looks=list(looks), spending=monitoring.spending, futility=monitoring.futility, status=point.status,  # type: ignore[arg-type]
+        looks=list(looks), spending=monitoring.spending, futility=monitoring.futility, status=point.status,
         look=point.look, point_blocks=point.point_blocks, total_blocks=total, levels_from_look=point.levels_from,
-        action=action, reason=words, strata_evaluated=point.prefix, strata_total=len(point.order),  # type: ignore[arg-type]
+        action=action, reason=words, strata_evaluated=point.prefix, strata_total=len(point.order),
         runs_evaluated=runs_evaluated, runs_planned=runs_planned,
         runs_saved=runs_planned - runs_evaluated if action.startswith("stop_") else 0,
         sequence=len(point.history) + 1,

@@ -44,7 +44,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -58,7 +58,7 @@ from prereg.fileio import fsync_dir
 from prereg.jsoncodec import DuplicateKey, NestedTooDeep, NotJSON, loads
 
 LOOKS_NAME = "looks.jsonl"
-LOOKS_FORMAT = "collect/looks/v1"
+LOOKS_FORMAT: Final = "collect/looks/v1"
 MAX_LOOKS_BYTES = 64 << 20
 Status = Literal["decision", "interim_reading"]
 Action = Literal["stop_success", "stop_futility", "continue", "final", "none"]
