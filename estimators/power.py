@@ -42,7 +42,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special, stats
 
+from .rules import decide_rule
 from .vocabulary import Rule
+from .wilcoxon import hodges_lehmann
 
 #: midpoints of the chi-square quantiles that expected power averages over
 _EXPECTED_POINTS = 400
@@ -248,8 +250,6 @@ def detectable_margin(n: int, delta: float, sd: float, target: Target, alpha: fl
 
 def shifted_pilot(d: ArrayLike, delta: float, method: str) -> NDArray[np.float64]:
     """The pilot contrasts centred on the method's estimate and shifted to ``delta`` (module doc)."""
-    from .wilcoxon import hodges_lehmann  # lazy: numpy (already loaded; keeps the import graph flat)
-
     arr = np.asarray(d, dtype=np.float64)
     centre = hodges_lehmann(arr) if method == "wilcoxon" else float(np.mean(arr))
     return arr - centre + float(delta)
@@ -278,8 +278,6 @@ def simulated_power(pilot: ArrayLike, delta: float, looks: Sequence[int], levels
     at each (the gate's alpha for a fixed design), ``futility`` optional p-value bounds (stop when the
     rule's p-value exceeds them; non-binding designs may ignore them). A study stops at the first
     look that passes. ``delta`` and ``pilot`` are on the analysis scale; ``rule`` on the reported one."""
-    from .rules import decide_rule  # lazy: numpy (rules pulls in every interval method)
-
     rule = Rule.parse(rule)
     base = shifted_pilot(pilot, delta, method)
     rng = np.random.default_rng(seed)

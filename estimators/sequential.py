@@ -135,7 +135,9 @@ class _Recursion:
 
     def mass(self) -> float:
         """Probability of reaching the look about to be taken."""
-        return 1.0 if self.k == 0 else float(np.sum(self.density))
+        if self.k == 0 or self.density is None:
+            return 1.0
+        return float(np.sum(self.density))
 
     def advance(self, lower: float, upper: float) -> None:
         """Take the look with continuation region ``lower < Z_k < upper``."""

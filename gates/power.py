@@ -44,7 +44,10 @@ from estimators import power as P
 from estimators.sequential import gate_levels
 from gates.api import check_runs_folder
 from gates.matching import stratum_label
+from prereg.api import load_lock
+from prereg.checks import analysis_units_planned
 from prereg.errors import InputError
+from prereg.plan import load_plan
 from prereg.schema import Gate, Plan
 
 #: fewest paired contrasts a pilot must give a gate (an SD on 2 degrees of freedom)
@@ -259,10 +262,6 @@ def plan_power(plan_path: str | os.PathLike[str], pilot: str | os.PathLike[str],
                assume: dict[str, float] | None = None, sims: int = 1000, seed: int = 0) -> PowerReport:
     """Planning figures for every tested gate of the plan at ``plan_path`` (a YAML plan or a lock)
     from the pilot runs folder ``pilot`` (module doc)."""
-    from prereg.api import load_lock  # lazy: pydantic
-    from prereg.checks import analysis_units_planned  # lazy: pydantic
-    from prereg.plan import load_plan  # lazy: pydantic
-
     if not 0 < target_power < 1:
         raise InputError(f"--power must be between 0 and 1 (e.g. 0.8), got {target_power}")
     if sims < 100:
