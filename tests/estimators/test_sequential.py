@@ -70,6 +70,7 @@ def test_boundary_matches_scipy_multivariate_normal(spec: str) -> None:
         assert 1 - no_cross == pytest.approx(d.looks[k - 1].cumulative_alpha, abs=2e-5)
 
 
+@pytest.mark.slow
 def test_power_against_monte_carlo() -> None:
     d = S.design([6, 12, 18, 24, 30], 0.05, "obrien_fleming", futility="nonbinding", beta=0.2)
     rng = np.random.default_rng(7)
@@ -164,3 +165,37 @@ def test_obrien_fleming_bounds_fall_with_equal_spacing(k: int, alpha: float) -> 
     spacing they need not: a last look close to the one before can need a higher bound)."""
     z = S.design(list(range(1, k + 1)), alpha, "obrien_fleming").z_bounds
     assert all(b < a for a, b in zip(z, z[1:], strict=False))
+
+
+def _t_false_pass_rate(looks: list[int], levels: list[float], sequences: int, seed: int) -> float:
+    """Share of null sequences (normal contrasts, mean on the margin) whose t test passes at some look."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((sequences, looks[-1]))
+    n = np.array(looks)
+    s1, s2 = np.cumsum(x, 1)[:, n - 1], np.cumsum(x * x, 1)[:, n - 1]
+    mean = s1 / n
+    t = mean / np.sqrt((s2 - n * mean * mean) / (n - 1) / n)
+    return float(np.mean((stats.t.sf(t, n - 1) <= np.array(levels)).any(axis=1)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["obrien_fleming", "pocock"])
+def test_t_levels_hold_the_error_where_the_normal_levels_do_not(spec: str) -> None:
+    looks = [2, 4, 6, 8, 10]
+    t_lv = [lv.nominal_alpha for lv in S.gate_levels("t", 0.90, looks, spec)]
+    z_lv = [b.nominal_alpha for b in S.design(looks, 0.05, spec).looks]
+    assert t_lv[0] == pytest.approx(z_lv[0], rel=1e-12)  # the first look's t test is exact
+    n = 100_000
+    se = math.sqrt(0.05 * 0.95 / n)
+    t_rate = _t_false_pass_rate(looks, t_lv, n, seed=11)
+    assert abs(t_rate - 0.05) < 4 * se + 0.001  # 0.001: the levels' own simulation error
+    if spec == "pocock":  # the canonical normal levels let too much through with 2 blocks per look
+        assert _t_false_pass_rate(looks, z_lv, n, seed=11) > 0.05 + 4 * se
+
+
+@pytest.mark.slow
+def test_t_levels_approach_the_normal_levels_with_many_blocks() -> None:
+    looks = [60, 120, 180]
+    t_lv = [lv.nominal_alpha for lv in S.gate_levels("t", 0.95, looks, "pocock")]
+    z_lv = [b.nominal_alpha for b in S.design(looks, 0.025, "pocock").looks]
+    assert np.allclose(t_lv, z_lv, rtol=0.06)
