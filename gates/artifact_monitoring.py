@@ -30,8 +30,9 @@ class LookBoundary(_Model):
     fraction: float = Field(description="Information fraction: blocks / the last look's blocks.")
     nominal_alpha: float = Field(description="The level the gate's rule p-value must clear at this look.")
     cumulative_alpha: float = Field(description="Alpha spent up to and including this look.")
-    z_bound: Number | None = Field(default=None, description="Efficacy bound on the z scale (t-type gates: the "
-                                   "group-sequential boundary); null for exact methods (alpha increments).")
+    z_bound: Number | None = Field(default=None, description="The nominal level on the z scale, "
+                                   "Phi^-1(1 - nominal_alpha), for gates on the group-sequential boundary (t); null "
+                                   "for alpha increments (exact and resampling methods).")
     futility_p: float | None = Field(default=None, description="With non-binding futility: the gate is futile at "
                                      "this look when its rule p-value is above this; null: no futility stop.")
 

@@ -152,8 +152,9 @@ class LookLevel:
 
     ``nominal_alpha``: the level its rule's p-value must clear at this look (``confidence`` = 1 - 2
     nominal_alpha, None when nothing is spent: the look cannot pass); ``cumulative_alpha``: the
-    alpha the spending function has released up to and including it; ``z_bound``: the efficacy
-    bound on the z scale for the group-sequential ``boundary`` basis (None for ``increment``);
+    alpha the spending function has released up to and including it; ``z_bound``: the nominal level
+    on the z scale, ``Phi^-1(1 - nominal_alpha)``, for the group-sequential ``boundary`` basis (None
+    for ``increment``);
     ``futility_p``: with ``futility: nonbinding``, the rule p-value above which the gate is futile
     at this look (None: no futility stop); ``reason``: the basis in words."""
 
