@@ -76,7 +76,11 @@ def look_chart(m: MonitoringResult, gate: GateLooks, uid: str) -> str:
             y = _y(fut, top_value)
             out.append(f'<svg x="{x}" y="{y:g}" width="1" height="1" overflow="visible"><path d="M-7,0 L7,0" '
                        f'stroke="{fail_colour}" stroke-width="3" stroke-dasharray="3 2"/></svg>')
+    merged: dict[tuple[float, float], list[str]] = {}  # evaluations of one point share a dot and one label
     for at, e, label in points:
+        merged.setdefault((at, round(e, 6)), []).append(label)
+    for (at, e), labels in merged.items():
+        label = ", ".join(labels)
         x, y = _x(at, total), _y(e, top_value)
         out.append(f'<circle cx="{x}" cy="{y:g}" r="4" fill="{TEXT_COLOUR}"/>')
         out.append(f'<text x="{x}" y="{y - 7:g}" font-size="10" text-anchor="middle" fill="{TEXT_COLOUR}">'

@@ -220,3 +220,15 @@ def test_the_reports_show_the_looks(tmp_path):
     assert "#1 not supported, continue" in text
     page = looks_section(ev)
     assert page.count('class="figure look-chart"') == 1 and "<title" in page and "#2 (this)" in page
+
+
+def test_evaluations_of_one_point_share_one_dot_in_the_look_chart(tmp_path):
+    from reports.html.looks import looks_section
+
+    lock = frozen(tmp_path)
+    runs = tmp_path / "runs"
+    run_strata(lock, runs, 4)
+    gates.evaluate(lock, runs)
+    ev = gates.evaluate(lock, runs)  # the same point again: record #2 beside #1
+    page = looks_section(ev)
+    assert page.count("<circle") == 1 and "#1, #2 (this)" in page
