@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
-from collect.ledger.store import LEDGER_NAME, ledger_path, read_ledger
+from collect.ledger.columns import read_ledger_columns
+from collect.ledger.store import LEDGER_NAME, ledger_path
 from gates.artifact import is_evaluation_file, sealed, sealed_bytes, write_encoded
 from gates.artifact import read_evaluation as read
 from gates.artifact import write_evaluation as write
@@ -104,7 +105,7 @@ def evaluate(
         check_output(out, force, is_evaluation_file)  # before anything is computed or written
     for path, ours in also_writes:
         check_output(path, force, ours)
-    built = build_evaluation(data, plan, read_ledger(folder), verified.path)
+    built = build_evaluation(data, plan, read_ledger_columns(folder), verified.path)  # the ledger as columns
     if out is None:
         return sealed(built)
     evaluation, encoded = sealed_bytes(built)  # sealed and encoded from one dump

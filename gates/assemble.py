@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from collect.ledger.columns import LedgerColumns
 from collect.ledger.store import Ledger
 from gates.artifact import (
     AmendmentSummary,
@@ -77,11 +78,13 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
     )
 
 
-def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path) -> Evaluation:
-    """Match, check invalidators, evaluate gates, decide; return the artifact.
+def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerColumns, lock_path: Path) -> Evaluation:
+    """Match, check invalidators, evaluate gates, decide; return the artifact (``ledger`` read column-wise,
+    ``collect.ledger.columns``, or record by record).
 
     Raises ``gates.integrity.LedgerTampered`` when the ledger's hash chain does not verify.
     """
+    ledger = ledger if isinstance(ledger, LedgerColumns) else LedgerColumns.from_ledger(ledger)
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
     checks = check_invalidators(plan, match)
@@ -121,9 +124,9 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
     reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
-    for record in ledger.records:
-        if record.prereg_sha256 != lock["plan_sha256"]:
-            other_hashes[record.prereg_sha256] = other_hashes.get(record.prereg_sha256, 0) + 1
+    for sha in ledger.columns["prereg_sha256"]:
+        if sha != lock["plan_sha256"]:
+            other_hashes[sha] = other_hashes.get(sha, 0) + 1
     control_blocks = [b for b in match.blocks.values() if b.control]
     groups: dict[str, GroupTally] = {}
     for o in outcomes:
@@ -133,10 +136,12 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
             tally.counts[o.verdict] = tally.counts.get(o.verdict, 0) + 1
     blocks = []
     gblocks = gate_blocks(match)
+    stored = ledger.columns["metrics"]
     for i, block in enumerate(gblocks):
         # a stored metric is already its artifact encoding: a finite float, "NaN" / "Infinity" / "-Infinity"
         # or None (encode_value(record.metric(m)) gives back exactly the stored value)
-        values = {metric: {arm: r.metrics.get(metric) for arm, r in block.records.items()} for metric in plan.metrics}
+        metrics = {arm: stored[row] for arm, row in block.rows.items()}
+        values = {metric: {arm: m.get(metric) for arm, m in metrics.items()} for metric in plan.metrics}
         contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
         blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
                                contrasts=contrasts, values=values))
@@ -148,7 +153,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                              post_data=a["post_data"], runs_checked=a["runs_checked"])
             for a in lock["amendments"]
         ],
-        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=len(ledger.records),
+        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=ledger.size,
                               torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head),
         runs=RunAccounting(
             planned=match.planned, matched=match.matched,

@@ -8,6 +8,7 @@ detected; a chain that is present but does not verify is never evaluated.
 
 from __future__ import annotations
 
+from collect.ledger.columns import LedgerColumns
 from collect.ledger.store import ChainReport, Ledger, verify_chain
 from prereg.errors import IntegrityError
 
@@ -18,7 +19,7 @@ class LedgerTampered(IntegrityError, ValueError):
     The message lists the first 50 problems; ``details`` holds all of them.
     """
 
-    def __init__(self, ledger: Ledger, report: ChainReport) -> None:
+    def __init__(self, ledger: Ledger | LedgerColumns, report: ChainReport) -> None:
         self.path = ledger.path
         self.problems = report.problems
         super().__init__(
@@ -28,7 +29,7 @@ class LedgerTampered(IntegrityError, ValueError):
         )
 
 
-def check_ledger(ledger: Ledger) -> ChainReport:
+def check_ledger(ledger: Ledger | LedgerColumns) -> ChainReport:
     """The chain report of an intact (or empty) ledger; raises ``LedgerTampered`` otherwise.
 
     The records are checked here; their traces by ``gates.traces`` (a changed trace refuses the

@@ -23,7 +23,7 @@ CODEC = "prereg/jsoncodec.py"
 #: module -> the format whose bytes it parses with the codec
 READERS = {
     "prereg/lock.py": "the lock (<stem>.lock.json)",
-    "collect/ledger/store.py": "the ledger (ledger.jsonl)",
+    "collect/ledger/reading.py": "the ledger (ledger.jsonl)",
     "collect/ledger/journal.py": "the ledger's batch journal (.ledger.pending)",
     "collect/ledger/runlock.py": "the runs folder's writer lock (.collect.lock)",
     "collect/traces/lines.py": "the JSON-lines traces (events, commits) and JSON-lines Zeus logs",

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from collect.ledger.records import GENESIS, RunRecord
+from collect.ledger.records import GENESIS
 from collect.traces.check import trace_problems
 
 if TYPE_CHECKING:
+    from collect.ledger.columns import LedgerColumns, Record
     from collect.ledger.store import Ledger
 
 
@@ -27,11 +28,11 @@ class ChainReport:
         return self.status != "broken"
 
 
-def _who(record: RunRecord, line: int) -> str:
+def _who(record: Record, line: int) -> str:
     return f"ledger line {line} (run {record.run_id}, arm {record.arm})"
 
 
-def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
+def verify_chain(ledger: Ledger | LedgerColumns, check_traces: bool = True) -> ChainReport:
     """Re-hash every record, follow the ``prev_sha256`` links and (optionally) re-hash the traces."""
     if not ledger.records:
         report = ChainReport("empty", None)
@@ -59,5 +60,5 @@ def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
     return report
 
 
-def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
+def _trace_problems(runs_dir: Path, record: Record, who: str) -> list[str]:
     return [f"{who}: trace {name} {problem}" for name, problem in trace_problems(runs_dir, record)]
