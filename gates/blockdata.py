@@ -26,9 +26,18 @@ def _columns(blocks: list[Block]) -> LedgerColumns | None:
 
 
 def row_matrix(blocks: list[Block], arms: tuple[str, ...] | list[str]) -> np.ndarray:
-    """(blocks x arms) indices of the records in the columns, -1 where the block has no record of the arm."""
+    """(blocks x arms) indices of the records in the columns, -1 where the block has no record of the arm
+    (made once for a list of blocks and its arms: every gate of a match reads the same list)."""
+    columns = _columns(blocks)
+    key = ("rows", id(blocks), tuple(arms))
+    kept = columns.cache.get(key) if columns is not None else None
+    if kept is not None and kept[0] is blocks:
+        return np.array(kept[1])
     rows = np.array([[b.rows.get(arm, -1) for arm in arms] for b in blocks], dtype=np.intp)
-    return rows.reshape(len(blocks), len(arms))
+    rows = rows.reshape(len(blocks), len(arms))
+    if columns is not None:
+        columns.cache[key] = (blocks, rows)
+    return np.array(rows)
 
 
 def metric_array(columns: LedgerColumns, metric: str) -> np.ndarray:

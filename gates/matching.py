@@ -96,6 +96,7 @@ class Match:
     ledger_problems: list[str] = field(default_factory=list)
     n_arms: int = 0
     where: dict[str, dict[str, Any]] = field(default_factory=dict)  # problem text -> the stratum it names
+    gate_blocks: list[Block] | None = field(default=None, repr=False)  # gates.verdicts.gate_blocks, listed once
 
     @property
     def planned(self) -> int:

@@ -83,8 +83,11 @@ class GateOutcome:
 
 
 def gate_blocks(match: Match) -> list[Block]:
-    """The blocks that give pairs to gates: not calibration, not controls (unless paired), in plan order."""
-    return [b for b in match.blocks.values() if b.gives_pairs]
+    """The blocks that give pairs to gates: not calibration, not controls (unless paired), in plan order
+    (listed once per match: every gate reads the same list, never changes it)."""
+    if match.gate_blocks is None:
+        match.gate_blocks = [b for b in match.blocks.values() if b.gives_pairs]
+    return match.gate_blocks
 
 
 def analysis_unit(plan: Plan) -> str:
@@ -96,10 +99,16 @@ def analysis_units(plan: Plan, blocks: list[Block]) -> list[list[int]]:
     """Indices into ``blocks`` forming each unit of analysis, in plan order."""
     if analysis_unit(plan) == "replicate":
         return [[i] for i in range(len(blocks))]
+    cache = blocks[0].ledger.cache if blocks and blocks[0].ledger is not None else {}
+    kept = cache.get(("units", id(blocks)))
+    if kept is not None and kept[0] is blocks:  # the same list of blocks (gate_blocks): grouped once
+        return list(kept[1])
     groups: dict[str, list[int]] = {}
     for i, block in enumerate(blocks):
         groups.setdefault(block.stratum_text, []).append(i)
-    return list(groups.values())
+    units = list(groups.values())
+    cache[("units", id(blocks))] = (blocks, units)
+    return list(units)
 
 
 def _unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:

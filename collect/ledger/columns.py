@@ -112,12 +112,10 @@ def read_ledger_columns(runs_dir: str | os.PathLike[str]) -> LedgerColumns:
     def flush() -> None:
         if not chunk:
             return
-        raw: dict[str, list[Any]] = {name: [] for name in FIELDS}
         for data in chunk:
             if not (_REQUIRED <= data.keys() <= _ALLOWED):
                 raise _NotColumnar("a line holds another set of keys")
-            for name, values in raw.items():
-                values.append(data[name] if name in data else defaults[name])
+        raw = {name: [data.get(name, defaults.get(name)) for data in chunk] for name in FIELDS}
         try:
             valid = _column_model().model_validate(raw)
         except ValidationError:
