@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -39,7 +40,8 @@ def verify_chain(ledger: Ledger | LedgerColumns, check_traces: bool = True) -> C
     else:
         report = ChainReport("intact", ledger.hashes[-1])
     expected = GENESIS
-    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines, strict=True):
+    records: Sequence[Record] = ledger.records
+    for record, digest, line in zip(records, ledger.hashes, ledger.record_lines, strict=True):
         who = _who(record, line)
         if record.record_sha256 != digest:
             report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
