@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from collect.ledger.columns import read_ledger_columns
 from collect.ledger.looks import append_look, read_looks
-from collect.ledger.store import LEDGER_NAME, ledger_path, read_ledger
+from collect.ledger.store import LEDGER_NAME, ledger_path
 from gates.artifact import is_evaluation_file, sealed, sealed_bytes, write_encoded
 from gates.artifact import read_evaluation as read
 from gates.artifact import write_evaluation as write
@@ -141,7 +142,7 @@ def _evaluate_folder(data: dict[str, Any], plan: Any, folder: Path, lock_path: P
     record number (``gates.verify``, which records nothing)."""
     from gates.assemble import build_evaluation  # lazy: numpy
 
-    ledger = read_ledger(folder)
+    ledger = read_ledger_columns(folder)  # the ledger as columns
     if plan.monitoring is None:
         return build_evaluation(data, plan, ledger, lock_path)
     looks = read_looks(folder)

@@ -51,6 +51,7 @@ from gates.refusal import Refusal
 from prereg.errors import InputError, RetiredFormat
 from prereg.fileio import atomic_write, not_a_readable_file
 from prereg.jsoncodec import JSONFormatError, canonical_bytes, loads, readable_json
+from prereg.plan import read_input_file
 from prereg.schema import CodePart, RuleField
 from prereg.schema_types import Scalar
 
@@ -415,7 +416,6 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     if p.is_dir():
         hint = f" ({p / 'evaluation.json'})" if (p / "evaluation.json").is_file() else " (none here yet)"
         raise EvaluationError(f"{p}: is a folder; this {expects}, by default RUNS/evaluation.json{hint}")
-    from prereg.plan import read_input_file  # lazy: yaml
 
     problem = not_a_readable_file(p)
     if problem:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookRecord
 from collect.ledger.store import Ledger
 from gates.artifact import (
@@ -80,14 +81,16 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
     )
 
 
-def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path,
+def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerColumns, lock_path: Path,
                      history: list[LookRecord] | None = None) -> Evaluation:
-    """Match, check invalidators, evaluate gates, decide; return the artifact.
+    """Match, check invalidators, evaluate gates, decide; return the artifact (``ledger`` read column-wise,
+    ``collect.ledger.columns``, or record by record).
 
     A monitored plan (``monitoring:``) is evaluated at its point of the frozen run order, with the
     look ledger's earlier records ``history`` (:mod:`gates.looks`).
     Raises ``gates.integrity.LedgerTampered`` when the ledger's hash chain does not verify.
     """
+    ledger = ledger if isinstance(ledger, LedgerColumns) else LedgerColumns.from_ledger(ledger)
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
     point = locate(plan, lock["plan_sha256"], ledger, history or []) if plan.monitoring is not None else None
@@ -135,9 +138,9 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     monitoring = settle(monitoring, decision)
     reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
-    for record in ledger.records:
-        if record.prereg_sha256 != lock["plan_sha256"]:
-            other_hashes[record.prereg_sha256] = other_hashes.get(record.prereg_sha256, 0) + 1
+    for sha in ledger.columns["prereg_sha256"]:
+        if sha != lock["plan_sha256"]:
+            other_hashes[sha] = other_hashes.get(sha, 0) + 1
     control_blocks = [b for b in match.blocks.values() if b.control]
     groups: dict[str, GroupTally] = {}
     for o in outcomes:
@@ -147,10 +150,12 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
             tally.counts[o.verdict] = tally.counts.get(o.verdict, 0) + 1
     blocks = []
     gblocks = gate_blocks(match)
+    stored = ledger.columns["metrics"]
     for i, block in enumerate(gblocks):
         # a stored metric is already its artifact encoding: a finite float, "NaN" / "Infinity" / "-Infinity"
         # or None (encode_value(record.metric(m)) gives back exactly the stored value)
-        values = {metric: {arm: r.metrics.get(metric) for arm, r in block.records.items()} for metric in plan.metrics}
+        metrics = {arm: stored[row] for arm, row in block.rows.items()}
+        values = {metric: {arm: m.get(metric) for arm, m in metrics.items()} for metric in plan.metrics}
         contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
         blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
                                contrasts=contrasts, values=values))
@@ -162,7 +167,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                              post_data=a["post_data"], runs_checked=a["runs_checked"])
             for a in lock["amendments"]
         ],
-        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=len(ledger.records),
+        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=ledger.size,
                               torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head),
         runs=RunAccounting(
             planned=match.planned, matched=match.matched,

@@ -9,6 +9,7 @@ detected; a chain that is present but does not verify is never evaluated.
 
 from __future__ import annotations
 
+from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookLedger, LooksReport, verify_looks
 from collect.ledger.store import ChainReport, Ledger, verify_chain
 from prereg.errors import IntegrityError
@@ -20,7 +21,7 @@ class LedgerTampered(IntegrityError, ValueError):
     The message lists the first 50 problems; ``details`` holds all of them.
     """
 
-    def __init__(self, ledger: Ledger, report: ChainReport) -> None:
+    def __init__(self, ledger: Ledger | LedgerColumns, report: ChainReport) -> None:
         self.path = ledger.path
         self.problems = report.problems
         super().__init__(
@@ -30,7 +31,7 @@ class LedgerTampered(IntegrityError, ValueError):
         )
 
 
-def check_ledger(ledger: Ledger) -> ChainReport:
+def check_ledger(ledger: Ledger | LedgerColumns) -> ChainReport:
     """The chain report of an intact (or empty) ledger; raises ``LedgerTampered`` otherwise.
 
     The records are checked here; their traces by ``gates.traces`` (a changed trace refuses the
@@ -63,7 +64,7 @@ class LooksTampered(IntegrityError, ValueError):
         )
 
 
-def check_looks(looks: LookLedger, ledger: Ledger) -> LooksReport:
+def check_looks(looks: LookLedger, ledger: Ledger | LedgerColumns) -> LooksReport:
     """The report of an intact (or empty) look ledger checked against ``ledger``; raises
     ``LooksTampered`` otherwise (``collect.ledger.looks.verify_looks``)."""
     report = verify_looks(looks, ledger.hashes)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookRecord
 from collect.ledger.store import GENESIS, Ledger
 from gates.artifact_monitoring import GateLooks, LookBoundary, LookEntry, MonitoringResult
@@ -62,7 +63,7 @@ class LookPoint:
         return {k for s in self.order[: self.prefix] if (k := stratum_key(self.plan, s)) is not None}
 
 
-def locate(plan: Plan, plan_sha256: str, ledger: Ledger, history: list[LookRecord]) -> LookPoint:
+def locate(plan: Plan, plan_sha256: str, ledger: Ledger | LedgerColumns, history: list[LookRecord]) -> LookPoint:
     """The point of ``ledger`` on a monitored plan's run order, and the levels the gates use there."""
     monitoring = plan.monitoring
     assert monitoring is not None
@@ -204,7 +205,7 @@ def _gate_looks(point: LookPoint, outcome: Any, futile: list[str]) -> GateLooks:
     )
 
 
-def look_fields(result: MonitoringResult, gates: list[Any], decision: str, ledger: Ledger, plan_sha256: str,
+def look_fields(result: MonitoringResult, gates: list[Any], decision: str, ledger: Ledger | LedgerColumns, plan_sha256: str,
                 seal: str | None, evaluated_at: str) -> dict[str, Any]:
     """The look record of an evaluation (``collect.ledger.looks.append_look``'s ``fields``; ``gates``:
     the artifact's gate results)."""

@@ -27,8 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from collect.ledger.store import read_ledger
+from gates.api import evaluate, reevaluate_look
 from gates.artifact import Evaluation, seal_status
+from prereg.api import load_lock
 from prereg.errors import ToolkitError
+from prereg.lock import LOCK_SUFFIX
+from prereg.lock_seal import plan_hash_of, version_count
 
 #: top-level fields not compared: they differ between two honest evaluations of the same data
 VOLATILE = frozenset({"evaluated_at", "toolkit_version", "seal_sha256", "plan_yaml", "other_plan_note"})
@@ -116,8 +120,6 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
     Raises what ``gates.api.evaluate`` raises for a lock or runs folder that cannot be evaluated
     (``IntegrityError`` for a lock or ledger that does not verify, ``InputError`` for bad input).
     """
-    from gates.api import evaluate, reevaluate_look  # lazy: yaml
-    from prereg.api import load_lock  # lazy: yaml
 
     verified = load_lock(lock)
     version = ev.lock.version if ev.lock is not None else _version_of(verified.data, ev.prereg_sha256)
@@ -154,7 +156,6 @@ def _ledger_grown(ev: Evaluation, runs: str | os.PathLike[str]) -> str | None:
 
 def _version_of(lock: dict[str, Any], plan_sha256: str) -> int | None:
     """The latest version of ``lock`` whose plan is ``plan_sha256`` (None: none is)."""
-    from prereg.lock_seal import plan_hash_of, version_count  # lazy: yaml
 
     matching = [v for v in range(1, version_count(lock) + 1) if plan_hash_of(lock, v) == plan_sha256]
     return matching[-1] if matching else None
@@ -162,9 +163,6 @@ def _version_of(lock: dict[str, Any], plan_sha256: str) -> int | None:
 
 def find_lock(ev: Evaluation, runs: Path) -> Path | None:
     """The lock ``ev`` was evaluated under, looked for where it recorded it and beside ``runs`` (module doc)."""
-    from prereg.api import load_lock  # lazy: yaml
-    from prereg.lock import LOCK_SUFFIX  # lazy: yaml
-    from prereg.lock_seal import plan_hash_of, version_count  # lazy: yaml
 
     candidates: list[Path] = []
     if ev.lock is not None:

@@ -23,7 +23,7 @@ CODEC = "prereg/jsoncodec.py"
 #: module -> the format whose bytes it parses with the codec
 READERS = {
     "prereg/lock.py": "the lock (<stem>.lock.json)",
-    "collect/ledger/store.py": "the ledger (ledger.jsonl)",
+    "collect/ledger/reading.py": "the ledger (ledger.jsonl)",
     "collect/ledger/journal.py": "the ledger's batch journal (.ledger.pending)",
     "collect/ledger/looks.py": "the look ledger of a monitored plan (looks.jsonl)",
     "collect/ledger/runlock.py": "the runs folder's writer lock (.collect.lock)",

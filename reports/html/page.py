@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collect.ledger.store import LEDGER_NAME
+from gates.api import read_evaluation
 from gates.artifact import MAX_ARTIFACT_BYTES, seal_status
 from gates.consistency import consistency_problems
 from prereg._version import __version__
@@ -92,7 +93,6 @@ def resolve(source: str | Path) -> Source:
 
 def read_checked(path: Path) -> tuple[Evaluation, str]:
     """The artifact and its seal status; refused (exit 3) when it contradicts itself or its seal."""
-    from gates.api import read_evaluation  # lazy: yaml
 
     ev = read_evaluation(path)
     problems = consistency_problems(ev)
