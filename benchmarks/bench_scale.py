@@ -243,7 +243,8 @@ def closing(results: list[dict[str, object]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--runs", type=int, nargs="*", default=[1000, 10000, 100000],
+                        help="sizes to time end to end (none: only --small)")
     parser.add_argument("--import-only", action="store_true", help="time collect import alone")
     parser.add_argument("--repeat", type=int, default=1, help="with --import-only: imports per size")
     parser.add_argument("--small", type=int, default=9, metavar="ROUNDS",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from collect.ledger.columns import LedgerColumns
+from collect.ledger.looks import LookRecord
 from collect.ledger.store import Ledger
 from gates.artifact import (
     AmendmentSummary,
@@ -21,11 +23,13 @@ from gates.artifact import (
     TimeOrder,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.artifact_monitoring import MonitoringResult
 from gates.code_identity import check_code_identity, code_identity_refusal
 from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
+from gates.looks import conclude, locate, plan_at, restrict, settle
 from gates.matching import block_label, match_ledger
 from gates.numbers import encode_number
 from gates.phase_support import phase_support
@@ -77,13 +81,21 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
     )
 
 
-def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path) -> Evaluation:
-    """Match, check invalidators, evaluate gates, decide; return the artifact.
+def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerColumns, lock_path: Path,
+                     history: list[LookRecord] | None = None) -> Evaluation:
+    """Match, check invalidators, evaluate gates, decide; return the artifact (``ledger`` read column-wise,
+    ``collect.ledger.columns``, or record by record).
 
+    A monitored plan (``monitoring:``) is evaluated at its point of the frozen run order, with the
+    look ledger's earlier records ``history`` (:mod:`gates.looks`).
     Raises ``gates.integrity.LedgerTampered`` when the ledger's hash chain does not verify.
     """
+    ledger = ledger if isinstance(ledger, LedgerColumns) else LedgerColumns.from_ledger(ledger)
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
+    point = locate(plan, lock["plan_sha256"], ledger, history or []) if plan.monitoring is not None else None
+    if point is not None:  # only the prefix of the run order reached; primary gates at the look's levels
+        match, plan = restrict(point, match), plan_at(point)
     checks = check_invalidators(plan, match)
     audit = audit_traces(match.records(), ledger.path.parent)
     traces = check_traces(plan, match.records(), audit)
@@ -103,13 +115,17 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                 o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
                                "frozen rule")
     decision, reason = decide(outcomes)
+    monitoring: MonitoringResult | None = None
+    interim: list[Refusal] = []
+    if point is not None:
+        decision, reason, interim, monitoring = conclude(point, outcomes, decision, reason)
     if plan.strata.family_factor is not None:
         families, ranking = evaluate_families(plan, match, unchosen, choice, audit, checks)
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)
     # the runs were recorded under this lock as it stands
-    refusals = as_refusals("seal", check_seals(lock, ledger.records).refusals())
+    refusals = interim + as_refusals("seal", check_seals(lock, ledger.records).refusals())
     code_identity = check_code_identity(plan, match.records())
     late, changed = time_order.refusal(), predecessor_refusal(predecessors)
     differs = code_identity_refusal(code_identity)
@@ -119,11 +135,12 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
+    monitoring = settle(monitoring, decision)
     reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
-    for record in ledger.records:
-        if record.prereg_sha256 != lock["plan_sha256"]:
-            other_hashes[record.prereg_sha256] = other_hashes.get(record.prereg_sha256, 0) + 1
+    for sha in ledger.columns["prereg_sha256"]:
+        if sha != lock["plan_sha256"]:
+            other_hashes[sha] = other_hashes.get(sha, 0) + 1
     control_blocks = [b for b in match.blocks.values() if b.control]
     groups: dict[str, GroupTally] = {}
     for o in outcomes:
@@ -133,10 +150,12 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
             tally.counts[o.verdict] = tally.counts.get(o.verdict, 0) + 1
     blocks = []
     gblocks = gate_blocks(match)
+    stored = ledger.columns["metrics"]
     for i, block in enumerate(gblocks):
         # a stored metric is already its artifact encoding: a finite float, "NaN" / "Infinity" / "-Infinity"
         # or None (encode_value(record.metric(m)) gives back exactly the stored value)
-        values = {metric: {arm: r.metrics.get(metric) for arm, r in block.records.items()} for metric in plan.metrics}
+        metrics = {arm: stored[row] for arm, row in block.rows.items()}
+        values = {metric: {arm: m.get(metric) for arm, m in metrics.items()} for metric in plan.metrics}
         contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
         blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
                                contrasts=contrasts, values=values))
@@ -148,7 +167,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                              post_data=a["post_data"], runs_checked=a["runs_checked"])
             for a in lock["amendments"]
         ],
-        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=len(ledger.records),
+        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=ledger.size,
                               torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head),
         runs=RunAccounting(
             planned=match.planned, matched=match.matched,
@@ -180,5 +199,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         phase_support=phase_support(plan, match.records()),
         comparator=choice, families=families, ranking=ranking,
         lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
-        code_identity=code_identity,
+        code_identity=code_identity, monitoring=monitoring,
     )

@@ -24,10 +24,10 @@ workdir (``files_git``), the Python it ran under (``python.version``) and its pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from collect.ledger.store import RunRecord
+from collect.ledger.columns import Record
 from gates.artifact import CodeDifference, CodeIdentity
 from prereg.schema import CodePart, Plan
 
@@ -61,7 +61,7 @@ FIELDS: Final[dict[CodePart, str]] = {
 }
 
 
-def has_identity(record: RunRecord) -> bool:
+def has_identity(record: Record) -> bool:
     """Whether a record carries a code identity to compare (not imported, not empty)."""
     return bool(record.code) and not record.code.get("imported")
 
@@ -92,7 +92,7 @@ def _comparable(value: Any) -> Any:
     return None if value is _ABSENT else value
 
 
-def check_code_identity(plan: Plan, records: list[RunRecord]) -> CodeIdentity:
+def check_code_identity(plan: Plan, records: Sequence[Record]) -> CodeIdentity:
     """Compare every part of the code identity across ``records`` (the matched runs); see the module doc."""
     declaration = plan.code_identity
     declared: list[CodePart] = list(declaration.may_differ) if declaration is not None else []

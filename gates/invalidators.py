@@ -15,9 +15,10 @@ calibration strata included (the instruments must hold everywhere).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collect.ledger.store import RunRecord
+from collect.ledger.columns import Record
 from gates.matching import Match
 from prereg.schema import (
     ControlsIdentical,
@@ -44,7 +45,7 @@ class InvalidatorCheck:
 
 
 def _telemetry_values(
-    records: list[RunRecord], signal: str, read
+    records: Sequence[Record], signal: str, read
 ) -> tuple[list[tuple[str, float]], list[str]]:
     """(run_id, value) pairs from each run's telemetry, and the runs that lack it."""
     values, lacking = [], []
@@ -84,7 +85,7 @@ def _telemetry_check(inv, records, read, limit: float, above_fires: bool, what: 
     return fired, observed, "; ".join(parts)
 
 
-def _counter_support(inv: CounterSupport, records: list[RunRecord]) -> tuple:
+def _counter_support(inv: CounterSupport, records: Sequence[Record]) -> tuple:
     """Whole-run updates, or updates inside ``inv.phase`` over the runs in which that phase occurred."""
     if inv.phase is None:
         return _telemetry_check(inv, records, lambda s: s.updates, inv.min_updates, False, "updates", "")
@@ -107,7 +108,7 @@ def _counter_support(inv: CounterSupport, records: list[RunRecord]) -> tuple:
     return fired, observed, detail
 
 
-def _metric_bounds(inv: MetricBounds, records: list[RunRecord]) -> tuple:
+def _metric_bounds(inv: MetricBounds, records: Sequence[Record]) -> tuple:
     low = -math.inf if inv.min is None else inv.min
     high = math.inf if inv.max is None else inv.max
     bad, seen = [], 0

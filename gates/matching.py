@@ -21,7 +21,8 @@ from functools import cached_property
 from typing import Any
 
 from collect.ledger.cells import split_repeats
-from collect.ledger.store import Ledger, RunRecord
+from collect.ledger.columns import LedgerColumns, Record
+from collect.ledger.store import Ledger
 from prereg.schema import Plan, Strata, level_key
 
 BlockKey = tuple[tuple[str, ...], int]
@@ -59,9 +60,11 @@ class Block:
     stratum: dict[str, Any]
     replicate: int
     calibration: bool
-    records: dict[str, RunRecord] = field(default_factory=dict)
+    records: dict[str, Record] = field(default_factory=dict)
     control: bool = False  # a no-failure control block
     pair_controls: bool = False  # the plan lets control blocks give pairs
+    rows: dict[str, int] = field(default_factory=dict)  # arm -> its record's index in ``ledger`` (as ``records``)
+    ledger: LedgerColumns | None = None  # the columns the records are rows of
 
     @property
     def gives_pairs(self) -> bool:
@@ -93,6 +96,7 @@ class Match:
     ledger_problems: list[str] = field(default_factory=list)
     n_arms: int = 0
     where: dict[str, dict[str, Any]] = field(default_factory=dict)  # problem text -> the stratum it names
+    gate_blocks: list[Block] | None = field(default=None, repr=False)  # gates.verdicts.gate_blocks, listed once
 
     @property
     def planned(self) -> int:
@@ -135,13 +139,14 @@ class Match:
                      named(self.duplicate), named(self.unplanned), named(self.other_plan), list(self.ledger_problems),
                      self.n_arms, self.where)
 
-    def records(self) -> list[RunRecord]:
+    def records(self) -> list[Record]:
         """Every matched record (calibration blocks included)."""
         return [r for b in self.blocks.values() for r in b.records.values()]
 
 
-def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
-    """Lay ``ledger`` onto ``plan``; see the module doc."""
+def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger | LedgerColumns) -> Match:
+    """Lay ``ledger`` (read column-wise, or record by record) onto ``plan``; see the module doc."""
+    columns = ledger if isinstance(ledger, LedgerColumns) else LedgerColumns.from_ledger(ledger)
     blocks: dict[BlockKey, Block] = {}
     controls = plan.control_selectors()
     for stratum in plan.strata.enumerate():
@@ -151,38 +156,44 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger) -> Match:
         control = any(Strata.selects(sel, stratum) for sel in controls)
         for replicate in range(plan.strata.replicates):
             blocks[(skey, replicate)] = Block(stratum, replicate, calibration, control=control,
-                                              pair_controls=bool(plan.strata.pair_controls))
+                                              pair_controls=bool(plan.strata.pair_controls), ledger=columns)
     match = Match(blocks, n_arms=len(plan.arms))
-    match.ledger_problems = [f"ledger line {p.line}: {p.message}" for p in ledger.problems]
-    def where_of(record: RunRecord) -> str:
+    match.ledger_problems = [f"ledger line {p.line}: {p.message}" for p in columns.problems]
+    def where_of(record: Record) -> str:
         return f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
 
-    planned: list[RunRecord] = []
-    cells: dict[int, tuple[tuple[str, ...], int, str]] = {}  # id(record) -> its cell, keyed once
-    for record in ledger.records:  # a record's description is formatted only for a problem it has
-        if record.prereg_sha256 != plan_sha256:
-            text = f"{where_of(record)} was recorded under plan {record.prereg_sha256[:12]}"
-            match.other_plan.append((record.arm, text))
-            match.where[text] = record.stratum
+    planned: list[int] = []
+    cells: dict[int, tuple[tuple[str, ...], int, str]] = {}  # row -> its cell, keyed once
+    col = columns.columns
+    for i, (sha, arm, stratum, replicate, status) in enumerate(zip(
+            col["prereg_sha256"], col["arm"], col["stratum"], col["replicate"], col["status"], strict=True)):
+        # a record's description is formatted only for a problem it has
+        if sha != plan_sha256:
+            record = columns.row(i)
+            text = f"{where_of(record)} was recorded under plan {sha[:12]}"
+            match.other_plan.append((arm, text))
+            match.where[text] = stratum
             continue
-        skey = stratum_key(plan, record.stratum)
-        if record.arm not in plan.arms or skey is None or (skey, record.replicate) not in blocks:
-            match.unplanned.append((record.arm, text := f"{where_of(record)} is not a cell of the plan"))
-            match.where[text] = record.stratum
+        skey = stratum_key(plan, stratum)
+        if arm not in plan.arms or skey is None or (skey, replicate) not in blocks:
+            match.unplanned.append((arm, text := f"{where_of(columns.row(i))} is not a cell of the plan"))
+            match.where[text] = stratum
             continue
-        if record.status != "complete":
-            match.failed.append((record.arm, text := f"{where_of(record)} has status {record.status}"))
-            match.where[text] = record.stratum
+        if status != "complete":
+            match.failed.append((arm, text := f"{where_of(columns.row(i))} has status {status}"))
+            match.where[text] = stratum
             continue
-        planned.append(record)
-        cells[id(record)] = (skey, record.replicate, record.arm)
+        planned.append(i)
+        cells[i] = (skey, replicate, arm)
     # The ledger's one duplicate rule (``collect.ledger.cells``): the first complete record of a cell
     # stands; a later one is listed in ``duplicate``, and gates using that arm are refused through
     # ``arm_problems`` (the cell is ambiguous: which run is the real one?).
-    first, repeats = split_repeats(planned, key=lambda r: cells[id(r)])
+    first, repeats = split_repeats([columns.row(i) for i in planned], key=lambda r: cells[r.index])
     for record in first.values():
-        skey, replicate, arm = cells[id(record)]
-        blocks[(skey, replicate)].records[arm] = record
+        skey, replicate, arm = cells[record.index]
+        block = blocks[(skey, replicate)]
+        block.records[arm] = record
+        block.rows[arm] = record.index
     for record, earlier in repeats:
         text = f"{where_of(record)} repeats {earlier.run_id}"
         match.duplicate.append((record.arm, text))

@@ -10,13 +10,14 @@ phases have enough counter updates; restore phases do not" (``reports.words.phas
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
-from collect.ledger.store import RunRecord
+from collect.ledger.columns import Record
 from gates.artifact import PhaseSupportRow
 from prereg.schema import CounterSupport, Plan
 
 
-def phase_support(plan: Plan, records: list[RunRecord]) -> list[PhaseSupportRow]:
+def phase_support(plan: Plan, records: Sequence[Record]) -> list[PhaseSupportRow]:
     """One row per (signal, phase) any matched run's telemetry summary describes."""
     required: dict[tuple[str, str], int] = {}
     for inv in plan.invalidators:

@@ -17,6 +17,8 @@ from typing import Any
 
 from gates.artifact import MAX_ARTIFACT_BYTES, EvaluationError, PlanYamlCheck, PredecessorCheck, parse_evaluation
 from prereg.fileio import read_regular_file
+from prereg.lock import diff_paths, yaml_beside
+from prereg.plan import PlanError, load_plan
 from prereg.schema import Plan
 
 
@@ -76,8 +78,6 @@ def _same_bytes_as_frozen(path: Path, yaml_sha256: Any) -> bool:
 
 def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | None:
     """Compare the YAML beside the lock with the locked plan (the notice ``prereg verify`` gives)."""
-    from prereg.lock import diff_paths, yaml_beside  # lazy: yaml
-    from prereg.plan import PlanError, load_plan  # lazy: yaml
 
     path = yaml_beside(lock_path)
     if path is None:

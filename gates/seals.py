@@ -16,11 +16,12 @@ under a plan version of this lock is checked here:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collect.ledger.columns import Record
 from collect.ledger.records import parse_utc
-from collect.ledger.store import RunRecord
 from prereg.errors import InputError, IntegrityError
 from prereg.lock_seal import check_published, plan_hash_of, seals_by_plan, version_count
 
@@ -54,7 +55,7 @@ def _named(items: list[str]) -> str:
     return "; ".join(items[:NAMED]) + (f"; and {len(items) - NAMED} more" if len(items) > NAMED else "")
 
 
-def check_seals(lock: dict[str, Any], records: list[RunRecord]) -> SealCheck:
+def check_seals(lock: dict[str, Any], records: Sequence[Record]) -> SealCheck:
     """Check every record recorded under one of ``lock``'s plan versions (see the module doc)."""
     check = SealCheck()
     by_plan = seals_by_plan(lock)
@@ -71,7 +72,7 @@ def check_seals(lock: dict[str, Any], records: list[RunRecord]) -> SealCheck:
     return check
 
 
-def _hidden_post_data(lock: dict[str, Any], records: list[RunRecord]) -> list[str]:
+def _hidden_post_data(lock: dict[str, Any], records: Sequence[Record]) -> list[str]:
     """Amendments not recorded as post-data that runs of an earlier version in this ledger preceded."""
     out = []
     for entry in lock.get("amendments") or []:

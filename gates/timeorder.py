@@ -11,11 +11,12 @@ nothing, but is counted and named: that it followed the plan cannot be shown.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collect.ledger.columns import Record
 from collect.ledger.records import parse_utc
-from collect.ledger.store import RunRecord
 from prereg.schema import Plan
 
 UNKNOWN_START = "start not recorded: that they followed the plan cannot be shown"
@@ -53,7 +54,7 @@ class TimeOrderCheck:
                 "of pre-existing data)")
 
 
-def check_time_order(plan: Plan, lock: dict[str, Any], records: list[RunRecord]) -> TimeOrderCheck:
+def check_time_order(plan: Plan, lock: dict[str, Any], records: Sequence[Record]) -> TimeOrderCheck:
     """Compare every record's start with ``frozen_at`` and each amendment's ``amended_at``."""
     declared = plan.data is not None and plan.data.pre_existing
     check = TimeOrderCheck(declared, plan.data.reason if plan.data is not None else None)

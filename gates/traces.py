@@ -12,9 +12,10 @@ whenever the matched runs have traces.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from collect.ledger.store import RunRecord
+from collect.ledger.columns import Record
 from collect.traces.check import trace_problems
 from gates.invalidators import InvalidatorCheck
 from prereg.schema import Plan
@@ -31,13 +32,13 @@ def relies_on_telemetry(plan: Plan) -> list[str]:
 TraceAudit = dict[str, list[tuple[str, str]]]  # run id -> (trace name, what is wrong) of its failing traces
 
 
-def audit_traces(records: list[RunRecord], runs_dir: Path) -> TraceAudit:
+def audit_traces(records: Sequence[Record], runs_dir: Path) -> TraceAudit:
     """Every trace of ``records`` re-hashed once; subsets of the runs (a family, the calibration
     strata) are checked from this audit without reading a trace again."""
     return {r.run_id: trace_problems(runs_dir, r) for r in records if r.traces}
 
 
-def check_traces(plan: Plan, records: list[RunRecord], audit: TraceAudit) -> InvalidatorCheck | None:
+def check_traces(plan: Plan, records: Sequence[Record], audit: TraceAudit) -> InvalidatorCheck | None:
     """The ``trace_integrity`` check over ``records`` (None when none of them has a trace), read from
     ``audit`` (:func:`audit_traces` of these records or of a superset)."""
     with_traces = [r for r in records if r.traces]

@@ -34,14 +34,12 @@ The decision (over primary gates): ``refused`` if any is refused or unresolvable
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from collect.evidence import recorded_evidence
 from estimators import (
     RatioInputWarning,
     adjust_p_values,
@@ -54,7 +52,8 @@ from estimators import (
     resolution_check,
 )
 from estimators.feasibility import symmetry_note
-from estimators.vocabulary import weakest
+from gates.blockdata import bounds_matrix, outcome_matrix
+from gates.blockdata import evidence as gate_evidence
 from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match
 from gates.plausibility import plausibility
@@ -84,62 +83,11 @@ class GateOutcome:
 
 
 def gate_blocks(match: Match) -> list[Block]:
-    """The blocks that give pairs to gates: not calibration, not controls (unless paired), in plan order."""
-    return [b for b in match.blocks.values() if b.gives_pairs]
-
-
-def _outcome_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray, list[str]]:
-    """(blocks x contrast arms) values of the gate's metric, and data problems by name."""
-    contrast = gate.contrast
-    problems: list[str] = []
-    records = [[block.records.get(arm) for arm in contrast.arms] for block in blocks]
-    found = [[r.metric(gate.metric) if r is not None else None for r in row] for row in records]
-    values = np.array([[math.nan if v is None else v for v in row] for row in found], dtype=np.float64)
-    values = values.reshape(len(blocks), len(contrast.arms))
-    present = np.array([[r is not None for r in row] for row in records], dtype=bool).reshape(values.shape)
-    bad = present & ~np.isfinite(values)  # missing (None) or non-finite, where a run exists
-    if contrast.scale == "ratio":
-        bad |= present & (values <= 0)
-    for i, j in zip(*np.nonzero(bad), strict=True):  # row by row, arm by arm: the order of the loop they replace
-        block, arm, record, value = blocks[i], contrast.arms[j], records[i][j], found[i][j]
-        assert record is not None
-        if value is None:
-            problems.append(f"no {gate.metric} recorded for arm {arm} in {block.label} ({record.run_id})")
-        elif not math.isfinite(value):
-            problems.append(f"non-finite {gate.metric} for arm {arm} in {block.label}")
-        else:
-            problems.append(f"{gate.metric} = {value:g} <= 0 for arm {arm} in {block.label}: no ratio")
-    return values, problems
-
-
-def _bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray | None, list[str]]:
-    """Measurement bounds (metric units) of the gate's values, or None when the metric has no signal."""
-    signal = plan.metrics[gate.metric].signal
-    if signal is None:
-        return None, []
-    arms = gate.contrast.arms
-    bounds = np.zeros((len(blocks), len(arms)))
-    lacking = []
-    for i, block in enumerate(blocks):
-        for j, arm in enumerate(arms):
-            summary = block.records[arm].telemetry.get(signal)
-            bound = summary.bound_of(gate.metric) if summary is not None else None
-            if bound is None:
-                lacking.append(block.records[arm].run_id)
-            else:
-                bounds[i, j] = bound
-    return bounds, lacking
-
-
-def _evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
-    """The weakest of the plan's declaration, the collector's recorded class and the signal's telemetry."""
-    metric = plan.metrics[gate.metric]
-    classes: list[str] = [metric.evidence]
-    classes += [c for b in blocks for r in b.records.values() if (c := recorded_evidence(r, gate.metric))]
-    if metric.signal:
-        signal = metric.signal
-        classes += [s.evidence for b in blocks for r in b.records.values() if (s := r.telemetry.get(signal))]
-    return weakest(dict.fromkeys(classes))  # each class once, in order of first appearance: the same weakest
+    """The blocks that give pairs to gates: not calibration, not controls (unless paired), in plan order
+    (listed once per match: every gate reads the same list, never changes it)."""
+    if match.gate_blocks is None:
+        match.gate_blocks = [b for b in match.blocks.values() if b.gives_pairs]
+    return match.gate_blocks
 
 
 def analysis_unit(plan: Plan) -> str:
@@ -151,10 +99,16 @@ def analysis_units(plan: Plan, blocks: list[Block]) -> list[list[int]]:
     """Indices into ``blocks`` forming each unit of analysis, in plan order."""
     if analysis_unit(plan) == "replicate":
         return [[i] for i in range(len(blocks))]
+    cache = blocks[0].ledger.cache if blocks and blocks[0].ledger is not None else {}
+    kept = cache.get(("units", id(blocks)))
+    if kept is not None and kept[0] is blocks:  # the same list of blocks (gate_blocks): grouped once
+        return list(kept[1])
     groups: dict[str, list[int]] = {}
     for i, block in enumerate(blocks):
         groups.setdefault(block.stratum_text, []).append(i)
-    return list(groups.values())
+    units = list(groups.values())
+    cache[("units", id(blocks))] = (blocks, units)
+    return list(units)
 
 
 def _unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
@@ -175,7 +129,7 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
                  outcome: GateOutcome) -> np.ndarray | None:
     """Per-unit contrast bounds (analysis scale) for a signal-backed metric; None if no signal.
     Sets ``outcome`` unresolvable (and returns an empty array) when a run lacks its bound."""
-    bounds, lacking = _bounds_matrix(gate, plan, blocks)
+    bounds, lacking = bounds_matrix(gate, plan, blocks)  # gates.blockdata
     if bounds is None:
         return None
     if lacking:
@@ -245,10 +199,10 @@ def evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) ->
 def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -> GateOutcome:
     contrast = gate.contrast
     blocks = gate_blocks(match)
-    outcome = GateOutcome(gate, "refused", contrast.scale, _evidence(gate, plan, blocks))
+    outcome = GateOutcome(gate, "refused", contrast.scale, gate_evidence(gate, plan, blocks))
     outcome.analysis_unit = analysis_unit(plan)
     outcome.refused_by = list(fired) + as_refusals("run", match.arm_problems(set(contrast.arms)))
-    values, data_problems = _outcome_matrix(gate, plan, blocks)
+    values, data_problems = outcome_matrix(gate, blocks)  # gates.blockdata: by the blocks' rows
     outcome.refused_by += as_refusals("data", data_problems)
     out_of_range, implausible = plausibility(gate, plan, blocks, values)  # gates.plausibility
     outcome.refused_by += as_refusals("data", out_of_range)

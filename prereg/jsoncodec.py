@@ -135,6 +135,11 @@ def _keep_literal(name: str) -> float:
     return _NAMES[name]
 
 
+#: the two readers, made once (``json.loads`` with arguments builds a decoder per call)
+_DECODERS = {False: json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_refuse_literal),
+             True: json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_keep_literal)}
+
+
 def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite: bool = False) -> Any:
     """Parse one JSON document (or JSON Lines row) of a project format; see the module doc for
     what is refused. ``allow_nonfinite`` reads bare ``NaN``/``Infinity`` literals as floats (inputs
@@ -143,8 +148,9 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
         raise JSONTooLarge(f"larger than {limit_bytes} bytes")
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text, object_pairs_hook=_no_duplicates,
-                          parse_constant=_keep_literal if allow_nonfinite else _refuse_literal)
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _DECODERS[allow_nonfinite].decode(text)
     except JSONFormatError:
         raise
     except UnicodeDecodeError:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -28,7 +28,9 @@ from prereg.errors import InputError
 from prereg.fileio import read_regular_file
 from prereg.jsoncodec import canonical_bytes
 from prereg.schema import Plan
-from prereg.yamlsafe import KEY_MARK, MAX_BYTES, LoadedYaml, YamlError, load_yaml
+
+if TYPE_CHECKING:
+    from prereg.yamlsafe import LoadedYaml
 
 _PATTERN_HELP = {
     r"^[A-Za-z_][A-Za-z0-9_]*$": "names are identifiers: letters, digits and '_', not starting with a digit",
@@ -172,6 +174,8 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[tuple[Any, ...], str | 
 
 
 def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[Problem]:
+    from prereg.yamlsafe import KEY_MARK  # lazy: yaml (reading a lock needs no YAML)
+
     problems = []
     for e in err.errors(include_url=False):
         path, bad_key = _data_path(tuple(e["loc"]), loaded.data)
@@ -212,6 +216,8 @@ def _positioned(
 
 def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
     """Validate raw YAML bytes as a plan; raise ``PlanError`` with every problem found."""
+    from prereg.yamlsafe import YamlError, load_yaml  # lazy: yaml (reading a lock needs no YAML)
+
     try:
         loaded = load_yaml(raw)
     except YamlError as err:
@@ -235,9 +241,14 @@ def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
     return LoadedPlan(plan, canonical, plan_hash(canonical), sha256_hex(raw), source, warned)
 
 
-def read_input_file(path: str | os.PathLike[str], limit: int = MAX_BYTES) -> bytes:
+def read_input_file(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """Read a small regular file (``prereg.fileio.read_regular_file``: never a FIFO or device, never
-    more than ``limit`` bytes); a ``ValueError`` with one message otherwise."""
+    more than ``limit`` bytes, by default a plan's ``prereg.yamlsafe.MAX_BYTES``); a ``ValueError``
+    with one message otherwise."""
+    if limit is None:
+        from prereg.yamlsafe import MAX_BYTES  # lazy: yaml (only a plan is read without a limit)
+
+        limit = MAX_BYTES
     return read_regular_file(path, limit)
 
 

@@ -11,7 +11,7 @@ the arm, and reports refuse to draw it (``DuplicateCell``, exit 2).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from prereg.errors import InputError
 
@@ -29,12 +29,20 @@ def cell_of(record: RunRecord) -> tuple[Any, ...]:
     return (record.prereg_sha256, *cell_key_of(record.stratum, record.arm, record.replicate))
 
 
-def split_repeats(records: Iterable[RunRecord], key: Callable[[RunRecord], Hashable] = cell_of,
-                  ) -> tuple[dict[Hashable, RunRecord], list[tuple[RunRecord, RunRecord]]]:
+class _Run(Protocol):
+    @property
+    def status(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Run)  # a RunRecord, or a row read column-wise (collect.ledger.columns)
+
+
+def split_repeats(records: Iterable[R], key: Callable[[R], Hashable] = cell_of,  # type: ignore[assignment]
+                  ) -> tuple[dict[Hashable, R], list[tuple[R, R]]]:
     """The rule: (the first complete record of each cell, [(a later complete record, the first)]).
     ``key`` names the cell (default :func:`cell_of`; gates key by the plan's own level forms)."""
-    first: dict[Hashable, RunRecord] = {}
-    repeats: list[tuple[RunRecord, RunRecord]] = []
+    first: dict[Hashable, R] = {}
+    repeats: list[tuple[R, R]] = []
     for record in records:
         if record.status != "complete":
             continue

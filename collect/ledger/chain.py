@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from collect.ledger.records import GENESIS, RunRecord
+from collect.ledger.records import GENESIS
 from collect.traces.check import trace_problems
 
 if TYPE_CHECKING:
+    from collect.ledger.columns import LedgerColumns, Record
     from collect.ledger.store import Ledger
 
 
@@ -27,18 +29,19 @@ class ChainReport:
         return self.status != "broken"
 
 
-def _who(record: RunRecord, line: int) -> str:
+def _who(record: Record, line: int) -> str:
     return f"ledger line {line} (run {record.run_id}, arm {record.arm})"
 
 
-def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
+def verify_chain(ledger: Ledger | LedgerColumns, check_traces: bool = True) -> ChainReport:
     """Re-hash every record, follow the ``prev_sha256`` links and (optionally) re-hash the traces."""
     if not ledger.records:
         report = ChainReport("empty", None)
     else:
         report = ChainReport("intact", ledger.hashes[-1])
     expected = GENESIS
-    for record, digest, line in zip(ledger.records, ledger.hashes, ledger.record_lines, strict=True):
+    records: Sequence[Record] = ledger.records
+    for record, digest, line in zip(records, ledger.hashes, ledger.record_lines, strict=True):
         who = _who(record, line)
         if record.record_sha256 != digest:
             report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
@@ -59,5 +62,5 @@ def verify_chain(ledger: Ledger, check_traces: bool = True) -> ChainReport:
     return report
 
 
-def _trace_problems(runs_dir: Path, record: RunRecord, who: str) -> list[str]:
+def _trace_problems(runs_dir: Path, record: Record, who: str) -> list[str]:
     return [f"{who}: trace {name} {problem}" for name, problem in trace_problems(runs_dir, record)]

@@ -23,14 +23,18 @@ import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collect.ledger.files import hash_trace, open_no_follow, trace_path
 from collect.ledger.records import LEDGER_NAME, TRACES_DIR, RunRecord
 from collect.traces.lines import MAX_TRACE_BYTES
 from prereg.errors import IntegrityError
 
+if TYPE_CHECKING:
+    from collect.ledger.columns import Record  # a RunRecord, or a row read column-wise
 
-def _uncheckable(record: RunRecord, name: str) -> str | None:
+
+def _uncheckable(record: Record, name: str) -> str | None:
     """Why ``record`` cannot vouch for its trace ``name`` (not listed, or no hash recorded), or None."""
     if name not in record.traces:
         return "is not listed in the run's record, so it cannot be checked"
@@ -39,7 +43,7 @@ def _uncheckable(record: RunRecord, name: str) -> str | None:
     return None
 
 
-def trace_problem(runs_dir: str | os.PathLike[str], record: RunRecord, name: str) -> str | None:
+def trace_problem(runs_dir: str | os.PathLike[str], record: Record, name: str) -> str | None:
     """What is wrong with ``record``'s trace ``name`` (None when it matches its recorded SHA-256)."""
     why = _uncheckable(record, name)
     if why is not None:
@@ -54,18 +58,18 @@ def trace_problem(runs_dir: str | os.PathLike[str], record: RunRecord, name: str
     return None
 
 
-def trace_problems(runs_dir: str | os.PathLike[str], record: RunRecord) -> list[tuple[str, str]]:
+def trace_problems(runs_dir: str | os.PathLike[str], record: Record) -> list[tuple[str, str]]:
     """``(trace name, what is wrong)`` for each of ``record``'s traces that does not match its
     recorded SHA-256 (changed, missing, unreadable, or never hashed); empty when all match."""
     return [(name, problem) for name in record.traces if (problem := trace_problem(runs_dir, record, name))]
 
 
-def _refused(runs_dir: str | os.PathLike[str], record: RunRecord, name: str, why: str) -> IntegrityError:
+def _refused(runs_dir: str | os.PathLike[str], record: Record, name: str, why: str) -> IntegrityError:
     return IntegrityError(f"run {record.run_id}: trace {Path(runs_dir) / name} {why}; refusing to read it "
                           "(the ledger record holds the SHA-256 the run recorded)", details=[name])
 
 
-def read_verified_trace(runs_dir: str | os.PathLike[str], record: RunRecord, name: str,
+def read_verified_trace(runs_dir: str | os.PathLike[str], record: Record, name: str,
                         limit: int = MAX_TRACE_BYTES) -> bytes:
     """The bytes of ``record``'s trace ``name``, after they hash to the SHA-256 its record holds
     (``IntegrityError``, exit 3, naming the file, otherwise)."""
@@ -97,7 +101,7 @@ def read_verified_trace(runs_dir: str | os.PathLike[str], record: RunRecord, nam
     return b"".join(chunks)
 
 
-def verified_loader(runs_dir: str | os.PathLike[str], record: RunRecord) -> Callable[[Path], bytes]:
+def verified_loader(runs_dir: str | os.PathLike[str], record: Record) -> Callable[[Path], bytes]:
     """A file reader for ``collect.traces.telemetry.read_trace`` that reads only ``record``'s traces,
     each checked (:func:`read_verified_trace`); a path outside ``RUNS/traces`` is refused."""
     traces = (Path(runs_dir) / TRACES_DIR).absolute()

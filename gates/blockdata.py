@@ -1,0 +1,126 @@
+"""A gate's values, bounds and evidence read from the ledger's columns (``collect.ledger.columns``) by the blocks' rows.
+
+The same values, problems (in the same order) and classes as reading each block's records one by
+one: a block's ``rows`` name its records' indices in the columns, so a metric is turned into floats
+once per evaluation (``RunRecord.metric``: NaN and infinities restored, NaN where not recorded)
+and each gate gathers its blocks x arms matrix by index.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from estimators.vocabulary import weakest
+
+if TYPE_CHECKING:
+    from collect.ledger.columns import LedgerColumns
+    from gates.matching import Block
+    from prereg.schema import Gate, Plan
+
+
+def _columns(blocks: list[Block]) -> LedgerColumns | None:
+    return blocks[0].ledger if blocks else None
+
+
+def row_matrix(blocks: list[Block], arms: tuple[str, ...] | list[str]) -> np.ndarray:
+    """(blocks x arms) indices of the records in the columns, -1 where the block has no record of the arm
+    (made once for a list of blocks and its arms: every gate of a match reads the same list)."""
+    columns = _columns(blocks)
+    key = ("rows", id(blocks), tuple(arms))
+    kept = columns.cache.get(key) if columns is not None else None
+    if kept is not None and kept[0] is blocks:
+        return np.array(kept[1])
+    rows = np.array([[b.rows.get(arm, -1) for arm in arms] for b in blocks], dtype=np.intp)
+    rows = rows.reshape(len(blocks), len(arms))
+    if columns is not None:
+        columns.cache[key] = (blocks, rows)
+    return np.array(rows)
+
+
+def metric_array(columns: LedgerColumns, metric: str) -> np.ndarray:
+    """Metric ``metric`` of every record as float64 (NaN where not recorded), made once per columns."""
+    key = ("metric", metric)
+    if key not in columns.cache:
+        columns.cache[key] = np.array(columns.metric_floats(metric), dtype=np.float64)
+    found: np.ndarray = columns.cache[key]
+    return found
+
+
+def outcome_matrix(gate: Gate, blocks: list[Block]) -> tuple[np.ndarray, list[str]]:
+    """(blocks x contrast arms) values of the gate's metric, and data problems by name."""
+    contrast = gate.contrast
+    problems: list[str] = []
+    columns = _columns(blocks)
+    rows = row_matrix(blocks, contrast.arms)
+    present = rows >= 0
+    if columns is None or not present.any():
+        return np.full(rows.shape, np.nan), problems
+    values = np.where(present, metric_array(columns, gate.metric)[np.where(present, rows, 0)], np.nan)
+    bad = present & ~np.isfinite(values)  # missing (None) or non-finite, where a run exists
+    if contrast.scale == "ratio":
+        bad |= present & (values <= 0)
+    metrics = columns.columns["metrics"]
+    for i, j in zip(*np.nonzero(bad), strict=True):  # row by row, arm by arm
+        block, arm, row = blocks[i], contrast.arms[j], int(rows[i, j])
+        value = values[i, j]
+        if metrics[row].get(gate.metric) is None:
+            problems.append(f"no {gate.metric} recorded for arm {arm} in {block.label} "
+                            f"({columns.columns['run_id'][row]})")
+        elif not math.isfinite(value):
+            problems.append(f"non-finite {gate.metric} for arm {arm} in {block.label}")
+        else:
+            problems.append(f"{gate.metric} = {float(value):g} <= 0 for arm {arm} in {block.label}: no ratio")
+    return values, problems
+
+
+def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray | None, list[str]]:
+    """Measurement bounds (metric units) of the gate's values, or None when the metric has no signal;
+    and the runs lacking one, in block and arm order. Every block holds every arm of the contrast."""
+    signal = plan.metrics[gate.metric].signal
+    if signal is None:
+        return None, []
+    arms = gate.contrast.arms
+    bounds = np.zeros((len(blocks), len(arms)))
+    columns = _columns(blocks)
+    if columns is None:
+        return bounds, []
+    key = ("bound", signal, gate.metric)
+    if key not in columns.cache:
+        found = []
+        for telemetry in columns.columns["telemetry"]:
+            summary = telemetry.get(signal)
+            found.append(summary.bound_of(gate.metric) if summary is not None else None)
+        columns.cache[key] = found
+    per_row = columns.cache[key]
+    lacking = []
+    for i, block in enumerate(blocks):
+        for j, arm in enumerate(arms):
+            row = block.rows[arm]
+            bound = per_row[row]
+            if bound is None:
+                lacking.append(columns.columns["run_id"][row])
+            else:
+                bounds[i, j] = bound
+    return bounds, lacking
+
+
+def evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
+    """The weakest of the plan's declaration, the collector's recorded class and the signal's telemetry."""
+    metric = plan.metrics[gate.metric]
+    classes: list[str] = [metric.evidence]
+    columns = _columns(blocks)
+    if columns is None:
+        return weakest(classes)
+    rows = [row for b in blocks for row in b.rows.values()]  # the blocks' records, in their order
+    recorded = columns.columns["evidence"]
+    classes += [c for row in rows if recorded[row] and (c := recorded[row].get(gate.metric))]
+    if metric.signal:
+        signal, telemetry = metric.signal, columns.columns["telemetry"]
+        classes += [s.evidence for row in rows if (s := telemetry[row].get(signal))]
+    return weakest(dict.fromkeys(classes))  # each class once, in order of first appearance: the same weakest
+
+
+__all__ = ["bounds_matrix", "evidence", "metric_array", "outcome_matrix", "row_matrix"]
