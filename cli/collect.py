@@ -139,7 +139,7 @@ def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
 
     say("a monitored plan: running the strata in their frozen order, evaluating and recording each planned look")
     try:
-        result = run_monitored(args.lock, runs, args.jobs, args.executor, None, say)
+        result = run_monitored(args.lock, runs, args.jobs, args.executor, None, say, address=args.address)
     except KeyboardInterrupt:
         print(f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
               f"{runs / 'looks.jsonl'}\ncontinue with: collect run {args.lock} --out {runs} --resume", file=sys.stderr)

@@ -110,8 +110,10 @@ def _stop_of(record: LookRecord) -> str | None:
 def run_monitored(
     lock: Lock | PathLike, out: PathLike, jobs: int = 1, executor: str = "local",
     progress: Callable[[int, int], None] | None = None, say: Callable[[str], None] | None = None,
+    address: str | None = None,
 ) -> MonitoredRun:
-    """Run a monitored plan look by look into ``out`` (module doc); ``say`` hears one line per look."""
+    """Run a monitored plan look by look into ``out`` (module doc); ``say`` hears one line per look;
+    ``address``: the Ray cluster to join (``executor="ray"``, as ``collect.run_plan``)."""
     verified = load_lock(lock)
     plan = verified.plan
     if plan.monitoring is None:
@@ -136,7 +138,7 @@ def run_monitored(
         ids = [run_id for stratum in order[:prefix] for run_id in by_stratum[stratum_key(plan, stratum)]]
         step = LookStep(k, blocks)
         result.steps.append(step)
-        summary = run_plan(verified, folder, jobs, executor, progress, only=ids)
+        summary = run_plan(verified, folder, jobs, executor, progress, only=ids, address=address)
         step.completed, step.failed, step.skipped = summary.completed, summary.failed, summary.skipped
         keys = {stratum_key(plan, stratum) for stratum in order[:prefix]}
         recorded = _recorded(folder, plan, verified.plan_sha256, k, keys)

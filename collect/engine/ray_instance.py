@@ -28,11 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collect.engine.ray_warm import adopt, early_failure
+from collect.engine.ray_warm import adopt, answers, early_failure
 from collect.engine.resources import usable_cpus
 from collect.engine.runs import EngineError
 
 REAPER = Path(__file__).with_name("ray_reaper.py")
+
+
+JOIN_PROBE_S = 10.0  # how long a HOST:PORT address may take to accept a TCP connection before the join is refused
 
 
 class RayStartCostWarning(UserWarning):
@@ -88,6 +91,9 @@ def open_instance(address: str | None, jobs: int) -> Instance:
             raise EngineError("--address local is a new local instance: leave --address out for that")
         if failed is not None:
             raise EngineError(f"could not join the Ray cluster at {joined}: {failed}".strip())
+        if answers(joined, JOIN_PROBE_S) is False:  # ray.init would wait minutes on an address nobody answers
+            raise EngineError(f"could not join the Ray cluster at {joined}: nothing accepts a connection on that "
+                              f"host and port within {JOIN_PROBE_S:g} s (is the head started, `ray start --head`?)")
         try:
             ray.init(address=joined, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as err:

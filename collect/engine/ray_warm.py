@@ -48,17 +48,23 @@ def warm_worker() -> int:
     return os.getpid()
 
 
-def _reachable(address: str) -> bool:
-    """``HOST:PORT`` that accepts a TCP connection within ``REACH_S`` (``ray.init`` waits minutes on an
-    address nobody answers: that wait stays after the lock's checks, where the sweep reports it)."""
+def answers(address: str, timeout_s: float) -> bool | None:
+    """Whether ``HOST:PORT`` accepts a TCP connection within ``timeout_s``; None for an address of
+    another form (``auto``, ``ray://...``), left to ``ray.init``."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit() or "/" in address:
-        return False  # 'auto', 'local', 'ray://...': left to the sweep
+        return None
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_S).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except (OSError, ValueError):
         return False
     return True
+
+
+def _reachable(address: str) -> bool:
+    """``HOST:PORT`` that accepts a TCP connection within ``REACH_S`` (``ray.init`` waits minutes on an
+    address nobody answers: the sweep refuses it, after the lock's checks)."""
+    return answers(address, REACH_S) is True
 
 
 def start_early(address: str | None) -> bool:

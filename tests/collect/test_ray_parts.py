@@ -239,3 +239,29 @@ def test_an_early_join_is_skipped_without_an_address_that_answers(monkeypatch):
         s.bind(("127.0.0.1", 0))
         s.listen()
         assert ray_warm._reachable(f"127.0.0.1:{s.getsockname()[1]}")
+
+
+def test_an_address_nobody_answers_is_refused_naming_it_not_waited_on(tmp_path):
+    import socket
+
+    from collect.engine.ray_warm import answers
+
+    with socket.socket() as listening:  # a port that answers, then the same port closed
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert answers(f"127.0.0.1:{port}", 5.0) is True
+    assert answers(f"127.0.0.1:{port}", 5.0) is False
+    assert answers("auto", 5.0) is None and answers("ray://head:10001", 5.0) is None
+    plan = tmp_path / "study.yaml"
+    plan.write_text((Path(__file__).resolve().parents[2] / "examples" / "multisite-recovery.yaml").read_text(
+        encoding="utf-8"), encoding="utf-8")
+    bin_dir = Path(sys.executable).parent
+    subprocess.run([str(bin_dir / "prereg"), "freeze", str(plan)], check=True, capture_output=True, timeout=300)
+    lock = tmp_path / "study.lock.json"
+    done = subprocess.run([str(bin_dir / "collect"), "run", str(lock), "--out",
+                           str(tmp_path / "runs"), "--executor", "ray", "--address", f"127.0.0.1:{port}"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert f"could not join the Ray cluster at 127.0.0.1:{port}: nothing accepts a connection" in done.stderr
+    assert "Traceback" not in done.stderr
