@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.docs import PageRuns
+
 REPO = Path(__file__).resolve().parents[1]
 # Byte-for-byte copies of the shared example plans (the v1 plans the tool must accept as written), kept in
 # the repository so a clone anywhere runs every test; tests/test_fixtures.py pins their hashes.
@@ -25,6 +27,13 @@ def shared_example_path(name: str) -> Path:
 def torch() -> types.ModuleType:
     """torch, imported by the first test that asks for it (collection never does); skips where it is missing."""
     return pytest.importorskip("torch")  # lazy: seconds of import
+
+
+@pytest.fixture(scope="session")
+def page_runs(tmp_path_factory: pytest.TempPathFactory) -> PageRuns:
+    """The documentation pages' marked blocks, each page run once per session in its own folder
+    (tests/helpers/docs.py): shared by tests/test_docs.py and the tests of the worked examples."""
+    return PageRuns(tmp_path_factory.mktemp("docs-pages"))
 
 
 @pytest.fixture
