@@ -7,8 +7,8 @@
 * train.py imports nothing of the toolkit but the phase client, and the committed table and logs are
   what examples/make_smi_logs.py writes.
 
-Both are checked on the one run of docs/byo.md's runnable blocks of the session (tests/helpers/docs.py,
-the `page_runs` fixture), in a copy of examples/, so nothing is written into the checkout and the 16
+Both are checked on the one run of docs/byo.md's runnable blocks of the session (a job of
+tests/helpers/prefetch.py, begun in the background when the tests are collected), in a copy of examples/, so nothing is written into the checkout and the 16
 training runs run once: each test first checks that the page's block holds exactly the commands it checks.
 """
 
@@ -19,16 +19,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from collect.ledger.store import read_ledger
 from collect.plugins import COLLECTORS
 from gates.api import read_evaluation
 from tests.helpers import requires
-from tests.helpers.docs import Block, PageRun, PageRuns
+from tests.helpers.docs import Block, PageRun
+from tests.helpers.prefetch import Prefetcher
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 TRAIN = EXAMPLES / "byo" / "train.py"
-BYO_PAGE = ROOT / "docs" / "byo.md"
+BYO_JOB = "page:docs/byo.md"
 COMMAND_CLASS = "collect.collectors.command.collector:CommandCollector"
 
 
@@ -50,10 +53,10 @@ def test_train_py_imports_torch_and_the_phase_client_only() -> None:
     assert "torch.save(" in TRAIN.read_text() and "weights_only=True" in TRAIN.read_text()
 
 
-def byo_page(page_runs: PageRuns) -> PageRun:
-    """docs/byo.md's blocks after their one run of the session (tests/helpers/docs.py): the example's
-    commands, as documented, in a copy of examples/."""
-    ran = page_runs.of(BYO_PAGE)
+def byo_page(prefetched: Prefetcher) -> PageRun:
+    """docs/byo.md's blocks after their one run of the session (a job of tests/helpers/prefetch.py): the
+    example's commands, as documented, in a copy of examples/."""
+    ran: PageRun = prefetched.result(BYO_JOB)
     failed = [b for b in ran.blocks if b.proc is not None and b.proc.returncode != 0]
     assert not failed, f"docs/byo.md block {failed[0].number} exited {failed[0].proc.returncode}:\n" + (
         failed[0].proc.stdout[-3000:] + failed[0].proc.stderr[-3000:])
@@ -74,14 +77,15 @@ def evaluation_of(runs: Path) -> dict:
 
 
 @requires("torch")
-def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(page_runs: PageRuns) -> None:
+@pytest.mark.prefetch(BYO_JOB)
+def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(prefetched: Prefetcher) -> None:
     """The byo.yaml commands of docs/byo.md, exactly as written there and run once by its runnable block
     (tests/test_docs.py checks the same run's exit codes and shown output): every planned run ran the
     script to completion, left its checkpoint and marks, and the claim is supported."""
     assert "  collector: command\n" in (EXAMPLES / "byo.yaml").read_text()  # the documented name
     assert "command" in COLLECTORS and COLLECTORS.get("command") == COMMAND_CLASS, (
         "the installed metadata lacks the `command` entry point of pyproject.toml: reinstall the toolkit")
-    ran = byo_page(page_runs)
+    ran = byo_page(prefetched)
     block = ran.runnable("prereg freeze examples/byo.yaml -o demo/byo.lock.json")
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo.yaml -o demo/byo.lock.json",
@@ -107,9 +111,10 @@ def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(page_ru
         "learning_noninferior": "pass", "steps_saved": "pass", "learning_noninferior_wilcoxon": "pass"}
 
 
-def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim(page_runs: PageRuns) -> None:
+@pytest.mark.prefetch(BYO_JOB)
+def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim(prefetched: Prefetcher) -> None:
     """The byo-smi.yaml commands of docs/byo.md, as written there and run once by its runnable block."""
-    ran = byo_page(page_runs)
+    ran = byo_page(prefetched)
     block = ran.runnable("prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json")
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json",

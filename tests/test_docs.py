@@ -14,7 +14,7 @@ Markers a page may use (each on the line right before a fenced block):
 
 Each page gets one fresh working folder holding a copy of ``examples/`` and
 ``tests/fixtures/shared_examples/``; its marked blocks are handled in page order, once per session
-(``page_runs``, tests/helpers/docs.py): a test of a worked example may check the folder the page's
+(a job of tests/helpers/prefetch.py, begun in the background when the tests are collected): a test of a worked example may check the folder the page's
 commands made instead of running the example again (tests/test_byo_example.py does for docs/byo.md).
 """
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.docs import PageRuns, marked_blocks, script
+from tests.helpers.docs import PageRun, marked_blocks, script
+from tests.helpers.prefetch import Prefetcher
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -140,12 +141,14 @@ RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
-def test_runnable_blocks_run(page: Path, page_runs: PageRuns):
-    """The page's blocks, run once per session (tests.helpers.docs; tests/test_byo_example.py checks the
-    runs folder docs/byo.md makes): every runnable block exits 0 with no traceback, every output block
-    shows only lines the runnable block before it printed."""
-    ran = page_runs.of(page)
+@pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(ROOT)),
+                                               marks=pytest.mark.prefetch(f"page:{p.relative_to(ROOT)}"))
+                                  for p in RUNNABLE])
+def test_runnable_blocks_run(page: Path, prefetched: Prefetcher):
+    """The page's blocks, run once per session (a job of tests/helpers/prefetch.py, started early in the
+    background; tests/test_byo_example.py checks the runs folder docs/byo.md makes): every runnable block
+    exits 0 with no traceback, every output block shows only lines the runnable block before it printed."""
+    ran: PageRun = prefetched.result(f"page:{page.relative_to(ROOT)}")
     name_of_page, printed = page.relative_to(ROOT), set[str]()
     for block in ran.blocks:
         if block.kind == "output":

@@ -1,10 +1,11 @@
 """The documentation's marked blocks, and one run of a page's blocks shared by every test that checks it.
 
-A page's marked blocks (see tests/test_docs.py for the markers) run once per test session, in page
-order, in one fresh working folder holding a copy of ``examples/`` and ``tests/fixtures/shared_examples/``:
-tests/test_docs.py checks that every runnable block exits 0 and every output block shows only lines the
-block before printed; a test of a worked example (tests/test_byo_example.py) checks the runs folder
-the page's own commands made, so the example's training runs only once.
+A page's marked blocks (see tests/test_docs.py for the markers) run once per test session (a job of
+tests/helpers/prefetch.py), in page order, in one fresh working folder holding a copy of ``examples/``
+and ``tests/fixtures/shared_examples/``: tests/test_docs.py checks that every runnable block exits 0 and
+every output block shows only lines the block before printed; a test of a worked example
+(tests/test_byo_example.py) checks the runs folder the page's own commands made, so the example's
+training runs only once.
 """
 
 from __future__ import annotations
@@ -87,19 +88,3 @@ def run_page(page: Path, folder: Path) -> PageRun:
             if block.proc.returncode != 0:
                 break
     return result
-
-
-class PageRuns:
-    """Each page run at most once, on first request, each in its own fresh folder under ``base``."""
-
-    def __init__(self, base: Path) -> None:
-        self._base = base
-        self._runs: dict[Path, PageRun] = {}
-
-    def of(self, page: Path) -> PageRun:
-        page = page.resolve()
-        if page not in self._runs:
-            folder = self._base / re.sub(r"\W", "-", str(page.relative_to(ROOT)))
-            folder.mkdir(parents=True)
-            self._runs[page] = run_page(page, folder)
-        return self._runs[page]
