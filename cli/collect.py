@@ -86,6 +86,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if talk:
         print(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
               file=sys.stderr, flush=True)
+    if _monitored(args.lock):
+        return _run_monitored(args, runs, talk)
     progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -115,6 +117,39 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
               f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}")
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
+
+
+def _monitored(lock_path: str) -> bool:
+    from prereg.api import load_lock  # lazy: pydantic
+
+    return load_lock(lock_path).plan.monitoring is not None
+
+
+def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
+    """A plan with ``monitoring:``: look by look, evaluating and recording each look (``gates.monitor``)."""
+    from collect.api import ledger_head  # lazy: pydantic
+    from gates.monitor import run_monitored  # lazy: pydantic
+
+    def say(line: str) -> None:
+        if talk:
+            print(f"collect run: {line}", file=sys.stderr, flush=True)
+
+    say("a monitored plan: running the strata in their frozen order, evaluating and recording each planned look")
+    try:
+        result = run_monitored(args.lock, runs, args.jobs, args.executor, None, say)
+    except KeyboardInterrupt:
+        print(f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
+              f"{runs / 'looks.jsonl'}\ncontinue with: collect run {args.lock} --out {runs} --resume", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    head = ledger_head(runs) if (runs / "ledger.jsonl").exists() else None
+    if args.json:
+        emit_json({"ok": result.failed == 0, "planned": result.planned, "completed": result.completed,
+                   "failed": result.failed, "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
+                   "monitoring": result.to_json()})
+    else:
+        print(f"{result.sentence()}\n{result.completed} runs completed, {result.failed} failed; ledger "
+              f"{runs / 'ledger.jsonl'}, looks {runs / 'looks.jsonl'}\nledger head sha256 {head}")
+    return EXIT_OK if result.failed == 0 else EXIT_RUNS_FAILED
 
 
 def _kept_runs(lock_path: str, runs: Path) -> str:

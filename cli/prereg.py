@@ -1,4 +1,4 @@
-"""The ``prereg`` console script: init, validate, freeze, verify, amend, show, schema.
+"""The ``prereg`` console script: init, validate, freeze, verify, amend, show, power, schema.
 
 Argparse + one call of the library (:mod:`prereg.api`, :mod:`prereg.plan`, :mod:`prereg.lock`) + printing:
 the integrity rules (no re-freezing a changed plan, no amending a broken lock) live in
@@ -194,6 +194,36 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _assumptions(items: list[str]) -> dict[str, float]:
+    """``GATE=VALUE`` pairs (reported scale: a ratio for ratio contrasts)."""
+    out: dict[str, float] = {}
+    for item in items:
+        gate, sep, value = item.partition("=")
+        try:
+            out[gate.strip()] = float(value) if sep else float("nan")
+        except ValueError:
+            raise UserError(f"--assume {item!r}: expected GATE=NUMBER (e.g. --assume g1=0.0)") from None
+        if not sep or not gate.strip() or out[gate.strip()] != out[gate.strip()]:
+            raise UserError(f"--assume {item!r}: expected GATE=NUMBER (e.g. --assume g1=0.0)")
+    return out
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    """Blocks needed per gate from a pilot's paired contrasts (``gates.power.plan_power``)."""
+    from gates.power import plan_power  # lazy: numpy
+
+    report = plan_power(args.file, args.pilot, target_power=args.power, assume=_assumptions(args.assume or []),
+                        sims=args.sims, seed=args.seed)
+    if args.json:
+        emit_json(report.to_json())
+        return EXIT_OK
+    from reports.terminal.console import make_console  # lazy: rich
+    from reports.terminal.power import render_power  # lazy: rich
+
+    make_console().print(render_power(report))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``prereg`` argument parser."""
     parser = ArgumentParser(
@@ -230,6 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lock", metavar="LOCK", help="the lock to amend (default: <stem>.lock.json beside the YAML)")
     p = add("show", cmd_show, "render a lock for a reviewer: gates as sentences, invalidators, amendments")
     p.add_argument("lock", help="the lock file")
+    p = add("power", cmd_power, "blocks each gate needs for a target power, planned from a pilot's paired contrasts")
+    p.add_argument("file", help="the plan being designed (YAML, or its lock)")
+    p.add_argument("--pilot", required=True, metavar="RUNS", help="the pilot's runs folder (collected under its own plan)")
+    p.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
+    p.add_argument("--assume", action="append", metavar="GATE=VALUE",
+                   help="the true effect to plan for (reported scale; default: no difference when the rule allows it)")
+    p.add_argument("--sims", type=int, default=1000, help="simulated studies for exact/bootstrap methods (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulations (default 0)")
     p = add("schema", cmd_schema, "print the JSON Schema of prereg/v1 (for editors' YAML language servers)")
     return parser
 

@@ -42,6 +42,7 @@ from collect.ledger.store import verify_chain
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
 from prereg.fileio import not_a_readable_file
+from prereg.monitoring import run_order, stratum_id
 
 if TYPE_CHECKING:
     from collect.engine.runner import RunSummary
@@ -66,23 +67,36 @@ def run_plan(
     executor: str = "local",
     progress: Callable[[int, int], None] | None = None,
     address: str | None = None,
+    only: list[str] | None = None,
 ) -> RunSummary:
     """Execute every run of a frozen plan not yet complete in ``out``, appending each to its ledger.
 
     ``executor`` is ``"local"`` (a process pool when ``jobs > 1``) or ``"ray"``; ``address`` the Ray
     cluster to join (default ``RAY_ADDRESS``, else a local Ray instance of its own: docs/cluster.md);
     ``progress(done, total)`` is called after each run. A run that raises is recorded as failed
-    (``summary.failed``).
+    (``summary.failed``). ``only``: the run ids to restrict it to, in the order to run them (a look of
+    a monitored plan: ``gates.monitor.run_monitored``, which ``collect run`` calls for plans with
+    ``monitoring:``).
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
     check_jobs(jobs, executor)
     _check_folder(verified, runs)  # one plan per runs folder
-    expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
+    _, planned = expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
     if address is not None and executor != "ray":
         raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
+    if only is None and verified.plan.monitoring is not None:  # a monitored plan runs in its frozen order
+        only = frozen_order(verified.plan, planned)
     return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
-                           lock_seal=verified.seal, address=address)
+                           lock_seal=verified.seal, address=address, only=only)
+
+
+def frozen_order(plan: Any, planned: list[PlannedRun]) -> list[str]:
+    """The run ids of a monitored plan in the frozen run order (``prereg.monitoring.run_order``):
+    stratum by stratum, every arm and replicate of a stratum together."""
+    rank = {stratum_id(s): i for i, s in enumerate(run_order(plan))}
+    ordered = sorted(planned, key=lambda p: rank[stratum_id({f: p.stratum[f] for f in plan.strata.factors})])
+    return [p.run_id for p in ordered]
 
 
 def import_table(

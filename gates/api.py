@@ -14,7 +14,10 @@ Rules (the ``gates`` CLI only prints what these return):
 * ``runs`` is the folder holding ``ledger.jsonl``; anything else is refused with what is expected;
 * a ledger whose hash chain does not verify refuses the evaluation (``LedgerTampered``, exit 3);
   runs whose lock seal is not the lock's (``gates.seals``) refuse the decision;
-* nothing is written unless ``out`` is given; ``out`` is checked before anything is computed and
+* a monitored plan (``monitoring:``): the runs folder's look ledger must verify with the ledger
+  (``LooksTampered``, exit 3), and every evaluation appends its look record there
+  (``collect.ledger.looks``; ``gates.looks``: a planned look's decision or an interim reading);
+* nothing else is written unless ``out`` is given; ``out`` is checked before anything is computed and
   never replaces a ledger, lock, plan, trace, link or a file the toolkit did not write (unless
   ``force``, and then only a regular file).
 
@@ -26,12 +29,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
+from collect.ledger.looks import append_look, read_looks
 from collect.ledger.store import LEDGER_NAME, ledger_path, read_ledger
 from gates.artifact import is_evaluation_file, sealed, sealed_bytes, write_encoded
 from gates.artifact import read_evaluation as read
 from gates.artifact import write_evaluation as write
+from gates.integrity import check_looks
+from gates.looks import look_fields
 from gates.provenance import lock_as_of
 from gates.seals import check_published_seal
 from prereg.api import Lock, load_lock
@@ -86,8 +92,6 @@ def evaluate(
     ``published``: the seal published at freeze (or an amendment); the lock version evaluated, or
     one before it, must have it (``IntegrityError`` otherwise, ``gates.seals.check_published_seal``).
     """
-    from gates.assemble import build_evaluation  # lazy: numpy
-
     label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
     verified = load_lock(lock)
     data, plan = verified.data, verified.plan
@@ -104,11 +108,55 @@ def evaluate(
         check_output(out, force, is_evaluation_file)  # before anything is computed or written
     for path, ours in also_writes:
         check_output(path, force, ours)
-    built = build_evaluation(data, plan, read_ledger(folder), verified.path)
+    built = _evaluate_folder(data, plan, folder, verified.path, record=True)
     if out is None:
         return sealed(built)
     evaluation, encoded = sealed_bytes(built)  # sealed and encoded from one dump
     write_encoded(out, encoded)  # the bytes write_evaluation writes
+    return evaluation
+
+
+def reevaluate_look(lock: LockLike, runs: PathLike, sequence: int, plan_version: int | None = None) -> Evaluation:
+    """A monitored plan's look ``sequence`` (its look ledger record number) evaluated again, recording
+    nothing (``gates.verify``): with the looks recorded before it, on the runs folder as it is. The
+    caller checks first that the run ledger is still the one that look saw: evaluating a grown ledger
+    would be a look nobody recorded."""
+    label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
+    verified = load_lock(lock)
+    data, plan = verified.data, verified.plan
+    if plan_version is not None:
+        try:
+            data = lock_as_of(data, plan_version)
+        except ValueError as err:
+            raise InputError(f"{label}: {err}") from None
+        plan = plan_from_canonical(data["plan"])
+    folder = check_runs_folder(runs, label)
+    return sealed(_evaluate_folder(data, plan, folder, verified.path, record=False, sequence=sequence))
+
+
+def _evaluate_folder(data: dict[str, Any], plan: Any, folder: Path, lock_path: Path, *, record: bool,
+                     sequence: int | None = None) -> Evaluation:
+    """The evaluation of ``folder``, not yet sealed (the caller seals it). A monitored plan's look ledger is checked, its earlier
+    records passed on and (``record``) this look appended; ``sequence``: re-evaluate the look of that
+    record number (``gates.verify``, which records nothing)."""
+    from gates.assemble import build_evaluation  # lazy: numpy
+
+    ledger = read_ledger(folder)
+    if plan.monitoring is None:
+        return build_evaluation(data, plan, ledger, lock_path)
+    looks = read_looks(folder)
+    check_looks(looks, ledger)
+    history = looks.records if sequence is None else looks.records[: sequence - 1]
+    evaluation = build_evaluation(data, plan, ledger, lock_path, history)
+    if record:
+        assert evaluation.monitoring is not None
+        fields = look_fields(evaluation.monitoring, evaluation.gates, evaluation.decision, ledger,
+                             data["plan_sha256"], evaluation.lock.seal if evaluation.lock else None,
+                             evaluation.evaluated_at)
+        written = append_look(folder, fields)
+        if written.seq != evaluation.monitoring.sequence:
+            raise InputError(f"{looks.path}: another evaluation was recorded while this one ran (look record "
+                             f"{written.seq}, expected {evaluation.monitoring.sequence}); evaluate again")
     return evaluation
 
 

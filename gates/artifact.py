@@ -11,6 +11,8 @@ Format history:
   one raises a single :class:`EvaluationError` saying to re-run ``gates evaluate`` on its runs.
   Also ``code_identity`` (:class:`CodeIdentity`): whether the matched runs were made by the same
   code, the parts that differ with two example runs each, and the plan's declaration.
+  Also ``monitoring`` (:class:`gates.artifact_monitoring.MonitoringResult`), present only for
+  plans with ``monitoring:`` (absent, not null, otherwise): the look or interim reading evaluated.
 
 This module owns the format: the pydantic models below are its documentation, ``write_evaluation``
 writes it atomically and ``read_evaluation`` reads it back (for ``reports show``). Every number in
@@ -30,7 +32,7 @@ import os
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from estimators.vocabulary import (
     AnalysisUnit,
@@ -41,6 +43,7 @@ from estimators.vocabulary import (
     Verdict,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.artifact_monitoring import MonitoringResult
 from gates.frame import evaluation_frame
 from gates.htmlview import evaluation_view
 from gates.numbers import DataNumber, Number
@@ -335,10 +338,23 @@ class Evaluation(_Model):
     code_identity: CodeIdentity | None = Field(
         default=None, description="Whether the matched runs were made by the same code (code files, git, Python, "
         "packages, toolkit); a difference the plan does not declare refuses the decision.")
+    monitoring: MonitoringResult | None = Field(
+        default=None, description="Monitored plans only (absent otherwise): the point of the frozen run order "
+        "evaluated, whether it is a planned look (a decision) or an interim reading (never a decision), what the "
+        "plan says to do next, every gate's boundary per look and the looks recorded before "
+        "(gates.artifact_monitoring).")
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_monitoring(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An unmonitored plan's artifact carries no ``monitoring`` key at all (its bytes and seal as before)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("monitoring", 0) is None:
+            del data["monitoring"]
+        return data
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per gate (``gates.frame.COLUMNS``); needs pandas."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from collect.ledger.looks import LookRecord
 from collect.ledger.store import Ledger
 from gates.artifact import (
     AmendmentSummary,
@@ -21,11 +22,13 @@ from gates.artifact import (
     TimeOrder,
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
+from gates.artifact_monitoring import MonitoringResult
 from gates.code_identity import check_code_identity, code_identity_refusal
 from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
+from gates.looks import conclude, locate, plan_at, restrict, settle
 from gates.matching import block_label, match_ledger
 from gates.numbers import encode_number
 from gates.phase_support import phase_support
@@ -77,13 +80,19 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
     )
 
 
-def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path) -> Evaluation:
+def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path: Path,
+                     history: list[LookRecord] | None = None) -> Evaluation:
     """Match, check invalidators, evaluate gates, decide; return the artifact.
 
+    A monitored plan (``monitoring:``) is evaluated at its point of the frozen run order, with the
+    look ledger's earlier records ``history`` (:mod:`gates.looks`).
     Raises ``gates.integrity.LedgerTampered`` when the ledger's hash chain does not verify.
     """
     chain = check_ledger(ledger)
     match = match_ledger(plan, lock["plan_sha256"], ledger)
+    point = locate(plan, lock["plan_sha256"], ledger, history or []) if plan.monitoring is not None else None
+    if point is not None:  # only the prefix of the run order reached; primary gates at the look's levels
+        match, plan = restrict(point, match), plan_at(point)
     checks = check_invalidators(plan, match)
     audit = audit_traces(match.records(), ledger.path.parent)
     traces = check_traces(plan, match.records(), audit)
@@ -103,13 +112,17 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
                 o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
                                "frozen rule")
     decision, reason = decide(outcomes)
+    monitoring: MonitoringResult | None = None
+    interim: list[Refusal] = []
+    if point is not None:
+        decision, reason, interim, monitoring = conclude(point, outcomes, decision, reason)
     if plan.strata.family_factor is not None:
         families, ranking = evaluate_families(plan, match, unchosen, choice, audit, checks)
         decision, reason = combine_decisions((decision, reason), families)
     time_order = check_time_order(plan, lock, match.records())
     predecessors = check_predecessors(plan, lock_path.parent)
     # the runs were recorded under this lock as it stands
-    refusals = as_refusals("seal", check_seals(lock, ledger.records).refusals())
+    refusals = interim + as_refusals("seal", check_seals(lock, ledger.records).refusals())
     code_identity = check_code_identity(plan, match.records())
     late, changed = time_order.refusal(), predecessor_refusal(predecessors)
     differs = code_identity_refusal(code_identity)
@@ -119,6 +132,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
+    monitoring = settle(monitoring, decision)
     reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
     other_hashes: dict[str, int] = {}
     for record in ledger.records:
@@ -180,5 +194,5 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger, lock_path
         phase_support=phase_support(plan, match.records()),
         comparator=choice, families=families, ranking=ranking,
         lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
-        code_identity=code_identity,
+        code_identity=code_identity, monitoring=monitoring,
     )

@@ -1,13 +1,15 @@
 """The ledger's hash chain as ``gates evaluate`` checks it: a broken chain refuses the decision.
 
 ``collect.ledger.store.verify_chain`` does the re-hashing; this module turns its report into the
-refusal (``LedgerTampered``, exit 3 at the CLI) and into the words reviewers read. A ledger
+refusal (``LedgerTampered``, exit 3 at the CLI) and into the words reviewers read; a monitored
+plan's look ledger (``collect.ledger.looks``) is checked the same way (``LooksTampered``). A ledger
 written before the chain existed is evaluated, with a plain statement that edits to it cannot be
 detected; a chain that is present but does not verify is never evaluated.
 """
 
 from __future__ import annotations
 
+from collect.ledger.looks import LookLedger, LooksReport, verify_looks
 from collect.ledger.store import ChainReport, Ledger, verify_chain
 from prereg.errors import IntegrityError
 
@@ -45,3 +47,26 @@ def chain_sentence(status: str, head: str | None) -> str:
         return "no records"
     where = f"; head {head}" if head else ""
     return f"hash chain intact{where} (compare the head with the one published when collection ended)"
+
+
+class LooksTampered(IntegrityError, ValueError):
+    """A monitored runs folder's look ledger does not verify (exit 3): a look record edited, removed,
+    inserted or reordered, or the run ledger truncated or rewritten after a look (``problems``)."""
+
+    def __init__(self, looks: LookLedger, report: LooksReport) -> None:
+        self.path = looks.path
+        self.problems = report.problems
+        super().__init__(
+            f"{looks.path}: the look ledger does not verify; refusing the evaluation:\n- "
+            + "\n- ".join(report.problems[:50]),
+            details=report.problems,
+        )
+
+
+def check_looks(looks: LookLedger, ledger: Ledger) -> LooksReport:
+    """The report of an intact (or empty) look ledger checked against ``ledger``; raises
+    ``LooksTampered`` otherwise (``collect.ledger.looks.verify_looks``)."""
+    report = verify_looks(looks, ledger.hashes)
+    if not report.ok:
+        raise LooksTampered(looks, report)
+    return report

@@ -29,6 +29,9 @@ The kinds (what the code produces; :data:`REFUSAL_KINDS` documents each):
 * ``code_identity``: (decision) the runs' code identity (code files, git commit, Python, packages,
   toolkit version) differs between runs in a part the plan does not declare may differ
   (``gates.code_identity``).
+* ``interim``: (decision; monitored plans only) the evaluation is not at a planned look, or comes
+  after a look that stopped the study for success: an interim reading, never a decision
+  (``gates.looks``).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RefusalKind = Literal["invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor",
-                      "code_identity"]
+                      "code_identity", "interim"]
 
 #: each kind and what it means (the module doc, as data for docs and tests)
 REFUSAL_KINDS: Final[dict[str, str]] = {
@@ -51,6 +54,7 @@ REFUSAL_KINDS: Final[dict[str, str]] = {
     "time_order": "runs started before the plan version they are judged under (no pre-existing data declared)",
     "predecessor": "an earlier evaluation the plan builds on is missing or changed",
     "code_identity": "the runs' code identity differs between runs in a part the plan does not declare may differ",
+    "interim": "a monitored plan evaluated at a point that is not a planned look: an interim reading, not a decision",
 }
 
 

@@ -7,7 +7,10 @@ plan version the artifact names) and compares what the artifact says -- study, t
 scope, plan hashes, the lock's seal, the decision and its reasons, every gate's verdict, estimate,
 interval, p-values and refusals, invalidators, family results and the run accounting -- with the
 re-evaluation. Fields that differ between two honest evaluations (when and by which toolkit it was
-made, paths as given, the YAML beside the lock, its own seal) are not compared.
+made, paths as given, the YAML beside the lock, its own seal) are not compared. A monitored plan's
+artifact (``monitoring``) is re-evaluated as the look it records -- with the looks recorded before
+it, recording nothing -- and only while the run ledger is the one that look saw: re-evaluating a
+grown ledger would be a look nobody recorded, so that is reported as stale, with no numbers.
 
 ``find_lock`` looks for the lock of an artifact whose runs folder is known: the path it recorded,
 then ``*.lock.json`` in the runs folder and in the folder above it, taking the first that verifies
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collect.ledger.store import read_ledger
 from gates.artifact import Evaluation, seal_status
 from prereg.errors import ToolkitError
 
@@ -112,13 +116,20 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
     Raises what ``gates.api.evaluate`` raises for a lock or runs folder that cannot be evaluated
     (``IntegrityError`` for a lock or ledger that does not verify, ``InputError`` for bad input).
     """
-    from gates.api import evaluate  # lazy: yaml
+    from gates.api import evaluate, reevaluate_look  # lazy: yaml
     from prereg.api import load_lock  # lazy: yaml
 
     verified = load_lock(lock)
     version = ev.lock.version if ev.lock is not None else _version_of(verified.data, ev.prereg_sha256)
     current = verified.version
-    fresh = evaluate(verified, runs, plan_version=version if version is not None and version != current else None)
+    earlier = version if version is not None and version != current else None
+    if ev.monitoring is not None:  # a recorded look: re-evaluated on the runs it saw, recording nothing
+        grown = _ledger_grown(ev, runs)
+        if grown:
+            return Verification(False, [grown], os.fspath(lock), version)
+        fresh = reevaluate_look(verified, runs, ev.monitoring.sequence, plan_version=earlier)
+    else:
+        fresh = evaluate(verified, runs, plan_version=earlier)
     found = [] if version is not None else [
         f"prereg_sha256: the artifact's plan {ev.prereg_sha256[:12]} is no version of {lock}"]
     status = seal_status(ev)
@@ -127,6 +138,18 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
                      "the artifact's seal does not match its content (edited after it was written)")
     found += differences(_comparable(ev), _comparable(fresh))
     return Verification(not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version)
+
+
+def _ledger_grown(ev: Evaluation, runs: str | os.PathLike[str]) -> str | None:
+    """Why a monitored look cannot be re-verified on ``runs`` now (the run ledger is no longer the one
+    it saw), or None. Re-evaluating a grown ledger would be a new look, unrecorded: never done."""
+    ledger = read_ledger(runs)
+    head = ledger.hashes[-1] if ledger.hashes else None
+    if head == ev.ledger.head_sha256:
+        return None
+    return (f"the run ledger has changed since look record {ev.monitoring.sequence if ev.monitoring else '?'} was "
+            f"made (head {str(ev.ledger.head_sha256)[:12]} then, {str(head)[:12]} now): a monitored plan's look is "
+            "re-verified only on the runs it saw; evaluate again with 'gates evaluate' (which records the look)")
 
 
 def _version_of(lock: dict[str, Any], plan_sha256: str) -> int | None:

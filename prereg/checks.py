@@ -12,6 +12,7 @@ from typing import Any
 from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
 from prereg.family_checks import check_families, gate_arms, power_problem
+from prereg.monitoring import monitoring_problems
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 from prereg.schema_resources import resource_problems
 
@@ -163,4 +164,6 @@ def check_plan(plan: Plan) -> list[Problem]:
         problems += resource_problems(plan.experiment.resources, plan.strata.factors, list(plan.arms))
     if not problems:
         _check_gate_power(plan, problems)
+    if not problems:
+        problems += monitoring_problems(plan)  # interim looks (prereg.monitoring)
     return problems

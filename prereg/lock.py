@@ -10,6 +10,8 @@ This module owns ``*.lock.json``; nothing else parses it. A lock is a JSON objec
     frozen_at        UTC ISO-8601 time of the first freeze
     toolkit_version  the toolkit that froze it
     environment      python, platform, git {commit, dirty} of the YAML's repository (or null)
+    run_order        monitored plans only: every stratum in the order it is run (``prereg.monitoring``),
+                     frozen with the plan; checked against the plan whenever the lock is verified
     amendments       the chain, oldest first; each entry:
         version, parent_plan_sha256, parent_yaml_sha256, parent_plan (the whole parent plan, so
         the chain can be re-hashed end to end), plan_sha256, yaml_sha256, reason, amended_at,
@@ -51,6 +53,7 @@ from prereg.fileio import atomic_write
 from prereg.jsoncodec import DuplicateKey, NestedTooDeep, NotJSON, loads, readable_bytes
 from prereg.lock_schema import LockFile
 from prereg.lock_seal import lock_seal
+from prereg.monitoring import run_order
 from prereg.plan import (
     LoadedPlan,
     canonical_bytes,
@@ -148,9 +151,17 @@ def environment_info(folder: str | os.PathLike[str]) -> dict[str, Any]:
     }
 
 
+def _with_run_order(lock: dict[str, Any], plan: Any) -> dict[str, Any]:
+    """``lock`` with the ``run_order`` of a monitored plan (``prereg.monitoring``), none otherwise."""
+    lock = {k: v for k, v in lock.items() if k != "run_order"}
+    if plan.monitoring is not None:
+        lock["run_order"] = run_order(plan)
+    return lock
+
+
 def build_lock(loaded: LoadedPlan, yaml_path: str | os.PathLike[str]) -> dict[str, Any]:
     """A fresh lock (no amendments) for a validated plan."""
-    return {
+    return _with_run_order({
         "format": LOCK_FORMAT,
         "plan": loaded.canonical,
         "plan_sha256": loaded.plan_sha256,
@@ -160,7 +171,7 @@ def build_lock(loaded: LoadedPlan, yaml_path: str | os.PathLike[str]) -> dict[st
         "toolkit_version": __version__,
         "environment": environment_info(Path(yaml_path).parent),
         "amendments": [],
-    }
+    }, loaded.plan)
 
 
 def lock_hash(lock: dict[str, Any]) -> str:
@@ -248,6 +259,20 @@ def _check_plan_data(plan: Any, what: str, stored_hash: Any, problems: list[str]
     return actual
 
 
+def _check_run_order(lock: dict[str, Any], problems: list[str]) -> None:
+    """A monitored plan's lock holds the run order its plan gives (``prereg.monitoring``); others hold none."""
+    try:
+        plan = plan_from_canonical(lock.get("plan"))  # type: ignore[arg-type]
+    except (ValidationError, TypeError):
+        return  # said by _check_plan_data
+    expected = run_order(plan) if plan.monitoring is not None else None
+    stored = lock.get("run_order")
+    if expected is None and stored is not None:
+        problems.append("the lock holds a run order but its plan has no monitoring section")
+    elif expected is not None and canonical_bytes(stored) != canonical_bytes(expected):
+        problems.append("the lock's run order is not the one its plan's monitoring seed gives (prereg.monitoring)")
+
+
 def structure_problems(lock: dict[str, Any]) -> list[str]:
     """Fields of a lock that are missing, unknown or of the wrong type (empty when well-formed)."""
     try:
@@ -264,6 +289,8 @@ def verify_chain(lock: dict[str, Any]) -> list[str]:
     """Integrity problems of a lock read by ``read_lock``: structure, hashes, the plan, the chain."""
     problems: list[str] = structure_problems(lock)[:10]
     current = _check_plan_data(lock.get("plan"), "current plan", lock.get("plan_sha256"), problems)
+    if isinstance(lock.get("plan"), dict):
+        _check_run_order(lock, problems)
     amendments = lock.get("amendments")
     if not isinstance(amendments, list):
         return [*problems, "the amendment chain is missing or not a list"]
@@ -390,11 +417,11 @@ def amend_lock(
     previous = lock["amendments"][-1]["entry_sha256"] if lock["amendments"] else None
     entry["parent_entry_sha256"] = previous
     entry["entry_sha256"] = entry_hash(entry)
-    return {
+    return _with_run_order({
         **lock,
         "plan": loaded.canonical,
         "plan_sha256": loaded.plan_sha256,
         "yaml_sha256": loaded.yaml_sha256,
         "yaml_file": Path(yaml_path).name,
         "amendments": [*lock["amendments"], entry],
-    }
+    }, loaded.plan)

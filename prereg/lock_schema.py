@@ -75,4 +75,5 @@ class LockFile(_Strict):
     toolkit_version: str
     environment: Environment
     amendments: list[Amendment]
+    run_order: list[dict[str, Any]] | None = None  # monitored plans only (prereg.monitoring.run_order)
     lock_sha256: Sha256

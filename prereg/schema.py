@@ -34,6 +34,7 @@ from prereg.schema_invalidators import (  # noqa: F401 - re-exported: the plan's
     MetricBounds,
     SensorUpdatePeriod,
 )
+from prereg.schema_monitoring import Monitoring  # noqa: F401 - re-exported: the plan's monitoring section
 from prereg.schema_resources import Resources
 from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text, level_key  # noqa: F401 - re-exported
 
@@ -408,6 +409,11 @@ class Plan(StrictModel):
         default=None,
         description="Declare up front which parts of the runs' code identity may differ between runs, and why; "
         "otherwise runs whose code identity differs refuse the decision (gates.code_identity).",
+    )
+    monitoring: Monitoring | None = Field(
+        default=None,
+        description="Preregistered interim looks (prereg.schema_monitoring): at each look a gate uses only the "
+        "alpha its spending function has released; without it every evaluation is the final one.",
     )
 
     def control_selectors(self) -> list[dict[str, Scalar]]:

@@ -50,7 +50,8 @@ HEAVY = {
     "pynvml": "binds the GPU driver",
 }
 #: estimators modules every package may import eagerly (no numpy/scipy: checked below)
-LIGHT_ESTIMATORS = {"estimators", "estimators.lazy", "estimators.vocabulary", "estimators.expressions"}
+LIGHT_ESTIMATORS = {"estimators", "estimators.lazy", "estimators.vocabulary", "estimators.expressions",
+                    "estimators.spending"}
 #: exception classes outside the ToolkitError tree, each with its reason
 EXCEPTION_EXEMPT: set[str] = set()  # none: estimators' own errors are ValueErrors by design (below)
 LAZY_COMMENT = re.compile(r"#\s*lazy:\s*(.+)")

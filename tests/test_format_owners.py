@@ -25,6 +25,7 @@ READERS = {
     "prereg/lock.py": "the lock (<stem>.lock.json)",
     "collect/ledger/store.py": "the ledger (ledger.jsonl)",
     "collect/ledger/journal.py": "the ledger's batch journal (.ledger.pending)",
+    "collect/ledger/looks.py": "the look ledger of a monitored plan (looks.jsonl)",
     "collect/ledger/runlock.py": "the runs folder's writer lock (.collect.lock)",
     "collect/traces/lines.py": "the JSON-lines traces (events, commits) and JSON-lines Zeus logs",
     "collect/traces/telemetry.py": "the telemetry trace's meta file",
@@ -37,10 +38,11 @@ READERS = {
 VERSIONS = {
     "prereg/lock/v": {"prereg/lock.py", "prereg/lock_schema.py"},
     "collect/run/v": {"collect/ledger/records.py"},
+    "collect/looks/v": {"collect/ledger/looks.py"},
     "collect/trace/v": {"collect/traces/telemetry.py"},
     "gates/evaluation/v": {"gates/artifact.py"},
 }
-VERSION_STRING = re.compile(r"^(prereg/lock|collect/run|collect/trace|gates/evaluation)/v\d+$")
+VERSION_STRING = re.compile(r"^(prereg/lock|collect/run|collect/looks|collect/trace|gates/evaluation)/v\d+$")
 
 
 @cache

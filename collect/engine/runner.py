@@ -100,15 +100,21 @@ def run_plan(
     plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
     progress: Callable[[int, int], None] | None = None, *, lock_seal: str | None = None,
     address: str | None = None,
+    only: list[str] | None = None,
 ) -> RunSummary:
     """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes,
     carrying ``lock_seal`` (the lock version's seal, ``prereg.lock_seal``). ``address``: the Ray
     cluster to join (``executor="ray"``; default ``RAY_ADDRESS``, else a local instance of its own).
+    ``only``: run ids to restrict the run to, in the order they are to run (a monitored plan's look,
+    ``gates.monitor``).
 
     Holds the runs folder's writer lock throughout (``collect.ledger.runlock.RunsBusy`` if taken).
     Runs asking for resources the executor lacks are refused first (``ResourcesMissing``, exit 2).
     """
     collector, planned = expand_plan(plan, plan_sha256)
+    if only is not None:
+        rank = {run_id: i for i, run_id in enumerate(only)}
+        planned = sorted((p for p in planned if p.run_id in rank), key=lambda p: rank[p.run_id])
     check_jobs(jobs, executor)
     if executor != "ray":
         check_local(planned)  # on Ray the cluster is checked once joined

@@ -35,6 +35,7 @@ from reports.data.reverify import reverify
 from reports.html import evaluation as he
 from reports.html.assets import CSS, JS, content_security_policy
 from reports.html.controller import commit_timeline_section, controller_sections
+from reports.html.looks import looks_section
 from reports.html.runs import conservation_section, load_runs, runs_provenance, runs_section
 from reports.html.svg import esc
 from reports.html.telemetry import telemetry_section
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from reports.html.runs import RunsContext
 
 GENERATOR = "prereg-toolkit reports html"
-NAV_WORDS = {"decision": "Decision", "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
+NAV_WORDS = {"decision": "Decision", "looks": "Interim looks", "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
              "sensitivity": "Sensitivity", "comparator": "Comparator", "families": "Families", "ranking": "Ranking",
              "assumptions": "Assumptions",
              "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
@@ -149,6 +150,8 @@ def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None)
 def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, run_id: str | None = None) -> str:
     """The whole page as text (``ev`` already cleaned of control characters)."""
     sections: list[tuple[str, str, str]] = [("decision", "Decision", he.decision_section(ev))]
+    if ev.monitoring is not None:  # a monitored plan: the look or interim reading, a small look chart
+        sections.append(("looks", "Interim looks", looks_section(ev)))
     primary = et.primary_gates(ev)
     gates_body = (he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
                   + he.group_tallies(ev) + he.forest_figure(ev, primary, "forest-primary")

@@ -23,6 +23,7 @@ from reports.terminal.forest import LEGEND
 from reports.words import controller as ct
 from reports.words import decision as dt
 from reports.words import evaluation as et
+from reports.words import monitoring as mt
 from reports.words import provenance as pt
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
@@ -112,6 +113,20 @@ def _decision(ev: Evaluation) -> list[str]:
     if modeled:
         lines += ["", md_escape(modeled)]
     lines += ["", md_escape(dt.scope_text(ev))]
+    return lines
+
+
+def _monitoring(ev: Evaluation) -> list[str]:
+    """A monitored plan's looks (``reports.words.monitoring``)."""
+    m = ev.monitoring
+    if m is None:
+        return []
+    lines = ["", "## Interim looks", "", f"**{mt.status_word(ev)}**: {md_escape(mt.status_sentence(m))}", ""]
+    lines += md_table(mt.LOOK_COLUMNS, [[md_escape(c) for c in row] for row in mt.look_rows(m)])
+    lines += [""] + [f"- {md_escape(line)}" for line in mt.gate_lines(m)]
+    history = mt.history_lines(m)
+    if history:
+        lines += ["", "Looks recorded before this one (look ledger):", ""] + [f"- {md_escape(h)}" for h in history]
     return lines
 
 
@@ -241,7 +256,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
     """The whole report as GitHub-flavoured Markdown (ends with a newline); ``figures``: (alt text, file
     name) of figures written beside it, linked after the primary gates."""
     ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
-    lines = _header(ev) + _decision(ev)
+    lines = _header(ev) + _decision(ev) + _monitoring(ev)
     primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
     lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
     lines += md_table(GATE_COLUMNS, _gate_rows(ev, primary)) + _forest_block(primary) + _figures(figures)

@@ -21,6 +21,7 @@ from reports.terminal.controller import controller_sections
 from reports.terminal.forest import LEGEND
 from reports.words import decision as dt
 from reports.words import evaluation as et
+from reports.words import monitoring as mt
 from reports.words import provenance as pt
 from reports.words.palette import DECISION_STYLES, VERDICT_STYLES
 from reports.words.phase_support import phase_support_lines
@@ -82,6 +83,25 @@ def _decision(ev: Evaluation) -> list[Any]:
     if modeled:
         parts.append(Text(modeled, style="yellow"))
     parts.append(Text(dt.scope_text(ev)))
+    return parts
+
+
+def _monitoring(ev: Evaluation) -> list[Any]:
+    """A monitored plan's looks: the status, each look's boundary and spent alpha, the looks recorded."""
+    m = ev.monitoring
+    if m is None:
+        return []
+    word = mt.status_word(ev) or ""
+    line = Text()
+    line.append(word, style="bold magenta" if m.status == "interim_reading" else "bold")
+    line.append(": " + mt.status_sentence(m))
+    table = Table(*mt.LOOK_COLUMNS, title="Planned looks (one-sided levels)", title_justify="left", expand=True)
+    for row in mt.look_rows(m):
+        table.add_row(*(Text(c) for c in row))
+    parts: list[Any] = [_heading("Interim looks"), line, table, _bullets(mt.gate_lines(m))]
+    history = mt.history_lines(m)
+    if history:
+        parts += [Text("Looks recorded before this one (look ledger):"), _bullets(history)]
     return parts
 
 
@@ -227,7 +247,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     """Rich renderables (a ``Group``) of the whole report; fits 80 columns (``verbose``: name every run)."""
     ev = clean_model(ev)  # no control characters from the plan or ledger reach the terminal
 
-    parts: list[Any] = _header(ev, verbose) + _decision(ev)
+    parts: list[Any] = _header(ev, verbose) + _decision(ev) + _monitoring(ev)
     primary = [et.gate_view(g, ev, BAR_WIDTH) for g in et.primary_gates(ev)]
     title = f"Primary gates (decide the claim; multiplicity {ev.multiplicity})"
     parts += [Text(""), gate_table(title, primary), forest_section(primary)]

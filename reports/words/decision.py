@@ -10,6 +10,7 @@ from __future__ import annotations
 from gates.artifact import Evaluation
 from reports.words import evaluation as et
 from reports.words import provenance as pt
+from reports.words.monitoring import INTERIM_WORD
 from reports.words.palette import DECISION_WORDS
 
 
@@ -66,6 +67,8 @@ def decision_sentence(ev: Evaluation) -> tuple[str, str]:
     if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone
         explanation += decision_warning([(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates])
     rest = f': "{ev.claim.strip()}" {et.EM_DASH} {explanation}'
+    if ev.monitoring is not None and ev.monitoring.status == "interim_reading":  # never a decision (gates.looks)
+        return INTERIM_WORD + pt.decision_flag(ev), rest.rstrip(".") + "."
     return DECISION_WORDS[ev.decision] + pt.decision_flag(ev), rest.rstrip(".") + "."
 
 

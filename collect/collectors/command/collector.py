@@ -211,7 +211,8 @@ class CommandCollector(Collector):
         return SharedInputs(files, facts)
 
     def run(self, ctx: RunContext) -> RunResult:
-        params, git = dict(ctx.params), ...
+        params = dict(ctx.params)
+        git: Any = ...  # ...: code_identity reads the repository itself; on Ray, what the driver read
         if ctx.shipped is not None:  # a private copy of the code files, checked by the executor
             key = _copy_key(str(params["workdir"]))
             copy = ctx.shipped.root / "code" / key

@@ -1,0 +1,269 @@
+"""The look ledger (``RUNS/looks.jsonl``): one record per evaluation of a monitored plan's runs folder.
+
+This module owns the format (``collect/looks/v1``); every writer and reader goes through it.
+
+A plan with ``monitoring:`` may be evaluated at its preregistered interim looks; every evaluation
+of its runs folder -- ``gates evaluate``, ``gates.evaluate`` from Python, each look of ``collect
+run`` -- appends one line here, so nobody can look at the data without it showing. Each line is a
+:class:`LookRecord`:
+
+* ``seq`` (1, 2, ... in order), ``evaluated_at`` (UTC), ``prereg_sha256`` and ``lock_seal`` of the
+  lock version evaluated;
+* ``ledger_head`` and ``ledger_records``: the run ledger's head hash (``GENESIS`` for an empty
+  ledger) and record count the evaluation read -- which runs it saw;
+* ``point_blocks``: the pairing blocks per gate in the evaluated prefix of the frozen run order;
+  ``blocks``: gate id -> complete units of analysis it had;
+* ``look``: the planned look (1-based) it is, or null; ``status``: ``decision`` (a planned look:
+  decided with the alpha spent there) or ``interim_reading`` (any other point: never a decision);
+* ``decision`` (supported | not_supported | refused) and ``action`` (``stop_success``,
+  ``stop_futility``, ``continue``, ``final``; ``none`` for an interim reading);
+* ``nominal_alpha``: gate id -> the one-sided level it used; ``spent_alpha``: gate id -> the
+  alpha spent up to this look; ``pvalue``: gate id -> its rule p-value (gates that had one);
+* the hash chain: ``prev_sha256`` (the previous record's ``record_sha256``; ``GENESIS`` for the
+  first) and ``record_sha256`` (SHA-256 of the record's canonical JSON without this field), as in
+  the run ledger (``collect.ledger.hashing``).
+
+Appends are atomic at the line level, as the run ledger's: the record is one line written with
+``O_APPEND`` in one ``write`` under the file's exclusive ``flock``, then fsynced (the folder too
+when the file is created); a failed write is truncated back. A ``kill -9`` can leave at most a
+torn last line, reported and never read as a record; the next append starts on a fresh line, so
+the fragment stays visible on a line of its own (``torn_lines``: not JSON, so not a record, and no
+evidence of an edit; a complete JSON line that is not a valid record is).
+
+:func:`verify_looks` re-hashes every record and follows the links, the sequence numbers and the
+times, and checks each record against the run ledger: its ``ledger_head`` must be a record of the
+ledger's chain (or ``GENESIS``), ``ledger_records`` its position, and later looks never see fewer
+runs. A run ledger truncated or rewritten after a look, or a look record edited, removed,
+inserted or reordered, breaks it.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from collect.ledger import journal
+from collect.ledger.files import open_no_follow, write_all
+from collect.ledger.hashing import record_hash, sealed_line
+from collect.ledger.records import GENESIS, Sha256
+from estimators.vocabulary import Decision
+from prereg.errors import InputError
+from prereg.fileio import fsync_dir
+from prereg.jsoncodec import DuplicateKey, NestedTooDeep, NotJSON, loads
+
+LOOKS_NAME = "looks.jsonl"
+LOOKS_FORMAT: Final = "collect/looks/v1"
+MAX_LOOKS_BYTES = 64 << 20
+Status = Literal["decision", "interim_reading"]
+Action = Literal["stop_success", "stop_futility", "continue", "final", "none"]
+
+
+class LookRecord(BaseModel):
+    """One evaluation of a monitored runs folder (module doc)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    record: Literal["collect/looks/v1"] = LOOKS_FORMAT
+    seq: int = Field(ge=1)
+    evaluated_at: str
+    prereg_sha256: Sha256
+    lock_seal: Sha256 | None = None
+    ledger_head: Sha256
+    ledger_records: int = Field(ge=0)
+    point_blocks: int = Field(ge=0)
+    blocks: dict[str, int]
+    look: int | None = Field(default=None, ge=1)
+    status: Status
+    decision: Decision
+    action: Action
+    nominal_alpha: dict[str, float] = Field(default_factory=dict)
+    spent_alpha: dict[str, float] = Field(default_factory=dict)
+    pvalue: dict[str, float] = Field(default_factory=dict)
+    prev_sha256: Sha256 = GENESIS
+    record_sha256: Sha256 | None = None
+
+
+@dataclass
+class LookLedger:
+    """The look ledger as read: its records in order, their hashes and lines, and the lines refused."""
+
+    path: Path
+    records: list[LookRecord] = field(default_factory=list)
+    hashes: list[str] = field(default_factory=list)  # recomputed hash of each record
+    record_lines: list[int] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # complete JSON lines that are not records (edited or forged)
+    torn_lines: list[int] = field(default_factory=list)  # lines cut short by a crash during an append (not JSON)
+    torn_tail: bool = False
+
+    @property
+    def head(self) -> str:
+        """The hash the next record chains to (``GENESIS`` when empty)."""
+        if not self.records:
+            return GENESIS
+        return self.records[-1].record_sha256 or GENESIS
+
+
+def looks_path(runs_dir: str | os.PathLike[str]) -> Path:
+    """``RUNS/looks.jsonl``."""
+    return Path(runs_dir) / LOOKS_NAME
+
+
+def read_looks(runs_dir: str | os.PathLike[str]) -> LookLedger:
+    """Every line of the look ledger; lines that are not records become ``problems``, never data.
+    ``OSError`` (with the path) for a link, a file that is not regular, or one over ``MAX_LOOKS_BYTES``."""
+    path = looks_path(runs_dir)
+    out = LookLedger(path)
+    if not os.path.lexists(path):
+        return out
+    fd = open_no_follow(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        journal.lock(fd, exclusive=False)
+        raw = fh.read(MAX_LOOKS_BYTES + 1)
+    if len(raw) > MAX_LOOKS_BYTES:
+        raise OSError(errno.EFBIG, f"look ledger larger than {MAX_LOOKS_BYTES} bytes", str(path))
+    lines = raw.split(b"\n")
+    if lines[-1]:
+        out.torn_tail = True  # a crash during an append: the fragment is never parsed
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            data = loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            record = LookRecord.model_validate(data)
+        except NotJSON:
+            out.torn_lines.append(number)  # a fragment a crash left: never data, not evidence of an edit
+            continue
+        except (DuplicateKey, NestedTooDeep, ValueError, ValidationError):
+            out.problems.append(f"look ledger line {number}: complete but not a valid look record (edited or forged)")
+            continue
+        out.records.append(record)
+        out.hashes.append(record_hash(data))
+        out.record_lines.append(number)
+    return out
+
+
+def append_look(runs_dir: str | os.PathLike[str], fields: dict[str, Any]) -> LookRecord:
+    """Append one look record, chained to the look ledger's head; ``fields`` is everything but
+    ``record``, ``seq``, ``prev_sha256`` and ``record_sha256`` (set here). Returns it as written.
+    ``InputError`` naming the file when it cannot be written (nothing is appended then)."""
+    folder = Path(runs_dir)
+    path = looks_path(folder)
+    created = not os.path.lexists(path)
+    try:
+        fd = open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    except OSError as err:
+        raise InputError(f"{path}: cannot record this look ({err.strerror or err}); a monitored plan is evaluated "
+                         "only where its look is recorded") from None
+    try:
+        journal.lock(fd, exclusive=True)
+        current = read_looks_fd(fd, path)
+        seq = len(current.records) + 1
+        draft = LookRecord.model_validate({**fields, "record": LOOKS_FORMAT, "seq": seq, "prev_sha256": current.head})
+        data = draft.model_dump(mode="json", exclude_none=True)
+        data.pop("record_sha256", None)
+        line, digest = sealed_line(data)
+        size = os.fstat(fd).st_size
+        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        payload = (b"\n" if torn else b"") + line + b"\n"
+        try:
+            write_all(fd, payload, path)
+            os.fsync(fd)
+        except OSError as err:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+            raise InputError(f"{path}: the look could not be recorded ({err.strerror or err}); nothing was "
+                             "appended") from None
+    finally:
+        os.close(fd)
+    if created:
+        fsync_dir(folder)
+    return draft.model_copy(update={"record_sha256": digest})
+
+
+def read_looks_fd(fd: int, path: Path) -> LookLedger:
+    """The look ledger read through an open descriptor (the writer's, holding the lock)."""
+    size = os.fstat(fd).st_size
+    if size > MAX_LOOKS_BYTES:
+        raise InputError(f"{path}: look ledger larger than {MAX_LOOKS_BYTES} bytes")
+    raw = os.pread(fd, size, 0)
+    out = LookLedger(path)
+    lines = raw.split(b"\n")
+    for line in lines[:-1]:
+        if not line.strip():
+            continue
+        try:
+            data = loads(line)
+            out.records.append(LookRecord.model_validate(data))
+        except (DuplicateKey, NestedTooDeep, NotJSON, ValueError, ValidationError):
+            continue  # counted by read_looks; the chain continues from the last valid record
+    return out
+
+
+@dataclass
+class LooksReport:
+    """What :func:`verify_looks` found: ``status`` intact, broken or empty."""
+
+    status: Literal["intact", "broken", "empty"]
+    head: str | None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No evidence of tampering."""
+        return self.status != "broken"
+
+
+def verify_looks(looks: LookLedger, ledger_hashes: list[str]) -> LooksReport:
+    """Re-hash every look record, follow its links, sequence and times, and check the run ledger it
+    names (``ledger_hashes``: the run ledger's record hashes in order) -- module doc."""
+    report = LooksReport("intact" if looks.records else "empty", looks.head if looks.records else None)
+    position = {digest: i + 1 for i, digest in enumerate(ledger_hashes)}
+    expected, last_time, last_seen = GENESIS, "", 0
+    for i, (record, digest, line) in enumerate(zip(looks.records, looks.hashes, looks.record_lines, strict=True)):
+        who = f"look ledger line {line} (look record {record.seq})"
+        if record.record_sha256 != digest:
+            report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
+        if record.prev_sha256 != expected:
+            report.problems.append(f"{who}: the chain is broken before it (a look record was removed, inserted or "
+                                   "reordered)")
+        if record.seq != i + 1:
+            report.problems.append(f"{who}: sequence number {record.seq} where {i + 1} was expected")
+        if record.evaluated_at < last_time:
+            report.problems.append(f"{who}: its time goes backwards ({record.evaluated_at} after {last_time})")
+        seen = 0 if record.ledger_head == GENESIS else position.get(record.ledger_head)
+        if seen is None:
+            report.problems.append(f"{who}: the run ledger head it saw ({record.ledger_head[:12]}) is not in the run "
+                                   "ledger's chain: the run ledger was truncated or rewritten after this look")
+        elif seen != record.ledger_records:
+            report.problems.append(f"{who}: says it saw {record.ledger_records} runs, but its head is record {seen}")
+        elif seen < last_seen:
+            report.problems.append(f"{who}: saw fewer runs ({seen}) than the look before it ({last_seen})")
+        else:
+            last_seen = seen
+        expected, last_time = digest, max(last_time, record.evaluated_at)
+    report.problems += looks.problems
+    if report.problems:
+        report.status = "broken"
+    return report
+
+
+def looks_sha256(runs_dir: str | os.PathLike[str]) -> str | None:
+    """SHA-256 of the look ledger's bytes (None when there is none)."""
+    path = looks_path(runs_dir)
+    if not os.path.lexists(path):
+        return None
+    fd = open_no_follow(path, os.O_RDONLY)
+    with os.fdopen(fd, "rb") as fh:
+        return hashlib.sha256(fh.read(MAX_LOOKS_BYTES + 1)).hexdigest()
+
+
+__all__ = ["LOOKS_FORMAT", "LOOKS_NAME", "LookLedger", "LookRecord", "LooksReport", "append_look", "looks_path",
+           "looks_sha256", "read_looks", "verify_looks"]

@@ -1,0 +1,97 @@
+"""The evaluation artifact's ``monitoring`` section (part of ``gates/evaluation/v2``, owned by :mod:`gates.artifact`).
+
+Present only for plans with ``monitoring:`` (absent otherwise, so unmonitored artifacts are as
+before). It says which point of the frozen run order was evaluated, whether that point is a
+planned look (a *decision*, reached with the alpha spent there) or not (an *interim reading*:
+never a decision; the artifact's ``decision`` is then ``refused`` with a refusal of kind
+``interim``), what the plan says to do next (``action``), every gate's boundary at every look, and
+the looks recorded before this one in the runs folder's look ledger (``collect.ledger.looks``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from estimators.vocabulary import Decision
+from gates.numbers import Number
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LookBoundary(_Model):
+    """One gate at one planned look (one-sided levels)."""
+
+    look: int = Field(ge=1)
+    blocks: int = Field(description="Complete pairing blocks per gate at this look.")
+    fraction: float = Field(description="Information fraction: blocks / the last look's blocks.")
+    nominal_alpha: float = Field(description="The level the gate's rule p-value must clear at this look.")
+    cumulative_alpha: float = Field(description="Alpha spent up to and including this look.")
+    z_bound: Number | None = Field(default=None, description="The nominal level on the z scale, "
+                                   "Phi^-1(1 - nominal_alpha), for gates on the group-sequential boundary (t); null "
+                                   "for alpha increments (exact and resampling methods).")
+    futility_p: float | None = Field(default=None, description="With non-binding futility: the gate is futile at "
+                                     "this look when its rule p-value is above this; null: no futility stop.")
+
+
+class GateLooks(_Model):
+    """A primary gate's boundaries over the planned looks."""
+
+    id: str
+    method: str
+    alpha: float = Field(description="The gate's one-sided level as frozen, (1 - confidence) / 2: what the "
+                         "looks spend in all.")
+    kind: Literal["boundary", "increment"] = Field(
+        description="boundary: the group-sequential boundary on the information fractions (t); increment: each "
+        "look tests at the alpha increment the spending releases, valid for any level-alpha test (exact methods; "
+        "conservative)."
+    )
+    looks: list[LookBoundary]
+    pvalue: float | None = Field(default=None, description="The gate's rule p-value at this point.")
+    futile: bool = Field(default=False, description="Above its futility bound at this look (non-binding futility).")
+
+
+class LookEntry(_Model):
+    """A look recorded in the look ledger before this evaluation."""
+
+    seq: int
+    evaluated_at: str
+    look: int | None
+    status: Literal["decision", "interim_reading"]
+    point_blocks: int
+    decision: Decision
+    action: str
+    ledger_records: int
+    pvalues: dict[str, float] = Field(default_factory=dict, description="Gate id -> its rule p-value at that look.")
+
+
+class MonitoringResult(_Model):
+    """Where in a monitored plan this evaluation stands (module doc)."""
+
+    looks: list[int] = Field(description="The planned looks: complete pairing blocks per gate.")
+    spending: str
+    futility: Literal["none", "nonbinding"]
+    status: Literal["decision", "interim_reading"] = Field(
+        description="decision: the evaluated point is a planned look; interim_reading: it is not (never a decision).")
+    look: int | None = Field(default=None, description="The planned look this point is (1-based), if any.")
+    point_blocks: int = Field(description="Pairing blocks per gate in the evaluated prefix of the frozen run order.")
+    total_blocks: int
+    levels_from_look: int = Field(description="The planned look whose nominal levels the gates used (an interim "
+                                  "reading is read against the next planned look's).")
+    action: Literal["stop_success", "stop_futility", "continue", "final", "none"] = Field(
+        description="What the plan says now: stop for success, stop for (non-binding) futility, continue to the next "
+        "look, final (the last look), or none (an interim reading decides nothing).")
+    reason: str = Field(description="The status and action in words.")
+    strata_evaluated: int = Field(description="Strata of the frozen run order evaluated (the prefix).")
+    strata_total: int
+    runs_evaluated: int = Field(description="Planned runs in the evaluated prefix.")
+    runs_planned: int = Field(description="Planned runs of the whole plan.")
+    runs_saved: int = Field(default=0, description="Planned runs not needed because the plan stops here "
+                            "(stop_success or stop_futility); 0 otherwise.")
+    sequence: int = Field(ge=1, description="This evaluation's record number in the look ledger (looks.jsonl).")
+    history: list[LookEntry] = Field(default_factory=list, description="The looks recorded before this one.")
+    gates: list[GateLooks] = Field(default_factory=list)
+    sensitivity_note: str | None = Field(default=None, description="How sensitivity gates were read.")
