@@ -8,8 +8,9 @@
   what examples/make_smi_logs.py writes.
 
 Both are checked on the one run of docs/byo.md's runnable blocks of the session (a job of
-tests/helpers/prefetch.py, begun in the background when the tests are collected), in a copy of examples/, so nothing is written into the checkout and the 16
-training runs run once: each test first checks that the page's block holds exactly the commands it checks.
+tests/helpers/prefetch.py, begun in the background when the tests are collected), in a copy of
+examples/, so nothing is written into the checkout and the 16 training runs run once: each test first
+checks that the page's block holds exactly the commands it checks.
 """
 
 from __future__ import annotations
