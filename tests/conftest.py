@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import types
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.prefetch import Prefetcher
 
 REPO = Path(__file__).resolve().parents[1]
 # Byte-for-byte copies of the shared example plans (the v1 plans the tool must accept as written), kept in
@@ -25,6 +29,16 @@ def shared_example_path(name: str) -> Path:
 def torch() -> types.ModuleType:
     """torch, imported by the first test that asks for it (collection never does); skips where it is missing."""
     return pytest.importorskip("torch")  # lazy: seconds of import
+
+
+@pytest.fixture(scope="session")
+def prefetched(request: pytest.FixtureRequest) -> Prefetcher:
+    """The session's prefetched jobs (tests/helpers/prefetch.py): ``prefetched.result(NAME)`` for a test
+    marked ``@pytest.mark.prefetch(NAME)``, done in the background since collection, else here."""
+    found = request.config.stash.get(PREFETCHER, None)
+    if found is None:  # no runner was started (e.g. a plugin collected the items): every job in the foreground
+        found = request.config.stash[PREFETCHER] = Prefetcher(_prefetch_base(request.config))
+    return found
 
 
 @pytest.fixture
@@ -92,3 +106,46 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 marker = item.get_closest_marker("subprocess")
         if marker is not None and not marker.kwargs.get("quick") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+# -- prefetch ------------------------------------------------------------------------------------------
+# Long self-contained jobs (a docs page's blocks, the energy studies, the torch demo, mypy) start in one
+# background runner once the session's tests are known, on the core the one-at-a-time tests leave idle;
+# the tests marked `@pytest.mark.prefetch(NAME)` read their outcome (tests/helpers/prefetch.py).
+PREFETCHER = pytest.StashKey[Prefetcher]()
+
+
+def _prefetch_base(config: pytest.Config) -> Path:
+    factory = getattr(config, "_tmp_path_factory", None)  # the tmp_path factory of the tmpdir plugin
+    return factory.mktemp("prefetch") if factory is not None else Path(tempfile.mkdtemp(prefix="pytest-prefetch-"))
+
+
+def _skipped(item: pytest.Item) -> bool:
+    """Whether a ``skipif`` with a plain boolean condition skips ``item`` (string conditions: not skipped)."""
+    for marker in item.iter_markers("skipif"):
+        condition = marker.args[0] if marker.args else marker.kwargs.get("condition")
+        if condition is True:
+            return True
+    return any(True for _ in item.iter_markers("skip"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "prefetch(name): the test reads job NAME of tests/helpers/prefetch.py, "
+                                       "started in the background when the session's tests are collected")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the background runner on the jobs the selected, not skipped tests will read, in their order."""
+    if session.config.option.collectonly or not session.items or os.environ.get("TESTS_PREFETCH") == "0":
+        return  # TESTS_PREFETCH=0: every job in the foreground, when its test asks (to compare, or to debug one)
+    names = [m.args[0] for item in session.items if not _skipped(item) for m in item.iter_markers("prefetch")]
+    prefetcher = Prefetcher(_prefetch_base(session.config))
+    prefetcher.start(names)
+    session.config.stash[PREFETCHER] = prefetcher
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """No runner outlives the session (one still going, after an interrupted run or -x, is stopped)."""
+    prefetcher = session.config.stash.get(PREFETCHER, None)
+    if prefetcher is not None:
+        prefetcher.stop()

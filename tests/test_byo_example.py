@@ -7,15 +7,15 @@
 * train.py imports nothing of the toolkit but the phase client, and the committed table and logs are
   what examples/make_smi_logs.py writes.
 
-Each runs in a copy of examples/ under tmp_path, so nothing is written into the checkout.
+Both are checked on the one run of docs/byo.md's runnable blocks of the session (a job of
+tests/helpers/prefetch.py, begun in the background when the tests are collected), in a copy of
+examples/, so nothing is written into the checkout and the 16 training runs run once: each test first
+checks that the page's block holds exactly the commands it checks.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,19 +24,16 @@ import pytest
 
 from collect.ledger.store import read_ledger
 from collect.plugins import COLLECTORS
-from tests.helpers import requires, run
+from gates.api import read_evaluation
+from tests.helpers import requires
+from tests.helpers.docs import Block, PageRun
+from tests.helpers.prefetch import Prefetcher
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 TRAIN = EXAMPLES / "byo" / "train.py"
+BYO_JOB = "page:docs/byo.md"
 COMMAND_CLASS = "collect.collectors.command.collector:CommandCollector"
-
-
-@pytest.fixture
-def examples(tmp_path: Path) -> Path:
-    """A copy of examples/ in tmp_path (the working folder of the commands, as in docs/byo.md)."""
-    shutil.copytree(EXAMPLES, tmp_path / "examples")
-    return tmp_path
 
 
 def test_train_py_imports_torch_and_the_phase_client_only() -> None:
@@ -57,24 +54,48 @@ def test_train_py_imports_torch_and_the_phase_client_only() -> None:
     assert "torch.save(" in TRAIN.read_text() and "weights_only=True" in TRAIN.read_text()
 
 
+def byo_page(prefetched: Prefetcher) -> PageRun:
+    """docs/byo.md's blocks after their one run of the session (a job of tests/helpers/prefetch.py): the
+    example's commands, as documented, in a copy of examples/."""
+    ran: PageRun = prefetched.result(BYO_JOB)
+    failed = [b for b in ran.blocks if b.proc is not None and b.proc.returncode != 0]
+    assert not failed, f"docs/byo.md block {failed[0].number} exited {failed[0].proc.returncode}:\n" + (
+        failed[0].proc.stdout[-3000:] + failed[0].proc.stderr[-3000:])
+    return ran
+
+
+def ran_clean(block: Block) -> str:
+    """The block's stdout, after checking it exited 0 and printed no traceback."""
+    assert block.proc is not None and block.proc.returncode == 0, block.number
+    assert "Traceback" not in block.proc.stdout + block.proc.stderr, block.proc.stderr
+    return block.proc.stdout
+
+
+def evaluation_of(runs: Path) -> dict:
+    """The evaluation.json that `gates evaluate` wrote into ``runs``, read by its format's owner, as
+    `gates evaluate --json` prints it."""
+    return read_evaluation(runs / "evaluation.json").model_dump(mode="json", by_alias=True)
+
+
 @requires("torch")
-def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(examples: Path) -> None:
-    plan = examples / "examples" / "byo.yaml"
-    text = plan.read_text()
-    assert "  collector: command\n" in text  # the documented name
-    if "command" not in COLLECTORS:
-        # installed metadata older than the `command` entry point (pyproject.toml): name the class
-        # directly, as docs/command-collector.md says; a reinstalled toolkit runs the file as written
-        plan.write_text(text.replace("  collector: command\n", f"  collector: {COMMAND_CLASS}\n"))
-    # `python` in the plan's argv is the interpreter on PATH: this one's, as for a researcher's venv
-    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = run("prereg", "freeze", "examples/byo.yaml", "-o", "demo/byo.lock.json", cwd=examples, env=env)
-    assert proc.returncode == 0, proc.stderr
-    proc = run("collect", "run", "demo/byo.lock.json", "--out", "demo/byo-runs", "--jobs", "2", cwd=examples,
-               env=env, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "16 runs completed, 0 failed" in proc.stdout
-    records = read_ledger(examples / "demo" / "byo-runs").records
+@pytest.mark.prefetch(BYO_JOB)
+def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(prefetched: Prefetcher) -> None:
+    """The byo.yaml commands of docs/byo.md, exactly as written there and run once by its runnable block
+    (tests/test_docs.py checks the same run's exit codes and shown output): every planned run ran the
+    script to completion, left its checkpoint and marks, and the claim is supported."""
+    assert "  collector: command\n" in (EXAMPLES / "byo.yaml").read_text()  # the documented name
+    assert "command" in COLLECTORS and COLLECTORS.get("command") == COMMAND_CLASS, (
+        "the installed metadata lacks the `command` entry point of pyproject.toml: reinstall the toolkit")
+    ran = byo_page(prefetched)
+    block = ran.runnable("prereg freeze examples/byo.yaml -o demo/byo.lock.json")
+    assert block.commands.splitlines() == [
+        "prereg freeze examples/byo.yaml -o demo/byo.lock.json",
+        "collect run demo/byo.lock.json --out demo/byo-runs --jobs 2",
+        "gates evaluate demo/byo.lock.json demo/byo-runs"]
+    stdout = ran_clean(block)
+    assert "16 runs completed, 0 failed" in stdout
+    runs = ran.folder / "demo" / "byo-runs"
+    records = read_ledger(runs).records
     assert len(records) == 16 and all(r.status == "complete" for r in records)
     for r in records:
         restart = r.arm == "restart"
@@ -82,35 +103,37 @@ def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(example
         assert r.metrics["lost_steps"] == ((r.stratum["fail_step"] % 40) + 1 if restart else 0)
         assert set(r.code["command"]["files"]) == {"byo/train.py"}
         assert f"traces/{r.run_id}.run/ckpt/last.pt" in r.traces  # the torch.save checkpoint, hashed
-        marks = (examples / "demo" / "byo-runs" / "traces" / f"{r.run_id}.run" / "marks.txt").read_text()
+        marks = (runs / "traces" / f"{r.run_id}.run" / "marks.txt").read_text()
         assert {"compute", "checkpoint"} <= {line.split()[1] for line in marks.splitlines()}
         assert ("begin restore" in marks) == ("begin replay" in marks) == restart
-    proc = run("gates", "evaluate", "demo/byo.lock.json", "demo/byo-runs", "--json", cwd=examples, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    evaluation = json.loads(proc.stdout)
+    evaluation = evaluation_of(runs)  # `gates evaluate` exited 0 (the block ran under set -e)
     assert evaluation["decision"] == "supported"
     assert {g["id"]: g["verdict"] for g in evaluation["gates"]} == {
         "learning_noninferior": "pass", "steps_saved": "pass", "learning_noninferior_wilcoxon": "pass"}
 
 
-def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim(examples: Path) -> None:
-    proc = run("prereg", "freeze", "examples/byo-smi.yaml", "-o", "demo/byo-smi.lock.json", cwd=examples)
-    assert proc.returncode == 0, proc.stderr
-    proc = run("collect", "import", "examples/runs/byo-smi.csv", "--lock", "demo/byo-smi.lock.json",
-               "--out", "demo/byo-smi-runs", "--telemetry", "examples/runs/byo-smi-logs",
-               "--telemetry-format", "nvidia-smi", cwd=examples)
-    assert proc.returncode == 0, proc.stderr
-    assert "imported 16 runs" in proc.stdout
-    records = read_ledger(examples / "demo" / "byo-smi-runs").records
+@pytest.mark.prefetch(BYO_JOB)
+def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim(prefetched: Prefetcher) -> None:
+    """The byo-smi.yaml commands of docs/byo.md, as written there and run once by its runnable block."""
+    ran = byo_page(prefetched)
+    block = ran.runnable("prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json")
+    assert block.commands.splitlines() == [
+        "prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json",
+        "collect import examples/runs/byo-smi.csv --lock demo/byo-smi.lock.json --out demo/byo-smi-runs "
+        "--telemetry examples/runs/byo-smi-logs --telemetry-format nvidia-smi",
+        'gates evaluate demo/byo-smi.lock.json demo/byo-smi-runs || echo "exit $?"']
+    stdout = ran_clean(block)
+    assert "imported 16 runs" in stdout
+    runs = ran.folder / "demo" / "byo-smi-runs"
+    records = read_ledger(runs).records
     assert len(records) == 16 and all(r.status == "complete" for r in records)
     for r in records:
         assert f"traces/{r.run_id}.telemetry.meta.json" in r.traces
         assert 1500 < r.metric("energy") < 4000  # J: filled from the log, not the table
         bound = r.telemetry["power_average"].bound_of("energy")
         assert bound is not None and bound > r.metric("energy")  # power.draw cannot bound it tightly
-    proc = run("gates", "evaluate", "demo/byo-smi.lock.json", "demo/byo-smi-runs", "--json", cwd=examples)
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    evaluation = json.loads(proc.stdout)
+    assert stdout.splitlines()[-1] == "exit 3"  # `gates evaluate` exited 3: refused
+    evaluation = evaluation_of(runs)
     assert evaluation["decision"] == "refused"
     assert {g["id"]: g["verdict"] for g in evaluation["gates"]} == {
         "learning_noninferior": "pass", "work_saved": "pass", "energy_saving": "unresolvable"}

@@ -13,33 +13,32 @@ Markers a page may use (each on the line right before a fenced block):
   printed (trailing spaces aside), so an excerpt of real output cannot go stale.
 
 Each page gets one fresh working folder holding a copy of ``examples/`` and
-``tests/fixtures/shared_examples/``; its marked blocks are handled in page order.
+``tests/fixtures/shared_examples/``; its marked blocks are handled in page order, once per session
+(a job of tests/helpers/prefetch.py, begun in the background when the tests are collected): a test of a worked example may check the folder the page's
+commands made instead of running the example again (tests/test_byo_example.py does for docs/byo.md).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.docs import PageRun, marked_blocks, script
+from tests.helpers.prefetch import Prefetcher
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 PAGE_IDS = [str(p.relative_to(ROOT)) for p in PAGES]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
-MARKED = re.compile(r"^<!-- (runnable|output|file: ([^>\s]+)) -->\n```[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 REPO_PATH = re.compile(r"`((?:prereg|collect|estimators|gates|reports|cli|tests|benchmarks|examples|docs)/[\w./-]*)`")
 # Words of the project's history, not of the product (the docs are its reference, not a notebook).
 HISTORY = re.compile(r"\bissues? \d|pre-issue|\.\./shared|this project's sessions|\bused to (?:be|pass|fail|draw)\b",
                      re.I)
-BLOCK_TIMEOUT_S = 600  # only to catch a hang: every runnable block takes seconds
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -126,18 +125,6 @@ def test_every_repository_path_named_exists(page: Path):
     assert not missing, f"{page.relative_to(ROOT)} names paths that do not exist: {missing}"
 
 
-def marked_blocks(text: str) -> list[tuple[str, str | None, str]]:
-    """(kind, file name or None, body) of every marked block, in page order."""
-    return [("file" if name else kind, name or None, body) for kind, name, body in MARKED.findall(text)]
-
-
-def script(body: str) -> str:
-    """The commands of a runnable block: its prompted lines, or every line when none is prompted."""
-    lines = body.splitlines()
-    prompted = [line[2:] for line in lines if line.startswith("$ ")]
-    return "\n".join(prompted if prompted else lines)
-
-
 def test_marked_blocks_are_found():
     readme = marked_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
     assert [(k, n) for k, n, _ in readme] == [("file", "study.yaml"), ("runnable", None), ("output", None)]
@@ -154,26 +141,27 @@ RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", RUNNABLE, ids=[str(p.relative_to(ROOT)) for p in RUNNABLE])
-def test_runnable_blocks_run(page: Path, tmp_path: Path):
-    for folder in ("examples", "tests/fixtures/shared_examples"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "NO_COLOR": "1", "COLUMNS": "80", "MPLBACKEND": "Agg"}
+@pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(ROOT)),
+                                               marks=pytest.mark.prefetch(f"page:{p.relative_to(ROOT)}"))
+                                  for p in RUNNABLE])
+def test_runnable_blocks_run(page: Path, prefetched: Prefetcher):
+    """The page's blocks, run once per session (a job of tests/helpers/prefetch.py, started early in the
+    background; tests/test_byo_example.py checks the runs folder docs/byo.md makes): every runnable block
+    exits 0 with no traceback, every output block shows only lines the runnable block before it printed."""
+    ran: PageRun = prefetched.result(f"page:{page.relative_to(ROOT)}")
     name_of_page, printed = page.relative_to(ROOT), set[str]()
-    for number, (kind, name, body) in enumerate(marked_blocks(page.read_text(encoding="utf-8")), start=1):
-        if kind == "output":
-            stale = [line for line in body.splitlines() if line.rstrip() not in printed and line != "..."]
-            assert not stale, f"{name_of_page} block {number} shows lines the block before did not print: {stale}"
-            continue
-        if kind == "file":
-            assert name and not Path(name).is_absolute() and ".." not in Path(name).parts, name
-            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / name).write_text(body, encoding="utf-8")
-            continue
-        commands = script(body)
-        proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + commands], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
-        assert proc.returncode == 0, (f"{name_of_page} runnable block {number} exited {proc.returncode}:\n{commands}\n"
-                                      f"--- stdout\n{proc.stdout[-3000:]}\n--- stderr\n{proc.stderr[-3000:]}")
-        printed = {line.rstrip() for line in proc.stdout.splitlines()}
+    for block in ran.blocks:
+        if block.kind == "output":
+            stale = [line for line in block.body.splitlines() if line.rstrip() not in printed and line != "..."]
+            assert not stale, f"{name_of_page} block {block.number} shows lines the block before did not print: {stale}"
+        elif block.kind == "runnable":
+            proc = block.proc
+            assert proc is not None
+            assert proc.returncode == 0, (f"{name_of_page} runnable block {block.number} exited {proc.returncode}:\n"
+                                          f"{block.commands}\n--- stdout\n{proc.stdout[-3000:]}\n"
+                                          f"--- stderr\n{proc.stderr[-3000:]}")
+            assert "Traceback" not in proc.stdout + proc.stderr, (
+                f"{name_of_page} runnable block {block.number} printed a traceback:\n{proc.stderr[-3000:]}")
+            printed = {line.rstrip() for line in proc.stdout.splitlines()}
+    assert [(b.kind, b.name, b.body) for b in ran.blocks] == marked_blocks(page.read_text(encoding="utf-8")), \
+        f"{name_of_page}: the blocks that ran are not the page's blocks"

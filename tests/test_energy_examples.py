@@ -8,24 +8,27 @@ import os
 
 import pytest
 
-from tests.conftest import OWN_EXAMPLES
-from tests.helpers import run
+from tests.helpers.prefetch import Prefetcher
 
 pytestmark = pytest.mark.skipif(os.environ.get("SKIP_DEMO") == "1", reason="SKIP_DEMO=1")
 
 
-def _study(tmp_path, name: str) -> tuple[dict, str, int]:
+def _study(prefetched: Prefetcher, name: str) -> tuple[dict, str, int]:
+    """The study as its header says: frozen, collected with two jobs, evaluated (a job of
+    tests/helpers/prefetch.py, begun in the background when the tests are collected)."""
     pytest.importorskip("torch")
-    lock = tmp_path / f"{name}.lock.json"
-    assert run("prereg", "freeze", str(OWN_EXAMPLES / f"{name}.yaml"), "-o", str(lock)).returncode == 0
-    collected = run("collect", "run", str(lock), "--out", str(tmp_path / name), "--jobs", "2", timeout=1800)
+    work, (frozen, collected, report) = prefetched.result(name)
+    for proc in (frozen, collected, report):
+        assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert frozen.returncode == 0, frozen.stderr
     assert collected.returncode == 0, collected.stderr
-    report = run("gates", "evaluate", str(lock), str(tmp_path / name), env={"NO_COLOR": "1", "COLUMNS": "80"})
-    return json.loads((tmp_path / name / "evaluation.json").read_text()), report.stdout, report.returncode
+    assert "48 runs completed, 0 failed" in collected.stdout, collected.stdout
+    return json.loads((work / name / "evaluation.json").read_text()), report.stdout, report.returncode
 
 
-def test_study1_power_only_meter_refuses_the_energy_gates(tmp_path):
-    ev, text, code = _study(tmp_path, "energy-study1")
+@pytest.mark.prefetch("energy-study1")
+def test_study1_power_only_meter_refuses_the_energy_gates(prefetched):
+    ev, text, code = _study(prefetched, "energy-study1")
     assert code == 3 and ev["decision"] == "refused"
     fired = {i["id"] for i in ev["invalidators"] if i["fired"]}
     assert {"counter_period", "checkpoint_support", "replay_support"} <= fired
@@ -38,8 +41,9 @@ def test_study1_power_only_meter_refuses_the_energy_gates(tmp_path):
     assert "do not" in text  # the phases the meter cannot resolve are named
 
 
-def test_study2_counter_decides_with_group_tallies_and_a_vacuous_gate(tmp_path):
-    ev, text, code = _study(tmp_path, "energy-study2")
+@pytest.mark.prefetch("energy-study2")
+def test_study2_counter_decides_with_group_tallies_and_a_vacuous_gate(prefetched):
+    ev, text, code = _study(prefetched, "energy-study2")
     gates = {g["id"]: g for g in ev["gates"]}
     assert ev["groups"]["mechanism"]["total"] == 3 and ev["groups"]["sparse_continuation"]["total"] == 4
     assert gates["continuation_replays_nothing"]["verdict"] == "vacuous"

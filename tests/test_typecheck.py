@@ -5,21 +5,18 @@ CI runs the README's test command, so this test is how mypy runs in CI.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.prefetch import Prefetcher
 
 pytestmark = pytest.mark.slow  # mypy over the packages: a minute cold
 
 
-def test_mypy_is_clean(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache")],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-    )
+@pytest.mark.prefetch("mypy")
+def test_mypy_is_clean(prefetched: Prefetcher):
+    """``python -m mypy`` in the repository root with a fresh cache (a job of tests/helpers/prefetch.py,
+    begun in the background when the tests are collected)."""
+    _, (proc,) = prefetched.result("mypy")
+    assert proc.args[1:3] == ["-m", "mypy"]
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-2000:]
     assert "Success: no issues found" in proc.stdout

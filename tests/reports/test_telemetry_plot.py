@@ -34,7 +34,6 @@ from tests.helpers import frozen_shared, imported_equal_work, requires, run
 pytestmark = requires("matplotlib")
 
 HERE = Path(__file__).resolve().parent
-PLAN = HERE / "fixtures" / "equal-work-torch-small.yaml"
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
 SHA = "cd" * 32
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -54,17 +53,11 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def torch_runs(tmp_path_factory) -> Path:
-    """A real torch.multisite runs folder (freeze + collect run of the small plan), shared read-only."""
-    pytest.importorskip("torch")
-    root = tmp_path_factory.mktemp("torch-telemetry")
-    lock = root / "small.lock.json"
-    for args in (("prereg", "freeze", str(PLAN), "-o", str(lock)),
-                 ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "1")):
-        proc = run(*args, env=PLAIN)
-        assert proc.returncode == 0, proc.stderr
-    return root / "runs"
+@pytest.fixture
+def torch_runs(small_torch_runs) -> Path:
+    """The real torch.multisite runs folder (freeze + collect run of the small plan: tests/reports/conftest.py),
+    made once per session and shared read-only."""
+    return small_torch_runs[1]
 
 
 @pytest.fixture

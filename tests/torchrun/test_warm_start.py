@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -58,9 +59,16 @@ def _collect(tmp: Path, steps: int) -> tuple[Path, list[dict], object]:
     return tmp / "runs", records, proc
 
 
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory) -> tuple[Path, list[dict], object]:
+    """A study of 8 warm-started runs (30 warm-start steps), collected once for this module; a test
+    that changes it works on a copy."""
+    return _collect(tmp_path_factory.mktemp("warm"), 30)
+
+
 @pytest.mark.slow
-def test_every_run_starts_from_the_same_warm_state(tmp_path):
-    runs, records, proc = _collect(tmp_path / "warm", 30)
+def test_every_run_starts_from_the_same_warm_state(warm, tmp_path):
+    runs, records, proc = warm
     assert proc.returncode == 0, proc.stderr
     assert len(records) == 8 and all(r["status"] == "complete" for r in records)
     warm = {json.dumps(r["code"]["warm_start"], sort_keys=True) for r in records}
@@ -82,13 +90,14 @@ def test_every_run_starts_from_the_same_warm_state(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_changed_warm_start_is_refused_before_any_run(tmp_path):
-    runs, records, proc = _collect(tmp_path / "w", 10)
+def test_a_changed_warm_start_is_refused_before_any_run(warm, tmp_path):
+    made, records, proc = warm
     assert proc.returncode == 0, proc.stderr
+    runs = Path(shutil.copytree(made, tmp_path / "runs"))  # the module's warm runs, changed here only
     pt = next((runs / "shared").glob("*.pt"))
     pt.write_bytes(pt.read_bytes()[:-1] + bytes([pt.read_bytes()[-1] ^ 1]))
     (runs / "ledger.jsonl").rename(runs / "old-ledger.jsonl")  # as if the runs had not been made yet
-    proc = run("collect", "run", str(tmp_path / "w" / "l.json"), "--out", str(runs))
+    proc = run("collect", "run", str(made.parent / "l.json"), "--out", str(runs))
     assert proc.returncode == 3 and "warm start" in proc.stderr and "SHA-256" in proc.stderr
     assert not (runs / "ledger.jsonl").exists()
 
