@@ -93,15 +93,7 @@ def evaluate(
     ``published``: the seal published at freeze (or an amendment); the lock version evaluated, or
     one before it, must have it (``IntegrityError`` otherwise, ``gates.seals.check_published_seal``).
     """
-    label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
-    verified = load_lock(lock)
-    data, plan = verified.data, verified.plan
-    if plan_version is not None:
-        try:
-            data = lock_as_of(data, plan_version)
-        except ValueError as err:
-            raise InputError(f"{label}: {err}") from None
-        plan = plan_from_canonical(data["plan"])
+    label, verified, data, plan = _lock_version(lock, plan_version)
     if published is not None:
         check_published_seal(data, published)
     folder = check_runs_folder(runs, label)
@@ -117,11 +109,8 @@ def evaluate(
     return evaluation
 
 
-def reevaluate_look(lock: LockLike, runs: PathLike, sequence: int, plan_version: int | None = None) -> Evaluation:
-    """A monitored plan's look ``sequence`` (its look ledger record number) evaluated again, recording
-    nothing (``gates.verify``): with the looks recorded before it, on the runs folder as it is. The
-    caller checks first that the run ledger is still the one that look saw: evaluating a grown ledger
-    would be a look nobody recorded."""
+def _lock_version(lock: LockLike, plan_version: int | None) -> tuple[str, Any, dict[str, Any], Any]:
+    """``(label, verified lock, lock data, plan)`` of ``lock``, as of ``plan_version`` when given."""
     label = str(lock.path) if isinstance(lock, Lock) else os.fspath(lock)
     verified = load_lock(lock)
     data, plan = verified.data, verified.plan
@@ -131,6 +120,15 @@ def reevaluate_look(lock: LockLike, runs: PathLike, sequence: int, plan_version:
         except ValueError as err:
             raise InputError(f"{label}: {err}") from None
         plan = plan_from_canonical(data["plan"])
+    return label, verified, data, plan
+
+
+def reevaluate_look(lock: LockLike, runs: PathLike, sequence: int, plan_version: int | None = None) -> Evaluation:
+    """A monitored plan's look ``sequence`` (its look ledger record number) evaluated again, recording
+    nothing (``gates.verify``): with the looks recorded before it, on the runs folder as it is. The
+    caller checks first that the run ledger is still the one that look saw: evaluating a grown ledger
+    would be a look nobody recorded."""
+    label, verified, data, plan = _lock_version(lock, plan_version)
     folder = check_runs_folder(runs, label)
     return sealed(_evaluate_folder(data, plan, folder, verified.path, record=False, sequence=sequence))
 

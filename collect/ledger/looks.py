@@ -49,6 +49,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from collect.ledger import journal
+from collect.ledger.chain import ChainReport
 from collect.ledger.files import open_no_follow, write_all
 from collect.ledger.hashing import record_hash, sealed_line
 from collect.ledger.records import GENESIS, Sha256
@@ -207,18 +208,7 @@ def read_looks_fd(fd: int, path: Path) -> LookLedger:
     return out
 
 
-@dataclass
-class LooksReport:
-    """What :func:`verify_looks` found: ``status`` intact, broken or empty."""
-
-    status: Literal["intact", "broken", "empty"]
-    head: str | None
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """No evidence of tampering."""
-        return self.status != "broken"
+LooksReport = ChainReport  # what verify_looks found: the run ledger's report type (intact, broken, empty)
 
 
 def verify_looks(looks: LookLedger, ledger_hashes: list[str]) -> LooksReport:
