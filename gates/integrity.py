@@ -9,26 +9,31 @@ detected; a chain that is present but does not verify is never evaluated.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookLedger, LooksReport, verify_looks
 from collect.ledger.store import ChainReport, Ledger, verify_chain
 from prereg.errors import IntegrityError
 
 
-class LedgerTampered(IntegrityError, ValueError):
+class _ChainRefused(IntegrityError, ValueError):
+    """A hash-chained file that does not verify (exit 3): ``path``, ``problems``, a message with the first 50."""
+
+    def __init__(self, path: Any, report: ChainReport, what: str) -> None:
+        self.path = path
+        self.problems = report.problems
+        super().__init__(f"{path}: {what}:\n- " + "\n- ".join(report.problems[:50]), details=report.problems)
+
+
+class LedgerTampered(_ChainRefused):
     """The ledger's chain does not verify (exit 3): ``problems`` name each record that does not fit.
 
     The message lists the first 50 problems; ``details`` holds all of them.
     """
 
     def __init__(self, ledger: Ledger | LedgerColumns, report: ChainReport) -> None:
-        self.path = ledger.path
-        self.problems = report.problems
-        super().__init__(
-            f"{ledger.path}: the hash chain does not verify; refusing the decision:\n- "
-            + "\n- ".join(report.problems[:50]),
-            details=report.problems,
-        )
+        super().__init__(ledger.path, report, "the hash chain does not verify; refusing the decision")
 
 
 def check_ledger(ledger: Ledger | LedgerColumns) -> ChainReport:
@@ -50,18 +55,12 @@ def chain_sentence(status: str, head: str | None) -> str:
     return f"hash chain intact{where} (compare the head with the one published when collection ended)"
 
 
-class LooksTampered(IntegrityError, ValueError):
+class LooksTampered(_ChainRefused):
     """A monitored runs folder's look ledger does not verify (exit 3): a look record edited, removed,
     inserted or reordered, or the run ledger truncated or rewritten after a look (``problems``)."""
 
     def __init__(self, looks: LookLedger, report: LooksReport) -> None:
-        self.path = looks.path
-        self.problems = report.problems
-        super().__init__(
-            f"{looks.path}: the look ledger does not verify; refusing the evaluation:\n- "
-            + "\n- ".join(report.problems[:50]),
-            details=report.problems,
-        )
+        super().__init__(looks.path, report, "the look ledger does not verify; refusing the evaluation")
 
 
 def check_looks(looks: LookLedger, ledger: Ledger | LedgerColumns) -> LooksReport:
