@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from collect.ledger.cells import standing
 from collect.ledger.records import RunRecord
 from collect.ledger.store import read_ledger
 from estimators import paired_contrast
@@ -118,9 +119,10 @@ class PowerReport:
 
 
 def pilot_contrasts(plan: Plan, gate: Gate, records: list[RunRecord], label: str) -> np.ndarray:
-    """The pilot's paired contrasts for ``gate`` (module doc), analysis scale."""
+    """The pilot's paired contrasts for ``gate`` (module doc), analysis scale. A cell recorded complete
+    twice is refused (``DuplicateCell``, exit 2: the one rule of ``collect.ledger.cells``)."""
     contrast = gate.contrast
-    done = [r for r in records if r.status == "complete"]
+    done = [r for r in standing(records).values() if r.status == "complete"]
     arms_seen = {r.arm for r in done}
     missing_arms = [a for a in contrast.arms if a not in arms_seen]
     if missing_arms:

@@ -113,3 +113,16 @@ def test_power_with_planned_looks(pilot: tuple[Path, Path]) -> None:
     assert looked.power_planned is not None
     assert seq["power"] <= looked.power_planned + 4 * seq["se"]  # looks cost a little power
     assert 8 <= seq["expected_blocks"] <= 16 and seq["expected_blocks_saved"] >= 0
+
+
+def test_a_pilot_cell_recorded_complete_twice_is_refused_by_the_one_duplicate_rule(pilot: tuple[Path, Path]) -> None:
+    from collect.ledger.cells import DuplicateCell
+    from collect.ledger.store import read_ledger
+
+    runs, plan_path = pilot
+    plan = load_plan(plan_path).plan
+    records = read_ledger(runs).records
+    assert pilot_contrasts(plan, plan.gates[0], records, "pilot").size == len(PILOT)
+    repeat = records[0].model_copy(update={"run_id": "run-repeat", "metrics": {"loss": 99.0}})
+    with pytest.raises(DuplicateCell, match="recorded complete twice"):
+        pilot_contrasts(plan, plan.gates[0], [*records, repeat], "pilot")
