@@ -38,7 +38,7 @@ from typing import Any
 
 from collect.collectors.base import Collector
 from collect.engine.ray_executor import run_on_ray
-from collect.engine.resources import check_local
+from collect.engine.resources import check_local, usable_cpus
 from collect.engine.runs import (
     BLOCKING_FACTORS,
     COLLECTORS,
@@ -128,7 +128,7 @@ MAX_JOBS = 256
 
 def check_jobs(jobs: int, executor: str = "local") -> None:
     """``jobs`` must be 1..2 x this machine's CPUs for the local pool (1..MAX_JOBS on Ray)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = usable_cpus()
     limit = MAX_JOBS if executor == "ray" else min(MAX_JOBS, 2 * cpus)
     if not 1 <= jobs <= limit:
         where = "on Ray" if executor == "ray" else f"here ({cpus} CPU{'s' if cpus != 1 else ''})"
