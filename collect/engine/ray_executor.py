@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.engine.ray_instance import alive_nodes, open_instance, start_cost_warning
+from collect.engine.ray_pool import WARM_DEMAND, Pool, StaleRunner
 from collect.engine.ray_registry import DriverBeat, folder_key, stop_leftovers
 from collect.engine.ray_worker import Guard, Inputs, SharedInputMismatch, sweep_task
 from collect.engine.resources import by_demand, capacity, check_cluster
@@ -40,6 +41,7 @@ from prereg.errors import IntegrityError
 from prereg.fileio import read_regular_file
 
 RAY_TASKS_PER_SLOT = 4  # batches per run the cluster holds at once: few enough to amortise a task, enough for the tail
+WARM_BATCHES_PER_RUNNER = 8  # a warm runner starts nothing per batch: smaller batches, a shorter tail
 RAY_MAX_RUNS_PER_TASK: int | None = None  # a cap on a batch's runs (1: one task per run)
 RAY_RETRIES = 3  # how often a batch whose worker died is resubmitted (Ray's own default for a task)
 GROUP_S = 0.25  # a stream item carries the records of up to this many seconds of runs (or CHUNK_BYTES)
@@ -89,8 +91,11 @@ def _put_inputs(job: Job, todo: list[PlannedRun]) -> Inputs:
     return Inputs(files, dict(shared.facts))
 
 
+TASK_ONLY = ("task",)  # submit()'s key for a warm-demand batch that must go to a task (its runner was lost)
+
+
 def _options(key: Any) -> dict[str, Any]:
-    cpus, gpus, custom = key
+    cpus, gpus, custom = WARM_DEMAND if key == TASK_ONLY else key
     return {"num_cpus": cpus, "num_gpus": gpus, "resources": dict(custom), "max_retries": 0,
             "_generator_backpressure_num_objects": BACKPRESSURE_ITEMS}
 
@@ -106,6 +111,8 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
     instance = open_instance(address, jobs)
     streams: dict[Any, _Batch] = {}
     beat: DriverBeat | None = None
+    pool: Pool | None = None
+    runner_of: dict[Any, Any] = {}  # stream -> the warm runner serving it
     finished: list[dict[str, Any]] = []
     try:
         nodes = alive_nodes()
@@ -123,40 +130,67 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
         beat = DriverBeat(folder, ray_job)
         inputs = _put_inputs(job, todo)
         remote_job = replace(job, runs_dir="")  # a worker never writes to (or sees) the driver's folder
-        guard = Guard(process_identity() if instance.own else None, folder)
+        guard = Guard(process_identity() if instance.own else None, folder, ray_job)
         task = ray.remote(sweep_task)
-        options: dict[Any, Any] = {}
+        groups = by_demand(todo)
+        pool = Pool(instance.joined is not None, set(groups))
+        options: dict[Any, Any] = {TASK_ONLY: _options(TASK_ONLY)}
 
         def submit(batch: _Batch, key: Any) -> None:
-            ref = task.options(**options[key]).remote(remote_job, batch.runs, inputs, guard, CHUNK_BYTES, GROUP_S)
+            runner = pool.take() if key == WARM_DEMAND else None
+            args = (remote_job, batch.runs, inputs, guard, CHUNK_BYTES, GROUP_S)
+            if runner is not None:
+                ref = runner.sweep.options(_generator_backpressure_num_objects=BACKPRESSURE_ITEMS).remote(
+                    *args, paths=pool.paths)
+                runner_of[ref] = runner
+            else:
+                ref = task.options(**options[key]).remote(*args)
             streams[ref] = batch
 
         keys: dict[int, Any] = {}
+        waiting: list[_Batch] = []  # batches for warm runners, none of which is free yet
         leftovers = Leftovers(Path(job.runs_dir))  # listed once, before the first run's files go in
-        for key, group in by_demand(todo).items():
+        for key, group in groups.items():
             options[key] = _options(key)
-            for runs in ray_batches(group, capacity(key, nodes), RAY_TASKS_PER_SLOT, RAY_MAX_RUNS_PER_TASK):
+            warm = key == WARM_DEMAND and pool.size > 0
+            slots, per_slot = (pool.size, WARM_BATCHES_PER_RUNNER) if warm else (capacity(key, nodes), RAY_TASKS_PER_SLOT)
+            for runs in ray_batches(group, slots, per_slot, RAY_MAX_RUNS_PER_TASK):
                 batch = _Batch(runs, Receiver(Path(job.runs_dir), leftovers))
                 keys[id(batch)] = key
-                submit(batch, key)
+                if warm and not pool.free:
+                    waiting.append(batch)
+                else:
+                    submit(batch, key)
         while streams:
             ray.wait(list(streams), num_returns=1)
             ready: list[Any] = ray.wait(list(streams), num_returns=len(streams), timeout=0)[0]
             records: list[dict[str, Any]] = []
             for stream in ready:
                 batch = streams[stream]
+                runner = runner_of.get(stream)
                 try:
                     item = ray.get(next(stream))
                 except StopIteration:
                     del streams[stream]
+                    runner_of.pop(stream, None)
                     batch.receiver.close()
+                    pool.give_back(runner)
                     continue
                 except RayTaskError as err:
                     if isinstance(err.cause, SharedInputMismatch):
                         raise IntegrityError(f"a worker refused the study's shared inputs: {err.cause}") from None
-                    raise  # the task itself raised (a run's failure is a record, never this): a bug
+                    if not isinstance(err.cause, StaleRunner):
+                        raise  # the task itself raised (a run's failure is a record, never this): a bug
+                    del streams[stream]  # a warm runner whose code changed: its batch goes to another, or a task
+                    runner_of.pop(stream, None)
+                    pool.drop(runner)
+                    batch.receiver.abort()
+                    waiting.insert(0, _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries))
+                    continue
                 except RayError:  # its worker or node died: the runs it had not reported are redone elsewhere
                     del streams[stream]
+                    runner_of.pop(stream, None)
+                    pool.drop(runner)
                     batch.receiver.abort()
                     if batch.retries >= RAY_RETRIES:
                         raise
@@ -164,7 +198,10 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
                     check_cluster(rest.runs, alive_nodes(), f"{where} (after losing a node: the runs "
                                   "recorded so far are kept; --resume once it has them again)")
                     keys[id(rest)] = keys[id(batch)]
-                    submit(rest, keys[id(rest)])
+                    if runner is None:
+                        submit(rest, keys[id(rest)])
+                    else:  # to another warm runner (tasks would wait for CPUs the runners hold)
+                        waiting.insert(0, rest)
                     continue
                 got = batch.receiver.take(item)
                 batch.reported += len(got)
@@ -172,10 +209,17 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
             if records:
                 finished += records
                 yield records
+            while waiting and pool.free:
+                submit(waiting.pop(0), WARM_DEMAND)
+            while waiting and not pool.size:  # every warm runner was lost: tasks take the rest
+                submit(waiting.pop(0), TASK_ONLY)
         start_cost_warning(instance, finished, jobs)
     finally:
         for stream, batch in streams.items():  # stopped early (an error, a closed iterator): cancel what is left
             batch.receiver.abort()
+            if pool is not None and stream in runner_of:  # a running actor method cannot be cancelled: its runner is ended
+                pool.drop(runner_of[stream], kill=True)
+                continue
             try:
                 ray.cancel(stream, force=True)
             except Exception:  # noqa: BLE001 - best effort; shutdown below ends a local instance anyway

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collect.engine.ray_warm import adopt, answers, early_failure
+from collect.engine.ray_warm import adopt, answers, early_failure, join
 from collect.engine.resources import usable_cpus
 from collect.engine.runs import EngineError
 
@@ -95,12 +95,12 @@ def open_instance(address: str | None, jobs: int) -> Instance:
             raise EngineError(f"could not join the Ray cluster at {joined}: nothing accepts a connection on that "
                               f"host and port within {JOIN_PROBE_S:g} s (is the head started, `ray start --head`?)")
         try:
-            ray.init(address=joined, log_to_driver=False)
+            join(address=joined, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as err:
             raise EngineError(f"could not join the Ray cluster at {joined}: {err}".strip()) from None
         return Instance(own=False, joined=joined)
     t0 = time.perf_counter()
-    ray.init(address="local", num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+    join(address="local", num_cpus=jobs, include_dashboard=False, log_to_driver=False)
     instance = Instance(own=True, joined=None, start_s=time.perf_counter() - t0)
     instance._reaper = _start_reaper()
     return instance

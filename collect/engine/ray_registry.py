@@ -9,9 +9,10 @@ the folder's real path):
 * ``<folder>/worker/<job>/<node>/<pid>``: each worker process's heartbeat, raised as often;
 * ``<folder>/stop/<job>``: set by a later driver of the same folder: that job's workers exit.
 
-A worker (:func:`guard_worker`, first thing in each task) exits when its driver's heartbeat has not
-moved for ``DRIVER_LOST_S`` (the driver was killed; Ray normally ends a dead driver's workers
-itself, this is the second line) or when asked to stop; it stops beating, and removes its key, once
+A worker (:func:`guard_worker`, first thing in each task) exits when Ray's job table marks its
+driver's job dead or the driver's heartbeat has not moved for ``DRIVER_LOST_S`` (the driver was
+killed; Ray normally ends a dead driver's task workers itself, but not a warm runner, which belongs
+to the job that started it) or when asked to stop; it stops beating, and removes its key, once
 the driver's key is gone (the driver closed: it removes the driver's key before the workers'), so
 a clean sweep leaves no key behind for the next driver of the folder to wait on. Before it submits anything, a driver
 (:func:`stop_leftovers`) asks every worker of an earlier job of its folder to stop and watches
@@ -137,11 +138,23 @@ def _worker_beat(folder: str, job: str, key: str) -> None:
             continue
         if beat != seen:
             seen, since = beat, time.monotonic()
-        if stop or time.monotonic() - since > DRIVER_LOST_S:
+        if stop or time.monotonic() - since > DRIVER_LOST_S or _job_dead(job):
             try:
                 _del(key)
             finally:
                 os._exit(1)
+
+
+def _job_dead(job: str) -> bool:
+    """Whether Ray's job table marks ``job`` (hex id) dead: its driver is gone without closing (a clean
+    driver removes its key first). Ray ends a dead job's task workers itself; a warm runner
+    (:mod:`collect.engine.ray_pool`) belongs to another job and learns it here. False when unknown."""
+    try:
+        import ray._private.state as state  # lazy: ray (internal, as the key-value store is)
+
+        return any(j.get("JobID") == job and j.get("IsDead") for j in state.state.job_table())
+    except Exception:  # noqa: BLE001 - the GCS is unreachable or the table changed: the heartbeat decides
+        return False
 
 
 def stop_leftovers(folder: str, job: str, wait_s: float = STOP_WAIT_S) -> list[str]:

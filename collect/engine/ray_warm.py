@@ -7,11 +7,14 @@ workers start an interpreter, import Ray, register, and import the toolkit befor
 the console script calls it before its own imports, then imports the toolkit, verifies the lock,
 reads the ledger and prepares the shared inputs while the workers start.
 
-It joins the cluster (``ray.init(address=ADDR)``, as :func:`collect.engine.ray_instance.open_instance`
-would) and submits, to each alive node, one warm-up task per CPU it has (at most ``WARM_MAX`` in
-all: 1 CPU each, placed on that node if it can be, else anywhere), each of which only imports the
-worker's modules (:func:`warm_worker`). The workers they started stay with the job: Ray gives the
-sweep's tasks to them. Nothing runs, and nothing of the plan is sent.
+It joins the cluster (:func:`join`, as :func:`collect.engine.ray_instance.open_instance` would),
+then finds or starts the cluster's warm runners (:func:`collect.engine.ray_pool.runners`: workers
+that outlive a sweep, so a later sweep pays no start at all). With the runners turned off
+(``PREREG_RAY_WARM=0``) it ends any that are left and submits instead, to each alive node, one
+warm-up task per CPU it has (at most ``WARM_MAX`` in all: 1 CPU each, placed on that node if it can
+be, else anywhere), each of which only imports the worker's modules (:func:`warm_worker`); the
+workers they started stay with the job, and Ray gives the sweep's tasks to them. Nothing runs, and
+nothing of the plan is sent.
 
 Best effort, and never a change in what a sweep does or says: without a ``HOST:PORT`` address whose
 port answers at once, with Ray already initialised in this process (a notebook, a test) or without
@@ -27,6 +30,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
+TASK_EVENTS_ENV = "RAY_task_events_report_interval_ms"
 WARM_MAX = 64  # warm-up tasks at most: a large cluster's workers start with the sweep's tasks as they come
 REACH_S = 0.5  # how long the head's port may take to accept a connection before the early join is skipped
 
@@ -39,6 +43,23 @@ class _Early:
 
 _early: _Early | None = None
 _failed: tuple[str, str] | None = None  # (address, why) of an early join that failed, for the sweep to report
+
+
+def join(**options: Any) -> None:
+    """``ray.init(**options)`` for a driver of this toolkit. Unless the user set it, Ray's task-event
+    reports of this process are off (``RAY_task_events_report_interval_ms=0``): they feed only the
+    dashboard's list of submitted tasks, and flushing them costs every ``ray.shutdown`` 0.25 s (the
+    workers still report what they run)."""
+    import ray  # lazy: ray
+
+    if TASK_EVENTS_ENV in os.environ:
+        ray.init(**options)
+        return
+    os.environ[TASK_EVENTS_ENV] = "0"  # read once, as Ray connects; not left in this process's environment
+    try:
+        ray.init(**options)
+    finally:
+        os.environ.pop(TASK_EVENTS_ENV, None)
 
 
 def warm_worker() -> int:
@@ -81,7 +102,7 @@ def start_early(address: str | None) -> bool:
     if ray.is_initialized():
         return False
     try:
-        ray.init(address=joined, log_to_driver=False)
+        join(address=joined, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as err:  # reported by the sweep, after the lock's checks
         _failed = (str(joined), str(err))
         return False
@@ -89,6 +110,12 @@ def start_early(address: str | None) -> bool:
         return False
     _early = _Early(str(joined))
     try:
+        from collect.engine import ray_pool
+
+        if ray_pool.enabled():  # warm runners: found by name (an earlier sweep's), else started now
+            _early.refs.extend(ray_pool.acquire(WARM_MAX))
+            return True
+        ray_pool.release()  # runners turned off: the warm-up tasks (and the sweep's) need their CPUs
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # lazy: ray
 
         task = ray.remote(warm_worker)
@@ -141,4 +168,4 @@ def release() -> None:
         pass
 
 
-__all__ = ["WARM_MAX", "adopt", "early_failure", "release", "start_early", "warm_worker"]
+__all__ = ["WARM_MAX", "adopt", "join", "early_failure", "release", "start_early", "warm_worker"]

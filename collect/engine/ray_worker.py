@@ -48,10 +48,12 @@ class SharedInputMismatch(IntegrityError):
 @dataclass(frozen=True)
 class Guard:
     """How a task knows its driver: its (pid, start time) on its own local instance, else None; the
-    runs folder's key in the cluster's key-value store."""
+    runs folder's key in the cluster's key-value store; the driver's Ray job id (a warm runner,
+    :mod:`collect.engine.ray_pool`, belongs to the job that started it, not to the one it serves)."""
 
     driver: tuple[int, int] | None
     folder: str
+    job: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def sweep_task(job: Job, batch: list[PlannedRun], inputs: Inputs, guard: Guard, 
     if guard.driver is not None:
         watch_driver(*guard.driver)
     context = ray.get_runtime_context()
-    guard_worker(guard.folder, context.get_job_id(), context.get_node_id())
+    guard_worker(guard.folder, guard.job or context.get_job_id(), context.get_node_id())
     root = Path(tempfile.mkdtemp(prefix="prereg-sweep-"))
     scratch_folder(root)  # its files are sent and deleted: the driver writes the durable copies
     try:

@@ -25,7 +25,7 @@ from collect.engine import ray_reaper
 from collect.engine.resources import ResourcesMissing
 from collect.ledger.store import read_ledger
 from prereg.api import freeze
-from tests.helpers.collectors import WHERE, where_ran
+from tests.helpers.collectors import WHERE, pids_ran, where_ran
 from tests.helpers.engine import collect_cli, contents, loaded, plan_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
@@ -157,7 +157,7 @@ def _task_workers() -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if Path(f"/proc/{entry}/cmdline").read_bytes().startswith(b"ray::sweep_task"):
+                if Path(f"/proc/{entry}/cmdline").read_bytes().startswith((b"ray::sweep_task", b"ray::WarmRunner")):
                     found.append(int(entry))
             except OSError:
                 pass
@@ -185,7 +185,9 @@ def test_a_driver_killed_mid_sweep_leaves_no_task_and_resume_completes(cluster, 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    for _ in range(600):  # Ray ends a dead driver's workers; a generous wait, only to catch a hang
+    # Ray ends a dead driver's task workers; the warm runners (all busy for it) end themselves once Ray's
+    # job table marks it dead. A generous wait, only to catch a hang.
+    for _ in range(600):
         if not _task_workers():
             break
         time.sleep(0.1)
@@ -236,17 +238,90 @@ def test_a_command_program_runs_on_the_nodes_from_its_code_files_sent_through_ra
     assert ours[0]["metrics"]["value"] >= 0.5
 
 
-def test_an_early_join_starts_a_worker_per_cpu_and_a_refused_sweep_disconnects_it(cluster, tmp_path):
+@pytest.mark.parametrize("warm_runners", ["1", "0"])
+def test_an_early_join_starts_a_worker_per_cpu_and_a_refused_sweep_disconnects_it(cluster, tmp_path, monkeypatch,
+                                                                                  warm_runners):
     from collect.api import run_plan
     from collect.engine import ray_warm
     from tests.conftest import OWN_EXAMPLES
 
+    monkeypatch.setenv("PREREG_RAY_WARM", warm_runners)
     assert ray_warm.start_early(cluster.address)
     assert ray_warm._early is not None
-    pids = ray.get(ray_warm._early.refs, timeout=300)  # a generous timeout, only to catch a hang
+    refs = ray_warm._early.refs if warm_runners == "0" else [runner.pid.remote() for runner in ray_warm._early.refs]
+    pids = ray.get(refs, timeout=300)  # a generous timeout, only to catch a hang
     assert len(pids) == 3 and len(set(pids)) == 3  # one worker per CPU of the three nodes, each imported
     assert ray_warm.adopt("elsewhere:1") is False and not ray.is_initialized()  # another address: closed
     lock = freeze(OWN_EXAMPLES / "multisite-recovery.yaml", tmp_path / "ms.lock.json")
     with pytest.raises(engine.EngineError, match="--jobs must be"):
         run_plan(lock.path, tmp_path / "runs", jobs=0, executor="ray", address=cluster.address)
     assert not ray.is_initialized()  # joined early, then the sweep was refused: disconnected
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def _gone(pids: set[int]) -> bool:
+    """Whether every process of ``pids`` has exited (a generous wait, only to catch a hang)."""
+    for _ in range(300):
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_warm_runners_serve_the_next_sweep_and_a_runner_whose_code_changed_hands_its_batch_on(cluster, tmp_path):
+    import tests.helpers.collectors as collectors_module
+
+    def sweep(name: str) -> tuple[list[dict], set[int]]:
+        marks = tmp_path / f"marks-{name}"
+        marks.mkdir()
+        plan, sha = loaded(_where_plan(marks))
+        summary = engine.run_plan(plan, sha, tmp_path / name, executor="ray", address=cluster.address)
+        assert (summary.completed, summary.failed) == (24, 0)
+        # each plan names its own marks folder (so its hash and run ids differ): compare what was measured
+        measured = sorted((json.dumps(r["stratum"], sort_keys=True), r["arm"], r["metrics"], r["status"])
+                          for r in contents(tmp_path / name))
+        return measured, pids_ran(marks)
+
+    first, pids = sweep("one")
+    assert len(pids) == 3 and all(_alive(p) for p in pids)  # one runner per CPU of the three nodes, still up
+    second, again = sweep("two")
+    assert again == pids and second == first  # the same processes ran the next sweep, with the same records
+    module = Path(collectors_module.__file__)
+    before = module.stat()
+    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # the collector's file "edited"
+    try:
+        third, fresh = sweep("three")
+    finally:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert third == first and fresh and fresh.isdisjoint(pids)  # every runner refused: tasks ran the batches
+    assert _gone(pids)  # and the stale runners exited
+
+
+def test_a_sweep_that_needs_other_resources_ends_the_warm_runners_first(cluster, tmp_path, monkeypatch):
+    from collect.engine import ray_pool
+
+    monkeypatch.setattr(ray_pool, "IDLE_S", 3600.0)  # runners that never leave by themselves during the test
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        ray_pool.release()  # earlier tests' runners (which leave after the usual idle time)
+    finally:
+        ray.shutdown()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    plan, sha = loaded(_where_plan(marks))
+    engine.run_plan(plan, sha, tmp_path / "cpu", executor="ray", address=cluster.address)
+    runners = pids_ran(marks)
+    assert len(runners) == 3
+    gpu_marks = tmp_path / "gpu-marks"
+    gpu_marks.mkdir()
+    plan, sha = loaded(_where_plan(gpu_marks, resources="  resources: {num_gpus: 1}\n"))
+    done: list[object] = []
+    sweep = threading.Thread(target=lambda: done.append(
+        engine.run_plan(plan, sha, tmp_path / "gpu", executor="ray", address=cluster.address)), daemon=True)
+    sweep.start()
+    sweep.join(timeout=300)  # without ending the runners its tasks would wait for their CPUs for an hour;
+    assert done and done[0].completed == 24  # a generous timeout, only to catch that hang
+    assert pids_ran(gpu_marks).isdisjoint(runners) and _gone(runners)

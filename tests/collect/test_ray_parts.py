@@ -265,3 +265,69 @@ def test_an_address_nobody_answers_is_refused_naming_it_not_waited_on(tmp_path):
     assert done.returncode == 2, done.stderr
     assert f"could not join the Ray cluster at 127.0.0.1:{port}: nothing accepts a connection" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_warm_pool_gives_each_runner_at_most_depth_batches_and_forgets_a_lost_one():
+    from collect.engine.ray_pool import WARM_DEMAND, Pool
+
+    a, b = object(), object()
+    pool = Pool(False, {WARM_DEMAND}, depth=2, handles=[a, b])
+    taken = [pool.take() for _ in range(4)]
+    assert sorted(map(id, taken)) == sorted([id(a), id(a), id(b), id(b)])  # spread: the least loaded first
+    assert pool.take() is None and not pool.free  # each has its two batches
+    pool.give_back(a)
+    assert pool.free and pool.take() is a
+    pool.drop(b)
+    assert pool.size == 1 and pool.take() is None  # a has two again; b is gone
+    pool.give_back(b)  # a batch of the dropped runner ending: ignored
+    pool.give_back(a)
+    assert pool.take() is a
+    pool.drop(a)
+    assert pool.size == 0 and pool.take() is None and not pool.free
+    assert Pool(False, {WARM_DEMAND}).size == 0  # not on a joined cluster: no runners (and no Ray call)
+
+
+def test_a_warm_runner_refuses_once_a_module_it_loaded_changed_or_without_the_drivers_paths(tmp_path, monkeypatch):
+    import importlib
+    import os
+    import threading
+
+    from collect.engine import ray_pool
+    from collect.engine.ray_worker import Guard
+
+    module = tmp_path / "warm_probe_module.py"
+    module.write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("warm_probe_module")
+    exits: list[float] = []
+    monkeypatch.setattr(threading, "Timer", lambda delay, *a, **k: type("T", (), {"start": lambda self: exits.append(delay)})())
+    runner = ray_pool.WarmRunner(idle_s=1e9)  # its idle watch never fires here
+    assert runner.stale() is None
+    guard = Guard(None, "folder", "job-1")
+    with pytest.raises(ray_pool.StaleRunner, match="started without /nowhere"):
+        next(runner.sweep(None, [], None, guard, 1, 0.1, paths=("/nowhere",)))
+    assert exits == [0.5]  # it exits once the refusal reached the driver
+    module.write_text("VALUE = 22\n")  # another size
+    assert runner.stale() == str(module)
+    with pytest.raises(ray_pool.StaleRunner, match="warm_probe_module.py changed"):
+        next(runner.sweep(None, [], None, guard, 1, 0.1, paths=()))
+    module.write_text("VALUE = 1\n")  # the first size again, another modification time: still changed
+    os.utime(module, ns=(0, 0))
+    assert runner.stale() == str(module)
+
+
+def test_code_paths_are_the_working_directory_and_the_scripts_folder_when_on_sys_path(tmp_path, monkeypatch):
+    import sys
+
+    from collect.engine.ray_pool import code_paths, paths_key
+
+    script = tmp_path / "bin" / "collect"
+    script.parent.mkdir()
+    script.write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(script)])
+    assert code_paths() == (str(tmp_path),)  # its folder is not on sys.path (as with python -m)
+    monkeypatch.syspath_prepend(str(script.parent))
+    assert code_paths() == (str(script.parent), str(tmp_path))
+    key = paths_key(code_paths())
+    assert len(key) == 8 and key == paths_key((str(script.parent), str(tmp_path))) != paths_key((str(tmp_path),))

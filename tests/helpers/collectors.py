@@ -74,7 +74,7 @@ WHERE = "tests.helpers.collectors:WhereCollector"
 
 class WhereCollector(SlowCollector):
     """``SlowCollector`` that appends, for every attempt of a run, the node's temporary folder
-    (``TMPDIR``) to ``marks/<run_id>.attempts`` (instrumentation through a folder the test shares
+    (``TMPDIR``) to ``marks/<run_id>.attempts`` and the process id to ``marks/<run_id>.pids`` (instrumentation through a folder the test shares
     with its one-machine cluster), and writes a second trace of ``trace_bytes`` seeded bytes."""
 
     name = "test.where"
@@ -87,12 +87,19 @@ class WhereCollector(SlowCollector):
     def run(self, ctx: RunContext) -> RunResult:
         with open(Path(ctx.params["marks"]) / f"{ctx.run_id}.attempts", "a") as f:
             f.write(f"{os.environ.get('TMPDIR', '')}\n")
+        with open(Path(ctx.params["marks"]) / f"{ctx.run_id}.pids", "a") as f:
+            f.write(f"{os.getpid()}\n")
         result = super().run(ctx)
         if ctx.params["trace_bytes"]:
             blob = ctx.trace_path("blob.bin")
             blob.write_bytes(np.random.default_rng(ctx.seed).bytes(ctx.params["trace_bytes"]))
             result.traces.append(blob.name)
         return result
+
+
+def pids_ran(marks: Path) -> set[int]:
+    """The process ids that ran some attempt of some run."""
+    return {int(line) for p in marks.glob("*.pids") for line in p.read_text().split()}
 
 
 def where_ran(marks: Path) -> dict[str, list[str]]:
