@@ -38,7 +38,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from collect.engine.ray_worker import sweep_task
 from collect.engine.resources import Demand
+from prereg.errors import EXIT_INTERNAL, ToolkitError
 
 NAMESPACE = "prereg-collect"
 IDLE_S = 60.0  # a runner with no batch for this long leaves (and gives its CPU back)
@@ -48,8 +50,11 @@ POOL_MAX = 64
 DEPTH = 2  # batches given to one runner at once (the next queued on the actor while one runs)  # runners at most per sweep: a large cluster's other CPUs are used by tasks
 
 
-class StaleRunner(RuntimeError):
-    """A warm runner's loaded code changed on disk since it started: it exits instead of running."""
+class StaleRunner(ToolkitError):
+    """A warm runner's loaded code changed on disk since it started (or it was started for other code
+    paths): it exits instead of running. Handled by the driver, never shown to a user."""
+
+    exit_code = EXIT_INTERNAL
 
 
 def enabled(environ: dict[str, str] | None = None) -> bool:
@@ -76,8 +81,6 @@ class WarmRunner:
     """The actor (see the module doc). ``sweep`` is a streaming method with ``sweep_task``'s stream."""
 
     def __init__(self, idle_s: float = IDLE_S) -> None:
-        import collect.engine.ray_worker  # noqa: F401  # lazy: the imports every batch needs, paid once
-
         self._idle_s = idle_s
         self._busy = 0
         self._last = time.monotonic()
@@ -111,8 +114,6 @@ class WarmRunner:
               group_s: float, paths: tuple[str, ...] = ()) -> Iterator[list[Any]]:
         """``sweep_task``'s stream for one batch; ``paths``: the driver's ``code_paths()``, each of which
         must be on this runner's ``sys.path`` (where a task of the driver's job would import from)."""
-        from collect.engine.ray_worker import sweep_task
-
         first = guard.job != self._job  # the code is checked once per sweep (per driver's job)
         changed = self.stale() if first else None
         missing = [p for p in paths if p not in sys.path]

@@ -110,7 +110,7 @@ def start_early(address: str | None) -> bool:
         return False
     _early = _Early(str(joined))
     try:
-        from collect.engine import ray_pool
+        from collect.engine import ray_pool  # lazy: pydantic (what every sweep task imports)
 
         if ray_pool.enabled():  # warm runners: found by name (an earlier sweep's), else started now
             _early.refs.extend(ray_pool.acquire(WARM_MAX))
