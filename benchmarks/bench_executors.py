@@ -10,18 +10,25 @@ interpreter, imports, lock check, runs, ledger), into a new runs folder:
 
 * ``local -j1``: in-process; ``local -j2``: the local process pool, 2 workers;
 * ``ray own -j2``: ``--executor ray --jobs 2`` starting (and stopping) its own Ray instance;
-* ``ray attached``: ``--executor ray --address`` joining a running one-node Ray instance of 2 CPUs;
+* ``ray attached``: ``--executor ray --address`` joining a running one-node Ray instance of 2 CPUs,
+  whose warm runners (``collect.engine.ray_pool``) an earlier sweep started;
+* ``ray att. cold``: the same, as the first sweep on the instance (it starts the warm runners);
+* ``ray att. tasks``: the same as ``ray attached`` with ``PREREG_RAY_WARM=0`` (every batch a Ray
+  task on workers started for the sweep);
 * ``ray 2 nodes``: joining a cluster of two nodes of 1 CPU each;
 * ``ray 3 nodes``: joining a cluster of three nodes: a head with no CPU and two of 1 CPU each.
 
 All Ray conditions have 2 CPUs, as the local pool has 2 workers (equal cores). The clusters are
 ``collect.engine.local_cluster`` clusters on this one machine (each node its own raylet and
-temporary folder), started before the condition, warmed by one untimed 48-run sweep (as a
-cluster already in use), and torn down after it; the local conditions run with no Ray process up.
+temporary folder), started before the condition, warmed (all but ``ray att. cold``) by one untimed
+48-run sweep (as a cluster already in use), and torn down after it; the local conditions run with
+no Ray process up.
 Conditions are timed in ``--repeats`` interleaved rounds (every condition once per round, in a
 shuffled order), each with the CPU seconds it cost (Linux ``/proc``, sampled every 0.1 s: ``collect
 run`` and its pool workers; for a cluster also the cluster's processes during the run, Ray's
-workers included: the work done, less sensitive to other jobs than the seconds). Printed:
+workers included: the work done, less sensitive to other jobs than the seconds), and the seconds
+after its ``running N with ...`` line (the lock verified and the ledger read; for an attached
+sweep, Ray imported and joined: the sweep itself). Printed:
 the load average around each round, median and range over rounds, ratios taken inside each round
 (paired), and the verdict: the median paired ratio ``local -j2`` / ``ray attached``, with how many
 rounds Ray won. ``--only 'local -j2,ray attached'`` times just those (e.g. to compare two versions of
@@ -62,7 +69,14 @@ from collect.engine.local_cluster import start_local_cluster  # noqa: E402
 from collect.ledger.store import read_ledger  # noqa: E402
 
 SEEDS = 50
-CLUSTERS = {"ray attached": (1, 2.0, 2.0), "ray 2 nodes": (2, 1.0, 1.0), "ray 3 nodes": (3, 1.0, 0.0)}
+# condition -> (nodes, CPUs per node, head CPUs, warmed by an earlier sweep, environment of collect run)
+CLUSTERS: dict[str, tuple[int, float, float, bool, dict[str, str]]] = {
+    "ray attached": (1, 2.0, 2.0, True, {}),
+    "ray att. cold": (1, 2.0, 2.0, False, {}),
+    "ray att. tasks": (1, 2.0, 2.0, True, {"PREREG_RAY_WARM": "0"}),
+    "ray 2 nodes": (2, 1.0, 1.0, True, {}),
+    "ray 3 nodes": (3, 1.0, 0.0, True, {}),
+}
 LOCAL = {"local -j1": ["--jobs", "1"], "local -j2": ["--jobs", "2"], "ray own -j2": ["--executor", "ray", "--jobs", "2"]}
 
 
@@ -163,17 +177,26 @@ def freeze(work: Path, seeds: int) -> Path:
     return lock
 
 
-def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Seconds of ``collect run`` end to end, and the CPU seconds it cost (:class:`CpuSampler`: the
-    command, its pool workers, and for a cluster its processes, Ray's workers included)."""
+def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Seconds of ``collect run`` end to end, the CPU seconds it cost (:class:`CpuSampler`: the
+    command, its pool workers, and for a cluster its processes, Ray's workers included), and the
+    seconds from its ``running N with ...`` line (printed once the lock is verified and the ledger
+    read, just before the executor starts) to its end: the sweep itself, less the process's start."""
     sampler, t0 = CpuSampler(), time.perf_counter()
-    proc = subprocess.run([script("collect"), "run", str(lock), "--out", str(out), *extra], env=env,
-                          capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
+    proc = subprocess.Popen([script("collect"), "run", str(lock), "--out", str(out), *extra], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines, started = [], None
+    for line in proc.stderr:
+        lines.append(line)
+        if started is None and "; running " in line:
+            started = time.perf_counter()
+    proc.wait()
+    end = time.perf_counter()
     cpu = sampler.stop()
-    if proc.returncode != 0:
-        raise SystemExit(f"collect run {' '.join(extra)} failed: {proc.stderr[-2000:]}")
-    return seconds, cpu
+    if proc.returncode != 0 or started is None:
+        raise SystemExit(f"collect run {' '.join(extra)} failed: {''.join(lines)[-2000:]}")
+    return end - t0, cpu, end - started
 
 
 def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) -> None:
@@ -186,6 +209,7 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     times: dict[str, list[float]] = {}
     cpus: dict[str, list[float]] = {}
+    sweeps: dict[str, list[float]] = {}
     loads: list[tuple[float, float]] = []
     reference: list[dict[str, Any]] | None = None
     same = True
@@ -196,18 +220,20 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
         for cond in order:
             out = work / f"{cond.replace(' ', '_')}-{r}"
             if cond in LOCAL:
-                t, c = timed_run(lock, out, LOCAL[cond], env)
+                t, c, sw = timed_run(lock, out, LOCAL[cond], env)
             else:
-                nodes, node_cpus, head = CLUSTERS[cond]
+                nodes, node_cpus, head, warmed, extra_env = CLUSTERS[cond]
                 cluster = start_local_cluster(nodes, node_cpus, head)
                 try:
                     joined = ["--executor", "ray", "--address", cluster.address]
-                    timed_run(warm, work / f"warm-{cond.replace(' ', '_')}-{r}", joined, env)
-                    t, c = timed_run(lock, out, joined, env)
+                    if warmed:
+                        timed_run(warm, work / f"warm-{cond.replace(' ', '_')}-{r}", joined, {**env, **extra_env})
+                    t, c, sw = timed_run(lock, out, joined, {**env, **extra_env})
                 finally:
                     cluster.shutdown()
             times.setdefault(cond, []).append(t)
             cpus.setdefault(cond, []).append(c)
+            sweeps.setdefault(cond, []).append(sw)
             got = comparable(out)
             same = same and (reference is None or got == reference)
             reference = got if reference is None else reference
@@ -225,13 +251,14 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
     low, high = min(min(pair) for pair in loads), max(max(pair) for pair in loads)
     print(f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds "
           f"(conditions shuffled in each), load average {low:.1f}-{high:.1f}; median [range] over rounds")
-    print(f"{'condition':<14} {'seconds':>22} {'CPU seconds':>22}")
+    print(f"{'condition':<14} {'seconds':>22} {'CPU seconds':>22} {'after the running line':>24}")
     for cond in conditions:
-        print(f"{cond:<14} {med(times[cond]):>22} {med(cpus[cond]):>22}")
+        print(f"{cond:<14} {med(times[cond]):>22} {med(cpus[cond]):>22} {med(sweeps[cond]):>24}")
     print("\nratios inside each round (the first's / the second's; > 1: the second is faster or costs less CPU)")
     print(f"{'':<30} {'seconds':>20} {'CPU seconds':>20}")
-    for a, b in (("local -j2", "ray attached"), ("local -j2", "ray own -j2"), ("local -j2", "ray 2 nodes"),
-                 ("local -j2", "ray 3 nodes"), ("ray own -j2", "ray attached"), ("local -j1", "local -j2")):
+    for a, b in (("local -j2", "ray attached"), ("local -j2", "ray att. cold"), ("local -j2", "ray att. tasks"),
+                 ("local -j2", "ray own -j2"), ("local -j2", "ray 2 nodes"), ("local -j2", "ray 3 nodes"),
+                 ("ray own -j2", "ray attached"), ("ray att. tasks", "ray attached"), ("local -j1", "local -j2")):
         if a not in times or b not in times:
             continue
         print(f"{a + ' vs ' + b:<30} {med(ratios(times, a, b), 'x'):>20} {med(ratios(cpus, a, b), 'x'):>20}")
