@@ -133,7 +133,7 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
         guard = Guard(process_identity() if instance.own else None, folder, ray_job)
         task = ray.remote(sweep_task)
         groups = by_demand(todo)
-        pool = Pool(instance.joined is not None, set(groups))
+        pool = Pool(instance.joined is not None, set(groups), shared=not instance.own)
         options: dict[Any, Any] = {TASK_ONLY: _options(TASK_ONLY)}
 
         def submit(batch: _Batch, key: Any) -> None:

@@ -205,14 +205,15 @@ def release(keep: str | None = None) -> int:
 
 class Pool:
     """The warm runners of one sweep on a ``joined`` cluster, when ``enabled()`` and every run of the
-    sweep is of ``WARM_DEMAND``. A sweep on a joined cluster that uses none (other demands, or
-    ``PREREG_RAY_WARM=0``) ends the runners earlier sweeps left: its tasks need the CPUs they hold.
+    sweep is of ``WARM_DEMAND``. A sweep on a ``shared`` instance (one it did not start: by default,
+    a joined one) that uses none (other demands, ``PREREG_RAY_WARM=0``, or Ray initialised already
+    in this process) ends the runners earlier sweeps left: its tasks need the CPUs they hold.
     Each runner is given up to ``depth`` batches at once: Ray
     queues them on the actor, so it starts the next as soon as one ends, without waiting for the
     driver to take in the last item."""
 
     def __init__(self, joined: bool, demands: set[Demand], depth: int = DEPTH,
-                 handles: list[Any] | None = None) -> None:
+                 handles: list[Any] | None = None, shared: bool | None = None) -> None:
         self.paths = code_paths()
         if handles is not None:  # given (tests)
             self.handles = list(handles)
@@ -220,7 +221,7 @@ class Pool:
             self.handles = acquire()
         else:
             self.handles = []
-            if joined:
+            if joined if shared is None else shared:
                 release()
         self.depth = depth
         self._load = {id(h): 0 for h in self.handles}
