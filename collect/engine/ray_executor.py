@@ -10,14 +10,18 @@ One sweep, one Ray instance (:mod:`collect.engine.ray_instance`: a cluster joine
 3. the collector's shared inputs (``Collector.shared_inputs``: the torch warm start, the ``command``
    program's code files) are put in Ray's object store once, with their SHA-256.
 
-The runs are grouped by demand and dealt round-robin into batches, ``RAY_TASKS_PER_SLOT`` per run
-the cluster holds at once; each batch is one streaming Ray task placed by its demand
-(:func:`collect.engine.ray_worker.sweep_task`), which runs in a private folder on its node and
-streams records and trace bytes back. The driver (the only writer, holding the runs folder's lock)
-writes and hashes the traces as they arrive (:class:`collect.engine.transfer.Receiver`) and appends
-the records. Ray's own retry is off (it would redo a whole batch); a batch whose worker or node died
-is resubmitted from its first unreported run, elsewhere, at most ``RAY_RETRIES`` times, once some
-alive node still fits it. Imports Ray only inside :func:`run_on_ray`.
+The runs are grouped by demand and dealt round-robin into batches. On a cluster joined by address,
+runs of the default demand go to its warm runners (:mod:`collect.engine.ray_pool`: actors that
+outlive a sweep), ``WARM_BATCHES_PER_RUNNER`` batches per runner, each runner holding at most
+``ray_pool.DEPTH`` at once; otherwise each batch is one streaming Ray task placed by its demand,
+``RAY_TASKS_PER_SLOT`` per run the cluster holds at once. Either way the batch runs in a private
+folder on its node (:func:`collect.engine.ray_worker.sweep_task`) and streams records and trace bytes
+back. The driver (the only writer, holding the runs folder's lock) writes and hashes the traces as
+they arrive (:class:`collect.engine.transfer.Receiver`) and appends the records. Ray's own retry is
+off (it would redo a whole batch); a batch whose worker, runner or node died is resubmitted from its
+first unreported run, elsewhere (another runner while one is left, else a task), at most
+``RAY_RETRIES`` times, once some alive node still fits it; a batch a runner refused because its code
+changed goes the same way. Imports Ray only inside :func:`run_on_ray`.
 """
 
 from __future__ import annotations
