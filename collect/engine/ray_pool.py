@@ -9,7 +9,9 @@ actors (:class:`WarmRunner`), one per CPU of each alive node (at most ``POOL_MAX
 ``num_cpus=1`` as a task of the same demand would, pinned to its node. The first sweep starts them
 (:func:`collect.engine.ray_warm.start_early`, while the lock is verified); later sweeps of any
 driver of the cluster find them by name and reuse them. Each runner takes up to ``DEPTH`` batches
-at once (Ray queues them on the actor), so it never waits for the driver between batches.
+at once (Ray queues them on the actor), so it never waits for the driver between batches. A sweep
+uses the runners that are up (:func:`started`): one still waiting for its CPU (another job holds
+it) is ended rather than given batches it would hold until that CPU frees.
 
 A runner does with a batch exactly what a sweep task does
 (:func:`collect.engine.ray_worker.sweep_task`: the guard, a private folder, the same stream). It
@@ -46,8 +48,10 @@ NAMESPACE = "prereg-collect"
 IDLE_S = 60.0  # a runner with no batch for this long leaves (and gives its CPU back)
 PREFIX = "prereg-warm-runner"
 WARM_DEMAND: Demand = (1.0, 0.0, ())  # the only demand warm runners take: one CPU, nothing else
-POOL_MAX = 64
-DEPTH = 2  # batches given to one runner at once (the next queued on the actor while one runs)  # runners at most per sweep: a large cluster's other CPUs are used by tasks
+POOL_MAX = 64  # runners at most per sweep
+DEPTH = 2  # batches given to one runner at once (the next queued on the actor while one runs)
+FIRST_S = 60.0  # how long a sweep waits for its first runner to be up before it uses tasks instead
+GRACE_S = 5.0  # how long after the first the others may take (at least; twice the first's time if longer)
 
 
 class StaleRunner(ToolkitError):
@@ -184,6 +188,31 @@ def runners(key: str, limit: int = POOL_MAX) -> list[Any]:
     return handles
 
 
+def started(handles: list[Any], first_s: float = FIRST_S, grace_s: float = GRACE_S) -> list[Any]:
+    """The runners of ``handles`` that are up: the first within ``first_s``, the others within
+    ``max(grace_s, twice the first's time)`` after it. The rest are ended: a runner still waiting for
+    its CPU (another job holds it) would hold the batches given to it until that CPU frees, and a
+    runner slower than that to start costs the sweep more than its share. None up: an empty list
+    (the sweep uses tasks)."""
+    import ray  # lazy: ray
+
+    if not handles:
+        return []
+    t0 = time.monotonic()
+    refs = {handle.pid.remote(): handle for handle in handles}
+    first, rest = ray.wait(list(refs), num_returns=1, timeout=first_s)
+    up = list(first)
+    if first and rest:
+        more, rest = ray.wait(rest, num_returns=len(rest), timeout=max(grace_s, 2 * (time.monotonic() - t0)))
+        up += more
+    for ref in (rest if first else refs):
+        try:
+            ray.kill(refs[ref])
+        except Exception:  # noqa: BLE001 - best effort: it may be gone already
+            pass
+    return [refs[ref] for ref in up]
+
+
 def release(keep: str | None = None) -> int:
     """End the cluster's warm runners (all, or all but those named with ``keep``): a sweep that does
     not use them needs their CPUs. Returns how many were ended. A sweep they were serving loses them as
@@ -218,7 +247,7 @@ class Pool:
         if handles is not None:  # given (tests)
             self.handles = list(handles)
         elif joined and enabled() and demands == {WARM_DEMAND}:
-            self.handles = acquire()
+            self.handles = started(acquire())
         else:
             self.handles = []
             if joined if shared is None else shared:
@@ -266,4 +295,4 @@ class Pool:
                 pass
 
 
-__all__ = ["Pool", "acquire", "code_paths", "paths_key", "release", "IDLE_S", "NAMESPACE", "POOL_MAX", "WARM_DEMAND", "StaleRunner", "WarmRunner", "enabled", "runners"]
+__all__ = ["Pool", "acquire", "code_paths", "paths_key", "release", "started", "IDLE_S", "NAMESPACE", "POOL_MAX", "WARM_DEMAND", "StaleRunner", "WarmRunner", "enabled", "runners"]

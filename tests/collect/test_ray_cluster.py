@@ -325,3 +325,47 @@ def test_a_sweep_that_needs_other_resources_ends_the_warm_runners_first(cluster,
     sweep.join(timeout=300)  # without ending the runners its tasks would wait for their CPUs for an hour;
     assert done and done[0].completed == 24  # a generous timeout, only to catch that hang
     assert pids_ran(gpu_marks).isdisjoint(runners) and _gone(runners)
+
+
+def test_a_runner_whose_cpu_another_job_holds_is_ended_and_the_sweep_goes_on(cluster, tmp_path):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from collect.engine import ray_pool
+
+    plan_file = tmp_path / "plan.yaml"
+    plan_file.write_text(plan_text(sleep=20.0))
+    freeze(plan_file)
+    lock, runs, held = tmp_path / "plan.lock.json", tmp_path / "runs", tmp_path / "held"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def hold(mark: str) -> None:
+        Path(mark).write_text("held")
+        time.sleep(600)
+
+    holder = None
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        ray_pool.release()  # earlier tests' runners: one node's CPU is to be taken by another job
+        node = next(n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU"))
+        holder = ray.remote(hold).options(num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(
+            node["NodeID"], soft=False)).remote(str(held))
+        for _ in range(600):  # until it holds the CPU; a generous wait, only to catch a hang
+            if held.exists():
+                break
+            time.sleep(0.1)
+        assert held.exists()
+        # the runner of that node waits for its CPU for ten minutes: without ending it, the batches given
+        # to it would wait as long (a generous timeout, only to catch that hang)
+        proc = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--address",
+                                          cluster.address, "--json"), env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        summary = json.loads(proc.stdout[proc.stdout.index("{"):])
+        assert summary["completed"] == 24
+        names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                 if a.get("namespace") == ray_pool.NAMESPACE]
+        assert len(names) == 2 and not any(node["NodeID"][:16] in n for n in names)  # the held node's was ended
+    finally:
+        if holder is not None:
+            ray.cancel(holder, force=True)
+        ray.shutdown()
