@@ -9,8 +9,9 @@ the folder's real path):
 * ``<folder>/worker/<job>/<node>/<pid>``: each worker process's heartbeat, raised as often;
 * ``<folder>/stop/<job>``: set by a later driver of the same folder: that job's workers exit.
 
-A worker (:func:`guard_worker`, first thing in each task) exits when Ray's job table marks its
-driver's job dead or the driver's heartbeat has not moved for ``DRIVER_LOST_S`` (the driver was
+A worker (:func:`guard_worker`, first thing in each task) exits when the driver's heartbeat has
+stood still for two beats and Ray's job table marks the driver's job dead (asked only then: the
+table lists every job of the cluster), or has not moved for ``DRIVER_LOST_S`` (the driver was
 killed; Ray normally ends a dead driver's task workers itself, but not a warm runner, which belongs
 to the job that started it) or when asked to stop; it stops beating, and removes its key, once
 the driver's key is gone (the driver closed: it removes the driver's key before the workers'), so
@@ -138,7 +139,8 @@ def _worker_beat(folder: str, job: str, key: str) -> None:
             continue
         if beat != seen:
             seen, since = beat, time.monotonic()
-        if stop or time.monotonic() - since > DRIVER_LOST_S or _job_dead(job):
+        still = time.monotonic() - since  # how long the driver's heartbeat has stood still
+        if stop or still > DRIVER_LOST_S or (still > 2 * HEARTBEAT_S and _job_dead(job)):
             try:
                 _del(key)
             finally:

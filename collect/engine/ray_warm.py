@@ -48,7 +48,7 @@ _failed: tuple[str, str] | None = None  # (address, why) of an early join that f
 def join(**options: Any) -> None:
     """``ray.init(**options)`` for a driver of this toolkit. Unless the user set it, Ray's task-event
     reports of this process are off (``RAY_task_events_report_interval_ms=0``): they feed only the
-    dashboard's list of submitted tasks, and flushing them costs every ``ray.shutdown`` 0.25 s (the
+    dashboard's list of submitted tasks, and flushing them costs every ``ray.shutdown`` 0.27 s (the
     workers still report what they run)."""
     import ray  # lazy: ray
 
