@@ -95,11 +95,8 @@ def _put_inputs(job: Job, todo: list[PlannedRun]) -> Inputs:
     return Inputs(files, dict(shared.facts))
 
 
-TASK_ONLY = ("task",)  # submit()'s key for a warm-demand batch that must go to a task (its runner was lost)
-
-
 def _options(key: Any) -> dict[str, Any]:
-    cpus, gpus, custom = WARM_DEMAND if key == TASK_ONLY else key
+    cpus, gpus, custom = key
     return {"num_cpus": cpus, "num_gpus": gpus, "resources": dict(custom), "max_retries": 0,
             "_generator_backpressure_num_objects": BACKPRESSURE_ITEMS}
 
@@ -138,9 +135,10 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
         task = ray.remote(sweep_task)
         groups = by_demand(todo)
         pool = Pool(instance.joined is not None, set(groups), shared=not instance.own)
-        options: dict[Any, Any] = {TASK_ONLY: _options(TASK_ONLY)}
+        options: dict[Any, Any] = {}
 
         def submit(batch: _Batch, key: Any) -> None:
+            """``batch`` to a free warm runner when its demand is theirs, else (none left) as a task."""
             runner = pool.take() if key == WARM_DEMAND else None
             args = (remote_job, batch.runs, inputs, guard, CHUNK_BYTES, GROUP_S)
             if runner is not None:
@@ -150,6 +148,12 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
             else:
                 ref = task.options(**options[key]).remote(*args)
             streams[ref] = batch
+
+        def lost(stream: Any) -> None:
+            """Forget a stream that broke off before its batch ended: its runner (if any) is dropped, the
+            partial files of its batch too (the runs it had not reported are redone)."""
+            streams.pop(stream).receiver.abort()
+            pool.drop(runner_of.pop(stream, None))
 
         keys: dict[int, Any] = {}
         waiting: list[_Batch] = []  # batches for warm runners, none of which is free yet
@@ -185,17 +189,11 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
                         raise IntegrityError(f"a worker refused the study's shared inputs: {err.cause}") from None
                     if not isinstance(err.cause, StaleRunner):
                         raise  # the task itself raised (a run's failure is a record, never this): a bug
-                    del streams[stream]  # a warm runner whose code changed: its batch goes to another, or a task
-                    runner_of.pop(stream, None)
-                    pool.drop(runner)
-                    batch.receiver.abort()
+                    lost(stream)  # a warm runner whose code changed: its batch goes to another, or a task
                     waiting.insert(0, _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries))
                     continue
                 except RayError:  # its worker or node died: the runs it had not reported are redone elsewhere
-                    del streams[stream]
-                    runner_of.pop(stream, None)
-                    pool.drop(runner)
-                    batch.receiver.abort()
+                    lost(stream)
                     if batch.retries >= RAY_RETRIES:
                         raise
                     rest = _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries + 1)
@@ -213,10 +211,8 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
             if records:
                 finished += records
                 yield records
-            while waiting and pool.free:
+            while waiting and (pool.free or not pool.size):  # every runner lost: tasks take the rest
                 submit(waiting.pop(0), WARM_DEMAND)
-            while waiting and not pool.size:  # every warm runner was lost: tasks take the rest
-                submit(waiting.pop(0), TASK_ONLY)
         start_cost_warning(instance, finished, jobs)
     finally:
         for stream, batch in streams.items():  # stopped early (an error, a closed iterator): cancel what is left

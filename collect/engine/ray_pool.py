@@ -206,11 +206,18 @@ def started(handles: list[Any], first_s: float = FIRST_S, grace_s: float = GRACE
         more, rest = ray.wait(rest, num_returns=len(rest), timeout=max(grace_s, 2 * (time.monotonic() - t0)))
         up += more
     for ref in (rest if first else refs):
-        try:
-            ray.kill(refs[ref])
-        except Exception:  # noqa: BLE001 - best effort: it may be gone already
-            pass
+        _end(refs[ref])
     return [refs[ref] for ref in up]
+
+
+def _end(runner: Any) -> None:
+    """End ``runner`` now (best effort: it may be gone already)."""
+    import ray  # lazy: ray
+
+    try:
+        ray.kill(runner)
+    except Exception:  # noqa: BLE001 - best effort
+        pass
 
 
 def release(keep: str | None = None) -> int:
@@ -287,12 +294,7 @@ class Pool:
         self.handles = [h for h in self.handles if h is not runner]
         del self._load[id(runner)]
         if kill:
-            import ray  # lazy: ray
-
-            try:
-                ray.kill(runner)
-            except Exception:  # noqa: BLE001 - best effort: it may be gone already
-                pass
+            _end(runner)
 
 
 __all__ = ["Pool", "acquire", "code_paths", "paths_key", "release", "started", "IDLE_S", "NAMESPACE", "POOL_MAX", "WARM_DEMAND", "StaleRunner", "WarmRunner", "enabled", "runners"]
