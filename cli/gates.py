@@ -5,7 +5,8 @@ printing (the report is drawn by ``reports``).
 
 Exit codes of ``evaluate``: 0 supported, 1 not supported, 3 refused (or the lock does not verify,
 or does not have the ``--published`` seal); of ``verify``: 0 the artifact matches a re-evaluation,
-3 it does not (or carries no seal); both: 2 bad input or usage (one clear message, never a
+3 it does not (or carries no seal, or the lock or runs differ from the ``--published`` seal,
+``--head`` or ``--looks-head``); both: 2 bad input or usage (one clear message, never a
 traceback), 4 internal error.
 """
 
@@ -70,6 +71,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(textwrap.fill(f"ledger {words}", 80))
         if led.head_sha256:
             print(f"ledger head sha256:\n{led.head_sha256}")
+        if evaluation.monitoring is not None and evaluation.monitoring.looks_head:
+            print(f"look ledger head sha256 (publish it with the ledger head):\n{evaluation.monitoring.looks_head}")
     if published:
         print(published, file=sys.stderr if args.json else sys.stdout)
     return DECISION_EXIT[evaluation.decision]
@@ -78,14 +81,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Evaluate the lock on the runs again and compare it with the artifact (``gates.verify``)."""
     from gates.api import check_runs_folder, read_evaluation  # lazy: pydantic
-    from gates.verify import verify_evaluation  # lazy: pydantic
+    from gates.verify import Published, verify_evaluation  # lazy: pydantic
 
     ev = read_evaluation(args.evaluation)
     check_runs_folder(args.runs, args.lock)
-    result = verify_evaluation(ev, args.lock, args.runs)
+    given = Published(args.published, args.head, args.looks_head)
+    result = verify_evaluation(ev, args.lock, args.runs, given if given != Published() else None)
     if args.json:
         emit_json({"ok": result.ok, "evaluation": args.evaluation, "lock": args.lock, "runs": args.runs,
-                   "version": result.version, "differences": result.differences})
+                   "version": result.version, "differences": result.differences,
+                   "unpublished": result.unpublished, "published": result.published})
     elif result.ok:
         print(f"{args.evaluation}: {result.sentence()}")
     else:
@@ -126,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("evaluation", metavar="EVALUATION", help="the artifact to check (evaluation.json)")
     p.add_argument("lock", help="the frozen plan (*.lock.json) it was evaluated under")
     p.add_argument("runs", help="the runs folder holding ledger.jsonl")
+    p.add_argument("--published", metavar="SEAL",
+                   help="the lock seal the author published at freeze: the lock (up to the artifact's plan version) "
+                        "must have it, or nothing is re-evaluated (exit 3)")
+    p.add_argument("--head", metavar="HASH",
+                   help="the run ledger head the author published when collection ended: the ledger's head must be "
+                        "it (exit 3 otherwise)")
+    p.add_argument("--looks-head", metavar="HASH",
+                   help="the look ledger head the author published (gates evaluate prints it for a monitored plan): "
+                        "RUNS/looks.jsonl's head must be it (exit 3 otherwise)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(handler=cmd_verify)
     return parser

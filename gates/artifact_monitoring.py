@@ -92,6 +92,9 @@ class MonitoringResult(_Model):
     runs_saved: int = Field(default=0, description="Planned runs not needed because the plan stops here "
                             "(stop_success or stop_futility); 0 otherwise.")
     sequence: int = Field(ge=1, description="This evaluation's record number in the look ledger (looks.jsonl).")
+    looks_head: str | None = Field(default=None, description="The look ledger's head once this look is "
+                                   "recorded: this look record's SHA-256 (publish it with the ledger head; "
+                                   "gates verify --looks-head checks it). None: an artifact made before it existed.")
     history: list[LookEntry] = Field(default_factory=list, description="The looks recorded before this one.")
     gates: list[GateLooks] = Field(default_factory=list)
     sensitivity_note: str | None = Field(default=None, description="How sensitivity gates were read.")

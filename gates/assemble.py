@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from collect.ledger.columns import LedgerColumns
-from collect.ledger.looks import LookRecord
-from collect.ledger.store import Ledger
+from collect.ledger.looks import LookRecord, look_sha256
+from collect.ledger.store import GENESIS, Ledger
 from gates.artifact import (
     AmendmentSummary,
     BlockRow,
@@ -29,7 +29,7 @@ from gates.comparator import choose_comparator, resolve_gates, uses_comparator
 from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
-from gates.looks import conclude, locate, plan_at, restrict, settle
+from gates.looks import conclude, locate, look_fields, plan_at, restrict, settle
 from gates.matching import block_label, match_ledger
 from gates.numbers import encode_number
 from gates.phase_support import phase_support
@@ -159,7 +159,7 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
         contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
         blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
                                contrasts=contrasts, values=values))
-    return Evaluation(
+    evaluation = Evaluation(
         prereg_sha256=lock["plan_sha256"], genesis_plan_sha256=genesis_hash(lock), study=plan.study,
         title=plan.title, claim=plan.decision.claim, scope=plan.scope, frozen_at=lock["frozen_at"],
         amendments=[
@@ -201,3 +201,16 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
         lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
         code_identity=code_identity, monitoring=monitoring,
     )
+    return _with_looks_head(evaluation, ledger, history or []) if monitoring is not None else evaluation
+
+
+def _with_looks_head(evaluation: Evaluation, ledger: LedgerColumns, history: list[LookRecord]) -> Evaluation:
+    """The artifact naming the look ledger's head once its look is recorded: the hash of the record
+    ``gates.looks.look_fields`` makes of it, appended after ``history`` (``collect.ledger.looks``)."""
+    m = evaluation.monitoring
+    assert m is not None
+    fields = look_fields(m, evaluation.gates, evaluation.decision, ledger, evaluation.prereg_sha256,
+                         evaluation.lock.seal if evaluation.lock else None, evaluation.evaluated_at)
+    prev = (history[-1].record_sha256 or GENESIS) if history else GENESIS
+    head = look_sha256(fields, m.sequence, prev)
+    return evaluation.model_copy(update={"monitoring": m.model_copy(update={"looks_head": head})})

@@ -2,19 +2,25 @@
 
 ``collect.ledger.store.verify_chain`` does the re-hashing; this module turns its report into the
 refusal (``LedgerTampered``, exit 3 at the CLI) and into the words reviewers read; a monitored
-plan's look ledger (``collect.ledger.looks``) is checked the same way (``LooksTampered``). A ledger
+plan's look ledger (``collect.ledger.looks``) is checked the same way (``LooksTampered``), and
+refused when looks vanished: a look record that run records saw when they were appended, or that
+``RUNS/evaluation.json`` names as its look ledger head, no longer in it. A ledger
 written before the chain existed is evaluated, with a plain statement that edits to it cannot be
 detected; a chain that is present but does not verify is never evaluated.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from collect.ledger.columns import LedgerColumns
-from collect.ledger.looks import LookLedger, LooksReport, verify_looks
+from collect.ledger.looks import LookLedger, LooksReport, LooksSeen, verify_looks
 from collect.ledger.store import ChainReport, Ledger, verify_chain
-from prereg.errors import IntegrityError
+from gates.artifact import read_evaluation
+from prereg.errors import IntegrityError, ToolkitError
+
+EVALUATION_NAME = "evaluation.json"  # the artifact's default place in a runs folder
 
 
 class _ChainRefused(IntegrityError, ValueError):
@@ -63,10 +69,39 @@ class LooksTampered(_ChainRefused):
         super().__init__(looks.path, report, "the look ledger does not verify; refusing the evaluation")
 
 
+def _looks_seen(ledger: Ledger | LedgerColumns) -> list[LooksSeen]:
+    """(run id, looks_head, looks_count) of every record of ``ledger`` that saw a look."""
+    return [(r.run_id, r.looks_head, r.looks_count) for r in ledger.records if r.looks_head is not None]
+
+
+def _named_by_evaluation(looks: LookLedger) -> list[str]:
+    """The look record an evaluation in the runs folder (``RUNS/evaluation.json``) names as the look
+    ledger's head, when the look ledger no longer holds it (a file that is no evaluation names none)."""
+    path = looks.path.parent / EVALUATION_NAME
+    if not os.path.isfile(path) or os.path.islink(path):
+        return []
+    try:
+        ev = read_evaluation(path)
+    except (ToolkitError, OSError):
+        return []
+    named = ev.monitoring.looks_head if ev.monitoring is not None else None
+    if named is None or named in {r.record_sha256 for r in looks.records}:
+        return []
+    return [f"{path} names look ledger head {named[:12]} (look record {ev.monitoring.sequence if ev.monitoring else '?'}"
+            f", evaluated {ev.evaluated_at}), which the look ledger no longer holds: looks.jsonl was deleted, "
+            "emptied, cut back or replaced after that look"]
+
+
 def check_looks(looks: LookLedger, ledger: Ledger | LedgerColumns) -> LooksReport:
     """The report of an intact (or empty) look ledger checked against ``ledger``; raises
-    ``LooksTampered`` otherwise (``collect.ledger.looks.verify_looks``)."""
-    report = verify_looks(looks, ledger.hashes)
+    ``LooksTampered`` otherwise (``collect.ledger.looks.verify_looks``). Looks that vanished refuse
+    too: a look record a run record saw when it was appended, or that ``RUNS/evaluation.json`` names
+    as the head, that the look ledger no longer holds."""
+    report = verify_looks(looks, ledger.hashes, _looks_seen(ledger))
+    gone = _named_by_evaluation(looks)
+    if gone:
+        report.problems += gone
+        report.status = "broken"
     if not report.ok:
         raise LooksTampered(looks, report)
     return report

@@ -18,7 +18,9 @@ decisions are not evaluated again unless their runs changed since (a failed run 
 whose runs completed before a crash is evaluated, and a study the look ledger shows stopped runs
 nothing more. ``kill -9`` at any moment leaves both ledgers consistent: each run record and each
 look record is one atomic, fsynced append (``collect.ledger.store``, ``collect.ledger.looks``),
-and a look is recorded only after its evaluation read the ledger it names.
+and a look is recorded only after its evaluation read the ledger it names. Each look's line (``say``)
+ends with the look ledger's head once it is recorded: publish the last one with the run ledger's
+head. A look ledger that lost looks the run records saw refuses the resume (``LooksTampered``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class LookStep:
     reason: str = ""
     seq: int | None = None
     recorded: bool = False
+    looks_head: str | None = None  # the look ledger's head once this look was recorded (its record's SHA-256)
 
 
 @dataclass
@@ -100,7 +103,7 @@ class MonitoredRun:
                 "note": self.note, "sentence": self.sentence(),
                 "looks": [{"look": s.look, "blocks": s.blocks, "completed": s.completed, "failed": s.failed,
                            "decision": s.decision, "action": s.action, "look_record": s.seq,
-                           "recorded_before": s.recorded} for s in self.steps]}
+                           "looks_head": s.looks_head, "recorded_before": s.recorded} for s in self.steps]}
 
 
 def _stop_of(record: LookRecord) -> str | None:
@@ -147,16 +150,19 @@ def run_monitored(
         if isinstance(recorded, LookRecord):
             step.decision, step.action, step.seq, step.recorded = (recorded.decision, recorded.action, recorded.seq,
                                                                   True)
+            step.looks_head = recorded.record_sha256
             step.reason = "recorded before"
         else:
             ev = evaluate(verified, folder, out=folder / "evaluation.json", force=False)
             result.evaluation = ev
             assert ev.monitoring is not None
             step.decision, step.action, step.seq = ev.decision, ev.monitoring.action, ev.monitoring.sequence
+            step.looks_head = ev.monitoring.looks_head
             step.reason = ev.monitoring.reason
         if say:
             say(f"look {k} of {len(looks)} ({blocks} blocks): {step.decision.replace('_', ' ')}, "
-                f"{(step.action or 'none').replace('_', ' ')}" + (" (as recorded before)" if step.recorded else ""))
+                f"{(step.action or 'none').replace('_', ' ')}" + (" (as recorded before)" if step.recorded else "")
+                + (f"; look ledger head {step.looks_head}" if step.looks_head else ""))
         if step.failed:
             result.stopped, result.stopped_at = "failed", k
             result.note = (f"{step.failed} run(s) of look {k} failed, so the look is refused; collection stops here: "

@@ -96,13 +96,21 @@ def _hidden_post_data(lock: dict[str, Any], records: Sequence[Record]) -> list[s
     return out
 
 
+def published_seal(lock: dict[str, Any], published: str, up_to: int | None = None) -> tuple[bool, str]:
+    """``(matches, sentence)``: whether a version of ``lock`` (at most ``up_to``) has the ``published``
+    seal, and which, in words (``gates evaluate --published``, ``gates verify --published``);
+    ``InputError`` (exit 2) for a malformed seal."""
+    try:
+        version, sentence = check_published(lock, published, up_to)
+    except ValueError as err:
+        raise InputError(str(err)) from None
+    return version is not None, sentence
+
+
 def check_published_seal(lock: dict[str, Any], published: str) -> str:
     """The sentence saying which version of ``lock`` has the ``published`` seal; ``IntegrityError``
     (exit 3) when none has it, ``InputError`` (exit 2) for a malformed seal."""
-    try:
-        version, sentence = check_published(lock, published)
-    except ValueError as err:
-        raise InputError(str(err)) from None
-    if version is None:
+    matches, sentence = published_seal(lock, published)
+    if not matches:
         raise IntegrityError(f"{sentence}; refusing to evaluate")
     return sentence

@@ -12,6 +12,12 @@ artifact (``monitoring``) is re-evaluated as the look it records -- with the loo
 it, recording nothing -- and only while the run ledger is the one that look saw: re-evaluating a
 grown ledger would be a look nobody recorded, so that is reported as stale, with no numbers.
 
+A reviewer also holds the lock and runs to what the author published (``Published``: ``gates
+verify --published SEAL [--head HASH] [--looks-head HASH]``): a lock with no version (up to the
+artifact's) of that seal (``gates.seals.published_seal``, as ``gates evaluate --published``), a run
+ledger or look ledger whose head is not the published one is a failed verification, and nothing
+is re-evaluated. A monitored artifact's ``looks_head`` must be the hash of the look record it is.
+
 ``find_lock`` looks for the lock of an artifact whose runs folder is known: the path it recorded,
 then ``*.lock.json`` in the runs folder and in the folder above it, taking the first that verifies
 and has the plan version the artifact was evaluated under. ``reports show`` and ``reports html``
@@ -22,15 +28,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collect.ledger.store import read_ledger
+from collect.ledger.looks import read_looks
+from collect.ledger.store import GENESIS, read_ledger
 from gates.api import evaluate, reevaluate_look
 from gates.artifact import Evaluation, seal_status
+from gates.seals import published_seal
 from prereg.api import load_lock
-from prereg.errors import ToolkitError
+from prereg.errors import InputError, ToolkitError
 from prereg.lock import LOCK_SUFFIX
 from prereg.lock_seal import plan_hash_of, version_count
 
@@ -38,24 +47,43 @@ from prereg.lock_seal import plan_hash_of, version_count
 VOLATILE = frozenset({"evaluated_at", "toolkit_version", "seal_sha256", "plan_yaml", "other_plan_note"})
 _SLACK = 1e-9  # relative: numbers are compared to this precision
 _SHOWN = 12  # differences named, then counted
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the author published, for ``gates verify`` to hold the lock and runs to: the lock seal
+    printed at freeze (``prereg freeze``), and optionally the run ledger head printed when collection
+    ended and the look ledger head (``gates evaluate`` prints both; 64 hex digits each)."""
+
+    seal: str | None = None
+    head: str | None = None
+    looks_head: str | None = None
 
 
 @dataclass
 class Verification:
-    """The outcome: ``ok`` when the artifact is sealed and says what the re-evaluation says."""
+    """The outcome: ``ok`` when the artifact is sealed and says what the re-evaluation says (and the
+    lock and runs are the ones published, when ``published`` was given)."""
 
     ok: bool
     differences: list[str] = field(default_factory=list)
     lock: str | None = None
     version: int | None = None
+    unpublished: bool = False  # the differences are with what the author published: nothing was re-evaluated
+    published: str | None = None  # which version has the published seal, in words
 
     def sentence(self) -> str:
         """One line for people."""
-        if self.ok:
-            return (f"re-verified: evaluating {self.lock} (version {self.version}) on the runs again gives the same "
-                    "decision, verdicts and numbers")
         shown = "\n- ".join(self.differences[:_SHOWN])
         more = f"\n- ... and {len(self.differences) - _SHOWN} more" if len(self.differences) > _SHOWN else ""
+        if self.unpublished:
+            return (f"comes with a lock and runs that are not the ones the author published (nothing was "
+                    f"re-evaluated):\n- {shown}{more}")
+        if self.ok:
+            also = f"; {self.published}" if self.published else ""
+            return (f"re-verified: evaluating {self.lock} (version {self.version}) on the runs again gives the same "
+                    f"decision, verdicts and numbers{also}")
         return f"does not match a re-evaluation of its lock and runs:\n- {shown}{more}"
 
 
@@ -114,8 +142,42 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | os.PathLike[str]) -> Verification:
-    """Evaluate ``lock`` on ``runs`` again (the plan version ``ev`` names) and compare it with ``ev``.
+def _hash_text(text: str, what: str) -> str:
+    """A published hash as 64 lowercase hex digits; ``InputError`` (exit 2) otherwise."""
+    value = text.strip().lower()
+    if not _HEX64.fullmatch(value):
+        raise InputError(f"{what} {text!r} is not a SHA-256 (64 hexadecimal digits)")
+    return value
+
+
+def published_mismatches(lock: dict[str, Any], version: int | None, runs: str | os.PathLike[str],
+                         published: Published) -> tuple[list[str], str | None]:
+    """``(mismatches, seal sentence)``: where ``lock`` (up to plan ``version``) and ``runs`` differ from
+    what the author ``published`` (``gates.seals.published_seal``; the run and look ledgers' heads as
+    they are now). ``InputError`` (exit 2) for a malformed seal or hash."""
+    head = _hash_text(published.head, "--head") if published.head is not None else None
+    looks_head = _hash_text(published.looks_head, "--looks-head") if published.looks_head is not None else None
+    matches, sentence = published_seal(lock, published.seal, version) if published.seal is not None else (True, None)
+    found = [] if matches or sentence is None else [sentence]
+    if head is not None:
+        hashes = read_ledger(runs).hashes
+        now = hashes[-1] if hashes else GENESIS
+        if now != head:
+            found.append(f"the run ledger's head is {now[:12]}, not the published {head[:12]}: records were added, "
+                         "removed or rewritten after the head was published")
+    if looks_head is not None:
+        now = read_looks(runs).head
+        if now != looks_head:
+            found.append(f"the look ledger's head is {now[:12]}, not the published {looks_head[:12]}: look records "
+                         "were added, removed or rewritten after the head was published")
+    return found, sentence if matches else None
+
+
+def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | os.PathLike[str],
+                      published: Published | None = None) -> Verification:
+    """Evaluate ``lock`` on ``runs`` again (the plan version ``ev`` names) and compare it with ``ev``;
+    with ``published``, first hold the lock and runs to what the author published
+    (:func:`published_mismatches`: any mismatch is a failed verification, nothing re-evaluated).
 
     Raises what ``gates.api.evaluate`` raises for a lock or runs folder that cannot be evaluated
     (``IntegrityError`` for a lock or ledger that does not verify, ``InputError`` for bad input).
@@ -125,11 +187,16 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
     version = ev.lock.version if ev.lock is not None else _version_of(verified.data, ev.prereg_sha256)
     current = verified.version
     earlier = version if version is not None and version != current else None
+    seal_words = None
+    if published is not None:
+        mismatches, seal_words = published_mismatches(verified.data, version or current, runs, published)
+        if mismatches:
+            return Verification(False, mismatches, os.fspath(lock), version, unpublished=True)
     if ev.monitoring is not None:  # a recorded look: re-evaluated on the runs it saw, recording nothing
         grown = _ledger_grown(ev, runs)
         if grown:
             return Verification(False, [grown], os.fspath(lock), version)
-        fresh = reevaluate_look(verified, runs, ev.monitoring.sequence, plan_version=earlier)
+        fresh = _as_recorded(reevaluate_look(verified, runs, ev.monitoring.sequence, plan_version=earlier), ev, runs)
     else:
         fresh = evaluate(verified, runs, plan_version=earlier)
     found = [] if version is not None else [
@@ -139,7 +206,21 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
         found.append("the artifact carries no seal" if status == "unsealed" else
                      "the artifact's seal does not match its content (edited after it was written)")
     found += differences(_comparable(ev), _comparable(fresh))
-    return Verification(not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version)
+    return Verification(not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version,
+                        published=seal_words)
+
+
+def _as_recorded(fresh: Evaluation, ev: Evaluation, runs: str | os.PathLike[str]) -> Evaluation:
+    """The re-evaluated look naming, as its look ledger head, the hash of the look record it re-evaluates
+    (its own time differs from the recorded one's); an artifact that names no head (made before the
+    field existed) is compared without it."""
+    assert fresh.monitoring is not None and ev.monitoring is not None
+    head = None
+    if ev.monitoring.looks_head is not None:
+        records = read_looks(runs).records
+        k = ev.monitoring.sequence
+        head = records[k - 1].record_sha256 if 0 < k <= len(records) else None
+    return fresh.model_copy(update={"monitoring": fresh.monitoring.model_copy(update={"looks_head": head})})
 
 
 def _ledger_grown(ev: Evaluation, runs: str | os.PathLike[str]) -> str | None:

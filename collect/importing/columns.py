@@ -268,17 +268,20 @@ def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str],
 
 def prepare(
     table: Table, plan: Plan, plan_sha256: str, source: str, existing: Ledger, *, lock_seal: str | None = None,
-    seen: Seen | None = None, first_row: int = 1,
+    seen: Seen | None = None, first_row: int = 1, looks_seen: tuple[str, int] | None = None,
 ) -> Batch:
     """The rows not yet in ``existing``, ready to append; ``Declined`` (or any error) if they do not all fit.
 
     A table taken in chunks: each chunk a ``Table.slice``, ``first_row`` its first row's number in the
-    table (1-based), ``seen`` the state the chunks share (``Seen.of``), so the checks are the whole table's."""
+    table (1-based), ``seen`` the state the chunks share (``Seen.of``), so the checks are the whole table's.
+    ``looks_seen``: the look ledger's ``(head, count)`` every record carries (``collect.ledger.looks``)."""
     if table.n == 0 or check_columns([dict.fromkeys(table.columns)], plan):
         raise Declined("no rows, or a column problem")
     n, factors = table.n, sorted(plan.strata.factors)
     fields: dict[str, list[Any]] = {"record": [RECORD_FORMAT] * n, "prereg_sha256": [plan_sha256] * n,
-                                    **({"lock_seal": [lock_seal] * n} if lock_seal is not None else {})}
+                                    **({"lock_seal": [lock_seal] * n} if lock_seal is not None else {}),
+                                    **({"looks_head": [looks_seen[0]] * n, "looks_count": [looks_seen[1]] * n}
+                                       if looks_seen is not None else {})}
     items: dict[str, Texts] = {k: [string_text(k) + ":" + value_text(v[0])] * n for k, v in fields.items()}
     items.update({k: [string_text(k) + ":" + value_text(v)] * n for k, v in _CONSTANT.items()})
     fields["arm"], items["arm"] = _parsed(table.column("arm"), lambda v: arm_cell(v, plan), "arm")

@@ -71,6 +71,7 @@ from collect.importing.rows import (
 )
 from collect.ledger.cells import cell_key_of
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals
+from collect.ledger.looks import looks_evidence
 from collect.ledger.runlock import lock_path, runs_lock
 from collect.ledger.store import (
     Ledger,
@@ -463,13 +464,19 @@ def _append_fast(
         return None  # the row path says what an empty table lacks
     seen = Seen.of(existing, plan_sha256)
     head = head_of(existing)
+    try:
+        looks_seen = looks_evidence(runs_dir)  # what every record carries, as the row path's appender does
+    except OSError as err:
+        raise InputError(f"{err.filename or runs_dir}: the look ledger cannot be read ({err.strerror or err}); "
+                         "nothing was imported") from None
 
     def chunks() -> Iterator[bytes]:
         nonlocal head
         for start in range(0, whole.n, CHUNK_ROWS):
             try:
                 batch = prepare(whole.slice(start, start + CHUNK_ROWS) if whole.n > CHUNK_ROWS else whole, plan,
-                                plan_sha256, source, existing, lock_seal=lock_seal, seen=seen, first_row=start + 1)
+                                plan_sha256, source, existing, lock_seal=lock_seal, seen=seen, first_row=start + 1,
+                                looks_seen=looks_seen)
                 payload, records, head = seal(batch, head)
             except (Declined, ValueError, TypeError, ArithmeticError) as err:  # cell, model and encoder
                 raise _NotFast(str(err)) from err  # refusals: what does not fit, the row path says in its own words

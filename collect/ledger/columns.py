@@ -174,6 +174,8 @@ class RecordRow:
         error: str | None
         traces: list[str]
         trace_sha256: dict[str, str]
+        looks_head: str | None
+        looks_count: int | None
         prev_sha256: str | None
         record_sha256: str | None
     else:
@@ -197,6 +199,8 @@ class RecordRow:
         error = _field('error')
         traces = _field('traces')
         trace_sha256 = _field('trace_sha256')
+        looks_head = _field('looks_head')
+        looks_count = _field('looks_count')
         prev_sha256 = _field('prev_sha256')
         record_sha256 = _field('record_sha256')
 

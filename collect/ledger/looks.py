@@ -35,6 +35,13 @@ times, and checks each record against the run ledger: its ``ledger_head`` must b
 ledger's chain (or ``GENESIS``), ``ledger_records`` its position, and later looks never see fewer
 runs. A run ledger truncated or rewritten after a look, or a look record edited, removed,
 inserted or reordered, breaks it.
+
+Looks cannot vanish unseen either: every run record appended while the look ledger holds records
+carries its head and count then (``looks_head``, ``looks_count``: :func:`looks_evidence`, set by
+``collect.ledger.store.LedgerAppender``), inside the run ledger's hash chain; a look ledger that
+no longer holds that record at that number (deleted, emptied, cut back, replaced) breaks it too.
+Looks taken after the last run record and then erased leave no such evidence: the evaluation
+names its look ledger head (:func:`look_sha256`), and the head the author published catches it.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -166,11 +174,7 @@ def append_look(runs_dir: str | os.PathLike[str], fields: dict[str, Any]) -> Loo
     try:
         journal.lock(fd, exclusive=True)
         current = read_looks_fd(fd, path)
-        seq = len(current.records) + 1
-        draft = LookRecord.model_validate({**fields, "record": LOOKS_FORMAT, "seq": seq, "prev_sha256": current.head})
-        data = draft.model_dump(mode="json", exclude_none=True)
-        data.pop("record_sha256", None)
-        line, digest = sealed_line(data)
+        draft, line, digest = _drafted(fields, len(current.records) + 1, current.head)
         size = os.fstat(fd).st_size
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
         payload = (b"\n" if torn else b"") + line + b"\n"
@@ -187,6 +191,32 @@ def append_look(runs_dir: str | os.PathLike[str], fields: dict[str, Any]) -> Loo
     if created:
         fsync_dir(folder)
     return draft.model_copy(update={"record_sha256": digest})
+
+
+def _drafted(fields: dict[str, Any], seq: int, prev: str) -> tuple[LookRecord, bytes, str]:
+    """The look record of ``fields`` as record number ``seq`` chained to ``prev``: the model, its
+    sealed line and its ``record_sha256``."""
+    draft = LookRecord.model_validate({**fields, "record": LOOKS_FORMAT, "seq": seq, "prev_sha256": prev})
+    data = draft.model_dump(mode="json", exclude_none=True)
+    data.pop("record_sha256", None)
+    line, digest = sealed_line(data)
+    return draft, line, digest
+
+
+def look_sha256(fields: dict[str, Any], seq: int, prev: str) -> str:
+    """The ``record_sha256`` :func:`append_look` gives ``fields`` when it appends them as record ``seq``
+    after the record whose hash is ``prev``: the look ledger's head once this look is recorded."""
+    return _drafted(fields, seq, prev)[2]
+
+
+def looks_evidence(runs_dir: str | os.PathLike[str]) -> tuple[str, int] | None:
+    """``(head, count)``: the look ledger's last record hash and how many records it holds now (None:
+    no look recorded). Run-ledger records carry it (``looks_head``, ``looks_count``) as evidence that
+    those looks existed; :func:`verify_looks` checks it. ``OSError`` as :func:`read_looks`."""
+    looks = read_looks(runs_dir)
+    if not looks.records or looks.records[-1].record_sha256 is None:
+        return None
+    return looks.records[-1].record_sha256, len(looks.records)
 
 
 def read_looks_fd(fd: int, path: Path) -> LookLedger:
@@ -211,9 +241,14 @@ def read_looks_fd(fd: int, path: Path) -> LookLedger:
 LooksReport = ChainReport  # what verify_looks found: the run ledger's report type (intact, broken, empty)
 
 
-def verify_looks(looks: LookLedger, ledger_hashes: list[str]) -> LooksReport:
+#: (run id, looks_head, looks_count) of a run-ledger record: the look ledger as that record saw it
+LooksSeen = tuple[str, str | None, int | None]
+
+
+def verify_looks(looks: LookLedger, ledger_hashes: list[str], seen_by_runs: Iterable[LooksSeen] = ()) -> LooksReport:
     """Re-hash every look record, follow its links, sequence and times, and check the run ledger it
-    names (``ledger_hashes``: the run ledger's record hashes in order) -- module doc."""
+    names (``ledger_hashes``: the run ledger's record hashes in order) and the look records the run
+    ledger's records saw (``seen_by_runs``: each must still be there) -- module doc."""
     report = LooksReport("intact" if looks.records else "empty", looks.head if looks.records else None)
     position = {digest: i + 1 for i, digest in enumerate(ledger_hashes)}
     expected, last_time, last_seen = GENESIS, "", 0
@@ -239,10 +274,27 @@ def verify_looks(looks: LookLedger, ledger_hashes: list[str]) -> LooksReport:
         else:
             last_seen = seen
         expected, last_time = digest, max(last_time, record.evaluated_at)
+    report.problems += _vanished(looks, seen_by_runs)
     report.problems += looks.problems
     if report.problems:
         report.status = "broken"
     return report
+
+
+def _vanished(looks: LookLedger, seen_by_runs: Iterable[LooksSeen]) -> list[str]:
+    """The look records run-ledger records saw (hash-chained there, so they cannot be stripped) that
+    the look ledger no longer holds: it was deleted, emptied, cut back or replaced after them."""
+    held = {r.seq: r.record_sha256 for r in looks.records}
+    missing = [(run, head, count) for run, head, count in seen_by_runs
+               if head is not None and count is not None and held.get(count) != head]
+    if not missing:
+        return []
+    run, head, count = max(missing, key=lambda m: m[2] or 0)
+    now = f"holds {len(looks.records)} look record(s)" if looks.records else "is missing or holds no look record"
+    named = ", ".join(m[0] for m in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    return [f"run record(s) {named} were appended after look record {count} ({head[:12] if head else '?'}), which "
+            f"the look ledger no longer holds (it {now}): looks.jsonl was deleted, emptied, cut back or replaced "
+            "after those looks were taken"]
 
 
 def looks_sha256(runs_dir: str | os.PathLike[str]) -> str | None:
@@ -255,5 +307,5 @@ def looks_sha256(runs_dir: str | os.PathLike[str]) -> str | None:
         return hashlib.sha256(fh.read(MAX_LOOKS_BYTES + 1)).hexdigest()
 
 
-__all__ = ["LOOKS_FORMAT", "LOOKS_NAME", "LookLedger", "LookRecord", "LooksReport", "append_look", "looks_path",
-           "looks_sha256", "read_looks", "verify_looks"]
+__all__ = ["LOOKS_FORMAT", "LOOKS_NAME", "LookLedger", "LookRecord", "LooksReport", "LooksSeen", "append_look",
+           "look_sha256", "looks_evidence", "looks_path", "looks_sha256", "read_looks", "verify_looks"]

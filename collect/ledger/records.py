@@ -98,6 +98,11 @@ class RunRecord(_Strict):
     error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
     traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
     trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
+    looks_head: Sha256 | None = Field(default=None, description="The runs folder's look ledger head (its last "
+                                      "look record's hash) when this record was appended; None: no look recorded "
+                                      "yet (``collect.ledger.looks``: evidence that those looks existed).")
+    looks_count: int | None = Field(default=None, ge=1, description="How many look records the look ledger held "
+                                    "then (``looks_head`` is record number ``looks_count``); None with it.")
     prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain); None "
                                        "only before the record is appended (a stored line without it is refused).")
     record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field; "

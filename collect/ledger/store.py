@@ -35,6 +35,11 @@ stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read bac
 * ``trace_sha256``: trace path (``traces/...``) -> SHA-256 of the trace file, hashed (and fsynced)
   by the writer just before the record is appended.
 
+**The looks seen** (``looks_head``, ``looks_count``; absent while the runs folder has no look
+record): the look ledger's head and record count (``collect.ledger.looks``) when the writer
+started, so a monitored study's looks cannot vanish without breaking this chain's evidence
+(the column-wise import path writes the same fields).
+
 **The lock's seal** (``lock_seal``; absent only for runs collected without a lock): the seal
 (``prereg.lock_seal``) of the lock version the run was collected or imported under; ``gates
 evaluate`` refuses a decision on records whose seal does not match the lock's, or that carry none.
@@ -58,6 +63,7 @@ from collect.ledger import journal as batch_journal
 from collect.ledger.chain import ChainReport, trace_problems, verify_chain
 from collect.ledger.files import hash_trace, open_no_follow, trace_path, write_all
 from collect.ledger.hashing import record_hash, sealed_line
+from collect.ledger.looks import looks_evidence
 from collect.ledger.reading import (
     MAX_BAD_LINES,
     MAX_LEDGER_BYTES,
@@ -101,16 +107,20 @@ class LedgerAppender:
         if current is None:
             current = read_ledger(self.folder)
         self.head = head_of(current)
+        self.looks_seen = _looks_now(self.folder)
 
     def _chained(self, record: RunRecord) -> tuple[bytes, RunRecord]:
         data = record.model_dump(mode="json", exclude_none=True)
         data.pop("record_sha256", None)
         if data.get("traces") and not data.get("trace_sha256"):
             data["trace_sha256"] = {t: hash_trace(self.folder, t, fsync=True) for t in data["traces"]}
+        if self.looks_seen is not None and "looks_head" not in data:
+            data["looks_head"], data["looks_count"] = self.looks_seen
         data["prev_sha256"] = self.head
         line, digest = sealed_line(data)
         chained = record.model_copy(
-            update={"prev_sha256": self.head, "record_sha256": digest, "trace_sha256": data.get("trace_sha256", {})}
+            update={"prev_sha256": self.head, "record_sha256": digest, "trace_sha256": data.get("trace_sha256", {}),
+                    "looks_head": data.get("looks_head"), "looks_count": data.get("looks_count")}
         )
         return line + b"\n", chained
 
@@ -236,6 +246,16 @@ def _roll_back(fd: int, size: int, path: Path, journaled: Path | None, err: OSEr
         batch_journal.finish(journaled)
     raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}); nothing was appended: the ledger is "
                        "exactly as it was before it", str(path)) from None
+
+
+def _looks_now(folder: Path) -> tuple[str, int] | None:
+    """The look ledger's head and record count as the writer starts (``collect.ledger.looks``), which
+    every record it appends carries: evidence, inside the hash chain, that those looks existed."""
+    try:
+        return looks_evidence(folder)
+    except OSError as err:
+        raise InputError(f"{err.filename or folder}: the look ledger cannot be read ({err.strerror or err}); "
+                         "nothing was recorded") from None
 
 
 def head_of(ledger: Ledger) -> str:

@@ -78,7 +78,8 @@ def look_rows(m: MonitoringResult) -> list[list[str]]:
 
 
 def gate_lines(m: MonitoringResult) -> list[str]:
-    """Per primary gate: its frozen alpha, how its looks spend it, and its p-value at this point."""
+    """Per primary gate: its frozen alpha, how its looks spend it, and its p-value at this point; then
+    the look ledger's head once this look is recorded (to publish with the ledger head)."""
     out = []
     for g in m.gates:
         basis = ("the group-sequential boundary on the information fractions" if g.kind == "boundary" else
@@ -91,6 +92,8 @@ def gate_lines(m: MonitoringResult) -> list[str]:
                    f"{here}{futile}")
     if m.sensitivity_note:
         out.append(m.sensitivity_note)
+    if m.looks_head:
+        out.append(f"look ledger head with this look (look record {m.sequence}): {m.looks_head}")
     return out
 
 

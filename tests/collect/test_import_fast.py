@@ -416,3 +416,18 @@ def test_csv_columns_are_read_tables_rows(text, bom):
             return
         if table is not None:
             assert table.rows() == rows
+
+
+def test_both_paths_carry_the_look_ledger_head_the_same_way(plan, tmp_path):
+    """A runs folder that already holds looks: each record of either path carries the look ledger's head
+    and count (evidence that those looks existed), in the same bytes."""
+    seen = ("ab" * 32, 2)
+    rows = [{"arm": arm, "site": "0", "Zone": "north", "nll": "0.5"} for arm in ("a", "B_2")]
+    with mock.patch.object(importer, "looks_evidence", return_value=seen), \
+            mock.patch("collect.ledger.store.looks_evidence", return_value=seen):
+        fast = _outcome(_write(rows, tmp_path, "csv"), plan, tmp_path / "fast", fast=True, only_fast=True)
+        slow = _outcome(_write(rows, tmp_path, "csv"), plan, tmp_path / "slow", fast=False)
+    assert fast[0] == "ok" and fast == slow
+    stored = [json.loads(line) for line in fast[3].splitlines()]
+    assert [(r["looks_head"], r["looks_count"]) for r in stored] == [seen, seen]
+    assert verify_chain(read_ledger(tmp_path / "fast")).ok
