@@ -22,7 +22,7 @@ from typing import Any
 
 from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 from collect.engine.ray_warm import start_early
-from prereg.fileio import write_text_atomically
+from collect.importing.outputs import check_trace_outputs, write_plan_listing
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
@@ -60,15 +60,15 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    """List every planned run (``collect.api.plan_listing``) on stdout or into ``-o FILE``."""
+    """List every planned run on stdout (``collect.api.plan_listing``) or into ``-o FILE``
+    (``collect.importing.outputs.write_plan_listing``: the output rule checked before the lock is read)."""
     from collect.api import plan_listing  # lazy: pydantic
 
-    text = plan_listing(args.lock, args.format)
     if args.output:
-        write_text_atomically(args.output, text)
+        write_plan_listing(args.lock, args.output, args.format, args.force)
         print(f"wrote the plan's runs to {args.output}", file=sys.stderr)
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(plan_listing(args.lock, args.format))
     return EXIT_OK
 
 
@@ -340,7 +340,7 @@ def _power_range(text: str | None) -> tuple[float, float] | None:
 def cmd_telemetry(args: argparse.Namespace) -> int:
     """Convert a power log another tool wrote into a telemetry trace (``collect.telemetry.logs``)."""
     from collect.telemetry.logs.common import LogOptions  # lazy: numpy
-    from collect.telemetry.logs.formats import convert_to_trace  # lazy: numpy
+    from collect.telemetry.logs.formats import convert_to_trace, default_trace_base  # lazy: numpy
     from collect.telemetry.recording.probe import probe_trace, recorded_sentence, recorded_summaries  # lazy: numpy
 
     for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 3_600_000.0),
@@ -348,6 +348,7 @@ def cmd_telemetry(args: argparse.Namespace) -> int:
                                    ("--max-gap-ms", args.max_gap_ms, 0.0, 3_600_000.0)):
         if value is not None and not low <= value <= high:
             raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
+    check_trace_outputs(args.output if args.output else default_trace_base(Path(args.log)))  # before anything is read
     options = LogOptions(gpu=args.gpu, poll_ms=args.poll_ms, power_window_ms=args.power_window_ms,
                          power_range_w=_power_range(args.power_range_w), window=args.window,
                          max_gap_ms=args.max_gap_ms)
@@ -393,7 +394,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "elsewhere: 'collect import' checks a seed column against these seeds.")
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the listing to FILE (default: stdout)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the listing to FILE (default: stdout; never over "
+                   "a ledger, lock, plan, trace, evaluation, link or device, nor anything in a runs folder but an "
+                   "earlier listing)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing -o FILE the toolkit did not write (outside a runs folder only)")
     p.set_defaults(handler=cmd_plan)
     p = sub.add_parser("run", help="execute a frozen plan with its built-in collector into RUNS/ledger.jsonl")
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
@@ -416,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
                    help="the tool that wrote it (default: recognised from the file name)")
     p.add_argument("-o", "--output", metavar="TRACE", help="the trace's base name (default: beside the log, "
-                   "LOG's suffix replaced by .telemetry)")
+                   "LOG's suffix replaced by .telemetry); an existing trace is never written over")
     p.add_argument("--gpu", type=int, help="the GPU of a multi-GPU log (default: the log must hold one)")
     p.add_argument("--poll-ms", type=float, help="the interval the logger was asked for, ms (default: the median "
                    "interval between polls; dcgm: dmon's -d, default 1000, which also places its samples)")

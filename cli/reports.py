@@ -76,9 +76,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.markdown == "-":
             sys.stdout.write(evaluation_markdown(ev, show_blocks=args.blocks))
         else:
-            figures = write_figures(clean_model(ev), Path(args.markdown))
+            figures = write_figures(clean_model(ev), Path(args.markdown), args.force)
             markdown = evaluation_markdown(ev, show_blocks=args.blocks, figures=figures)
-            write_text_atomically(Path(args.markdown), markdown)
+            write_text_atomically(Path(args.markdown), markdown, args.force, is_evaluation_markdown)
             print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
                   f"{', '.join(name for _, name in figures)})", file=sys.stderr)
     if not args.json and args.markdown != "-":

@@ -17,9 +17,11 @@ Rules (the ``gates`` CLI only prints what these return):
 * a monitored plan (``monitoring:``): the runs folder's look ledger must verify with the ledger
   (``LooksTampered``, exit 3), and every evaluation appends its look record there
   (``collect.ledger.looks``; ``gates.looks``: a planned look's decision or an interim reading);
-* nothing else is written unless ``out`` is given; ``out`` is checked before anything is computed and
-  never replaces a ledger, lock, plan, trace, link or a file the toolkit did not write (unless
-  ``force``, and then only a regular file).
+* nothing else is written unless ``out`` is given; ``out`` is checked before anything is computed
+  (``prereg.fileio.check_output``: never a ledger, lock, plan, trace, link, device or anything in a
+  runs folder the toolkit did not write; a foreign file elsewhere only with ``force``), and an
+  existing evaluation is replaced only by an evaluation of the same study (the same lock lineage:
+  its genesis plan hash), so another study's lock never replaces a runs folder's evaluation.
 
 Imports no ``*.cli`` module and draws nothing.
 """
@@ -27,6 +29,7 @@ Imports no ``*.cli`` module and draws nothing.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -34,16 +37,16 @@ from typing import TYPE_CHECKING, Any, Union
 from collect.ledger.columns import read_ledger_columns
 from collect.ledger.looks import append_look, read_looks
 from collect.ledger.store import LEDGER_NAME, ledger_path
-from gates.artifact import is_evaluation_file, sealed, sealed_bytes, write_encoded
 from gates.artifact import read_evaluation as read
-from gates.artifact import write_evaluation as write
+from gates.artifact import sealed, sealed_bytes
 from gates.integrity import check_looks
 from gates.looks import look_fields
 from gates.provenance import lock_as_of
 from gates.seals import check_published_seal
 from prereg.api import Lock, load_lock
-from prereg.errors import InputError
-from prereg.fileio import check_output
+from prereg.errors import InputError, ToolkitError
+from prereg.fileio import OutputRefused, check_output, output_kind, write_output
+from prereg.lock import genesis_hash
 from prereg.plan import plan_from_canonical
 
 if TYPE_CHECKING:
@@ -97,16 +100,56 @@ def evaluate(
     if published is not None:
         check_published_seal(data, published)
     folder = check_runs_folder(runs, label)
-    if out is not None:
-        check_output(out, force, is_evaluation_file)  # before anything is computed or written
+    if out is not None:  # before anything is computed or written
+        check_output(out, force, _same_study_evaluation(out, verified.data))
     for path, ours in also_writes:
         check_output(path, force, ours)
     built = _evaluate_folder(data, plan, folder, verified.path, record=True)
     if out is None:
         return sealed(built)
     evaluation, encoded = sealed_bytes(built)  # sealed and encoded from one dump
-    write_encoded(out, encoded)  # the bytes write_evaluation writes
+    write_output(out, encoded, force, _same_study_evaluation(out, verified.data))  # the bytes write_evaluation writes
     return evaluation
+
+
+_HASH_FIELD = re.compile(rb'"(?:genesis_plan_sha256|prereg_sha256)":\s*"([0-9a-f]{64})"')
+
+
+def _same_study_evaluation(out: PathLike, lock_data: dict[str, Any]) -> Callable[[Path], bool]:
+    """``ours`` for ``out`` under this lock: :func:`same_study_evaluation` of its lineage's plan hashes."""
+    hashes = {lock_data.get("plan_sha256")}
+    hashes |= {a.get(k) for a in lock_data.get("amendments") or [] if isinstance(a, dict)
+               for k in ("parent_plan_sha256", "plan_sha256")}
+    return same_study_evaluation(genesis_hash(lock_data), {h for h in hashes if isinstance(h, str)})
+
+
+def same_study_evaluation(genesis: str, plan_hashes: set[str]) -> Callable[[Path], bool]:
+    """``ours`` for an evaluation's output: whether a file there is an evaluation of the same study (its
+    genesis plan hash; for an artifact in a retired format, one of ``plan_hashes`` or the genesis in its
+    head); raises ``OutputRefused`` naming the other study when it holds an evaluation of another one."""
+    hashes = {genesis, *plan_hashes}
+
+    def ours(path: Path) -> bool:
+        if output_kind(path) != "an evaluation":
+            return False
+        try:
+            ev = read(path)
+        except ToolkitError:  # a retired format: its plan hash, from its head
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+            found = {m.decode() for m in _HASH_FIELD.findall(head)}
+            if found & hashes:
+                return True
+            raise OutputRefused(17, "is an evaluation this toolkit cannot read, not recognisably of this study; "
+                                    "never written over (choose another --out)", str(path)) from None
+        if ev.genesis_plan_sha256 == genesis:
+            return True
+        raise OutputRefused(17, f"is the evaluation of another study (study {ev.study!r}, first frozen as plan "
+                                f"{ev.genesis_plan_sha256[:12]}; this lock's is {genesis[:12]}); an evaluation is "
+                                "replaced only by one of the same study (its lock or an amendment of it), never "
+                                "written over by this one (choose another --out)", str(path))
+
+    return ours
 
 
 def _lock_version(lock: LockLike, plan_version: int | None) -> tuple[str, Any, dict[str, Any], Any]:
@@ -159,9 +202,12 @@ def _evaluate_folder(data: dict[str, Any], plan: Any, folder: Path, lock_path: P
     return evaluation
 
 
-def write_evaluation(path: PathLike, evaluation: Evaluation) -> None:
-    """Write the artifact atomically, sealed (``gates.artifact.write_evaluation``)."""
-    write(path, evaluation)
+def write_evaluation(path: PathLike, evaluation: Evaluation, force: bool = False) -> None:
+    """Write the artifact atomically, sealed, under the output rule (``prereg.fileio.write_output``): an
+    existing evaluation only of the same study, a foreign file outside a runs folder only with ``force``."""
+    _, encoded = sealed_bytes(evaluation)
+    write_output(path, encoded, force,
+                 same_study_evaluation(evaluation.genesis_plan_sha256, {evaluation.prereg_sha256}))
 
 
 def read_evaluation(path: PathLike) -> Evaluation:

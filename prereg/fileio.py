@@ -1,25 +1,41 @@
-"""Durable, atomic file writes shared by every writer in the toolkit (locks, artifacts, reports).
+"""Durable, atomic file writes shared by every writer in the toolkit, and the one rule for outputs.
 
-``atomic_write(path, data)`` writes to a temporary file beside ``path`` (created exclusively),
-fsyncs it, optionally makes it read-only, renames it over ``path`` and fsyncs the folder, so a
-reader sees either the old file or the whole new one, never a half-written file. The ledger is
+``atomic_write(path, data)`` writes to a temporary file beside ``path`` (created exclusively, never
+through a link), fsyncs it, optionally makes it read-only, renames it over ``path`` and fsyncs the
+folder, so a reader sees either the old file or the whole new one, never a half-written file. It is
+the primitive of the toolkit's own files (traces, checkpoints) in folders it manages. The ledger is
 append-only and has its own writer (``collect.ledger.store``).
+
+Every file a *command* writes where its user asks (``-o``, ``--out``, ``--markdown``, a lock, a
+report, a figure) goes through the output rule instead: :func:`check_output` before anything is
+computed, then :func:`write_output` (or :func:`write_text_atomically`), which creates a new file
+with ``link(2)`` (fails if anything appeared at the name: no overwrite, no following of links) and
+replaces an existing one only if it is still the very file the check approved (same device and
+inode, still a regular file) just before the rename. What the rule refuses is in
+:func:`check_output`; docs/integrity.md ("Outputs overwrite nothing") has the table per command.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import re
+import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from prereg.errors import InputError
+from prereg.readfile import UnreadableFile, file_kind, not_a_readable_file, read_regular_file
+
+__all__ = ["OutputRefused", "UnreadableFile", "atomic_write", "check_output", "fsync_dir", "not_a_readable_file",
+           "output_kind", "read_regular_file", "runs_folder_of", "scratch_folder", "write_output",
+           "write_text_atomically"]
 
 #: folders whose files are scratch: a worker's private runs folder that its executor sends to the
 #: driver and then deletes (the driver writes the durable copies). Writes under them skip fsync.
 _SCRATCH: set[str] = set()
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def scratch_folder(folder: str | os.PathLike[str], scratch: bool = True) -> None:
@@ -39,19 +55,26 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
     """fsync a folder so a rename or creation inside it survives a crash."""
     if not _durable(folder):
         return
-    fd = os.open(folder, os.O_RDONLY)
+    fd = os.open(folder, os.O_RDONLY | _CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def _temp_name(name: str) -> str:
+    return f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = False) -> None:
-    """Replace ``path`` with ``data`` atomically; ``read_only`` leaves it mode 0444."""
+    """Replace ``path`` with ``data`` atomically; ``read_only`` leaves it mode 0444.
+
+    The temporary file is created ``O_EXCL | O_NOFOLLOW`` and renamed over ``path``: a rename
+    replaces the name, never writes through a link or into another name of the same file.
+    """
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.unlink(missing_ok=True)  # litter of an earlier process with this pid, killed mid-write
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    tmp = target.with_name(_temp_name(target.name))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -72,90 +95,46 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
     fsync_dir(target.parent)
 
 
-def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_write`); a folder or missing parent is an ``InputError``."""
+def write_text_atomically(path: str | os.PathLike[str], text: str, force: bool = False,
+                          ours: Callable[[Path], bool] | None = None) -> None:
+    """Write ``text`` (UTF-8) to ``path`` under the output rule (:func:`write_output`).
+
+    A folder or missing parent is an ``InputError``; an existing file is replaced only when
+    :func:`check_output` (called here, or earlier by the command for the same path) allows it.
+    """
     target = Path(path)
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         raise InputError(f"{target}: is a folder, not a file to write")
     parent = target.parent
     if not parent.is_dir():
         raise InputError(f"{parent}: no such folder")
-    atomic_write(target, text.encode("utf-8"))
+    write_output(target, text.encode("utf-8"), force, ours)
 
 
-def not_a_readable_file(path: str | os.PathLike[str]) -> str | None:
-    """Why ``path`` cannot be read as an input file (None when it is a regular file): one clear message."""
-    p = Path(path)
-    try:
-        mode = os.stat(p).st_mode
-    except FileNotFoundError:
-        return f"{p}: no such file"
-    except PermissionError:
-        return f"{p}: permission denied"
-    except OSError as err:
-        return f"{p}: cannot be read ({err.strerror or err})"
-    if stat.S_ISDIR(mode):
-        return f"{p}: is a folder, not a file"
-    if stat.S_ISFIFO(mode):
-        return f"{p}: is a named pipe (FIFO), not a regular file"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return f"{p}: is a device, not a regular file"
-    if not stat.S_ISREG(mode):
-        return f"{p}: is not a regular file"
-    return None
+# --- the output rule ---------------------------------------------------------------------------
 
-
-class UnreadableFile(InputError, ValueError):
-    """An input that is not a regular file, cannot be opened, or is larger than its bound (exit 2)."""
-
-
-def read_regular_file(path: str | os.PathLike[str], limit: int, follow_links: bool = True) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` bytes; every input goes through this.
-
-    The file is opened non-blocking (a FIFO never blocks the open), then ``fstat`` must say it is a
-    regular file (a FIFO, device, socket or folder is refused before a byte is read) of at most
-    ``limit`` bytes; at most ``limit + 1`` bytes are ever read (a file growing while read is
-    refused too). ``follow_links=False`` also refuses a symbolic link. ``UnreadableFile`` otherwise.
-    """
-    p = Path(path)
-    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else os.O_NOFOLLOW)
-    try:
-        fd = os.open(p, flags)
-    except FileNotFoundError:
-        raise UnreadableFile(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise UnreadableFile(f"{p}: is a folder, not a file") from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:  # O_NOFOLLOW met a link
-            raise UnreadableFile(f"{p}: is a symbolic link; never followed") from None
-        raise UnreadableFile(f"{p}: cannot be read ({err.strerror or err})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnreadableFile(f"{p}: is {_kind(st.st_mode)}, not a regular file; not read")
-        if st.st_size > limit:
-            raise UnreadableFile(f"{p}: is {st.st_size} bytes, larger than the {limit} bytes allowed; not read")
-        chunks, total = [], 0
-        while total <= limit:
-            try:
-                chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            except OSError as err:
-                raise UnreadableFile(f"{p}: cannot be read ({err.strerror or err})") from None
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
-            raise UnreadableFile(f"{p}: grew past the {limit} bytes allowed while it was read; not read")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-PROTECTED_NAMES = ("ledger.jsonl", ".collect.lock")  # the run ledger and the runs folder's lock
-PROTECTED_SUFFIXES = (".lock.json", ".yaml", ".yml", ".jsonl")  # locks, plans, ledgers and traces
-_PROTECTED_MARKERS = (rb'"record":\s*"collect/run/v\d+"', rb'"format":\s*"prereg/lock/v\d+"',
-                      rb"(?m)^schema:\s*['\"]?prereg/v1")
+#: files whose presence makes a folder a runs folder (the ledger, its writer lock, the look
+#: ledger, a batch journal); everything in it and below it is the runs folder's
+RUNS_FOLDER_MARKERS = ("ledger.jsonl", ".collect.lock", "looks.jsonl", ".ledger.pending")
+PROTECTED_NAMES = {"ledger.jsonl": "a run ledger", ".collect.lock": "a runs folder's lock",
+                   "looks.jsonl": "a look ledger", ".ledger.pending": "a ledger journal",
+                   "evaluation.json": "an evaluation"}
+_SUFFIX_KINDS = ((".lock.json", "a plan lock"), (".yaml", "a plan"), (".yml", "a plan"), (".jsonl", "a trace"),
+                 (".polls.parquet", "a trace"), (".polls.csv.gz", "a trace"))
+_CONTENT_KINDS = ((rb'"record":\s*"collect/run/v\d+"', "a run ledger"),
+                  (rb'"record":\s*"collect/looks/v\d+"', "a look ledger"),
+                  (rb'"format":\s*"collect/ledger-pending/v\d+"', "a ledger journal"),
+                  (rb'"format":\s*"prereg/lock/v\d+"', "a plan lock"),
+                  (rb"(?m)^schema:\s*['\"]?prereg/v1", "a plan"),
+                  (rb'"format":\s*"collect/trace/v\d+"', "a trace"),
+                  (rb'"schema":\s*"gates/evaluation/v\d+"', "an evaluation"))
+#: protected kinds that their own writer may replace when its ``ours`` says the file is its own
+#: (a lock by its amendment, an evaluation by a new evaluation of the same study)
+REPLACEABLE_KINDS = ("a plan lock", "an evaluation")
+_HEAD_BYTES = 4096
+#: what check_output approved: absolute path -> (st_dev, st_ino) of the file to replace, or None
+#: when nothing was there (then the write must create the file)
+_approved: dict[str, tuple[int, int] | None] = {}
 
 
 class OutputRefused(InputError, OSError):
@@ -171,57 +150,194 @@ class OutputRefused(InputError, OSError):
         self.details = None
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+def runs_folder_of(path: str | os.PathLike[str]) -> Path | None:
+    """The runs folder ``path`` lies in (its folder or any folder above it holds a
+    :data:`RUNS_FOLDER_MARKERS` file), links in the folder path resolved; None when there is none."""
+    folder = Path(os.path.realpath(os.path.dirname(os.path.abspath(path))))
+    for candidate in (folder, *folder.parents):
+        for marker in RUNS_FOLDER_MARKERS:
+            try:
+                os.lstat(candidate / marker)
+            except OSError:
+                continue
+            return candidate
+    return None
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of the regular file ``path`` (never through a link, never blocking); b"" if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, _HEAD_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def output_kind(path: str | os.PathLike[str], head: bytes | None = None) -> str | None:
+    """The protected kind of the file at ``path`` ('a run ledger', 'a plan lock', 'an evaluation'...),
+    recognised by its name, its suffix, a ``traces`` folder or its first bytes; None for any other file."""
+    target = Path(path)
+    name = target.name
+    if name in PROTECTED_NAMES:
+        return PROTECTED_NAMES[name]
+    for suffix, kind in _SUFFIX_KINDS:
+        if name.endswith(suffix):
+            return kind
+    if target.parent.name == "traces":
+        return "a trace"
+    data = _head(target) if head is None else head
+    for marker, kind in _CONTENT_KINDS:
+        if re.search(marker, data):
+            return kind
+    return None
 
 
 def check_output(
     path: str | os.PathLike[str], force: bool = False, ours: Callable[[Path], bool] | None = None,
 ) -> None:
-    """Refuse to write ``path`` over anything but a regular file the toolkit wrote (``OutputRefused``).
+    """Refuse to write ``path`` over anything but a file the rule allows (``OutputRefused``, exit 2).
 
-    Never written over, even with ``force``: a symbolic link, a folder, a device, a FIFO or socket;
-    a run ledger, a runs-folder lock, a plan lock, a plan (``.yaml``), a trace (in a ``traces/``
-    folder, or any ``.jsonl``) -- recognised by name or by their first bytes. An existing regular
-    file for which ``ours(path)`` is true (the same kind of output, e.g. an earlier evaluation) is
-    replaced; any other existing file only with ``force``. The parent folder must exist.
+    * Nothing there: allowed (the write creates the file and fails if something appears meanwhile);
+      the parent folder must exist.
+    * Never written over, even with ``force``: a symbolic link, a folder, a device, a FIFO or
+      socket; a run ledger, runs-folder lock, look ledger, ledger journal, plan (``.yaml``) or trace
+      (by name, suffix, a ``traces/`` folder or first bytes); a plan lock or an evaluation unless
+      ``ours(path)`` says it is the writer's own (an amendment of that lock, an evaluation of the
+      same study).
+    * In a runs folder (:func:`runs_folder_of`), any other existing file only when
+      ``ours(path)`` is true (an earlier output of this kind); ``force`` does not apply there.
+    * Elsewhere, an existing regular file when ``ours(path)`` is true, or with ``force``.
+
+    An allowed path is remembered (with the file's device and inode) for :func:`write_output`,
+    which re-checks it just before writing.
     """
     target = Path(path)
     try:
-        mode = os.lstat(target).st_mode
+        st = os.lstat(target)
     except FileNotFoundError:
         if not target.parent.is_dir():
             raise OutputRefused(2, "no such folder to write into", str(target.parent)) from None
+        _approved[os.path.abspath(target)] = None
         return
-    if not stat.S_ISREG(mode):
-        raise OutputRefused(17, f"exists and is {_kind(mode)}; never written over", str(target))
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputRefused(17, f"exists and is {file_kind(st.st_mode)}; never written over", str(target))
+    kind = output_kind(target)
+    own = bool(ours is not None and ours(target))
+    if kind is not None and not (own and kind in REPLACEABLE_KINDS):
+        raise OutputRefused(17, f"is {kind}; a ledger, lock, plan, trace or evaluation is never written over "
+                                "by this output (choose another path)", str(target))
+    if not own:
+        runs = runs_folder_of(target)
+        if runs is not None:
+            raise OutputRefused(17, f"is in the runs folder {runs} and is not an earlier output of this kind; "
+                                    "nothing in a runs folder is written over, even with --force (choose another "
+                                    "path)", str(target))
+        if not force:
+            raise OutputRefused(17, "exists and was not written by the toolkit as this kind of output; "
+                                    "use --force to replace it", str(target))
+    _approved[os.path.abspath(target)] = (st.st_dev, st.st_ino)
+
+
+def write_output(path: str | os.PathLike[str], data: bytes, force: bool = False,
+                 ours: Callable[[Path], bool] | None = None, read_only: bool = False) -> None:
+    """Write ``data`` to ``path`` under the output rule, atomically and durably.
+
+    The rule is :func:`check_output` (called here unless the command already checked this path).
+    The bytes go to a temporary file created ``O_EXCL | O_NOFOLLOW`` in the target's folder (opened
+    once as a directory descriptor). A new file is then linked into place (``link(2)`` fails if
+    anything appeared at the name since the check); an existing one is renamed over only if the
+    name still holds the approved regular file (same device and inode). Remaining window: between
+    that last ``lstat`` and the ``rename`` (microseconds) a process could swap the name; the rename
+    then replaces the swapped-in *name* (a link, another name of a file), never the content of the
+    file it pointed to. On a filesystem without hard links a new file is renamed into place after
+    the same check.
+    """
+    target = Path(path)
+    key = os.path.abspath(target)
+    if key not in _approved:
+        check_output(target, force, ours)
+    expected = _approved.pop(key)
+    if _state(target) != expected:  # approved earlier, changed since: the rule again, on what is there now
+        check_output(target, force, ours)
+        expected = _approved.pop(key)
     name = target.name
-    protected = name in PROTECTED_NAMES or name.endswith(PROTECTED_SUFFIXES) or target.parent.name == "traces"
-    if not protected:
+    folder = target.parent
+    dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    try:
+        _write_in(dfd, name, data, expected, read_only, str(target))
+        if _durable(target):
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _write_in(dfd: int, name: str, data: bytes, expected: tuple[int, int] | None, read_only: bool,
+              label: str) -> None:
+    """The temporary file, then link (new) or rename (approved replacement), all relative to ``dfd``."""
+    tmp = _temp_name(name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dfd)
+    try:
         try:
-            with open(target, "rb") as fh:
-                head = fh.read(4096)
-        except OSError:
-            head = b""
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if _durable(label):
+                os.fsync(fd)
+            if read_only:
+                os.fchmod(fd, 0o444)
+        finally:
+            os.close(fd)
+        _commit(dfd, tmp, name, expected, label)
+    except OSError as err:  # e.g. disk full: say which file could not be written
+        _discard(tmp, dfd)
+        if isinstance(err, OutputRefused):
+            raise
+        raise OSError(err.errno, f"cannot be written ({err.strerror or err})", label) from None
+    except BaseException:
+        _discard(tmp, dfd)
+        raise
 
-        protected = any(re.search(marker, head) for marker in _PROTECTED_MARKERS)
-    if protected:
-        raise OutputRefused(17, "is a ledger, lock, plan or trace; never written over (choose another path)",
-                            str(target))
-    if ours is not None and ours(target):
+
+def _state(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of what is at ``path`` (not following a link), None when nothing is."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _discard(name: str, dfd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dfd)
+    except OSError:
+        pass
+
+
+def _commit(dfd: int, tmp: str, name: str, expected: tuple[int, int] | None, label: str) -> None:
+    try:
+        now = os.lstat(name, dir_fd=dfd)
+    except FileNotFoundError:
+        now = None
+    if expected is None:
+        if now is not None:
+            raise OutputRefused(17, "appeared while the output was being written; never written over", label)
+        try:
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+        except FileExistsError:
+            raise OutputRefused(17, "appeared while the output was being written; never written over",
+                                label) from None
+        except OSError:  # no hard links here (e.g. FAT, some FUSE): the lstat above is the check
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return
+        os.unlink(tmp, dir_fd=dfd)
         return
-    if not force:
-        raise OutputRefused(17, "exists and was not written by the toolkit as this kind of output; "
-                                "use --force to replace it", str(target))
-
-
+    if now is None or not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != expected:
+        raise OutputRefused(17, "was replaced or removed while the output was being written; not written over",
+                            label)
+    os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)

@@ -48,8 +48,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from prereg._version import __version__
-from prereg.errors import InputError
-from prereg.fileio import atomic_write
+from prereg.errors import InputError, ToolkitError
+from prereg.fileio import write_output
 from prereg.jsoncodec import DuplicateKey, NestedTooDeep, NotJSON, loads, readable_bytes
 from prereg.lock_schema import LockFile
 from prereg.lock_seal import lock_seal
@@ -188,9 +188,22 @@ def genesis_hash(lock: dict[str, Any]) -> Any:
 
 
 def write_lock(path: str | os.PathLike[str], lock: dict[str, Any]) -> None:
-    """Seal ``lock`` (set ``lock_sha256``), write it atomically to ``path`` and make it read-only."""
+    """Seal ``lock`` (set ``lock_sha256``), write it atomically to ``path`` and make it read-only.
+
+    Under the output rule (``prereg.fileio.write_output``): a new lock is created, never over
+    anything that appears meanwhile; an existing file is replaced only when it is a lock of the same
+    plan lineage (an amendment), never a link, ledger, trace, evaluation or any other file.
+    """
     lock["lock_sha256"] = lock_hash(lock)
-    atomic_write(path, readable_bytes(lock), read_only=True)
+    genesis = genesis_hash(lock)
+
+    def same_lineage(existing: Path) -> bool:
+        try:
+            return genesis_hash(read_lock(existing)) == genesis
+        except ToolkitError:
+            return False
+
+    write_output(path, readable_bytes(lock), ours=same_lineage, read_only=True)
 
 
 def _looks_like_plan(path: str | os.PathLike[str], raw: bytes) -> bool:

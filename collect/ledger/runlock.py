@@ -1,19 +1,26 @@
-"""The runs folder's writer lock (``RUNS/.collect.lock``): one writer at a time, never outliving it.
+"""The runs folder's writer lock: one writer at a time, never outliving it, never defeated by a deleted file.
 
-This module owns the lock file. ``collect run`` and ``collect import`` (the library functions
-behind them: ``collect.engine.runner.run_plan``, ``collect.importing.importer.import_table``) hold an exclusive
-``flock`` on ``RUNS/.collect.lock`` for as long as they may append to the ledger. The kernel drops
-a ``flock`` when the last descriptor of the open file goes away, so a holder killed with
-``kill -9`` (or its machine rebooting) never leaves a stale lock behind: there is no pid file to
-clean up. The file's content only *describes* the holder (pid, host, command, since) so a second
-writer can be told who is in the way; it is never trusted to decide anything.
+This module owns ``RUNS/.collect.lock``. ``collect run`` and ``collect import`` (the library functions
+behind them: ``collect.engine.runner.run_plan``, ``collect.importing.importer.import_table``) hold an
+exclusive ``flock`` on **the runs folder itself** (a descriptor of the folder, ``O_DIRECTORY``) for as
+long as they may append to the ledger, and one on ``RUNS/.collect.lock``. The folder's lock is the
+one that decides: a program that unlinks (or replaces) ``.collect.lock`` makes a second writer create
+a new file and lock that, but it still meets the lock on the folder, which nothing in the folder can
+remove; the folder keeps its lock when it is renamed (the lock is on the folder, not its name). The
+file's content only *describes* the holder (pid, host, command, since) so a second writer can be told
+who is in the way; it is never trusted to decide anything.
 
-Worker processes forked while the lock is held inherit its descriptor; they must close it
-(``close_inherited``) and not unlock it, since an unlock from a child would release the parent's
-lock too (the lock belongs to the shared open file description).
+The kernel drops a ``flock`` when the last descriptor of the open file goes away, so a holder killed
+with ``kill -9`` (or its machine rebooting) never leaves a stale lock behind: there is no pid file to
+clean up. Both descriptors are ``O_CLOEXEC`` (a program the toolkit starts never inherits them); worker
+processes *forked* while the lock is held inherit them and must close them (``close_inherited``), never
+unlock them, since an unlock from a child would release the parent's lock too (the lock belongs to the
+shared open file description).
 
-Limits: ``flock`` is advisory and local; on NFS it is emulated with POSIX locks by Linux and
-works only between clients of a server that supports them.
+Limits: ``flock`` is advisory and local; on NFS it is emulated with POSIX locks by Linux and works
+only between clients of a server that supports them, and there a folder cannot be locked (a POSIX
+write lock needs a descriptor open for writing): only the file's lock holds, as before. A runs folder given through a symbolic link is
+locked as the folder the link names (two writers naming it by different paths still exclude each other).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from prereg.errors import InputError
 from prereg.jsoncodec import loads
 
 LOCK_NAME = ".collect.lock"
-_held: dict[str, int] = {}  # folder -> descriptor held by this process
+_held: dict[str, list[int]] = {}  # folder -> descriptors (folder, file) held by this process
 
 
 class RunsBusy(InputError, OSError):
@@ -63,19 +70,42 @@ def _describe(fd: int) -> str:
         return "an unknown process"
 
 
-@contextmanager
-def runs_lock(runs_dir: str | os.PathLike[str], command: str) -> Iterator[None]:
-    """Hold the exclusive writer lock of ``runs_dir`` (created if needed) for the ``with`` block.
+def _lock_folder(folder: Path) -> int | None:
+    """An exclusive ``flock`` on the folder's own descriptor (``RunsBusy`` when another writer holds it);
+    None where the filesystem cannot lock a folder (NFS emulates ``flock`` with POSIX locks, which need
+    a descriptor open for writing): then only the file's lock holds."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunsBusy(errno.EBUSY, f"another writer is using this runs folder ({_describe_file(folder)}); wait for "
+                       "it to finish (the lock goes away with its holder)", str(folder)) from None
+    except OSError as err:
+        os.close(fd)
+        if err.errno in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            return None
+        raise
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
-    Raises ``RunsBusy`` naming the holder when another process holds it. Re-entrant within one
-    process (an import inside a run, a test calling the engine twice) by folder.
-    """
-    folder = Path(runs_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    key = str(folder.resolve())
-    if key in _held:
-        yield
-        return
+
+def _describe_file(folder: Path) -> str:
+    """The holder as ``.collect.lock`` describes it (read without locking, never through a link)."""
+    try:
+        fd = os.open(lock_path(folder), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return "an unknown process; its description file is gone"
+    try:
+        return _describe(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else "an unknown process"
+    finally:
+        os.close(fd)
+
+
+def _lock_file(folder: Path, command: str) -> int:
+    """``.collect.lock`` created or opened (never through a link), flocked, and describing this process."""
     path = lock_path(folder)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
@@ -89,7 +119,7 @@ def runs_lock(runs_dir: str | os.PathLike[str], command: str) -> Iterator[None]:
             raise OSError(errno.EINVAL, "is not a regular file; refusing to use it as a lock", str(path))
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except BlockingIOError:  # a holder without the folder lock (an older toolkit): still a writer
             raise RunsBusy(
                 errno.EBUSY,
                 f"another writer is using this runs folder ({_describe(fd)}); wait for it to finish "
@@ -103,17 +133,43 @@ def runs_lock(runs_dir: str | os.PathLike[str], command: str) -> Iterator[None]:
     except BaseException:
         os.close(fd)
         raise
-    _held[key] = fd
+    return fd
+
+
+@contextmanager
+def runs_lock(runs_dir: str | os.PathLike[str], command: str) -> Iterator[None]:
+    """Hold the exclusive writer lock of ``runs_dir`` (created if needed) for the ``with`` block.
+
+    Locks the folder's own descriptor first (what decides), then ``.collect.lock`` (what describes
+    the holder). Raises ``RunsBusy`` naming the holder when another process holds it. Re-entrant
+    within one process (an import inside a run, a test calling the engine twice) by folder.
+    """
+    folder = Path(runs_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = str(folder.resolve())
+    if key in _held:
+        yield
+        return
+    folder_fd = _lock_folder(Path(key))
+    fds = [] if folder_fd is None else [folder_fd]
+    try:
+        fds.append(_lock_file(folder, command))
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    _held[key] = fds
     try:
         yield
     finally:
         _held.pop(key, None)
-        os.close(fd)  # releases the flock
+        for fd in reversed(fds):
+            os.close(fd)  # releases the flocks
 
 
 def held_descriptors() -> list[int]:
     """Descriptors of the locks this process holds (a forked worker closes them)."""
-    return list(_held.values())
+    return [fd for fds in _held.values() for fd in fds]
 
 
 def close_inherited(fds: list[int]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prereg.fileio import atomic_write, check_output
+from prereg.fileio import check_output, write_output
 from reports.html.axes import block_points, gate_axis
 from reports.html.svg import FONT, TEXT_COLOUR, esc, forest_row, strata_plot
 from reports.words import evaluation as et
@@ -96,8 +96,9 @@ def check_figure_outputs(markdown: Path, force: bool = False) -> None:
         check_output(path, force, is_figure)
 
 
-def write_figures(ev: Evaluation, markdown: Path) -> list[tuple[str, str]]:
-    """Write the figures beside ``markdown`` (``ev`` already cleaned); (alt text, file name) for the links."""
+def write_figures(ev: Evaluation, markdown: Path, force: bool = False) -> list[tuple[str, str]]:
+    """Write the figures beside ``markdown`` (``ev`` already cleaned) under the output rule
+    (``prereg.fileio.write_output``); (alt text, file name) for the links."""
     paths = figure_paths(markdown)
     drawings = {"forest": forest_svg(ev), "strata": strata_svg(ev)}
     alts = {"forest": "Forest plot: each gate's interval, estimate, margin and null on its own axis, with each "
@@ -105,6 +106,6 @@ def write_figures(ev: Evaluation, markdown: Path) -> list[tuple[str, str]]:
             "strata": "Per-stratum paired contrasts of each gate on its axis, the gate's interval shaded"}
     out = []
     for kind in KINDS:
-        atomic_write(paths[kind], drawings[kind].encode("utf-8"))
+        write_output(paths[kind], drawings[kind].encode("utf-8"), force, is_figure)
         out.append((alts[kind], paths[kind].name))
     return out

@@ -31,7 +31,7 @@ from gates.artifact import MAX_ARTIFACT_BYTES, seal_status
 from gates.consistency import consistency_problems
 from prereg._version import __version__
 from prereg.errors import InputError, IntegrityError
-from prereg.fileio import atomic_write, check_output, read_regular_file
+from prereg.fileio import check_output, read_regular_file, write_output
 from reports.data.reverify import reverify
 from reports.html import evaluation as he
 from reports.html.assets import CSS, JS, content_security_policy
@@ -253,5 +253,5 @@ def write_html_report(source: str | Path, out: str | Path | None = None, run_id:
     check_output(target, force, is_html_report)  # before anything is computed: never over a ledger, lock, link...
     page, src = html_report(source, run_id, lock)
     data = page.encode("utf-8")
-    atomic_write(target, data)
+    write_output(target, data, force, is_html_report)  # re-checked just before it replaces anything
     return target, len(data), src.warnings

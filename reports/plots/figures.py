@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gates.numbers import as_float
 from prereg.errors import InputError
-from prereg.fileio import atomic_write, check_output
+from prereg.fileio import runs_folder_of, write_output
 from reports.data.timeline import MARK_KINDS, SPAN_KINDS, Block
 from reports.html.axes import (
     block_points,
@@ -75,14 +76,27 @@ def new_figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), dpi=110)
 
 
+#: written into every plot's metadata (PNG ``Software``, SVG ``dc:creator``): how a plot is known as ours
+CREATOR = "reports plot (prereg toolkit)"
+
+
 def _is_image(path: Path) -> bool:
-    """A PNG or SVG file (a plot written earlier: safe to replace)."""
+    """A plot written earlier (safe to replace): one carrying :data:`CREATOR`, or, outside a runs
+    folder, any PNG or SVG file (plots of older versions carry no mark)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(512)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
-    return head.startswith(b"\x89PNG\r\n") or (b"<svg" in head or head.lstrip().startswith(b"<?xml"))
+    try:
+        head = os.read(fd, 2048)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if CREATOR.encode() in head:
+        return True
+    image = head.startswith(b"\x89PNG\r\n") or (b"<svg" in head or head.lstrip().startswith(b"<?xml"))
+    return image and runs_folder_of(path) is None
 
 
 def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
@@ -92,12 +106,11 @@ def save_figure(fig: Any, out_dir: Path, stem: str, fmt: str) -> list[Path]:
     paths = []
     for ext in FORMATS[fmt]:
         buf = io.BytesIO()
-        metadata = {"Date": None} if ext == "svg" else {"Software": None}
+        metadata = {"Date": None, "Creator": CREATOR} if ext == "svg" else {"Software": CREATOR}
         with matplotlib.rc_context({"svg.hashsalt": "reports-plot", "svg.fonttype": "none"}):
             fig.savefig(buf, format=ext, metadata=metadata, bbox_inches="tight")
         path = out_dir / f"{stem}.{ext}"
-        check_output(path, ours=_is_image)  # never over a ledger, lock, link, device or foreign file
-        atomic_write(path, buf.getvalue())
+        write_output(path, buf.getvalue(), ours=_is_image)  # never over a ledger, lock, link, device or foreign file
         paths.append(path)
     return paths
 
