@@ -20,13 +20,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main
+from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 from collect.engine.ray_warm import start_early
 from collect.importing.outputs import check_trace_outputs, write_plan_listing
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
 MAX_POLLS = 1_000_000  # collect probe: polls in one probe
+
+
+def _say(text: str, **kwargs: Any) -> None:
+    """``print`` with terminal control characters escaped: these lines echo paths and names the user gave."""
+    print(safe(text), **kwargs)
 
 
 
@@ -44,7 +49,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format, keep=False)
     for warning in caught:
         if issubclass(warning.category, EarlyRunsWarning):
-            print(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
+            _say(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     head = records[-1].record_sha256 if records else ledger_head(runs)  # the appended batch's last hash
@@ -54,7 +59,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                    "prereg_sha256": lock.plan_sha256, "run_ids": [r.run_id for r in records]})
     else:
         already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
-        print(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
+        _say(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
               f"{already}\nledger head sha256 {head}")
     return EXIT_OK
 
@@ -66,7 +71,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     if args.output:
         write_plan_listing(args.lock, args.output, args.format, args.force)
-        print(f"wrote the plan's runs to {args.output}", file=sys.stderr)
+        _say(f"wrote the plan's runs to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(plan_listing(args.lock, args.format))
     return EXIT_OK
@@ -87,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs = Path(args.out)
     talk = not args.json
     if talk:
-        print(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
+        _say(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
               file=sys.stderr, flush=True)
     if _monitored(args.lock):
         return _run_monitored(args, runs, talk)
@@ -100,12 +105,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             summary = run_plan(args.lock, runs, args.jobs, args.executor, progress, address=args.address)
         for warning in caught:  # the engine's notes (Ray's start cost, workers a killed driver left)
             if issubclass(warning.category, notes):
-                print(textwrap.fill(f"collect run: warning: {warning.message}", 100), file=sys.stderr)
+                _say(textwrap.fill(f"collect run: warning: {warning.message}", 100), file=sys.stderr)
             else:
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     except KeyboardInterrupt:
         finish()
-        print(f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
+        _say(f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
               f"finish the remaining runs with: collect run {args.lock} --out {runs} --resume",
               file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -117,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                    "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl"),
                    "ledger_head_sha256": head})
     else:
-        print(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
+        _say(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
               f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}")
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
 
@@ -135,13 +140,13 @@ def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
 
     def say(line: str) -> None:
         if talk:
-            print(f"collect run: {line}", file=sys.stderr, flush=True)
+            _say(f"collect run: {line}", file=sys.stderr, flush=True)
 
     say("a monitored plan: running the strata in their frozen order, evaluating and recording each planned look")
     try:
         result = run_monitored(args.lock, runs, args.jobs, args.executor, None, say, address=args.address)
     except KeyboardInterrupt:
-        print(f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
+        _say(f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
               f"{runs / 'looks.jsonl'}\ncontinue with: collect run {args.lock} --out {runs} --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
     head = ledger_head(runs) if (runs / "ledger.jsonl").exists() else None
@@ -150,7 +155,7 @@ def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
                    "failed": result.failed, "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
                    "monitoring": result.to_json()})
     else:
-        print(f"{result.sentence()}\n{result.completed} runs completed, {result.failed} failed; ledger "
+        _say(f"{result.sentence()}\n{result.completed} runs completed, {result.failed} failed; ledger "
               f"{runs / 'ledger.jsonl'}, looks {runs / 'looks.jsonl'}\nledger head sha256 {head}")
     return EXIT_OK if result.failed == 0 else EXIT_RUNS_FAILED
 
@@ -187,7 +192,7 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
             started.append(True)
             if talk:
                 left = total - done
-                print(f"collect run: {total} runs planned, {done} already complete; running {left} "
+                _say(f"collect run: {total} runs planned, {done} already complete; running {left} "
                       f"with {jobs} job{'s' if jobs != 1 else ''} ({executor} executor)", file=sys.stderr, flush=True)
             if on_tty:
                 from rich.progress import (  # lazy: rich
@@ -305,11 +310,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.sensor.startswith("replay:"):  # a kept trace: re-analysed as recorded, not re-polled
         probes, recorded, note = probe_recorded(args.sensor.partition(":")[2], args.window_s, args.signal)
         if note:
-            print(f"collect: note: {note}", file=sys.stderr)
+            _say(f"collect: note: {note}", file=sys.stderr)
         if args.json:
             emit_json(probe_json(probes, args.sensor, None, recorded))
             return EXIT_OK
-        print(f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
+        _say(f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
               "do not apply)")
         for p in probes:
             print(probe_sentence(p))
@@ -361,10 +366,10 @@ def cmd_telemetry(args: argparse.Namespace) -> int:
                    "recorded": summaries})
         return EXIT_OK
     polls = int(trace.poll_ns.size)
-    print(f"{args.log}: {polls} polls of {', '.join(trace.signals)} ({trace.sensor}, measured) -> {files[-1]}")
+    _say(f"{args.log}: {polls} polls of {', '.join(trace.signals)} ({trace.sensor}, measured) -> {files[-1]}")
     for signal, summary in summaries.items():
         print(recorded_sentence(signal, summary))
-    print(f"re-analyse it with: collect probe --sensor replay:{files[-1]}")
+    _say(f"re-analyse it with: collect probe --sensor replay:{files[-1]}")
     return EXIT_OK
 
 

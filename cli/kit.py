@@ -37,7 +37,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # noqa: D102 - argparse API
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {safe(message)}", file=sys.stderr)  # it may quote an argument
         raise SystemExit(EXIT_BAD_INPUT)
 
 

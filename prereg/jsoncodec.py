@@ -8,7 +8,8 @@
   ``"Infinity"`` or ``"-Infinity"`` (:func:`encode_float`, :func:`decode_float`).
 * **Reading** (:func:`loads`): a key written twice (``DuplicateKey``), a bare ``NaN``/``Infinity``
   literal (``NonFiniteLiteral``, unless ``allow_nonfinite``), an input over ``limit_bytes``
-  (``JSONTooLarge``), nesting too deep or text that is not UTF-8 JSON are each a ``JSONFormatError``
+  (``JSONTooLarge``), nesting too deep (``NestedTooDeep``), an integer literal longer than Python
+  reads (4300 digits) or text that is not UTF-8 JSON (``NotJSON``) are each a ``JSONFormatError``
   (a ``ValueError``), never a silent value.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any, Literal
 
 from prereg.errors import InputError
@@ -140,6 +142,12 @@ _DECODERS = {False: json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_con
              True: json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_keep_literal)}
 
 
+def _int_digit_limit() -> int:
+    """Python's limit on the digits of an integer read from text (0: none)."""
+    get = getattr(sys, "get_int_max_str_digits", None)
+    return int(get()) if get is not None else 4300
+
+
 def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite: bool = False) -> Any:
     """Parse one JSON document (or JSON Lines row) of a project format; see the module doc for
     what is refused. ``allow_nonfinite`` reads bare ``NaN``/``Infinity`` literals as floats (inputs
@@ -156,9 +164,15 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
     except UnicodeDecodeError:
         raise NotJSON("not JSON: not UTF-8 text") from None
     except RecursionError:
-        raise NestedTooDeep("nested too deeply") from None
+        raise NestedTooDeep(f"nested too deeply (arrays or objects deeper than about {sys.getrecursionlimit()} "
+                            "levels)") from None
     except json.JSONDecodeError as err:
         raise NotJSON(f"not JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    except ValueError as err:  # an integer literal past Python's int-string limit (4300 digits)
+        if "digits" in str(err):
+            raise NotJSON(f"an integer with more than {_int_digit_limit()} digits; not a number the formats "
+                          "hold") from None
+        raise NotJSON(f"not JSON ({err})") from None
 
 
 __all__ = ["as_json_data", "DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON", "canonical_bytes",

@@ -153,10 +153,10 @@ def test_collect_plan_lists_a_command_plan_as_collect_run_would_execute_it(proje
     assert planned_runs(plan, sha) == engine_runs
 
 
-@pytest.mark.slow  # six failing programs, one hanging to its timeout: ~3 s
+@pytest.mark.slow  # six failing programs, one hanging to its timeout (generous: a loaded machine starts the rest in it)
 def test_failures_are_recorded_with_their_reason_and_the_other_runs_go_on(project):
     modes = "[ok, exit1, hang, unknown, nan, nometrics, malformed]"
-    plan, sha = loaded(plan_text(timeout=2, factors=f"    site: [0]\n    mode: {modes}\n"))
+    plan, sha = loaded(plan_text(timeout=8, factors=f"    site: [0]\n    mode: {modes}\n"))
     summary = engine.run_plan(plan, sha, project / "runs", jobs=2)
     assert (summary.completed, summary.failed) == (2, 12)
     errors = {}
@@ -168,7 +168,7 @@ def test_failures_are_recorded_with_their_reason_and_the_other_runs_go_on(projec
         assert r.status == "failed" and r.metrics == {} and not r.traces
         errors[mode] = r.error
     assert "exited with status 1" in errors["exit1"] and "boom: the loss diverged" in errors["exit1"]
-    assert "timed out after 2 s" in errors["hang"] and "process group was killed" in errors["hang"]
+    assert "timed out after 8 s" in errors["hang"] and "process group was killed" in errors["hang"]
     assert "bogus not declared by the plan" in errors["unknown"]
     assert "non-finite value" in errors["nan"]
     assert "wrote no metrics file" in errors["nometrics"]
@@ -241,12 +241,34 @@ def test_telemetry_is_sampled_outside_the_program_and_marks_become_phases(projec
         program = trace.phases[1]
         assert program.start_ns <= compute.start_ns < compute.end_ns <= checkpoint.start_ns < checkpoint.end_ns
         assert checkpoint.end_ns <= program.end_ns
-        assert (checkpoint.end_ns - checkpoint.start_ns) / 1e9 == pytest.approx(0.3, abs=0.15)
-        # the simulated load follows the marks: checkpoint_w (150 W) over about 0.3 s
-        assert r.metrics["energy_checkpoint"] == pytest.approx(150 * 0.3, rel=0.4)
+        seconds = (checkpoint.end_ns - checkpoint.start_ns) / 1e9  # the program slept 0.3 s inside it
+        assert seconds >= 0.3 - 1e-6  # (a loaded machine only adds)
+        # the load follows the marks: checkpoint_w (150 W) while the phase is open. On the virtual
+        # clock the timeline is replayed exactly; on the real one the load changes when the marks are
+        # read (every tick), so the phase's mean power lies between checkpoint_w and the compute level
+        energy, e_bound = r.metrics["energy_checkpoint"], summary_.metric_bounds["energy_checkpoint"]
+        if clock == "virtual":
+            assert abs(energy - 150 * seconds) <= e_bound + 1e-9
+        else:
+            assert 150 * seconds - e_bound - 1e-9 <= energy <= 300 * seconds + e_bound + 1e-9
         bound = summary_.metric_bounds["idle_power"]  # the idle window's power (60 W) lies within its bound
-        assert abs(r.metrics["idle_power"] - 60) <= bound + 1e-9 and bound < 30
+        assert abs(r.metrics["idle_power"] - 60) <= bound + 1e-9
+        assert bound <= _counter_bound_limit_w(trace, "idle"), bound
         assert f"traces/{r.run_id}.telemetry.meta.json" in r.traces
+
+
+def _counter_bound_limit_w(trace, phase: str) -> float:
+    """The counter method's guarantee for ``phase``'s mean power, from the measured update times (no
+    fixed figure a loaded machine could exceed): each edge lies within the longest measured span S
+    from the poll before one update to the poll seeing the next: 1 mJ + p_max * S per edge, over the window."""
+    from collect.telemetry.analysis.resolution import value_changes
+
+    u = value_changes(trace, "energy_counter")
+    assert u.lo_ns.size >= 2, "the counter never updated twice"
+    span_s = float(max((u.hi_ns[1:] - u.lo_ns[:-1]).max(), u.hi_ns[0] - trace.t_before_ns[0])) / 1e9
+    (a_ns, b_ns), = [(p.start_ns, p.end_ns) for p in trace.phases if p.name == phase]
+    p_max_w = trace.power_range_w[1]
+    return 2 * (1e-3 + p_max_w * span_s) / ((b_ns - a_ns) / 1e9)
 
 
 def test_marks_parsing_and_the_client(tmp_path, monkeypatch):

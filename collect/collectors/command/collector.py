@@ -35,26 +35,26 @@ the program reads from ``workdir``.
 
 The program's stdout and stderr (the last MiB of each) are kept as ``stdout.txt`` / ``stderr.txt``
 there. A non-zero exit, a signal, the timeout (the whole process group is killed), no metrics file,
-an undeclared, missing, non-numeric or non-finite metric, malformed JSON or marks: the run fails
-with that reason (the engine records it; the other runs go on), never a number. No process of the
-program's group outlives the run, whatever happens to ``collect run``
-(:mod:`collect.collectors.command.process`). The run's folder is emptied before a run starts, so a
-retried run (``--resume``) starts clean.
+an undeclared, missing, non-numeric or non-finite metric, malformed JSON or marks, a folder the
+program tampered with: the run fails with that reason (the engine records it; the other runs go
+on), never a number. No process of the program's tree outlives the run, whatever happens to
+``collect run`` (:mod:`collect.collectors.command.process`, ``supervisor``). The run's folder is
+made afresh before a run starts, so a retried run (``--resume``) starts clean, and is only ever
+accessed through a directory descriptor (:mod:`collect.collectors.command.runfolder`): nothing the
+program does to the names in it redirects a write or a read of the toolkit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, RunResult, SharedInputs, check_params
 from collect.collectors.command.identity import code_identity, git_identity
-from collect.collectors.command.outputs import RunFailure, phases_of, read_marks, read_metrics
+from collect.collectors.command.outputs import MAX_METRICS_BYTES, RunFailure, parse_metrics, phases_of
 from collect.collectors.command.params import (
     PARAMS,
     RUN_FIELDS,
@@ -68,12 +68,20 @@ from collect.collectors.command.params import (
     split_params,
 )
 from collect.collectors.command.process import EXIT_NOT_STARTED, Finished, run_program
+from collect.collectors.command.runfolder import (
+    MARKS_FILE,
+    METRICS_FILE,
+    RUN_FILE,
+    STDERR_FILE,
+    STDOUT_FILE,
+    RunFolder,
+    read_marks_in,
+)
 from collect.collectors.command.telemetry import record_program, sensor_for_env
 from collect.plugins import SENSORS, PluginError
 from collect.telemetry.analysis.energy import ENERGY_METRICS, run_energy
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor, split_spec
-from prereg.fileio import atomic_write
 from prereg.jsoncodec import readable_bytes
 
 RUN_SUFFIX = "run"  # the run's folder: <run_id>.run
@@ -133,20 +141,6 @@ def _check_finished(finished: Finished, timeout_s: float) -> None:
         raise _error_with_stderr(f"the program was ended by signal {-code}", finished)
     if code != 0:
         raise _error_with_stderr(f"the program exited with status {code}", finished)
-
-
-def _run_files(folder: Path, traces_dir: Path) -> list[str]:
-    """Every file the run's folder holds, as trace names relative to ``traces_dir`` (sorted)."""
-    names = []
-    for path in sorted(folder.rglob("*")):
-        mode = os.lstat(path).st_mode
-        if stat.S_ISDIR(mode):
-            continue
-        if not stat.S_ISREG(mode):
-            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-            raise RunFailure(f"the run's folder holds {path.relative_to(folder)}, {kind}: traces are regular files")
-        names.append(path.relative_to(traces_dir).as_posix())
-    return names
 
 
 def _copy_key(workdir: str) -> str:
@@ -219,51 +213,59 @@ class CommandCollector(Collector):
             copy.mkdir(parents=True, exist_ok=True)
             params["workdir"], git = str(copy), ctx.shipped.facts.get(f"git/{key}")
         p = validate(params, ctx.stratum)
-        own, program = split_params(p)
+        own, _ = split_params(p)
         workdir = Path(own["workdir"])
         identity = code_identity(code_files(own["code"], workdir), workdir, own["packages"], git)
         folder = ctx.trace_path(RUN_SUFFIX)
-        if folder.is_symlink() or folder.exists():
-            if folder.is_symlink() or not folder.is_dir():
-                folder.unlink()
-            else:
-                shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        run_file, metrics_file, marks_file = folder / "run.json", folder / "metrics.json", folder / "marks.txt"
-        atomic_write(run_file, readable_bytes({
+        with RunFolder(ctx.trace_dir, folder.name) as run_folder:
+            return self._run_in(ctx, p, identity, folder, run_folder)
+
+    def _run_in(self, ctx: RunContext, p: dict[str, Any], identity: dict[str, Any], folder: Path,
+                run_folder: RunFolder) -> RunResult:
+        """The run in its fresh folder (:class:`RunFolder`: created, and read back, through its descriptor)."""
+        own, program = split_params(p)
+        workdir = Path(own["workdir"])
+        run_folder.write_new(RUN_FILE, readable_bytes({
             "run_id": ctx.run_id, "prereg_sha256": ctx.plan_sha256 or None, "stratum": dict(ctx.stratum),
             "arm": ctx.arm, "replicate": ctx.replicate, "seed": ctx.seed, "params": program,
         }))
+        where = folder.absolute()
         values = {**p, **ctx.stratum, "seed": ctx.seed, "run_id": ctx.run_id, "arm": ctx.arm,
-                  "replicate": ctx.replicate, "run_dir": str(folder.absolute())}
+                  "replicate": ctx.replicate, "run_dir": str(where)}
         argv = format_argv(own["argv"], values)
-        env = {**os.environ, "PREREG_RUN": str(run_file.absolute()), "PREREG_METRICS": str(metrics_file.absolute()),
-               "PREREG_MARKS": str(marks_file.absolute()), "PREREG_RUN_DIR": str(folder.absolute())}
+        env = {**os.environ, "PREREG_RUN": str(where / RUN_FILE), "PREREG_METRICS": str(where / METRICS_FILE),
+               "PREREG_MARKS": str(where / MARKS_FILE), "PREREG_RUN_DIR": str(where)}
+        # created before the program starts: whatever it does to these names, the output goes here
+        stdout_fd, stderr_fd = run_folder.create(STDOUT_FILE), run_folder.create(STDERR_FILE)
+        try:
+            def launch(on_tick: Any) -> Finished:
+                return run_program(argv, str(workdir), env, own["timeout_s"], on_tick)
 
-        def launch(on_tick: Any) -> Finished:
-            return run_program(argv, str(workdir), env, own["timeout_s"], on_tick)
-
-        energy_names = energy_metrics(own)
-        telemetry: dict[str, Any] = {}
-        info: dict[str, Any] = {"command": identity, "argv": own["argv"], "sensor": own["sensor"]}
-        kept: list[str] = []
-        if own["sensor"] == "none":
-            finished = launch(None)
-        else:
-            spec, device = sensor_for_env(own["sensor"], env)
-            recorded = record_program(spec, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"],
-                                      marks_file, launch)
-            finished = recorded.finished
-            info.update(sensor=spec, energy_signal=own["energy_signal"], energy_evidence=recorded.evidence,
-                        **({"sensor_device": device} if device else {}))
-        (folder / "stdout.txt").write_bytes(finished.stdout)
-        (folder / "stderr.txt").write_bytes(finished.stderr)
+            energy_names = energy_metrics(own)
+            telemetry: dict[str, Any] = {}
+            info: dict[str, Any] = {"command": identity, "argv": own["argv"], "sensor": own["sensor"]}
+            kept: list[str] = []
+            if own["sensor"] == "none":
+                finished = launch(None)
+            else:
+                spec, device = sensor_for_env(own["sensor"], env)
+                recorded = record_program(spec, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"],
+                                          run_folder, launch)
+                finished = recorded.finished
+                info.update(sensor=spec, energy_signal=own["energy_signal"], energy_evidence=recorded.evidence,
+                            **({"sensor_device": device} if device else {}))
+            RunFolder.rewrite(stdout_fd, finished.stdout)
+            RunFolder.rewrite(stderr_fd, finished.stderr)
+        finally:
+            os.close(stdout_fd)
+            os.close(stderr_fd)
         info["output_bytes"] = {"stdout": finished.stdout_bytes, "stderr": finished.stderr_bytes}
         info["timing_s"] = {"program": round(finished.seconds, 4)}
+        run_folder.check_intact()
         _check_finished(finished, own["timeout_s"])
-        phases_of(read_marks(marks_file))
+        phases_of(read_marks_in(run_folder))
         expected = [m for m in own["metrics"] if m not in energy_names]
-        metrics = read_metrics(metrics_file, expected)
+        metrics = parse_metrics(run_folder.read(METRICS_FILE, MAX_METRICS_BYTES, "metrics file"), expected)
         if own["sensor"] != "none":
             from collect.traces.telemetry import write_trace  # lazy: numpy
 
@@ -275,8 +277,9 @@ class CommandCollector(Collector):
             telemetry[own["energy_signal"]] = energy.summary
             info["metric_evidence"] = {m: recorded.evidence for m in energy_names}
             kept = [path.name for path in write_trace(recorded.trace, ctx.trace_path("telemetry"))]
-        return RunResult(metrics=metrics, telemetry=telemetry,
-                         traces=[*_run_files(folder, ctx.trace_dir), *kept], info=info)
+        files = [f"{folder.name}/{name}" for name in run_folder.files()]
+        run_folder.check_intact()
+        return RunResult(metrics=metrics, telemetry=telemetry, traces=[*files, *kept], info=info)
 
 
 __all__ = ["ENERGY_METRICS", "PARAMS", "CommandCollector", "validate"]

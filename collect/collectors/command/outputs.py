@@ -18,16 +18,20 @@ ends, a malformed line or times that go backwards fail the run. :mod:`collect.ma
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prereg.errors import ToolkitError
+from prereg.fileio import UnreadableFile, read_regular_file
 from prereg.jsoncodec import DuplicateKey, JSONFormatError, NonFiniteLiteral, loads
 
 MAX_METRICS_BYTES = 1 << 20
 MAX_MARKS_BYTES = 64 << 20
+MAX_TIME_NS = 1 << 63  # a CLOCK_MONOTONIC time, ns, fits a signed 64-bit integer
+MAX_TIME_DIGITS = 19
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -36,40 +40,61 @@ class RunFailure(ToolkitError):
     runs go on); never stops ``collect run`` itself."""
 
 
-def read_metrics(path: Path, expected: list[str]) -> dict[str, float]:
-    """The program's metrics, exactly ``expected`` (see the module doc)."""
-    if not path.is_file():
-        raise RunFailure(f"the program wrote no metrics file ({path.name}, at $PREREG_METRICS)")
-    data = path.read_bytes()
+def _number(name: str, value: Any, where: str) -> float:
+    """``value`` as a finite float, or ``RunFailure`` in words (never an ``OverflowError``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
+        raise RunFailure(f"{where}: metric {name} = {shown} is not a number")
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            digits = len(str(abs(value)))  # below the int-string limit: the JSON reader parsed it
+            raise RunFailure(f"{where}: metric {name} = <a {digits}-digit integer> is not a finite number "
+                             "representable as a float") from None
+    if not math.isfinite(value):
+        raise RunFailure(f"{where}: metric {name} = {value!r} is not finite")
+    return float(value)
+
+
+def parse_metrics(data: bytes | None, expected: list[str], name: str = "metrics.json") -> dict[str, float]:
+    """The program's metrics from the bytes of its metrics file (None: no file), exactly ``expected``."""
+    if data is None:
+        raise RunFailure(f"the program wrote no metrics file ({name}, at $PREREG_METRICS)")
     if len(data) > MAX_METRICS_BYTES:
-        raise RunFailure(f"metrics file {path.name} is {len(data)} bytes, more than {MAX_METRICS_BYTES}")
+        raise RunFailure(f"metrics file {name} is {len(data)} bytes, more than {MAX_METRICS_BYTES}")
     try:
         doc: Any = loads(data, limit_bytes=MAX_METRICS_BYTES)
     except NonFiniteLiteral as err:
-        raise RunFailure(f"metrics file {path.name}: non-finite value ({err}); a metric must be a finite number") from None
+        raise RunFailure(f"metrics file {name}: non-finite value ({err}); a metric must be a finite number") from None
     except DuplicateKey as err:
-        raise RunFailure(f"metrics file {path.name}: metric {err} written twice") from None
+        raise RunFailure(f"metrics file {name}: metric {str(err)[:80]!r} written twice") from None
     except JSONFormatError as err:
-        raise RunFailure(f"metrics file {path.name} is not valid JSON ({err})") from None
+        raise RunFailure(f"metrics file {name} is not valid JSON ({err})") from None
     if not isinstance(doc, dict):
-        raise RunFailure(f"metrics file {path.name} must hold one JSON object {{\"metric\": number, ...}}, "
+        raise RunFailure(f"metrics file {name} must hold one JSON object {{\"metric\": number, ...}}, "
                          f"not a {type(doc).__name__}")
     unknown = [k for k in doc if k not in expected]
     if unknown:
-        raise RunFailure(f"metrics file {path.name}: metric(s) {', '.join(unknown)} not declared by the plan "
+        shown = ", ".join(repr(k)[1:-1][:80] for k in unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise RunFailure(f"metrics file {name}: metric(s) {shown} not declared by the plan "
                          f"(it expects {', '.join(expected) or 'none from the program'})")
     missing = [k for k in expected if k not in doc]
     if missing:
-        raise RunFailure(f"metrics file {path.name}: declared metric(s) {', '.join(missing)} missing")
-    out: dict[str, float] = {}
-    for name in expected:
-        value = doc[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RunFailure(f"metrics file {path.name}: metric {name} = {value!r} is not a number")
-        if not math.isfinite(value):
-            raise RunFailure(f"metrics file {path.name}: metric {name} = {value!r} is not finite")
-        out[name] = float(value)
-    return out
+        raise RunFailure(f"metrics file {name}: declared metric(s) {', '.join(missing)} missing")
+    return {key: _number(key, doc[key], f"metrics file {name}") for key in expected}
+
+
+def read_metrics(path: Path, expected: list[str]) -> dict[str, float]:
+    """The program's metrics, exactly ``expected`` (see the module doc); a link is never followed."""
+    try:
+        data = read_regular_file(path, MAX_METRICS_BYTES, follow_links=False)
+    except UnreadableFile as err:
+        if not os.path.lexists(path):
+            return parse_metrics(None, expected, path.name)
+        raise RunFailure(f"metrics file: {err}") from None
+    return parse_metrics(data, expected, path.name)
 
 
 @dataclass(frozen=True)
@@ -103,33 +128,45 @@ def parse_mark(text: str, line: int) -> Mark | None:
         raise RunFailure(f"{where}: {text.strip()[:80]!r} is not 'begin|end NAME T_BEFORE_NS [T_AFTER_NS]'")
     if not _NAME.match(fields[1]):
         raise RunFailure(f"{where}: phase name {fields[1][:80]!r} must be 1-64 letters, digits, '_', '-' or '.'")
+    if any(len(t) > MAX_TIME_DIGITS for t in fields[2:]):
+        raise RunFailure(f"{where}: a time has more than {MAX_TIME_DIGITS} digits; times are CLOCK_MONOTONIC ns")
     try:
         times = [int(t) for t in fields[2:]]
     except ValueError:
         raise RunFailure(f"{where}: times must be integer nanoseconds ({text.strip()[:80]!r})") from None
     before, after = times[0], times[-1]
+    if after >= MAX_TIME_NS:
+        raise RunFailure(f"{where}: time {after} ns is past the 64-bit range of CLOCK_MONOTONIC")
     if before < 0 or after < before:
         raise RunFailure(f"{where}: T_AFTER_NS must be >= T_BEFORE_NS >= 0")
     return Mark(fields[0], fields[1], before, after, line)
 
 
-def read_marks(path: Path) -> list[Mark]:
-    """Every complete mark line of ``path`` (none when it does not exist), in file order."""
-    if not path.is_file():
-        return []
-    data = path.read_bytes()
+def parse_marks(data: bytes) -> list[Mark]:
+    """Every mark line of the marks file's bytes, in file order (``RunFailure`` when malformed)."""
     if len(data) > MAX_MARKS_BYTES:
-        raise RunFailure(f"marks file {path.name} is {len(data)} bytes, more than {MAX_MARKS_BYTES}")
+        raise RunFailure(f"marks file is {len(data)} bytes, more than {MAX_MARKS_BYTES}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise RunFailure(f"marks file {path.name} is not UTF-8 text") from None
+        raise RunFailure("marks file is not UTF-8 text") from None
     marks = []
     for number, line in enumerate(text.splitlines(), 1):
         mark = parse_mark(line, number)
         if mark is not None:
             marks.append(mark)
     return marks
+
+
+def read_marks(path: Path) -> list[Mark]:
+    """Every complete mark line of ``path`` (none when it does not exist), in file order; a link is
+    never followed and a file over ``MAX_MARKS_BYTES`` is refused before it is read."""
+    if not os.path.lexists(path):
+        return []
+    try:
+        return parse_marks(read_regular_file(path, MAX_MARKS_BYTES, follow_links=False))
+    except UnreadableFile as err:
+        raise RunFailure(f"marks file: {err}") from None
 
 
 def phases_of(marks: list[Mark]) -> list[MarkedPhase]:

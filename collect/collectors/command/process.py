@@ -14,7 +14,12 @@ stop (``SIGTERM``) and when this process dies:
   the program and every process that stayed in its group;
 * the timeout, an exception or ``KeyboardInterrupt`` in this thread, and a normal return all end
   in :func:`_stop` (``SIGTERM`` to the supervisor, ``SIGKILL`` after ``GRACE_S``), so nothing
-  outlives the call.
+  outlives the call;
+* the supervisor tells this side the program's pid (its process group and session id) through a
+  pipe, and ``clean`` once it has killed everything of the program. A supervisor that ends without
+  saying ``clean`` (killed with ``SIGKILL`` by someone, or past ``GRACE_S``) leaves that work to
+  this side: :func:`_kill_program_tree` kills the program's group and every process of its session.
+  (Its daemons that left the session are reparented past the dead supervisor: not reachable then.)
 
 stdout and stderr are read through pipes by two threads that keep only the last ``TAIL_BYTES`` of
 each (bounded memory and disk whatever the program prints), with the byte counts seen.
@@ -140,6 +145,74 @@ class _ExitWatch:
             self.fd = None
 
 
+class _Info:
+    """The supervisor's reports on its pipe: the program's pid, and whether it finished cleaning up."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.data = b""
+
+    def read(self) -> tuple[int | None, bool]:
+        """(the program's pid or None, whether the supervisor said ``clean``); reads what is there, never blocks."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                break
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.data += chunk
+        pid: int | None = None
+        clean = False
+        for line in self.data.decode("ascii", "replace").splitlines():
+            if line.startswith("pid ") and line[4:].isdigit():
+                pid = int(line[4:])
+            clean = clean or line == "clean"
+        return pid, clean
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def _session_members(sid: int) -> list[int]:
+    """Every process of session ``sid`` (``/proc``; empty without it)."""
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 3 and int(fields[3]) == sid:
+            found.append(int(name))
+    return found
+
+
+def _kill_program_tree(pid: int) -> None:
+    """SIGKILL the program's process group and every process of its session (both have its pid as id)."""
+    for _ in range(3):  # a process forking meanwhile is caught by the next round
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        members = _session_members(pid)
+        for member in members:
+            try:
+                os.kill(member, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if not members:
+            return
+
+
 def run_program(
     argv: list[str], cwd: str, env: Mapping[str, str], timeout_s: float,
     on_tick: Callable[[], None] | None = None, tick_s: float = 0.05,
@@ -147,10 +220,20 @@ def run_program(
     """Run ``argv`` in ``cwd`` with ``env`` (see the module doc); ``on_tick`` is called about every
     ``tick_s`` seconds while it runs. ``OSError`` when the supervisor itself cannot start."""
     start = time.monotonic_ns()
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), *argv], cwd=cwd, env=dict(env),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
+    info_read, info_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK) if hasattr(os, "pipe2") else os.pipe()
+    os.set_blocking(info_read, False)
+    info = _Info(info_read)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), str(info_write), *argv], cwd=cwd,
+            env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=(info_write,),
+        )
+    except BaseException:
+        info.close()
+        raise
+    finally:
+        os.close(info_write)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Tail(proc.stdout, TAIL_BYTES), _Tail(proc.stderr, TAIL_BYTES)
     timed_out = False
@@ -170,6 +253,10 @@ def run_program(
         exited.close()
         _stop(proc)
         end = time.monotonic_ns()
+        program, clean = info.read()
+        info.close()
+        if program is not None and not clean:  # the supervisor was killed before it could clean up
+            _kill_program_tree(program)
         stdout, stderr = out.result(), err.result()
         proc.stdout.close()
         proc.stderr.close()

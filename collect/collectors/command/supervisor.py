@@ -1,21 +1,31 @@
 """The supervisor between ``collect run`` and a ``command`` run's program (standard library only).
 
-Run as a script (``python -I -S supervisor.py PARENT_PID PROGRAM ARGS...``) by
+Run as a script (``python -I -S supervisor.py PARENT_PID INFO_FD PROGRAM ARGS...``) by
 :mod:`collect.collectors.command.process`. It:
 
 1. asks the kernel for ``SIGTERM`` when the thread that started it exits (``PR_SET_PDEATHSIG``),
-   then exits at once if its parent is already gone (it died before the request took effect);
+   then exits at once if its parent is already gone (it died before the request took effect), and
+   makes itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent dies
+   -- a daemon that double-forks and ``setsid``\ s out of the program's group -- becomes its child
+   instead of init's;
 2. starts the program in a session and process group of its own (``setsid``), the program itself
-   asking for ``SIGKILL`` should the supervisor die;
-3. waits for the program *without reaping it* (``waitid`` with ``WNOWAIT``), so the program's pid
+   asking for ``SIGKILL`` should the supervisor die, and writes ``pid PID`` to ``INFO_FD`` (a pipe
+   to the parent, so the parent can kill the group itself should the supervisor be killed);
+3. waits for the program *without reaping it* (``waitid`` with ``WNOWAIT``; an orphan reparented
+   here that exits meanwhile is reaped at once), so the program's pid
    -- its process group's id -- cannot be reused, then kills the whole group (``SIGKILL``: the
-   program's children and grandchildren that stayed in it), then reaps the program;
+   program's children and grandchildren that stayed in it), reaps the program, then kills every
+   remaining descendant (found by parent pid in ``/proc``, round after round until none is left)
+   and reaps them;
 4. on ``SIGTERM`` (the parent died, or asks to stop the run) or ``SIGINT``/``SIGHUP``, kills the
-   group the same way and exits;
-5. exits with the program's status: its exit code, or the signal that ended it (by raising it on
-   itself), so the parent sees what the program did.
+   group and every descendant the same way and exits;
+5. writes ``clean`` to ``INFO_FD`` once nothing of the program is left, then exits with the
+   program's status: its exit code, or the signal that ended it (by raising it on itself), so the
+   parent sees what the program did.
 
-A grandchild that leaves the group (``setsid``, a daemon) is beyond its reach.
+Without ``/proc`` (not Linux) or where the subreaper request is refused, only the program's
+process group is killed: a grandchild that leaves the group (``setsid``, a daemon) is then beyond
+its reach.
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ import subprocess
 import sys
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+MAX_ROUNDS = 1000  # rounds of killing descendants (each round kills every one found; a fork bomb ends)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -45,11 +57,87 @@ def _death_signal(sig: int) -> None:
         _PRCTL(PR_SET_PDEATHSIG, sig, 0, 0, 0)  # type: ignore[operator]
 
 
+def _subreaper() -> bool:
+    """Become a child subreaper (Linux 3.4+); whether the kernel accepted it."""
+    if _PRCTL is None:
+        return False
+    return _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0  # type: ignore[operator]
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process ``/proc`` shows (empty without ``/proc``)."""
+    out: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if len(fields) > 1:
+            out[int(name)] = int(fields[1])
+    return out
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of ``root`` (by parent pid in ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _parents().items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _reap_all() -> None:
+    """Reap every child that has exited (zombies of killed descendants reparented here)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return
+
+
+def _kill_descendants() -> None:
+    """SIGKILL every descendant of this process, round after round until none is left, reaping them."""
+    me = os.getpid()
+    for _ in range(MAX_ROUNDS):
+        left = _descendants(me)
+        _reap_all()
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap_all()
+
+
+def _tell(info_fd: int, line: str) -> None:
+    try:
+        os.write(info_fd, line.encode() + b"\n")
+    except OSError:
+        pass  # the parent is gone: nobody to tell
 
 
 def _program_pre_exec() -> None:  # in the program, between fork and exec (this process has one thread)
@@ -58,12 +146,14 @@ def _program_pre_exec() -> None:  # in the program, between fork and exec (this 
 
 
 def main(argv: list[str]) -> int:
-    parent, program = int(argv[0]), argv[1:]
+    parent, info_fd, program = int(argv[0]), int(argv[1]), argv[2:]
     child: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
         if child:
             _kill_group(child[0])
+        _kill_descendants()
+        _tell(info_fd, "clean")
         os._exit(128 + signum)
 
     for sig in STOP_SIGNALS:
@@ -71,6 +161,7 @@ def main(argv: list[str]) -> int:
     _death_signal(signal.SIGTERM)
     if os.getppid() != parent:
         return 125
+    _subreaper()
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)  # until the program's pid is known to stop()
     try:
         proc = subprocess.Popen(program, start_new_session=True, preexec_fn=_program_pre_exec)
@@ -78,17 +169,25 @@ def main(argv: list[str]) -> int:
         print(f"cannot start {program[0]!r}: {err.strerror or err}", file=sys.stderr)
         return 127
     child.append(proc.pid)
+    _tell(info_fd, f"pid {proc.pid}")
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a stop that came meanwhile is handled now
-    while True:
+    while True:  # until the program exits; orphans reparented here meanwhile are reaped as they die
         try:
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            break
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
         except InterruptedError:
             continue
         except ChildProcessError:
             break
+        if ended is None or ended.si_pid == proc.pid:
+            break
+        try:
+            os.waitpid(ended.si_pid, 0)
+        except ChildProcessError:
+            pass
     _kill_group(proc.pid)  # the program's pid is still held (not reaped): the group id is its own
     code = proc.wait()
+    _kill_descendants()  # daemons that left the group, reparented here (subreaper)
+    _tell(info_fd, "clean")
     if code < 0:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)

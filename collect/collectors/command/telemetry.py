@@ -27,11 +27,11 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collect.collectors.command.outputs import Mark, RunFailure, parse_mark, phases_of, read_marks
+from collect.collectors.command.outputs import Mark, RunFailure, parse_mark, phases_of
 from collect.collectors.command.process import Finished
+from collect.collectors.command.runfolder import MARKS_FILE, RunFolder, read_marks_in
 from collect.telemetry.sensors.base import Sensor, SensorError
 from collect.telemetry.sensors.registry import open_sensor
 
@@ -62,18 +62,13 @@ class MarksTail:
     """Reads the marks file's new complete lines as the program writes them, and tells the recorder
     the innermost open phase (its sensor's load hint)."""
 
-    def __init__(self, path: Path, recorder: Any) -> None:
-        self.path, self.rec = path, recorder
+    def __init__(self, folder: RunFolder, recorder: Any) -> None:
+        self.folder, self.rec = folder, recorder
         self.offset, self.line = 0, 0
         self.open: list[str] = []
 
     def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read(1 << 20)
-        except OSError:
-            return
+        data = self.folder.read_at(MARKS_FILE, self.offset, 1 << 20)  # never through a link, never blocking
         end = data.rfind(b"\n")
         if end < 0:
             return
@@ -131,7 +126,7 @@ def _replay_timeline(rec: Any, finished: Finished, marks: list[Mark]) -> None:
     rec.advance((finished.end_ns - cursor) / 1e6)
 
 
-def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, marks_path: Path,
+def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, folder: RunFolder,
                    launch: Callable[[Callable[[], None] | None], Finished]) -> Recorded:
     """Run the program through ``launch(on_tick)`` with ``spec``'s sensor recording ``signal`` around it
     (see the module doc). The marks must nest (``RunFailure`` otherwise, after the program ran)."""
@@ -149,7 +144,7 @@ def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, marks
         rec = Recorder(sensor, [signal], poll_ms, spec=spec)
         if rec.virtual:
             finished = launch(None)
-            marks = read_marks(marks_path)
+            marks = read_marks_in(folder)
             phases_of(marks)  # they nest, or the run fails here
             rec.start()
             if idle_ms > 0:
@@ -160,7 +155,7 @@ def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, marks
             rec.stop()
             trace = rec.trace()
         else:
-            tail = MarksTail(marks_path, rec)
+            tail = MarksTail(folder, rec)
             offset = _clock_offset(sensor)
             with rec:
                 if idle_ms > 0:
@@ -169,7 +164,7 @@ def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, marks
                 with rec.phase(PROGRAM):
                     finished = launch(tail.poll if getattr(sensor, "set_phase", None) else None)
             trace = rec.trace()
-            marked = phases_of(read_marks(marks_path))
+            marked = phases_of(read_marks_in(folder))
             trace.phases = sorted(
                 [*trace.phases, *(Phase(p.name, p.start_ns - offset, p.end_ns - offset, p.depth + 1) for p in marked)],
                 key=lambda p: (p.start_ns, p.depth))
