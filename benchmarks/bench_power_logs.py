@@ -16,11 +16,18 @@ rows of one GPU, power updating every 100 ms; written once to a temporary folder
   does not measure how often the value really changed, and checks neither time order nor the units.
 
 Printed: the best of R runs of each (s) and the ratio ours / baseline. Target: ours < 3 s at 1M rows.
+
+``--memory``: instead, the peak resident memory of converting the log (``convert_log``) and of
+converting and writing its trace (``convert_to_trace``, what ``collect telemetry`` does), each in a
+fresh child process (its ``VmHWM``, Linux), less the child's peak after the imports alone; printed
+in MiB and as a multiple of the log's size.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -68,11 +75,49 @@ def baseline(path: Path) -> float:
     return float(np.trapezoid(power[ok], seconds[ok]))
 
 
+_CHILD = """
+import sys
+from collect.telemetry.logs.formats import convert_log, convert_to_trace
+def hwm():  # the process's peak resident memory, KiB (Linux; unlike ru_maxrss, not inherited from a parent)
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+base = hwm()
+if sys.argv[1] == "convert":
+    convert_log(sys.argv[2], "nvidia-smi")
+else:
+    convert_to_trace(sys.argv[2], sys.argv[3], "nvidia-smi")
+print(base, hwm())
+"""
+
+
+def peak_mib(path: Path, what: str, out: Path) -> float:
+    """Peak resident memory (MiB) of ``what`` on the log in a fresh child, above its imports' peak."""
+    proc = subprocess.run([sys.executable, "-c", _CHILD, what, str(path), str(out)], capture_output=True, text=True,
+                          check=True)
+    base_kib, peak_kib = map(int, proc.stdout.split())
+    return (peak_kib - base_kib) / 1024
+
+
+def memory(rows: int) -> None:
+    """Print the peak memory of converting (and writing) a ``rows``-poll log (module doc)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gpu.nvidia-smi.csv"
+        write_log(path, rows)
+        size = path.stat().st_size / 2**20
+        print(f"nvidia-smi log: {rows:,} rows, {size:.1f} MiB")
+        for what, label in (("convert", "convert_log"), ("write", "convert_to_trace (collect telemetry)")):
+            mib = peak_mib(path, what, Path(tmp) / "trace")
+            print(f"{label}: peak {mib:.0f} MiB above the imports, {mib / size:.1f}x the log")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory", action="store_true", help="peak memory instead of time (module doc)")
     args = parser.parse_args()
+    if args.memory:
+        memory(args.rows)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "gpu.nvidia-smi.csv"
         write_log(path, args.rows)

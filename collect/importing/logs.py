@@ -16,6 +16,12 @@ gives is refused (one of them would be silently ignored). The trace is kept as
 ``trace_sha256`` (hashed as the record is appended), so ``collect probe --sensor
 replay:RUNS/traces/<run_id>.telemetry.meta.json`` re-analyses it checked against the ledger.
 
+Each log is converted by the same readers as ``collect telemetry``'s
+(:func:`collect.telemetry.logs.formats.convert_log`: read a block of lines at a time, bounded in
+memory): a log they refuse -- a malformed line, a reading outside the power range, a counter
+rising faster than it allows, a time outside 1970-2200 -- is one error naming the row, the file and
+the line, and nothing is imported.
+
 The traces are written to a staging folder inside ``RUNS`` first and moved into ``traces/`` only
 for the records appended; a refused import leaves none behind. Energies J, powers W, times ms.
 """

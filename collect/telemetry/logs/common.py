@@ -11,7 +11,9 @@ Nothing is summarised at conversion: the effective update period, the counter's 
 energy bounds come from :mod:`collect.telemetry.analysis.resolution` on the converted trace, as for
 a trace this toolkit recorded. So a counter that does not advance between polls is read as "no
 update seen", never as 0 J consumed, and a driver-averaged power signal carries its averaging
-window (``SignalInfo.window_ms``), which is what lets the bounds use it.
+window (``SignalInfo.window_ms``), which is what lets the bounds use it. What the power range or
+the clock cannot hold is refused by :func:`build_trace`, never clipped (:mod:`.checks`); logs are
+read a block of lines at a time into compact columns (:mod:`.reading`, :mod:`.numbers`).
 
 Every trace gets one phase, ``log``, from the first poll to the last reading (``phase_energy(trace,
 "log", ...)`` is the whole log's energy); converters may add more (Zeus: one per window name).
@@ -22,14 +24,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from collect.telemetry.sensors.base import Kind, SignalInfo
+from collect.telemetry.logs.checks import check_counter, check_power, check_times
+from collect.telemetry.logs.errors import LogError
+from collect.telemetry.logs.reading import MAX_LOG_BYTES, log_lines
+from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W, Kind, SignalInfo
 from collect.traces.telemetry import Phase, Trace
-from prereg.errors import InputError
-from prereg.fileio import read_regular_file
 
 LOG_PHASE = "log"
 #: cells that say "no value" in the tools' logs (compared stripped and lower-cased)
@@ -41,11 +43,8 @@ UNAVAILABLE = {"": "error", "n/a": "not_supported", "[n/a]": "not_supported", "[
 UNITS = {"w": ("W", 1.0), "mw": ("W", 1e-3), "kw": ("W", 1e3), "mj": ("mJ", 1.0), "j": ("mJ", 1e3),
          "kj": ("mJ", 1e6), "kwh": ("mJ", 3.6e9), "wh": ("mJ", 3.6e6), "%": ("%", 1.0), "mhz": ("MHz", 1.0),
          "c": ("C", 1.0), "mib": ("MiB", 1.0), "s": ("s", 1.0)}
-MAX_LOG_BYTES = 1 << 30  # a log larger than this is refused, not read into memory
-
-
-class LogError(InputError, ValueError):
-    """A log that cannot be converted: the message names the file and, where it lies, the line (exit 2)."""
+#: the longest interval a logger may have been asked for (ms): an hour
+MAX_POLL_MS = 3_600_000.0
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,8 @@ class LogOptions:
       average NVML documents for Ampere (except GA100) and newer; give 0 for an older GPU, whose
       reading is instantaneous);
     * ``power_range_w``: the device's physical power bounds (W) for what no reading covers (None:
-      the conservative default the analysis uses, 0 to 2000 W);
+      the conservative default the analysis uses, 0 to 2000 W); a reading outside them, or an
+      energy counter moving faster than they allow, is refused (:mod:`.checks`);
     * ``window``: Zeus only, the one measurement-window name to convert (None: every window;
       overlapping windows then need it);
     * ``max_gap_ms``: Zeus only, the largest gap between two windows read as contiguous (the
@@ -73,6 +73,23 @@ class LogOptions:
     power_range_w: tuple[float, float] | None = None
     window: str | None = None
     max_gap_ms: float = 1.0
+
+    def __post_init__(self) -> None:
+        """``LogError`` for an option no log could be converted with (a library caller's too)."""
+        for name, value, high in (("poll_ms", self.poll_ms, MAX_POLL_MS), ("power_window_ms", self.power_window_ms,
+                                  MAX_POLL_MS), ("max_gap_ms", self.max_gap_ms, MAX_POLL_MS)):
+            if value is not None and not (math.isfinite(value) and 0 <= value <= high and (value > 0 or name != "poll_ms")):
+                least = "above 0" if name == "poll_ms" else "from 0"
+                raise LogError(f"{name} = {value!r} must be a number {least} to {high:g} ms")
+        if self.power_range_w is not None:
+            low, high_w = self.power_range_w
+            if not (math.isfinite(low) and math.isfinite(high_w) and 0 <= low < high_w):
+                raise LogError(f"power_range_w = {self.power_range_w!r} must be 0 <= MIN < MAX (W)")
+
+    @property
+    def power_range(self) -> tuple[float, float]:
+        """The power range the readings must lie in and the analysis bounds with (W)."""
+        return self.power_range_w if self.power_range_w is not None else DEFAULT_POWER_RANGE_W
 
 
 @dataclass
@@ -115,60 +132,6 @@ def split_unit(header: str) -> tuple[str, str | None]:
     return text, None
 
 
-def parse_cells(cells: list[str], unit: str | None, where: str, first_line: int,
-                line_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, str | None]:
-    """Cells of one column as numbers: ``(values, statuses, unit)``. A cell may carry its unit
-    (``123.45 W``, ``1024 MiB``, ``45 %``; every cell of a column the same one); values are converted
-    to the toolkit's unit (``UNITS``); an unavailable cell (``UNAVAILABLE``) is NaN with its status.
-    Anything else is a ``LogError`` naming ``where`` and the line (``first_line`` + index, or
-    ``line_of[index]``). Each distinct cell is parsed once (a log repeats its values)."""
-    distinct = list(set(cells))
-    values = np.empty(len(distinct), dtype=np.float64)
-    status = np.empty(len(distinct), dtype=object)
-    units: set[str] = set()
-    for k, cell in enumerate(distinct):
-        text = cell.strip()
-        missing = UNAVAILABLE.get(text.lower())
-        if missing is not None:
-            values[k], status[k] = np.nan, missing
-            continue
-        number, _, cell_unit = text.rpartition(" ")
-        if not number or _is_number(cell_unit):
-            number, cell_unit = text, ""
-        units.add(cell_unit)
-        try:
-            values[k] = float(number)
-        except ValueError:
-            raise LogError(f"{where} line {_line(cells, cell, first_line, line_of)}: {text!r} is not a number"
-                           + (f" in {unit}" if unit else "")) from None
-        status[k] = "ok" if np.isfinite(values[k]) else "error"
-    if len(units) > 1:
-        odd = sorted(units)[-1]
-        sample = next(c for c in distinct if c.strip().endswith(odd) or (not odd and c.strip()))
-        raise LogError(f"{where} line {_line(cells, sample, first_line, line_of)}: the column mixes units "
-                       f"({', '.join(repr(u) for u in sorted(units))})")
-    name = next(iter(units), "") or unit
-    target, factor = UNITS.get(name.lower(), (name, 1.0)) if name else (None, 1.0)
-    index = {cell: k for k, cell in enumerate(distinct)}
-    codes = np.fromiter(map(index.__getitem__, cells), dtype=np.intp, count=len(cells))
-    out = values[codes]
-    out[~np.isfinite(out)] = np.nan
-    return (out * factor if factor != 1.0 else out), status[codes], target
-
-
-def _line(cells: list[str], cell: str, first_line: int, line_of: np.ndarray | None) -> int:
-    i = cells.index(cell)
-    return int(line_of[i]) if line_of is not None else first_line + i
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def check_order(t_ns: np.ndarray, where: str, line_of: np.ndarray) -> None:
     """``LogError`` at the first poll earlier than the one before it (a log out of time order, or a
     clock set back while it was written: either way no update window can be placed)."""
@@ -180,12 +143,23 @@ def check_order(t_ns: np.ndarray, where: str, line_of: np.ndarray) -> None:
 
 
 def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[str, Column], tool: str,
-                options: LogOptions, phases: list[Phase] | None = None) -> Trace:
+                options: LogOptions, phases: list[Phase] | None = None, *, source: str | None = None,
+                line_of: np.ndarray | None = None) -> Trace:
     """The trace of ``columns`` read at the polls ``[t_before_ns, t_after_ns]`` (one row per poll
-    and signal, signal by signal), sensor ``log:<tool>``, evidence ``measured``, the ``log`` phase."""
+    and signal, signal by signal), sensor ``log:<tool>``, evidence ``measured``, the ``log`` phase.
+    Every poll's times and every power and energy reading are checked first
+    (:mod:`collect.telemetry.logs.checks`): ``LogError`` naming ``source`` and the poll's line in
+    ``line_of`` for one the power range or the clock cannot hold, never a clipped value."""
     n = int(t_before_ns.size)
     if n == 0:
         raise LogError(f"{tool} log: no readings")
+    where = source or f"{tool} log"
+    check_times(t_before_ns, t_after_ns, where, line_of)
+    for name, column in columns.items():
+        if column.info.kind == "counter" and column.info.unit == "mJ":
+            check_counter(column.values, t_before_ns, t_after_ns, where, line_of, options.power_range)
+        elif column.info.unit == "W":
+            check_power(column.values, name, where, line_of, options.power_range)
     names = list(columns)
     tb = np.tile(np.asarray(t_before_ns, dtype=np.int64), len(names))
     ta = np.tile(np.asarray(t_after_ns, dtype=np.int64), len(names))
@@ -207,19 +181,6 @@ def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[s
                  evidence="measured", power_range_w=options.power_range_w)
 
 
-def read_log(path: Path) -> str:
-    """A log's text (UTF-8, a byte-order mark dropped), bounded; ``LogError`` naming the file otherwise."""
-    try:
-        raw = read_regular_file(path, MAX_LOG_BYTES)
-    except (OSError, ValueError) as err:
-        raise LogError(f"{path}: cannot be read ({err})") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise LogError(f"{path} line {line}: not UTF-8 text") from None
-
-
 def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
     """The device of a multi-device log the options name (``gpu``), or its only one."""
     distinct = list(dict.fromkeys(devices))
@@ -233,5 +194,5 @@ def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
     return distinct[0]
 
 
-__all__ = ["LOG_PHASE", "Column", "LogError", "LogOptions", "build_trace", "check_order", "choose_device",
-           "parse_cells", "read_log", "signal", "split_unit"]
+__all__ = ["LOG_PHASE", "MAX_LOG_BYTES", "MAX_POLL_MS", "Column", "LogError", "LogOptions", "build_trace",
+           "check_order", "choose_device", "log_lines", "signal", "split_unit"]

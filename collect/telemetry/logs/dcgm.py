@@ -21,14 +21,19 @@ a log of a GPU that was slow to answer is stretched in time, never compressed.
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
-from collect.telemetry.logs.common import Column, LogError, LogOptions, build_trace, choose_device, parse_cells, signal
+from collect.telemetry.logs.common import Column, LogError, LogOptions, build_trace, choose_device, signal
+from collect.telemetry.logs.numbers import Numbers
+from collect.telemetry.logs.reading import Cells, LogText, text_lines
 from collect.telemetry.sensors.base import Kind
 from collect.traces.telemetry import Trace
 
 TOOL = "dcgm"
 DEFAULT_DELAY_MS = 1000.0
+_CHUNK = 16_384  # readings parsed this many at a time
 
 
 def _tags(options: LogOptions) -> dict[str, tuple[str, str, Kind, float | None]]:
@@ -39,13 +44,24 @@ def _tags(options: LogOptions) -> dict[str, tuple[str, str, Kind, float | None]]
             "SMCLK": ("clock_sm", "MHz", "gauge", None), "MMCLK": ("clock_mem", "MHz", "gauge", None)}
 
 
-def convert(text: str, source: str, options: LogOptions) -> Trace:
-    """The dcgmi dmon output ``text`` (from ``source``, named in messages) as a trace (module doc)."""
+def _read(text: LogText, source: str, units: dict[str, str]) -> tuple[list[str], Cells, dict[int, Numbers], np.ndarray]:
+    """The field tags, each reading's entity, the columns of the tags in ``units`` (tag -> unit)
+    parsed, by position, and each reading's line, read a block of lines at a time."""
     header: list[str] | None = None
-    devices: list[str] = []
-    cells: list[list[str]] = []
-    line_of: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    devices = Cells()
+    columns: dict[int, Numbers] = {}
+    line_of = array("q")
+    block: dict[int, list[str]] = {}
+    block_lines: list[int] = []
+
+    def flush() -> None:
+        for j, column in columns.items():
+            column.extend(block[j], block_lines)
+            block[j] = []
+        line_of.extend(block_lines)
+        block_lines.clear()
+
+    for number, line in enumerate(text_lines(text), start=1):
         words = line.split()
         if not words:
             continue
@@ -55,6 +71,9 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
                 raise LogError(f"{source} line {number}: the fields changed mid-log ({' '.join(tags)} after "
                                f"{' '.join(header)})")
             header = tags
+            if not columns:
+                columns = {j: Numbers(units[tag], source) for j, tag in enumerate(tags) if tag in units}
+                block = {j: [] for j in columns}
             continue
         if words[0] == "ID" or words[0].startswith("#"):
             continue
@@ -63,29 +82,40 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
         if len(words) != len(header) + 2:
             raise LogError(f"{source} line {number}: {len(words)} words where 'ENTITY ID' and the {len(header)} "
                            f"fields {' '.join(header)} make {len(header) + 2}")
-        devices.append(f"{words[0]} {words[1]}")
-        cells.append(words[2:])
-        line_of.append(number)
-    if header is None or not cells:
+        devices.add(f"{words[0]} {words[1]}")
+        for j in columns:
+            block[j].append(words[j + 2])
+        block_lines.append(number)
+        if len(block_lines) >= _CHUNK:
+            flush()
+    flush()
+    if header is None or not line_of:
         raise LogError(f"{source}: no '#Entity' header or no readings (is this dcgmi dmon output?)")
-    gpus = [d.split()[1] if d.startswith("GPU ") else d for d in devices]
-    device = choose_device(gpus, options, source)
-    keep = [i for i, g in enumerate(gpus) if g == device]
-    lines = np.array([line_of[i] for i in keep], dtype=np.int64)
-    delay_ns = int(round((options.poll_ms or DEFAULT_DELAY_MS) * 1e6))
-    t_before = np.arange(len(keep), dtype=np.int64) * delay_ns
+    return header, devices, columns, np.frombuffer(line_of, dtype=np.int64)
+
+
+def convert(text: LogText, source: str, options: LogOptions) -> Trace:
+    """The dcgmi dmon output ``text`` (from ``source``, named in messages; its text or its lines) as
+    a trace (module doc)."""
     known = _tags(options)
+    header, devices, columns, line_of = _read(text, source, {tag: spec[1] for tag, spec in known.items()})
+    gpus = [d.split()[1] if d.startswith("GPU ") else d for d in devices.distinct]
+    device = choose_device(gpus, options, source)
+    chosen = np.array([g == device for g in gpus])
+    keep = np.flatnonzero(chosen[devices.code_array()])
+    lines = line_of[keep]
+    delay_ns = int(round((options.poll_ms or DEFAULT_DELAY_MS) * 1e6))
+    t_before = np.arange(keep.size, dtype=np.int64) * delay_ns
     out: dict[str, Column] = {}
-    for j, tag in enumerate(header):
-        if tag not in known:
-            continue
-        name, unit, kind, window = known[tag]
-        values, status, _ = parse_cells([cells[i][j] for i in keep], unit, source, int(lines[0]), lines)
+    for j, column in columns.items():
+        name, unit, kind, window = known[header[j]]
+        values, status, _ = column.finish(keep)
         out[name] = Column(signal(name, unit, kind, window), values, status)
     if not any(s in out for s in ("energy_counter", "power_average", "power_instant")):
         raise LogError(f"{source}: no power or energy field among {' '.join(header)} (dmon -e 155,156)")
     return build_trace(t_before, t_before + delay_ns, out, TOOL,
-                       LogOptions(**{**options.__dict__, "poll_ms": options.poll_ms or DEFAULT_DELAY_MS}))
+                       LogOptions(**{**options.__dict__, "poll_ms": options.poll_ms or DEFAULT_DELAY_MS}),
+                       source=source, line_of=lines)
 
 
 __all__ = ["TOOL", "convert"]

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collect.telemetry.logs import codecarbon, dcgm, nvidia_smi, zeus
-from collect.telemetry.logs.common import LogError, LogOptions, read_log
+from collect.telemetry.logs.common import LogError, LogOptions
+from collect.telemetry.logs.reading import LogText, log_lines
 from collect.traces.telemetry import Trace, write_trace
 
-Converter = Callable[[str, str, LogOptions], Trace]
+Converter = Callable[[LogText, str, LogOptions], Trace]
 #: format name -> its converter (each one module, one signature)
 FORMATS: dict[str, Converter] = {"nvidia-smi": nvidia_smi.convert, "dcgm": dcgm.convert, "zeus": zeus.convert,
                                  "codecarbon": codecarbon.convert}
@@ -50,10 +51,11 @@ def format_of(path: Path, fmt: str | None) -> str:
 
 
 def convert_log(path: str | Path, fmt: str | None = None, options: LogOptions | None = None) -> Trace:
-    """The trace of the power log at ``path`` (format ``fmt`` or recognised; module doc)."""
+    """The trace of the power log at ``path`` (format ``fmt`` or recognised; module doc), read one
+    line at a time (memory: :mod:`collect.telemetry.logs.reading`)."""
     path = Path(path)
     name = format_of(path, fmt)
-    return FORMATS[name](read_log(path), str(path), options or LogOptions())
+    return FORMATS[name](log_lines(path), str(path), options or LogOptions())
 
 
 def default_trace_base(path: Path) -> Path:

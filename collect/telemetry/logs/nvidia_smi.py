@@ -28,10 +28,12 @@ not written, so times are taken as UTC: durations are right, wall-clock times ar
 
 from __future__ import annotations
 
-import io
+from array import array
+from itertools import islice
 
 import numpy as np
 
+from collect.telemetry.logs.checks import check_epoch_ms
 from collect.telemetry.logs.common import (
     Column,
     LogError,
@@ -39,65 +41,74 @@ from collect.telemetry.logs.common import (
     build_trace,
     check_order,
     choose_device,
-    parse_cells,
     signal,
     split_unit,
 )
+from collect.telemetry.logs.numbers import Numbers
+from collect.telemetry.logs.reading import Cells, LogText, text_lines
 from collect.traces.telemetry import Trace
 
 TOOL = "nvidia-smi"
 GAUGES = {"utilization.gpu": "utilization_gpu", "temperature.gpu": "temperature_gpu", "clocks.sm": "clock_sm",
-          "clocks.current.sm": "clock_sm", "clocks.mem": "clock_mem", "clocks.current.memory": "clock_mem",
-          "memory.used": "memory_used"}
+          "clocks.current.sm": "clock_sm", "clocks.mem": "clock_mem",
+          "clocks.current.memory": "clock_mem", "memory.used": "memory_used"}
+_READ = {"power.draw", "power.draw.average", "power.draw.instant", "pstate", *GAUGES}
+_CHUNK = 16_384  # rows split and coded this many at a time
 
 
-def _timestamps(cells: list[str], where: str, line_of: np.ndarray) -> tuple[np.ndarray, int]:
-    """nvidia-smi timestamps as ns since the epoch (zone-less, read as UTC), and their resolution (ns)."""
-    iso = [c.strip().replace("/", "-") for c in cells]
-    try:
-        stamps = np.array(iso, dtype="datetime64[ms]")
-    except ValueError:
-        for i, c in enumerate(iso):
-            try:
-                np.datetime64(c, "ms")
-            except ValueError:
-                raise LogError(f"{where} line {int(line_of[i])}: timestamp {cells[i].strip()!r} is not a time like "
-                               "2026/12/03 10:15:01.123") from None
-        raise
-    resolution = 1_000_000 if "." in iso[0] else 1_000_000_000
-    return stamps.astype(np.int64) * 1_000_000, resolution
+class _Times:
+    """The timestamp column, parsed a chunk at a time into int64 ms since the epoch (zone-less: UTC)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.ms = array("q")
+        self.pending: list[str] = []
+        self.lines: list[int] = []
+        self.first = ""
+
+    def add(self, cells: list[str], lines: list[int]) -> None:
+        """Append a block of rows' timestamps."""
+        if not self.first and cells:
+            self.first = cells[0].strip()
+        self.pending += cells
+        self.lines += lines
+        if len(self.pending) >= _CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        """Parse the pending timestamps (``LogError`` naming the line of one that is not a time, or
+        not one from 1970 to 2200)."""
+        if not self.pending:
+            return
+        iso = list(map(str.strip, "\n".join(self.pending).replace("/", "-").split("\n")))
+        try:
+            stamps = np.array(iso, dtype="datetime64[ms]")
+        except ValueError:
+            for c, cell, line in zip(iso, self.pending, self.lines, strict=True):
+                try:
+                    np.datetime64(c, "ms")
+                except ValueError:
+                    raise LogError(f"{self.source} line {line}: timestamp {cell.strip()!r} is not a time like "
+                                   "2026/12/03 10:15:01.123") from None
+            raise
+        ms = stamps.astype(np.int64)
+        check_epoch_ms(ms, self.source, np.array(self.lines, dtype=np.int64))
+        self.ms.frombytes(ms.tobytes())
+        self.pending, self.lines = [], []
 
 
-def _columns(text: str, header_line: int, header: str, names: list[str],
-             source: str) -> tuple[dict[str, list[str]], np.ndarray]:
-    """The log's cells by column, and each row's line number. A plain log (no blank line, no
-    repeated header) is split in one pass; anything else line by line, naming a line that does
-    not have the header's cells."""
-    width = len(names)
-    parts = text.split("\n", header_line)
-    body = parts[-1] if len(parts) > header_line else ""
-    body = body[:-1] if body.endswith("\n") else body
-    if body and "\r" not in body and "\n\n" not in body and ("\n" + header) not in body:
-        flat = body.replace("\n", ",").split(",")
-        count = body.count("\n") + 1
-        if len(flat) == width * count:
-            return ({name: flat[i::width] for i, name in enumerate(names)},
-                    np.arange(header_line + 1, header_line + 1 + count, dtype=np.int64))
-    numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if n > header_line and line.strip()]
-    rows = [(n, line.split(",")) for n, line in numbered if line != header]  # a restarted logger's header
-    for n, cells in rows:
-        if len(cells) != width:
-            raise LogError(f"{source} line {n}: {len(cells)} cells where the header names {width}")
-    if not rows:
-        raise LogError(f"{source}: a header and no readings")
-    columns = list(zip(*(cells for _, cells in rows), strict=True))
-    return {name: list(columns[i]) for i, name in enumerate(names)}, np.array([n for n, _ in rows], dtype=np.int64)
+def _pstate(cell: str) -> str:
+    """``P0`` -> ``0``."""
+    return cell.strip().lstrip("Pp") if cell.strip()[:1] in "Pp" else cell
 
 
-def convert(text: str, source: str, options: LogOptions) -> Trace:
-    """The nvidia-smi CSV log ``text`` (from ``source``, named in messages) as a trace (module doc)."""
+def _read(text: LogText, source: str) -> tuple[int, str, Cells | None, dict[str, Numbers], _Times, np.ndarray]:
+    """The header (its line and text), the GPU index column, the wanted columns parsed, the
+    timestamps and each row's line, read a block of lines at a time; a line without the header's
+    cells is named."""
+    lines = text_lines(text)
     header_line, header = 0, ""
-    for number, line in enumerate(io.StringIO(text), start=1):
+    for number, line in enumerate(lines, start=1):
         if line.strip():
             header_line, header = number, line.rstrip("\r\n")
             break
@@ -108,39 +119,78 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
     if "timestamp" not in names:
         raise LogError(f"{source} line {header_line}: no 'timestamp' column in the header ({header.strip()!r}); log "
                        "with --query-gpu=timestamp,index,power.draw,... --format=csv (keep the header)")
-    col, line_of = _columns(text, header_line, header, names, source)
-    if "index" in col:
-        devices = dict.fromkeys(col["index"])  # in order of appearance
-        device = choose_device([c.strip() for c in devices], options, source)
-        if len(devices) > 1:
-            keep = np.flatnonzero(np.array([c.strip() == device for c in col["index"]]))
-            col = {k: [v[i] for i in keep] for k, v in col.items()}
+    wanted = [(i, name, unit) for i, (name, unit) in enumerate(fields) if name in _READ or "energy" in name]
+    twice = sorted({name for name in names if names.count(name) > 1 and (name in _READ or "energy" in name
+                                                                          or name in ("timestamp", "index"))})
+    if twice:
+        raise LogError(f"{source} line {header_line}: the header names {', '.join(twice)} more than once")
+    for _, name, unit in wanted:
+        if "energy" in name and unit is None and name not in _READ:
+            raise LogError(f"{source} line {header_line}: the energy column {name!r} names no unit ([mJ] or [J])")
+    index = Cells() if "index" in names else None
+    columns = {name: Numbers(unit, source, _pstate if name == "pstate" else None) for _, name, unit in wanted}
+    times, stamp, at = _Times(source), names.index("timestamp"), names.index("index") if index else -1
+    row_lines = array("q")
+    width = len(names)
+
+    def flush(block: list[str], block_lines: list[int]) -> None:
+        """Split a block of rows into its columns at once (a row without the header's cells is named)."""
+        counts = list(map(str.count, block, [","] * len(block)))
+        if any(c != width - 1 for c in counts):
+            k = next(k for k, c in enumerate(counts) if c != width - 1)
+            raise LogError(f"{source} line {block_lines[k]}: {counts[k] + 1} cells where the header names {width}")
+        flat = ",".join(block).split(",")
+        row_lines.extend(block_lines)
+        times.add(flat[stamp::width], block_lines)
+        if index is not None:
+            index.extend(flat[at::width])
+        for i, name, _ in wanted:
+            columns[name].extend(flat[i::width], block_lines)
+
+    number = header_line
+    while chunk := list(islice(lines, _CHUNK)):
+        block = [raw.rstrip("\r\n") for raw in chunk]
+        block_lines = list(range(number + 1, number + 1 + len(chunk)))
+        number += len(chunk)
+        if header in block or not all(map(str.strip, block)):  # a restarted logger's header; blank lines
+            kept = [(n, line) for n, line in zip(block_lines, block, strict=True) if line != header and line.strip()]
+            block, block_lines = [line for _, line in kept], [n for n, _ in kept]
+        flush(block, block_lines)
+    if not row_lines:
+        raise LogError(f"{source}: a header and no readings")
+    times.flush()
+    return header_line, header, index, columns, times, np.frombuffer(row_lines, dtype=np.int64)
+
+
+def convert(text: LogText, source: str, options: LogOptions) -> Trace:
+    """The nvidia-smi CSV log ``text`` (from ``source``, named in messages; its text or its lines)
+    as a trace (module doc); memory: about 9 bytes per row and column read, plus the trace."""
+    header_line, header, index, columns, times, line_of = _read(text, source)
+    keep: np.ndarray | None = None
+    if index is not None:
+        distinct = index.distinct
+        device = choose_device(list(dict.fromkeys(c.strip() for c in distinct)), options, source)
+        if len({c.strip() for c in distinct}) > 1:
+            chosen = np.array([c.strip() == device for c in distinct])
+            keep = np.flatnonzero(chosen[index.code_array()])
             line_of = line_of[keep]
-    t_ns, resolution = _timestamps(col["timestamp"], source, line_of)
+    t_ns = np.frombuffer(times.ms, dtype=np.int64)
+    t_ns = (t_ns[keep] if keep is not None else t_ns) * 1_000_000
+    resolution = 1_000_000 if "." in times.first else 1_000_000_000
     check_order(t_ns, source, line_of)
     out: dict[str, Column] = {}
-    units = dict(fields)
-    first = int(line_of[0])
-    averaged = "power.draw.average" in col
-    for name, cells in col.items():
-        where = source
+    averaged = "power.draw.average" in columns
+    for name, column in columns.items():
         if name == "power.draw" or name == "power.draw.average":
             target = "power_average" if name == "power.draw.average" or not averaged else "power_usage"
             info = signal(target, "W", "gauge", options.power_window_ms)
         elif name == "power.draw.instant":
             info = signal("power_instant", "W", "gauge", 0.0)
-        elif "energy" in name:
-            if units[name] is None:
-                raise LogError(f"{source} line {header_line}: the energy column {name!r} names no unit ([mJ] or [J])")
-            info = signal("energy_counter", "mJ", "counter")
-        elif name == "pstate":
-            cells = [c.strip().lstrip("Pp") if c.strip()[:1] in "Pp" else c for c in cells]
-            info = signal("pstate", "-")
-        elif name in GAUGES:
-            info = signal(GAUGES[name], units[name] or "-")
+        elif name in GAUGES or name == "pstate":
+            info = signal(GAUGES.get(name, "pstate"), (column.unit or "-") if name != "pstate" else "-")
         else:
-            continue
-        values, status, unit = parse_cells(cells, units[name], where, first, line_of)
+            info = signal("energy_counter", "mJ", "counter")
+        values, status, unit = column.finish(keep)
         if info.name == "energy_counter" and unit != "mJ":
             raise LogError(f"{source} line {header_line}: the energy column {name!r} is in {unit}, not an energy unit")
         if info.unit == "W" and unit not in (None, "W"):
@@ -149,7 +199,7 @@ def convert(text: str, source: str, options: LogOptions) -> Trace:
     if not any(s in out for s in ("energy_counter", "power_average", "power_usage", "power_instant")):
         raise LogError(f"{source} line {header_line}: no power or energy column (query power.draw, power.draw.average "
                        "or power.draw.instant)")
-    return build_trace(t_ns, t_ns + resolution, out, TOOL, options)
+    return build_trace(t_ns, t_ns + resolution, out, TOOL, options, source=source, line_of=line_of)
 
 
 __all__ = ["TOOL", "convert"]

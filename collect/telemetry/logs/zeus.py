@@ -17,65 +17,82 @@ windows are refused unless ``LogOptions.window`` picks one name. Times are read 
 from __future__ import annotations
 
 import csv
-import io
+from collections.abc import Iterator
+from itertools import chain
 
+from collect.telemetry.logs.checks import duration_ns, epoch_ns
 from collect.telemetry.logs.common import LogError, LogOptions, cell_number, choose_device
-from collect.telemetry.logs.windows import Window, windows_trace
-from collect.traces.lines import LineError, json_rows
+from collect.telemetry.logs.reading import LogText, text_lines
+from collect.telemetry.logs.windows import Window, Windows, windows_trace
 from collect.traces.telemetry import Trace
+from prereg.jsoncodec import loads
 
 TOOL = "zeus"
-_S = 1_000_000_000
+_COLUMNS = "a Zeus log has start_time,window_name,elapsed_time,gpu<i>_energy"
 
 
-def _rows(text: str, source: str) -> list[tuple[int, dict[str, str]]]:
-    if text.lstrip().startswith("{"):
-        try:  # JSON lines, read as the toolkit's own JSON-lines traces are
-            return [(number, {str(k): str(v) for k, v in row.items()}) for number, row in json_rows(text)]
-        except LineError as err:
-            raise LogError(f"{source} line {err.number}: {err}") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    out = []
+def _json_rows(first: str, lines: Iterator[str], source: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """JSON Lines, read as the toolkit's own JSON-lines traces are (one object per line)."""
+    for number, line in enumerate(chain([first], lines), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = loads(line)
+        except ValueError as err:
+            raise LogError(f"{source} line {number}: {err}") from None
+        if not isinstance(row, dict):
+            raise LogError(f"{source} line {number}: not a JSON object")
+        yield number, {str(k): str(v) for k, v in row.items()}
+
+
+def _csv_rows(first: str, lines: Iterator[str], source: str) -> Iterator[tuple[int, dict[str, str]]]:
+    reader = csv.DictReader(chain([first], lines))
     for row in reader:
         if None in row or None in row.values():
             raise LogError(f"{source} line {reader.line_num}: not as many cells as the header names")
-        out.append((reader.line_num, row))
-    return out
+        yield reader.line_num, row
+
+
+def _rows(text: LogText, source: str) -> Iterator[tuple[int, dict[str, str]]]:
+    lines = text_lines(text)
+    first = next(lines, "")
+    rows = _json_rows if first.lstrip().startswith("{") else _csv_rows
+    return rows(first, lines, source)
 
 
 def _number(row: dict[str, str], key: str, source: str, line: int) -> float:
-    return cell_number(row, key, source, line, nonnegative=key != "start_time",
-                       missing="a Zeus log has start_time,window_name,elapsed_time,gpu<i>_energy")
+    return cell_number(row, key, source, line, nonnegative=key != "start_time", missing=_COLUMNS)
 
 
-def convert(text: str, source: str, options: LogOptions) -> Trace:
-    """The Zeus log ``text`` (from ``source``, named in messages) as a trace (module doc)."""
+def convert(text: LogText, source: str, options: LogOptions) -> Trace:
+    """The Zeus log ``text`` (from ``source``, named in messages; its text or its lines) as a trace
+    (module doc). Times must be Unix seconds from 1970 to 2200 (``LogError`` naming the line)."""
     rows = _rows(text, source)
-    if not rows:
-        raise LogError(f"{source}: no measurement windows")
-    gpus = [k[3:-7] for k in rows[0][1] if k.startswith("gpu") and k.endswith("_energy")]
-    if not gpus:
-        raise LogError(f"{source} line 1: no gpu<i>_energy column (a Zeus log has start_time,window_name,"
-                       "elapsed_time,gpu0_energy,...)")
-    gpu = choose_device(gpus, options, source) if options.gpu is not None or len(gpus) > 1 else gpus[0]
-    windows = []
+    windows = Windows()
+    gpu: str | None = None
     for line, row in rows:
+        if gpu is None:
+            gpus = [k[3:-7] for k in row if k.startswith("gpu") and k.endswith("_energy")]
+            if not gpus:
+                raise LogError(f"{source} line 1: no gpu<i>_energy column (a Zeus log has start_time,window_name,"
+                               "elapsed_time,gpu0_energy,...)")
+            gpu = choose_device(gpus, options, source) if options.gpu is not None or len(gpus) > 1 else gpus[0]
         name = row.get("window_name", "")
         if options.window is not None and name != options.window:
             continue
         start = _number(row, "start_time", source, line)
         elapsed = _number(row, "elapsed_time", source, line)
-        energy = _number(row, f"gpu{gpu}_energy", source, line)
-        windows.append(Window(round(start * _S), round((start + elapsed) * _S), energy, name, line))
-    if not windows:
+        start_ns = epoch_ns(start, source, line, "start_time")
+        duration_ns(elapsed, source, line, "elapsed_time")
+        end_ns = epoch_ns(start + elapsed, source, line, "start_time + elapsed_time")
+        windows.add(Window(start_ns, end_ns, _number(row, f"gpu{gpu}_energy", source, line), name, line))
+    if gpu is None:
+        raise LogError(f"{source}: no measurement windows")
+    if not len(windows):
         raise LogError(f"{source}: no window named {options.window!r}")
-    windows.sort(key=lambda w: w.start_ns)
-    for before, after in zip(windows, windows[1:], strict=False):
-        if after.start_ns < before.end_ns:
-            raise LogError(f"{source} line {after.line}: window {after.name!r} starts before window {before.name!r} "
-                           f"(line {before.line}) ends; concurrent windows cannot share one counter series: "
-                           "convert one window name (--window NAME)")
-    return windows_trace(windows, TOOL, options, 1000)
+    order = windows.by_start(source, "window", "concurrent windows cannot share one counter series: convert one "
+                             "window name (--window NAME)")
+    return windows_trace(windows, order, TOOL, options, 1000, source)
 
 
 __all__ = ["TOOL", "convert"]
