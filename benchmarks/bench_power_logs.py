@@ -80,6 +80,11 @@ import sys
 from collect.telemetry.logs.formats import convert_log, convert_to_trace
 def hwm():  # the process's peak resident memory, KiB (Linux; unlike ru_maxrss, not inherited from a parent)
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+if sys.argv[1] == "write":
+    try:  # the trace writer's lazy import: a fixed cost, not one that grows with the log
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        pass
 base = hwm()
 if sys.argv[1] == "convert":
     convert_log(sys.argv[2], "nvidia-smi")

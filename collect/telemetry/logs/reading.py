@@ -25,7 +25,7 @@ from collect.telemetry.logs.errors import LogError
 #: a log larger than this is refused before a byte is read. Converting a log peaks at a multiple of its
 #: size (measured above the imports, docs/collectors.md): nvidia-smi with 4 signals 5.1-5.6x (85 MiB
 #: for 15 MiB, 403 MiB for 79 MiB), dcgmi dmon 6.9x, Zeus 17x (each window is a phase too); writing
-#: the trace (``collect telemetry``) 10x for the 79 MiB nvidia-smi log. A 1 GiB log: about 5-17 GiB.
+#: the trace (``collect telemetry``) 9.2x for a 98 MiB nvidia-smi log. A 1 GiB log: about 5-17 GiB.
 MAX_LOG_BYTES = 1 << 30
 #: a log's text: the whole text, or its lines (with their endings) as :func:`log_lines` yields them
 LogText = str | Iterable[str]
