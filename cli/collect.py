@@ -6,7 +6,8 @@ wrote, as a trace), ``probe`` (what a telemetry sensor can resolve), ``churn`` (
 worker counts, the admission of heterogeneous worker pools; docs/churn-law.md).
 Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
 is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
-Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger), 2 bad input or usage,
+Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger) or the Ray control plane was lost
+mid-sweep (the finished runs kept), 2 bad input or usage,
 3 the lock does not verify.
 """
 
@@ -378,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="collect",
         description="Produce runs for a frozen plan, or import runs made elsewhere, into an append-only ledger.",
-        epilog="exit codes: 0 ok, 1 some runs failed (recorded as failed), 2 bad input or usage, 3 the lock does not "
+        epilog="exit codes: 0 ok, 1 some runs failed (recorded as failed) or the Ray cluster was lost mid-sweep (finished runs kept; re-run with --resume), 2 bad input or usage, 3 the lock does not "
         "verify, 4 internal error, 130 interrupted (finished runs are kept; re-run with --resume)",
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")

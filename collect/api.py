@@ -93,7 +93,8 @@ def run_plan(
         if only is None and verified.plan.monitoring is not None:  # a monitored plan runs in its frozen order
             only = frozen_order(verified.plan, planned)
         return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
-                               lock_seal=verified.seal, address=address, only=only)
+                               lock_seal=verified.seal, address=address, only=only,
+                               resume_lock=str(verified.path))
     finally:
         release_early()  # a connection no sweep took over (the lock was refused, ...)
 

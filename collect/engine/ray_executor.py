@@ -21,7 +21,11 @@ they arrive (:class:`collect.engine.transfer.Receiver`) and appends the records.
 off (it would redo a whole batch); a batch whose worker, runner or node died is resubmitted from its
 first unreported run, elsewhere (another runner while one is left, else a task), at most
 ``RAY_RETRIES`` times, once some alive node still fits it; a batch a runner refused because its code
-changed goes the same way. Imports Ray only inside :func:`run_on_ray`.
+changed goes the same way. The driver watches the control plane (:mod:`collect.engine.ray_control`:
+the GCS and its own node's raylet) while it waits: once either is lost the sweep stops with
+``ControlPlaneLost`` (exit 1; the engine adds the ledger's head, the runs not recorded and the
+resume command), asking nothing more of a GCS that does not answer, and, while the GCS answers,
+asking this sweep's workers to exit first. Imports Ray only inside :func:`run_on_ray`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from collect.engine.ray_control import WATCH_S, ControlPlaneLost, ControlWatch, endpoints
 from collect.engine.ray_instance import alive_nodes, open_instance, start_cost_warning
 from collect.engine.ray_pool import WARM_DEMAND, Pool, StaleRunner
 from collect.engine.ray_registry import DriverBeat, folder_key, stop_leftovers
@@ -113,9 +118,11 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
     streams: dict[Any, _Batch] = {}
     beat: DriverBeat | None = None
     pool: Pool | None = None
+    watch: ControlWatch | None = None
     runner_of: dict[Any, Any] = {}  # stream -> the warm runner serving it
     finished: list[dict[str, Any]] = []
     try:
+        watch = ControlWatch(endpoints())
         nodes = alive_nodes()
         where = f"the Ray cluster at {instance.joined}" if instance.joined else "the Ray instance"
         check_cluster(todo, nodes, where)
@@ -170,7 +177,9 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
                 else:
                     submit(batch, key)
         while streams:
-            ray.wait(list(streams), num_returns=1)
+            while not ray.wait(list(streams), num_returns=1, timeout=WATCH_S)[0]:
+                watch.check()  # the GCS or this node's raylet gone: ControlPlaneLost, not Ray's minute-long wait
+            watch.check()
             ready: list[Any] = ray.wait(list(streams), num_returns=len(streams), timeout=0)[0]
             records: list[dict[str, Any]] = []
             for stream in ready:
@@ -193,6 +202,7 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
                     waiting.insert(0, _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries))
                     continue
                 except RayError:  # its worker or node died: the runs it had not reported are redone elsewhere
+                    watch.settle()  # unless the control plane itself is gone (ControlPlaneLost)
                     lost(stream)
                     if batch.retries >= RAY_RETRIES:
                         raise
@@ -215,18 +225,27 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
                 submit(waiting.pop(0), WARM_DEMAND)
         start_cost_warning(instance, finished, jobs)
     finally:
+        # nothing that needs the GCS is asked of a GCS that is gone (Ray would wait a minute on it): a joined
+        # cluster's workers see the job die, an instance of its own is reaped
+        gcs_up = watch is None or watch.gcs_answers()
+        if watch is not None:
+            watch.close()
         for stream, batch in streams.items():  # stopped early (an error, a closed iterator): cancel what is left
             batch.receiver.abort()
             if pool is not None and stream in runner_of:  # a running actor method cannot be cancelled: its runner is ended
-                pool.drop(runner_of[stream], kill=True)
+                if gcs_up:
+                    pool.drop(runner_of[stream], kill=True)
                 continue
             try:
                 ray.cancel(stream, force=True)
             except Exception:  # noqa: BLE001 - best effort; shutdown below ends a local instance anyway
                 pass
         if beat is not None:
-            beat.close()
+            if gcs_up and watch is not None and watch.lost is not None and not instance.own:
+                beat.stop_workers()  # a batch still running on the cluster would report to nobody (an
+                # instance of its own is ended whole by its reaper)
+            beat.close(gcs_up)
         instance.close()
 
 
-__all__ = ["RAY_RETRIES", "RAY_TASKS_PER_SLOT", "LeftoverWorkersWarning", "ray_batches", "run_on_ray"]
+__all__ = ["RAY_RETRIES", "RAY_TASKS_PER_SLOT", "ControlPlaneLost", "LeftoverWorkersWarning", "ray_batches", "run_on_ray"]

@@ -91,8 +91,32 @@ class DriverBeat:
             except Exception:  # noqa: BLE001 - the cluster went away: the sweep itself will say so
                 return
 
-    def close(self) -> None:
+    def stop_workers(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Ask this job's workers to exit now (its control plane was lost mid-sweep: what they still run
+        reports to nobody) and wait, at most ``wait_s`` seconds, until each worker's key is gone or its
+        heartbeat has stood still for two beats (a worker that died with its node)."""
+        try:
+            _put(f"{self.folder}/stop/{self.job}", "1")
+            start = time.monotonic()
+            seen = {k: (_get(k), start) for k in _list(f"{self.folder}/worker/{self.job}/")}
+            while seen and time.monotonic() - start < wait_s:
+                time.sleep(HEARTBEAT_S / 2)
+                now = time.monotonic()
+                for key, (value, since) in list(seen.items()):
+                    current = _get(key)
+                    if current is not None and current != value:
+                        seen[key] = (current, now)  # still beating
+                    elif current is None or now - since > 2 * HEARTBEAT_S:
+                        del seen[key]  # stopped (its key removed), or dead (its heartbeat stands still)
+        except Exception:  # noqa: BLE001 - best effort: the GCS may have gone too
+            pass
+
+    def close(self, gcs_up: bool = True) -> None:
+        """Stop beating and remove the job's keys; ``gcs_up=False`` (the GCS is gone): only stop, asking
+        nothing of it (a call to a dead GCS waits a minute)."""
         self._stop.set()
+        if not gcs_up:
+            return
         self._thread.join(timeout=5)
         for key in (self.key, f"{self.folder}/stop/{self.job}"):
             try:

@@ -19,6 +19,9 @@
    under this plan hash, redoes the rest, and never duplicates. A run that raises is recorded as
    ``failed`` with its error and does not stop the others; a later re-run retries it. The records
    are the same whatever the executor, batching and job count, but for times and the run's seconds.
+   A Ray sweep whose control plane is lost (``collect.engine.ray_control.ControlPlaneLost``, exit 1)
+   keeps what was appended; its message names the ledger's head, the runs not recorded and the
+   resume command.
 4. The runs folder's writer lock (``collect.ledger.runlock``) is held for the whole run: a second writer
    is refused naming the holder. Runs asking for resources the executor lacks are refused before
    any run (``collect.engine.resources``). Pool workers, and the workers of a Ray instance started here, die
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector
+from collect.engine.ray_control import ControlPlaneLost
 from collect.engine.ray_executor import run_on_ray
 from collect.engine.resources import check_local, usable_cpus
 from collect.engine.runs import (
@@ -101,12 +105,14 @@ def run_plan(
     progress: Callable[[int, int], None] | None = None, *, lock_seal: str | None = None,
     address: str | None = None,
     only: list[str] | None = None,
+    resume_lock: str | None = None,
 ) -> RunSummary:
     """Run every cell not yet complete in ``runs_dir``'s ledger; append each record as it finishes,
     carrying ``lock_seal`` (the lock version's seal, ``prereg.lock_seal``). ``address``: the Ray
     cluster to join (``executor="ray"``; default ``RAY_ADDRESS``, else a local instance of its own).
     ``only``: run ids to restrict the run to, in the order they are to run (a monitored plan's look,
-    ``gates.monitor``).
+    ``gates.monitor``). ``resume_lock``: the lock's path, as the resume command of a
+    ``ControlPlaneLost`` is to name it (``LOCK`` when not given).
 
     Holds the runs folder's writer lock throughout (``collect.ledger.runlock.RunsBusy`` if taken).
     Runs asking for resources the executor lacks are refused first (``ResourcesMissing``, exit 2).
@@ -120,10 +126,12 @@ def run_plan(
         check_local(planned)  # on Ray the cluster is checked once joined
     runs_dir.mkdir(parents=True, exist_ok=True)
     with runs_lock(runs_dir, f"collect run ({collector.name}, plan {plan_sha256[:12]})"):
-        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal, address)
+        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal, address,
+                           resume_lock)
 
 
 MAX_JOBS = 256
+SHOWN_MISSING = 5  # runs not recorded named in a ControlPlaneLost message (the rest counted)
 
 
 def check_jobs(jobs: int, executor: str = "local") -> None:
@@ -152,7 +160,7 @@ def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
 def _run_locked(
     collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
     executor: str, progress: Callable[[int, int], None] | None, lock_seal: str | None = None,
-    address: str | None = None,
+    address: str | None = None, resume_lock: str | None = None,
 ) -> RunSummary:
     trace_dir = runs_dir / TRACES_DIR
     if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
@@ -172,19 +180,52 @@ def _run_locked(
             collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
         except (OSError, RuntimeError, ValueError) as err:
             raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
-    done_here = 0
+    recorded: set[str] = set()  # run ids this sweep appended
     batches = _ray(job, todo, jobs, address) if executor == "ray" else (_pool if jobs > 1 else _serial)(job, todo, jobs)
-    for records in batches:
-        if not records:
-            continue
-        sealed = [record if lock_seal is None else {**record, "lock_seal": lock_seal} for record in records]
-        appender.append([RunRecord.model_validate(record) for record in sealed])  # one write, one fsync
-        for record in records:
-            done_here += 1
-            if record["status"] == "complete":
-                summary.completed += 1
-            else:
-                summary.failed += 1
-            if progress:
-                progress(summary.skipped + done_here, summary.planned)
+    try:
+        for records in batches:
+            if not records:
+                continue
+            sealed = [record if lock_seal is None else {**record, "lock_seal": lock_seal} for record in records]
+            appender.append([RunRecord.model_validate(record) for record in sealed])  # one write, one fsync
+            recorded.update(str(record["run_id"]) for record in records)
+            _count(records, summary, progress)
+    except ControlPlaneLost as lost:
+        raise _lost_message(lost, runs_dir, plan_sha256, [p for p in todo if p.run_id not in recorded],
+                            len(recorded), resume_lock) from None
     return summary
+
+
+def _count(records: list[dict[str, Any]], summary: RunSummary, progress: Callable[[int, int], None] | None) -> None:
+    """``records`` (just appended) counted into ``summary``, ``progress`` told after each."""
+    for record in records:
+        if record["status"] == "complete":
+            summary.completed += 1
+        else:
+            summary.failed += 1
+        if progress:
+            progress(summary.skipped + summary.completed + summary.failed, summary.planned)
+
+
+def _lost_message(lost: ControlPlaneLost, runs_dir: Path, plan_sha256: str, missing: list[PlannedRun],
+                  appended: int, resume_lock: str | None) -> ControlPlaneLost:
+    """The user's message for a sweep whose Ray control plane was lost: what was lost, what the ledger
+    holds (its head), the runs not recorded (the first ``SHOWN_MISSING`` named) and the resume command."""
+    records = read_ledger(runs_dir).records
+    head = records[-1].record_sha256 if records else None
+    ours = len({r.run_id for r in records if r.prereg_sha256 == plan_sha256})
+    named = "; ".join(f"{p.run_id} (arm {p.arm}, stratum {p.stratum}, replicate {p.replicate})"
+                      for p in missing[:SHOWN_MISSING])
+    more = f"; and {len(missing) - SHOWN_MISSING} more" if len(missing) > SHOWN_MISSING else ""
+    lock = resume_lock or "LOCK"
+    message = (f"lost the Ray cluster mid-sweep: {lost.lost} stopped answering; the sweep stopped.\n"
+               f"the ledger {runs_dir / 'ledger.jsonl'} keeps every run that finished: {ours} run(s) of this plan "
+               f"recorded ({appended} by this sweep)\nledger head sha256 {head}\n"
+               f"{len(missing)} planned run(s) not recorded (the runs in flight on the cluster are redone): "
+               f"{named}{more}\nfinish the remaining runs with: collect run {lock} --out {runs_dir} --resume "
+               "(add --executor ray --address HOST:PORT to run them on a cluster again)")
+    details = {"lost": lost.lost, "ledger": str(runs_dir / "ledger.jsonl"), "recorded": ours,
+               "recorded_by_this_sweep": appended, "ledger_head_sha256": head,
+               "not_recorded": [p.run_id for p in missing],
+               "resume": ["collect", "run", lock, "--out", str(runs_dir), "--resume"]}
+    return ControlPlaneLost(message, lost=lost.lost, details=details)

@@ -25,7 +25,7 @@ from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
-from prereg.errors import InputError
+from prereg.errors import InputError, ToolkitError
 from prereg.jsoncodec import canonical_bytes
 from prereg.lock import utc_now
 from prereg.schema import Plan
@@ -201,12 +201,21 @@ def execute_run(
                       traces=[f"{TRACES_DIR}/{name}" for name in result.traces])
         record["code"].update(result.info)
     except Exception as err:  # noqa: BLE001 - a failing run is data, recorded, not a crash
-        last = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
-        where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
-        record.update(status="failed", metrics={}, error=f"{type(err).__name__}: {err}{where}")
+        record.update(status="failed", metrics={}, error=failure_reason(err))
     record["finished_at"] = utc_now()
     record["env"]["seconds"] = round(time.perf_counter() - t0, 6)
     return record
+
+
+def failure_reason(err: BaseException) -> str:
+    """A failed run's ``error``: a toolkit refusal's message in words (no class or source line: the
+    message names the file or value), else the exception of the collector's own code with its type and
+    the line it came from, so its author can find it."""
+    if isinstance(err, ToolkitError):
+        return str(err)
+    last = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+    where = f" at {last[0].filename.rsplit('/', 1)[-1]}:{last[0].lineno}" if last else ""
+    return f"{type(err).__name__}: {err}{where}"
 
 
 def import_collector(name: str, spec: str) -> type[Collector]:

@@ -95,7 +95,8 @@ class RunRecord(_Strict):
     code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")
     env: dict[str, Any] = Field(default_factory=dict, description="Environment identity (python, platform, device).")
     source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
-    error: str | None = Field(default=None, description="Why a failed run failed (exception type and message).")
+    error: str | None = Field(default=None, description="Why a failed run failed: the toolkit's reason in words, or an "
+                                 "exception of the collector's own code with its type and line.")
     traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
     trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
     looks_head: Sha256 | None = Field(default=None, description="The runs folder's look ledger head (its last "

@@ -310,3 +310,18 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
     assert resumed == contents(clean) and len(resumed) == 24
     assert run("gates", "evaluate", str(lock), str(runs), "--json").returncode != 3  # the chain verifies
 
+
+
+def test_a_failed_run_s_reason_is_words_or_the_collector_s_own_exception() -> None:
+    """A toolkit refusal is recorded as its message alone (no internal class or source line); an
+    exception of the collector's own code keeps its type and line for its author."""
+    from collect.collectors.command.outputs import RunFailure
+    from collect.engine.runs import failure_reason
+
+    refusal = RunFailure("metrics file metrics.json: metric x = <a 4301-digit integer> is not a number")
+    assert failure_reason(refusal) == str(refusal)
+    try:
+        {}["missing"]
+    except KeyError as err:
+        reason = failure_reason(err)
+    assert reason.startswith("KeyError: 'missing' at test_engine.py:")

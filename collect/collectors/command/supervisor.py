@@ -6,7 +6,7 @@ Run as a script (``python -I -S supervisor.py PARENT_PID INFO_FD PROGRAM ARGS...
 1. asks the kernel for ``SIGTERM`` when the thread that started it exits (``PR_SET_PDEATHSIG``),
    then exits at once if its parent is already gone (it died before the request took effect), and
    makes itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent dies
-   -- a daemon that double-forks and ``setsid``\ s out of the program's group -- becomes its child
+   -- a daemon that double-forks and calls ``setsid`` to leave the program's group -- becomes its child
    instead of init's;
 2. starts the program in a session and process group of its own (``setsid``), the program itself
    asking for ``SIGKILL`` should the supervisor die, and writes ``pid PID`` to ``INFO_FD`` (a pipe
