@@ -27,7 +27,7 @@ from pathlib import Path
 from prereg.errors import InputError
 from prereg.readfile import UnreadableFile, file_kind, not_a_readable_file, read_regular_file
 
-__all__ = ["OutputRefused", "UnreadableFile", "atomic_write", "check_output", "fsync_dir", "not_a_readable_file",
+__all__ = ["OutputRefused", "UnreadableFile", "atomic_write", "check_output", "file_head", "fsync_dir", "not_a_readable_file",
            "output_kind", "read_regular_file", "runs_folder_of", "scratch_folder", "write_output",
            "write_text_atomically"]
 
@@ -164,14 +164,15 @@ def runs_folder_of(path: str | os.PathLike[str]) -> Path | None:
     return None
 
 
-def _head(path: Path) -> bytes:
-    """The first bytes of the regular file ``path`` (never through a link, never blocking); b"" if unreadable."""
+def file_head(path: str | os.PathLike[str], size: int = 4096) -> bytes:
+    """The first ``size`` bytes of the regular file ``path`` (never through a link, never blocking); b""
+    if it is not a readable regular file."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return b""
     try:
-        return os.read(fd, _HEAD_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        return os.read(fd, size) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
     except OSError:
         return b""
     finally:
@@ -190,7 +191,7 @@ def output_kind(path: str | os.PathLike[str], head: bytes | None = None) -> str 
             return kind
     if target.parent.name == "traces":
         return "a trace"
-    data = _head(target) if head is None else head
+    data = file_head(target, _HEAD_BYTES) if head is None else head
     for marker, kind in _CONTENT_KINDS:
         if re.search(marker, data):
             return kind

@@ -83,18 +83,25 @@ def read_regular_file(path: str | os.PathLike[str], limit: int, follow_links: bo
             raise UnreadableFile(f"{p}: is {file_kind(st.st_mode)}, not a regular file; not read")
         if st.st_size > limit:
             raise UnreadableFile(f"{p}: is {st.st_size} bytes, larger than the {limit} bytes allowed; not read")
-        chunks, total = [], 0
-        while total <= limit:
-            try:
-                chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            except OSError as err:
-                raise UnreadableFile(f"{p}: cannot be read ({err.strerror or err})") from None
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
+        try:
+            data = read_at_most(fd, limit + 1)
+        except OSError as err:
+            raise UnreadableFile(f"{p}: cannot be read ({err.strerror or err})") from None
+        if len(data) > limit:
             raise UnreadableFile(f"{p}: grew past the {limit} bytes allowed while it was read; not read")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes read from the descriptor ``fd`` (fewer at its end), in 1 MiB reads: a caller
+    that allows ``limit`` bytes asks for ``limit + 1`` and refuses a longer result (a file that grew)."""
+    chunks, total = [], 0
+    while total < size:
+        chunk = os.read(fd, min(1 << 20, size - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)

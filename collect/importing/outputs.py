@@ -13,23 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from prereg.fileio import check_output, write_text_atomically
+from prereg.fileio import check_output, file_head, write_text_atomically
 
 TRACE_FILE_SUFFIXES = (".meta.json", ".polls.parquet", ".polls.csv.gz")
 
 
 def is_plan_listing(path: Path) -> bool:
     """Whether ``path`` holds a listing ``collect plan`` wrote (CSV or JSON; safe to replace with a new one)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        head = os.read(fd, 4096)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    head = file_head(path)
     first = head.split(b"\n", 1)[0]
     return (first.startswith(b"run_id,") and first.endswith(b",params")) or (
         head.startswith(b'{\n  "prereg_sha256": "') and b'"seed_column": ' in head)

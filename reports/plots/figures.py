@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import io
 import math
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gates.numbers import as_float
 from prereg.errors import InputError
-from prereg.fileio import runs_folder_of, write_output
+from prereg.fileio import file_head, runs_folder_of, write_output
 from reports.data.timeline import MARK_KINDS, SPAN_KINDS, Block
 from reports.html.axes import (
     block_points,
@@ -83,16 +82,7 @@ CREATOR = "reports plot (prereg toolkit)"
 def _is_image(path: Path) -> bool:
     """A plot written earlier (safe to replace): one carrying :data:`CREATOR`, or, outside a runs
     folder, any PNG or SVG file (plots of older versions carry no mark)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        head = os.read(fd, 2048)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    head = file_head(path, 2048)
     if CREATOR.encode() in head:
         return True
     image = head.startswith(b"\x89PNG\r\n") or (b"<svg" in head or head.lstrip().startswith(b"<?xml"))

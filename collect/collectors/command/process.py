@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from collect.collectors.command.supervisor import process_stats
+
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 TAIL_BYTES = 1 << 20  # stdout / stderr kept per run (the last MiB of each)
 GRACE_S = 5.0  # the supervisor's time to kill the group and exit after SIGTERM
@@ -178,22 +180,7 @@ class _Info:
 
 def _session_members(sid: int) -> list[int]:
     """Every process of session ``sid`` (``/proc``; empty without it)."""
-    found: list[int] = []
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 3 and int(fields[3]) == sid:
-            found.append(int(name))
-    return found
+    return [pid for pid, fields in process_stats() if len(fields) > 3 and int(fields[3]) == sid]
 
 
 def _kill_program_tree(pid: int) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from collect.collectors.command.outputs import MAX_MARKS_BYTES, Mark, RunFailure, parse_marks
+from prereg.readfile import read_at_most
 
 RUN_FILE, METRICS_FILE, MARKS_FILE = "run.json", "metrics.json", "marks.txt"  # in the run's folder
 STDOUT_FILE, STDERR_FILE = "stdout.txt", "stderr.txt"
@@ -155,16 +156,10 @@ class RunFolder:
                 raise RunFailure(f"{what} {name} has {st.st_nlink} names (a hard link to another file); not read")
             if st.st_size > limit_bytes:
                 raise RunFailure(f"{what} {name} is {st.st_size} bytes, more than the {limit_bytes} allowed; not read")
-            chunks, total = [], 0
-            while total <= limit_bytes:
-                chunk = os.read(fd, min(1 << 20, limit_bytes + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-            if total > limit_bytes:
+            data = read_at_most(fd, limit_bytes + 1)
+            if len(data) > limit_bytes:
                 raise RunFailure(f"{what} {name} grew past the {limit_bytes} bytes allowed while it was read")
-            return b"".join(chunks)
+            return data
         finally:
             os.close(fd)
 

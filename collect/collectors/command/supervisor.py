@@ -35,6 +35,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -71,13 +72,13 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _parents() -> dict[int, int]:
-    """pid -> parent pid of every process ``/proc`` shows (empty without ``/proc``)."""
-    out: dict[int, int] = {}
+def process_stats() -> Iterator[tuple[int, list[bytes]]]:
+    """``(pid, fields)`` of every process ``/proc`` shows, ``fields`` those of ``/proc/PID/stat`` after
+    the command name (``[state, ppid, pgrp, session, ...]``); nothing without ``/proc``."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return out
+        return
     for name in names:
         if not name.isdigit():
             continue
@@ -86,9 +87,12 @@ def _parents() -> dict[int, int]:
                 fields = fh.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue  # gone meanwhile
-        if len(fields) > 1:
-            out[int(name)] = int(fields[1])
-    return out
+        yield int(name), fields
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process ``/proc`` shows (empty without ``/proc``)."""
+    return {pid: int(fields[1]) for pid, fields in process_stats() if len(fields) > 1}
 
 
 def _descendants(root: int) -> list[int]:
