@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,10 +27,12 @@ def trace_text(path: Path, data: bytes | None, what: str) -> str:
         raise InputError(f"{path}: cannot be read ({err.strerror or err})") from None
 
 
-def json_rows(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(1-based line number, object) of each non-blank line; ``ValueError`` for a line that is not
-    one JSON object (duplicate keys and bare NaN literals included: ``prereg.jsoncodec``)."""
-    for number, line in enumerate(text.splitlines(), start=1):
+def json_rows(text: str | Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) of each non-blank line of ``text`` (a whole text, or its lines one
+    at a time); ``ValueError`` for a line that is not one JSON object (duplicate keys and bare NaN
+    literals included: ``prereg.jsoncodec``)."""
+    lines = text.splitlines() if isinstance(text, str) else text
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:

@@ -24,8 +24,8 @@ from collect.telemetry.logs.checks import duration_ns, epoch_ns
 from collect.telemetry.logs.common import LogError, LogOptions, cell_number, choose_device
 from collect.telemetry.logs.reading import LogText, text_lines
 from collect.telemetry.logs.windows import Window, Windows, windows_trace
+from collect.traces.lines import LineError, json_rows
 from collect.traces.telemetry import Trace
-from prereg.jsoncodec import loads
 
 TOOL = "zeus"
 _COLUMNS = "a Zeus log has start_time,window_name,elapsed_time,gpu<i>_energy"
@@ -33,16 +33,11 @@ _COLUMNS = "a Zeus log has start_time,window_name,elapsed_time,gpu<i>_energy"
 
 def _json_rows(first: str, lines: Iterator[str], source: str) -> Iterator[tuple[int, dict[str, str]]]:
     """JSON Lines, read as the toolkit's own JSON-lines traces are (one object per line)."""
-    for number, line in enumerate(chain([first], lines), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = loads(line)
-        except ValueError as err:
-            raise LogError(f"{source} line {number}: {err}") from None
-        if not isinstance(row, dict):
-            raise LogError(f"{source} line {number}: not a JSON object")
-        yield number, {str(k): str(v) for k, v in row.items()}
+    try:
+        for number, row in json_rows(chain([first], lines)):
+            yield number, {str(k): str(v) for k, v in row.items()}
+    except LineError as err:
+        raise LogError(f"{source} line {err.number}: {err}") from None
 
 
 def _csv_rows(first: str, lines: Iterator[str], source: str) -> Iterator[tuple[int, dict[str, str]]]:
