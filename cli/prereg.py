@@ -26,6 +26,7 @@ from cli.kit import (
 )
 from collect.plugins import COLLECTORS
 from prereg._version import __version__
+from prereg.fileio import write_output
 
 
 def _load(path: str) -> Any:
@@ -62,13 +63,12 @@ def _summary(loaded: Any) -> str:
 def cmd_init(args: argparse.Namespace) -> int:
     """Write the commented starter plan."""
     target = Path(args.path)
-    if target.exists():
+    if target.exists() or target.is_symlink():
         raise UserError(f"{target}: already exists; choose another path (nothing was overwritten)")
     if not target.parent.is_dir():
         raise UserError(f"{target.parent}: no such folder")
     text = files("prereg").joinpath("templates/starter.yaml").read_bytes()
-    with open(target, "xb") as fh:
-        fh.write(text)
+    write_output(target, text)  # the output rule: created new (link(2)), never over what appeared meanwhile
     if args.json:
         emit_json({"ok": True, "path": str(target)})
     else:
