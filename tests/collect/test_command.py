@@ -20,7 +20,7 @@ from collect.collectors.command.telemetry import sensor_for_env
 from collect.ledger.store import read_ledger
 from collect.traces.telemetry import read_trace
 from prereg.api import freeze
-from tests.helpers import alive, run
+from tests.helpers import alive, interruptible_children, run
 from tests.helpers.engine import contents, loaded
 
 TARGET = "collect.collectors.command.collector:CommandCollector"
@@ -361,8 +361,9 @@ def test_killing_collect_run_leaves_no_process_and_resume_gives_the_same_records
                            capture_output=True, text=True, timeout=300)
     assert clean.returncode == 0, clean.stderr
     armed.write_text("1")
-    proc = subprocess.Popen([COLLECT, "run", str(lock), "--out", "runs"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with interruptible_children():
+        proc = subprocess.Popen([COLLECT, "run", str(lock), "--out", "runs"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     pgid_file = Path(str(armed) + ".pgid")
     _poll(lambda: pgid_file.exists() and len(pgid_file.read_text().split()) == 3 or proc.poll() is not None)
     assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""

@@ -17,7 +17,7 @@ import collect.engine.ray_executor as ray_executor
 import collect.engine.runner as engine
 from collect.ledger.store import read_ledger
 from prereg.api import freeze
-from tests.helpers import alive, children, run
+from tests.helpers import alive, children, interruptible_children, run
 from tests.helpers.collectors import CRASH_ONCE, SLOW, attempts
 from tests.helpers.engine import collect_cli, contents, loaded, plan_text
 
@@ -105,8 +105,9 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     freeze(plan_file)  # the library: the CLI refuses a collector only this test process registers
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with interruptible_children():
+        proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(lambda: _ledger_lines(runs) >= 2 or proc.poll() is not None)
     assert proc.poll() is None, "the plan finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)

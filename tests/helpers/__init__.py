@@ -6,8 +6,11 @@ import csv
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,21 @@ def run(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: f
     )
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     return proc
+
+
+@contextmanager
+def interruptible_children() -> Iterator[None]:
+    """Children started inside the block get SIGINT's default action (Python turns it into
+    KeyboardInterrupt), even when this test process inherited SIGINT ignored -- as every command a
+    non-interactive shell starts in the background (``cmd &``) does, and its children after it."""
+    inherited = signal.getsignal(signal.SIGINT)
+    if inherited is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a handler: reset to the default by exec
+    try:
+        yield
+    finally:
+        if inherited is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def write_csv(path: Path, rows: list[dict]) -> Path:
