@@ -45,7 +45,7 @@ from gates.provenance import lock_as_of
 from gates.seals import check_published_seal
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError, ToolkitError
-from prereg.fileio import OutputRefused, check_output, output_kind, write_output
+from prereg.fileio import OutputRefused, check_output, file_head, output_kind, write_output
 from prereg.lock import genesis_hash
 from prereg.plan import plan_from_canonical
 
@@ -135,9 +135,7 @@ def same_study_evaluation(genesis: str, plan_hashes: set[str]) -> Callable[[Path
         try:
             ev = read(path)
         except ToolkitError:  # a retired format: its plan hash, from its head
-            with open(path, "rb") as fh:
-                head = fh.read(4096)
-            found = {m.decode() for m in _HASH_FIELD.findall(head)}
+            found = {m.decode() for m in _HASH_FIELD.findall(file_head(path))}
             if found & hashes:
                 return True
             raise OutputRefused(17, "is an evaluation this toolkit cannot read, not recognisably of this study; "
