@@ -67,7 +67,9 @@ class IntervalResult:
     data). ``contrasts`` keeps the block contrasts (analysis scale) the interval was computed from.
     ``attained_confidence`` is the exact coverage of a discrete method (``None`` for continuous
     ones). ``exact`` means the reference distribution was enumerated exactly;
-    ``monte_carlo`` that it was sampled (seeded). Bounds may be infinite when the data are
+    ``monte_carlo`` that it was sampled (seeded). ``bounds`` is the contrasts' declared range
+    (analysis scale) a bounded method (``betting``) or a constant sample's bound used, ``horizon`` the
+    planned number of units a betting interval is tuned to. Bounds may be infinite when the data are
     too few for the requested confidence (stated in ``warnings``), never NaN.
     """
 
@@ -89,6 +91,8 @@ class IntervalResult:
     warnings: tuple[str, ...] = ()
     resamples: int | None = None
     seed: int | None = None
+    bounds: tuple[float, float] | None = None  # the contrast's range (analysis scale), for bounded methods
+    horizon: int | None = None  # the planned number of units a betting interval is tuned to
     contrasts: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
 
     def confidence_interval(self) -> ConfidenceInterval:

@@ -19,9 +19,12 @@ value (a sign of values already log-transformed or differenced) is refused with 
 
 The verdict follows the toolkit's one decision rule (:func:`estimators.decide_rule`): ``pass``
 exactly when the rule's one-sided p-value is at most ``alpha = (1 - confidence) / 2``; ``fail``
-otherwise; ``vacuous`` when every block contrast is equal and the rule holds on that value (it
-could not have failed); ``refused`` when the method cannot decide with so few blocks (the interval
-is then a diagnostic). Measurement resolution and invalidators are judged by ``gates``, not here.
+otherwise; for a constant sample (every block contrast equal): ``vacuous`` when the rule holds and
+the metric is ``deterministic`` (it could not have failed), judged on the widest mean n identical
+values cannot rule out when a ``metric_range`` is given (:mod:`estimators.unseen`), else
+``unresolvable`` (``reason`` says why); ``refused`` when the method cannot decide with so few
+blocks (the interval is then a diagnostic). ``method="betting"`` (needs ``metric_range``) is valid
+for any distribution in the range, constant samples included. Measurement resolution and invalidators are judged by ``gates``, not here.
 """
 
 from __future__ import annotations
@@ -102,8 +105,16 @@ def compare(
     confidence: float = 0.90,
     resamples: int = 9999,
     seed: int = 0,
+    metric_range: tuple[float, float] | None = None,
+    deterministic: bool = False,
+    horizon: int | None = None,
 ) -> Comparison:
-    """Paired interval, rule p-value and verdict for ``contrast`` of ``metric`` (module doc)."""
+    """Paired interval, rule p-value and verdict for ``contrast`` of ``metric`` (module doc).
+
+    ``metric_range`` (the metric's ``(min, max)``, its unit) bounds the contrasts: ``method="betting"``
+    needs it, and with any other method a constant sample is judged on what it cannot rule out.
+    ``deterministic``: the metric's value is fixed by the design, so a constant sample is ``vacuous``.
+    ``horizon``: the planned number of blocks a betting interval is tuned to (default: the table's)."""
     check_method(method)
     parsed = parse_contrast(contrast)
     the_rule = Rule.parse(rule) if rule is not None else None
@@ -112,18 +123,34 @@ def compare(
     d = paired_contrast(outcomes, coefficients, parsed.scale)
     if d.size < 2:
         raise ValueError(f"a paired interval needs 2 or more blocks; the table has {d.size}")
+    bounds = None
+    if metric_range is not None:
+        from .betting import contrast_bounds
+
+        bounds = contrast_bounds((float(metric_range[0]), float(metric_range[1])), coefficients, parsed.scale)
+        if deterministic and method != "betting":
+            bounds = None  # a constant sample of a deterministic metric is judged on its one value
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # compare built the log ratios itself; caveats come back below
         if the_rule is None:
-            res = interval(method, d, confidence, parsed.scale, resamples=resamples, seed=seed)
+            res = interval(method, d, confidence, parsed.scale, resamples=resamples, seed=seed, bounds=bounds,
+                           horizon=horizon)
             pvalue, holds, constant = None, None, res.degenerate
         else:
-            dec = decide_rule(the_rule, d, confidence, method, parsed.scale, resamples, seed)
+            dec = decide_rule(the_rule, d, confidence, method, parsed.scale, resamples, seed, bounds=bounds,
+                              horizon=horizon)
             res, pvalue, holds, constant = dec.result, dec.pvalue, dec.holds, dec.constant
     reason = insufficient_blocks(method, res.confidence, int(d.size), resamples, "blocks")
     verdict: Verdict | None = None
     if the_rule is not None:
-        verdict = "refused" if reason else "vacuous" if constant and holds else "pass" if holds else "fail"
+        verdict = "refused" if reason else "pass" if holds else "fail"
+        if constant and not reason and (deterministic or pvalue is None):
+            verdict = ("vacuous" if holds else "fail") if deterministic else "unresolvable"
+            reason = None if deterministic else (
+                f"every one of the {d.size} blocks shows the same contrast: {d.size} identical values cannot show a "
+                f"difference that occurs in fewer than about 1 in {d.size} blocks; pass deterministic=True if the "
+                "metric's value is fixed by the design, or metric_range=(min, max) to judge the largest mean the "
+                "sample cannot rule out")
     statistic = _t_statistic(the_rule, d, parsed.scale) if method == "t" and pvalue is not None else None
     return Comparison(
         estimate=res.estimate, confidence=res.confidence, method=method, scale=parsed.scale, n=int(d.size),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -13,10 +15,21 @@ from .wilcoxon import wilcoxon_interval, wilcoxon_one_sided
 
 
 def check_method(method: str) -> str:
-    """One of ``t``, ``signflip``, ``wilcoxon``, ``bootstrap``, ``bca``."""
+    """One of ``t``, ``signflip``, ``wilcoxon``, ``bootstrap``, ``bca``, ``betting``."""
     if method not in METHODS:
         raise ValueError(f"unknown interval method {method!r}; choose one of {METHODS}")
     return method
+
+
+def check_bounds(method: str, bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """The contrast's range ``(low, high)`` (analysis scale) a bounded method needs (ValueError without it)."""
+    if bounds is None:
+        raise ValueError(f"the {method} interval needs the contrasts' range (bounds=(low, high), analysis scale): "
+                         "it is valid for any distribution inside a known range, and for no other")
+    low, high = float(bounds[0]), float(bounds[1])
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"bounds must be finite with low < high, got {bounds!r}")
+    return low, high
 
 
 def interval(
@@ -26,13 +39,24 @@ def interval(
     scale: str = "difference",
     resamples: int = 9999,
     seed: int | None = 0,
+    *,
+    bounds: tuple[float, float] | None = None,
+    horizon: int | None = None,
 ) -> IntervalResult:
     """Compute the named interval for block contrasts ``d`` (analysis scale).
 
     ``resamples`` and ``seed`` are passed to the resampling methods (``bootstrap``, ``bca``,
-    and ``signflip`` beyond n = 20) and ignored by the others.
+    and ``signflip`` beyond n = 20) and ignored by the others. ``bounds`` (the contrasts' range,
+    analysis scale) and ``horizon`` (the planned number of units) are for ``betting``
+    (:mod:`estimators.betting`), which needs ``bounds``; the other methods ignore both.
     """
     check_method(method_name)
+    if method_name == "betting":
+        from .betting import betting_interval
+
+        box = check_bounds(method_name, bounds)
+        res = betting_interval(d, confidence, scale, bounds=box, horizon=horizon)
+        return replace(res, bounds=box, horizon=horizon)
     if method_name == "t":
         return t_interval(d, confidence, scale)
     if method_name == "signflip":
@@ -50,13 +74,24 @@ def one_sided_p_values(
     mu: float,
     resamples: int = 9999,
     seed: int | None = 0,
+    *,
+    bounds: tuple[float, float] | None = None,
+    horizon: int | None = None,
+    confidence: float = 0.95,
 ) -> tuple[float, float]:
     """``(p_greater, p_less)`` of the named method's test at null centre ``mu`` (analysis scale).
 
     ``p_greater`` tests H0: theta <= mu (small when the data lie well above mu);
-    ``p_less`` tests H0: theta >= mu. ``d`` must be validated and non-constant.
+    ``p_less`` tests H0: theta >= mu. ``d`` must be validated and (but for ``betting``) non-constant.
+    ``betting`` needs ``bounds`` and tunes its bets to ``confidence`` and ``horizon`` (its p-values are
+    valid at any level and at any number of units: anytime-valid).
     """
     check_method(method_name)
+    if method_name == "betting":
+        from .betting import betting_one_sided
+
+        box = check_bounds(method_name, bounds)
+        return betting_one_sided(d, mu, bounds=box, confidence=confidence, horizon=horizon)
     if method_name == "t":
         return t_one_sided(d, mu)
     if method_name == "signflip":
@@ -66,4 +101,4 @@ def one_sided_p_values(
     return bootstrap_one_sided(d, mu, method_name == "bca", resamples, seed)
 
 
-__all__ = ["interval", "one_sided_p_values", "check_method"]
+__all__ = ["check_bounds", "check_method", "interval", "one_sided_p_values"]

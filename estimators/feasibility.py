@@ -28,6 +28,11 @@ passes with no warning 15.7 / 9.4 / 4.2 / 1.8% (the pass rate itself is 23 / 20 
 nominal 5%). :data:`SKEW_CHECK_MIN_N` = 15 is the smallest n where that unwarned rate is below
 the nominal 5%; below it a mean-targeting gate's verdict says its coverage rests on
 near-symmetric contrasts the data cannot check (:func:`symmetry_unchecked`).
+
+The rare-event check (:func:`rare_event_flagged`) reads ties: when at least half of the units show
+one exact value and others depart from it on the side that threatens the rule, the contrasts look
+like a discrete variable with rare departures (a restart, a lost site), whose mean the sample can
+badly under-state. ``betting`` needs neither check: it is valid for any distribution in its range.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ def minimum_blocks(method: str, confidence: float, resamples: int | None = None)
     """Smallest number of blocks at which ``method`` can give a finite interval at
     ``confidence`` (two-sided) and is allowed to decide; None if no number of blocks can."""
     alpha = tail_alpha(confidence)
-    if method == "t":
+    if method in ("t", "betting"):
         return 2
     if method in ("bootstrap", "bca"):
         return MIN_BOOTSTRAP_N
@@ -161,11 +166,50 @@ def symmetry_note(method: str, n: int) -> str | None:
     )
 
 
+#: a rare-event sample: at least this share of the units tie at one value (module doc)
+RARE_EVENT_TIE_SHARE = 0.5
+
+
+def rare_event_flagged(d: ArrayLike, rule: object | None = None) -> tuple[int, int] | None:
+    """``(tied, away)`` when at least :data:`RARE_EVENT_TIE_SHARE` of the ``n >= 3`` contrasts are one
+    exact value and ``away`` of the others lie on the side that threatens ``rule`` (above it for
+    ``upper`` rules, below for ``lower``, either side otherwise), else None.
+
+    Such a sample looks like draws of a discrete variable with rare departures (a restart, a failed
+    site): its mean rests on the few units away from the common value, and departures rarer than
+    about 1 / n are likely not in the sample at all. Continuous contrasts never tie, so the check
+    raises no false alarm on them."""
+    x = np.asarray(d, dtype=np.float64)
+    if x.size < 3:
+        return None
+    values, counts = np.unique(x, return_counts=True)
+    k = int(np.argmax(counts))
+    tied, common = int(counts[k]), float(values[k])
+    if tied == x.size or tied < RARE_EVENT_TIE_SHARE * x.size:
+        return None
+    side = threatening_skew(rule)
+    away = int(np.sum(x > common)) if side == "right" else int(np.sum(x < common)) if side == "left" \
+        else int(x.size - tied)
+    return (tied, away) if away else None
+
+
 def contrast_warnings(d: ArrayLike, method: str, scale: str, rule: object | None = None) -> tuple[str, ...]:
     """Data-driven coverage caveats for block contrasts ``d`` (analysis scale); ``rule`` (the
-    gate's pass rule) picks the skew direction that threatens it (module doc)."""
+    gate's pass rule) picks the skew direction that threatens it (module doc). ``betting`` (valid
+    for any distribution in its range) gets none."""
     x = np.asarray(d, dtype=np.float64)
     out: list[str] = []
+    if method == "betting":
+        return ()
+    rare = rare_event_flagged(x, rule)
+    if rare is not None:
+        tied, away = rare
+        out.append(
+            f"rare events: {tied} of the {x.size} units show one and the same contrast and {away} lie away from it "
+            "on the side that threatens the rule: the mean rests on those few units, and departures rarer than about "
+            f"1 / {x.size} are likely unseen in this sample; remedy: declare the metric's range and use method "
+            "betting (valid for any distribution in the range), or more units"
+        )
     g1 = skew_flagged(x, rule)
     if g1 is not None:
         target = "pseudo-median (Hodges-Lehmann)" if method == "wilcoxon" else "mean"

@@ -41,7 +41,7 @@ log-scale terms ``-log(1 - b/x)`` for ratios). The effect on an interval end is 
   acceleration ``a`` range over the values the perturbed data can give
   (:func:`estimators.bootstrap.bca_end_bound`; a guaranteed bound, tested under perturbations).
 
-:func:`resolution_check` evaluates the rule on the extreme intervals: shifted down and up by
+:func:`estimators.resolution.resolution_check` evaluates the rule on the extreme intervals: shifted down and up by
 that bound (for ``within``, whose two ends can move independently: widened and narrowed). If the
 outcomes differ, the instrument cannot resolve the rule (``could_change``; gates report
 ``unresolvable``).
@@ -49,9 +49,8 @@ outcomes differ, the instrument cannot resolve the rule (``could_change``; gates
 
 from __future__ import annotations
 
-import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -63,13 +62,10 @@ from ._common import (
     check_contrasts,
     check_scale,
     is_constant,
-    special,
     tail_alpha,
     to_analysis,
     to_reported,
 )
-from .bootstrap import bca_end_bound
-from .contrast import paired_contrast, propagate_bounds
 from .dispatch import check_method, interval, one_sided_p_values
 from .signflip import sequential_reference
 from .vocabulary import MULTIPLICITIES, OPS, QUANTITIES, Rule, RuleError  # noqa: F401 - re-exported
@@ -119,7 +115,7 @@ def clears(pvalue: float, alpha: float) -> bool:
     return bool(pvalue <= alpha * (1.0 + 1e-12))
 
 
-def _holds_as_test(rule: Rule, estimate: float, lower: float, upper: float) -> bool:
+def holds_as_test(rule: Rule, estimate: float, lower: float, upper: float) -> bool:
     """A tested rule on an interval: its threshold must lie outside the (closed) interval, so
     ``upper <= u`` means the same as ``upper < u`` (both: H0 theta >= u rejected)."""
     if is_tested(rule) and rule.op in ("<=", ">="):
@@ -133,7 +129,10 @@ class RuleDecision:
 
     ``holds``: for tested rules on varying contrasts, exactly ``pvalue <= alpha``; for constant
     contrasts (no variability: ``constant``) and untested rules, the rule on the interval.
-    ``pvalue`` is None when there is no test (constant contrasts, untested rules).
+    ``pvalue`` is None when there is no test (untested rules; constant contrasts without a range).
+    ``unseen``: constant contrasts inside a known range, tested on the bound n identical values
+    give (:mod:`estimators.unseen`). ``betting`` contrasts are never ``constant``: its interval
+    needs no spread estimate.
     """
 
     holds: bool
@@ -142,6 +141,7 @@ class RuleDecision:
     tested: bool
     constant: bool
     result: IntervalResult
+    unseen: bool = False  # constant contrasts judged on what n identical values cannot rule out (bounds given)
 
 
 def decide_rule(
@@ -153,6 +153,9 @@ def decide_rule(
     resamples: int = 9999,
     seed: int | None = 0,
     levels: Sequence[float] | None = None,
+    *,
+    bounds: tuple[float, float] | None = None,
+    horizon: int | None = None,
 ) -> RuleDecision:
     """Interval, rule p-value and verdict as one construction (see :class:`RuleDecision`).
 
@@ -165,22 +168,31 @@ def decide_rule(
     under a multiplicity adjustment over ``K`` gates). Given, a sign-flip Monte Carlo stops drawing
     once the rule is settled at all of them (:mod:`estimators.mc_stop`: the decision then differs from
     the full draw's with probability at most ``mc_stop.RISK``; the result says so in its warnings).
+
+    ``bounds`` (the contrasts' range, analysis scale) and ``horizon`` go to ``betting``; given with
+    another method, constant contrasts are tested on what they cannot rule out (``unseen``).
     """
     arr = check_contrasts(d)
-    constant = is_constant(arr)
+    constant = is_constant(arr) and method != "betting"
     tested = is_tested(rule)
+    if constant and bounds is not None and tested:
+        from .unseen import unseen_interval
+
+        res = unseen_interval(arr, check_confidence(confidence), scale, check_method(method), bounds)
+        p = rule_pvalue(rule, arr, confidence, method, scale, bounds=bounds)
+        return RuleDecision(clears(p, tail_alpha(confidence)), p, tail_alpha(confidence), tested, True, res, True)
     stop = None
     if levels is not None and method == "signflip" and tested and not constant:
         stop = sequential_reference(arr, _tails(rule, scale), resamples, seed, levels)
         resamples = stop.patterns
-    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
+    res = interval(method, arr, confidence, scale, resamples=resamples, seed=seed, bounds=bounds, horizon=horizon)
     if stop is not None and stop.early:
         res = replace(res, warnings=(*res.warnings, stop.note()))
     alpha = tail_alpha(res.confidence)
     if constant or not tested:
-        holds = _holds_as_test(rule, res.estimate, res.lower, res.upper)
+        holds = holds_as_test(rule, res.estimate, res.lower, res.upper)
         return RuleDecision(holds, None, alpha, tested, constant, res)
-    p = rule_pvalue(rule, arr, confidence, method, scale, resamples, seed)
+    p = rule_pvalue(rule, arr, confidence, method, scale, resamples, seed, bounds=bounds, horizon=horizon)
     return RuleDecision(clears(p, alpha), p, alpha, tested, constant, res)
 
 
@@ -201,13 +213,18 @@ def rule_pvalue(
     scale: str = "difference",
     resamples: int = 9999,
     seed: int | None = 0,
+    *,
+    bounds: tuple[float, float] | None = None,
+    horizon: int | None = None,
 ) -> float:
     """One-sided p-value of the shifted null implied by ``rule`` (see the module doc).
 
     ``d`` are the block contrasts on the analysis scale, or an :class:`IntervalResult`, whose
     contrasts, method, scale, resamples and seed are then used (``rule_pvalue(rule, result)``).
     ``rule`` may be its text (``"upper < 1.05"``). ``confidence`` is validated but the p-value
-    does not depend on it. For constant contrasts there is nothing to test: a
+    does not depend on it (but for ``betting``, whose bets are tuned to it). For constant contrasts
+    inside ``bounds`` (any method but ``betting``) the p-value is what n identical values cannot rule
+    out (:mod:`estimators.unseen`); without ``bounds`` there is nothing to test: a
     :class:`DegenerateContrastWarning` is issued and 0.0 / 1.0 returned according as the rule
     holds on the single value.
     """
@@ -218,6 +235,8 @@ def rule_pvalue(
         confidence, method, scale = d.confidence, d.method, d.scale
         resamples = d.resamples if d.resamples is not None else resamples
         seed = d.seed if d.resamples is not None else seed
+        bounds = d.bounds if d.bounds is not None else bounds
+        horizon = d.horizon if d.horizon is not None else horizon
         d = d.contrasts
     arr = check_contrasts(d)
     check_confidence(confidence)
@@ -228,7 +247,11 @@ def rule_pvalue(
             f"rule '{rule.quantity} {rule.op} {rule.threshold}' implies no one-sided null "
             "hypothesis, so it has no p-value"
         )
-    if is_constant(arr):
+    if is_constant(arr) and method != "betting" and bounds is not None:
+        from .unseen import unseen_one_sided
+
+        return _tested_p(rule, scale, lambda mu: unseen_one_sided(float(arr[0]), int(arr.size), mu, bounds))
+    if is_constant(arr) and method != "betting":
         v = to_reported(float(np.mean(arr)), scale)
         holds = _holds(rule, v, v, v)
         warnings.warn(
@@ -240,8 +263,14 @@ def rule_pvalue(
         return 0.0 if holds else 1.0
 
     def p(mu: float) -> tuple[float, float]:
-        return one_sided_p_values(method, arr, mu, resamples, seed)
+        return one_sided_p_values(method, arr, mu, resamples, seed, bounds=bounds, horizon=horizon,
+                                  confidence=confidence)
 
+    return _tested_p(rule, scale, p)
+
+
+def _tested_p(rule: Rule, scale: str, p: Callable[[float], tuple[float, float]]) -> float:
+    """The rule's p-value from ``p(mu) -> (p_greater, p_less)`` at its threshold(s) (module doc)."""
     if rule.quantity == "within":
         assert rule.low is not None and rule.high is not None
         lo = to_analysis(rule.low, scale, "within low")
@@ -273,113 +302,3 @@ def adjust_p_values(p: ArrayLike, method: str = "holm") -> NDArray[np.float64]:
     out = np.empty(m, dtype=np.float64)
     out[order] = stepped
     return out
-
-
-@dataclass(frozen=True)
-class ResolutionCheck:
-    """Outcome of :func:`resolution_check`.
-
-    ``interval_bound`` is the bound on how far any interval end can move (analysis scale, log
-    for ratios); ``extremes`` are the two extreme intervals evaluated, ``(lower, upper)`` on the
-    reported scale; ``could_change`` is True when the rule's outcome differs between them.
-    """
-
-    holds: bool
-    could_change: bool
-    holds_at_extremes: tuple[bool, bool]
-    extremes: tuple[tuple[float, float], tuple[float, float]]
-    interval_bound: float
-    block_bounds: tuple[float, ...]
-    result: IntervalResult
-
-    @property
-    def resolvable(self) -> bool:
-        """True when the measurement bounds cannot change the rule's outcome."""
-        return not self.could_change
-
-
-def interval_bound(
-    method: str,
-    block_bounds: NDArray[np.float64],
-    confidence: float,
-    d: NDArray[np.float64] | None = None,
-    resamples: int = 9999,
-    seed: int | None = 0,
-) -> float:
-    """Worst-case movement of an interval end given per-block contrast bounds (module doc).
-    ``bca`` also needs the contrasts ``d`` (and the interval's resamples and seed)."""
-    b = block_bounds
-    if not np.all(np.isfinite(b)):
-        return math.inf
-    if method == "bca":
-        if d is None:
-            raise ValueError("the BCa resolution bound needs the contrasts d")
-        return bca_end_bound(np.asarray(d, dtype=np.float64), float(np.max(b)), confidence, resamples, seed)
-    if method == "t":
-        n = b.size
-        q = float(special().stdtrit(n - 1, 1.0 - tail_alpha(confidence)))
-        return float(np.mean(b) + q * np.sqrt(np.sum(b * b)) / math.sqrt(n * (n - 1)))
-    return float(np.max(b))
-
-
-def resolution_check(
-    rule: Rule,
-    d: ArrayLike,
-    block_bounds: ArrayLike,
-    confidence: float = 0.95,
-    method: str = "t",
-    scale: str = "difference",
-    resamples: int = 9999,
-    seed: int | None = 0,
-    result: IntervalResult | None = None,
-) -> ResolutionCheck:
-    """Could the rule's outcome change if every value moved anywhere within its bound?
-
-    ``block_bounds`` are per-block bounds on the contrast (analysis scale; from
-    :func:`estimators.propagate_bounds`), non-negative, ``inf`` allowed. The interval is
-    computed (``result``: the same interval, already computed by the caller), each end is moved
-    by :func:`interval_bound`, and the rule is evaluated on the interval shifted down and up
-    (``within``: widened and narrowed).
-    """
-    arr = check_contrasts(d)
-    b = np.asarray(block_bounds, dtype=np.float64)
-    if b.shape != arr.shape:
-        raise ValueError(f"block_bounds must have shape {arr.shape}, got {b.shape}")
-    if np.any(np.isnan(b)) or np.any(b < 0):
-        raise ValueError("block bounds must be non-negative (inf allowed)")
-    res = result if result is not None else interval(method, arr, confidence, scale, resamples=resamples, seed=seed)
-    shift = interval_bound(method, b, res.confidence, arr, resamples, seed)
-    est, lo, hi = res.analysis_scale()
-    if rule.quantity == "within":
-        cands = [(est, lo - shift, hi + shift), (est, lo + shift, hi - shift)]
-    else:
-        cands = [(est - shift, lo - shift, hi - shift), (est + shift, lo + shift, hi + shift)]
-    rep = [tuple(to_reported(x, scale) for x in c) for c in cands]
-    outcomes = (_holds_as_test(rule, *rep[0]), _holds_as_test(rule, *rep[1]))
-    return ResolutionCheck(
-        holds=_holds_as_test(rule, res.estimate, res.lower, res.upper),
-        could_change=outcomes[0] != outcomes[1],
-        holds_at_extremes=outcomes,
-        extremes=((rep[0][1], rep[0][2]), (rep[1][1], rep[1][2])),
-        interval_bound=shift,
-        block_bounds=tuple(float(x) for x in b),
-        result=res,
-    )
-
-
-def resolution_check_outcomes(
-    rule: Rule,
-    outcomes: ArrayLike,
-    coefficients: ArrayLike,
-    bounds: ArrayLike,
-    confidence: float = 0.95,
-    method: str = "t",
-    scale: str = "difference",
-    resamples: int = 9999,
-    seed: int | None = 0,
-) -> ResolutionCheck:
-    """:func:`resolution_check` from the outcome matrix and each value's measurement bound
-    (absolute, metric units; broadcast like ``outcomes``)."""
-    d = paired_contrast(outcomes, coefficients, scale)
-    b = propagate_bounds(outcomes, coefficients, bounds, scale)
-    return resolution_check(rule, d, b, confidence, method, scale, resamples, seed)

@@ -24,8 +24,12 @@ from typing import Literal
 Scale = Literal["difference", "ratio"]
 SCALES: tuple[Scale, ...] = ("difference", "ratio")
 
-Method = Literal["t", "signflip", "wilcoxon", "bootstrap", "bca"]
-METHODS: tuple[Method, ...] = ("t", "signflip", "wilcoxon", "bootstrap", "bca")
+Method = Literal["t", "signflip", "wilcoxon", "bootstrap", "bca", "betting"]
+METHODS: tuple[Method, ...] = ("t", "signflip", "wilcoxon", "bootstrap", "bca", "betting")
+#: methods that need the contrast's range (a metric's declared ``range``): distribution-free for bounded values
+BOUNDED_METHODS: tuple[Method, ...] = ("betting",)
+#: methods that need nothing but the contrasts
+UNBOUNDED_METHODS: tuple[Method, ...] = tuple(m for m in METHODS if m not in BOUNDED_METHODS)
 
 #: a gate's verdict (see the README's "How to read the verdicts")
 Verdict = Literal["pass", "fail", "refused", "unresolvable", "vacuous"]
@@ -166,7 +170,7 @@ class Rule:
 
 
 __all__ = [
-    "AnalysisUnit", "DECISIONS", "Decision", "EVIDENCE_ORDER", "Evidence", "METHODS", "MULTIPLICITIES",
+    "AnalysisUnit", "BOUNDED_METHODS", "DECISIONS", "Decision", "EVIDENCE_ORDER", "Evidence", "METHODS", "MULTIPLICITIES",
     "MIN_RESAMPLES", "Method", "Multiplicity", "OPS", "PLAN_OPS", "QUANTITIES", "RULE_FORMS", "Rule", "RuleError",
-    "RuleQuantity", "SCALES", "Scale", "VERDICTS", "Verdict", "min_resamples", "stronger", "weakest",
+    "RuleQuantity", "SCALES", "Scale", "UNBOUNDED_METHODS", "VERDICTS", "Verdict", "min_resamples", "stronger", "weakest",
 ]

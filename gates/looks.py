@@ -12,7 +12,9 @@ the run order has not reached are left out instead of refusing.
   *decision*: each primary gate's rule p-value must clear the nominal level the spending function
   gives it there (``prereg.monitoring.look_levels``); multiplicity across gates is applied as
   frozen, on those levels (Holm and Bonferroni compare adjusted p-values with the look's level).
-  Supported at a look before the last stops the study for success; with ``futility: nonbinding``
+  Supported at a look before the last stops the study for success -- unless a primary gate warns of
+  skewed or rare-event contrasts (``estimators.feasibility``: what a small sample understates), when the
+  look is not supported and the plan continues; with ``futility: nonbinding``
   a primary gate above its futility bound stops it for futility (not supported); otherwise it
   continues to the next look; the last look is final.
 * Anywhere else -- between looks, or after a look stopped the study for success -- it is an
@@ -34,6 +36,7 @@ from gates.artifact_monitoring import GateLooks, LookBoundary, LookEntry, Monito
 from gates.matching import Match, stratum_key
 from gates.numbers import encode_number
 from gates.refusal import Refusal
+from gates.verdicts import data_warned
 from prereg.monitoring import LookLevel, look_levels, pairing_blocks_in, run_order
 from prereg.schema import Plan
 
@@ -134,6 +137,7 @@ def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
     looks, total = monitoring.looks, monitoring.looks[-1]
     refusals: list[Refusal] = []
     futile = _futile(point, outcomes) if point.status == "decision" else []
+    warned = [o.gate.id for o in outcomes if o.gate.role == "primary" and data_warned(o.warnings)]
     where = f"{point.point_blocks} of {total} blocks"
     if point.status == "interim_reading":
         action = "none"
@@ -150,6 +154,11 @@ def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
         head = f"look {point.look} of {len(looks)} ({where})"
         if point.look == len(looks):
             action, words = "final", f"{head}: the final look, decided with the alpha spent over all looks"
+        elif decision == "supported" and warned:
+            action, decision = "continue", "not_supported"
+            words = (f"{head}: the gates pass with the alpha spent so far, but gate(s) {', '.join(warned)} warn of "
+                     "skewed or rare-event contrasts, which a small sample understates: a warned pass does not stop "
+                     f"the study; the plan continues to look {point.look + 1} ({looks[point.look]} blocks)")
         elif decision == "supported":
             action, words = "stop_success", f"{head}: supported with the alpha spent so far; the study stops for success"
         elif futile and decision != "refused":

@@ -15,9 +15,12 @@ unless ``strata.pair_controls``):
 4. **unresolvable** when the metric is backed by a telemetry signal and the runs' measurement
    ``bound`` s (metric units) could change the rule's outcome (``estimators.resolution_check``),
    or when a run lacks the bound (the resolution cannot be shown). Checked before vacuous.
-5. **vacuous** when the units' contrasts are all exactly equal (``estimators`` ``is_constant``:
-   bitwise equal, or a standard deviation that underflows to 0) and the rule holds on that single value
-   (it could not have failed; no p-value). A constant contrast that misses the rule is a fail.
+5. **constant contrasts** (``estimators`` ``is_constant``: bitwise equal, or a standard deviation that
+   underflows to 0; never for ``betting``, whose interval needs no spread): **vacuous** when the metric is
+   declared ``deterministic`` (fixed by the design) and the rule holds on that single value (it could not
+   have failed; no p-value; a miss is a fail); else, with a declared ``range``, pass / fail on the widest
+   mean n identical values cannot rule out (``estimators.unseen``); else **unresolvable** (n identical
+   values cannot show what occurs in fewer than about 1 in n units).
 6. **pass** / **fail** otherwise; with ``multiplicity: holm|bonferroni`` a primary gate passes
    only if its adjusted p-value also clears alpha. The family is every primary gate; primary gates
    without a p-value (refused, vacuous) enter it with p = 1, which is conservative. Sensitivity
@@ -226,6 +229,9 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     n_complete = int(complete.sum())
     outcome.n_pairs = n_complete
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
+    bounds = contrast_range(gate, plan)
+    if plan.metrics[gate.metric].deterministic and gate.method != "betting":
+        bounds = None  # a constant sample of a deterministic metric is judged on its one value (vacuous)
     unit_words = "strata" if outcome.analysis_unit == "stratum" else "replicate pairs"
     too_few = insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
     if n_complete < 2:
@@ -236,12 +242,18 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
         outcome.refused_by.append(Refusal(kind="pairs", reason=too_few))
     d = unit_d[complete]
     rule = gate.pass_if
+    if gate.method == "betting" and (bounds is None or not np.all((d >= bounds[0]) & (d <= bounds[1]))):
+        if not outcome.refused_by:  # a value outside the metric's range is refused above (gates.plausibility)
+            outcome.refused_by.append(Refusal(kind="data", reason=f"method betting needs {gate.metric}'s declared "
+                                              "range (positive for a ratio) and every contrast inside it"))
+        return outcome
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # the gate built these log ratios itself from positive values: the ratio-input guess is moot
         warnings.simplefilter("ignore", RatioInputWarning)
         decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed,
-                               levels=decision_levels(gate, plan))
+                               levels=decision_levels(gate, plan), bounds=bounds,
+                               horizon=planned_units(plan, len(units)))
     outcome.result = decision.result
     outcome.pvalue = decision.pvalue
     resamples = decision.result.resamples or resamples  # a sign-flip Monte Carlo stopped early drew fewer
@@ -265,14 +277,65 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
             )
             return outcome
     if decision.constant:
-        outcome.verdict = "vacuous" if decision.holds else "fail"
-        outcome.notes.append(
-            "every unit's contrast is the same value: no sampling variability and no p-value, so the rule "
-            + ("could not have failed" if decision.holds else "fails on that single value")
-        )
+        _constant_verdict(outcome, decision, plan.metrics[gate.metric].deterministic is True)
         return outcome
     outcome.verdict = "pass" if decision.holds else "fail"
     return outcome
+
+
+#: how the data-driven coverage warnings of ``estimators.feasibility`` open (skew, rare events)
+DATA_WARNINGS = ("the block contrasts look skewed", "rare events:")
+
+
+def data_warned(warnings: list[str]) -> bool:
+    """Whether a gate's warnings include a data-driven coverage warning (skewed or rare-event contrasts)."""
+    return any(w.startswith(DATA_WARNINGS) for w in warnings)
+
+
+def contrast_range(gate: Gate, plan: Plan) -> tuple[float, float] | None:
+    """The range of ``gate``'s contrast (analysis scale) from its metric's declared ``range``, or None
+    (none declared, or a ratio contrast of a range that reaches 0)."""
+    metric = plan.metrics[gate.metric]
+    if metric.range is None or (gate.contrast.scale == "ratio" and metric.range[0] <= 0):
+        return None
+    from estimators.betting import contrast_bounds  # lazy: numpy
+
+    coefs = [gate.contrast.coefficients[a] for a in gate.contrast.arms]
+    low, high = metric.range
+    return contrast_bounds((low, high), coefs, gate.contrast.scale)
+
+
+def planned_units(plan: Plan, units: int) -> int:
+    """The units a gate gets when the plan is complete: the last look of a monitored plan, else ``units``
+    (every planned unit of the evaluated blocks). A betting interval tunes its bets to it."""
+    return plan.monitoring.looks[-1] if plan.monitoring is not None else units
+
+
+def _constant_verdict(outcome: GateOutcome, decision: Any, deterministic: bool) -> None:
+    """The verdict of a gate whose units all show one contrast: vacuous only for a metric the plan
+    declares deterministic; else judged on what n identical values cannot rule out (a declared range:
+    ``estimators.unseen``), or unresolvable (module doc)."""
+    n = outcome.n_pairs
+    if deterministic:
+        outcome.verdict = "vacuous" if decision.holds else "fail"
+        outcome.notes.append(
+            "every unit's contrast is the same value and the metric is declared deterministic (fixed by the design): "
+            "no sampling variability and no p-value, so the rule "
+            + ("could not have failed" if decision.holds else "fails on that single value"))
+        return
+    if decision.unseen:
+        outcome.verdict = "pass" if decision.holds else "fail"
+        outcome.notes.append(
+            f"every one of the {n} units shows the same contrast: the interval is the widest mean consistent with {n} "
+            "identical values inside the metric's declared range (an event at the range's end these units did not "
+            "show), and the rule is judged on it")
+        return
+    outcome.verdict = "unresolvable"
+    outcome.notes.append(
+        f"every one of the {n} units shows the same contrast, but {outcome.gate.metric} is not declared deterministic: "
+        f"{n} identical values cannot show a difference that occurs in fewer than about 1 in {n} units (a rare "
+        "restart, a lost site), so they bound nothing; declare 'deterministic: true' on the metric if its value is "
+        "fixed by the design, or its 'range' (the gate is then judged on the largest mean the sample cannot rule out)")
 
 
 def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
+from prereg.method_checks import bounded_method_problems, first_look_problems
 from prereg.family_checks import check_families, gate_arms, power_problem
 from prereg.monitoring import monitoring_problems
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
@@ -162,8 +163,9 @@ def check_plan(plan: Plan) -> list[Problem]:
     check_families(plan, problems)
     if plan.experiment is not None:
         problems += resource_problems(plan.experiment.resources, plan.strata.factors, list(plan.arms))
+    problems += bounded_method_problems(plan)  # betting: a range (prereg.method_checks)
     if not problems:
         _check_gate_power(plan, problems)
     if not problems:
-        problems += monitoring_problems(plan)  # interim looks (prereg.monitoring)
+        problems += first_look_problems(plan) + monitoring_problems(plan)  # interim looks (prereg.monitoring)
     return problems

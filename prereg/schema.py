@@ -182,6 +182,13 @@ class Metric(StrictModel):
         "run's energy in J). 'collect import' refuses rows outside it, naming them; a gate whose runs hold a "
         "value outside it is refused.",
     )
+    deterministic: bool | None = Field(
+        default=None,
+        description="true when the metric's value is fixed by the design (e.g. exact work accounting in a "
+        "simulator), so that a gate whose units all show one contrast could not have shown another: only then "
+        "is such a gate 'vacuous' (passed as written). Otherwise a constant sample is judged on what it cannot "
+        "rule out (with a 'range') or is unresolvable.",
+    )
     description: Text | None = None
 
     @model_validator(mode="after")

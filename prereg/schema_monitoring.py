@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from estimators.spending import parse_spending
-from prereg.schema_types import StrictModel
+from prereg.schema_types import StrictModel, Text
 
 SPENDING_FUNCTIONS = ("obrien_fleming", "pocock", "power:RHO")
 MAX_LOOKS = 20
@@ -55,6 +55,13 @@ class Monitoring(StrictModel):
         default="none",
         description="'nonbinding': a frozen futility bound per look; stopping for it never inflates the error "
         "(the efficacy bounds are computed as if it were never applied). 'none': stop early only for success.",
+    )
+    first_look_reason: Text | None = Field(
+        default=None,
+        description="Why a primary gate with a mean-targeting method (t, signflip, bootstrap, bca) may be decided "
+        "at a first look of fewer units than the skew check needs (15): required then. Without it such a plan is "
+        "refused: a small first look amplifies skew and rare events. 'method: betting' (a metric with a 'range') "
+        "or 'wilcoxon' need no reason.",
     )
     seed: int = Field(
         default=0, ge=0, le=2**63 - 1,

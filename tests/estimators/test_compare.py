@@ -126,10 +126,12 @@ def test_unknown_column_names_the_columns():
         E.compare(_table(), metric="joules", arm="policy", block="seed", contrast="continue - restart")
 
 
-def test_constant_contrasts_are_vacuous_and_too_few_blocks_refused():
+def test_constant_contrasts_are_vacuous_only_when_deterministic_and_too_few_blocks_refused():
     data = {"b": [1, 1, 2, 2, 3, 3], "arm": ["x", "y"] * 3, "v": [2.0, 1.0, 3.0, 2.0, 4.0, 3.0]}
-    res = E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="lower > 0.5")
+    res = E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="lower > 0.5", deterministic=True)
     assert res.verdict == "vacuous" and res.pvalue is None
+    res = E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="lower > 0.5")
+    assert res.verdict == "unresolvable" and res.pvalue is None and "deterministic=True" in (res.reason or "")
     res = E.compare(_table(n=8), metric="energy_j", arm="policy", block="seed", contrast="continue / restart",
                     rule="upper < 1.05", method="bootstrap")
     assert res.verdict == "refused" and "needs at least 20" in (res.reason or "")

@@ -7,6 +7,10 @@ from pathlib import Path
 from tests.helpers import run
 from tests.helpers.families import PLAN, evaluate, rows
 
+#: the plan with its time declared fixed by the design, so that an exact fit may be vacuous
+DETERMINISTIC_TIME = PLAN.replace("  time: {unit: s, better: lower, evidence: measured}",
+                                  "  time: {unit: s, better: lower, evidence: measured, deterministic: true}")
+
 
 def _validate(tmp_path: Path, text: str) -> str:
     plan = tmp_path / "case.yaml"
@@ -60,6 +64,8 @@ def test_constant_contrasts_and_exact_fits_are_flagged_not_ranked_as_evidence(tm
             fast = next(x for x in table if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region",
                                                                                                  "replicate")))
             r["time"] = fast["time"] * 0.8  # exactly 0.8x in every pair
+    (tmp_path / "plan.yaml").write_text(DETERMINISTIC_TIME)
+    assert run("prereg", "freeze", str(tmp_path / "plan.yaml")).returncode == 0
     ev = evaluate(tmp_path, table)
     cells = [c for c in ev["ranking"] if c["family"] == "held_x"]
     assert all("no sampling variability" in c["reason"] for c in cells)
@@ -77,6 +83,8 @@ def test_vacuous_family_gates_are_named_beside_a_supported_decision(tmp_path: Pa
             fast = next(x for x in table if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region",
                                                                                                  "replicate")))
             r["time"] = fast["time"] * 0.8
+    (tmp_path / "plan.yaml").write_text(DETERMINISTIC_TIME)
+    assert run("prereg", "freeze", str(tmp_path / "plan.yaml")).returncode == 0
     ev = evaluate(tmp_path, table)
     assert ev["decision"] == "supported" and "vacuous (could not have failed) in family held_z" in ev["decision_reason"]
     shown = run("reports", "show", str(tmp_path / "runs" / "evaluation.json"), env={"COLUMNS": "400"}).stdout

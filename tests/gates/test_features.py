@@ -24,7 +24,7 @@ strata:
   calibration: [{outage: f}]
 metrics:
   loss: {unit: nats, better: lower, evidence: modeled}
-  steps: {unit: step, better: lower, evidence: modeled}
+  steps: {unit: step, better: lower, evidence: modeled, deterministic: true}
 invalidators:
   - id: controls
     kind: controls_identical

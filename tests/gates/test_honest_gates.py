@@ -197,8 +197,8 @@ def test_contrasts_varying_by_1e13_relative_are_tested_and_agree_with_the_t_test
         assert not any("same value" in n for n in g["notes"])
 
 
-def test_exactly_equal_contrasts_stay_vacuous(tmp_path):
-    lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1")))
+def test_exactly_equal_contrasts_of_a_deterministic_metric_stay_vacuous(tmp_path):
+    lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1"), metric_extra=", deterministic: true"))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for([0.05] * 8, base=0.0)))
     g = gates_by_id(data)["g"]
     assert g["verdict"] == "vacuous" and g["pvalue"] is None
@@ -210,7 +210,7 @@ def test_variation_below_underflow_counts_as_constant(tmp_path):
     their single value), never a division by zero."""
     d = [1e-320, 2e-320] * 4
     assert float(np.std(np.array(d))) == 0.0 and np.ptp(np.array(d)) > 0
-    lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1")))
+    lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1"), metric_extra=", deterministic: true"))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for(d, base=0.0)))
     g = gates_by_id(data)["g"]
     assert g["verdict"] == "vacuous" and g["pvalue"] is None and rc == 0

@@ -50,8 +50,8 @@ def test_bootstrap_gate_on_two_blocks_is_refused_at_freeze(tmp_path):
     assert rc == 2 and "needs at least 20" in out and "gates[0].method" in out
 
 
-def test_all_equal_contrasts_are_vacuous_without_p_value(tmp_path):
-    lock = frozen(tmp_path, plan_text(6, gate_line("g", "t", "upper < 0.1")))
+def test_all_equal_contrasts_of_a_deterministic_metric_are_vacuous_without_p_value(tmp_path):
+    lock = frozen(tmp_path, plan_text(6, gate_line("g", "t", "upper < 0.1"), metric_extra=", deterministic: true"))
     runs = imported(tmp_path, lock, rows_for([0.0] * 6))
     rc, data = evaluate(lock, runs)
     g = gates_by_id(data)["g"]
@@ -81,7 +81,7 @@ def test_constant_contrast_with_wide_meter_bound_is_unresolvable(tmp_path):
 def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
     gates = "\n".join([gate_line("flat", "t", "upper < 0.1"),
                        gate_line("real", "t", "upper < 0.5", extra=", description: second")])
-    text = plan_text(6, gates, multiplicity="holm").replace(b"  - {id: real, metric: loss", b"  - {id: real, metric: other")
+    text = plan_text(6, gates, multiplicity="holm", metric_extra=", deterministic: true").replace(b"  - {id: real, metric: loss", b"  - {id: real, metric: other")
     text = text.replace(b"metrics:\n", b"metrics:\n  other: {unit: nats, better: lower, evidence: measured}\n")
     lock = frozen(tmp_path, text)
     contrasts = [0.1, 0.2, 0.05, 0.15, 0.12, 0.08]

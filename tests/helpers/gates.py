@@ -42,9 +42,11 @@ def gates_by_id(data: dict) -> dict:
 
 
 def plan_text(blocks: int, gates: str, replicates: int = 1, signal: bool = False, extra_strata: str = "",
-              multiplicity: str = "none", better: str = "lower") -> bytes:
-    """A plan of arms ``a`` vs ``b`` over ``blocks`` blocks, metric ``loss`` (nats), the given gate lines."""
+              multiplicity: str = "none", better: str = "lower", metric_extra: str = "", tail: str = "") -> bytes:
+    """A plan of arms ``a`` vs ``b`` over ``blocks`` blocks, metric ``loss`` (nats), the given gate lines;
+    ``metric_extra`` adds fields to the metric (``", range: [0, 20]"``), ``tail`` sections at the end."""
     sig = ", signal: energy_counter" if signal else ""
+    sig += metric_extra
     return f"""schema: prereg/v1
 study: integrity
 title: Verdict integrity case
@@ -58,7 +60,7 @@ strata:
 gates:
 {gates}
 decision: {{claim: a is no worse than b., multiplicity: {multiplicity}}}
-""".encode()
+{tail}""".encode()
 
 
 def freeze_text(tmp_path: Path, text: bytes) -> tuple[int, str, Path]:

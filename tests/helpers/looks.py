@@ -34,6 +34,7 @@ monitoring:
   looks: {looks}
   spending: {spending}
   futility: {futility}
+  first_look_reason: "a test of the look mechanics, on simulated completion times"
 """
 
 

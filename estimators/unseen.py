@@ -1,0 +1,67 @@
+"""What n identical contrasts cannot rule out: the bound a constant sample gives inside a known range.
+
+When every one of ``n`` units shows the same contrast ``c`` (analysis scale), a method that
+estimates spread from the data has nothing to work with, yet the population need not be constant:
+an event of probability ``p`` is missed by all ``n`` units with probability ``(1 - p)^n``. Inside a
+declared range ``[low, high]`` the worst case is an atom at ``c`` plus a rare atom at the range's
+far end. The largest mean consistent with the sample at one-sided level ``alpha`` is therefore
+
+    upper = c + (1 - alpha^(1/n)) (high - c),      lower = c - (1 - alpha^(1/n)) (c - low),
+
+and the rule's p-value at a threshold ``mu > c`` of ``H0: theta >= mu`` is
+``((high - mu) / (high - c))^n`` (the largest chance that n draws of a distribution on the range
+with mean ``mu`` all equal ``c``; the same holds when ``c`` is data-chosen, since the masses of the
+values a test rejects at add up to at most ``alpha^(1/n)``). ``lower`` mirrors it. With ``n = 30``
+zeros on ``[-20, 20]`` at ``alpha = 0.05`` the upper bound is 1.90; it is the "rule of three" for a
+proportion (3 / n) scaled by the range.
+
+This bound needs nothing but the range; it is what a constant sample can show. A metric whose value
+is fixed by the design (a simulator's exact accounting) is declared ``deterministic`` in the plan
+instead, and its constant sample is reported as vacuous by ``gates``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._common import IntervalResult, build_result, tail_alpha, two_sided
+
+
+def unseen_one_sided(value: float, n: int, mu: float, bounds: tuple[float, float]) -> tuple[float, float]:
+    """``(p_greater, p_less)`` at null centre ``mu`` for ``n`` units all equal to ``value`` inside
+    ``bounds`` (analysis scale; module doc). ``p_greater`` tests H0: theta <= mu."""
+    low, high = bounds
+    if not low <= value <= high:
+        raise ValueError(f"the constant contrast {value:g} lies outside its range [{low:g}, {high:g}]")
+    p_less = 1.0 if mu <= value else 0.0 if mu >= high else ((high - mu) / (high - value)) ** n
+    p_greater = 1.0 if mu >= value else 0.0 if mu <= low else ((mu - low) / (value - low)) ** n
+    return float(p_greater), float(p_less)
+
+
+def unseen_interval(d: NDArray[np.float64], confidence: float, scale: str, method: str,
+                    bounds: tuple[float, float]) -> IntervalResult:
+    """The interval of a constant sample ``d`` inside ``bounds`` at two-sided ``confidence``
+    (module doc), labelled with the gate's ``method``; its ``pvalue`` tests the null 0 (log 1)."""
+    n, value = int(d.size), float(d[0])
+    low, high = bounds
+    shrink = 1.0 - tail_alpha(confidence) ** (1.0 / n)
+    lower, upper = value - shrink * (value - low), value + shrink * (high - value)
+    null = 0.0
+    p_greater, p_less = unseen_one_sided(value, n, null, bounds) if low <= null <= high else (1.0, 1.0)
+    note = (f"every one of the {n} units shows the same contrast: the interval is the widest mean consistent with "
+            f"{n} identical values inside the declared range [{low:.6g}, {high:.6g}] (analysis scale) -- an event "
+            "at the range's end that these units did not happen to show (estimators.unseen)")
+    return build_result(estimate=value, lower=lower, upper=upper, confidence=confidence, method=method, n=n,
+                        scale=scale, pvalue=two_sided(p_greater, p_less), exact=True, warnings=(note,),
+                        bounds=(low, high), contrasts=d)
+
+
+def unseen_shrink(n: int, confidence: float) -> float:
+    """The fraction of the distance to the range's end a constant sample of ``n`` cannot exclude."""
+    return 1.0 - math.pow(tail_alpha(confidence), 1.0 / n)
+
+
+__all__ = ["unseen_interval", "unseen_one_sided", "unseen_shrink"]

@@ -1,0 +1,79 @@
+"""Plan checks of what a gate's method may rest on: a bounded method's range, a small first look.
+
+* ``method: betting`` is valid for any distribution inside a known range, so it needs the metric's
+  ``range`` (positive for a ratio contrast, whose log ratios it bounds); it has no measurement
+  resolution bound, so it cannot judge a metric backed by a telemetry signal; a comparator's ranking
+  has no metric range to use and may not name it.
+* A monitored plan whose first look has fewer units than the skew check needs
+  (``estimators.feasibility.SKEW_CHECK_MIN_N``) is refused for a primary gate with a mean-targeting
+  method (t, signflip, bootstrap, bca) unless ``monitoring.first_look_reason`` says why: a small first
+  look is where skewed and rare-event contrasts pass most often (docs/estimators.md). With a metric
+  ``range`` the message offers ``betting``, which is anytime-valid and needs no symmetry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prereg.schema import Plan
+
+Problem = tuple[tuple[Any, ...], str]
+
+
+def bounded_method_problems(plan: Plan) -> list[Problem]:
+    """Gates (and a ranking) naming ``betting`` where it cannot be valid (module doc)."""
+    problems: list[Problem] = []
+    for i, gate in enumerate(plan.gates):
+        metric = plan.metrics.get(gate.metric)
+        if gate.method != "betting" or metric is None:
+            continue
+        path = ("gates", i, "method")
+        if metric.range is None:
+            problems.append((path, f"gate {gate.id!r}: method betting needs the metric's 'range' ({gate.metric} "
+                             "declares none): its interval is valid for any distribution inside a known range, and "
+                             f"for no other; declare 'range: [min, max]' under metrics.{gate.metric}"))
+        elif gate.contrast.scale == "ratio" and metric.range[0] <= 0:
+            problems.append((path, f"gate {gate.id!r}: a ratio contrast with method betting needs a positive range "
+                             f"(its log ratios are bounded by log(max / min)); {gate.metric}'s range starts at "
+                             f"{metric.range[0]:g}"))
+        if metric.signal is not None:
+            problems.append((path, f"gate {gate.id!r}: method betting has no measurement-resolution bound (its bets "
+                             f"depend on every earlier value), and {gate.metric} is backed by the telemetry signal "
+                             f"{metric.signal!r}; use t, signflip or wilcoxon for a signal-backed metric"))
+    if plan.comparator is not None and plan.comparator.ranking.method == "betting":
+        problems.append((("comparator", "ranking", "method"), "the comparator's ranking cannot use method betting "
+                         "(it needs a metric range per ranked pair); use t, signflip or wilcoxon"))
+    return problems
+
+
+def first_look_problems(plan: Plan) -> list[Problem]:
+    """A monitored plan's primary mean-targeting gates decided at a first look too small to check
+    symmetry, with no ``first_look_reason`` (module doc)."""
+    monitoring = plan.monitoring
+    if monitoring is None or monitoring.first_look_reason is not None:
+        return []
+    from estimators.feasibility import MEAN_METHODS, SKEW_CHECK_MIN_N  # lazy: numpy
+
+    first = monitoring.looks[0]
+    if first >= SKEW_CHECK_MIN_N:
+        return []
+    problems: list[Problem] = []
+    for gate in plan.gates:
+        if gate.role != "primary" or gate.method not in MEAN_METHODS:
+            continue
+        metric = plan.metrics.get(gate.metric)
+        offer = ("; its metric declares a range, so 'method: betting' (anytime-valid at every look, for any "
+                 "distribution in the range) needs no such reason" if metric is not None and metric.range is not None
+                 and metric.signal is None else
+                 "; or declare the metric's 'range' and use 'method: betting' (anytime-valid, for any distribution "
+                 "in the range)")
+        problems.append((("monitoring", "looks", 0), (
+            f"gate {gate.id!r} ({gate.method}, a mean-targeting method) would be decided at a first look of {first} "
+            f"units, fewer than the {SKEW_CHECK_MIN_N} the skew check needs: at such a look skewed or rare-event "
+            "contrasts pass far above the nominal level (lognormal contrasts with the mean on the margin pass a t gate "
+            "at 90% about 0.2 of the time, not 0.05: docs/estimators.md); move the first look to "
+            f"{SKEW_CHECK_MIN_N} or more, state why it is safe in 'monitoring.first_look_reason'{offer}")))
+    return problems
+
+
+__all__ = ["bounded_method_problems", "first_look_problems"]
