@@ -19,7 +19,7 @@ Conventions (all on the analysis scale: differences, or natural-log ratios for r
   flat-prior posterior of the variance given the pilot, ``df = m - 1`` for ``m`` pilot blocks;
   the "expected power" of Julious & Owen 2006 and PowerTOST's ``exppower.TOST``), by a 400-point
   midpoint rule on the chi-square quantiles.
-* Exact and resampling gates (sign-flip, Wilcoxon, bootstrap, BCa): **simulated power**. The pilot
+* Exact, resampling and betting gates (sign-flip, Wilcoxon, bootstrap, BCa, betting): **simulated power**. The pilot
   contrasts are centred on the method's own estimate (the mean; the Hodges-Lehmann pseudo-median
   for Wilcoxon), shifted to ``delta``, and ``n`` of them drawn with replacement per simulated study;
   each study is decided by :func:`estimators.decide_rule` (seeded). The share that passes is the
@@ -271,15 +271,19 @@ class SimulatedPower:
 def simulated_power(pilot: ArrayLike, delta: float, looks: Sequence[int], levels: Sequence[float],
                     rule: Rule | str, method: str, scale: str = "difference", sims: int = 2000,
                     seed: int = 0, resamples: int = 9999, futility: Sequence[float | None] | None = None,
-                    ) -> SimulatedPower:
+                    bounds: tuple[float, float] | None = None) -> SimulatedPower:
     """Power of a gate decided by :func:`estimators.decide_rule` on studies resampled from the pilot.
 
     ``looks`` are block counts (one entry: a fixed design), ``levels`` the nominal one-sided level
     at each (the gate's alpha for a fixed design), ``futility`` optional p-value bounds (stop when the
     rule's p-value exceeds them; non-binding designs may ignore them). A study stops at the first
-    look that passes. ``delta`` and ``pilot`` are on the analysis scale; ``rule`` on the reported one."""
+    look that passes. ``delta`` and ``pilot`` are on the analysis scale; ``rule`` on the reported one.
+    ``bounds``: the contrasts' declared range (``betting`` needs it; its bets are tuned to the last look):
+    the shifted pilot is clipped to it, which can move its mean slightly toward the range's inside."""
     rule = Rule.parse(rule)
     base = shifted_pilot(pilot, delta, method)
+    if bounds is not None:
+        base = np.clip(base, bounds[0], bounds[1])
     rng = np.random.default_rng(seed)
     n_max = int(looks[-1])
     passes, blocks_used = 0, 0.0
@@ -292,7 +296,8 @@ def simulated_power(pilot: ArrayLike, delta: float, looks: Sequence[int], levels
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                dec = decide_rule(rule, study[: int(n_k)], 1.0 - 2.0 * a_k, method, scale, resamples, seed)
+                dec = decide_rule(rule, study[: int(n_k)], 1.0 - 2.0 * a_k, method, scale, resamples, seed,
+                                  bounds=bounds, horizon=n_max)
             if dec.holds:
                 passes += 1
                 used = int(n_k)

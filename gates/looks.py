@@ -36,7 +36,7 @@ from gates.artifact_monitoring import GateLooks, LookBoundary, LookEntry, Monito
 from gates.matching import Match, stratum_key
 from gates.numbers import encode_number
 from gates.refusal import Refusal
-from gates.verdicts import data_warned
+from gates.unit_verdict import data_warned
 from prereg.monitoring import LookLevel, look_levels, pairing_blocks_in, run_order
 from prereg.schema import Plan
 

@@ -45,6 +45,7 @@ from estimators import power as P
 from estimators.sequential import gate_levels
 from gates.api import check_runs_folder
 from gates.matching import stratum_label
+from gates.verdicts import contrast_range
 from prereg.api import load_lock
 from prereg.checks import analysis_units_planned
 from prereg.errors import InputError
@@ -238,7 +239,7 @@ def gate_power(plan: Plan, gate: Gate, d: np.ndarray, n_planned: int, target_pow
         out.power_basis = "t (a guide); simulated for the gate's method"
         if n_planned >= 2:
             sim = P.simulated_power(d, delta, [n_planned], [alpha], gate.pass_if, gate.method, scale, sims, seed,
-                                    resamples)
+                                    resamples, bounds=contrast_range(gate, plan))
             out.simulated_power_planned, out.simulated_se = sim.power, sim.se
     mon = _monitoring(plan)
     if mon is not None and n_planned >= 2:
@@ -251,7 +252,7 @@ def gate_power(plan: Plan, gate: Gate, d: np.ndarray, n_planned: int, target_pow
                                        futility=fut)
         else:
             seq = P.simulated_power(d, delta, mon["looks"], nominal, gate.pass_if, gate.method, scale, sims, seed,
-                                    resamples, futility=fut)
+                                    resamples, futility=fut, bounds=contrast_range(gate, plan))
         units_saved = n_planned - (seq.expected_blocks or n_planned)
         out.sequential = {"looks": mon["looks"], "spending": mon["spending"], "futility": mon["futility"],
                           "nominal_alpha": nominal, "basis": levels[0].basis, "power": seq.power, "se": seq.se,

@@ -37,18 +37,14 @@ The decision (over primary gates): ``refused`` if any is refused or unresolvable
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from estimators import (
-    RatioInputWarning,
     adjust_p_values,
     clears,
-    contrast_warnings,
-    decide_rule,
     insufficient_blocks,
     paired_contrast,
     propagate_bounds,
@@ -61,6 +57,7 @@ from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match
 from gates.plausibility import plausibility
 from gates.refusal import Refusal, as_refusals, invalidator_fired
+from gates.unit_verdict import judge_contrasts
 from prereg.schema import CONFIDENCE_FLOOR, Gate, Plan
 
 
@@ -230,8 +227,6 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     outcome.n_pairs = n_complete
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
     bounds = contrast_range(gate, plan)
-    if plan.metrics[gate.metric].deterministic and gate.method != "betting":
-        bounds = None  # a constant sample of a deterministic metric is judged on its one value (vacuous)
     unit_words = "strata" if outcome.analysis_unit == "stratum" else "replicate pairs"
     too_few = insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
     if n_complete < 2:
@@ -247,18 +242,15 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
             outcome.refused_by.append(Refusal(kind="data", reason=f"method betting needs {gate.metric}'s declared "
                                               "range (positive for a ratio) and every contrast inside it"))
         return outcome
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        # the gate built these log ratios itself from positive values: the ratio-input guess is moot
-        warnings.simplefilter("ignore", RatioInputWarning)
-        decision = decide_rule(rule, d, gate.confidence, gate.method, contrast.scale, resamples, seed,
-                               levels=decision_levels(gate, plan), bounds=bounds,
-                               horizon=planned_units(plan, len(units)))
+    judged = judge_contrasts(d, rule, gate.confidence, gate.method, contrast.scale, resamples, seed,
+                             levels=decision_levels(gate, plan), bounds=bounds,
+                             horizon=planned_units(plan, len(units)),
+                             deterministic=plan.metrics[gate.metric].deterministic is True)
+    decision = judged.decision
     outcome.result = decision.result
     outcome.pvalue = decision.pvalue
     resamples = decision.result.resamples or resamples  # a sign-flip Monte Carlo stopped early drew fewer
-    outcome.warnings = list(outcome.result.warnings) + [str(w.message) for w in caught]
-    outcome.warnings += list(contrast_warnings(d, gate.method, contrast.scale, rule))
+    outcome.warnings = judged.warnings
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
@@ -276,20 +268,9 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
                 f"{outcome.resolution.interval_bound:.3g} (analysis scale), enough to change the rule's outcome"
             )
             return outcome
-    if decision.constant:
-        _constant_verdict(outcome, decision, plan.metrics[gate.metric].deterministic is True)
-        return outcome
-    outcome.verdict = "pass" if decision.holds else "fail"
+    outcome.verdict = judged.verdict
+    outcome.notes += judged.notes
     return outcome
-
-
-#: how the data-driven coverage warnings of ``estimators.feasibility`` open (skew, rare events)
-DATA_WARNINGS = ("the block contrasts look skewed", "rare events:")
-
-
-def data_warned(warnings: list[str]) -> bool:
-    """Whether a gate's warnings include a data-driven coverage warning (skewed or rare-event contrasts)."""
-    return any(w.startswith(DATA_WARNINGS) for w in warnings)
 
 
 def contrast_range(gate: Gate, plan: Plan) -> tuple[float, float] | None:
@@ -309,33 +290,6 @@ def planned_units(plan: Plan, units: int) -> int:
     """The units a gate gets when the plan is complete: the last look of a monitored plan, else ``units``
     (every planned unit of the evaluated blocks). A betting interval tunes its bets to it."""
     return plan.monitoring.looks[-1] if plan.monitoring is not None else units
-
-
-def _constant_verdict(outcome: GateOutcome, decision: Any, deterministic: bool) -> None:
-    """The verdict of a gate whose units all show one contrast: vacuous only for a metric the plan
-    declares deterministic; else judged on what n identical values cannot rule out (a declared range:
-    ``estimators.unseen``), or unresolvable (module doc)."""
-    n = outcome.n_pairs
-    if deterministic:
-        outcome.verdict = "vacuous" if decision.holds else "fail"
-        outcome.notes.append(
-            "every unit's contrast is the same value and the metric is declared deterministic (fixed by the design): "
-            "no sampling variability and no p-value, so the rule "
-            + ("could not have failed" if decision.holds else "fails on that single value"))
-        return
-    if decision.unseen:
-        outcome.verdict = "pass" if decision.holds else "fail"
-        outcome.notes.append(
-            f"every one of the {n} units shows the same contrast: the interval is the widest mean consistent with {n} "
-            "identical values inside the metric's declared range (an event at the range's end these units did not "
-            "show), and the rule is judged on it")
-        return
-    outcome.verdict = "unresolvable"
-    outcome.notes.append(
-        f"every one of the {n} units shows the same contrast, but {outcome.gate.metric} is not declared deterministic: "
-        f"{n} identical values cannot show a difference that occurs in fewer than about 1 in {n} units (a rare "
-        "restart, a lost site), so they bound nothing; declare 'deterministic: true' on the metric if its value is "
-        "fixed by the design, or its 'range' (the gate is then judged on the largest mean the sample cannot rule out)")
 
 
 def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:

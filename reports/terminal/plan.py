@@ -75,6 +75,9 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
         text += f" (exact up to 20 blocks, beyond that {gate['resamples']} random sign patterns, seed {gate['seed']})"
     elif "resamples" in gate:
         text += f" ({gate['resamples']} resamples, seed {gate['seed']})"
+    elif gate["method"] == "betting":
+        text += (" (a betting confidence sequence: valid for any distribution inside the metric's declared range, "
+                 "at the planned n and at every look)")
     if gate.get("confidence_reason") and confidence < 0.80:
         alpha = (1 - confidence) / 2
         text += (

@@ -47,12 +47,20 @@ def reading_lines(ev: Evaluation) -> list[str]:
         )
     if any(g.verdict == "vacuous" for g in ev.gates):
         lines.append(
-            "VACUOUS: every unit's contrast is exactly the same value, so nothing varied and the rule could not "
-            "have failed; there is no p-value, and in a multiplicity family it counts as p = 1."
+            "VACUOUS: every unit's contrast is exactly the same value and the plan declares the metric "
+            "deterministic (fixed by the design), so nothing could vary and the rule could not have failed; there "
+            "is no p-value, and in a multiplicity family it counts as p = 1."
+        )
+    if any(g.method == "betting" for g in ev.gates):
+        lines.append(
+            "A betting interval (Waudby-Smith and Ramdas 2024) is valid for any distribution inside the metric's "
+            "declared range -- skewed, rare-event or discrete -- at the planned n and at every look, so it needs "
+            "no symmetry check; it is wider than a t interval on normal data (docs/estimators.md)."
         )
     if any(g.verdict == "unresolvable" for g in ev.gates):
         lines.append(
             "UNRESOLVABLE: moving the measured values anywhere within the meter's stated bounds could change the "
-            "rule's outcome, so the instrument cannot tell pass from fail; no claim either way."
+            "rule's outcome, so the instrument cannot tell pass from fail -- or every unit showed one contrast of a "
+            "metric not declared deterministic, which bounds nothing a rarer event could do; no claim either way."
         )
     return lines
