@@ -12,7 +12,7 @@ and the rule's p-value at a threshold ``mu > c`` of ``H0: theta >= mu`` is
 ``((high - mu) / (high - c))^n`` (the largest chance that n draws of a distribution on the range
 with mean ``mu`` all equal ``c``; the same holds when ``c`` is data-chosen, since the masses of the
 values a test rejects at add up to at most ``alpha^(1/n)``). ``lower`` mirrors it. With ``n = 30``
-zeros on ``[-20, 20]`` at ``alpha = 0.05`` the upper bound is 1.90; it is the "rule of three" for a
+zeros on ``[-20, 20]`` at ``alpha = 0.05`` the upper bound is 1.90 (1.9007); it is the "rule of three" for a
 proportion (3 / n) scaled by the range.
 
 This bound needs nothing but the range; it is what a constant sample can show. A metric whose value

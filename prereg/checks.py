@@ -11,8 +11,8 @@ from typing import Any
 
 from estimators.expressions import ExpressionError, check_arms
 from prereg.direction import direction_problem
-from prereg.method_checks import bounded_method_problems, first_look_problems
 from prereg.family_checks import check_families, gate_arms, power_problem
+from prereg.method_checks import bounded_method_problems, first_look_problems
 from prereg.monitoring import monitoring_problems
 from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
 from prereg.schema_resources import resource_problems
