@@ -1,6 +1,6 @@
 """False-SUPPORTED rates of two gate designs, by seeded simulation (a benchmark script, not a CI test).
 
-Run from the repository root:  python benchmarks/bench_false_support.py [--reps 20000] [--all]
+Run from the repository root:  python benchmarks/bench_false_support.py [--reps 20000] [--all] [--jobs 2]
 
 Case 1, a rule on the point estimate: a - b ~ N(0, 1), n = 8 blocks, the true mean exactly 0.
 ``estimate < 0`` passes whenever the sample mean is below 0 (about half the data sets); such a
@@ -81,9 +81,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=20000)
     parser.add_argument("--all", action="store_true", help="also the slow cells (exact sign-flip at n = 20)")
     parser.add_argument("--cells-only", action="store_true", help="only the small-sample cells")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes for the cells")
     args = parser.parse_args()
     if args.cells_only:
-        cells(args.reps, args.all)
+        cells(args.reps, args.all, args.jobs)
         return
     start = time.perf_counter()
     est, t = case1_rates(args.reps)
@@ -97,27 +98,40 @@ def main() -> None:
         r = case4_rates(n, args.reps)
         note = "symmetry unchecked" if n < SKEW_CHECK_MIN_N else "-"
         print(f"  {n:>3} {r['pass']:6.3f} {r['warned']:7.3f} {r['pass_unwarned']:16.3f} {r['false_alarm']:19.3f}  {note}")
-    cells(args.reps, args.all)
+    cells(args.reps, args.all, args.jobs)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
-def cells(reps: int, everything: bool) -> None:
+def _cell_rows(pop_index: int, method: str, reps: int, everything: bool) -> list[tuple[str, list[str]]]:
+    """One population and method's table rows (run in a worker process with ``--jobs``)."""
+    pop = POPULATIONS[pop_index]
+    rows: dict[str, list[str]] = {f"{method} range": []} if method == "betting" else {
+        f"{method} range": [], f"{method} no range": []}
+    for _, looks, spending in DESIGNS:
+        if skip_reason(method, looks) and not everything:
+            for out in rows.values():
+                out.append(f"{'(--all)':>14}")
+            continue
+        ranged, bare = cell(pop, method, looks, spending, reps)
+        for label, r in zip(rows, (ranged, bare), strict=False):
+            rows[label].append(f"{r.supported:6.3f} /{r.unwarned:6.3f}")
+    return [(f"{pop.name:<14} {label:<18}", out) for label, out in rows.items()]
+
+
+def cells(reps: int, everything: bool, jobs: int = 1) -> None:
     """The small-sample cells (module doc): false-SUPPORTED and unwarned false-SUPPORTED rates."""
+    from concurrent.futures import ProcessPoolExecutor
+
     print(f"\nsmall-sample cells, {reps} data sets each, confidence 0.90 (nominal 0.05; 3 Monte Carlo SE "
-          f"{3 * math.sqrt(0.05 * 0.95 / reps):.4f}); range: contrasts in [-20, 20]")
+          f"{3 * math.sqrt(0.05 * 0.95 / reps):.4f}); range: contrasts in [-20, 20]; looks at 6, 12, 18, 24, 30")
     print(f"  {'population':<14} {'method':<18} " + " ".join(f"{name:>14}" for name, _, _ in DESIGNS))
-    print(f"  {'':<14} {'':<18} " + " ".join(f"{'sup / unwarned':>14}" for _ in DESIGNS))
-    for pop in POPULATIONS:
-        for method, ranged in METHODS:
-            label = f"{method} {'range' if ranged else 'no range'}"
-            out = []
-            for _, looks, spending in DESIGNS:
-                if skip_reason(method, looks) and not everything:
-                    out.append(f"{'(--all)':>14}")
-                    continue
-                r = cell(pop, method, looks, spending, ranged, reps)
-                out.append(f"{r.supported:6.3f} /{r.unwarned:6.3f}")
-            print(f"  {pop.name:<14} {label:<18} " + " ".join(out), flush=True)
+    print(f"  {'':<14} {'':<18} " + " ".join(f"{'sup / unwarned':>14}" for _ in DESIGNS), flush=True)
+    tasks = [(i, method) for i in range(len(POPULATIONS)) for method in METHODS]
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_cell_rows, i, method, reps, everything) for i, method in tasks]
+        for future in futures:
+            for head, out in future.result():
+                print(f"  {head} " + " ".join(out), flush=True)
 
 
 if __name__ == "__main__":

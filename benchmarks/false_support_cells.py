@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimators import Rule
+from estimators.betting import betting_pass_rates
 from estimators.sequential import gate_levels
-from gates.unit_verdict import judge_contrasts
+from gates.unit_verdict import Judgement, judge_contrasts
 
 CONF = 0.90
 RANGE = (-20.0, 20.0)
@@ -78,37 +79,65 @@ def _levels(method: str, looks: tuple[int, ...], spending: str | None) -> list[f
     return [lv.confidence or 0.0 for lv in gate_levels(method, CONF, looks, spending)]
 
 
-def cell(pop: Population, method: str, looks: tuple[int, ...], spending: str | None, ranged: bool, reps: int,
-         seed: int = 37) -> Rates:
-    """The supported and unwarned-supported rates of one cell (``looks``: one n for a fixed design)."""
+def _betting_cell(pop: Population, data: np.ndarray, looks: tuple[int, ...]) -> Rates:
+    """Betting needs no warnings and treats constant samples like any other: its verdict is its anytime
+    p-value at each look (``estimators.betting.betting_pass_rates``, tested equal to the scalar path
+    gates use), the first look that clears alpha stopping the study."""
+    rule = pop.rule
+    assert rule.threshold is not None and rule.quantity == "upper"
+    pv = betting_pass_rates(data, rule.threshold, bounds=RANGE, confidence=CONF, horizon=looks[-1], looks=looks)
+    supported = float(np.mean(np.any(pv.p_less_at <= (1 - CONF) / 2 * (1 + 1e-12), axis=1)))
+    return Rates(supported, supported, data.shape[0])
+
+
+class _Study:
+    """One data set's walk through the looks under one reading (with or without a declared range)."""
+
+    def __init__(self) -> None:
+        self.done = self.supported = self.unwarned = False
+
+    def look(self, judged: Judgement, final: bool, method: str) -> None:
+        if self.done or judged.verdict != "pass" or (not final and judged.warned):
+            return  # a warned pass does not stop the study (gates.looks)
+        self.done = self.supported = True
+        self.unwarned = not (judged.warned or judged.unchecked(method))
+
+
+def cell(pop: Population, method: str, looks: tuple[int, ...], spending: str | None, reps: int,
+         seed: int = 37) -> tuple[Rates, Rates]:
+    """``(with the declared range, without it)`` rates of one cell (``looks``: one n for a fixed design).
+    The two readings differ only on constant samples (judged on the unseen bound, or unresolvable)."""
     rng = np.random.default_rng([seed, looks[-1], len(looks), zlib.crc32(pop.name.encode())])  # same data per method
     data = pop.draw(rng, reps, looks[-1])
+    if method == "betting":
+        rates = _betting_cell(pop, data, looks)
+        return rates, rates
     confidences = _levels(method, looks, spending)
-    bounds = RANGE if ranged else None
-    supported = unwarned = 0
+    counts = np.zeros((2, 2))
     for row in data:
+        ranged, bare = _Study(), _Study()
         for k, (n, conf) in enumerate(zip(looks, confidences, strict=True)):
             if conf <= 0:
                 continue
-            judged = judge_contrasts(row[:n], pop.rule, conf, method, "difference", 9999, 0,
-                                     levels=((1 - conf) / 2,), bounds=bounds, horizon=looks[-1])
-            if judged.verdict != "pass":
-                continue
             final = k == len(looks) - 1
-            if not final and judged.warned:
-                continue  # a warned pass does not stop the study (gates.looks)
-            supported += 1
-            unwarned += not (judged.warned or judged.unchecked(method))
-            break
-    return Rates(supported / reps, unwarned / reps, reps)
+            args = (row[:n], pop.rule, conf, method, "difference", 9999, 0)
+            judged = judge_contrasts(*args, levels=((1 - conf) / 2,), horizon=looks[-1])
+            bare.look(judged, final, method)
+            if judged.decision.constant:
+                judged = judge_contrasts(*args, levels=((1 - conf) / 2,), bounds=RANGE, horizon=looks[-1])
+            ranged.look(judged, final, method)
+            if ranged.done and bare.done:
+                break
+        counts += [[ranged.supported, ranged.unwarned], [bare.supported, bare.unwarned]]
+    return Rates(counts[0, 0] / reps, counts[0, 1] / reps, reps), Rates(counts[1, 0] / reps, counts[1, 1] / reps, reps)
 
 
 DESIGNS: tuple[tuple[str, tuple[int, ...], str | None], ...] = (
     ("n=6", (6,), None), ("n=10", (10,), None), ("n=20", (20,), None), ("n=30", (30,), None),
     ("looks OBF", LOOKS, "obrien_fleming"), ("looks Pocock", LOOKS, "pocock"),
 )
-#: (method, ranged): betting needs a range; t and sign-flip are run with and without one
-METHODS = (("betting", True), ("t", True), ("t", False), ("signflip", True), ("signflip", False))
+#: betting needs a range; t and sign-flip are read with and without one
+METHODS = ("betting", "t", "signflip")
 
 
 def skip_reason(method: str, looks: tuple[int, ...]) -> str | None:

@@ -52,6 +52,8 @@ _LOCATIONS: dict[str, str] = {
     "stronger": "vocabulary",
     "adjust_p_values": "rules",
     "bca_interval": "bootstrap",
+    "betting_interval": "betting",
+    "contrast_bounds": "betting",
     "bootstrap_interval": "bootstrap",
     "clears": "rules",
     "contrast_warnings": "feasibility",

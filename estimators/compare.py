@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._common import ConfidenceInterval, IntervalResult, to_analysis
+from .betting import contrast_bounds
 from .contrast import paired_contrast
 from .dispatch import check_method, interval
 from .expressions import parse_contrast
@@ -125,8 +126,6 @@ def compare(
         raise ValueError(f"a paired interval needs 2 or more blocks; the table has {d.size}")
     bounds = None
     if metric_range is not None:
-        from .betting import contrast_bounds
-
         bounds = contrast_bounds((float(metric_range[0]), float(metric_range[1])), coefficients, parsed.scale)
         if deterministic and method != "betting":
             bounds = None  # a constant sample of a deterministic metric is judged on its one value

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._common import METHODS, IntervalResult
+from .betting import betting_interval, betting_one_sided
 from .bootstrap import bca_interval, bootstrap_interval, bootstrap_one_sided
 from .signflip import signflip_interval, signflip_one_sided
 from .tinterval import t_interval, t_one_sided
@@ -52,11 +53,9 @@ def interval(
     """
     check_method(method_name)
     if method_name == "betting":
-        from .betting import betting_interval
-
         box = check_bounds(method_name, bounds)
         res = betting_interval(d, confidence, scale, bounds=box, horizon=horizon)
-        return replace(res, bounds=box, horizon=horizon)
+        return replace(res, bounds=box)
     if method_name == "t":
         return t_interval(d, confidence, scale)
     if method_name == "signflip":
@@ -88,8 +87,6 @@ def one_sided_p_values(
     """
     check_method(method_name)
     if method_name == "betting":
-        from .betting import betting_one_sided
-
         box = check_bounds(method_name, bounds)
         return betting_one_sided(d, mu, bounds=box, confidence=confidence, horizon=horizon)
     if method_name == "t":

@@ -68,6 +68,7 @@ from ._common import (
 )
 from .dispatch import check_method, interval, one_sided_p_values
 from .signflip import sequential_reference
+from .unseen import unseen_interval, unseen_one_sided
 from .vocabulary import MULTIPLICITIES, OPS, QUANTITIES, Rule, RuleError  # noqa: F401 - re-exported
 
 ADJUSTMENTS = MULTIPLICITIES
@@ -176,8 +177,6 @@ def decide_rule(
     constant = is_constant(arr) and method != "betting"
     tested = is_tested(rule)
     if constant and bounds is not None and tested:
-        from .unseen import unseen_interval
-
         res = unseen_interval(arr, check_confidence(confidence), scale, check_method(method), bounds)
         p = rule_pvalue(rule, arr, confidence, method, scale, bounds=bounds)
         return RuleDecision(clears(p, tail_alpha(confidence)), p, tail_alpha(confidence), tested, True, res, True)
@@ -248,8 +247,6 @@ def rule_pvalue(
             "hypothesis, so it has no p-value"
         )
     if is_constant(arr) and method != "betting" and bounds is not None:
-        from .unseen import unseen_one_sided
-
         return _tested_p(rule, scale, lambda mu: unseen_one_sided(float(arr[0]), int(arr.size), mu, bounds))
     if is_constant(arr) and method != "betting":
         v = to_reported(float(np.mean(arr)), scale)

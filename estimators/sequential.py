@@ -39,6 +39,17 @@ has level alpha, so the pair does). A look with nothing to spend (``a_k = 0``) c
 (``confidence_k`` is None); the plan's freeze check refuses such a look, or one where the
 method's smallest attainable p-value exceeds ``a_k`` (:func:`look_feasibility`).
 
+Looks too small to pass. O'Brien-Fleming spending releases ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``
+by fraction ``t``: 6.9e-19 at 3 of 30 blocks with confidence 0.99, 7e-27 at 2 of 60 with 0.90.
+Such a level is a correct level, but no interval can be computed at it: ``1 - 2 a_k`` is 1 in
+double precision below ``a_k`` of about ``2**-54`` (and a t gate on 3 blocks would need
+``t > 10^8`` at 6.9e-19). Rounding the level up would spend alpha the plan did not release, so
+:func:`look_confidence` gives such a look no confidence, like a look with nothing to spend: the
+gate can never pass there, and the freeze check refuses the look by number (exit 2) with
+"move the look later, spend more alpha early, or drop it". Smaller levels that still have a
+confidence are kept as they are: recovering ``a_k`` from ``1 - 2 a_k`` errs by at most ``2**-55``
+(3e-17) in absolute terms, nothing for type I error.
+
 Futility (optional, non-binding). A lower bound ``a_k`` on the Z scale from beta-spending: at a
 design drift ``delta`` (the mean of ``Z_K``),
 ``P_delta(continue to k, Z_k < a_k) = beta(t_k) - beta(t_{k-1})``, and ``delta`` is solved so that
@@ -77,6 +88,8 @@ T_SEED = 20_270_001
 T_MIN_EVENTS = 50
 #: methods whose per-look level is the group-sequential boundary (when the blocks allow)
 BOUNDARY_METHODS = ("t",)
+#: methods whose p-values are anytime-valid: the whole alpha at every look
+ANYTIME_METHODS = ("betting",)
 FUTILITY = ("none", "nonbinding")
 _GRID = 801  # Simpson points per look (odd)
 _SD_RANGE = 12.0  # grid half-width in standard deviations where a side is unbounded
@@ -456,8 +469,13 @@ def t_levels(looks: tuple[int, ...], increments: tuple[float, ...], z_levels: tu
 
 
 def level_basis(method: str, first_look_blocks: int | None) -> tuple[str, str]:
-    """``(basis, reason)``: ``boundary`` for t gates (at least :data:`T_BOUNDARY_MIN_BLOCKS` blocks at
-    the first look), ``increment`` otherwise (module doc)."""
+    """``(basis, reason)``: ``anytime`` for betting gates (the whole alpha at every look), ``boundary``
+    for t gates (at least :data:`T_BOUNDARY_MIN_BLOCKS` blocks at the first look), ``increment``
+    otherwise (module doc)."""
+    if method in ANYTIME_METHODS:
+        return "anytime", ("the whole alpha at every look: the betting p-value is anytime-valid (the capital is a "
+                           "test supermartingale, so by Ville's inequality it crosses 1 / alpha at any look with "
+                           "probability at most alpha); no spending is needed")
     if method in BOUNDARY_METHODS and (first_look_blocks is None or first_look_blocks >= T_BOUNDARY_MIN_BLOCKS):
         return "boundary", ("group-sequential boundary of the sequential t statistics (alpha spent on their "
                             "joint law under normal contrasts)")
@@ -478,7 +496,9 @@ def gate_levels(method: str, confidence: float, looks: Sequence[int], spending: 
     blocks = tuple(int(x) for x in looks)
     d = design(blocks, a, spending, futility, beta)
     basis, reason = level_basis(method, blocks[0])
-    if basis == "boundary":
+    if basis == "anytime":
+        nominal = tuple(a for _ in d.looks)
+    elif basis == "boundary":
         nominal = t_levels(blocks, tuple(b.alpha_increment for b in d.looks), tuple(b.nominal_alpha for b in d.looks))
     else:
         nominal = tuple(b.alpha_increment for b in d.looks)
@@ -486,10 +506,19 @@ def gate_levels(method: str, confidence: float, looks: Sequence[int], spending: 
     for b, level in zip(d.looks, nominal, strict=True):
         out.append(LookLevel(
             look=b.look, blocks=b.blocks, fraction=b.fraction, nominal_alpha=level,
-            confidence=1.0 - 2.0 * level if level > 0 else None, basis=basis, reason=reason,
+            confidence=look_confidence(level), basis=basis, reason=reason,
             futility_p=b.futility_p,
         ))
     return tuple(out)
+
+
+def look_confidence(nominal_alpha: float) -> float | None:
+    """The two-sided confidence ``1 - 2 nominal_alpha`` a look's interval is computed at, or None
+    when it cannot be: nothing is spent, or so little (below about ``2**-54``, 5.6e-17, as
+    O'Brien-Fleming spends at a first look of a few blocks out of many) that ``1 - 2 nominal_alpha``
+    is 1 in double precision. Such a look cannot pass (module doc, "Looks too small to pass")."""
+    confidence = 1.0 - 2.0 * nominal_alpha
+    return confidence if nominal_alpha > 0 and confidence < 1.0 else None
 
 
 def look_feasibility(method: str, level: LookLevel, resamples: int | None = None) -> str | None:
@@ -517,6 +546,7 @@ __all__ = [
     "futility_bounds",
     "gate_levels",
     "level_basis",
+    "look_confidence",
     "look_feasibility",
     "sequential_power",
 ]

@@ -44,10 +44,10 @@ class GateLooks(_Model):
     method: str
     alpha: float = Field(description="The gate's one-sided level as frozen, (1 - confidence) / 2: what the "
                          "looks spend in all.")
-    kind: Literal["boundary", "increment"] = Field(
+    kind: Literal["boundary", "increment", "anytime"] = Field(
         description="boundary: the group-sequential boundary on the information fractions (t); increment: each "
         "look tests at the alpha increment the spending releases, valid for any level-alpha test (exact methods; "
-        "conservative)."
+        "conservative); anytime: the whole alpha at every look, for an anytime-valid p-value (betting)."
     )
     looks: list[LookBoundary]
     pvalue: float | None = Field(default=None, description="The gate's rule p-value at this point.")

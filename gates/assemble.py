@@ -136,7 +136,8 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
         decision = "refused"
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
     monitoring = settle(monitoring, decision)
-    reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes])  # gates.plausibility
+    reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes],  # gates.plausibility
+                               {o.gate.id for o in outcomes if o.verdict == "pass"})
     other_hashes: dict[str, int] = {}
     for sha in ledger.columns["prereg_sha256"]:
         if sha != lock["plan_sha256"]:

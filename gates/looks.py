@@ -33,10 +33,10 @@ from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookRecord
 from collect.ledger.store import GENESIS, Ledger
 from gates.artifact_monitoring import GateLooks, LookBoundary, LookEntry, MonitoringResult
+from gates.caveats import data_warned
 from gates.matching import Match, stratum_key
 from gates.numbers import encode_number
 from gates.refusal import Refusal
-from gates.unit_verdict import data_warned
 from prereg.monitoring import LookLevel, look_levels, pairing_blocks_in, run_order
 from prereg.schema import Plan
 
@@ -205,7 +205,7 @@ def _gate_looks(point: LookPoint, outcome: Any, futile: list[str]) -> GateLooks:
     levels = point.levels[gate.id]
     return GateLooks(
         id=gate.id, method=gate.method, alpha=(1 - gate.confidence) / 2,
-        kind="boundary" if levels and levels[0].kind == "boundary" else "increment",
+        kind=levels[0].kind if levels and levels[0].kind in ("boundary", "anytime") else "increment",
         looks=[LookBoundary(look=lv.look, blocks=lv.blocks, fraction=lv.fraction, nominal_alpha=lv.nominal_alpha,
                             cumulative_alpha=lv.cumulative_alpha,
                             z_bound=encode_number(lv.z_bound) if lv.z_bound is not None else None,

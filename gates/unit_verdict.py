@@ -25,14 +25,7 @@ import numpy as np
 from estimators import RatioInputWarning, contrast_warnings, decide_rule
 from estimators.feasibility import symmetry_unchecked
 from estimators.vocabulary import Rule
-
-#: how the data-driven coverage warnings of ``estimators.feasibility`` open (skew, rare events)
-DATA_WARNINGS = ("the block contrasts look skewed", "rare events:")
-
-
-def data_warned(gate_warnings: Sequence[str]) -> bool:
-    """Whether a gate's warnings include a data-driven coverage warning (skewed or rare-event contrasts)."""
-    return any(w.startswith(DATA_WARNINGS) for w in gate_warnings)
+from gates.caveats import data_warned
 
 
 @dataclass
@@ -101,4 +94,4 @@ def _constant_verdict(judged: Judgement, n: int, deterministic: bool) -> None:
             "rule out)")
 
 
-__all__ = ["DATA_WARNINGS", "Judgement", "data_warned", "judge_contrasts"]
+__all__ = ["Judgement", "judge_contrasts"]

@@ -50,6 +50,7 @@ from estimators import (
     propagate_bounds,
     resolution_check,
 )
+from estimators.betting import contrast_bounds
 from estimators.feasibility import symmetry_note
 from gates.blockdata import bounds_matrix, outcome_matrix
 from gates.blockdata import evidence as gate_evidence
@@ -279,8 +280,6 @@ def contrast_range(gate: Gate, plan: Plan) -> tuple[float, float] | None:
     metric = plan.metrics[gate.metric]
     if metric.range is None or (gate.contrast.scale == "ratio" and metric.range[0] <= 0):
         return None
-    from estimators.betting import contrast_bounds  # lazy: numpy
-
     coefs = [gate.contrast.coefficients[a] for a in gate.contrast.arms]
     low, high = metric.range
     return contrast_bounds((low, high), coefs, gate.contrast.scale)

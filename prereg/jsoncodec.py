@@ -11,6 +11,11 @@
   (``JSONTooLarge``), nesting too deep (``NestedTooDeep``), an integer literal longer than Python
   reads (4300 digits) or text that is not UTF-8 JSON (``NotJSON``) are each a ``JSONFormatError``
   (a ``ValueError``), never a silent value.
+* **Numbers past a double** (inputs made by other tools: a program's metrics, an imported table):
+  ``loads(..., mark_overflow=True)`` reads a float literal beyond about 1.8e308 (``1e400``) as an
+  :class:`OverflowedLiteral` (infinity that keeps its text) instead of a bare infinity, and
+  :func:`oversized_number` says, in words naming the value's size, why an integer (JSON reads
+  ``10**400`` exactly) or such a literal is no finite double; the readers refuse it by name.
 """
 
 from __future__ import annotations
@@ -115,7 +120,65 @@ def decode_float(value: float | int | str) -> float:
             raise ValueError(f"{value!r} is not a number") from None
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past a double (10**400)
+        raise ValueError(oversized_number(value)) from None
+
+
+class OverflowedLiteral(float):
+    """A JSON number literal beyond the range of a double (``1e400``), read with ``mark_overflow``:
+    its value is the infinity ``float`` reads, and ``literal`` keeps the text as written."""
+
+    literal: str
+
+    def __new__(cls, literal: str) -> OverflowedLiteral:
+        value = super().__new__(cls, -math.inf if literal.startswith("-") else math.inf)
+        value.literal = literal
+        return value
+
+
+#: the largest finite double, for messages
+MAX_DOUBLE_TEXT = "1.8e308"
+
+
+def _shown_number(text: str) -> str:
+    """A number's text as a message shows it: itself when short, else its size."""
+    digits = sum(c.isdigit() for c in text)
+    return text if len(text) <= 24 else f"<a {digits}-digit number>"
+
+
+def oversized_number(value: Any) -> str | None:
+    """Why ``value``, written as a finite number, is no finite double (an ``int`` beyond about
+    1.8e308, an :class:`OverflowedLiteral`, or text such as ``"1e400"`` that ``float`` reads as
+    infinity), in words naming its size; None for anything else (a double, a non-finite name, junk)."""
+    if isinstance(value, OverflowedLiteral):
+        shown = _shown_number(value.literal)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+            return None
+        except OverflowError:
+            shown = f"<a {len(str(abs(value)))}-digit integer>"  # below the int-string limit: it was read
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        if not math.isinf(number):
+            return None
+        shown = _shown_number(text)
+    else:
+        return None
+    return f"{shown} is beyond the range of a double (about {MAX_DOUBLE_TEXT}), so not a number the formats hold"
+
+
+def _float_literal(text: str) -> float:
+    value = float(text)
+    return OverflowedLiteral(text) if math.isinf(value) else value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -137,9 +200,14 @@ def _keep_literal(name: str) -> float:
     return _NAMES[name]
 
 
-#: the two readers, made once (``json.loads`` with arguments builds a decoder per call)
-_DECODERS = {False: json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_refuse_literal),
-             True: json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_keep_literal)}
+#: the readers, made once (``json.loads`` with arguments builds a decoder per call), by
+#: ``(allow_nonfinite, mark_overflow)``
+_DECODERS = {
+    (nonfinite, overflow): json.JSONDecoder(
+        object_pairs_hook=_no_duplicates, parse_constant=_keep_literal if nonfinite else _refuse_literal,
+        parse_float=_float_literal if overflow else None)
+    for nonfinite in (False, True) for overflow in (False, True)
+}
 
 
 def _int_digit_limit() -> int:
@@ -148,17 +216,19 @@ def _int_digit_limit() -> int:
     return int(get()) if get is not None else 4300
 
 
-def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite: bool = False) -> Any:
+def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite: bool = False,
+          mark_overflow: bool = False) -> Any:
     """Parse one JSON document (or JSON Lines row) of a project format; see the module doc for
     what is refused. ``allow_nonfinite`` reads bare ``NaN``/``Infinity`` literals as floats (inputs
-    made by other tools only, never the project's own formats)."""
+    made by other tools only, never the project's own formats); ``mark_overflow`` reads a float
+    literal past a double as an :class:`OverflowedLiteral` (module doc)."""
     if limit_bytes is not None and len(data) > limit_bytes:
         raise JSONTooLarge(f"larger than {limit_bytes} bytes")
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         if text.startswith("\ufeff"):  # as json.loads says it
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        return _DECODERS[allow_nonfinite].decode(text)
+        return _DECODERS[allow_nonfinite, mark_overflow].decode(text)
     except JSONFormatError:
         raise
     except UnicodeDecodeError:
@@ -175,5 +245,6 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
         raise NotJSON(f"not JSON ({err})") from None
 
 
-__all__ = ["as_json_data", "DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON", "canonical_bytes",
-           "canonical_text", "decode_float", "encode_float", "loads", "readable_bytes", "readable_json"]
+__all__ = ["as_json_data", "DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON",
+           "OverflowedLiteral", "canonical_bytes", "canonical_text", "decode_float", "encode_float", "loads",
+           "oversized_number", "readable_bytes", "readable_json"]

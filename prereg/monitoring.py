@@ -123,7 +123,7 @@ def _power_problems(plan: Plan) -> list[Problem]:
         levels = look_levels(plan, gate)
         for k, (look, level) in enumerate(zip(monitoring.looks, levels, strict=True)):
             if level.confidence is None:
-                why: str | None = "the spending releases no alpha at this look"
+                why: str | None = _unspendable(level.nominal_alpha)
             else:
                 why = power_problem(plan, gate.model_copy(update={"confidence": level.confidence}), look, unit)
             if why:
@@ -133,6 +133,14 @@ def _power_problems(plan: Plan) -> list[Problem]:
                                  "more alpha early, or drop it"))
                 break
     return problems
+
+
+def _unspendable(nominal_alpha: float) -> str:
+    """Why a look without a confidence cannot pass (``estimators.sequential.look_confidence``)."""
+    if nominal_alpha <= 0:
+        return "the spending releases no alpha at this look"
+    return ("too little for any interval to be computed at it (1 - 2 x that level is 1 in double precision), "
+            "so no data could pass it")
 
 
 def monitoring_problems(plan: Plan) -> list[Problem]:
@@ -166,7 +174,7 @@ class LookLevel:
     cumulative_alpha: float
     z_bound: float | None
     futility_p: float | None
-    kind: str  # "boundary" (the group-sequential boundary) or "increment" (alpha increments)
+    kind: str  # "boundary" (the group-sequential boundary), "increment" (alpha increments) or "anytime" (betting)
     reason: str
 
 
@@ -184,11 +192,12 @@ def _levels(method: str, confidence: float, looks: tuple[int, ...], spending: st
     spent = parse_spending(spending).cumulative(information_fractions(looks), alpha)
     out = []
     for level, cumulative in zip(gate_levels(method, confidence, looks, spending, futility), spent, strict=True):
-        z = NormalDist().inv_cdf(1 - level.nominal_alpha) if level.basis == "boundary" and level.nominal_alpha > 0 \
+        # Phi^-1(1 - a) as -Phi^-1(a): exact in the far tail, where 1 - a rounds to 1
+        z = -NormalDist().inv_cdf(level.nominal_alpha) if level.basis == "boundary" and level.nominal_alpha > 0 \
             else None
         out.append(LookLevel(look=level.look, blocks=int(level.blocks or 0), fraction=level.fraction,
                              nominal_alpha=level.nominal_alpha, confidence=level.confidence,
-                             cumulative_alpha=cumulative, z_bound=z,
+                             cumulative_alpha=alpha if level.basis == "anytime" else cumulative, z_bound=z,
                              futility_p=level.futility_p if futility == "nonbinding" and level.look < len(looks)
                              else None, kind=level.basis, reason=level.reason))
     return tuple(out)

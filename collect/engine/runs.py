@@ -26,7 +26,7 @@ from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
 from prereg.errors import InputError, ToolkitError
-from prereg.jsoncodec import canonical_bytes
+from prereg.jsoncodec import canonical_bytes, oversized_number
 from prereg.lock import utc_now
 from prereg.schema import Plan
 from prereg.schema_resources import DEFAULT_DEMAND, run_demand
@@ -194,7 +194,7 @@ def execute_run(
     }
     try:
         result = collector().run(ctx)
-        metrics = {k: float(v) for k, v in result.metrics.items()}
+        metrics = {k: _metric_value(k, v) for k, v in result.metrics.items()}
         given = {**collector.metric_evidence(planned.params), **result.info.get("metric_evidence", {})}
         record.update(status="complete", metrics=metrics, telemetry=result.telemetry,
                       evidence={k: given[k] for k in metrics if k in given},
@@ -205,6 +205,15 @@ def execute_run(
     record["finished_at"] = utc_now()
     record["env"]["seconds"] = round(time.perf_counter() - t0, 6)
     return record
+
+
+def _metric_value(name: str, value: Any) -> float:
+    """A collector's metric as the float the ledger stores; an integer past a double (``10**400``) is
+    the run's failure in words naming the metric and the value's size, never an ``OverflowError``."""
+    too_large = oversized_number(value)
+    if too_large is not None:
+        raise EngineError(f"the collector returned metric {name} = {too_large}")
+    return float(value)
 
 
 def failure_reason(err: BaseException) -> str:

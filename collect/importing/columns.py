@@ -159,15 +159,19 @@ def _items(key: str, texts: Texts) -> Texts:
 
 def _numbers(cells: list[Any], name: str) -> list[float | None]:
     """``parse_number`` of each cell: ``float`` of a text cell is the same number when it accepts it
-    (``parse_number`` strips, lowercases and then calls ``float``, which ignores both)."""
+    (``parse_number`` strips, lowercases and then calls ``float``, which ignores both) and it is finite
+    (an infinity may be ``inf`` as written or ``1e400`` overflowing: ``parse_number`` tells them apart)."""
     out: list[float | None] = []
     for cell in cells:
         if type(cell) is str:
             try:
-                out.append(float(cell))
-                continue
+                number = float(cell)
             except ValueError:
                 pass
+            else:
+                if not math.isinf(number):
+                    out.append(number)
+                    continue
         out.append(parse_number(cell, name))
     return out
 

@@ -148,7 +148,7 @@ def read_table(path: Path) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                value = loads(line, allow_nonfinite=True)  # another tool's NaN literal: a NaN value
+                value = loads(line, allow_nonfinite=True, mark_overflow=True)  # NaN literal: NaN; 1e400: refused
             except JSONFormatError as err:
                 raise ImportProblem([f"row {number}: {err}"]) from None
             if not isinstance(value, dict):

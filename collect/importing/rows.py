@@ -18,6 +18,7 @@ from collect.engine.runs import stratum_seed
 from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric, run_id
 from estimators.vocabulary import EVIDENCE_ORDER, stronger
 from prereg.errors import InputError
+from prereg.jsoncodec import oversized_number
 from prereg.schema import Plan, level_key
 
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
@@ -122,11 +123,18 @@ def match_level(value: Any, lookup: tuple[dict[str, Any], dict[str, list[Any]]])
     return False, None
 
 
+#: the largest count a ``<signal>.updates`` cell may hold: what a signed 64-bit counter holds
+MAX_COUNT = 2**63 - 1
+
+
 def parse_number(value: Any, what: str) -> float | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
         raise CellError(what, f"{what}: {value!r} is not a number")
+    too_large = oversized_number(value)  # 10**400 or 1e400: refused, never an OverflowError or a silent inf
+    if too_large is not None:
+        raise CellError(what, f"{what}: {too_large}")
     if isinstance(value, (int, float)):
         return float(value)
     text = str(value).strip().lower()
@@ -262,7 +270,13 @@ def telemetry_cell(value: Any, signal: str, field: str) -> int | float | None:
     what = f"{signal}.{field}"
     if field == "bound":
         return bound_cell(value, what)
-    return parse_integer(value, what, None) if field == "updates" else parse_number(value, what)
+    if field != "updates":
+        return parse_number(value, what)
+    count = parse_integer(value, what, None)
+    if count is not None and not 0 <= count <= MAX_COUNT:
+        shown = f"<a {len(str(abs(count)))}-digit integer>" if abs(count) > 10**24 else str(count)
+        raise CellError(what, f"{what}: {shown} is not a count of sensor updates (a whole number from 0 to 2**63 - 1)")
+    return count
 
 
 def bound_cell(value: Any, column: str) -> float | None:

@@ -65,7 +65,8 @@ def decision_sentence(ev: Evaluation) -> tuple[str, str]:
 
     explanation = decision_explanation(ev)
     if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone
-        explanation += decision_warning([(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates])
+        explanation += decision_warning([(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates],
+                                        {g.id for g in ev.gates if g.verdict == "pass"})
     rest = f': "{ev.claim.strip()}" {et.EM_DASH} {explanation}'
     if ev.monitoring is not None and ev.monitoring.status == "interim_reading":  # never a decision (gates.looks)
         return INTERIM_WORD + pt.decision_flag(ev), rest.rstrip(".") + "."

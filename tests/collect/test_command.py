@@ -79,7 +79,7 @@ strata:
   factors:
 {factors}  replicates: 1
 metrics:
-  value: {{unit: unit, better: higher, evidence: measured}}
+  value: {{unit: unit, better: higher, evidence: measured, deterministic: true}}
 {metrics}gates:
   - {{id: offset, metric: value, contrast: b - a, method: t, confidence: 0.9, pass_if: lower > 0.5}}
 decision: {{claim: b is higher}}

@@ -257,7 +257,7 @@ strata:
   factors:
     site: [0, 1]
 metrics:
-  value: {{unit: unit, better: higher, evidence: measured}}
+  value: {{unit: unit, better: higher, evidence: measured, deterministic: true}}
 gates:
   - {{id: offset, metric: value, contrast: b - a, method: t, confidence: 0.9, pass_if: lower > 0.5}}
 decision: {{claim: b is higher}}

@@ -26,7 +26,7 @@ strata:
     seed: [1, 2, 3, 4]
   replicates: {replicates}
 metrics:
-  value: {{unit: unit, better: higher, evidence: modeled}}
+  value: {{unit: unit, better: higher, evidence: modeled, deterministic: true}}
 gates:
   - {{id: offset, metric: value, contrast: b - a, method: t, confidence: 0.9, pass_if: lower > 0.5}}
 decision: {{claim: b is higher}}

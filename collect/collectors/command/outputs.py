@@ -26,7 +26,7 @@ from typing import Any
 
 from prereg.errors import ToolkitError
 from prereg.fileio import UnreadableFile, read_regular_file
-from prereg.jsoncodec import DuplicateKey, JSONFormatError, NonFiniteLiteral, loads
+from prereg.jsoncodec import DuplicateKey, JSONFormatError, NonFiniteLiteral, loads, oversized_number
 
 MAX_METRICS_BYTES = 1 << 20
 MAX_MARKS_BYTES = 64 << 20
@@ -46,13 +46,9 @@ def _number(name: str, value: Any, where: str) -> float:
         shown = repr(value)
         shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
         raise RunFailure(f"{where}: metric {name} = {shown} is not a number")
-    if isinstance(value, int):
-        try:
-            return float(value)
-        except OverflowError:
-            digits = len(str(abs(value)))  # below the int-string limit: the JSON reader parsed it
-            raise RunFailure(f"{where}: metric {name} = <a {digits}-digit integer> is not a finite number "
-                             "representable as a float") from None
+    too_large = oversized_number(value)  # 10**400 (read exactly) or 1e400 (read with mark_overflow)
+    if too_large is not None:
+        raise RunFailure(f"{where}: metric {name} = {too_large}")
     if not math.isfinite(value):
         raise RunFailure(f"{where}: metric {name} = {value!r} is not finite")
     return float(value)
@@ -65,7 +61,7 @@ def parse_metrics(data: bytes | None, expected: list[str], name: str = "metrics.
     if len(data) > MAX_METRICS_BYTES:
         raise RunFailure(f"metrics file {name} is {len(data)} bytes, more than {MAX_METRICS_BYTES}")
     try:
-        doc: Any = loads(data, limit_bytes=MAX_METRICS_BYTES)
+        doc: Any = loads(data, limit_bytes=MAX_METRICS_BYTES, mark_overflow=True)
     except NonFiniteLiteral as err:
         raise RunFailure(f"metrics file {name}: non-finite value ({err}); a metric must be a finite number") from None
     except DuplicateKey as err:

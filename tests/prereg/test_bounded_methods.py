@@ -1,0 +1,68 @@
+"""``method: betting`` at freeze: it needs the metric's range (positive for a ratio), cannot judge a
+signal-backed metric, and a comparator's ranking cannot use it; then it runs end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import estimators as E
+from collect.api import import_table
+from gates.api import evaluate
+from prereg.api import freeze
+from prereg.errors import ToolkitError
+from tests.helpers import write_csv
+from tests.helpers.gates import gate_line, plan_text, rows_for
+
+
+def _freeze(tmp_path: Path, text: bytes):
+    plan = tmp_path / "plan.yaml"
+    plan.write_bytes(text)
+    return freeze(plan)
+
+
+@pytest.mark.parametrize(("contrast", "extra", "says"), [
+    ("a - b", "", "needs the metric's 'range'"),
+    ("a / b", ", range: [0, 20]", "needs a positive range"),
+])
+def test_betting_without_a_usable_range_is_refused_at_freeze(tmp_path, contrast, extra, says):
+    text = plan_text(10, gate_line("g", "betting", "upper < 1" if "/" in contrast else "upper < 0", contrast=contrast),
+                     metric_extra=extra)
+    with pytest.raises(ToolkitError, match=says):
+        _freeze(tmp_path, text)
+
+
+def test_betting_on_a_signal_backed_metric_is_refused_at_freeze(tmp_path):
+    text = plan_text(10, gate_line("g", "betting", "upper < 0"), signal=True, metric_extra=", range: [0, 20]")
+    with pytest.raises(ToolkitError, match="no measurement-resolution bound"):
+        _freeze(tmp_path, text)
+
+
+def test_a_betting_gate_decides_from_the_installed_pipeline_as_the_estimator_does(tmp_path):
+    """A clear effect inside a narrow range passes; the gate's interval and p-value are the estimator's on
+    the contrast range [-20, 20] the metric range [0, 20] gives a difference, tuned to the plan's 30 units."""
+    rng = np.random.default_rng(5)
+    d = list(np.clip(-6.0 + rng.normal(size=30), -20, 20))
+    lock = _freeze(tmp_path, plan_text(30, gate_line("g", "betting", "upper < 0"), metric_extra=", range: [0, 20]"))
+    rows = rows_for(d, base=10.0)
+    import_table(lock, write_csv(tmp_path / "runs.csv", rows), tmp_path / "runs")
+    ev = evaluate(lock, tmp_path / "runs")
+    gate = ev.gates[0]
+    want = E.decide_rule(E.Rule("upper", "<", 0.0), np.array(d), 0.9, "betting", bounds=(-20.0, 20.0), horizon=30)
+    assert gate.verdict == ("pass" if want.holds else "fail") and gate.pvalue == pytest.approx(want.pvalue, rel=1e-12)
+    assert gate.upper == pytest.approx(want.result.upper, rel=1e-9) and gate.method == "betting"
+    assert gate.verdict == "pass" and not any("symmetric" in n for n in gate.notes)
+    assert ev.decision == "supported" and "WARNING" not in ev.decision_reason
+
+
+def test_compare_takes_a_metric_range_for_betting():
+    data = {"b": list(range(12)) * 2, "arm": ["x"] * 12 + ["y"] * 12,
+            "v": [5.0 - 3.0 + 0.1 * i for i in range(12)] + [5.0] * 12}
+    res = E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="upper < 0", method="betting",
+                    metric_range=(0.0, 10.0))
+    assert res.verdict in ("pass", "fail") and res.pvalue is not None and res.result is not None
+    assert res.result.bounds == (-10.0, 10.0)
+    with pytest.raises(ValueError, match="needs the contrasts' range"):
+        E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="upper < 0", method="betting")
