@@ -40,9 +40,70 @@ def bounded_method_problems(plan: Plan) -> list[Problem]:
             problems.append((path, f"gate {gate.id!r}: method betting has no measurement-resolution bound (its bets "
                              f"depend on every earlier value), and {gate.metric} is backed by the telemetry signal "
                              f"{metric.signal!r}; use t, signflip or wilcoxon for a signal-backed metric"))
+    if not problems:
+        problems += _betting_power_problems(plan)
     if plan.comparator is not None and plan.comparator.ranking.method == "betting":
         problems.append((("comparator", "ranking", "method"), "the comparator's ranking cannot use method betting "
                          "(it needs a metric range per ranked pair); use t, signflip or wilcoxon"))
+    return problems
+
+
+def _best_case_pvalue(gate: Any, bounds: tuple[float, float], n: int, horizon: int, confidence: float) -> float:
+    """The rule's betting p-value if every one of ``n`` units showed the range's most favourable contrast
+    (its low end for ``upper``, high end for ``lower``, the rule's centre for ``within``)."""
+    import numpy as np  # lazy: numpy
+
+    from estimators.betting import betting_one_sided
+    from estimators.vocabulary import Rule
+
+    rule: Rule = gate.pass_if
+    scale = gate.contrast.scale
+
+    def at(x: float) -> float:
+        return float(np.log(x)) if scale == "ratio" else float(x)
+
+    def p(value: float, mu: float) -> tuple[float, float]:
+        return betting_one_sided(np.full(n, value), mu, bounds=bounds, confidence=confidence, horizon=horizon)
+
+    if rule.quantity == "within":
+        assert rule.low is not None and rule.high is not None
+        centre = (at(rule.low) + at(rule.high)) / 2
+        return max(p(centre, at(rule.low))[0], p(centre, at(rule.high))[1])
+    assert rule.threshold is not None
+    if rule.quantity == "upper":
+        return p(bounds[0], at(rule.threshold))[1]
+    return p(bounds[1], at(rule.threshold))[0]
+
+
+def _betting_power_problems(plan: Plan) -> list[Problem]:
+    """Primary betting gates that could never pass at the planned n (or at a look), even if every unit showed
+    the range's most favourable value: the bets a range allows grow the capital by a bounded factor per unit."""
+    from estimators.betting import contrast_bounds  # lazy: numpy
+
+    per = plan.strata.replicates if plan.strata.analysis_unit == "replicate" else 1
+    total = len(plan.pairing_strata()) * per
+    looks = list(plan.monitoring.looks) if plan.monitoring is not None else [total]
+    k = sum(g.role == "primary" for g in plan.gates)
+    share = k if plan.decision.multiplicity in ("holm", "bonferroni") and k > 1 else 1
+    problems: list[Problem] = []
+    for i, gate in enumerate(plan.gates):
+        metric = plan.metrics.get(gate.metric)
+        if gate.method != "betting" or gate.role != "primary" or metric is None or metric.range is None:
+            continue
+        coefs = [gate.contrast.coefficients[a] for a in gate.contrast.arms]
+        bounds = contrast_bounds((metric.range[0], metric.range[1]), coefs, gate.contrast.scale)
+        alpha = (1 - gate.confidence) / 2 / share
+        for j, n in enumerate(looks):
+            best = _best_case_pvalue(gate, bounds, n, looks[-1], 1 - 2 * alpha)
+            if best > alpha * (1 + 1e-12):
+                where = f"look {j + 1} ({n} units)" if plan.monitoring is not None else f"its {n} units"
+                problems.append(((("monitoring", "looks", j) if plan.monitoring is not None else ("gates", i, "method")),
+                                 f"gate {gate.id!r} (betting) could never pass at {where}: even if every unit showed "
+                                 f"the range's most favourable contrast its p-value would be {best:.3g}, above "
+                                 f"{alpha:.3g} (a bet on a range of [{bounds[0]:.4g}, {bounds[1]:.4g}] grows by a "
+                                 "bounded factor per unit); move the look later, plan more units, or declare a "
+                                 "narrower range"))
+                break
     return problems
 
 

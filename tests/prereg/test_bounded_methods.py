@@ -66,3 +66,36 @@ def test_compare_takes_a_metric_range_for_betting():
     assert res.result.bounds == (-10.0, 10.0)
     with pytest.raises(ValueError, match="needs the contrasts' range"):
         E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="upper < 0", method="betting")
+
+
+def test_a_betting_gate_uses_its_whole_alpha_at_every_look_and_needs_no_first_look_reason(tmp_path):
+    """Its p-value is anytime-valid, so a first look of 10 units is no risk and no alpha is spent: a clear effect
+    stops the study for success at look 1."""
+    from prereg.api import load_lock
+    from prereg.monitoring import look_levels, run_order
+
+    tail = "monitoring: {looks: [10, 30], spending: obrien_fleming}\n"
+    text = plan_text(30, gate_line("g", "betting", "upper < 0"), metric_extra=", range: [0, 20]", tail=tail)
+    lock = load_lock(_freeze(tmp_path, text))
+    levels = look_levels(lock.plan, lock.plan.gates[0])
+    assert [lv.kind for lv in levels] == ["anytime", "anytime"]
+    assert [lv.nominal_alpha for lv in levels] == [pytest.approx(0.05)] * 2
+    assert [lv.cumulative_alpha for lv in levels] == [pytest.approx(0.05)] * 2
+    blocks = [int(s["block"]) for s in run_order(lock.plan)[:10]]
+    rows = rows_for([-15.0] * 10, base=17.0)
+    for row in rows:
+        row["block"] = blocks[row["block"] - 1]
+    import_table(lock, write_csv(tmp_path / "runs.csv", rows), tmp_path / "runs")
+    ev = evaluate(lock, tmp_path / "runs")
+    assert ev.monitoring is not None and ev.monitoring.look == 1 and ev.monitoring.action == "stop_success"
+    assert ev.decision == "supported" and ev.gates[0].verdict == "pass"
+    assert ev.monitoring.gates[0].kind == "anytime"
+
+
+def test_a_betting_look_that_could_never_pass_is_refused_at_freeze(tmp_path):
+    """At most a factor 1 + c = 1.5 per unit when the threshold sits mid-range (c = 1/2): 6 units reach 11.4,
+    short of 1 / alpha = 20, whatever the data."""
+    tail = "monitoring: {looks: [6, 30], spending: obrien_fleming}\n"
+    text = plan_text(30, gate_line("g", "betting", "upper < 0"), metric_extra=", range: [0, 20]", tail=tail)
+    with pytest.raises(ToolkitError, match=r"could never pass at look 1 \(6 units\)"):
+        _freeze(tmp_path, text)
