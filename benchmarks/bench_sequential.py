@@ -5,7 +5,7 @@ Run from the repository root:  python benchmarks/bench_sequential.py [--sequence
 1. Planned looks (the toolkit's levels). Each null sequence draws N(0, 1) block contrasts (true mean
    exactly on the margin of ``upper < 0``, gate confidence 0.90: one-sided alpha 0.05), looks at
    the planned block counts, decides each look with the project's own ``estimators.decide_rule`` at
-   the look's level (``estimators.sequential.gate_levels``), and stops at the first pass. The share
+   the look's level (``estimators.look_levels.gate_levels``), and stops at the first pass. The share
    of sequences that ever pass is the realised false-SUPPORTED rate, printed with its Monte Carlo
    standard error: t at 6/12/18/24/30 blocks (O'Brien-Fleming and Pocock spending); sign-flip and
    Wilcoxon at 8/10/12/14/16 blocks (Pocock; O'Brien-Fleming spends too little early for an exact
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from estimators import Rule, decide_rule  # noqa: E402
 from estimators import power as P  # noqa: E402
-from estimators.sequential import gate_levels  # noqa: E402
+from estimators.look_levels import gate_levels  # noqa: E402
 
 CONF = 0.90
 ALPHA = (1 - CONF) / 2

@@ -3,7 +3,7 @@ betting, with and without a declared range (used by ``bench_false_support.py``; 
 
 Every data set is judged by the product's own gate logic (``gates.unit_verdict.judge_contrasts``: the rule's
 decision, constant samples, the skew and rare-event warnings) at the levels the product gives each look
-(``estimators.sequential.gate_levels``). One primary gate, confidence 0.90 (a one-sided test at 0.05), the
+(``estimators.look_levels.gate_levels``). One primary gate, confidence 0.90 (a one-sided test at 0.05), the
 null true in every population:
 
 * ``rare restarts``: a - b = 10 extra restarts with probability 0.1, else 0 (mean 1.0); ``upper < 0.5``.
@@ -28,7 +28,7 @@ import numpy as np
 
 from estimators import Rule
 from estimators.betting import betting_pass_rates
-from estimators.sequential import gate_levels
+from estimators.look_levels import gate_levels
 from gates.unit_verdict import Judgement, judge_contrasts
 
 CONF = 0.90

@@ -20,7 +20,7 @@ does, else none and the gate is reported without power):
   shifted to ``delta``;
 * the minimum detectable margin at the plan's blocks (t power at the pilot SD);
 * with ``monitoring:`` in the plan, the sequential design's power and expected blocks at ``delta``
-  with the per-look levels of :func:`estimators.sequential.gate_levels` (simulated, seeded).
+  with the per-look levels of :func:`estimators.look_levels.gate_levels` (simulated, seeded).
 
 Errors (``InputError``, exit 2): no pilot folder or no ledger in it, a ledger with invalid lines,
 a gate's metric or arms absent from the pilot, fewer than :data:`MIN_PILOT_PAIRS` pairs. Draws
@@ -42,7 +42,7 @@ from collect.ledger.records import RunRecord
 from collect.ledger.store import read_ledger
 from estimators import paired_contrast
 from estimators import power as P
-from estimators.sequential import gate_levels
+from estimators.look_levels import gate_levels
 from gates.api import check_runs_folder
 from gates.matching import stratum_label
 from gates.verdicts import contrast_range

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimators.vocabulary import Rule
 from prereg.schema import Plan
 
 Problem = tuple[tuple[Any, ...], str]
@@ -53,8 +54,7 @@ def _best_case_pvalue(gate: Any, bounds: tuple[float, float], n: int, horizon: i
     (its low end for ``upper``, high end for ``lower``, the rule's centre for ``within``)."""
     import numpy as np  # lazy: numpy
 
-    from estimators.betting import betting_one_sided
-    from estimators.vocabulary import Rule
+    from estimators.betting import betting_one_sided  # lazy: numpy
 
     rule: Rule = gate.pass_if
     scale = gate.contrast.scale

@@ -136,7 +136,7 @@ def _power_problems(plan: Plan) -> list[Problem]:
 
 
 def _unspendable(nominal_alpha: float) -> str:
-    """Why a look without a confidence cannot pass (``estimators.sequential.look_confidence``)."""
+    """Why a look without a confidence cannot pass (``estimators.look_levels.look_confidence``)."""
     if nominal_alpha <= 0:
         return "the spending releases no alpha at this look"
     return ("too little for any interval to be computed at it (1 - 2 x that level is 1 in double precision), "
@@ -156,7 +156,7 @@ __all__ = ["look_prefix", "monitoring_problems", "pairing_blocks_in", "run_order
 
 @dataclass(frozen=True)
 class LookLevel:
-    """What one gate may use at one look (one-sided levels), from ``estimators.sequential.gate_levels``.
+    """What one gate may use at one look (one-sided levels), from ``estimators.look_levels.gate_levels``.
 
     ``nominal_alpha``: the level its rule's p-value must clear at this look (``confidence`` = 1 - 2
     nominal_alpha, None when nothing is spent: the look cannot pass); ``cumulative_alpha``: the
@@ -186,7 +186,7 @@ def gate_alpha(gate: Any) -> float:
 @lru_cache(maxsize=256)
 def _levels(method: str, confidence: float, looks: tuple[int, ...], spending: str, futility: str
             ) -> tuple[LookLevel, ...]:
-    from estimators.sequential import gate_levels  # lazy: scipy
+    from estimators.look_levels import gate_levels  # lazy: scipy
 
     alpha = (1 - confidence) / 2
     spent = parse_spending(spending).cumulative(information_fractions(looks), alpha)
@@ -205,7 +205,7 @@ def _levels(method: str, confidence: float, looks: tuple[int, ...], spending: st
 
 def look_levels(plan: Plan, gate: Any) -> list[LookLevel]:
     """The per-look levels of ``gate`` (one per planned look) from its frozen alpha, its method and
-    the plan's spending function (``estimators.sequential.gate_levels``; cached per design)."""
+    the plan's spending function (``estimators.look_levels.gate_levels``; cached per design)."""
     monitoring = plan.monitoring
     assert monitoring is not None
     return list(_levels(gate.method, gate.confidence, tuple(monitoring.looks), monitoring.spending,

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from estimators import look_levels as L
 from estimators import sequential as S
 from estimators import spending as SP
 
@@ -52,7 +53,7 @@ def test_single_look_is_the_fixed_design() -> None:
         d = S.design([12], 0.05, spec)
         assert d.looks[0].z_bound == pytest.approx(stats.norm.isf(0.05), abs=1e-10)
         assert d.looks[0].nominal_alpha == pytest.approx(0.05, abs=1e-12)
-        lv = S.gate_levels("t", 0.90, [12], spec)[0]
+        lv = L.gate_levels("t", 0.90, [12], spec)[0]
         assert lv.confidence == pytest.approx(0.90, abs=1e-12)
 
 
@@ -101,23 +102,23 @@ def test_futility_is_non_binding_and_meets_at_the_end() -> None:
 
 def test_increments_for_exact_methods_and_small_t() -> None:
     looks = [6, 12, 18]
-    exact = S.gate_levels("signflip", 0.90, looks, "pocock")
+    exact = L.gate_levels("signflip", 0.90, looks, "pocock")
     assert [lv.basis for lv in exact] == ["increment"] * 3
     assert sum(lv.nominal_alpha for lv in exact) == pytest.approx(0.05, abs=1e-12)
-    t = S.gate_levels("t", 0.90, looks, "pocock")
+    t = L.gate_levels("t", 0.90, looks, "pocock")
     assert [lv.basis for lv in t] == ["boundary"] * 3
     assert all(a.nominal_alpha >= b.nominal_alpha * (1 - 1e-12) for a, b in zip(t, exact, strict=True))
-    small = S.gate_levels("t", 0.90, [S.T_BOUNDARY_MIN_BLOCKS - 1, 10], "pocock")
+    small = L.gate_levels("t", 0.90, [L.T_BOUNDARY_MIN_BLOCKS - 1, 10], "pocock")
     assert small[0].basis == "increment"
     assert all(lv.confidence == pytest.approx(1 - 2 * lv.nominal_alpha) for lv in t)
 
 
 def test_look_feasibility_for_exact_methods() -> None:
     # O'Brien-Fleming spends 1.2e-5 at a fifth of the information: six blocks can never pass a sign-flip
-    lv = S.gate_levels("signflip", 0.90, [6, 12, 18, 24, 30], "obrien_fleming")
-    assert S.look_feasibility("signflip", lv[0]) is not None
-    assert "look 1" in (S.look_feasibility("signflip", lv[0]) or "")
-    assert S.look_feasibility("signflip", lv[-1]) is None
+    lv = L.gate_levels("signflip", 0.90, [6, 12, 18, 24, 30], "obrien_fleming")
+    assert L.look_feasibility("signflip", lv[0]) is not None
+    assert "look 1" in (L.look_feasibility("signflip", lv[0]) or "")
+    assert L.look_feasibility("signflip", lv[-1]) is None
 
 
 @pytest.mark.parametrize("bad", ["obrien", "power", "power:", "power:-1", "power:x", "pocock:2", ""])
@@ -182,7 +183,7 @@ def _t_false_pass_rate(looks: list[int], levels: list[float], sequences: int, se
 @pytest.mark.parametrize("spec", ["obrien_fleming", "pocock"])
 def test_t_levels_hold_the_error_where_the_normal_levels_do_not(spec: str) -> None:
     looks = [2, 4, 6, 8, 10]
-    t_lv = [lv.nominal_alpha for lv in S.gate_levels("t", 0.90, looks, spec)]
+    t_lv = [lv.nominal_alpha for lv in L.gate_levels("t", 0.90, looks, spec)]
     z_lv = [b.nominal_alpha for b in S.design(looks, 0.05, spec).looks]
     assert t_lv[0] == pytest.approx(z_lv[0], rel=1e-12)  # the first look's t test is exact
     n = 100_000
@@ -196,6 +197,6 @@ def test_t_levels_hold_the_error_where_the_normal_levels_do_not(spec: str) -> No
 @pytest.mark.slow
 def test_t_levels_approach_the_normal_levels_with_many_blocks() -> None:
     looks = [60, 120, 180]
-    t_lv = [lv.nominal_alpha for lv in S.gate_levels("t", 0.95, looks, "pocock")]
+    t_lv = [lv.nominal_alpha for lv in L.gate_levels("t", 0.95, looks, "pocock")]
     z_lv = [b.nominal_alpha for b in S.design(looks, 0.025, "pocock").looks]
     assert np.allclose(t_lv, z_lv, rtol=0.06)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from estimators import Rule, decide_rule
-from estimators.sequential import gate_levels
+from estimators.look_levels import gate_levels
 
 RULE = Rule("upper", "<", 0.0)
 
