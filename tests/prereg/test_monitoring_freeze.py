@@ -29,7 +29,7 @@ strata:
   factors:
     seed: {seeds}
 metrics:
-  completion_time: {{unit: s, better: lower, evidence: modeled}}
+  completion_time: {{unit: s, better: lower, evidence: modeled, range: [0, 1000]}}
 gates:
   - {{id: sooner, metric: completion_time, contrast: continue - restart, method: {method}, confidence: {confidence},
       pass_if: "upper < 0"}}
@@ -103,7 +103,7 @@ def monitoring_plans(draw: st.DrawFn) -> tuple[list[int], float, str, str, str]:
     confidence = draw(st.floats(0.8, 0.995))
     rho = draw(st.sampled_from([0.05, 0.5, 1, 2, 3, 10, 100]))
     spending = draw(st.sampled_from(["obrien_fleming", "pocock", f"power:{rho}"]))
-    method = draw(st.sampled_from(["t", "signflip", "wilcoxon", "bootstrap", "bca"]))
+    method = draw(st.sampled_from(["t", "signflip", "wilcoxon", "bootstrap", "bca", "betting"]))
     futility = draw(st.sampled_from(["none", "nonbinding"]))
     return looks, confidence, method, spending, futility
 
