@@ -12,7 +12,8 @@ still checked against the rules the artifact must obey:
   rule demoted it (an adjusted p-value is recorded);
 * a gate blocked by a fired invalidator, or with reasons in ``refused_by``, is ``refused``;
   a ``refused`` gate names its reasons;
-* interval ends are ordered (lower <= upper) and the run accounting adds up.
+* interval ends are ordered (lower <= upper; a betting interval that rejects every mean says so in its
+  warnings, and its gate is refused) and the run accounting adds up.
 
 Comparisons allow a relative slack of 1e-9 (values pass through the log scale for ratios).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import math
 
 from gates.artifact import Evaluation, GateResult, seal_status
+from gates.caveats import data_warned
 from gates.numbers import as_float
 
 _SLACK = 1e-9
@@ -63,6 +65,10 @@ def _decision(ev: Evaluation) -> str:
         return "refused"
     if any(g.verdict == "fail" for g in primary):
         return "not_supported"
+    mon = ev.monitoring
+    if (mon is not None and mon.status == "decision" and mon.look is not None and mon.look < len(mon.looks)
+            and any(data_warned(g.warnings) for g in primary)):
+        return "not_supported"  # a warned pass at a look before the last does not stop the study (gates.looks)
     return "supported"
 
 
@@ -78,7 +84,8 @@ def consistency_problems(ev: Evaluation) -> list[str]:
     for g in ev.gates:
         who = f"gate {g.id}"
         lower, upper = as_float(g.lower), as_float(g.upper)
-        if lower is not None and upper is not None and _lt(upper, lower):
+        crossed = g.method == "betting" and any(w.startswith("the betting test rejects every mean") for w in g.warnings)
+        if lower is not None and upper is not None and _lt(upper, lower) and not crossed:
             problems.append(f"{who}: interval lower {lower} > upper {upper}")
         blockers = [i for i, inv in fired.items() if g.id in inv.blocks]
         if blockers and g.verdict != "refused":

@@ -58,6 +58,7 @@ from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match
 from gates.plausibility import plausibility
 from gates.refusal import Refusal, as_refusals, invalidator_fired
+from gates.unit_order import betting_order
 from gates.unit_verdict import judge_contrasts
 from prereg.schema import CONFIDENCE_FLOOR, Gate, Plan
 
@@ -237,6 +238,8 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     if too_few:
         outcome.refused_by.append(Refusal(kind="pairs", reason=too_few))
     d = unit_d[complete]
+    if gate.method == "betting":  # the run order, never the plan's listing (gates.unit_order)
+        d = unit_d[[u for u in betting_order(plan, blocks, units) if complete[u]]]
     rule = gate.pass_if
     if gate.method == "betting" and (bounds is None or not np.all((d >= bounds[0]) & (d <= bounds[1]))):
         if not outcome.refused_by:  # a value outside the metric's range is refused above (gates.plausibility)
@@ -252,6 +255,11 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     outcome.pvalue = decision.pvalue
     resamples = decision.result.resamples or resamples  # a sign-flip Monte Carlo stopped early drew fewer
     outcome.warnings = judged.warnings
+    if gate.method == "betting" and decision.result.lower > decision.result.upper:
+        outcome.refused_by.append(Refusal(kind="data", reason=(
+            "the betting test rejects every mean: the units, in the order they were run, are not consistent with "
+            "one mean inside the range (an effect that drifted over the run order?); the test assumes exchangeable "
+            "units")))
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome

@@ -3,6 +3,7 @@ signal-backed metric, and a comparator's ranking cannot use it; then it runs end
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -50,11 +51,50 @@ def test_a_betting_gate_decides_from_the_installed_pipeline_as_the_estimator_doe
     import_table(lock, write_csv(tmp_path / "runs.csv", rows), tmp_path / "runs")
     ev = evaluate(lock, tmp_path / "runs")
     gate = ev.gates[0]
-    want = E.decide_rule(E.Rule("upper", "<", 0.0), np.array(d), 0.9, "betting", bounds=(-20.0, 20.0), horizon=30)
+    in_order = np.array([d[b - 1] for b in _hash_order(30)])  # the order the gate reads its units in
+    want = E.decide_rule(E.Rule("upper", "<", 0.0), in_order, 0.9, "betting", bounds=(-20.0, 20.0), horizon=30)
     assert gate.verdict == ("pass" if want.holds else "fail") and gate.pvalue == pytest.approx(want.pvalue, rel=1e-12)
     assert gate.upper == pytest.approx(want.result.upper, rel=1e-9) and gate.method == "betting"
     assert gate.verdict == "pass" and not any("symmetric" in n for n in gate.notes)
     assert ev.decision == "supported" and "WARNING" not in ev.decision_reason
+
+
+def _hash_order(blocks: int) -> list[int]:
+    """The plan's blocks (1..n, factor ``block``) in the order a betting gate of an unmonitored plan reads
+    them: by the SHA-256 of each stratum's canonical form (gates.unit_order)."""
+    from prereg.jsoncodec import canonical_bytes
+
+    return sorted(range(1, blocks + 1), key=lambda b: hashlib.sha256(
+        canonical_bytes({"seed": 0, "stratum": {"block": b}})).hexdigest())
+
+
+def test_units_that_drift_over_the_run_order_refuse_a_betting_gate(tmp_path):
+    """The first half of the 40 units (in the order read) at +10, the second at -10: no single mean fits
+    both halves, the betting test rejects every mean at 80%, and the gate is refused, never passed."""
+    order = _hash_order(40)
+    d = [0.0] * 40
+    for k, b in enumerate(order):
+        d[b - 1] = 10.0 if k < 20 else -10.0
+    text = plan_text(40, gate_line("g", "betting", "upper < 0", conf=0.8), metric_extra=", range: [0, 10]")
+    lock = _freeze(tmp_path, text)
+    import_table(lock, write_csv(tmp_path / "runs.csv", _rows_in_range(d)), tmp_path / "runs")
+    ev = evaluate(lock, tmp_path / "runs")
+    gate = ev.gates[0]
+    assert gate.verdict == "refused" and ev.decision == "refused"
+    assert any("rejects every mean" in r.reason for r in gate.refused_by)
+    from gates.consistency import consistency_problems
+
+    assert consistency_problems(ev) == []
+
+
+def _rows_in_range(contrasts: list[float]) -> list[dict]:
+    """Rows of arms a, b in [0, 10] whose a - b is each contrast (+10: a = 10, b = 0; -10: the reverse)."""
+    rows = []
+    for i, c in enumerate(contrasts):
+        a, b = (10.0, 0.0) if c > 0 else (0.0, 10.0)
+        rows += [{"arm": "a", "block": i + 1, "replicate": 0, "loss": a}, {"arm": "b", "block": i + 1, "replicate": 0,
+                                                                          "loss": b}]
+    return rows
 
 
 def test_compare_takes_a_metric_range_for_betting():
