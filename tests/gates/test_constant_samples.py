@@ -110,3 +110,6 @@ def test_a_warned_pass_at_a_look_does_not_stop_the_study(tmp_path):
     assert ev.monitoring is not None and ev.monitoring.status == "decision" and ev.monitoring.look == 1
     assert ev.monitoring.action == "continue" and ev.decision == "not_supported"
     assert "a warned pass does not stop the study" in ev.decision_reason
+    from gates.consistency import consistency_problems  # what reports show checks before it shows anything
+
+    assert consistency_problems(ev) == []
