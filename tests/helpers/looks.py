@@ -9,7 +9,8 @@ from gates.matching import stratum_key
 from prereg.api import Lock, freeze
 from prereg.monitoring import run_order
 
-PLAN = """schema: prereg/v1
+#: the head of every monitored test plan: the multi-site simulator, restart vs continue (a format string)
+SIM_HEAD = """schema: prereg/v1
 study: looks-test
 title: Interim looks test
 hypothesis: Continuing finishes sooner.
@@ -19,7 +20,9 @@ experiment:
 arms:
   restart: {{policy: restart}}
   continue: {{policy: continue}}
-strata:
+"""
+
+PLAN = SIM_HEAD + """strata:
   factors:
     outage_site: [0, 1, 2]
     seed: [1, 2, 3, 4]

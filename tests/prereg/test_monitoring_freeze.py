@@ -14,18 +14,9 @@ from estimators.look_levels import gate_levels
 from prereg.monitoring import look_levels
 from prereg.plan import PlanError, parse_plan
 from tests.helpers import run
+from tests.helpers.looks import SIM_HEAD
 
-PLAN = """schema: prereg/v1
-study: small-first-look
-title: A monitored plan with a small first look
-hypothesis: Continuing finishes sooner.
-experiment:
-  collector: sim.multisite
-  params: {{sites: 3, target_steps: 400, checkpoint_every_steps: 50}}
-arms:
-  restart: {{policy: restart}}
-  continue: {{policy: continue}}
-strata:
+PLAN = SIM_HEAD + """strata:
   factors:
     seed: {seeds}
 metrics:
