@@ -82,6 +82,7 @@ def small_controller_plan() -> str:
         ("useful_tokens: 49152", "useful_tokens: 6144\n    train_tokens: 16384\n    width: 32"),
         ("micro_batch: 128", "micro_batch: 64"), ("heldout_tokens: 4096", "heldout_tokens: 1024"),
         ("stress_horizon_s: 20", "stress_horizon_s: 6"), ("min: 49151", "min: 6143"), ("max: 49153", "max: 6145"),
+        ("range: [49152, 98304]", "range: [6144, 12288]"),
         ("    family: [calm, congestion, compound, rolling_outages,\n             bandwidth_collapse, latency_spikes, "
          "site_outage, straggler, flapping_membership, partition_heals]", "    family: [calm, site_outage, "
          "partition_heals]"),
