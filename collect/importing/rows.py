@@ -207,15 +207,31 @@ def level_cell(value: Any, factor: str, plan: Plan) -> Any:
             hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
                     "them without '.0' (pandas writes integer columns with gaps as floats)")
         shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
-        raise CellError(factor, f"{factor} = {value!r} is not a level of the plan ({shown}){hint}")
+        raise CellError(factor, f"{factor} = {brief_value(value)} is not a level of the plan ({shown}){hint}")
     return level
+
+
+def brief_integer(n: int) -> str:
+    """An integer as a message shows it: itself, or its size past 24 digits (a 400-digit cell is named,
+    not printed)."""
+    return f"<a {len(str(abs(n)))}-digit integer>" if abs(n) > 10**24 else str(n)
+
+
+def brief_value(value: Any) -> str:
+    """A cell as a message shows it: its repr, a long integer by its size, a long text cut at 40 characters."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return brief_integer(value)
+    if isinstance(value, str) and len(value) > 40:
+        return f"{value[:40]!r}... ({len(value)} characters)"
+    return repr(value)
 
 
 def replicate_cell(value: Any, plan: Plan) -> int:
     """The replicate a cell names (empty: 0), or a ``CellError``."""
     replicate = parse_integer(value, "replicate", 0)
     if replicate is None or not 0 <= replicate < plan.strata.replicates:
-        raise CellError("replicate", f"replicate {replicate} is outside the plan's 0..{plan.strata.replicates - 1}")
+        shown = "empty" if replicate is None else brief_integer(replicate)
+        raise CellError("replicate", f"replicate {shown} is outside the plan's 0..{plan.strata.replicates - 1}")
     return replicate
 
 
@@ -274,8 +290,7 @@ def telemetry_cell(value: Any, signal: str, field: str) -> int | float | None:
         return parse_number(value, what)
     count = parse_integer(value, what, None)
     if count is not None and not 0 <= count <= MAX_COUNT:
-        shown = f"<a {len(str(abs(count)))}-digit integer>" if abs(count) > 10**24 else str(count)
-        raise CellError(what, f"{what}: {shown} is not a count of sensor updates (a whole number from 0 to 2**63 - 1)")
+        raise CellError(what, f"{what}: {brief_integer(count)} is not a count of sensor updates (a whole number from 0 to 2**63 - 1)")
     return count
 
 
@@ -305,7 +320,7 @@ def seed_cell(value: Any, stratum: dict[str, Any], replicate: int, plan: Plan) -
         return seed
     derived = stratum_seed(stratum, replicate)
     if seed != derived:
-        raise CellError("seed", f"seed {seed} is not the plan's seed for stratum {stratum} replicate {replicate}: "
+        raise CellError("seed", f"seed {brief_integer(seed)} is not the plan's seed for stratum {stratum} replicate {replicate}: "
                                 f"collect run derives {derived} from the stratum and replicate (never the arm); "
                                 "'collect plan LOCK' lists every planned run's seed")
     return seed

@@ -73,6 +73,17 @@ def test_a_sensor_update_count_past_64_bits_is_refused(tmp_path, lock):
     assert not (tmp_path / "runs" / "ledger.jsonl").exists()
 
 
+@pytest.mark.parametrize("column", ["replicate", "seed"])
+def test_a_replicate_or_seed_cell_of_400_digits_is_named_by_its_size_not_printed(tmp_path, lock, column):
+    rows = equal_work_rows()
+    table = _jsonl(tmp_path / "t.jsonl", rows, 1, column, DIGITS_400)
+    with pytest.raises(InputError) as err:
+        import_table(lock, table, tmp_path / "runs")
+    message = str(err.value)
+    assert f"row 2: {column}" in message and "<a 401-digit integer>" in message and DIGITS_400 not in message, message
+    assert not (tmp_path / "runs" / "ledger.jsonl").exists()
+
+
 def test_infinity_written_as_such_is_still_kept(tmp_path, lock):
     rows = equal_work_rows()
     table = write_csv(tmp_path / "t.csv", [{**r, "final_nll": "inf"} if i == 2 else r for i, r in enumerate(rows)])
