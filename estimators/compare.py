@@ -46,6 +46,7 @@ from .expressions import parse_contrast
 from .feasibility import contrast_warnings, insufficient_blocks
 from .rules import decide_rule
 from .tinterval import t_moments
+from .unseen import constant_verdict, judged_bounds
 from .vocabulary import Rule, Verdict
 
 
@@ -126,26 +127,25 @@ def compare(
         raise ValueError(f"a paired interval needs 2 or more blocks; the table has {d.size}")
     bounds = None
     if metric_range is not None:
-        bounds = contrast_bounds((float(metric_range[0]), float(metric_range[1])), coefficients, parsed.scale)
-        if deterministic and method != "betting":
-            bounds = None  # a constant sample of a deterministic metric is judged on its one value
+        bounds = judged_bounds(method, contrast_bounds((float(metric_range[0]), float(metric_range[1])),
+                                                       coefficients, parsed.scale), deterministic)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # compare built the log ratios itself; caveats come back below
         if the_rule is None:
             res = interval(method, d, confidence, parsed.scale, resamples=resamples, seed=seed, bounds=bounds,
                            horizon=horizon)
-            pvalue, holds, constant = None, None, res.degenerate
+            pvalue, holds, constant, unseen = None, None, res.degenerate, False
         else:
             dec = decide_rule(the_rule, d, confidence, method, parsed.scale, resamples, seed, bounds=bounds,
                               horizon=horizon)
-            res, pvalue, holds, constant = dec.result, dec.pvalue, dec.holds, dec.constant
+            res, pvalue, holds, constant, unseen = dec.result, dec.pvalue, dec.holds, dec.constant, dec.unseen
     reason = insufficient_blocks(method, res.confidence, int(d.size), resamples, "blocks")
     verdict: Verdict | None = None
     if the_rule is not None:
         verdict = "refused" if reason else "pass" if holds else "fail"
-        if constant and not reason and (deterministic or pvalue is None):
-            verdict = ("vacuous" if holds else "fail") if deterministic else "unresolvable"
-            reason = None if deterministic else (
+        if constant and not reason:
+            verdict = constant_verdict(bool(holds), unseen, deterministic)
+            reason = None if verdict != "unresolvable" else (
                 f"every one of the {d.size} blocks shows the same contrast: {d.size} identical values cannot show a "
                 f"difference that occurs in fewer than about 1 in {d.size} blocks; pass deterministic=True if the "
                 "metric's value is fixed by the design, or metric_range=(min, max) to judge the largest mean the "

@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._common import IntervalResult, build_result, tail_alpha, two_sided
+from .vocabulary import Verdict
 
 
 def unseen_one_sided(value: float, n: int, mu: float, bounds: tuple[float, float]) -> tuple[float, float]:
@@ -59,9 +60,25 @@ def unseen_interval(d: NDArray[np.float64], confidence: float, scale: str, metho
                         bounds=(low, high), contrasts=d)
 
 
+def judged_bounds(method: str, bounds: tuple[float, float] | None, deterministic: bool) -> tuple[float, float] | None:
+    """The range a rule is decided with: none for a ``deterministic`` metric (its constant sample is judged on
+    its one value) unless the method is ``betting``, which needs its range whatever the data."""
+    return None if deterministic and method != "betting" else bounds
+
+
+def constant_verdict(holds: bool, unseen: bool, deterministic: bool) -> Verdict:
+    """The verdict of a constant sample (module doc): ``vacuous`` (or ``fail``) for a deterministic metric,
+    pass / fail on the unseen bound when the range was given (``unseen``), else ``unresolvable``."""
+    if deterministic:
+        return "vacuous" if holds else "fail"
+    if unseen:
+        return "pass" if holds else "fail"
+    return "unresolvable"
+
+
 def unseen_shrink(n: int, confidence: float) -> float:
     """The fraction of the distance to the range's end a constant sample of ``n`` cannot exclude."""
     return 1.0 - math.pow(tail_alpha(confidence), 1.0 / n)
 
 
-__all__ = ["unseen_interval", "unseen_one_sided", "unseen_shrink"]
+__all__ = ["constant_verdict", "judged_bounds", "unseen_interval", "unseen_one_sided", "unseen_shrink"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from gates.artifact import Evaluation, GateResult, seal_status
-from gates.caveats import data_warned
+from gates.caveats import CROSSED_NOTE, data_warned
 from gates.numbers import as_float
 
 _SLACK = 1e-9
@@ -84,7 +84,7 @@ def consistency_problems(ev: Evaluation) -> list[str]:
     for g in ev.gates:
         who = f"gate {g.id}"
         lower, upper = as_float(g.lower), as_float(g.upper)
-        crossed = g.method == "betting" and any(w.startswith("the betting test rejects every mean") for w in g.warnings)
+        crossed = g.method == "betting" and any(w.startswith(CROSSED_NOTE) for w in g.warnings)
         if lower is not None and upper is not None and _lt(upper, lower) and not crossed:
             problems.append(f"{who}: interval lower {lower} > upper {upper}")
         blockers = [i for i, inv in fired.items() if g.id in inv.blocks]

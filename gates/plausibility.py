@@ -51,14 +51,13 @@ import math
 
 import numpy as np
 
+from gates.caveats import RARE_NOTE, SKEW_NOTE
 from gates.matching import Block
 from prereg.schema import Gate, Plan
 
 MIX_UP = "likely unit mix-up"
-SKEW_NOTE = "the block contrasts look skewed"  # estimators.feasibility's skew warning, as it opens
 SKEWED = "skewed contrasts (its interval for the mean may under-cover)"
 TRANSFORMED = "likely transformed values"
-RARE_NOTE = "rare events:"  # estimators.feasibility's rare-event warning, as it opens
 RARE = "rare-event contrasts (the mean rests on a few units; rarer events unseen)"
 SYMMETRY_NOTE = "coverage rests on near-symmetric contrasts"  # estimators.feasibility.symmetry_note, as it opens
 UNCHECKED = "symmetry unchecked (fewer units than the skew check needs)"

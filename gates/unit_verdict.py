@@ -24,6 +24,7 @@ import numpy as np
 
 from estimators import RatioInputWarning, contrast_warnings, decide_rule
 from estimators.feasibility import symmetry_unchecked
+from estimators.unseen import constant_verdict, judged_bounds
 from estimators.vocabulary import Rule
 from gates.caveats import data_warned
 
@@ -52,16 +53,12 @@ def judge_contrasts(d: np.ndarray, rule: Rule, confidence: float, method: str, s
                     *, levels: Sequence[float] | None = None, bounds: tuple[float, float] | None = None,
                     horizon: int | None = None, deterministic: bool = False) -> Judgement:
     """The verdict of ``rule`` on the units' contrasts ``d`` (analysis scale; module doc)."""
-    if deterministic and method != "betting":
-        bounds_used = None  # a constant sample of a deterministic metric is judged on its one value
-    else:
-        bounds_used = bounds
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # the gate built these log ratios itself from positive values: the ratio-input guess is moot
         warnings.simplefilter("ignore", RatioInputWarning)
         decision = decide_rule(rule, d, confidence, method, scale, resamples, seed, levels=levels,
-                               bounds=bounds_used, horizon=horizon)
+                               bounds=judged_bounds(method, bounds, deterministic), horizon=horizon)
     found = list(decision.result.warnings) + [str(w.message) for w in caught]
     found += list(contrast_warnings(d, method, scale, rule))
     judged = Judgement("pass" if decision.holds else "fail", decision, found)
@@ -73,8 +70,8 @@ def judge_contrasts(d: np.ndarray, rule: Rule, confidence: float, method: str, s
 def _constant_verdict(judged: Judgement, n: int, deterministic: bool) -> None:
     """Vacuous, judged on the unseen bound, or unresolvable (module doc)."""
     decision = judged.decision
+    judged.verdict = constant_verdict(decision.holds, decision.unseen, deterministic)
     if deterministic:
-        judged.verdict = "vacuous" if decision.holds else "fail"
         judged.notes.append(
             "every unit's contrast is the same value and the metric is declared deterministic (fixed by the design): "
             "no sampling variability and no p-value, so the rule "
@@ -85,7 +82,6 @@ def _constant_verdict(judged: Judgement, n: int, deterministic: bool) -> None:
             "identical values inside the metric's declared range (an event at the range's end these units did not "
             "show), and the rule is judged on it")
     else:
-        judged.verdict = "unresolvable"
         judged.notes.append(
             f"every one of the {n} units shows the same contrast, but the metric is not declared deterministic: {n} "
             f"identical values cannot show a difference that occurs in fewer than about 1 in {n} units (a rare "

@@ -148,6 +148,12 @@ def _shown_number(text: str) -> str:
     return text if len(text) <= 24 else f"<a {digits}-digit number>"
 
 
+def brief_integer(n: int) -> str:
+    """An integer as a message shows it: itself, or its size past 24 digits (a 400-digit value is named,
+    not printed)."""
+    return f"<a {len(str(abs(n)))}-digit integer>" if abs(n) > 10**24 else str(n)
+
+
 def oversized_number(value: Any) -> str | None:
     """Why ``value``, written as a finite number, is no finite double (an ``int`` beyond about
     1.8e308, an :class:`OverflowedLiteral`, or text such as ``"1e400"`` that ``float`` reads as
@@ -159,7 +165,7 @@ def oversized_number(value: Any) -> str | None:
             float(value)
             return None
         except OverflowError:
-            shown = f"<a {len(str(abs(value)))}-digit integer>"  # below the int-string limit: it was read
+            shown = brief_integer(value)  # below the int-string limit: it was read
     elif isinstance(value, str):
         text = value.strip()
         if text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
@@ -247,4 +253,4 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
 
 __all__ = ["as_json_data", "DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON",
            "OverflowedLiteral", "canonical_bytes", "canonical_text", "decode_float", "encode_float", "loads",
-           "oversized_number", "readable_bytes", "readable_json"]
+           "brief_integer", "oversized_number", "readable_bytes", "readable_json"]

@@ -18,7 +18,7 @@ from collect.engine.runs import stratum_seed
 from collect.ledger.store import RunRecord, TelemetrySummary, encode_metric, run_id
 from estimators.vocabulary import EVIDENCE_ORDER, stronger
 from prereg.errors import InputError
-from prereg.jsoncodec import oversized_number
+from prereg.jsoncodec import brief_integer, oversized_number
 from prereg.schema import Plan, level_key
 
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
@@ -209,12 +209,6 @@ def level_cell(value: Any, factor: str, plan: Plan) -> Any:
         shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
         raise CellError(factor, f"{factor} = {brief_value(value)} is not a level of the plan ({shown}){hint}")
     return level
-
-
-def brief_integer(n: int) -> str:
-    """An integer as a message shows it: itself, or its size past 24 digits (a 400-digit cell is named,
-    not printed)."""
-    return f"<a {len(str(abs(n)))}-digit integer>" if abs(n) > 10**24 else str(n)
 
 
 def brief_value(value: Any) -> str:

@@ -113,3 +113,18 @@ def test_a_warned_pass_at_a_look_does_not_stop_the_study(tmp_path):
     from gates.consistency import consistency_problems  # what reports show checks before it shows anything
 
     assert consistency_problems(ev) == []
+
+
+def test_the_caveat_prefixes_gates_read_open_the_warnings_the_estimators_write():
+    """gates.caveats names the warnings by how they open (standard library only); they must stay the texts
+    estimators.feasibility and estimators.betting write."""
+    from estimators import Rule
+    from estimators.betting import CROSSED_WARNING
+    from estimators.feasibility import contrast_warnings
+    from gates.caveats import CROSSED_NOTE, RARE_NOTE, SKEW_NOTE
+
+    upper = Rule("upper", "<", 0.0)
+    rare = contrast_warnings(np.array([-2.0] * 29 + [20.0]), "t", "difference", upper)
+    skewed = contrast_warnings(np.random.default_rng(2).lognormal(0.0, 1.0, 20), "t", "difference", upper)
+    assert any(w.startswith(RARE_NOTE) for w in rare) and any(w.startswith(SKEW_NOTE) for w in skewed)
+    assert CROSSED_WARNING.startswith(CROSSED_NOTE)
