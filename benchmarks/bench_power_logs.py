@@ -54,7 +54,8 @@ def write_log(path: Path, rows: int) -> None:
 
 
 def ours(path: Path) -> float:
-    from collect.telemetry.analysis.resolution import energy_from_power, update_period
+    from collect.telemetry.analysis.bounds import energy_from_power
+    from collect.telemetry.analysis.resolution import update_period
     from collect.telemetry.logs.formats import convert_log
 
     trace = convert_log(path, "nvidia-smi")

@@ -17,7 +17,7 @@ no-recorder segments (less sensitive to one noisy reference segment).
 Targets: loss < 2 % at 10 ms and < 5 % at 1 ms (process poller).
 
 Part 2 (summaries): a synthetic N-row energy-counter trace (default 10M rows, updates every 4
-polls, wraps) summarised by ``analysis.ledger_summary``; the old per-row unwrap loop
+polls, wraps) summarised by ``bounds.ledger_summary``; the old per-row unwrap loop
 (``old_value_changes`` in ``_baseline_telemetry.py``, the code this replaced) is timed on the same rows and its update
 windows, values and resets checked equal to the vectorised ones. Seconds, and ns per row.
 """
@@ -40,6 +40,7 @@ from collect.collectors.torchrun.collector import PARAMS
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
 from collect.collectors.torchrun.model import Batches, WindowMLP
 from collect.collectors.torchrun.trainer import Trainer, deterministic
+from collect.telemetry.analysis import bounds
 from collect.telemetry.analysis import resolution as analysis
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.registry import open_sensor
@@ -136,7 +137,7 @@ def summaries(rows: int) -> None:
     trace = synthetic_trace(rows, wrap)
     a, b = int(trace.poll_ns[rows // 4]), int(trace.poll_ns[3 * rows // 4])
     t0 = time.perf_counter()
-    summary = analysis.ledger_summary(trace, "energy_counter", a, b, 50.0, 700.0, wrap_mj=wrap)
+    summary = bounds.ledger_summary(trace, "energy_counter", a, b, 50.0, 700.0, wrap_mj=wrap)
     t_sum = time.perf_counter() - t0
     print(f"summaries of {rows:,} rows (fresh trace each): value_changes with the old per-row loop {t_old:.2f} s "
           f"({1e9 * t_old / rows:.0f} ns/row), vectorised {t_new:.3f} s ({1e9 * t_new / rows:.1f} ns/row), "

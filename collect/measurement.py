@@ -33,9 +33,10 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from collect.telemetry.analysis.bounds import EnergyEstimate
 from collect.telemetry.analysis.energy import run_energy
 from collect.telemetry.analysis.phases import PhaseEnergy
-from collect.telemetry.analysis.resolution import EnergyEstimate, update_period
+from collect.telemetry.analysis.resolution import update_period
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.base import Sensor, SensorError
 from collect.telemetry.sensors.registry import open_sensor

@@ -41,7 +41,7 @@ from reports.words.safe_text import wrap_entries
 
 if TYPE_CHECKING:
 
-    from collect.telemetry.analysis.resolution import EnergyEstimate
+    from collect.telemetry.analysis.bounds import EnergyEstimate
 
 #: artists with more points than this are rasterised in SVG (all drawn, but as an image)
 RASTER_ABOVE = 20_000

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collect.telemetry.analysis.resolution import energy_from_counter
+from collect.telemetry.analysis.bounds import energy_from_counter
 from collect.telemetry.logs.common import LOG_PHASE, LogError, LogOptions
 from collect.telemetry.logs.formats import FORMATS, convert_log
 from collect.telemetry.logs.synthetic import codecarbon_log, dcgm_log, nvidia_smi_log, zeus_log

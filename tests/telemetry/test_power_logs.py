@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collect.telemetry.analysis.resolution import energy_from_counter, energy_from_power, update_period
+from collect.telemetry.analysis.bounds import energy_from_counter, energy_from_power
+from collect.telemetry.analysis.resolution import update_period
 from collect.telemetry.logs.common import LOG_PHASE, LogError, LogOptions
 from collect.telemetry.logs.formats import FORMATS, convert_log, recognise
 from collect.telemetry.logs.synthetic import START, WARM_S, codecarbon_log, dcgm_log, energy, nvidia_smi_log, zeus_log

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collect.telemetry.analysis.resolution import ledger_summary, value_changes
+from collect.telemetry.analysis.bounds import ledger_summary
+from collect.telemetry.analysis.resolution import value_changes
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.recording.sampler import _poll_loop
 from collect.telemetry.sensors.base import Reading, SensorError

@@ -10,16 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collect.ledger.store import TelemetrySummary
-from collect.telemetry.analysis.resolution import (
+from collect.telemetry.analysis.bounds import (
     energy_from_counter,
     energy_from_power,
     idle_subtracted,
     ledger_summary,
     phase_energy,
-    update_period,
-    updates_in,
-    value_changes,
 )
+from collect.telemetry.analysis.resolution import update_period, updates_in, value_changes
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor

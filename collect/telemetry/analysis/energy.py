@@ -36,7 +36,7 @@ from collect.telemetry.analysis.phases import (
 )
 
 if TYPE_CHECKING:
-    from collect.telemetry.analysis.resolution import EnergyEstimate
+    from collect.telemetry.analysis.bounds import EnergyEstimate
     from collect.traces.telemetry import Trace
 
 ENERGY_SIGNALS = ("energy_counter", "power_average", "power_instant")
@@ -65,7 +65,7 @@ def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float,
     """Energy metrics of one run's trace (see the module doc); ``phases``: the phase names to
     summarise (a collected run's :data:`RUN_PHASES` by default; ``collect.measure`` passes the ones
     its block marked). ``idle`` is always the baseline window, never one of them."""
-    from collect.telemetry.analysis.resolution import ledger_summary  # lazy: numpy
+    from collect.telemetry.analysis.bounds import ledger_summary  # lazy: numpy
 
     if trace.poll_ns.size == 0:
         raise ValueError("the telemetry trace has no polls")

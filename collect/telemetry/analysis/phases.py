@@ -13,7 +13,7 @@ length -- honest, and what ``counter_support`` with ``phase:`` refuses gates on.
 
 *Idle-subtracted* energy (a sensitivity figure, never the measured energy) removes the idle
 power times the phase's duration, with the idle power's own bounds from the ``idle`` window
-(:func:`collect.telemetry.analysis.resolution.idle_subtracted`). Energies are J, durations ms, powers W.
+(:func:`collect.telemetry.analysis.bounds.idle_subtracted`). Energies are J, durations ms, powers W.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is loaded only when energies are computed
-    from collect.telemetry.analysis.resolution import EnergyEstimate, Updates
+    from collect.telemetry.analysis.bounds import EnergyEstimate
+    from collect.telemetry.analysis.resolution import Updates
     from collect.traces.telemetry import Trace
 
 #: the phases the multi-site harness marks (collect.collectors.sim.harness), in report order
@@ -59,7 +60,7 @@ def interval_energy(trace: Trace, signal: str, a_ns: int, b_ns: int, p_min_w: fl
                     wrap_mj: int | None = None, updates: Updates | None = None) -> EnergyEstimate:
     """Energy of [a, b] from ``signal``: the counter method for a counter, integration for power
     (``updates``: the signal's ``value_changes`` when already computed)."""
-    from collect.telemetry.analysis.resolution import energy_from_counter, energy_from_power  # lazy: numpy
+    from collect.telemetry.analysis.bounds import energy_from_counter, energy_from_power  # lazy: numpy
 
     info = trace.signals.get(signal)
     if info is not None and info.kind == "counter":
@@ -70,7 +71,8 @@ def interval_energy(trace: Trace, signal: str, a_ns: int, b_ns: int, p_min_w: fl
 def phase_energy_total(trace: Trace, signal: str, phase: str, p_min_w: float, p_max_w: float,
                        wrap_mj: int | None = None) -> PhaseEnergy:
     """Summed energy, bounds, duration and support of every interval of ``phase`` (module doc)."""
-    from collect.telemetry.analysis.resolution import EnergyEstimate, value_changes  # lazy: numpy
+    from collect.telemetry.analysis.bounds import EnergyEstimate  # lazy: numpy
+    from collect.telemetry.analysis.resolution import value_changes  # lazy: numpy
 
     spans = intervals_of(trace, phase)
     u = value_changes(trace, signal, wrap_mj)
@@ -97,7 +99,7 @@ def run_phase_energies(trace: Trace, signal: str, p_min_w: float, p_max_w: float
 
 def net_of(phase: PhaseEnergy, idle: PhaseEnergy) -> EnergyEstimate | None:
     """``phase`` above the idle baseline (None without an idle window)."""
-    from collect.telemetry.analysis.resolution import idle_subtracted  # lazy: numpy
+    from collect.telemetry.analysis.bounds import idle_subtracted  # lazy: numpy
 
     if idle.duration_ms <= 0:
         return None

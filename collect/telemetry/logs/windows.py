@@ -10,7 +10,7 @@ the analysis reads the decrease as a counter *reset* and bounds any interval ove
 by the power range alone -- never 0 J for the gap.
 
 Between two reads the counter's own update times are unknown, so an interval's energy is bounded
-as any counter's (``collect.telemetry.analysis.resolution.energy_from_counter``): each end is
+as any counter's (``collect.telemetry.analysis.bounds.energy_from_counter``): each end is
 uncertain by up to one window's length at the power range. Many short windows bound a run
 tightly; one window for the whole run bounds it only by the power range, as it must.
 """

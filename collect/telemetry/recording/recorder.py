@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from collect.telemetry.analysis.resolution import ledger_summary
+from collect.telemetry.analysis.bounds import ledger_summary
 from collect.telemetry.recording.sampler import CHILD_KINDS, ProcessPoller
 from collect.telemetry.sensors.base import Reading, Sensor, SensorError
 from collect.traces.telemetry import Phase, Trace
@@ -212,7 +212,7 @@ class Recorder:
 
     def ledger_summary(self, signal: str = "energy_counter", joules_per_unit: float = 1.0) -> dict[str, object]:
         """The ledger's telemetry summary of ``signal`` over the whole recording (see
-        :func:`collect.telemetry.analysis.resolution.ledger_summary`), with the sensor's power range."""
+        :func:`collect.telemetry.analysis.bounds.ledger_summary`), with the sensor's power range."""
         trace = self.trace()
         if trace.poll_ns.size == 0:
             raise ValueError("nothing recorded yet")
