@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -64,7 +65,19 @@ class LogOptions:
     * ``window``: Zeus only, the one measurement-window name to convert (None: every window;
       overlapping windows then need it);
     * ``max_gap_ms``: Zeus only, the largest gap between two windows read as contiguous (the
-      energy of a larger gap is unknown: the counter is taken as reset there).
+      energy of a larger gap is unknown: the counter is taken as reset there);
+    * ``counter_period_ms``: the energy counter's longest interval between updates (ms), so that
+      each read is known to return the counter as it was at most this long before (None: the
+      default of :mod:`collect.telemetry.logs.periods` for the log's GPU, or its conservative
+      default when the log does not name one); ``period_basis`` says where a given value comes
+      from (the plan, the command line);
+    * ``power_model``: how a driver-averaged power signal (nvidia-smi ``power.draw``, DCGM
+      ``POWER``) covers time: ``average`` (a true ``power_window_ms`` average, NVML's
+      documentation) or ``part-time`` (each average covers part of its period, Yang et al., SC24:
+      energy is then bounded by the power range alone);
+    * ``all_gpus``: sum every GPU of a multi-GPU log into one device (a data-parallel run);
+    * ``query_fields``: nvidia-smi only, the ``--query-gpu`` fields of a log written without a
+      header line (``--format=csv,noheader``), in order.
     """
 
     gpu: int | None = None
@@ -73,14 +86,22 @@ class LogOptions:
     power_range_w: tuple[float, float] | None = None
     window: str | None = None
     max_gap_ms: float = 1.0
+    counter_period_ms: float | None = None
+    period_basis: str | None = None
+    power_model: Literal["average", "part-time"] = "average"
+    all_gpus: bool = False
+    query_fields: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         """``LogError`` for an option no log could be converted with (a library caller's too)."""
         for name, value, high in (("poll_ms", self.poll_ms, MAX_POLL_MS), ("power_window_ms", self.power_window_ms,
-                                  MAX_POLL_MS), ("max_gap_ms", self.max_gap_ms, MAX_POLL_MS)):
-            if value is not None and not (math.isfinite(value) and 0 <= value <= high and (value > 0 or name != "poll_ms")):
-                least = "above 0" if name == "poll_ms" else "from 0"
+                                  MAX_POLL_MS), ("max_gap_ms", self.max_gap_ms, MAX_POLL_MS),
+                                  ("counter_period_ms", self.counter_period_ms, MAX_POLL_MS)):
+            if value is not None and not (math.isfinite(value) and 0 <= value <= high and (value > 0 or name not in ("poll_ms", "counter_period_ms"))):
+                least = "above 0" if name in ("poll_ms", "counter_period_ms") else "from 0"
                 raise LogError(f"{name} = {value!r} must be a number {least} to {high:g} ms")
+        if self.power_model not in ("average", "part-time"):
+            raise LogError(f"power_model = {self.power_model!r} must be 'average' or 'part-time'")
         if self.power_range_w is not None:
             low, high_w = self.power_range_w
             if not (math.isfinite(low) and math.isfinite(high_w) and 0 <= low < high_w):

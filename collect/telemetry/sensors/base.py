@@ -56,6 +56,16 @@ class SignalInfo:
     #: a gauge's averaging window (ms) when the device documents it: each new value is the mean
     #: power over the ``window_ms`` before its update (None: unknown, 0: an instantaneous sample)
     window_ms: float | None = None
+    #: a counter's longest interval between updates (ms) when it is declared: a read returns the
+    #: counter as it was at some time in the ``period_ms`` before the read (None: undeclared, only
+    #: value changes between reads place its updates)
+    period_ms: float | None = None
+    #: where ``period_ms`` comes from, in words (the plan, the command line, a cited default)
+    period_basis: str | None = None
+    #: a power gauge's averaging model: "average" (each value is the mean over ``window_ms``, NVML's
+    #: documentation) or "part-time" (the average covers part of each period: only the power range
+    #: bounds energy); None: not a power gauge or not stated
+    power_model: str | None = None
 
 
 @dataclass(frozen=True)
