@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from collect.telemetry.analysis.bounds import AVERAGE_ASSUMED, COUNTER_PHASE_ASSUMED
 from estimators.vocabulary import weakest
 
 if TYPE_CHECKING:
@@ -76,35 +77,50 @@ def outcome_matrix(gate: Gate, blocks: list[Block]) -> tuple[np.ndarray, list[st
     return values, problems
 
 
-def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray | None, list[str]]:
-    """Measurement bounds (metric units) of the gate's values, or None when the metric has no signal;
-    and the runs lacking one, in block and arm order. Every block holds every arm of the contrast."""
+def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray | None, list[str], int]:
+    """The part of each of the gate's values' measurement bounds held against its margin (metric
+    units): the arm-dependent part where the run's telemetry records one (``TelemetrySummary.
+    systematic_bound_of``), else the whole bound; None when the metric has no signal. Also the runs
+    lacking a bound, in block and arm order, and how many runs had their bound split. Every block
+    holds every arm of the contrast."""
     signal = plan.metrics[gate.metric].signal
     if signal is None:
-        return None, []
+        return None, [], 0
     arms = gate.contrast.arms
     bounds = np.zeros((len(blocks), len(arms)))
     columns = _columns(blocks)
     if columns is None:
-        return bounds, []
+        return bounds, [], 0
     key = ("bound", signal, gate.metric)
     if key not in columns.cache:
         found = []
         for telemetry in columns.columns["telemetry"]:
             summary = telemetry.get(signal)
-            found.append(summary.bound_of(gate.metric) if summary is not None else None)
+            found.append(None if summary is None else
+                         (summary.systematic_bound_of(gate.metric), summary.bound_of(gate.metric)))
         columns.cache[key] = found
     per_row = columns.cache[key]
     lacking = []
+    split = 0
     for i, block in enumerate(blocks):
         for j, arm in enumerate(arms):
             row = block.rows[arm]
-            bound = per_row[row]
-            if bound is None:
+            held, whole = per_row[row] or (None, None)
+            if held is None:
                 lacking.append(columns.columns["run_id"][row])
             else:
-                bounds[i, j] = bound
-    return bounds, lacking
+                bounds[i, j] = held
+                split += whole is not None and held < whole
+    return bounds, lacking, split
+
+
+def split_note(signal: str, split: int, runs: int) -> str:
+    """What a gate's resolution check held against the margin when runs' bounds were split, and
+    what the split assumes (docs/estimators.md, measurement error)."""
+    assumed = COUNTER_PHASE_ASSUMED if signal == "energy_counter" else "; ".join(AVERAGE_ASSUMED)
+    return (f"the {signal} bounds held against the margin are the arm-dependent part of {split} of {runs} runs' "
+            "measurement bounds; the rest, reading error independent of the arm, is carried by the paired "
+            f"sampling variance (assumed, not checkable from the logs: {assumed})")
 
 
 def evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
@@ -123,4 +139,4 @@ def evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     return weakest(dict.fromkeys(classes))  # each class once, in order of first appearance: the same weakest
 
 
-__all__ = ["bounds_matrix", "evidence", "metric_array", "outcome_matrix", "row_matrix"]
+__all__ = ["bounds_matrix", "split_note", "evidence", "metric_array", "outcome_matrix", "row_matrix"]

@@ -23,7 +23,7 @@ from prereg.schema import Plan, level_key
 
 RESERVED = {"arm", "replicate", "run_id", "status", "seed", "started_at", "finished_at"}
 #: the ``<signal>.<field>`` columns: the summary's scalar fields (a per-metric bound is ``<metric>.bound``)
-TELEMETRY_FIELDS = set(TelemetrySummary.model_fields) - {"metric_bounds", "phases"}
+TELEMETRY_FIELDS = set(TelemetrySummary.model_fields) - {"metric_bounds", "phases", "metric_systematic_bounds"}
 
 
 class CellError(InputError, ValueError):

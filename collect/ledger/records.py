@@ -55,6 +55,15 @@ class TelemetrySummary(_Strict):
         "``bound`` is then never used for it.")
     phases: dict[str, PhaseSupport] | None = Field(
         default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
+    systematic_bound: float | None = Field(
+        default=None, ge=0, description="The part of ``bound`` whose mean may differ by arm (edge power, a "
+        "coarse averaging window); the rest is reading error independent of the arm, which the paired "
+        "sampling variance carries (docs/estimators.md, measurement error). None: all of ``bound``.")
+    metric_systematic_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, description="Metric -> the arm-dependent part of its own bound (as ``metric_bounds``).")
+    counter_period_ms: float | None = Field(
+        default=None, gt=0, description="The energy counter's update period the bounds were computed with, ms "
+        "(declared in the plan, given on the command line or a default; None: undeclared).")
 
     def bound_of(self, metric: str) -> float | None:
         """The measurement bound of ``metric`` (its unit), or None when it has none.
@@ -66,6 +75,20 @@ class TelemetrySummary(_Strict):
         if self.metric_bounds is not None:
             return self.metric_bounds.get(metric)
         return self.bound
+
+    def systematic_bound_of(self, metric: str) -> float | None:
+        """The arm-dependent part of ``metric``'s bound (its unit; never above :meth:`bound_of`), or
+        None when it has no bound. Without a recorded split the whole bound is arm-dependent.
+        ``systematic_bound`` speaks for the signal's one bound (no ``metric_bounds``, or one entry)."""
+        whole = self.bound_of(metric)
+        if whole is None:
+            return None
+        part: float | None = None
+        if self.metric_systematic_bounds is not None:
+            part = self.metric_systematic_bounds.get(metric)
+        elif self.metric_bounds is None or len(self.metric_bounds) == 1:
+            part = self.systematic_bound
+        return whole if part is None else min(part, whole)
 
 
 class RunRecord(_Strict):

@@ -7,7 +7,7 @@ This module owns trace files. A trace is written as two files beside each other:
   ``status``, ``driver_ts_us`` (empty when the driver gives none);
 * ``<base>.meta.json``: ``format`` (``collect/trace/v2``), the sensor spec and evidence class,
   each signal's unit, kind and (when known) averaging ``window_ms``, a counter's declared update
-  ``period_ms`` with its ``period_basis`` and a power gauge's ``power_model``, ``requested_poll_ms``, the
+  ``period_ms`` with its ``period_basis`` (and ``lossy_joins`` when true) and a power gauge's ``power_model``, ``requested_poll_ms``, the
   poll start times (``poll_ns``), the phases as ``[name, start_ns, end_ns, depth]`` and (when
   known) the sensor's physical ``power_range_w`` ``[min, max]``, so that a kept trace can be
   re-analysed to the same summary without the sensor.
@@ -18,8 +18,8 @@ Format history (``format`` in the meta file):
   added as optional keys (a meta without ``evidence`` read as ``measured``). No longer read: one
   message (exit 2) says to record the trace again.
 * ``collect/trace/v2`` (toolkit 0.2): ``sensor`` and ``evidence`` are required; ``power_range_w``
-  is null when the sensor does not know its range. A signal's ``period_ms``, ``period_basis`` and
-  ``power_model`` are optional keys (absent: undeclared).
+  is null when the sensor does not know its range. A signal's ``period_ms``, ``period_basis``,
+  ``power_model`` and ``lossy_joins`` are optional keys (absent: undeclared).
 
 Times are ns on the sensor's clock (monotonic). Nothing is summarised away: the analysis
 functions in :mod:`collect.telemetry.analysis.resolution` and :mod:`~collect.telemetry.analysis.bounds` work from these rows.
@@ -171,7 +171,8 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
         "format": TRACE_FORMAT, "sensor": trace.sensor, "evidence": trace.evidence,
         "signals": {n: {"unit": s.unit, "kind": s.kind, "evidence": s.evidence,
                         **{k: v for k, v in (("window_ms", s.window_ms), ("period_ms", s.period_ms),
-                                             ("period_basis", s.period_basis), ("power_model", s.power_model))
+                                             ("period_basis", s.period_basis), ("power_model", s.power_model),
+                                             ("lossy_joins", s.lossy_joins or None))
                            if v is not None}}
                     for n, s in trace.signals.items()},
         "requested_poll_ms": trace.requested_poll_ms, "poll_ns": [int(x) for x in trace.poll_ns],
@@ -252,7 +253,8 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
                                  None if s.get("window_ms") is None else float(s["window_ms"]),
                                  None if s.get("period_ms") is None else float(s["period_ms"]),
                                  None if s.get("period_basis") is None else str(s["period_basis"]),
-                                 None if s.get("power_model") is None else str(s["power_model"]))
+                                 None if s.get("power_model") is None else str(s["power_model"]),
+                                 s.get("lossy_joins") is True)
                    for n, s in meta["signals"].items()}
         sensor, evidence = meta["sensor"], meta["evidence"]
         if not isinstance(sensor, str) or not isinstance(evidence, str):

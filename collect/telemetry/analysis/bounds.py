@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from collect.telemetry.analysis.resolution import Updates, update_period, updates_in, value_changes
+from collect.telemetry.sensors.base import SignalInfo
 from collect.traces.telemetry import Trace
 
 _MS = 1e6
@@ -38,7 +39,12 @@ _S = 1e9
 
 @dataclass(frozen=True)
 class EnergyEstimate:
-    """Energy of an interval (J) with a lower and upper bound that contain the truth."""
+    """Energy of an interval (J) with a lower and upper bound that contain the truth.
+
+    ``systematic_j`` is the part of the error whose mean may differ between runs with different
+    power at their edges (an arm-dependent error, module doc): at most :attr:`bound_j` (None: the
+    whole bound). ``assumed`` names what that split assumes and no log can show.
+    """
 
     estimate_j: float
     lower_j: float
@@ -46,11 +52,18 @@ class EnergyEstimate:
     updates: int
     method: str  # "counter" | "power" | "power-range"
     notes: tuple[str, ...] = ()
+    systematic_j: float | None = None
+    assumed: tuple[str, ...] = ()
 
     @property
     def bound_j(self) -> float:
         """Half-width-style bound: the largest distance from the estimate to either bound."""
         return max(self.upper_j - self.estimate_j, self.estimate_j - self.lower_j)
+
+    @property
+    def systematic_bound_j(self) -> float:
+        """The arm-dependent part of the bound (J): ``systematic_j`` capped by :attr:`bound_j`."""
+        return self.bound_j if self.systematic_j is None else min(self.systematic_j, self.bound_j)
 
 
 def _range_only(a_ns: int, b_ns: int, p_min: float, p_max: float, note: str) -> EnergyEstimate:
@@ -58,46 +71,130 @@ def _range_only(a_ns: int, b_ns: int, p_min: float, p_max: float, note: str) -> 
     return EnergyEstimate((p_min + p_max) / 2 * dt, p_min * dt, p_max * dt, 0, "power-range", (note,))
 
 
+#: what the split of a counter's bound assumes (no log shows it)
+COUNTER_PHASE_ASSUMED = ("the counter's update phase at a run's start and end is uniform and independent of "
+                         "the arm (runs do not synchronise with the counter)")
+
+
+def _low(x: np.ndarray, p_min: float, p_max: float) -> np.ndarray:
+    """The least energy of a stretch of signed length ``x`` s (``C(t) - C(t - x)`` for x >= 0)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(x >= 0, p_min * x, p_max * x)
+
+
+def _high(x: np.ndarray, p_min: float, p_max: float) -> np.ndarray:
+    """The most energy of a stretch of signed length ``x`` s."""
+    with np.errstate(invalid="ignore"):
+        return np.where(x >= 0, p_max * x, p_min * x)
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """Every read of one counter series: when its value was produced (``[lo, hi]`` ns) and the value (J)."""
+
+    lo_ns: np.ndarray
+    hi_ns: np.ndarray
+    mid_ns: np.ndarray
+    value_j: np.ndarray
+    read_ns: np.ndarray  # how long each read took (t_after - t_before)
+
+
+def _reads(trace: Trace, signal: str, u: Updates, a_ns: int, b_ns: int) -> _Reads:
+    """The counter's reads of the series that holds [a, b] (between the resets around it), each
+    with the window its value was produced in (module doc): after the read before a change, and,
+    with a declared update period P, no earlier than P before the read."""
+    rows = trace.rows(signal)
+    tb, ta = rows["t_before_ns"], rows["t_after_ns"]
+    keep = np.ones(tb.size, dtype=bool)
+    for r_lo, r_hi in u.resets:
+        keep &= (ta >= r_hi) if r_hi < a_ns else (tb <= r_lo)
+    info = trace.signals.get(signal)
+    period = info.period_ms if info is not None else None
+    idx = np.searchsorted(u.hi_ns, ta, side="right") - 1  # the last change each read saw
+    first = u.first_value if u.first_value is not None else 0.0
+    value = np.where(idx >= 0, u.value[np.maximum(idx, 0)] if u.value.size else first, first) / 1000.0
+    lo = np.where(idx >= 0, u.lo_ns[np.maximum(idx, 0)] if u.lo_ns.size else 0, np.iinfo(np.int64).min)
+    lo = lo.astype(np.float64)
+    lo[lo <= np.iinfo(np.int64).min] = -np.inf
+    if period is not None:
+        # a value still unchanged more than P after it was first seen contradicts the declared period
+        # there (a stalled counter): such a read is placed by the value changes alone
+        seen = np.where(idx >= 0, u.hi_ns[np.maximum(idx, 0)] if u.hi_ns.size else ta[0], ta[0])
+        fresh = (ta - seen) <= period * _MS
+        lo = np.where(fresh, np.maximum(lo, tb - period * _MS), lo)
+    hi = ta.astype(np.float64)
+    return _Reads(lo[keep], hi[keep], ((tb + ta) / 2.0)[keep], value[keep], (ta - tb)[keep].astype(np.float64))
+
+
+def _edge(reads: _Reads, t_ns: int, p_min: float, p_max: float) -> tuple[float, float]:
+    """``(least, most)`` the counter can have held at ``t`` (J, on the reads' scale): every read
+    pins it to its value plus the energy between its production time and ``t``."""
+    low = reads.value_j + _low((t_ns - reads.hi_ns) / _S, p_min, p_max)
+    high = reads.value_j + _high((t_ns - reads.lo_ns) / _S, p_min, p_max)
+    return float(np.max(low)), float(np.min(high))
+
+
 def energy_from_counter(
     trace: Trace, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float, signal: str = "energy_counter",
     quantum_mj: float = 1.0, wrap_mj: int | None = None, updates: Updates | None = None,
 ) -> EnergyEstimate:
-    """Energy of [a, b] from a cumulative mJ counter with guaranteed bounds (module doc).
-    ``updates``: ``value_changes(trace, signal, wrap_mj)`` when the caller already has it."""
+    """Energy of [a, b] from a cumulative mJ counter with guaranteed bounds and its arm-dependent
+    part (module doc). ``updates``: ``value_changes(trace, signal, wrap_mj)`` when the caller has it."""
     if b_ns < a_ns:
         raise ValueError("interval end before its start")
     u = updates if updates is not None else value_changes(trace, signal, wrap_mj)
     if any(lo <= b_ns and hi >= a_ns for lo, hi in u.resets):
         return _range_only(a_ns, b_ns, p_min_w, p_max_w, "counter reset inside the interval: power-range bound")
     q = quantum_mj / 1000.0
-    vals = u.value / 1000.0  # J
-    lo, hi = u.lo_ns, u.hi_ns
     dt = (b_ns - a_ns) / _S
-    lower, upper = p_min_w * dt, p_max_w * dt
-    inner_i = np.flatnonzero(lo >= a_ns)
-    inner_j = np.flatnonzero(hi <= b_ns)
-    support = int(np.count_nonzero((lo >= a_ns) & (hi <= b_ns)))
-    if inner_i.size and inner_j.size and inner_i[0] <= inner_j[-1]:
-        i, j = inner_i[0], inner_j[-1]
-        lower = max(lower, vals[j] - vals[i] - q + p_min_w * ((lo[i] - a_ns) + (b_ns - hi[j])) / _S)
-        upper = min(upper, vals[j] - vals[i] + q + p_max_w * ((hi[i] - a_ns) + (b_ns - lo[j])) / _S)
-    # outer pair: the last known value at or before a, the first update at or after b
-    before: list[tuple[float, int]] = []
-    done = np.flatnonzero(hi <= a_ns)
-    if done.size:  # the first of the latest (as ``max`` over the rows picked it)
-        last = done[int(np.argmax(hi[done]))]
-        before.append((float(vals[last]), int(hi[last])))
-    if u.first_hi_ns is not None and u.first_hi_ns <= a_ns and u.first_value is not None:
-        before.append((u.first_value / 1000.0, u.first_hi_ns))
-    after = np.flatnonzero(lo >= b_ns)
-    if before and after.size:
-        v_a, h_a = max(before, key=lambda x: x[1])
-        k = after[0]
-        upper = min(upper, vals[k] - v_a + q - p_min_w * ((a_ns - h_a) + (lo[k] - b_ns)) / _S)
-    estimate = _interpolated(u, a_ns, b_ns)
-    notes = () if support else ("no counter update inside the interval: bound from the power range",)
+    support = int(np.count_nonzero((u.lo_ns >= a_ns) & (u.hi_ns <= b_ns)))
+    reads = _reads(trace, signal, u, a_ns, b_ns)
+    if reads.value_j.size == 0:
+        return _range_only(a_ns, b_ns, p_min_w, p_max_w, f"no {signal} readings")
+    low_a, high_a = _edge(reads, a_ns, p_min_w, p_max_w)
+    low_b, high_b = _edge(reads, b_ns, p_min_w, p_max_w)
+    info = trace.signals.get(signal)
+    joins_j, joins_systematic_j = _join_slack(info, reads, a_ns, b_ns, p_max_w)
+    lower = max(p_min_w * dt, low_b - high_a - q)
+    upper = min(p_max_w * dt, high_b - low_a + q + joins_j)
+    declared = info is not None and info.period_ms is not None
+    estimate = _at_reads(reads, a_ns, b_ns) if declared else _interpolated(u, a_ns, b_ns)
+    notes = () if support or declared else ("no counter update inside the interval: bound from the power range",)
     estimate = min(max(estimate if estimate is not None else (lower + upper) / 2, lower), upper)
-    return EnergyEstimate(float(estimate), float(lower), float(upper), support, "counter", notes)
+    # the arm-dependent share of each edge's uncertainty (module doc); a bound set by the range is all of it
+    edges = (high_a - low_a) + (high_b - low_b)
+    ranged = lower == p_min_w * dt or upper == p_max_w * dt
+    share = (p_max_w - p_min_w) / (2.0 * p_max_w) if p_max_w > 0 else 1.0
+    systematic = None if ranged or not math.isfinite(edges) else share * edges / 2.0 + q + joins_systematic_j
+    return EnergyEstimate(float(estimate), float(lower), float(upper), support, "counter", notes,
+                          systematic, () if systematic is None else (COUNTER_PHASE_ASSUMED,))
+
+
+def _join_slack(info: SignalInfo | None, reads: _Reads, a_ns: int, b_ns: int, p_max_w: float) -> tuple[float, float]:
+    """``(most energy, its arm-dependent part)`` (J) the joins inside [a, b] of a ``lossy_joins``
+    counter may have left out: each join's two reads may straddle one update (at most P at the power
+    range); the chance of that is the reads' gap over P, so the expected loss is the energy of the gap
+    (at most its length at the power range), the part held against a margin."""
+    if info is None or not info.lossy_joins:
+        return 0.0, 0.0
+    inside = (reads.mid_ns > a_ns) & (reads.mid_ns < b_ns)
+    if info.period_ms is None:  # no period: nothing bounds a join's loss but the power range
+        return (math.inf, math.inf) if inside.any() else (0.0, 0.0)
+    period_s = info.period_ms / 1000.0
+    return (float(np.count_nonzero(inside)) * p_max_w * period_s,
+            float(np.sum(reads.read_ns[inside])) / _S * p_max_w)
+
+
+def _at_reads(reads: _Reads, a_ns: int, b_ns: int) -> float | None:
+    """The counter's change over [a, b] interpolated between the first reads of each value at their
+    read times (a read lags the counter by the same expected time at both ends, so the lag cancels;
+    a read repeating the value before it adds nothing, so a stall is bridged by its slope)."""
+    first = np.ones(reads.value_j.size, dtype=bool)
+    first[1:] = reads.value_j[1:] != reads.value_j[:-1]
+    if np.count_nonzero(first) < 2:
+        return None
+    c = np.interp([a_ns, b_ns], reads.mid_ns[first], reads.value_j[first])
+    return float(c[1] - c[0])
 
 
 def _interpolated(u: Updates, a_ns: int, b_ns: int) -> float | None:
@@ -145,7 +242,7 @@ def energy_from_power(
     estimate = float(np.sum(p[idx] * np.diff(grid) / _S))
     support = int(np.count_nonzero((t >= a_ns) & (t <= b_ns)))
     info = trace.signals.get(signal)
-    window_ns = int(round((info.window_ms or 0.0) * _MS)) if info is not None else 0
+    window_ns = int(round((info.window_ms or 0.0) * _MS)) if info is not None and info.power_model != "part-time" else 0
     known_j, covered_ns, overlap_ns = 0.0, 0, 0
     if window_ns > 0:
         u = updates if updates is not None else value_changes(trace, signal)
@@ -168,7 +265,27 @@ def energy_from_power(
     share = covered_ns / (b_ns - a_ns) if b_ns > a_ns else 0.0
     note = (f"integrated power: averaging windows cover {100 * share:.3g}% of the interval; the rest is "
             "bounded by the power range")
-    return EnergyEstimate(estimate, float(lower), float(upper), support, "power", (note,))
+    systematic, assumed = _average_systematic(info, t, a_ns, b_ns, window_ns, p_max_w - p_min_w)
+    return EnergyEstimate(estimate, float(lower), float(upper), support, "power", (note,), systematic, assumed)
+
+
+#: what the split of a true average's bound assumes (no log shows it)
+AVERAGE_ASSUMED = ("the power signal is the mean over its whole averaging window (NVML's documentation), not a "
+                   "part-time sample", "its update and poll phase at a run's start and end is independent of the arm")
+
+
+def _average_systematic(info: SignalInfo | None, t: np.ndarray, a_ns: int, b_ns: int, window_ns: int,
+                        spread_w: float) -> tuple[float | None, tuple[str, ...]]:
+    """The arm-dependent part of a step-integrated true average (J) and what it assumes (module doc):
+    the integral of the readings is the power convolved with the window and shifted by at most two
+    poll gaps, so it differs from the energy only near the edges, by at most (W / 2 + 2 g) times the
+    power's spread. None (the whole bound) unless the plan or log says the signal is a true average."""
+    if info is None or info.power_model != "average" or window_ns <= 0:
+        return None, ()
+    inside = t[(t >= a_ns - window_ns) & (t <= b_ns)]
+    edges = np.concatenate([[a_ns], inside, [b_ns]]) if inside.size else np.array([a_ns, b_ns])
+    gap_s = float(np.max(np.diff(edges))) / _S
+    return (window_ns / 2 / _S + 2 * gap_s) * spread_w, AVERAGE_ASSUMED
 
 
 def phase_energy(
@@ -209,8 +326,12 @@ def ledger_summary(
         else energy_from_power(trace, a_ns, b_ns, p_min_w, p_max_w, signal)
     )
     bound = energy.bound_j / joules_per_unit
+    systematic = energy.systematic_bound_j / joules_per_unit
+    info = trace.signals.get(signal)
     return {
         "updates": updates_in(trace, signal, a_ns, b_ns, wrap_mj),
+        "systematic_bound": systematic if math.isfinite(systematic) and systematic < bound else None,
+        "counter_period_ms": info.period_ms if info is not None else None,
         "effective_period_ms": period.effective_period_ms,
         "requested_poll_ms": trace.requested_poll_ms,
         "achieved_poll_ms": period.achieved_poll_ms,

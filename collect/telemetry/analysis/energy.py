@@ -77,9 +77,11 @@ def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float,
     per_phase = {name: phase_energy_total(trace, signal, name, p_min_w, p_max_w) for name in (*names, IDLE)}
     metrics: dict[str, float] = {"energy": total.estimate_j}
     bounds: dict[str, float] = {"energy": _bound(total)}
+    systematic: dict[str, float] = {"energy": total.systematic_bound_j}
     for name in names:
         metrics[f"energy_{name}"] = per_phase[name].energy.estimate_j
         bounds[f"energy_{name}"] = _bound(per_phase[name].energy)
+        systematic[f"energy_{name}"] = per_phase[name].energy.systematic_bound_j
     idle = per_phase[IDLE]
     if idle.duration_ms > 0:
         idle_s = idle.duration_ms / 1e3
@@ -93,6 +95,10 @@ def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float,
     summary = ledger_summary(trace, signal, start, end, p_min_w, p_max_w)
     # every energy metric's own bound, total included; a metric left out (an infinite bound: a phase
     # the meter cannot bound) has none, so its gate is unresolvable instead of borrowing the total's
-    summary["metric_bounds"] = {k: v for k, v in bounds.items() if math.isfinite(v)}
+    finite = {k: v for k, v in bounds.items() if math.isfinite(v)}
+    summary["metric_bounds"] = finite
+    # the arm-dependent part of each (docs/estimators.md, measurement error); capped by the bound
+    summary["metric_systematic_bounds"] = {k: min(v, finite[k]) for k, v in systematic.items()
+                                           if math.isfinite(v) and k in finite}
     summary["phases"] = support_summary(per_phase)
     return RunEnergy(metrics, bounds, summary, per_phase, total)

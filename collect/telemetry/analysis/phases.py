@@ -76,18 +76,19 @@ def phase_energy_total(trace: Trace, signal: str, phase: str, p_min_w: float, p_
 
     spans = intervals_of(trace, phase)
     u = value_changes(trace, signal, wrap_mj)
-    est = lower = upper = 0.0
+    est = lower = upper = systematic = 0.0
     updates = 0
     method = "none"
     notes: set[str] = set()
     for a, b in spans:
         e = interval_energy(trace, signal, a, b, p_min_w, p_max_w, wrap_mj, updates=u)
         est, lower, upper = est + e.estimate_j, lower + e.lower_j, upper + e.upper_j
+        systematic += e.systematic_bound_j  # the arm-dependent parts add up (each at most its bound)
         method = e.method if method in ("none", e.method) else "mixed"
         notes.update(e.notes)
         updates += int(((u.lo_ns >= a) & (u.hi_ns <= b)).sum())
     duration_ms = sum(b - a for a, b in spans) / 1e6
-    energy = EnergyEstimate(est, lower, upper, updates, method, tuple(sorted(notes)))
+    energy = EnergyEstimate(est, lower, upper, updates, method, tuple(sorted(notes)), systematic)
     return PhaseEnergy(phase, energy, duration_ms, len(spans), updates)
 
 

@@ -23,13 +23,14 @@ Units: time ns (ms where named ``_ms``), energy mJ in ``energy_counter``, power 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from collect.telemetry.logs.checks import check_counter, check_power, check_times
 from collect.telemetry.logs.errors import LogError
+from collect.telemetry.logs.periods import default_counter_period
 from collect.telemetry.logs.reading import MAX_LOG_BYTES, log_lines
 from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W, Kind, SignalInfo
 from collect.traces.telemetry import Phase, Trace
@@ -163,11 +164,26 @@ def check_order(t_ns: np.ndarray, where: str, line_of: np.ndarray) -> None:
                        f"(line {int(line_of[k - 1])}); the log is not in time order or the clock was set back")
 
 
+def declared(info: SignalInfo, options: LogOptions, gpu_name: str | None = None) -> SignalInfo:
+    """``info`` with what the options (or the defaults) declare: an energy counter's update period
+    and its basis (:mod:`collect.telemetry.logs.periods`), a driver-averaged power's model."""
+    if info.kind == "counter" and info.unit == "mJ" and info.period_ms is None:
+        if options.counter_period_ms is not None:
+            period, basis = options.counter_period_ms, options.period_basis or "given"
+        else:
+            period, basis = default_counter_period(gpu_name)
+        return replace(info, period_ms=period, period_basis=basis)
+    if info.unit == "W" and info.window_ms and info.power_model is None:
+        return replace(info, power_model=options.power_model)
+    return info
+
+
 def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[str, Column], tool: str,
                 options: LogOptions, phases: list[Phase] | None = None, *, source: str | None = None,
-                line_of: np.ndarray | None = None) -> Trace:
+                line_of: np.ndarray | None = None, gpu_name: str | None = None) -> Trace:
     """The trace of ``columns`` read at the polls ``[t_before_ns, t_after_ns]`` (one row per poll
     and signal, signal by signal), sensor ``log:<tool>``, evidence ``measured``, the ``log`` phase.
+    Each signal carries what :func:`declared` adds (``gpu_name``: the GPU the log names, if any).
     Every poll's times and every power and energy reading are checked first
     (:mod:`collect.telemetry.logs.checks`): ``LogError`` naming ``source`` and the poll's line in
     ``line_of`` for one the power range or the clock cannot hold, never a clipped value."""
@@ -197,7 +213,8 @@ def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[s
         requested = float(np.median(gaps)) / 1e6 if gaps.size and np.median(gaps) > 0 else 1000.0
     marks = [Phase(LOG_PHASE, int(polls[0]), int(max(int(t_after_ns.max()), int(polls[-1]))), 0), *(phases or [])]
     return Trace(signal=signal_col, t_before_ns=tb, t_after_ns=ta, value=value, status=status,
-                 driver_ts_us=np.full(tb.size, np.nan), signals={s: columns[s].info for s in names},
+                 driver_ts_us=np.full(tb.size, np.nan),
+                 signals={s: declared(columns[s].info, options, gpu_name) for s in names},
                  requested_poll_ms=float(requested), poll_ns=polls, phases=marks, sensor=f"log:{tool}",
                  evidence="measured", power_range_w=options.power_range_w)
 
@@ -216,4 +233,4 @@ def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
 
 
 __all__ = ["LOG_PHASE", "MAX_LOG_BYTES", "MAX_POLL_MS", "Column", "LogError", "LogOptions", "build_trace",
-           "check_order", "choose_device", "log_lines", "signal", "split_unit"]
+           "check_order", "choose_device", "declared", "log_lines", "signal", "split_unit"]

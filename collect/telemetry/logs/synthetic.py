@@ -38,13 +38,15 @@ def energy(a: float, b: float) -> float:
     return 250 * (b - a) + swing + 60 * (_square(b) - _square(a))
 
 
-def counter_mj(t: float, counter_update_ms: float = 100.0, stuck: tuple[float, float] | None = None) -> int:
-    """The energy counter read at ``t`` (mJ): the floor of the energy at its last update."""
+def counter_mj(t: float, counter_update_ms: float = 100.0, stuck: tuple[float, float] | None = None,
+               scale: float = 1.0) -> int:
+    """The energy counter read at ``t`` (mJ): the floor of the energy at its last update (``scale``
+    times the curve's)."""
     step = counter_update_ms / 1000
     u = math.floor(t / step) * step
     if stuck is not None and stuck[0] <= u < stuck[1]:
         u = math.floor(stuck[0] / step) * step
-    return math.floor(energy(0, WARM_S + u) * 1000)
+    return math.floor(scale * energy(0, WARM_S + u) * 1000)
 
 
 def _last_update(t: float, update_ms: float) -> float:
@@ -83,9 +85,10 @@ def nvidia_smi_log(seconds: float, poll_ms: float = 100.0, update_ms: float = 10
 
 def dcgm_log(seconds: float, delay_ms: float = 100.0, counter_update_ms: float = 100.0,
              stuck: tuple[float, float] | None = None, na_samples: tuple[int, ...] = (3,),
-             header_every: int = 50) -> str:
+             header_every: int = 50, scale: float = 1.0) -> str:
     """``dcgmi dmon -e 155,156 -d DELAY``: sample k taken at ``(k + 0.5) DELAY``; ``POWER`` reads ``N/A``
-    at the ``na_samples``; the header pair repeats every ``header_every`` samples."""
+    at the ``na_samples``; the header pair repeats every ``header_every`` samples; ``scale``
+    multiplies the curve (its energy is ``scale * energy(...)``)."""
     head = ["#Entity   POWER          TOTEC", "ID        W              mJ"]
     lines: list[str] = []
     k = 0
@@ -93,8 +96,8 @@ def dcgm_log(seconds: float, delay_ms: float = 100.0, counter_update_ms: float =
         if k % header_every == 0:
             lines += head
         u = _last_update(t, 100.0)
-        watts = "N/A" if k in na_samples else f"{energy(WARM_S + u - 1, WARM_S + u):.3f}"
-        lines.append(f"GPU 0     {watts:<14} {counter_mj(t, counter_update_ms, stuck)}")
+        watts = "N/A" if k in na_samples else f"{scale * energy(WARM_S + u - 1, WARM_S + u):.3f}"
+        lines.append(f"GPU 0     {watts:<14} {counter_mj(t, counter_update_ms, stuck, scale)}")
         k += 1
     return "\n".join(lines) + "\n"
 
@@ -105,7 +108,9 @@ def zeus_log(windows: list[tuple[float, float, str]], counter_update_ms: float =
     lines = ["start_time,window_name,elapsed_time,gpu0_energy"]
     epoch = START.timestamp()
     for start, elapsed, name in windows:
-        joules = (counter_mj(start + elapsed, counter_update_ms) - counter_mj(start, counter_update_ms)) / 1000
+        # the reads' times to the microsecond, so that back-to-back windows read the counter at one moment
+        end = round(start + elapsed, 6)
+        joules = (counter_mj(end, counter_update_ms) - counter_mj(round(start, 6), counter_update_ms)) / 1000
         lines.append(f"{epoch + start!r},{name},{elapsed!r},{joules!r}")
     return "\n".join(lines) + "\n"
 

@@ -9,16 +9,21 @@ cumulative series. Across a longer gap the energy is unknown, so the series rest
 the analysis reads the decrease as a counter *reset* and bounds any interval overlapping the gap
 by the power range alone -- never 0 J for the gap.
 
-Between two reads the counter's own update times are unknown, so an interval's energy is bounded
-as any counter's (``collect.telemetry.analysis.bounds.energy_from_counter``): each end is
-uncertain by up to one window's length at the power range. Many short windows bound a run
-tightly; one window for the whole run bounds it only by the power range, as it must.
+Each read returns the counter as it was at its last update, at most the counter's update period P
+before the read (declared on the signal: the plan, ``--counter-period-ms`` or the default of
+:mod:`collect.telemetry.logs.periods`), so an interval's energy is bounded as any counter's
+(``collect.telemetry.analysis.bounds.energy_from_counter``): each end by about P at the power
+range, however long the windows -- one window for a whole run included.
+
+Zeus reads the counter once when a window ends and again when the next begins: an update between
+the two reads is in neither window (``lossy_joins``), so the chained series may fall short of the
+counter by up to one update's energy per join; the bounds add it above the estimate.
 """
 
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -78,9 +83,11 @@ class Windows:
 
 
 def windows_trace(windows: Windows, order: np.ndarray, tool: str, options: LogOptions, resolution_ns: int,
-                  source: str, phases: bool = True) -> Trace:
+                  source: str, phases: bool = True, *, lossy_joins: bool = False,
+                  gpu_name: str | None = None) -> Trace:
     """The counter trace of the non-overlapping ``windows`` taken in ``order`` (by start; module
-    doc); with ``phases``, each window is also a phase named after it. Every window's energy is
+    doc); with ``phases``, each window is also a phase named after it; ``lossy_joins``: a window's
+    end and the next one's start are separate reads (Zeus; module doc). Every window's energy is
     checked against the power range as the trace's counter (``build_trace``)."""
     if not len(windows):
         raise LogError(f"{source}: no measurement windows")
@@ -101,12 +108,15 @@ def windows_trace(windows: Windows, order: np.ndarray, tool: str, options: LogOp
     t[end_row], values[end_row], line_of[end_row] = end, total, lines
     start_row = end_row[new] - 1
     t[start_row], values[start_row], line_of[start_row] = start[new], 0.0, lines[new]
-    column = Column(signal("energy_counter", "mJ", "counter"), values)
+    t_after = t + resolution_ns
+    joined = np.flatnonzero(~new[1:])  # window k ends where window k + 1 starts: one read stands for both
+    t_after[end_row[joined]] = np.maximum(t_after[end_row[joined]], start[joined + 1] + resolution_ns)
+    column = Column(replace(signal("energy_counter", "mJ", "counter"), lossy_joins=lossy_joins), values)
     names, codes = windows.names.distinct, windows.names.code_array()[order]
     marks = [Phase(names[c], s, e, 0) for c, s, e in zip(codes.tolist(), start.tolist(), end.tolist(), strict=True)] \
         if phases else []
-    return build_trace(t, t + resolution_ns, {"energy_counter": column}, tool, options, marks, source=source,
-                       line_of=line_of)
+    return build_trace(t, t_after, {"energy_counter": column}, tool, options, marks, source=source,
+                       line_of=line_of, gpu_name=gpu_name)
 
 
 __all__ = ["Window", "Windows", "windows_trace"]

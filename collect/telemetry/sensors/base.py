@@ -66,6 +66,9 @@ class SignalInfo:
     #: documentation) or "part-time" (the average covers part of each period: only the power range
     #: bounds energy); None: not a power gauge or not stated
     power_model: str | None = None
+    #: a counter chained from measurement windows whose ends and starts are separate reads (Zeus):
+    #: an update between a window's end read and the next one's start read is in neither window
+    lossy_joins: bool = False
 
 
 @dataclass(frozen=True)
