@@ -42,22 +42,38 @@ def cmd_import(args: argparse.Namespace) -> int:
     from collect.importing.time_order import EarlyRunsWarning  # lazy: pydantic
     from prereg.api import load_lock  # lazy: pydantic
 
+    given = [f"--{d.replace('_', '-')}" for d in args.log_options if getattr(args, d) is not None]
+    if given and args.telemetry is None:
+        raise UserError(f"{', '.join(given)}: options of the power logs; they need --telemetry DIR")
+    # the options travel only when given (import_table takes them as telemetry_options); refused before the lock is read
+    extra: dict[str, Any] = {"telemetry_options": _log_options(args)} if given else {}
+    note_type: type[Warning] | None = None  # the power logs' notes, with --telemetry
+    if args.telemetry is not None:
+        from collect.importing.logs import LogNote  # lazy: numpy
+
+        note_type = LogNote
     lock = load_lock(args.lock)
     runs = Path(args.out)
     skipped: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", EarlyRunsWarning)
-        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format, keep=False)
+        if note_type is not None:
+            warnings.simplefilter("always", note_type)
+        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format, keep=False,
+                               **extra)
+    notes = [str(w.message) for w in caught if w.category is note_type]
     for warning in caught:
         if issubclass(warning.category, EarlyRunsWarning):
             _say(textwrap.fill(f"collect import: warning: {warning.message}", 100), file=sys.stderr)
+        elif warning.category is note_type:
+            _say(f"collect import: note: {warning.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     head = records[-1].record_sha256 if records else ledger_head(runs)  # the appended batch's last hash
     if args.json:
         emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),
                    "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
-                   "prereg_sha256": lock.plan_sha256, "run_ids": [r.run_id for r in records]})
+                   "prereg_sha256": lock.plan_sha256, "run_ids": [r.run_id for r in records], "notes": notes})
     else:
         already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
         _say(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
@@ -331,40 +347,43 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _power_range(text: str | None) -> tuple[float, float] | None:
-    if text is None:
-        return None
-    try:
-        low, high = (float(x) for x in text.split(","))
-    except ValueError:
-        raise UserError(f"--power-range-w {text!r} must be MIN,MAX in watts, e.g. 50,700") from None
-    if not (0 <= low < high <= 1e6):
-        raise UserError(f"--power-range-w {text!r} must be 0 <= MIN < MAX <= 1e6 W")
-    return low, high
+def _log_options(args: argparse.Namespace) -> Any:
+    """The ``LogOptions`` the command line gives (``collect.telemetry.logs.options.options_from``:
+    a ``LogError``, exit 2, for a value no log could be converted with, or ``--gpu`` with ``--gpus all``)."""
+    from collect.telemetry.logs.options import options_from  # lazy: numpy
+
+    return options_from({dest: getattr(args, dest) for dest in args.log_options})
+
+
+def _gap_note(trace: Any) -> str | None:
+    """The gaps of the trace's energy or power signal (``collect.telemetry.logs.gaps``), if any."""
+    from collect.telemetry.logs.gaps import gap_note  # lazy: numpy
+
+    signal = next((s for s in ("energy_counter", "power_average", "power_usage", "power_instant")
+                   if s in trace.signals), None)
+    return gap_note(trace, signal) if signal is not None else None
 
 
 def cmd_telemetry(args: argparse.Namespace) -> int:
     """Convert a power log another tool wrote into a telemetry trace (``collect.telemetry.logs``)."""
-    from collect.telemetry.logs.common import LogOptions  # lazy: numpy
     from collect.telemetry.logs.formats import convert_to_trace, default_trace_base  # lazy: numpy
     from collect.telemetry.recording.probe import probe_trace, recorded_sentence, recorded_summaries  # lazy: numpy
 
-    for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 3_600_000.0),
-                                   ("--power-window-ms", args.power_window_ms, 0.0, 60_000.0),
-                                   ("--max-gap-ms", args.max_gap_ms, 0.0, 3_600_000.0)):
-        if value is not None and not low <= value <= high:
-            raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
+    options = _log_options(args)
     check_trace_outputs(args.output if args.output else default_trace_base(Path(args.log)))  # before anything is read
-    options = LogOptions(gpu=args.gpu, poll_ms=args.poll_ms, power_window_ms=args.power_window_ms,
-                         power_range_w=_power_range(args.power_range_w), window=args.window,
-                         max_gap_ms=args.max_gap_ms)
-    trace, files = convert_to_trace(args.log, args.output, args.format, options)
+    notes: list[str] = []
+    trace, files = convert_to_trace(args.log, args.output, args.format, options, notes)
+    gap = _gap_note(trace)
+    if gap is not None:
+        notes.append(f"{args.log} {gap}")
+    for note in notes:
+        _say(f"collect telemetry: note: {note}", file=sys.stderr)
     summaries = recorded_summaries(trace)
     if args.json:
         emit_json({"ok": True, "sensor": trace.sensor, "trace": str(files[-1]), "files": [str(f) for f in files],
                    "signals": {p.signal: {"updates": p.updates, "effective_period_ms": p.effective_period_ms,
                                           "unit": p.unit} for p in probe_trace(trace, {})},
-                   "recorded": summaries})
+                   "recorded": summaries, "notes": notes})
         return EXIT_OK
     polls = int(trace.poll_ns.size)
     _say(f"{args.log}: {polls} polls of {', '.join(trace.signals)} ({trace.sensor}, measured) -> {files[-1]}")
@@ -372,6 +391,38 @@ def cmd_telemetry(args: argparse.Namespace) -> int:
         print(recorded_sentence(signal, summary))
     _say(f"re-analyse it with: collect probe --sensor replay:{files[-1]}")
     return EXIT_OK
+
+
+def _add_log_options(p: argparse.ArgumentParser) -> None:
+    """The power-log options (``LogOptions``) on a subcommand, their dests in ``args.log_options``;
+    each format takes only those it can use (``collect.telemetry.logs.formats.check_options``)."""
+    g = p.add_argument_group("power-log options (what a log does not say about itself; each format takes only the "
+                             "ones it can use, others are refused)")
+    dests: list[str] = []
+
+    def add(*names: str, **kwargs: Any) -> None:
+        dests.append(g.add_argument(*names, **kwargs).dest)
+
+    add("--gpu", type=int, help="nvidia-smi, dcgm, zeus: the GPU of a multi-GPU log (default: the log must hold one)")
+    add("--gpus", choices=("all",), help="sum every GPU of a multi-GPU log into one device (a data-parallel run); "
+        "--power-range-w is then per GPU. codecarbon: its log already sums them")
+    add("--poll-ms", type=float, help="nvidia-smi, dcgm: the interval the logger was asked for, ms (default: the "
+        "median interval between polls; dcgm: dmon's -d, default 1000, which also places its samples)")
+    add("--power-window-ms", type=float, help="nvidia-smi, dcgm: averaging window of driver-averaged power "
+        "(power.draw, DCGM POWER), ms (default 1000, NVML's 1 s average on Ampere and newer; 0 for older GPUs)")
+    add("--power-model", choices=("average", "part-time"), help="nvidia-smi, dcgm: how driver-averaged power covers "
+        "time: average (a true average over its window, NVML's documentation; default) or part-time (each average "
+        "covers part of its period, Yang et al., SC24: energy bounded by the power range alone)")
+    add("--power-range-w", metavar="MIN,MAX", help="the device's physical power range, W (default 0,2000); per GPU "
+        "with --gpus all")
+    add("--counter-period-ms", type=float, help="the energy counter's longest interval between updates, ms (e.g. as "
+        "'collect probe' measured it on the same GPU model; default: per GPU generation)")
+    add("--query-fields", metavar="A,B,C", help="nvidia-smi: the --query-gpu fields of a log written without a "
+        "header (--format=csv,noheader[,nounits]), in order; a field may carry its unit in brackets ('energy [mJ]')")
+    add("--window", help="zeus: the one measurement-window name to convert")
+    add("--max-gap-ms", type=float, help="zeus: the largest gap between windows read as contiguous, ms (default 1; "
+        "a longer gap's energy is unknown)")
+    p.set_defaults(log_options=tuple(dests))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -392,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--telemetry-format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
                    help="the logs' format (default: recognised from each file's suffix)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    _add_log_options(p)
     p.set_defaults(handler=cmd_import)
     p = sub.add_parser("plan", help="list every planned run: run id, stratum, arm, replicate, seed, params",
                        description="Every run of a frozen plan as 'collect run' would execute it: the run id it "
@@ -428,17 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the tool that wrote it (default: recognised from the file name)")
     p.add_argument("-o", "--output", metavar="TRACE", help="the trace's base name (default: beside the log, "
                    "LOG's suffix replaced by .telemetry); an existing trace is never written over")
-    p.add_argument("--gpu", type=int, help="the GPU of a multi-GPU log (default: the log must hold one)")
-    p.add_argument("--poll-ms", type=float, help="the interval the logger was asked for, ms (default: the median "
-                   "interval between polls; dcgm: dmon's -d, default 1000, which also places its samples)")
-    p.add_argument("--power-window-ms", type=float, default=1000.0, help="averaging window of driver-averaged "
-                   "power (nvidia-smi power.draw, DCGM POWER), ms (default 1000, NVML's 1 s average on Ampere and "
-                   "newer; 0 for older GPUs)")
-    p.add_argument("--power-range-w", metavar="MIN,MAX", help="the device's physical power range, W (default 0,2000)")
-    p.add_argument("--window", help="zeus: the one measurement-window name to convert")
-    p.add_argument("--max-gap-ms", type=float, default=1.0, help="zeus: the largest gap between windows read as "
-                   "contiguous, ms (default 1; a longer gap's energy is unknown)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    _add_log_options(p)
     p.set_defaults(handler=cmd_telemetry)
     p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
                        description="The churn law (modeled). With --mtbf-s: the interval table for one job "

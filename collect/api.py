@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from collect.engine.runner import RunSummary
     from collect.engine.runs import PlannedRun
     from collect.ledger.store import Ledger, RunRecord
+    from collect.telemetry.logs.common import LogOptions
 
 PathLike = Union[str, "os.PathLike[str]"]
 LockLike = Union[Lock, str, "os.PathLike[str]"]
@@ -110,6 +111,7 @@ def frozen_order(plan: Any, planned: list[PlannedRun]) -> list[str]:
 def import_table(
     lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None,
     telemetry: PathLike | None = None, telemetry_format: str | None = None, *, keep: bool = True,
+    telemetry_options: LogOptions | None = None,
 ) -> list[RunRecord]:
     """Validate a table of runs against the plan and append it to ``out``'s ledger.
 
@@ -119,7 +121,9 @@ def import_table(
     already in the ledger go into ``skipped`` if given. Rows that started before the plan was frozen
     (or last amended) without ``data: pre_existing`` in the plan give an ``EarlyRunsWarning``.
     ``telemetry``: a folder of one power log per run (``<run_id>.<suffix>``, format ``telemetry_format``
-    or recognised) that fills each row's telemetry columns and becomes its trace (``collect.importing.logs``).
+    or recognised) that fills each row's telemetry columns and becomes its trace (``collect.importing.logs``);
+    ``telemetry_options``: what the logs do not say about themselves (``collect.telemetry.logs.common.LogOptions``:
+    the poll interval, the GPU or every GPU summed, the power range, the counter's period ...; default: none given).
     ``keep=False`` (what ``collect import`` asks): a file the column-wise path takes returns, per record,
     only its ``run_id``, ``started_at`` and ``record_sha256`` (``collect.importing.importer.Appended``),
     so the memory of a long import does not grow with its records.
@@ -130,8 +134,9 @@ def import_table(
     logs = None
     if telemetry is not None:
         from collect.importing.logs import TelemetryLogs  # lazy: numpy
+        from collect.telemetry.logs.common import LogOptions  # lazy: numpy
 
-        logs = TelemetryLogs(Path(telemetry), telemetry_format)
+        logs = TelemetryLogs(Path(telemetry), telemetry_format, telemetry_options or LogOptions())
     if _is_data_frame(table):
         try:
             records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,

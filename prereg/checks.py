@@ -151,6 +151,18 @@ def planned_runs(plan: Plan) -> int:
     return count
 
 
+def _check_meters(plan: Plan, problems: list[Problem]) -> None:
+    """Metrics backed by one signal read one meter: their ``meter`` declarations must agree."""
+    first: dict[str, tuple[str, object]] = {}
+    for name, metric in plan.metrics.items():
+        if metric.signal is None or metric.meter is None:
+            continue
+        seen = first.setdefault(metric.signal, (name, metric.meter))
+        if seen[1] != metric.meter:
+            problems.append((("metrics", name, "meter"), f"signal {metric.signal!r} is read by one meter, but "
+                             f"metric {seen[0]!r} describes it differently; declare the same meter on both"))
+
+
 def check_plan(plan: Plan) -> list[Problem]:
     """All cross-reference problems of ``plan`` (empty when the plan is consistent)."""
     problems: list[Problem] = []
@@ -160,6 +172,7 @@ def check_plan(plan: Plan) -> list[Problem]:
     _check_strata(plan, problems)
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)
+    _check_meters(plan, problems)
     check_families(plan, problems)
     if plan.experiment is not None:
         problems += resource_problems(plan.experiment.resources, plan.strata.factors, list(plan.arms))

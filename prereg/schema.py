@@ -167,6 +167,24 @@ class Strata(StrictModel):
         )
 
 
+class Meter(StrictModel):
+    """What a signal-backed metric's logs cannot say about the meter (docs/plan-format.md, meter).
+
+    Frozen with the plan, so that the bounds an energy gate is judged with follow from a choice
+    made before the data: ``collect import --telemetry`` and ``collect telemetry`` use it, and a
+    command-line option that contradicts it is refused.
+    """
+
+    counter_period_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = Field(
+        default=None, description="The energy counter's longest interval between updates (ms), e.g. as "
+        "'collect probe' measured it on the same GPU model; unset: the documented default for the GPU "
+        "the log names (collect/telemetry/logs/periods.py).")
+    power_model: Literal["average", "part-time"] | None = Field(
+        default=None, description="How a driver-averaged power signal (nvidia-smi power.draw, DCGM POWER) "
+        "covers time: 'average' (a true 1 s mean, NVML's documentation) or 'part-time' (each average covers "
+        "part of its period, Yang et al., SC24: energy is bounded by the power range alone). Unset: average.")
+
+
 class Metric(StrictModel):
     """A recorded quantity: its unit, its good direction and the class of its evidence."""
 
@@ -189,6 +207,9 @@ class Metric(StrictModel):
         "is such a gate 'vacuous' (passed as written). Otherwise a constant sample is judged on what it cannot "
         "rule out (with a 'range') or is unresolvable.",
     )
+    meter: Meter | None = Field(
+        default=None, description="What the logs of this metric's signal cannot say (counter update period, "
+        "power averaging model); only on a signal-backed metric.")
     description: Text | None = None
 
     @model_validator(mode="after")
@@ -199,6 +220,8 @@ class Metric(StrictModel):
                 raise ValueError("range: both ends must be finite numbers")
             if not low < high:
                 raise ValueError(f"range: min ({low:g}) must be below max ({high:g})")
+        if self.meter is not None and self.signal is None:
+            raise ValueError("meter: only a metric backed by a signal ('signal:') has a meter to describe")
         return self
 
 

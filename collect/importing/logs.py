@@ -22,6 +22,16 @@ memory): a log they refuse -- a malformed line, a reading outside the power rang
 rising faster than it allows, a time outside 1970-2200 -- is one error naming the row, the file and
 the line, and nothing is imported.
 
+The options a log cannot state (``TelemetryLogs.options``, a
+:class:`~collect.telemetry.logs.common.LogOptions`: the poll interval, the GPU or every GPU summed,
+the power range, the counter's period, the power model, a headerless nvidia-smi log's fields) apply
+to every log; one its format cannot use is refused once, before any log is converted
+(:func:`collect.telemetry.logs.formats.check_options`). What the user should know of a run's log
+is said as a :class:`LogNote` warning, one line per run and matter, naming the run: a truncated
+last line dropped, a gap of over 10 poll intervals with no reading (bounded by the power range, or
+held by a counter's difference), a log that ends well before the row's ``finished_at``
+(:mod:`collect.telemetry.logs.gaps`).
+
 The traces are written to a staging folder inside ``RUNS`` first and moved into ``traces/`` only
 for the records appended; a refused import leaves none behind. Energies J, powers W, times ms.
 """
@@ -29,7 +39,8 @@ for the records appended; a refused import leaves none behind. Energies J, power
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +56,18 @@ from collect.importing.rows import (
 )
 from collect.ledger.store import TRACES_DIR, RunRecord, run_id
 from collect.telemetry.analysis.energy import run_energy
-from collect.telemetry.logs.common import LogError, LogOptions
-from collect.telemetry.logs.formats import FORMATS, SUFFIXES, convert_log
+from collect.telemetry.logs.common import LogError, LogOptions, with_meter
+from collect.telemetry.logs.formats import FORMATS, SUFFIXES, check_options, convert_log, format_of
+from collect.telemetry.logs.gaps import end_note, gap_note
 from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
 from collect.traces.telemetry import Trace, write_trace
 from prereg.schema import Plan
 
 STAGING = ".import-traces"  # inside RUNS, while an import runs
+
+
+class LogNote(UserWarning):
+    """What the user should know of one run's power log (``<run_id>: ...``); nothing was refused."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +126,15 @@ def _fill(row: dict[str, Any], trace: Trace, plan: Plan, number: int, source: Pa
     return out, errors
 
 
+def plan_meter(options: LogOptions, plan: Plan) -> LogOptions:
+    """``options`` with what the plan's metrics declare of their meter (``meter``: the counter's
+    update period, the power averaging model); ``LogError`` where a given option contradicts it."""
+    for metric in plan.metrics.values():
+        if metric.meter is not None:
+            options = with_meter(options, metric.meter.counter_period_ms, metric.meter.power_model)
+    return options
+
+
 def attach_logs(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str,
                 logs: TelemetryLogs) -> tuple[list[dict[str, Any]], dict[str, Trace], list[str]]:
     """Each row with its log's telemetry (module doc): ``(rows, run id -> trace, errors naming rows)``.
@@ -120,6 +145,10 @@ def attach_logs(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source
         raise LogError(f"--telemetry {logs.folder}: not a folder")
     if not signals_of(plan):
         raise LogError("--telemetry: the plan names no telemetry signal (a metric's 'signal'), so no log can fill one")
+    logs = replace(logs, options=plan_meter(logs.options, plan))
+    if logs.fmt is not None:
+        check_options(logs.fmt, logs.options, "--telemetry")
+    checked = {logs.fmt}
     out, traces, errors = [], {}, []
     for number, row in enumerate(rows, start=1):
         try:
@@ -134,17 +163,33 @@ def attach_logs(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source
             errors.append(f"row {number}: {missing}")
             out.append(row)
             continue
+        fmt = format_of(path, logs.fmt)
+        if fmt not in checked:  # an option this format cannot use: one message, not one per row
+            check_options(fmt, logs.options, f"--telemetry {path}")
+            checked.add(fmt)
+        notes: list[str] = []
         try:
-            trace = convert_log(path, logs.fmt, logs.options)
+            trace = convert_log(path, fmt, logs.options, notes)
         except LogError as err:
             errors.append(f"row {number}: {err}")
             out.append(row)
             continue
+        _warn_notes(record.run_id, path, notes, trace, plan, record.finished_at)
         filled, problems = _fill(row, trace, plan, number, path)
         errors += problems
         traces[record.run_id] = trace
         out.append(filled)
     return out, traces, errors
+
+
+def _warn_notes(rid: str, path: Path, notes: list[str], trace: Trace, plan: Plan, finished_at: str | None) -> None:
+    """One :class:`LogNote` per note of the conversion, and for the gaps the plan's first signal in
+    the trace shows (module doc)."""
+    signal = next((s for s in signals_of(plan) if s in trace.signals), None)
+    if signal is not None:
+        notes += [f"log {path.name} {n}" for n in (gap_note(trace, signal), end_note(trace, signal, finished_at)) if n]
+    for note in notes:
+        warnings.warn(LogNote(f"{rid}: {note}"), stacklevel=2)
 
 
 def stage_traces(runs_dir: Path, traces: dict[str, Trace]) -> dict[str, list[str]]:
@@ -171,4 +216,4 @@ def drop_staging(runs_dir: Path) -> None:
     shutil.rmtree(Path(runs_dir) / STAGING, ignore_errors=True)
 
 
-__all__ = ["TelemetryLogs", "attach_logs", "drop_staging", "find_log", "install_traces", "stage_traces"]
+__all__ = ["LogNote", "TelemetryLogs", "attach_logs", "drop_staging", "find_log", "install_traces", "stage_traces"]

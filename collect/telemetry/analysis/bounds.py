@@ -3,23 +3,38 @@
 Times are ns, energy J, power W; update windows come from :mod:`collect.telemetry.analysis.resolution`.
 
 **Energy of [a, b] from a cumulative counter** (``energy_from_counter``). Let C be the true
-cumulative energy, each read value V = floor(C / q) * q (q = quantum, 1 mJ for NVML), and power
-bounded by [P_min, P_max]. With i the first update whose window starts at or after a and j the
-last whose window ends at or before b:
+cumulative energy and power bounded by [P_min, P_max]. Every read k returns V_k = C(u_k) (to the
+quantum q, 1 mJ for NVML) for some production time u_k in a window [lo_k, hi_k]: hi_k is the end
+of the read; lo_k is the start of the read before the value changed (the update happened between
+the two reads), and, when the signal declares the counter's update period P
+(``SignalInfo.period_ms``), no earlier than P before the read -- unless the value has stayed
+unchanged for longer than P, which contradicts the declaration there (a stalled counter). So each
+read bounds C at any time t:
 
-* lower = (V_j - V_i - q) + P_min * ((lo_i - a) + (b - hi_j))
-* upper = (V_j - V_i + q) + P_max * ((hi_i - a) + (b - lo_j))
+* C(t) >= V_k + low(t - hi_k),  C(t) <= V_k + high(t - lo_k)
 
-and with i' the last update whose window ends at or before a, j' the first whose window starts at
-or after b: upper <= (V_j' - V_i' + q) - P_min * ((a - hi_i') + (lo_j' - b)). The tightest valid
-bounds are kept; with no updates inside, the bounds fall back to [P_min, P_max] * (b - a). The
-estimate interpolates C linearly between update-window midpoints and is clipped into the bounds.
-A phase shorter than the update period therefore gets a bound about as wide as P_max times its
-length, as it should.
+with low(x) = P_min x, high(x) = P_max x for x >= 0 (and P_max x, P_min x below 0). The tightest
+over all reads of one series (between resets) bound C(a) and C(b), hence
+E = C(b) - C(a) within [C_lo(b) - C_hi(a) - q, C_hi(b) - C_lo(a) + q], intersected with
+[P_min, P_max] (b - a). One window for a whole run (a Zeus or CodeCarbon log) is thus bounded by
+about P at the power range per edge, not by its length. A counter chained from windows whose end
+and next start are separate reads (``lossy_joins``, Zeus) may miss one update per join: up to
+P_max P each is added to the upper bound. With a declared period the estimate interpolates the
+first read of each value at the read's start (the reads' lag cancels between the ends); otherwise C
+is interpolated between update-window midpoints; either is clipped into the bounds.
+
+**What the bound is made of** (docs/estimators.md, measurement error): ``systematic_j`` is the
+part whose mean can differ between arms -- (P_max - P_min) / (2 P_max) of the two edges'
+brackets, plus q and the joins' gaps -- on the assumption (``assumed``) that the counter's update
+phase at a run's edges is uniform and independent of the arm; a bound the power range sets is
+all arm-dependent.
 
 **Without a counter** (``energy_from_power``), the estimate integrates the power readings as a
-step function and the bounds are [P_min, P_max] * (b - a): a windowed average that updates every
-100 ms and averages over 25 ms of it says nothing certain about the other 75 ms.
+step function and the bounds use the averaging windows (below); a windowed average that updates
+every 100 ms and averages over 25 ms of it (``power_model: part-time``) says nothing certain about
+the other 75 ms. Under ``power_model: average`` (a true mean over its window) the arm-dependent
+part is (W / 2 + 2 g) (P_max - P_min), g the longest poll gap: the integral is the power smoothed
+and shifted, wrong only near the edges.
 """
 
 from __future__ import annotations
@@ -94,7 +109,7 @@ class _Reads:
 
     lo_ns: np.ndarray
     hi_ns: np.ndarray
-    mid_ns: np.ndarray
+    read_at_ns: np.ndarray  # when each read began (t_before)
     value_j: np.ndarray
     read_ns: np.ndarray  # how long each read took (t_after - t_before)
 
@@ -123,7 +138,7 @@ def _reads(trace: Trace, signal: str, u: Updates, a_ns: int, b_ns: int) -> _Read
         fresh = (ta - seen) <= period * _MS
         lo = np.where(fresh, np.maximum(lo, tb - period * _MS), lo)
     hi = ta.astype(np.float64)
-    return _Reads(lo[keep], hi[keep], ((tb + ta) / 2.0)[keep], value[keep], (ta - tb)[keep].astype(np.float64))
+    return _Reads(lo[keep], hi[keep], tb[keep].astype(np.float64), value[keep], (ta - tb)[keep].astype(np.float64))
 
 
 def _edge(reads: _Reads, t_ns: int, p_min: float, p_max: float) -> tuple[float, float]:
@@ -177,7 +192,7 @@ def _join_slack(info: SignalInfo | None, reads: _Reads, a_ns: int, b_ns: int, p_
     (at most its length at the power range), the part held against a margin."""
     if info is None or not info.lossy_joins:
         return 0.0, 0.0
-    inside = (reads.mid_ns > a_ns) & (reads.mid_ns < b_ns)
+    inside = (reads.read_at_ns > a_ns) & (reads.read_at_ns < b_ns)
     if info.period_ms is None:  # no period: nothing bounds a join's loss but the power range
         return (math.inf, math.inf) if inside.any() else (0.0, 0.0)
     period_s = info.period_ms / 1000.0
@@ -193,7 +208,7 @@ def _at_reads(reads: _Reads, a_ns: int, b_ns: int) -> float | None:
     first[1:] = reads.value_j[1:] != reads.value_j[:-1]
     if np.count_nonzero(first) < 2:
         return None
-    c = np.interp([a_ns, b_ns], reads.mid_ns[first], reads.value_j[first])
+    c = np.interp([a_ns, b_ns], reads.read_at_ns[first], reads.value_j[first])
     return float(c[1] - c[0])
 
 

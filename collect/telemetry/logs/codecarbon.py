@@ -12,8 +12,10 @@ Only ``gpu_energy`` is converted: CodeCarbon reads it from NVML's energy counter
 its CPU and RAM energies are often estimated from a TDP or a memory size (``cpu_power`` 42.5 W is
 half a default TDP) and ``energy_consumed`` sums all three; a device counter's trace must not carry
 modeled energy. Each tracker becomes one window per line ([timestamp - duration, timestamp] for the
-first, then each line's stretch), converted as :mod:`collect.telemetry.logs.windows` describes, to
-the second (CodeCarbon's timestamps have no more). Zone-less timestamps are read as UTC.
+first, then each line's stretch), converted as :mod:`collect.telemetry.logs.windows` describes. The
+timestamps hold only the second, so the tracker's start is placed by its first line (to the
+second) and every line after it by its ``duration``, to the millisecond: the reads keep their true
+spacing, the whole log only shifted by under a second. Zone-less timestamps are read as UTC.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collect.traces.telemetry import Trace
 
 TOOL = "codecarbon"
 _S = 1_000_000_000
+_MS = 1_000_000
 KWH_J = 3.6e6
 
 
@@ -81,14 +84,15 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
             raise LogError(f"{source} line {rows[0][3]}: duration {rows[0][1]!r} s puts the tracker's start before "
                            "1970")
         at, energy = start, 0.0
-        for end, _, cumulative, line in rows:
+        for _, duration, cumulative, line in rows:
+            end = start + round(duration * _S)  # the tracker's clock: its durations, finer than the timestamps
             if cumulative < energy:
                 raise LogError(f"{source} line {line}: gpu_energy of run {run} went down ({cumulative / KWH_J:g} kWh "
                                f"after {energy / KWH_J:g}); a tracker's energies are cumulative")
             windows.add(Window(at, end, cumulative - energy, run, line))
             at, energy = end, cumulative
     order = windows.by_start(source, "tracker", "convert one tracker's lines")
-    return windows_trace(windows, order, TOOL, options, _S, source)
+    return windows_trace(windows, order, TOOL, options, _MS, source)
 
 
 __all__ = ["TOOL", "convert"]

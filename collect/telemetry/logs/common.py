@@ -75,7 +75,7 @@ class LogOptions:
     * ``power_model``: how a driver-averaged power signal (nvidia-smi ``power.draw``, DCGM
       ``POWER``) covers time: ``average`` (a true ``power_window_ms`` average, NVML's
       documentation) or ``part-time`` (each average covers part of its period, Yang et al., SC24:
-      energy is then bounded by the power range alone);
+      energy is then bounded by the power range alone; None: ``average``);
     * ``all_gpus``: sum every GPU of a multi-GPU log into one device (a data-parallel run);
     * ``query_fields``: nvidia-smi only, the ``--query-gpu`` fields of a log written without a
       header line (``--format=csv,noheader``), in order.
@@ -89,7 +89,7 @@ class LogOptions:
     max_gap_ms: float = 1.0
     counter_period_ms: float | None = None
     period_basis: str | None = None
-    power_model: Literal["average", "part-time"] = "average"
+    power_model: Literal["average", "part-time"] | None = None
     all_gpus: bool = False
     query_fields: tuple[str, ...] | None = None
 
@@ -101,7 +101,7 @@ class LogOptions:
             if value is not None and not (math.isfinite(value) and 0 <= value <= high and (value > 0 or name not in ("poll_ms", "counter_period_ms"))):
                 least = "above 0" if name in ("poll_ms", "counter_period_ms") else "from 0"
                 raise LogError(f"{name} = {value!r} must be a number {least} to {high:g} ms")
-        if self.power_model not in ("average", "part-time"):
+        if self.power_model not in (None, "average", "part-time"):
             raise LogError(f"power_model = {self.power_model!r} must be 'average' or 'part-time'")
         if self.power_range_w is not None:
             low, high_w = self.power_range_w
@@ -164,6 +164,23 @@ def check_order(t_ns: np.ndarray, where: str, line_of: np.ndarray) -> None:
                        f"(line {int(line_of[k - 1])}); the log is not in time order or the clock was set back")
 
 
+def with_meter(options: LogOptions, counter_period_ms: float | None, power_model: str | None,
+               source: str = "the plan") -> LogOptions:
+    """``options`` with what ``source`` (the plan's metric ``meter``) declares; ``LogError`` where an
+    option given with the log contradicts it (a frozen plan's meter is not changed at import)."""
+    for name, declared_value, given in (("counter_period_ms", counter_period_ms, options.counter_period_ms),
+                                        ("power_model", power_model, options.power_model)):
+        if declared_value is not None and given is not None and given != declared_value:
+            raise LogError(f"{name} = {given!r} contradicts {source}, which declares {declared_value!r}; "
+                           "leave the option out (the frozen plan's meter applies)")
+    changes: dict[str, object] = {}
+    if counter_period_ms is not None:
+        changes.update(counter_period_ms=float(counter_period_ms), period_basis=f"{source} (meter.counter_period_ms)")
+    if power_model is not None:
+        changes["power_model"] = power_model
+    return replace(options, **changes)  # type: ignore[arg-type]
+
+
 def declared(info: SignalInfo, options: LogOptions, gpu_name: str | None = None) -> SignalInfo:
     """``info`` with what the options (or the defaults) declare: an energy counter's update period
     and its basis (:mod:`collect.telemetry.logs.periods`), a driver-averaged power's model."""
@@ -174,7 +191,7 @@ def declared(info: SignalInfo, options: LogOptions, gpu_name: str | None = None)
             period, basis = default_counter_period(gpu_name)
         return replace(info, period_ms=period, period_basis=basis)
     if info.unit == "W" and info.window_ms and info.power_model is None:
-        return replace(info, power_model=options.power_model)
+        return replace(info, power_model=options.power_model or "average")
     return info
 
 
@@ -233,4 +250,4 @@ def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
 
 
 __all__ = ["LOG_PHASE", "MAX_LOG_BYTES", "MAX_POLL_MS", "Column", "LogError", "LogOptions", "build_trace",
-           "check_order", "choose_device", "declared", "log_lines", "signal", "split_unit"]
+           "check_order", "choose_device", "declared", "with_meter", "log_lines", "signal", "split_unit"]

@@ -17,6 +17,11 @@ Times (an assumption: dmon writes none): sample k of the selected entity was tak
 ``[k d, (k + 1) d)`` from the start of the log, d being dmon's ``-d`` delay (``LogOptions.poll_ms``,
 1000 ms -- dmon's default -- when not given). Durations are therefore as good as dmon's schedule;
 a log of a GPU that was slow to answer is stretched in time, never compressed.
+
+A log of several entities needs one chosen (``LogOptions.gpu``) or all of them summed
+(``LogOptions.all_gpus``, a data-parallel run): sample ``k`` of the summed device is the sum of
+every entity's ``k``-th sample of ``POWER``, ``POWINST`` and ``TOTEC``, ok only where every entity
+has an ok reading there (:mod:`collect.telemetry.logs.gpus`); the other fields are dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +30,15 @@ from array import array
 
 import numpy as np
 
+from collect.telemetry.logs.checks import check_power
 from collect.telemetry.logs.common import Column, LogError, LogOptions, build_trace, choose_device, signal
+from collect.telemetry.logs.gpus import (
+    first_rows,
+    polls_by_rank,
+    refuse_gpu_with_all,
+    sum_over_gpus,
+    summed_options,
+)
 from collect.telemetry.logs.numbers import Numbers
 from collect.telemetry.logs.reading import Cells, LogText, text_lines
 from collect.telemetry.sensors.base import Kind
@@ -97,25 +110,51 @@ def _read(text: LogText, source: str, units: dict[str, str]) -> tuple[list[str],
 def convert(text: LogText, source: str, options: LogOptions) -> Trace:
     """The dcgmi dmon output ``text`` (from ``source``, named in messages; its text or its lines) as
     a trace (module doc)."""
+    refuse_gpu_with_all(options, source)
     known = _tags(options)
     header, devices, columns, line_of = _read(text, source, {tag: spec[1] for tag, spec in known.items()})
     gpus = [d.split()[1] if d.startswith("GPU ") else d for d in devices.distinct]
+    if options.all_gpus and len(gpus) > 1:
+        return _summed(header, devices.code_array(), columns, line_of, known, source, options, len(gpus))
     device = choose_device(gpus, options, source)
     chosen = np.array([g == device for g in gpus])
     keep = np.flatnonzero(chosen[devices.code_array()])
-    lines = line_of[keep]
-    delay_ns = int(round((options.poll_ms or DEFAULT_DELAY_MS) * 1e6))
-    t_before = np.arange(keep.size, dtype=np.int64) * delay_ns
     out: dict[str, Column] = {}
     for j, column in columns.items():
         name, unit, kind, window = known[header[j]]
         values, status, _ = column.finish(keep)
         out[name] = Column(signal(name, unit, kind, window), values, status)
+    return _trace(out, line_of[keep], header, source, options)
+
+
+def _trace(out: dict[str, Column], lines: np.ndarray, header: list[str], source: str, options: LogOptions) -> Trace:
+    """The trace of one device's samples ``out`` (sample ``k`` read in ``[k d, (k + 1) d)``)."""
     if not any(s in out for s in ("energy_counter", "power_average", "power_instant")):
         raise LogError(f"{source}: no power or energy field among {' '.join(header)} (dmon -e 155,156)")
+    delay_ns = int(round((options.poll_ms or DEFAULT_DELAY_MS) * 1e6))
+    t_before = np.arange(lines.size, dtype=np.int64) * delay_ns
     return build_trace(t_before, t_before + delay_ns, out, TOOL,
                        LogOptions(**{**options.__dict__, "poll_ms": options.poll_ms or DEFAULT_DELAY_MS}),
                        source=source, line_of=lines)
+
+
+def _summed(header: list[str], device: np.ndarray, columns: dict[int, Numbers], line_of: np.ndarray,
+            known: dict[str, tuple[str, str, Kind, float | None]], source: str, options: LogOptions,
+            gpus: int) -> Trace:
+    """The trace of every entity summed (module doc): sample ``k`` is each entity's ``k``-th line."""
+    poll = polls_by_rank(device)
+    polls = int(poll.max()) + 1
+    out: dict[str, Column] = {}
+    for j, column in columns.items():
+        name, unit, kind, window = known[header[j]]
+        if unit not in ("W", "mJ"):
+            continue
+        values, status, _ = column.finish()
+        if unit == "W":
+            check_power(values, name, source, line_of, options.power_range)
+        total, total_status = sum_over_gpus(values, status, poll, polls, gpus)
+        out[name] = Column(signal(name, unit, kind, window), total, total_status)
+    return _trace(out, line_of[first_rows(poll, polls)], header, source, summed_options(options, gpus))
 
 
 __all__ = ["TOOL", "convert"]

@@ -12,6 +12,11 @@ the bounds say how much energy the window may still have held. A JSON Lines log 
 Windows are converted as :mod:`collect.telemetry.logs.windows` describes; each window is also a
 phase named after it. Zeus allows concurrent windows (an epoch holding its steps): overlapping
 windows are refused unless ``LogOptions.window`` picks one name. Times are read to 1 microsecond.
+
+A log of several GPUs needs one chosen (``LogOptions.gpu``) or all of them summed
+(``LogOptions.all_gpus``, a data-parallel run: each window's energy is the sum of its
+``gpu<i>_energy`` cells, and the power range is the per-GPU one times the number of GPUs,
+:mod:`collect.telemetry.logs.gpus`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from itertools import chain
 
 from collect.telemetry.logs.checks import duration_ns, epoch_ns
 from collect.telemetry.logs.common import LogError, LogOptions, cell_number, choose_device
+from collect.telemetry.logs.gpus import refuse_gpu_with_all, summed_options
 from collect.telemetry.logs.reading import LogText, text_lines
 from collect.telemetry.logs.windows import Window, Windows, windows_trace
 from collect.traces.lines import LineError, json_rows
@@ -62,16 +68,19 @@ def _number(row: dict[str, str], key: str, source: str, line: int) -> float:
 def convert(text: LogText, source: str, options: LogOptions) -> Trace:
     """The Zeus log ``text`` (from ``source``, named in messages; its text or its lines) as a trace
     (module doc). Times must be Unix seconds from 1970 to 2200 (``LogError`` naming the line)."""
+    refuse_gpu_with_all(options, source)
     rows = _rows(text, source)
     windows = Windows()
-    gpu: str | None = None
+    columns: list[str] | None = None
     for line, row in rows:
-        if gpu is None:
+        if columns is None:
             gpus = [k[3:-7] for k in row if k.startswith("gpu") and k.endswith("_energy")]
             if not gpus:
                 raise LogError(f"{source} line 1: no gpu<i>_energy column (a Zeus log has start_time,window_name,"
                                "elapsed_time,gpu0_energy,...)")
-            gpu = choose_device(gpus, options, source) if options.gpu is not None or len(gpus) > 1 else gpus[0]
+            chosen = gpus if options.all_gpus else [
+                choose_device(gpus, options, source) if options.gpu is not None or len(gpus) > 1 else gpus[0]]
+            columns = [f"gpu{g}_energy" for g in chosen]
         name = row.get("window_name", "")
         if options.window is not None and name != options.window:
             continue
@@ -80,14 +89,16 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
         start_ns = epoch_ns(start, source, line, "start_time")
         duration_ns(elapsed, source, line, "elapsed_time")
         end_ns = epoch_ns(start + elapsed, source, line, "start_time + elapsed_time")
-        windows.add(Window(start_ns, end_ns, _number(row, f"gpu{gpu}_energy", source, line), name, line))
-    if gpu is None:
+        energy_j = sum(_number(row, column, source, line) for column in columns)
+        windows.add(Window(start_ns, end_ns, energy_j, name, line))
+    if columns is None:
         raise LogError(f"{source}: no measurement windows")
     if not len(windows):
         raise LogError(f"{source}: no window named {options.window!r}")
     order = windows.by_start(source, "window", "concurrent windows cannot share one counter series: convert one "
                              "window name (--window NAME)")
-    return windows_trace(windows, order, TOOL, options, 1000, source)
+    summed = summed_options(options, len(columns)) if options.all_gpus else options
+    return windows_trace(windows, order, TOOL, summed, 1000, source, lossy_joins=True)
 
 
 __all__ = ["TOOL", "convert"]
