@@ -78,14 +78,20 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate a plan and print a one-line summary."""
+    from gates.meter_plan import meter_lines  # lazy: numpy
+
     loaded = _load(args.file)
     for line in _warnings(loaded):
         print(line, file=sys.stderr)
+    meters = meter_lines(loaded.plan)
     if args.json:
         emit_json({"ok": True, "file": args.file, "study": loaded.plan.study, "plan_sha256": loaded.plan_sha256,
-                   "summary": _summary(loaded), "warnings": [w.to_json() for w in loaded.warnings]})
+                   "summary": _summary(loaded), "warnings": [w.to_json() for w in loaded.warnings],
+                   "meter": meters})
     else:
         print(f"{args.file}: valid prereg/v1 plan. {_summary(loaded)}")
+        for line in meters:
+            print(line)
     return EXIT_OK
 
 

@@ -61,6 +61,7 @@ _LOCATIONS: dict[str, str] = {
     "hodges_lehmann": "wilcoxon",
     "insufficient_blocks": "feasibility",
     "interval": "dispatch",
+    "end_shift_per_bound": "resolution",
     "interval_bound": "resolution",
     "is_tested": "rules",
     "minimum_blocks": "feasibility",

@@ -70,6 +70,18 @@ def interval_bound(
     return float(np.max(b))
 
 
+def end_shift_per_bound(method: str, n: int, confidence: float) -> float:
+    """How far :func:`interval_bound` moves an interval end at ``n`` units when every unit's contrast
+    bound is 1 (scale it by the actual bound): 1 for signflip, wilcoxon and the bootstrap, ``1 +
+    t_q / sqrt(n - 1)`` for t, ``inf`` for betting; for bca at least 1 (its bound also depends on
+    the contrasts, unknown before the data), so 1 is returned. For planning, before any data."""
+    if n < 2:
+        raise ValueError("a paired interval needs 2 or more units")
+    if method == "bca":
+        return 1.0
+    return interval_bound(method, np.ones(n), confidence)
+
+
 def resolution_check(
     rule: Rule,
     d: ArrayLike,
@@ -133,4 +145,4 @@ def resolution_check_outcomes(
     return resolution_check(rule, d, b, confidence, method, scale, resamples, seed)
 
 
-__all__ = ["ResolutionCheck", "interval_bound", "resolution_check", "resolution_check_outcomes"]
+__all__ = ["ResolutionCheck", "end_shift_per_bound", "interval_bound", "resolution_check", "resolution_check_outcomes"]

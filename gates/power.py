@@ -45,6 +45,7 @@ from estimators import power as P
 from estimators.look_levels import gate_levels
 from gates.api import check_runs_folder
 from gates.matching import stratum_label
+from gates.meter_plan import gate_meter_lines
 from gates.verdicts import contrast_range
 from prereg.api import load_lock
 from prereg.checks import analysis_units_planned
@@ -212,6 +213,7 @@ def gate_power(plan: Plan, gate: Gate, d: np.ndarray, n_planned: int, target_pow
                     sd_ucl=P.sd_upper_limit(sd, df, ucl_level) if sd > 0 else 0.0, sd_ucl_level=ucl_level,
                     delta=delta, delta_reported=None if delta is None else _reported(delta, scale), delta_source=source,
                     planned_blocks=n_planned)
+    out.notes += gate_meter_lines(plan, gate)  # the meter a signal-backed gate's margin needs (gates.meter_plan)
     if sd <= 0:
         out.notes.append("the pilot's paired contrasts do not vary: no SD, so no power can be computed")
         return out

@@ -183,6 +183,11 @@ class Meter(StrictModel):
         default=None, description="How a driver-averaged power signal (nvidia-smi power.draw, DCGM POWER) "
         "covers time: 'average' (a true 1 s mean, NVML's documentation) or 'part-time' (each average covers "
         "part of its period, Yang et al., SC24: energy is bounded by the power range alone). Unset: average.")
+    run_s: Annotated[float, Field(gt=0, le=31_536_000)] | None = Field(
+        default=None, description="For planning only: a run's expected length (s), so that 'prereg validate' and "
+        "'prereg power' say which logs reach the bound the gate's margin needs (unset: 60 s, 10 min and 1 h).")
+    power_w: Annotated[float, Field(gt=0, le=100_000)] | None = Field(
+        default=None, description="For planning only: the device's expected mean power (W; unset: 300 W).")
 
 
 class Metric(StrictModel):
