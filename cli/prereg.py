@@ -78,7 +78,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate a plan and print a one-line summary."""
-    from gates.meter_plan import meter_lines  # lazy: numpy
+    from gates.meter_plan import meter_lines  # lazy: pydantic
 
     loaded = _load(args.file)
     for line in _warnings(loaded):

@@ -42,7 +42,7 @@ def gate_meter_lines(plan: Plan, gate: Gate) -> list[str]:
     if metric.signal is None or not gate.pass_if.tested:
         return []
     from collect.telemetry.logs.meters import meter_bounds  # lazy: numpy
-    from estimators import end_shift_per_bound  # lazy: scipy
+    from estimators import end_shift_per_bound  # lazy: numpy
 
     n = analysis_units_planned(plan)
     if n < 2 or gate.method == "betting":
