@@ -4,8 +4,11 @@
   every planned run completes and the claim is supported;
 * examples/byo-smi.yaml: runs made elsewhere, imported with one nvidia-smi log each; the learning and
   work gates pass, the energy gate is unresolvable (power.draw cannot bound the energy), so refused;
-* train.py imports nothing of the toolkit but the phase client, and the committed table and logs are
-  what examples/make_smi_logs.py writes.
+* examples/byo-dcgm.yaml: 600 s runs made elsewhere with one DCGM log each (dcgmi dmon -e 155,156);
+  each run's energy is its counter's difference, bounded at the ends, and the 5% energy margin is
+  decided (supported);
+* train.py imports nothing of the toolkit but the phase client, and the committed tables and logs are
+  what examples/make_smi_logs.py and examples/make_dcgm_logs.py write.
 
 Both are checked on the one run of docs/byo.md's runnable blocks of the session (a job of
 tests/helpers/prefetch.py, begun in the background when the tests are collected), in a copy of
@@ -150,3 +153,44 @@ def test_the_committed_smi_runs_are_what_the_generator_writes(tmp_path: Path) ->
     for name in written:
         assert (tmp_path / "byo-smi-logs" / name).read_bytes() == (committed / "byo-smi-logs" / name).read_bytes()
     assert sum((committed / "byo-smi-logs" / n).stat().st_size for n in written) < 200_000
+
+
+@pytest.mark.prefetch(BYO_JOB)
+def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetcher) -> None:
+    """The byo-dcgm.yaml commands of docs/byo.md, as written there and run once by its runnable block."""
+    ran = byo_page(prefetched)
+    block = ran.runnable("prereg freeze examples/byo-dcgm.yaml -o demo/byo-dcgm.lock.json")
+    assert block.commands.splitlines() == [
+        "prereg freeze examples/byo-dcgm.yaml -o demo/byo-dcgm.lock.json",
+        "collect import examples/runs/byo-dcgm.csv --lock demo/byo-dcgm.lock.json --out demo/byo-dcgm-runs "
+        "--telemetry examples/runs/byo-dcgm-logs --telemetry-format dcgm",
+        "gates evaluate demo/byo-dcgm.lock.json demo/byo-dcgm-runs"]
+    stdout = ran_clean(block)
+    assert "imported 16 runs" in stdout
+    runs = ran.folder / "demo" / "byo-dcgm-runs"
+    records = read_ledger(runs).records
+    assert len(records) == 16
+    for r in records:
+        log = (EXAMPLES / "runs" / "byo-dcgm-logs" / f"{r.run_id}.dcgm.txt").read_text()
+        totec = [int(line.split()[-1]) for line in log.splitlines() if line.startswith("GPU")]
+        assert r.metric("energy") == pytest.approx((totec[-1] - totec[0]) / 1000.0)  # the counter's own difference
+        summary = r.telemetry["energy_counter"]
+        whole, part = summary.bound_of("energy"), summary.systematic_bound_of("energy")
+        assert whole is not None and part is not None and part < whole < 0.05 * r.metric("energy")
+        assert summary.counter_period_ms == 100.0  # the plan's meter
+    evaluation = evaluation_of(runs)
+    assert evaluation["decision"] == "supported"
+    assert {g["id"]: g["verdict"] for g in evaluation["gates"]} == {
+        "learning_noninferior": "pass", "energy_saving": "pass"}
+
+
+def test_the_committed_dcgm_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "make_dcgm_logs.py"), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    committed = EXAMPLES / "runs"
+    assert (tmp_path / "byo-dcgm.csv").read_bytes() == (committed / "byo-dcgm.csv").read_bytes()
+    written = sorted(p.name for p in (tmp_path / "byo-dcgm-logs").iterdir())
+    assert written == sorted(p.name for p in (committed / "byo-dcgm-logs").iterdir()) and len(written) == 16
+    for name in written:
+        assert (tmp_path / "byo-dcgm-logs" / name).read_bytes() == (committed / "byo-dcgm-logs" / name).read_bytes()
