@@ -30,7 +30,8 @@ to every log; one its format cannot use is refused once, before any log is conve
 is said as a :class:`LogNote` warning, one line per run and matter, naming the run: a truncated
 last line dropped, a gap of over 10 poll intervals with no reading (bounded by the power range, or
 held by a counter's difference), a log that ends well before the row's ``finished_at``
-(:mod:`collect.telemetry.logs.gaps`).
+(:mod:`collect.telemetry.logs.gaps`); and once per signal, what the bounds took of the meter (the
+counter's update period and where it comes from, a power signal's averaging model).
 
 The traces are written to a staging folder inside ``RUNS`` first and moved into ``traces/`` only
 for the records appended; a refused import leaves none behind. Energies J, powers W, times ms.
@@ -179,7 +180,27 @@ def attach_logs(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source
         errors += problems
         traces[record.run_id] = trace
         out.append(filled)
+    _warn_meter(traces, plan)
     return out, traces, errors
+
+
+def _warn_meter(traces: dict[str, Trace], plan: Plan) -> None:
+    """One :class:`LogNote` per signal saying what the bounds took of the meter and from where: the
+    counter's update period and its basis, a power signal's averaging model."""
+    said: dict[str, set[str]] = {}
+    for trace in traces.values():
+        for signal in signals_of(plan):
+            info = trace.signals.get(signal)
+            if info is None:
+                continue
+            if info.period_ms is not None:
+                said.setdefault(signal, set()).add(f"counter update period {info.period_ms:g} ms ({info.period_basis})")
+            if info.power_model is not None:
+                how = ("a true mean over its window" if info.power_model == "average"
+                       else "part-time samples (only the power range bounds the rest)")
+                said.setdefault(signal, set()).add(f"power read as {how} (power_model {info.power_model})")
+    for signal, texts in said.items():
+        warnings.warn(LogNote(f"{signal}: bounds use " + "; ".join(sorted(texts))), stacklevel=2)
 
 
 def _warn_notes(rid: str, path: Path, notes: list[str], trace: Trace, plan: Plan, finished_at: str | None) -> None:

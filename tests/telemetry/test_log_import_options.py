@@ -232,7 +232,8 @@ def plan(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
 
 def _attach(lock, folder: Path, finished_s: float | None = None, fmt: str | None = None,  # type: ignore[no-untyped-def]
             options: LogOptions | None = None) -> tuple[dict, list[str], list[str]]:
-    """Run r1's row through ``attach_logs``: its filled row, the errors and the notes (LogNote texts)."""
+    """Run r1's row through ``attach_logs``: its filled row, the errors and the run's notes (LogNote texts
+    naming r1; the once-per-signal note of the meter is checked on its own)."""
     row: dict = {"run_id": "r1", "arm": "dense_restart", "block": 1, "final_nll": 2.5}
     if finished_s is not None:
         row["finished_at"] = datetime.fromtimestamp(START.timestamp() + finished_s, UTC).isoformat()
@@ -240,7 +241,9 @@ def _attach(lock, folder: Path, finished_s: float | None = None, fmt: str | None
         warnings.simplefilter("always", LogNote)
         rows, _, errors = attach_logs([row], lock.plan, lock.plan_sha256, "t.csv",
                                       TelemetryLogs(folder, fmt, options or LogOptions()))
-    return rows[0], errors, [str(w.message) for w in caught if w.category is LogNote]
+    texts = [str(w.message) for w in caught if w.category is LogNote]
+    assert sum(not t.startswith("r1: ") for t in texts) == 1  # the meter, once: "energy_counter: bounds use ..."
+    return rows[0], errors, [t for t in texts if t.startswith("r1: ")]
 
 
 def test_import_reads_dcgm_at_the_poll_interval_given(tmp_path: Path, plan) -> None:  # type: ignore[no-untyped-def]
