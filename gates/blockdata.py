@@ -97,7 +97,8 @@ def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarr
         for telemetry in columns.columns["telemetry"]:
             summary = telemetry.get(signal)
             found.append(None if summary is None else
-                         (summary.systematic_bound_of(gate.metric), summary.bound_of(gate.metric)))
+                         (summary.systematic_bound_of(gate.metric), summary.bound_of(gate.metric),
+                          summary.counter_period_ms))
         columns.cache[key] = found
     per_row = columns.cache[key]
     lacking = []
@@ -105,7 +106,7 @@ def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarr
     for i, block in enumerate(blocks):
         for j, arm in enumerate(arms):
             row = block.rows[arm]
-            held, whole = per_row[row] or (None, None)
+            held, whole, _ = per_row[row] or (None, None, None)
             if held is None:
                 lacking.append(columns.columns["run_id"][row])
             else:
@@ -114,12 +115,25 @@ def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarr
     return bounds, lacking, split
 
 
-def split_note(signal: str, split: int, runs: int) -> str:
-    """What a gate's resolution check held against the margin when runs' bounds were split, and
-    what the split assumes (docs/estimators.md, measurement error)."""
+def counter_periods(gate: Gate, plan: Plan, blocks: list[Block]) -> list[float]:
+    """The distinct counter update periods (ms) the gate's runs' bounds were computed with."""
+    signal = plan.metrics[gate.metric].signal
+    columns = _columns(blocks)
+    if signal is None or columns is None:
+        return []
+    bounds_matrix(gate, plan, blocks)  # fills the cache
+    per_row = columns.cache[("bound", signal, gate.metric)]
+    rows = [row for b in blocks for row in b.rows.values()]
+    return sorted({p for row in rows if per_row[row] and (p := per_row[row][2]) is not None})
+
+
+def split_note(signal: str, split: int, runs: int, periods: list[float] | None = None) -> str:
+    """What a gate's resolution check held against the margin when runs' bounds were split, with
+    the counter periods they used, and what the split assumes (docs/estimators.md, measurement error)."""
     assumed = COUNTER_PHASE_ASSUMED if signal == "energy_counter" else "; ".join(AVERAGE_ASSUMED)
+    used = f", with a counter update period of {' or '.join(f'{p:g}' for p in periods)} ms" if periods else ""
     return (f"the {signal} bounds held against the margin are the arm-dependent part of {split} of {runs} runs' "
-            "measurement bounds; the rest, reading error independent of the arm, is carried by the paired "
+            f"measurement bounds{used}; the rest, reading error independent of the arm, is carried by the paired "
             f"sampling variance (assumed, not checkable from the logs: {assumed})")
 
 
@@ -139,4 +153,4 @@ def evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     return weakest(dict.fromkeys(classes))  # each class once, in order of first appearance: the same weakest
 
 
-__all__ = ["bounds_matrix", "split_note", "evidence", "metric_array", "outcome_matrix", "row_matrix"]
+__all__ = ["bounds_matrix", "counter_periods", "split_note", "evidence", "metric_array", "outcome_matrix", "row_matrix"]

@@ -7,7 +7,10 @@ calibration strata included (the instruments must hold everywhere).
 * ``metric_bounds``: fires on a non-finite value or one outside [min, max]; observed = the worst.
 * ``counter_support``: fires when a run saw fewer than ``min_updates`` updates; observed = fewest.
 * ``sensor_update_period``: fires when a run's effective update period exceeds ``max_ms``.
-* ``logger_calibration``: fires when achieved / requested poll interval exceeds ``max_ratio``.
+* ``logger_calibration``: fires when achieved / requested poll interval exceeds ``max_ratio``; the
+  achieved interval is the run's worst stretch (mean poll gap over about one second,
+  ``achieved_poll_worst_ms``) where its summary has one, so a logger that fell behind for a
+  stretch is not hidden by its median, else the recorded ``achieved_poll_ms``.
 * ``controls_identical``: fires unless, in every control block (``where``), all arms' values of
   the metric are exactly equal; observed = the largest difference. No control runs: fires.
 """
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from collect.ledger.columns import Record
+from collect.ledger.records import TelemetrySummary
 from gates.matching import Match
 from prereg.schema import (
     ControlsIdentical,
@@ -83,6 +87,18 @@ def _telemetry_check(inv, records, read, limit: float, above_fires: bool, what: 
         bound = f"at most {limit:g}{unit}" if above_fires else f"at least {limit:g}{unit}"
         parts.append(f"all {len(values)} runs: {what} {bound} (worst {observed:g}{unit})")
     return fired, observed, "; ".join(parts)
+
+
+def logger_ratio(summary: TelemetrySummary) -> float | None:
+    """Achieved / requested poll interval of one run's telemetry summary (None when either is
+    missing): the achieved interval over the run's worst stretch when the summary records it
+    (``achieved_poll_worst_ms``), else the recorded ``achieved_poll_ms``."""
+    achieved = summary.achieved_poll_worst_ms  # None in older summaries
+    if achieved is None:
+        achieved = summary.achieved_poll_ms
+    if achieved is None or summary.requested_poll_ms is None:
+        return None
+    return float(achieved) / summary.requested_poll_ms
 
 
 def _counter_support(inv: CounterSupport, records: Sequence[Record]) -> tuple:
@@ -172,14 +188,8 @@ def check_invalidators(plan: Plan, match: Match) -> list[InvalidatorCheck]:
             )
             threshold = inv.max_ms
         elif isinstance(inv, LoggerCalibration):
-
-            def ratio(s):
-                if s.achieved_poll_ms is None or s.requested_poll_ms is None:
-                    return None
-                return s.achieved_poll_ms / s.requested_poll_ms
-
             fired, observed, detail = _telemetry_check(
-                inv, records, ratio, inv.max_ratio, True, "achieved / requested poll interval", "x"
+                inv, records, logger_ratio, inv.max_ratio, True, "achieved / requested poll interval", "x"
             )
             threshold = inv.max_ratio
         else:

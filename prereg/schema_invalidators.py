@@ -44,7 +44,10 @@ class SensorUpdatePeriod(InvalidatorBase):
 
 
 class LoggerCalibration(InvalidatorBase):
-    """Fires when any run's achieved / requested poll interval exceeds ``max_ratio``."""
+    """Fires when any run's achieved / requested poll interval exceeds ``max_ratio``: the logger did
+    not keep the rate it was asked for. The achieved interval is the mean poll gap over the run's
+    worst stretch of about one second where the run records it (a logger that fell behind during a
+    checkpoint shows there, though its median poll gap does not), else its median poll gap."""
 
     kind: Literal["logger_calibration"]
     signal: Identifier

@@ -31,7 +31,7 @@ def test_study1_power_only_meter_refuses_the_energy_gates(prefetched):
     ev, text, code = _study(prefetched, "energy-study1")
     assert code == 3 and ev["decision"] == "refused"
     fired = {i["id"] for i in ev["invalidators"] if i["fired"]}
-    assert {"counter_period", "checkpoint_support", "replay_support"} <= fired
+    assert {"counter_period", "checkpoint_support", "replay_support", "logger_keeps_up"} <= fired
     gates = {g["id"]: g for g in ev["gates"]}
     for energy_gate in ("total_interaction", "replay_interaction", "checkpoint_interaction", "sparse_saves_energy"):
         assert gates[energy_gate]["verdict"] == "refused" and gates[energy_gate]["refused_by"]

@@ -45,6 +45,9 @@ class TelemetrySummary(_Strict):
     effective_period_ms: float | None = Field(default=None, ge=0, description="Median interval between updates, ms.")
     requested_poll_ms: float | None = Field(default=None, gt=0, description="Poll interval asked for, ms.")
     achieved_poll_ms: float | None = Field(default=None, ge=0, description="Median poll interval achieved, ms.")
+    achieved_poll_worst_ms: float | None = Field(
+        default=None, ge=0, description="Mean poll interval over the run's worst stretch (the polls the requested "
+        "rate fits in one second, at least ten), ms; logger_calibration judges it when present.")
     bound: float | None = Field(
         default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
     )

@@ -62,6 +62,8 @@ def test_one_zeus_window_keeps_its_logged_energy() -> None:
     # each end is known to within one update period at the power range, whatever the window's length
     assert e.bound_j <= 2 * P_MAX * 0.1 + 0.01
     assert trace.signals["energy_counter"].period_ms == 100.0
+    whole = trace.phase("log")  # the log's span (to the end read's last microsecond): one window, no join
+    assert energy_from_counter(trace, whole.start_ns, whole.end_ns, 0.0, P_MAX).bound_j <= 2 * P_MAX * 0.1 + 0.01
 
 
 def test_one_codecarbon_row_keeps_its_logged_energy() -> None:

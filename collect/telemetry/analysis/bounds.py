@@ -193,6 +193,7 @@ def _join_slack(info: SignalInfo | None, reads: _Reads, a_ns: int, b_ns: int, p_
     if info is None or not info.lossy_joins:
         return 0.0, 0.0
     inside = (reads.read_at_ns > a_ns) & (reads.read_at_ns < b_ns)
+    inside[-1:] = False  # the series' last read ends its last window: no window starts there
     if info.period_ms is None:  # no period: nothing bounds a join's loss but the power range
         return (math.inf, math.inf) if inside.any() else (0.0, 0.0)
     period_s = info.period_ms / 1000.0
@@ -350,6 +351,7 @@ def ledger_summary(
         "effective_period_ms": period.effective_period_ms,
         "requested_poll_ms": trace.requested_poll_ms,
         "achieved_poll_ms": period.achieved_poll_ms,
+        "achieved_poll_worst_ms": period.achieved_poll_worst_ms,
         "bound": bound if math.isfinite(bound) else None,
         "evidence": "modeled" if trace.evidence == "modeled" else "measured",
     }

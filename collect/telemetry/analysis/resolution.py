@@ -12,11 +12,46 @@ to cross-check the period, never to place windows.
 modulus is known and the correction makes the series increase; any other decrease is a *reset*:
 it is reported, and an interval overlapping a reset window gets the power-range bound.
 
+**How often does it update? Never faster than it does.** The effective update period is an upper
+bound, so a loaded host (late polls, long reads) can only make the meter look *slower*, never
+finer than it is. Let the seen changes k = 0..m-1 have windows ``[lo_k, hi_k]`` holding their
+update times ``u_k``, and let the meter update every T (periodically, as NVML's counter and the
+simulator do). Then
+
+* ``u_last - u_first`` lies in ``[lo_last - hi_first, hi_last - lo_first]`` and spans N >= m - 1
+  update intervals (a change seen is an update; an update that left the value unchanged, or two
+  updates between polls, only make N larger than the changes show);
+* the gap ``u_{k+1} - u_k`` is ``N_k T`` with ``N_k`` its true intervals and at least
+  ``lo_{k+1} - hi_k`` (the windows' bounds, never their midpoints), so for any P >= T the count
+  ``n_k = max(1, ceil((lo_{k+1} - hi_k) / P - 1/2))`` is at most ``ceil((lo_{k+1} - hi_k) / T)``
+  <= ``N_k``.
+
+Starting from ``P = (hi_last - lo_first) / (m - 1)`` (>= T), each step counts every gap's ``n_k`` with
+the current P and sets ``P = (hi_last - lo_first) / sum(n_k)``; since ``sum(n_k) <= N``, every P
+stays >= (u_last - u_first) / N = T, and P only falls, until no count grows. The result,
+``effective_period_ms``, is >= T whatever the polls did: a late or long poll widens a window, which
+lowers the gaps' lower bounds, which can only count fewer intervals. (The half period of slack in
+``n_k`` keeps the counts honest under update jitter below a quarter period; the estimate is then
+at least the mean interval between the first and last seen updates.) On an idle host (windows of
+about one poll interval) it is exact within ``(w_first + w_last) / N`` (two windows over the whole
+span), and an occasional update that left the value unchanged is counted (its gap's lower bound is
+about two periods). ``period_lower_ms = (lo_last - hi_first) / sum(n_k)`` is the period's lower end
+*if every update was seen*; an unseen one would put the period below it, never the estimate below
+the period.
+
+**Did the logger keep its rate?** ``achieved_poll_ms`` is the median gap between poll starts (what
+a poll usually took); ``achieved_poll_worst_ms`` is the mean gap over the worst stretch of
+consecutive polls that the requested rate fits in one second (at least ten; the whole run when
+shorter): a logger that keeps its schedule shows the requested interval there however single polls
+jitter (a late poll is followed by an early one), and one that falls behind, all along or for a
+stretch (a stall during a checkpoint), shows it, where the median hides it.
+
 Energy with bounds from these windows: :mod:`collect.telemetry.analysis.bounds`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,7 +104,11 @@ def value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Upda
 
 @dataclass(frozen=True)
 class PeriodEstimate:
-    """Effective update period of a signal (ms), from value changes and from driver timestamps."""
+    """Effective update period of a signal (ms), from value changes and from driver timestamps.
+
+    ``effective_period_ms`` is never below the true period (module doc); ``period_lower_ms`` is the
+    period's lower end if no update went unseen; poll gaps are the trace's (ms).
+    """
 
     signal: str
     effective_period_ms: float | None
@@ -78,6 +117,16 @@ class PeriodEstimate:
     requested_poll_ms: float
     achieved_poll_ms: float | None
     achieved_poll_p95_ms: float | None
+    period_lower_ms: float | None = None
+    achieved_poll_worst_ms: float | None = None
+
+
+#: a stretch of polls the logger must keep its rate over: what the requested rate fits in this span ...
+STRETCH_MS = 1000.0
+#: ... and at least this many poll intervals
+MIN_STRETCH_POLLS = 10
+#: refinements of the counted intervals (a few suffice; stopping earlier only leaves P longer)
+MAX_REFINEMENTS = 64
 
 
 def achieved_poll(trace: Trace) -> tuple[float | None, float | None]:
@@ -88,29 +137,59 @@ def achieved_poll(trace: Trace) -> tuple[float | None, float | None]:
     return float(np.median(gaps)), float(np.percentile(gaps, 95))
 
 
-def update_period(trace: Trace, signal: str, wrap_mj: int | None = None) -> PeriodEstimate:
-    """Interval between value changes (window midpoints), cross-checked with driver timestamps.
+def achieved_poll_worst(poll_ns: np.ndarray, requested_poll_ms: float) -> float | None:
+    """The mean gap (ms) between poll starts over the worst stretch of k consecutive gaps, k being
+    what ``requested_poll_ms`` fits in :data:`STRETCH_MS` (at least :data:`MIN_STRETCH_POLLS`); the
+    whole run's mean gap when it has k gaps or fewer. None before two polls."""
+    starts = np.asarray(poll_ns, dtype=np.int64)
+    if starts.size < 2:
+        return None
+    k = max(MIN_STRETCH_POLLS, math.ceil(STRETCH_MS / requested_poll_ms)) if requested_poll_ms > 0 else MIN_STRETCH_POLLS
+    if starts.size - 1 <= k:
+        return float((starts[-1] - starts[0]) / (starts.size - 1) / _MS)
+    return float(np.max(starts[k:] - starts[:-k]) / k / _MS)
 
-    The span of the changes over the number of update intervals in it (robust to aliasing
-    between polls and updates, and to an occasional update that left the value unchanged).
+
+def conservative_period_ns(lo_ns: np.ndarray, hi_ns: np.ndarray) -> tuple[float, float, int] | None:
+    """(upper, lower, intervals) of the update period (ns) from the windows of two or more seen
+    changes (module doc): ``upper`` >= the true period whatever the polls' lateness, ``lower`` the
+    period's lower end if every update was seen, ``intervals`` the update intervals counted."""
+    if lo_ns.size < 2:
+        return None
+    lo = lo_ns.astype(np.float64)
+    hi = hi_ns.astype(np.float64)
+    span_hi = float(hi[-1] - lo[0])
+    span_lo = max(float(lo[-1] - hi[0]), 0.0)
+    gap_lo = np.maximum(lo[1:] - hi[:-1], 0.0)  # each gap between changes is at least this long
+    counts = np.ones(gap_lo.size)
+    for _ in range(MAX_REFINEMENTS):  # counts only grow and stay <= the true ones: each step's P is >= T
+        period = span_hi / counts.sum()
+        grown = np.maximum(counts, np.maximum(1.0, np.ceil(gap_lo / period - 0.5)))
+        if np.array_equal(grown, counts):
+            break
+        counts = grown
+    intervals = int(counts.sum())
+    return span_hi / intervals, span_lo / intervals, intervals
+
+
+def update_period(trace: Trace, signal: str, wrap_mj: int | None = None) -> PeriodEstimate:
+    """The conservative update period (see the module doc), cross-checked with driver timestamps.
+
+    Polls alias with updates (15 ms polls of a 20 ms sensor see gaps of 15 and 30 ms), so the
+    period is the whole span of the changes over the update intervals in it, never a gap's length.
     """
     u = value_changes(trace, signal, wrap_mj)
-    mids = (u.lo_ns + u.hi_ns) / 2.0
     med, p95 = achieved_poll(trace)
-    period = None
-    if mids.size >= 2:
-        gaps = np.diff(mids)
-        # Polls alias with updates (15 ms polls of a 20 ms sensor see gaps of 15 and 30 ms), so the
-        # period is the whole span over the number of update intervals in it. While every update
-        # is seen, a gap is at most one period plus one poll interval; a longer gap holds updates
-        # that left the value unchanged, and counts as ceil((gap - poll) / mean gap) intervals.
-        poll_ns = (med or 0.0) * _MS
-        steps = np.maximum(1, np.ceil((gaps - poll_ns) / gaps.mean() - 1e-9))
-        period = float((mids[-1] - mids[0]) / steps.sum() / _MS)
+    bounds = conservative_period_ns(u.lo_ns, u.hi_ns)
+    period = lower = None
+    if bounds is not None and bounds[0] > 0:
+        period, lower = bounds[0] / _MS, bounds[1] / _MS
     stamps = trace.rows(signal)["driver_ts_us"]
     stamps = np.unique(stamps[np.isfinite(stamps)])
     driver = float(np.median(np.diff(stamps)) / 1e3) if stamps.size >= 3 else None
-    return PeriodEstimate(signal, period, int(u.lo_ns.size), driver, trace.requested_poll_ms, med, p95)
+    return PeriodEstimate(signal, period, int(u.lo_ns.size), driver, trace.requested_poll_ms, med, p95,
+                          period_lower_ms=lower,
+                          achieved_poll_worst_ms=achieved_poll_worst(trace.poll_ns, trace.requested_poll_ms))
 
 
 def updates_in(trace: Trace, signal: str, a_ns: int, b_ns: int, wrap_mj: int | None = None) -> int:
@@ -119,4 +198,5 @@ def updates_in(trace: Trace, signal: str, a_ns: int, b_ns: int, wrap_mj: int | N
     return int(np.count_nonzero((u.lo_ns >= a_ns) & (u.hi_ns <= b_ns)))
 
 
-__all__ = ["PeriodEstimate", "Updates", "achieved_poll", "update_period", "updates_in", "value_changes"]
+__all__ = ["PeriodEstimate", "Updates", "achieved_poll", "achieved_poll_worst", "conservative_period_ns", "update_period",
+           "updates_in", "value_changes"]

@@ -117,8 +117,9 @@ def default_counter_period(gpu_name: str | None) -> tuple[float, str]:
     else:
         which = f"no source gives the counter period of {generation.capitalize()} GPUs ({gpu_name})"
     return CONSERVATIVE_COUNTER_PERIOD_MS, (
-        f"default {CONSERVATIVE_COUNTER_PERIOD_MS:g} ms: {which}; it is {CONSERVATIVE_SOURCE} "
-        "(give --counter-period-ms, e.g. as collect probe measures it on the same GPU model)")
+        f"default {CONSERVATIVE_COUNTER_PERIOD_MS:g} ms, the longest period public sources give for NVML's energy "
+        f"counter (Zeus, ML.ENERGY, PETSc: collect/telemetry/logs/periods.py); {which}; give --counter-period-ms "
+        "as collect probe measures it on the same GPU model")
 
 
 __all__ = ["CONSERVATIVE_COUNTER_PERIOD_MS", "CONSERVATIVE_SOURCE", "COUNTER_PERIOD_MS", "NO_COUNTER_GENERATIONS",

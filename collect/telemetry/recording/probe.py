@@ -4,7 +4,10 @@ The resolution sentence: the energy of a window is uncertain at each end by abou
 period's worth of energy at the observed power (the counter moved somewhere inside the last
 update interval), plus one quantum each end. Two windows of ``window_s`` can therefore be told
 apart only when their energies differ by more than about ``2 * P * T_update + 2 * q``; that figure
-is ``resolvable_j`` (and as a share of the window's energy, ``resolvable_fraction``).
+is ``resolvable_j`` (and as a share of the window's energy, ``resolvable_fraction``). ``T_update`` is
+the conservative effective period (:mod:`collect.telemetry.analysis.resolution`): never below the
+meter's true period, however late the probe's polls were, so a loaded host can only make the
+resolution look coarser, never finer than the meter has.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from collect.telemetry.analysis.energy import ENERGY_SIGNALS, run_energy
-from collect.telemetry.analysis.resolution import achieved_poll, update_period
+from collect.telemetry.analysis.resolution import achieved_poll, achieved_poll_worst, update_period
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W, SensorError
 from collect.telemetry.sensors.registry import open_sensor
@@ -44,6 +47,8 @@ class SignalProbe:
     window_s: float
     resolvable_j: float | None
     resolvable_fraction: float | None
+    period_lower_ms: float | None = None  # the period's lower end if no update went unseen
+    achieved_poll_worst_ms: float | None = None  # mean poll gap over the worst stretch (about 1 s)
 
 
 def observed_power_w(trace: Trace) -> float | None:
@@ -64,13 +69,14 @@ def probe_trace(trace: Trace, unavailable: dict[str, str], window_s: float = 1.0
     """Per-signal probe results for a recorded trace."""
     power = observed_power_w(trace)
     med, p95 = achieved_poll(trace)
+    worst = achieved_poll_worst(trace.poll_ns, trace.requested_poll_ms)
     out = []
     for name, info in trace.signals.items():
         if name not in set(trace.signal) and name not in unavailable:
             continue
         if name in unavailable:
             out.append(SignalProbe(name, info.unit, unavailable[name], "unavailable", trace.requested_poll_ms,
-                                   med, p95, None, None, 0, power, window_s, None, None))
+                                   med, p95, None, None, 0, power, window_s, None, None, None, worst))
             continue
         period = update_period(trace, name)
         resolvable = fraction = None
@@ -81,7 +87,7 @@ def probe_trace(trace: Trace, unavailable: dict[str, str], window_s: float = 1.0
         out.append(SignalProbe(
             name, info.unit, "ok", trace.evidence if info.evidence != "unavailable" else "unavailable",
             trace.requested_poll_ms, med, p95, period.effective_period_ms, period.driver_period_ms,
-            period.updates, power, window_s, resolvable, fraction,
+            period.updates, power, window_s, resolvable, fraction, period.period_lower_ms, worst,
         ))
     return out
 
@@ -120,7 +126,10 @@ def recorded_summaries(trace: Trace) -> dict[str, dict[str, Any]]:
     for signal in ENERGY_SIGNALS:
         if signal in trace.signals and trace.rows(signal)["value"].size:
             energy = run_energy(trace, signal, p_min, p_max)
-            out[signal] = {**energy.summary, "metrics": energy.metrics}
+            info = trace.signals[signal]
+            meter = {k: v for k, v in (("period_basis", info.period_basis), ("power_model", info.power_model))
+                     if v is not None}
+            out[signal] = {**energy.summary, "metrics": energy.metrics, **meter}
     return out
 
 
@@ -149,11 +158,19 @@ def probe_json(probes: list[SignalProbe], sensor: str, seconds: float | None,
 
 
 def recorded_sentence(signal: str, summary: dict[str, Any]) -> str:
-    """One line per re-analysed signal: the run's energy and the support of each phase."""
+    """One line per re-analysed signal: the run's energy, its bound and the bound's arm-dependent part
+    (docs/estimators.md, measurement error), the meter it assumed, and the support of each phase."""
     metrics = summary.get("metrics", {})
     bound = summary.get("bound")
+    part = summary.get("systematic_bound")
+    meter = ""
+    if summary.get("counter_period_ms") is not None:
+        meter = f" (counter update period {summary['counter_period_ms']:g} ms: {summary.get('period_basis')})"
+    elif summary.get("power_model") is not None:
+        meter = f" (power_model {summary['power_model']})"
     text = (f"{signal} (as recorded): energy {metrics.get('energy', float('nan')):.6g} J"
             + (f" +/- {bound:.3g} J" if bound is not None else " (no bound)")
+            + (f", of which {part:.3g} J may differ by arm{meter}" if part is not None else meter)
             + f", {summary.get('updates')} updates, effective period {summary.get('effective_period_ms')} ms")
     phases = summary.get("phases") or {}
     parts = [f"{name} {ph['updates']} updates in {ph['intervals']} interval(s)" for name, ph in phases.items()
@@ -161,17 +178,29 @@ def recorded_sentence(signal: str, summary: dict[str, Any]) -> str:
     return text + ("; " + ", ".join(parts) if parts else "") + "."
 
 
+def _percent(fraction: float) -> str:
+    """A share in per cent, in plain digits (99.7%, 250%, 0.5%)."""
+    value = 100 * fraction
+    return f"{value:.3g}%" if value < 1000 else f"{value:.0f}%"
+
+
 def probe_sentence(p: SignalProbe) -> str:
     """The sentence a researcher needs before preregistering an energy margin."""
     if p.status != "ok":
         return f"{p.signal}: unavailable ({p.status}); it cannot back any claim"
     achieved = f"{p.achieved_poll_ms:.3g} ms" if p.achieved_poll_ms is not None else "n/a"
-    period = f"{p.effective_period_ms:.4g} ms" if p.effective_period_ms is not None else "no updates seen"
-    text = (f"{p.signal}: polled every {achieved} (asked {p.requested_poll_ms:g} ms); the value changed "
-            f"{p.updates} times, every {period}")
+    worst = f", {p.achieved_poll_worst_ms:.3g} ms over its worst stretch" if p.achieved_poll_worst_ms is not None else ""
+    text = f"{p.signal}: polled every {achieved} (asked {p.requested_poll_ms:g} ms{worst}); the value changed {p.updates} times"
+    if p.effective_period_ms is None:
+        text += ", too few to tell how often it updates"
+    else:
+        text += f": an update every {p.effective_period_ms:.4g} ms at most"
+    notes = [f"at least {p.period_lower_ms:.4g} ms if none went unseen"] if p.period_lower_ms is not None else []
     if p.driver_period_ms is not None:
-        text += f" (driver timestamps: every {p.driver_period_ms:.4g} ms)"
+        notes.append(f"driver timestamps: every {p.driver_period_ms:.4g} ms")
+    if notes:
+        text += f" ({'; '.join(notes)})"
     if p.resolvable_j is not None and p.observed_power_w is not None:
         text += (f". Over a {p.window_s:g} s window at {p.observed_power_w:.4g} W it resolves energy differences "
-                 f"of about {p.resolvable_j:.3g} J or more ({100 * (p.resolvable_fraction or 0):.2g}% of the window)")
+                 f"of about {p.resolvable_j:.3g} J or more ({_percent(p.resolvable_fraction or 0)} of the window)")
     return text + "."

@@ -19,8 +19,10 @@ default 10, Linux): when the CPU is saturated the training thread wins and polls
 than the training slow; the achieved poll interval reports it (and ``logger_calibration``
 invalidators refuse claims that need the requested rate). On a *virtual* clock (``sim:clock=virtual``) nothing runs in
 the background: :meth:`advance` lets simulated time pass and polls at every deadline inside it,
-so tests are deterministic and instant. Phases call the sensor's ``set_phase`` hook when it has
-one (the simulator draws that phase's load); a real GPU ignores it.
+so tests are deterministic and instant; a poll whose answer comes late (the simulator's
+``read_latency_ms``) moves the next deadline to the answer, as a real poller waits for it, so the
+achieved interval shows a logger that cannot keep its requested rate. Phases call the sensor's
+``set_phase`` hook when it has one (the simulator draws that phase's load); a real GPU ignores it.
 """
 
 from __future__ import annotations
@@ -122,8 +124,12 @@ class Recorder:
 
     def _poll_once(self) -> None:
         self._poll_ns.append(self.sensor.now_ns())
-        self._readings.extend(self.sensor.read(self.signals))
+        readings = self.sensor.read(self.signals)
+        self._readings.extend(readings)
         self._next_ns += int(self.poll_ms * _MS)
+        if self.virtual and readings:  # a slow meter's answer comes later: the poller waits for it,
+            answered = max(r.t_after_ns for r in readings)  # and does not burst to catch up
+            self._next_ns = max(self._next_ns, answered)
 
     def _loop(self) -> None:
         if self.nice:

@@ -19,8 +19,17 @@ offers, e.g. a power-only meter with no energy counter: ``sim:signals=power_aver
 
 ``clock=virtual`` runs on a virtual clock that advances only through :meth:`advance` (and by
 ``read_cost_us`` per read), so tests are deterministic and instant; ``clock=real`` uses
-``time.monotonic_ns``. The load follows :meth:`set_phase`, which the recorder calls as phases
-begin and end. :meth:`true_energy_j` gives the exact energy between two instants (for tests).
+``time.monotonic_ns``.
+
+``read_latency_ms`` (default 0) is how long the meter takes to answer a query (a slow meter or
+tool, e.g. one behind a command-line query): the value is the one at the moment asked, the
+reading's ``t_after_ns`` is that much later, and a poller waits for it, so a logger asked to poll
+faster than the meter answers falls behind. On the virtual clock the wait holds up only the poller
+(the answer is stamped ahead of the clock and the recorder polls again no earlier), never the
+workload's time; on the real clock the read sleeps.
+
+The load follows :meth:`set_phase`, which the recorder calls as phases begin and end.
+:meth:`true_energy_j` gives the exact energy between two instants (for tests).
 """
 
 from __future__ import annotations
@@ -44,12 +53,13 @@ from collect.telemetry.sensors.base import (
 OPTIONS: dict[str, type] = {
     "update_ms": float, "window_ms": float, "power_w": float, "idle_w": float, "checkpoint_w": float,
     "noise_w": float, "counter_update_ms": float, "cell_ms": float, "wrap_mj": int, "reset_at_ms": float,
-    "clock": str, "seed": int, "read_cost_us": float, "signals": str,
+    "clock": str, "seed": int, "read_cost_us": float, "signals": str, "read_latency_ms": float,
 }
 DEFAULTS: dict[str, object] = {
     "update_ms": 100.0, "window_ms": 25.0, "power_w": 300.0, "idle_w": 60.0, "checkpoint_w": 150.0,
     "noise_w": 5.0, "counter_update_ms": 100.0, "cell_ms": 10.0, "wrap_mj": 0, "reset_at_ms": 0.0,
     "clock": "real", "seed": 0, "read_cost_us": 20.0, "signals": "energy_counter+power_average+power_instant",
+    "read_latency_ms": 0.0,
 }
 PHASE_LEVEL = {"idle": "idle_w", "stall": "idle_w", "checkpoint": "checkpoint_w"}  # others: power_w
 SIGNALS = {
@@ -58,6 +68,7 @@ SIGNALS = {
     "power_instant": SignalInfo("power_instant", "W", "gauge", "modeled"),
 }
 _MS = 1_000_000  # ns per ms
+MAX_READ_LATENCY_MS = 60_000.0  # a query answered later than a minute is a dead meter, not a slow one
 _MASK = (1 << 64) - 1
 
 
@@ -93,6 +104,8 @@ class SimSensor(Sensor):
                 raise SensorError(f"sim option {key} must be > 0")
         if float(o["window_ms"]) > float(o["update_ms"]):  # type: ignore[arg-type]
             raise SensorError("sim window_ms must not exceed update_ms")
+        if not 0 <= float(o["read_latency_ms"]) <= MAX_READ_LATENCY_MS:  # type: ignore[arg-type]
+            raise SensorError(f"sim option read_latency_ms must be from 0 to {MAX_READ_LATENCY_MS:g} ms")
         if o["clock"] not in ("real", "virtual"):
             raise SensorError("sim clock must be 'real' or 'virtual'")
         self.virtual = o["clock"] == "virtual"
@@ -142,8 +155,10 @@ class SimSensor(Sensor):
             self._seg_w.append(level)
 
     def read(self, signals: Sequence[str]) -> list[Reading]:
-        """Poll each signal once; virtual reads cost ``read_cost_us`` of virtual time."""
+        """Poll each signal once; virtual reads cost ``read_cost_us`` of virtual time, and each
+        answer comes ``read_latency_ms`` after it was asked (module doc)."""
         out = []
+        latency_ns = int(float(self.o["read_latency_ms"]) * _MS)  # type: ignore[arg-type]
         for name in signals:
             if name not in self._signals:
                 raise KeyError(name)
@@ -152,6 +167,12 @@ class SimSensor(Sensor):
                 self._vt += int(float(self.o["read_cost_us"]) * 1000)  # type: ignore[arg-type]
             after = self.now_ns()
             value, stamp = self._value(name, (before + after) // 2)
+            if latency_ns:
+                if self.virtual:
+                    after += latency_ns
+                else:
+                    time.sleep(latency_ns / 1e9)
+                    after = self.now_ns()
             out.append(Reading(name, before, after, value, SIGNALS[name].unit, "ok", stamp))
         return out
 
