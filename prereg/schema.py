@@ -171,8 +171,8 @@ class Meter(StrictModel):
     """What a signal-backed metric's logs cannot say about the meter (docs/plan-format.md, meter).
 
     Frozen with the plan, so that the bounds an energy gate is judged with follow from a choice
-    made before the data: ``collect import --telemetry`` and ``collect telemetry`` use it, and a
-    command-line option that contradicts it is refused.
+    made before the data: ``collect import --telemetry`` uses it, and refuses a command-line option
+    that contradicts it.
     """
 
     counter_period_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = Field(
