@@ -15,9 +15,10 @@ Run from the repository root: python examples/make_dcgm_logs.py [--out FOLDER]
 from __future__ import annotations
 
 import argparse
-import csv
 import random
 from pathlib import Path
+
+from make_smi_logs import write_runs  # examples/ is the script's folder, first on its path
 
 from collect.telemetry.logs.synthetic import dcgm_log
 
@@ -55,16 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("runs"),
                         help="folder of byo-dcgm.csv and byo-dcgm-logs/ (default: examples/runs)")
     args = parser.parse_args(argv)
-    rows, logs = rows_and_logs()
-    folder = args.out / "byo-dcgm-logs"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "byo-dcgm.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    for name, text in logs.items():
-        (folder / name).write_text(text)
-    print(f"wrote {args.out / 'byo-dcgm.csv'} ({len(rows)} runs) and {len(logs)} logs in {folder}")
+    write_runs(args.out, "byo-dcgm", *rows_and_logs())
     return 0
 
 

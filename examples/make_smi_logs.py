@@ -52,21 +52,25 @@ def rows_and_logs() -> tuple[list[dict], dict[str, str]]:
     return rows, logs
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write the synthetic runs of examples/byo-smi.yaml.")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("runs"),
-                        help="folder of byo-smi.csv and byo-smi-logs/ (default: examples/runs)")
-    args = parser.parse_args(argv)
-    rows, logs = rows_and_logs()
-    folder = args.out / "byo-smi-logs"
+def write_runs(out: Path, stem: str, rows: list[dict], logs: dict[str, str]) -> None:
+    """Write ``<stem>.csv`` (the rows) and ``<stem>-logs/`` (one file per log) into ``out``."""
+    folder = out / f"{stem}-logs"
     folder.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "byo-smi.csv", "w", newline="") as fh:
+    with open(out / f"{stem}.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     for name, text in logs.items():
         (folder / name).write_text(text)
-    print(f"wrote {args.out / 'byo-smi.csv'} ({len(rows)} runs) and {len(logs)} logs in {folder}")
+    print(f"wrote {out / f'{stem}.csv'} ({len(rows)} runs) and {len(logs)} logs in {folder}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write the synthetic runs of examples/byo-smi.yaml.")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("runs"),
+                        help="folder of byo-smi.csv and byo-smi-logs/ (default: examples/runs)")
+    args = parser.parse_args(argv)
+    write_runs(args.out, "byo-smi", *rows_and_logs())
     return 0
 
 

@@ -142,17 +142,24 @@ def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim
         "learning_noninferior": "pass", "work_saved": "pass", "energy_saving": "unresolvable"}
 
 
-def test_the_committed_smi_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(EXAMPLES / "make_smi_logs.py"), "--out", str(tmp_path)],
+def _committed_runs_are_generated(script: str, stem: str, tmp_path: Path) -> list[str]:
+    """Run the example's generator into ``tmp_path`` and check the committed table and logs are its
+    output, byte for byte; the logs' names."""
+    proc = subprocess.run([sys.executable, str(EXAMPLES / script), "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     committed = EXAMPLES / "runs"
-    assert (tmp_path / "byo-smi.csv").read_bytes() == (committed / "byo-smi.csv").read_bytes()
-    written = sorted(p.name for p in (tmp_path / "byo-smi-logs").iterdir())
-    assert written == sorted(p.name for p in (committed / "byo-smi-logs").iterdir()) and len(written) == 16
+    assert (tmp_path / f"{stem}.csv").read_bytes() == (committed / f"{stem}.csv").read_bytes()
+    written = sorted(p.name for p in (tmp_path / f"{stem}-logs").iterdir())
+    assert written == sorted(p.name for p in (committed / f"{stem}-logs").iterdir()) and len(written) == 16
     for name in written:
-        assert (tmp_path / "byo-smi-logs" / name).read_bytes() == (committed / "byo-smi-logs" / name).read_bytes()
-    assert sum((committed / "byo-smi-logs" / n).stat().st_size for n in written) < 200_000
+        assert (tmp_path / f"{stem}-logs" / name).read_bytes() == (committed / f"{stem}-logs" / name).read_bytes()
+    return written
+
+
+def test_the_committed_smi_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
+    written = _committed_runs_are_generated("make_smi_logs.py", "byo-smi", tmp_path)
+    assert sum((EXAMPLES / "runs" / "byo-smi-logs" / n).stat().st_size for n in written) < 200_000
 
 
 @pytest.mark.prefetch(BYO_JOB)
@@ -185,12 +192,5 @@ def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetch
 
 
 def test_the_committed_dcgm_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(EXAMPLES / "make_dcgm_logs.py"), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    committed = EXAMPLES / "runs"
-    assert (tmp_path / "byo-dcgm.csv").read_bytes() == (committed / "byo-dcgm.csv").read_bytes()
-    written = sorted(p.name for p in (tmp_path / "byo-dcgm-logs").iterdir())
-    assert written == sorted(p.name for p in (committed / "byo-dcgm-logs").iterdir()) and len(written) == 16
-    for name in written:
-        assert (tmp_path / "byo-dcgm-logs" / name).read_bytes() == (committed / "byo-dcgm-logs" / name).read_bytes()
+    written = _committed_runs_are_generated("make_dcgm_logs.py", "byo-dcgm", tmp_path)
+    assert sum((EXAMPLES / "runs" / "byo-dcgm-logs" / n).stat().st_size for n in written) < 500_000
