@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -115,3 +116,17 @@ def test_the_arm_dependent_part_bounds_the_mean_error_over_the_counter_phase() -
         mean_error[name] = float(np.mean(errors))
     assert abs(mean_error["burst"] - mean_error["plain"]) <= systematic["burst"] + systematic["plain"]
     assert abs(mean_error["burst"]) > 5.0  # the burst's edge does bias the reading (here by about P/2 x 450 W)
+
+
+def test_contiguous_zeus_windows_store_their_sum_and_their_joins_bound_it_above() -> None:
+    energies = [2500.2, 2600.1, 2550.3, 2540.9, 2533.5]
+    lines = ["start_time,window_name,elapsed_time,gpu0_energy"]
+    lines += [f"{1796292901.0 + 8.5 * i!r},epoch,8.5,{e!r}" for i, e in enumerate(energies)]
+    trace = FORMATS["zeus"]("\n".join(lines) + "\n", "w.zeus.csv", LogOptions(counter_period_ms=100.0))
+    whole = trace.phase("log")
+    e = energy_from_counter(trace, whole.start_ns, whole.end_ns, 0.0, P_MAX)
+    assert e.estimate_j == pytest.approx(sum(energies))  # what the windows logged, together
+    # the two ends within one period each; each of the 4 joins may have missed one update, above only
+    assert sum(energies) - e.lower_j <= P_MAX * 0.1 + 0.01
+    assert e.upper_j - sum(energies) <= P_MAX * 0.1 * (1 + 4) + 0.01
+    assert e.systematic_bound_j < 0.01 * sum(energies)
