@@ -227,7 +227,7 @@ def _interpolated(u: Updates, a_ns: int, b_ns: int) -> float | None:
 
 def energy_from_power(
     trace: Trace, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float, signal: str = "power_average",
-    quantum_w: float = 0.001, updates: Updates | None = None,
+    quantum_w: float = 0.01, updates: Updates | None = None,
 ) -> EnergyEstimate:
     """Energy of [a, b] from power readings: a step-function estimate, bounds from averaging windows.
 

@@ -11,12 +11,32 @@ cumulative energy counter (mJ, floor of the true energy) every ``counter_update_
 all during ``stuck`` (a driver that stops updating it; it catches up afterwards). Each writer uses
 the tool's real layout (see the converters' docstrings in ``collect/telemetry/logs/``): header
 spellings, units in cells, separators, ``[N/A]`` / ``N/A`` gaps, repeated headers.
+
+For validation against known truth, the synthetic DEVICE (:mod:`.synthetic_device`, re-exported
+here) takes any run's power pattern -- a base power with a scale, a smooth swing, a square wave, a
+different power in the first seconds, a burst at the run's end -- with its exact energy, an energy
+counter of any update period and phase, and the driver's power reading as a true 1 s average or a
+part-time one (Yang et al., SC24); its writers (:mod:`.synthetic_writers`, re-exported here) write
+Zeus (one window or many), CodeCarbon, ``dcgmi dmon -e 155,156`` and nvidia-smi ``power.draw`` logs
+of it, vectorised, each with the trace time of the run's start so that a converted log's bounds can
+be checked against the exact energy (``benchmarks/bench_energy_logs.py``).
 """
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+
+from collect.telemetry.logs.synthetic_device import EnergyCounter, PowerGauge, PowerPattern
+from collect.telemetry.logs.synthetic_writers import (
+    SyntheticLog,
+    codecarbon_csv,
+    dcgm_dmon,
+    dmon_sample_times,
+    nvidia_smi_csv,
+    smi_poll_times,
+    zeus_csv,
+)
 
 START = datetime(2026, 12, 3, 10, 15, 1, tzinfo=UTC)  # the logs' first moment (t = 0)
 WARM_S = 5.0  # the curve before the logs start: a 1 s average is defined from the first poll
@@ -136,5 +156,6 @@ def codecarbon_log(seconds: float, every_s: float = 15.0, run_id: str = "9adda61
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["START", "WARM_S", "codecarbon_log", "counter_mj", "dcgm_log", "energy", "nvidia_smi_log", "power",
-           "zeus_log"]
+__all__ = ["START", "WARM_S", "EnergyCounter", "PowerGauge", "PowerPattern", "SyntheticLog", "codecarbon_csv",
+           "codecarbon_log", "counter_mj", "dcgm_dmon", "dcgm_log", "dmon_sample_times", "energy", "nvidia_smi_csv",
+           "nvidia_smi_log", "power", "smi_poll_times", "zeus_csv", "zeus_log"]
