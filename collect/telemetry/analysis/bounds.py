@@ -103,42 +103,73 @@ def _high(x: np.ndarray, p_min: float, p_max: float) -> np.ndarray:
         return np.where(x >= 0, p_max * x, p_min * x)
 
 
+#: reads and value changes taken on each side of an interval's two ends: any subset of them gives
+#: valid bounds, and those nearest an end decide them (so an interval costs the same however long
+#: the trace)
+NEAR = 64
+
+
 @dataclass(frozen=True)
 class _Reads:
-    """Every read of one counter series: when its value was produced (``[lo, hi]`` ns) and the value (J)."""
+    """Constraints on one counter series near an interval's ends: when each value was produced
+    (``[lo, hi]`` ns) and the value (J); the joins strictly inside the interval (how many, and their
+    reads' summed duration in ns); and the reads themselves (start time, value)."""
 
     lo_ns: np.ndarray
     hi_ns: np.ndarray
-    read_at_ns: np.ndarray  # when each read began (t_before)
     value_j: np.ndarray
-    read_ns: np.ndarray  # how long each read took (t_after - t_before)
+    joins: int
+    joins_read_ns: float
+    read_at_ns: np.ndarray  # the reads near the ends alone, in time order: when each began
+    read_value_j: np.ndarray
+
+
+def _near(sorted_ns: np.ndarray, a_ns: int, b_ns: int) -> np.ndarray:
+    """Indices of the :data:`NEAR` entries on each side of ``a`` and of ``b`` in a sorted array."""
+    ia, ib = int(np.searchsorted(sorted_ns, a_ns)), int(np.searchsorted(sorted_ns, b_ns))
+    n = int(sorted_ns.size)
+    return np.unique(np.concatenate([np.arange(max(0, ia - NEAR), min(n, ia + NEAR)),
+                                     np.arange(max(0, ib - NEAR), min(n, ib + NEAR))]))
 
 
 def _reads(trace: Trace, signal: str, u: Updates, a_ns: int, b_ns: int) -> _Reads:
-    """The counter's reads of the series that holds [a, b] (between the resets around it), each
-    with the window its value was produced in (module doc): after the read before a change, and,
-    with a declared update period P, no earlier than P before the read."""
-    rows = trace.rows(signal)
-    tb, ta = rows["t_before_ns"], rows["t_after_ns"]
-    keep = np.ones(tb.size, dtype=bool)
-    for r_lo, r_hi in u.resets:
-        keep &= (ta >= r_hi) if r_hi < a_ns else (tb <= r_lo)
+    """The counter's value changes and reads near ``a`` and ``b``, within the series that holds
+    [a, b] (between the resets around it), each with the window its value was produced in (module
+    doc): a change after the read before it; with a declared update period P, a read no earlier
+    than P before it."""
+    if u.read_before_ns is not None and u.read_after_ns is not None:
+        tb, ta = u.read_before_ns, u.read_after_ns
+    else:
+        rows = trace.rows(signal)
+        tb, ta = rows["t_before_ns"], rows["t_after_ns"]
+    # the series: from the last reset before a to the next one (a reset's own change opens its series)
+    start = max((hi for _, hi in u.resets if hi < a_ns), default=-math.inf)
+    end = min((hi for _, hi in u.resets if hi >= a_ns), default=math.inf)
+    next_lo = min((lo for lo, hi in u.resets if hi >= a_ns), default=None)
+    changes = _near(u.hi_ns, a_ns, b_ns)
+    changes = changes[(u.hi_ns[changes] >= start) & (u.hi_ns[changes] < end)]
+    pick = _near(tb, a_ns, b_ns)
+    pick = pick[(ta[pick] >= start) & (ta[pick] < end)]
+    last = (int(np.searchsorted(tb, next_lo, side="right")) if next_lo is not None else int(tb.size)) - 1
+    j0, j1 = int(np.searchsorted(tb, a_ns, side="right")), min(last, int(np.searchsorted(tb, b_ns)))
     info = trace.signals.get(signal)
-    period = info.period_ms if info is not None else None
-    idx = np.searchsorted(u.hi_ns, ta, side="right") - 1  # the last change each read saw
+    joins = max(0, j1 - j0) if info is not None and info.lossy_joins else 0  # but the series' last read
+    joins_read_ns = float(np.sum(ta[j0:j1] - tb[j0:j1])) if joins else 0.0
+    tb_p, ta_p = tb[pick], ta[pick]
+    idx = np.searchsorted(u.hi_ns, ta_p, side="right") - 1  # the last change each read saw
     first = u.first_value if u.first_value is not None else 0.0
     value = np.where(idx >= 0, u.value[np.maximum(idx, 0)] if u.value.size else first, first) / 1000.0
-    lo = np.where(idx >= 0, u.lo_ns[np.maximum(idx, 0)] if u.lo_ns.size else 0, np.iinfo(np.int64).min)
-    lo = lo.astype(np.float64)
-    lo[lo <= np.iinfo(np.int64).min] = -np.inf
-    if period is not None:
+    lo = np.full(pick.size, -np.inf)
+    period = info.period_ms if info is not None else None
+    if period is not None and pick.size:
         # a value still unchanged more than P after it was first seen contradicts the declared period
         # there (a stalled counter): such a read is placed by the value changes alone
         seen = np.where(idx >= 0, u.hi_ns[np.maximum(idx, 0)] if u.hi_ns.size else ta[0], ta[0])
-        fresh = (ta - seen) <= period * _MS
-        lo = np.where(fresh, np.maximum(lo, tb - period * _MS), lo)
-    hi = ta.astype(np.float64)
-    return _Reads(lo[keep], hi[keep], tb[keep].astype(np.float64), value[keep], (ta - tb)[keep].astype(np.float64))
+        lo = np.where((ta_p - seen) <= period * _MS, tb_p - period * _MS, -np.inf)
+    return _Reads(np.concatenate([u.lo_ns[changes].astype(np.float64), lo]),
+                  np.concatenate([u.hi_ns[changes].astype(np.float64), ta_p.astype(np.float64)]),
+                  np.concatenate([u.value[changes] / 1000.0, value]), joins, joins_read_ns,
+                  tb_p.astype(np.float64), value)
 
 
 def _edge(reads: _Reads, t_ns: int, p_min: float, p_max: float) -> tuple[float, float]:
@@ -169,7 +200,7 @@ def energy_from_counter(
     low_a, high_a = _edge(reads, a_ns, p_min_w, p_max_w)
     low_b, high_b = _edge(reads, b_ns, p_min_w, p_max_w)
     info = trace.signals.get(signal)
-    joins_j, joins_systematic_j = _join_slack(info, reads, a_ns, b_ns, p_max_w)
+    joins_j, joins_systematic_j = _join_slack(info, reads, p_max_w)
     lower = max(p_min_w * dt, low_b - high_a - q)
     upper = min(p_max_w * dt, high_b - low_a + q + joins_j)
     declared = info is not None and info.period_ms is not None
@@ -185,31 +216,27 @@ def energy_from_counter(
                           systematic, () if systematic is None else (COUNTER_PHASE_ASSUMED,))
 
 
-def _join_slack(info: SignalInfo | None, reads: _Reads, a_ns: int, b_ns: int, p_max_w: float) -> tuple[float, float]:
-    """``(most energy, its arm-dependent part)`` (J) the joins inside [a, b] of a ``lossy_joins``
+def _join_slack(info: SignalInfo | None, reads: _Reads, p_max_w: float) -> tuple[float, float]:
+    """``(most energy, its arm-dependent part)`` (J) the joins inside the interval of a ``lossy_joins``
     counter may have left out: each join's two reads may straddle one update (at most P at the power
     range); the chance of that is the reads' gap over P, so the expected loss is the energy of the gap
     (at most its length at the power range), the part held against a margin."""
-    if info is None or not info.lossy_joins:
+    if info is None or not info.lossy_joins or not reads.joins:
         return 0.0, 0.0
-    inside = (reads.read_at_ns > a_ns) & (reads.read_at_ns < b_ns)
-    inside[-1:] = False  # the series' last read ends its last window: no window starts there
     if info.period_ms is None:  # no period: nothing bounds a join's loss but the power range
-        return (math.inf, math.inf) if inside.any() else (0.0, 0.0)
-    period_s = info.period_ms / 1000.0
-    return (float(np.count_nonzero(inside)) * p_max_w * period_s,
-            float(np.sum(reads.read_ns[inside])) / _S * p_max_w)
+        return math.inf, math.inf
+    return reads.joins * p_max_w * info.period_ms / 1000.0, reads.joins_read_ns / _S * p_max_w
 
 
 def _at_reads(reads: _Reads, a_ns: int, b_ns: int) -> float | None:
     """The counter's change over [a, b] interpolated between the first reads of each value at their
     read times (a read lags the counter by the same expected time at both ends, so the lag cancels;
     a read repeating the value before it adds nothing, so a stall is bridged by its slope)."""
-    first = np.ones(reads.value_j.size, dtype=bool)
-    first[1:] = reads.value_j[1:] != reads.value_j[:-1]
+    first = np.ones(reads.read_value_j.size, dtype=bool)
+    first[1:] = reads.read_value_j[1:] != reads.read_value_j[:-1]
     if np.count_nonzero(first) < 2:
         return None
-    c = np.interp([a_ns, b_ns], reads.read_at_ns[first], reads.value_j[first])
+    c = np.interp([a_ns, b_ns], reads.read_at_ns[first], reads.read_value_j[first])
     return float(c[1] - c[0])
 
 

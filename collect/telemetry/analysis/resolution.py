@@ -72,6 +72,8 @@ class Updates:
     resets: list[tuple[int, int]]  # windows (ns) in which the counter reset
     first_value: float | None
     first_hi_ns: int | None  # the first reading: its value was produced at or before this time
+    read_before_ns: np.ndarray | None = None  # every read's start and end (ns), in time order
+    read_after_ns: np.ndarray | None = None
 
 
 def value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Updates:
@@ -81,7 +83,7 @@ def value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Upda
     tb, ta = rows["t_before_ns"], rows["t_after_ns"]
     if v.size == 0:
         empty = np.array([], dtype=np.int64)
-        return Updates(empty, empty, np.array([]), [], None, None)
+        return Updates(empty, empty, np.array([]), [], None, None, empty, empty)
     resets: list[tuple[int, int]] = []
     kind = trace.signals[signal].kind if signal in trace.signals else "gauge"
     if kind == "counter":
@@ -99,7 +101,7 @@ def value_changes(trace: Trace, signal: str, wrap_mj: int | None = None) -> Upda
             steps[down[is_wrap]] = 1.0
             v = v + np.cumsum(steps) * float(wrap_mj or 0)
     changed = np.flatnonzero(v[1:] != v[:-1]) + 1
-    return Updates(tb[changed - 1], ta[changed], v[changed], resets, float(v[0]), int(ta[0]))
+    return Updates(tb[changed - 1], ta[changed], v[changed], resets, float(v[0]), int(ta[0]), tb, ta)
 
 
 @dataclass(frozen=True)
