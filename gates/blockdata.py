@@ -9,7 +9,7 @@ and each gate gathers its blocks x arms matrix by index.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -77,20 +77,28 @@ def outcome_matrix(gate: Gate, blocks: list[Block]) -> tuple[np.ndarray, list[st
     return values, problems
 
 
-def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarray | None, list[str], int]:
+class HeldBounds(NamedTuple):
+    """What :func:`bounds_matrix` finds of a gate's measurement bounds."""
+
+    bounds: np.ndarray | None  # blocks x arms, metric units; None when the metric has no signal
+    lacking: list[str]  # runs without a bound, in block and arm order
+    split: int  # runs whose bound was split (its arm-dependent part is below the whole)
+    periods: list[float]  # the distinct counter update periods (ms) the runs' bounds were computed with
+
+
+def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> HeldBounds:
     """The part of each of the gate's values' measurement bounds held against its margin (metric
     units): the arm-dependent part where the run's telemetry records one (``TelemetrySummary.
-    systematic_bound_of``), else the whole bound; None when the metric has no signal. Also the runs
-    lacking a bound, in block and arm order, and how many runs had their bound split. Every block
-    holds every arm of the contrast."""
+    systematic_bound_of``), else the whole bound; with the runs lacking one, how many were split and
+    the counter periods used (:class:`HeldBounds`). Every block holds every arm of the contrast."""
     signal = plan.metrics[gate.metric].signal
     if signal is None:
-        return None, [], 0
+        return HeldBounds(None, [], 0, [])
     arms = gate.contrast.arms
     bounds = np.zeros((len(blocks), len(arms)))
     columns = _columns(blocks)
     if columns is None:
-        return bounds, [], 0
+        return HeldBounds(bounds, [], 0, [])
     key = ("bound", signal, gate.metric)
     if key not in columns.cache:
         found = []
@@ -101,30 +109,21 @@ def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> tuple[np.ndarr
                           summary.counter_period_ms))
         columns.cache[key] = found
     per_row = columns.cache[key]
-    lacking = []
+    lacking: list[str] = []
     split = 0
+    periods: set[float] = set()
     for i, block in enumerate(blocks):
         for j, arm in enumerate(arms):
             row = block.rows[arm]
-            held, whole, _ = per_row[row] or (None, None, None)
+            held, whole, period = per_row[row] or (None, None, None)
+            if period is not None:
+                periods.add(period)
             if held is None:
                 lacking.append(columns.columns["run_id"][row])
             else:
                 bounds[i, j] = held
                 split += whole is not None and held < whole
-    return bounds, lacking, split
-
-
-def counter_periods(gate: Gate, plan: Plan, blocks: list[Block]) -> list[float]:
-    """The distinct counter update periods (ms) the gate's runs' bounds were computed with."""
-    signal = plan.metrics[gate.metric].signal
-    columns = _columns(blocks)
-    if signal is None or columns is None:
-        return []
-    bounds_matrix(gate, plan, blocks)  # fills the cache
-    per_row = columns.cache[("bound", signal, gate.metric)]
-    rows = [row for b in blocks for row in b.rows.values()]
-    return sorted({p for row in rows if per_row[row] and (p := per_row[row][2]) is not None})
+    return HeldBounds(bounds, lacking, split, sorted(periods))
 
 
 def split_note(signal: str, split: int, runs: int, periods: list[float] | None = None) -> str:
@@ -153,4 +152,4 @@ def evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:
     return weakest(dict.fromkeys(classes))  # each class once, in order of first appearance: the same weakest
 
 
-__all__ = ["bounds_matrix", "counter_periods", "split_note", "evidence", "metric_array", "outcome_matrix", "row_matrix"]
+__all__ = ["HeldBounds", "bounds_matrix", "split_note", "evidence", "metric_array", "outcome_matrix", "row_matrix"]

@@ -52,7 +52,7 @@ from estimators import (
 )
 from estimators.betting import contrast_bounds
 from estimators.feasibility import symmetry_note
-from gates.blockdata import bounds_matrix, counter_periods, outcome_matrix, split_note
+from gates.blockdata import bounds_matrix, outcome_matrix, split_note
 from gates.blockdata import evidence as gate_evidence
 from gates.invalidators import InvalidatorCheck
 from gates.matching import Block, Match
@@ -131,12 +131,11 @@ def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
                  outcome: GateOutcome) -> np.ndarray | None:
     """Per-unit contrast bounds (analysis scale) for a signal-backed metric; None if no signal.
     Sets ``outcome`` unresolvable (and returns an empty array) when a run lacks its bound."""
-    bounds, lacking, split = bounds_matrix(gate, plan, blocks)  # gates.blockdata
+    bounds, lacking, split, periods = bounds_matrix(gate, plan, blocks)  # gates.blockdata
     if bounds is None:
         return None
     if split:
-        outcome.notes.append(split_note(plan.metrics[gate.metric].signal or "", split, bounds.size,
-                                        counter_periods(gate, plan, blocks)))
+        outcome.notes.append(split_note(plan.metrics[gate.metric].signal or "", split, bounds.size, periods))
     if lacking:
         outcome.verdict = "unresolvable"
         outcome.notes.append(
