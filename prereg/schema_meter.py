@@ -19,8 +19,8 @@ class Meter(StrictModel):
 
     counter_period_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = Field(
         default=None, description="The energy counter's longest interval between updates (ms), e.g. as "
-        "'collect probe' measured it on the same GPU model; unset: the documented default for the GPU "
-        "the log names (collect/telemetry/logs/periods.py).")
+        "'collect probe' measured it on the same GPU model; unset: the cited default of "
+        "collect/telemetry/logs/periods.py.")
     power_model: Literal["average", "part-time"] | None = Field(
         default=None, description="How a driver-averaged power signal (nvidia-smi power.draw, DCGM POWER) "
         "covers time: 'average' (a true 1 s mean, NVML's documentation) or 'part-time' (each average covers "

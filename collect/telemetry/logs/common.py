@@ -69,8 +69,7 @@ class LogOptions:
       energy of a larger gap is unknown: the counter is taken as reset there);
     * ``counter_period_ms``: the energy counter's longest interval between updates (ms), so that
       each read is known to return the counter as it was at most this long before (None: the
-      default of :mod:`collect.telemetry.logs.periods` for the log's GPU, or its conservative
-      default when the log does not name one); ``period_basis`` says where a given value comes
+      default of :mod:`collect.telemetry.logs.periods`); ``period_basis`` says where a given value comes
       from (the plan, the command line);
     * ``power_model``: how a driver-averaged power signal (nvidia-smi ``power.draw``, DCGM
       ``POWER``) covers time: ``average`` (a true ``power_window_ms`` average, NVML's
@@ -181,14 +180,15 @@ def with_meter(options: LogOptions, counter_period_ms: float | None, power_model
     return replace(options, **changes)  # type: ignore[arg-type]
 
 
-def declared(info: SignalInfo, options: LogOptions, gpu_name: str | None = None) -> SignalInfo:
+def declared(info: SignalInfo, options: LogOptions) -> SignalInfo:
     """``info`` with what the options (or the defaults) declare: an energy counter's update period
-    and its basis (:mod:`collect.telemetry.logs.periods`), a driver-averaged power's model."""
+    and its basis (:mod:`collect.telemetry.logs.periods`; no converter reads a GPU's name, so its
+    default for an unnamed GPU), a driver-averaged power's model."""
     if info.kind == "counter" and info.unit == "mJ" and info.period_ms is None:
         if options.counter_period_ms is not None:
             period, basis = options.counter_period_ms, options.period_basis or "given"
         else:
-            period, basis = default_counter_period(gpu_name)
+            period, basis = default_counter_period(None)
         return replace(info, period_ms=period, period_basis=basis)
     if info.unit == "W" and info.window_ms and info.power_model is None:
         return replace(info, power_model=options.power_model or "average")
@@ -197,10 +197,10 @@ def declared(info: SignalInfo, options: LogOptions, gpu_name: str | None = None)
 
 def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[str, Column], tool: str,
                 options: LogOptions, phases: list[Phase] | None = None, *, source: str | None = None,
-                line_of: np.ndarray | None = None, gpu_name: str | None = None) -> Trace:
+                line_of: np.ndarray | None = None) -> Trace:
     """The trace of ``columns`` read at the polls ``[t_before_ns, t_after_ns]`` (one row per poll
     and signal, signal by signal), sensor ``log:<tool>``, evidence ``measured``, the ``log`` phase.
-    Each signal carries what :func:`declared` adds (``gpu_name``: the GPU the log names, if any).
+    Each signal carries what :func:`declared` adds.
     Every poll's times and every power and energy reading are checked first
     (:mod:`collect.telemetry.logs.checks`): ``LogError`` naming ``source`` and the poll's line in
     ``line_of`` for one the power range or the clock cannot hold, never a clipped value."""
@@ -231,7 +231,7 @@ def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[s
     marks = [Phase(LOG_PHASE, int(polls[0]), int(max(int(t_after_ns.max()), int(polls[-1]))), 0), *(phases or [])]
     return Trace(signal=signal_col, t_before_ns=tb, t_after_ns=ta, value=value, status=status,
                  driver_ts_us=np.full(tb.size, np.nan),
-                 signals={s: declared(columns[s].info, options, gpu_name) for s in names},
+                 signals={s: declared(columns[s].info, options) for s in names},
                  requested_poll_ms=float(requested), poll_ns=polls, phases=marks, sensor=f"log:{tool}",
                  evidence="measured", power_range_w=options.power_range_w)
 

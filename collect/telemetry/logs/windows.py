@@ -83,8 +83,7 @@ class Windows:
 
 
 def windows_trace(windows: Windows, order: np.ndarray, tool: str, options: LogOptions, resolution_ns: int,
-                  source: str, phases: bool = True, *, lossy_joins: bool = False,
-                  gpu_name: str | None = None) -> Trace:
+                  source: str, phases: bool = True, *, lossy_joins: bool = False) -> Trace:
     """The counter trace of the non-overlapping ``windows`` taken in ``order`` (by start; module
     doc); with ``phases``, each window is also a phase named after it; ``lossy_joins``: a window's
     end and the next one's start are separate reads (Zeus; module doc). Every window's energy is
@@ -116,7 +115,7 @@ def windows_trace(windows: Windows, order: np.ndarray, tool: str, options: LogOp
     marks = [Phase(names[c], s, e, 0) for c, s, e in zip(codes.tolist(), start.tolist(), end.tolist(), strict=True)] \
         if phases else []
     return build_trace(t, t_after, {"energy_counter": column}, tool, options, marks, source=source,
-                       line_of=line_of, gpu_name=gpu_name)
+                       line_of=line_of)
 
 
 __all__ = ["Window", "Windows", "windows_trace"]
