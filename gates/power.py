@@ -22,9 +22,16 @@ does, else none and the gate is reported without power):
 * with ``monitoring:`` in the plan, the sequential design's power and expected blocks at ``delta``
   with the per-look levels of :func:`estimators.look_levels.gate_levels` (simulated, seeded).
 
+Only the pilot strata that give the plan's gates pairs are used: a stratum the plan marks
+calibration, or a no-failure control it does not pair (``strata.controls``, ``controls_identical``'s
+``where``), would pull the contrasts toward zero and ask for blocks the gates never use; a note
+counts the strata left out. A gate the pilot cannot plan (its metric or arms absent from the pilot,
+fewer than :data:`MIN_PILOT_PAIRS` pairs) is listed in ``not_planned`` with why, and the others are
+planned.
+
 Errors (``InputError``, exit 2): no pilot folder or no ledger in it, a ledger with invalid lines,
-a gate's metric or arms absent from the pilot, fewer than :data:`MIN_PILOT_PAIRS` pairs. Draws
-nothing; ``reports.terminal.power`` prints the table.
+no tested gate that the pilot can plan (each one's reason named). Draws nothing;
+``reports.terminal.power`` prints the table.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from prereg.api import load_lock
 from prereg.checks import analysis_units_planned
 from prereg.errors import InputError
 from prereg.plan import load_plan
-from prereg.schema import Gate, Plan
+from prereg.schema import Gate, Plan, Strata
 
 #: fewest paired contrasts a pilot must give a gate (an SD on 2 degrees of freedom)
 MIN_PILOT_PAIRS = 3
@@ -106,6 +113,8 @@ class PowerReport:
     expected_convention: str = EXPECTED_CONVENTION
     monitoring: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    #: the gates the pilot cannot plan: {"gate", "role", "reason"} each (the others are planned)
+    not_planned: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for ``--json`` (non-finite numbers as None)."""
@@ -120,18 +129,40 @@ class PowerReport:
         return clean({"schema": "gates/power/v1", **asdict(self)})
 
 
+class GateNotPlanned(InputError):
+    """The pilot cannot plan this gate (its arms, its metric or enough pairs missing): ``plan_power``
+    notes it and plans the others (exit 2 only when no gate can be planned)."""
+
+
+def paired_blocks(plan: Plan, records: list[RunRecord]) -> tuple[list[RunRecord], int]:
+    """(the records of the pilot strata that give the plan's gates pairs, how many pilot strata were left
+    out): a stratum the plan marks calibration, or a no-failure control it does not pair
+    (``Plan.pairing_strata``: ``strata.calibration``, ``strata.controls`` and ``controls_identical``'s
+    ``where``, unless ``pair_controls``), gives no pair to a gate, so it gives none to its planning."""
+    excluded = list(plan.strata.calibration) + ([] if plan.strata.pair_controls else plan.control_selectors())
+    kept, dropped = [], set()
+    for r in records:
+        if any(Strata.selects(sel, r.stratum) for sel in excluded):
+            dropped.add(stratum_label(r.stratum))
+        else:
+            kept.append(r)
+    return kept, len(dropped)
+
+
 def pilot_contrasts(plan: Plan, gate: Gate, records: list[RunRecord], label: str) -> np.ndarray:
-    """The pilot's paired contrasts for ``gate`` (module doc), analysis scale. A cell recorded complete
-    twice is refused (``DuplicateCell``, exit 2: the one rule of ``collect.ledger.cells``)."""
+    """The pilot's paired contrasts for ``gate`` (module doc), analysis scale, from the strata that give
+    the plan's gates pairs (:func:`paired_blocks`). A cell recorded complete twice is refused
+    (``DuplicateCell``, exit 2: the one rule of ``collect.ledger.cells``); a gate the pilot cannot plan
+    raises :class:`GateNotPlanned`."""
     contrast = gate.contrast
-    done = [r for r in standing(records).values() if r.status == "complete"]
+    done, _ = paired_blocks(plan, [r for r in standing(records).values() if r.status == "complete"])
     arms_seen = {r.arm for r in done}
     missing_arms = [a for a in contrast.arms if a not in arms_seen]
     if missing_arms:
-        raise InputError(f"{label}: gate {gate.id!r} contrasts arm(s) {', '.join(missing_arms)}, which the pilot "
-                         f"has no complete runs of (it has {', '.join(sorted(arms_seen)) or 'none'})")
+        raise GateNotPlanned(f"{label}: gate {gate.id!r} contrasts arm(s) {', '.join(missing_arms)}, which the "
+                             f"pilot has no complete runs of (it has {', '.join(sorted(arms_seen)) or 'none'})")
     if not any(r.metric(gate.metric) is not None for r in done if r.arm in contrast.arms):
-        raise InputError(f"{label}: gate {gate.id!r} needs metric {gate.metric!r}, which no pilot run records")
+        raise GateNotPlanned(f"{label}: gate {gate.id!r} needs metric {gate.metric!r}, which no pilot run records")
     blocks: dict[tuple[str, int], dict[str, float]] = {}
     for r in done:
         if r.arm in contrast.arms:
@@ -141,8 +172,8 @@ def pilot_contrasts(plan: Plan, gate: Gate, records: list[RunRecord], label: str
     rows = [(key, [vals[a] for a in contrast.arms]) for key, vals in blocks.items()
             if all(a in vals for a in contrast.arms)]
     if not rows:
-        raise InputError(f"{label}: gate {gate.id!r}: no pilot stratum has every arm of '{contrast.text}' with a "
-                         f"usable {gate.metric}")
+        raise GateNotPlanned(f"{label}: gate {gate.id!r}: no pilot stratum the gates pair has every arm of "
+                             f"'{contrast.text}' with a usable {gate.metric}")
     coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
     d = paired_contrast(np.array([v for _, v in rows]), coefs, contrast.scale)
     if (plan.strata.analysis_unit or "stratum") == "stratum":
@@ -151,8 +182,8 @@ def pilot_contrasts(plan: Plan, gate: Gate, records: list[RunRecord], label: str
             groups.setdefault(key[0], []).append(float(x))
         d = np.array([float(np.mean(v)) for v in groups.values()])
     if d.size < MIN_PILOT_PAIRS:
-        raise InputError(f"{label}: gate {gate.id!r}: the pilot gives {d.size} paired contrast(s); planning needs at "
-                         f"least {MIN_PILOT_PAIRS} (an SD on {MIN_PILOT_PAIRS - 1} degrees of freedom)")
+        raise GateNotPlanned(f"{label}: gate {gate.id!r}: the pilot gives {d.size} paired contrast(s); planning "
+                             f"needs at least {MIN_PILOT_PAIRS} (an SD on {MIN_PILOT_PAIRS - 1} degrees of freedom)")
     return np.asarray(d, dtype=np.float64)
 
 
@@ -290,10 +321,21 @@ def plan_power(plan_path: str | os.PathLike[str], pilot: str | os.PathLike[str],
                          monitoring=_monitoring(plan))
     if report.monitoring is None:
         report.notes.append("the plan has no monitoring section: fixed-design power only")
+    _, left_out = paired_blocks(plan, [r for r in standing(ledger.records).values() if r.status == "complete"])
+    if left_out:
+        report.notes.append(f"{left_out} pilot strat{'um' if left_out == 1 else 'a'} left out: the plan's calibration "
+                            "and no-failure control strata give its gates no pairs, so they plan none")
     for gate in plan.gates:
         if not gate.pass_if.tested:
             report.notes.append(f"gate {gate.id!r}: '{gate.pass_if}' is descriptive (no test), so it has no power")
             continue
-        d = pilot_contrasts(plan, gate, ledger.records, label)
+        try:
+            d = pilot_contrasts(plan, gate, ledger.records, label)
+        except GateNotPlanned as why:
+            report.not_planned.append({"gate": gate.id, "role": gate.role, "reason": str(why)})
+            continue
         report.gates.append(gate_power(plan, gate, d, n_planned, target_power, assume, sims, seed))
+    if report.not_planned and not report.gates:
+        raise GateNotPlanned("no tested gate can be planned from this pilot: "
+                             + "; ".join(n["reason"] for n in report.not_planned))
     return report

@@ -1,7 +1,8 @@
 """``prereg power``'s table: per gate, the blocks a pilot says it needs, in words and numbers.
 
 ``render_power(report)`` turns a :class:`gates.power.PowerReport` into rich renderables; it computes
-nothing. The SD convention and the expected-power convention are printed in words under the table.
+nothing. The SD convention and the expected-power convention are printed in words under the table,
+then one line per gate the pilot could not plan (why) and the report's notes.
 """
 
 from __future__ import annotations
@@ -61,5 +62,7 @@ def render_power(report: Any) -> Group:
              Text(clean_tree(f"Expected power: {report.expected_convention}.")),
              Text("Blocks needed and margins use the exact t power; other methods add their simulated power "
                   "(pilot contrasts shifted to the assumed effect, seeded).")]
+    lines += [Text(clean_tree(f"not planned: gate {n['gate']} ({n['role']}): {n['reason']}"))
+              for n in getattr(report, "not_planned", [])]
     lines += [Text(clean_tree(f"note: {n}")) for n in report.notes]
     return Group(table, *lines)
