@@ -6,7 +6,8 @@ GitHub-flavoured Markdown with its SVG figures beside it (``FILE``'s stem + ``.f
 ``.strata.svg``, linked from it; ``-`` prints the Markdown instead of the terminal report), ``--json``
 prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
 ``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
-arm on one axis, and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
+arm on one axis (for ``command`` runs: each run's attempts, faults and restarts above its phase marks,
+and the step and loss its program reported), and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
 with its phases shaded and its updates marked (``reports.plots.command``; needs the ``plot``
 extra). Before ``show`` and ``html`` draw an evaluation whose folder holds its runs, they evaluate
 its lock on them again and compare (``reports.data.reverify``); otherwise they say it could not be
@@ -137,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_show)
     p = sub.add_parser(
         "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
-                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID), one "
+                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID; command "
+                     "runs: attempts, faults, restarts, and the progress and loss the program reported), one "
                      "run's telemetry trace (RUNS --run ID --telemetry), or controller runs' commit timeline "
                      "(RUNS --run ID --commits, or EVALUATION_JSON --family F)",
         description="Write plots and print each one's text equivalent. Needs matplotlib: "
@@ -147,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an evaluation.json (forest plot; with --family a commit timeline), or a runs folder "
                         "holding ledger.jsonl (with --run)")
     p.add_argument("--run", metavar="ID",
-                   help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis")
+                   help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis "
+                        "(a command run: its attempts, faults and restarts, and its progress and loss curves)")
     p.add_argument("--telemetry", action="store_true",
                    help="with RUNS --run ID: plot that run's kept raw telemetry trace instead (every poll, the "
                         "updates at their windows, phases shaded; text: per-phase energy with bounds); a trace "

@@ -3,10 +3,15 @@
 One JSON object per line, in start order, written by ``sim.multisite`` and the torch collector
 (:func:`collect.collectors.sim.multisite.event_records` builds the rows): ``id``, ``kind``, ``site``
 (null for job-wide events), ``start_ns`` / ``end_ns`` (integers, nanoseconds from the run's start),
-``work``, ``steps``, ``checkpoint``, ``parent``, ``bytes``, ``aborted`` and ``work_fate``. The reader
-keeps what a timeline draws (kind, site, times in seconds, aborted) and refuses, with one
-``InputError`` naming the line, a row that is not an object, lacks a ``kind``, has a non-integer
-site or non-finite or reversed times.
+``work``, ``steps``, ``checkpoint``, ``parent``, ``bytes``, ``aborted`` and ``work_fate``. The
+``command`` collector writes the same rows for the researcher's program, with two more fields:
+``attempt`` (which start of the program: 0 the first, k after the k-th restart) and ``step`` (the
+program's own progress, e.g. at a fault), and the kinds ``attempt`` (one start to its end; aborted
+when a fault ended it), ``failure`` (an instant: the fault), ``restart`` (from the kill to the next
+start) and the program's phase marks. The reader keeps what a timeline draws (kind, site, times in
+seconds, aborted, attempt and step when present) and refuses, with one ``InputError`` naming the
+line, a row that is not an object, lacks a ``kind``, has a non-integer site, non-finite or reversed
+times, or an ``attempt`` or ``step`` that is neither null nor an integer >= 0.
 """
 
 from __future__ import annotations
@@ -32,6 +37,18 @@ class Event:
     start: float
     end: float
     aborted: bool = False
+    attempt: int | None = None  # command runs: which start of the program (0 the first)
+    step: int | None = None  # command runs: the program's progress (e.g. its step at a fault)
+
+
+def _count(row: dict[str, Any], key: str) -> int | None:
+    """``row[key]`` when it is absent, null or an integer >= 0 (never a bool); ``ValueError`` otherwise."""
+    value = row.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"'{key}' is not an integer >= 0 or null ({value!r})")
+    return value
 
 
 def write_events(path: Path, rows: Iterable[dict[str, Any]]) -> None:
@@ -52,7 +69,7 @@ def _event(row: dict[str, Any]) -> Event:
     end = finite(row.get("end_ns"), "'end_ns'") / 1e9
     if end < start:
         raise ValueError("'end_ns' is before 'start_ns'")
-    return Event(kind, site, start, end, bool(row.get("aborted", False)))
+    return Event(kind, site, start, end, bool(row.get("aborted", False)), _count(row, "attempt"), _count(row, "step"))
 
 
 def read_events(path: Path, data: bytes | None = None) -> list[Event]:

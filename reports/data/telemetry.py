@@ -1,9 +1,10 @@
 """The data behind ``reports plot RUNS --run ID --telemetry``: one run's kept telemetry trace, checked.
 
 :func:`load_telemetry` finds the run's record and refuses (one message) a run id not in the
-ledger or a run that kept no telemetry trace (simulator and imported runs keep none):
-``InputError``, exit 2; and a trace whose files do not match the SHA-256 the run recorded
-(changed, missing, a link, outside ``RUNS/traces``): ``IntegrityError``, exit 3, naming the file.
+ledger or a run that kept no telemetry trace (saying what the run is: imported, or collected by
+which collector with which sensor: :mod:`reports.data.origin`): ``InputError``, exit 2; and a trace
+whose files do not match the SHA-256 the run recorded (changed, missing, a link, outside
+``RUNS/traces``): ``IntegrityError``, exit 3, naming the file.
 A tampered trace is never drawn. It reads the trace only through
 :func:`collect.traces.telemetry.read_trace` and takes every number from the telemetry analysis
 (the functions the collector used, with the power range it recorded in the trace), so the
@@ -23,6 +24,7 @@ from collect.telemetry.analysis.energy import ENERGY_SIGNALS, run_energy
 from collect.telemetry.analysis.phases import intervals_of, phase_energy_total
 from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
 from prereg.errors import InputError, IntegrityError
+from reports.data.origin import no_telemetry_reason
 from reports.data.timeline import find_run
 
 if TYPE_CHECKING:
@@ -109,8 +111,7 @@ def _telemetry_files(folder: Path, record: RunRecord) -> tuple[str, list[str]]:
         note = (f"; {stray} exists but the record does not list it, so it cannot be checked against the "
                 "ledger and is not drawn") if stray.exists() or stray.is_symlink() else ""
         raise InputError(f"run {record.run_id}: no kept telemetry trace{origin}: its record lists no "
-                         f"traces/...{META_SUFFIX} (torch.multisite runs keep one; simulator and imported "
-                         f"runs do not){note}")
+                         f"traces/...{META_SUFFIX} ({no_telemetry_reason(record)}){note}")
     base = meta[: -len(".meta.json")]
     files = [t for t in record.traces if t.startswith(base + ".")]
     if not any(t.startswith(base + ".polls.") for t in files):

@@ -7,10 +7,13 @@ asked for: one run per arm (policy), all meeting the same outages. For each run 
   object per line with ``kind``, ``site`` (null for job-wide events), ``start_ns`` and ``end_ns``
   (other fields are kept but not needed here);
 * ``traces/<run_id>.trajectory.csv`` when it exists (torch collector): columns ``tick`` and
-  ``heldout_nll`` (``useful_steps`` and any others are ignored).
+  ``heldout_nll`` (``useful_steps`` and any others are ignored);
+* ``traces/<run_id>.progress.csv`` when it exists (``command`` collector): what the program
+  reported through the progress client (:mod:`collect.traces.progress`).
 
-It also writes the plots' text equivalents (a per-arm list of events in seconds; a table of tick
-vs held-out NLL per arm). Nothing here imports matplotlib; every problem is a ``InputError`` with
+It also writes the plots' text equivalents (a per-arm list of events in seconds, a command run's
+attempts, faults and restarts first: :mod:`reports.data.attempts`; a table of tick vs held-out NLL
+per arm). Nothing here imports matplotlib; every problem is a ``InputError`` with
 one message (exit 2).
 """
 
@@ -23,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from collect.ledger.cells import run_record, standing
 from collect.traces.events import Event, read_events
+from collect.traces.progress import Progress, read_progress
 from collect.traces.trajectory import read_trajectory
 from prereg.errors import InputError, IntegrityError
+from reports.data.attempts import attempt_lines, attempt_of, attempt_rows, has_attempts, phase_events, story_counts
 
 if TYPE_CHECKING:
     from collect.ledger.store import Ledger, RunRecord
@@ -35,6 +40,7 @@ MARK_KINDS = ("failure", "preemption", "restore", "replay", "rejoin")
 # Order of kinds in the text equivalent: recovery first, then the routine work.
 TEXT_ORDER = ("failure", "preemption", "restore", "replay", "state_transfer", "rejoin", "checkpoint",
               "compute", "collective")
+TRACE_SUFFIXES = (".events.jsonl", ".trajectory.csv", ".progress.csv")  # the traces a block's plots read
 SUMMARISED = ("compute", "collective")  # too many to list one by one: count, busy time, range
 MAX_LISTED = 40
 WRAP = 100
@@ -51,6 +57,8 @@ class RunTrace:
     events_path: Path | None = None
     trajectory: list[tuple[float, float]] | None = None  # (tick, held-out NLL)
     trajectory_path: Path | None = None
+    progress: list[Progress] | None = None  # what a command run's program reported (None: no trace)
+    progress_path: Path | None = None
 
     @property
     def end(self) -> float:
@@ -136,7 +144,7 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
     runs, unlisted = [], []
     for r in sorted(same.values(), key=lambda r: (r.arm, r.run_id)):
         trace = RunTrace(r.run_id, r.arm, r.status)
-        for suffix in (".events.jsonl", ".trajectory.csv"):
+        for suffix in TRACE_SUFFIXES:
             name, path = _trace_file(folder, r.traces, r.run_id, suffix)
             if name is None:
                 if path is not None:
@@ -148,13 +156,15 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
             data = read_verified_trace(folder, r, name)  # exit 3 unless it matches the record's SHA-256
             if suffix == ".events.jsonl":
                 trace.events_path, trace.events = path, read_events(path, data)
-            else:
+            elif suffix == ".trajectory.csv":
                 trace.trajectory_path, trace.trajectory = path, read_trajectory(path, data)
+            else:
+                trace.progress_path, trace.progress = path, read_progress(path, data)
         runs.append(trace)
-    if not any(t.events_path for t in runs) and not any(t.trajectory_path for t in runs):
+    if not any(t.events_path or t.trajectory_path or t.progress_path for t in runs):
         note = (f"; {', '.join(unlisted)} exist(s) but no record lists them, so they cannot be checked against "
                 "the ledger and are not drawn") if unlisted else ""
-        raise InputError(f"run {run_id}: no event trace or trajectory for any run of its block "
+        raise InputError(f"run {run_id}: no event trace, trajectory or progress trace for any run of its block "
                         f"(looked in {folder / 'traces'}){note}")
     return Block(run_id, dict(target.stratum), target.replicate, runs, unlisted)
 
@@ -209,13 +219,24 @@ def timeline_text(block: Block) -> str:
     """The timeline's text equivalent: per arm, every event kind with its times in seconds."""
     fmt = seconds_format(block)
     lines = [f"Recovery timeline of {block.title} (run {block.run_id}); times in seconds from each run's start"]
+    if any(has_attempts(t.events) for t in block.runs):
+        lines = [f"Timeline of {block.title} (run {block.run_id}): each run's attempts, faults, restarts and phase "
+                 "marks; times in seconds from each run's first start"]
     width = max((len(k) for k in kinds_present(block)), default=8) + 2
+    if any(has_attempts(t.events) for t in block.runs):  # room for 'attempt 12' and 'restart 12'
+        width = max(width, 12)
     for t in block.runs:
         mark = " (the run asked for)" if t.run_id == block.run_id else ""
         if not t.events:
             lines.append(f"{t.arm}: run {t.run_id}{mark}, {t.status}: no event trace")
             continue
-        lines.append(f"{t.arm}: run {t.run_id}{mark}, {t.status}, ends at {fmt.format(t.end)} s")
+        story = has_attempts(t.events)
+        counts = f": {story_counts(t.events)}" if story else ""
+        lines.append(f"{t.arm}: run {t.run_id}{mark}, {t.status}, ends at {fmt.format(t.end)} s{counts}")
+        if story:  # a command run: its attempts, faults and restarts, then its phase marks by attempt
+            lines += attempt_lines(t.events, fmt, width)
+            lines += _phase_lines(t.events, fmt, width)
+            continue
         kinds = [k for k in TEXT_ORDER if any(e.kind == k for e in t.events)]
         kinds += sorted({e.kind for e in t.events} - set(TEXT_ORDER))
         for kind in kinds:
@@ -229,6 +250,30 @@ def timeline_text(block: Block) -> str:
             entries = entries[:MAX_LISTED] + ([f"and {more} more"] if more > 0 else [])
             lines += _wrap(head, f"{len(events)}:", entries)
     return "\n".join(lines)
+
+
+def _phase_lines(events: list[Event], fmt: str, width: int) -> list[str]:
+    """A command run's phase marks per kind: each with its times and the attempt it fell in."""
+    rows, lines = attempt_rows(events), []
+    marks = phase_events(events)
+    kinds = [k for k in TEXT_ORDER if any(e.kind == k for e in marks)]
+    for kind in kinds + sorted({e.kind for e in marks} - set(TEXT_ORDER)):
+        of_kind = sorted((e for e in marks if e.kind == kind), key=lambda e: (e.start, e.end))
+        head = f"  {kind:<{width}}"
+        if kind in SUMMARISED:
+            busy = sum(e.end - e.start for e in of_kind)
+            lines.append(f"{head}{len(of_kind)} spans, {fmt.format(busy)} s in all, from "
+                         f"{fmt.format(of_kind[0].start)} to {fmt.format(max(e.end for e in of_kind))}")
+            continue
+        entries = []
+        for e in of_kind:
+            when = fmt.format(e.start) if e.end == e.start else f"{fmt.format(e.start)}-{fmt.format(e.end)}"
+            attempt = attempt_of(e, rows)
+            entries.append(when + (f" attempt {attempt}" if attempt is not None else " between attempts"))
+        more = len(entries) - MAX_LISTED
+        entries = entries[:MAX_LISTED] + ([f"and {more} more"] if more > 0 else [])
+        lines += _wrap(head, f"{len(of_kind)}:", entries)
+    return lines
 
 
 def has_trajectories(block: Block) -> bool:

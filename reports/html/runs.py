@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collect.ledger.store import read_ledger, trace_problems
+from reports.data.origin import origins_text
 from reports.html.evaluation import cell, table
 from reports.html.svg import esc
 from reports.words import evaluation as et
@@ -252,7 +253,7 @@ def traces_table(ctx: RunsContext) -> str:
                         + cell("sha256 in the record", f'<span class="hash">{digest}</span>')
                         + cell("check", status) + "</tr>")
     if not rows:
-        return "<p>No run kept a trace file (imported runs keep none).</p>"
+        return f"<p>No run kept a trace file (none of its {esc(origins_text(ctx.records))} did).</p>"
     bad = sum(len(p) for p in ctx.problems.values())
     summary = (f"{len(rows)} trace files, each re-hashed now: " +
                ("all match the SHA-256 in their record" if not bad else f"{bad} DO NOT MATCH their record"))

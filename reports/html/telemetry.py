@@ -22,6 +22,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from prereg.errors import InputError, IntegrityError
+from reports.data.origin import origins_text
 from reports.data.telemetry import drawn, energy_scale, load_telemetry
 from reports.html.svg import esc
 from reports.plots.figures import merge_spans
@@ -101,8 +102,9 @@ def telemetry_section(ctx: RunsContext) -> str:
     """One collapsed entry per run that kept a telemetry trace: its text, and its points on demand."""
     kept = [r for r in ctx.records if any(t.endswith(META_SUFFIX) for t in r.traces)]
     if not kept:
-        return ("<p>No run of this plan kept a raw telemetry trace (simulator and imported runs keep none; "
-                "torch.multisite runs do).</p>")
+        return (f"<p>No run of this plan kept a raw telemetry trace (none of its {esc(origins_text(ctx.records))} "
+                "did; runs collected with a sensor keep one: torch.multisite, or command with <code>sensor</code> "
+                "set).</p>")
     used, parts, skipped = 0, [], []
     for i, r in enumerate(kept):
         try:

@@ -6,7 +6,9 @@ the block's traces were re-hashed against their records: a changed trace is not 
 default block is the first one in the ledger whose runs met a failure; ``reports html RUNS --run
 ID`` picks ID's. Lanes, span kinds, marks and colours are those of ``reports plot RUNS --run ID``;
 every kind also differs by pattern or shape and is named in the legend, and the event list below
-the figure gives every time in words.
+the figure gives every time in words. Runs of the ``command`` collector are drawn by
+:mod:`reports.html.attempts` instead: every block, with each run's attempts, faults and restarts and
+the progress its program reported.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prereg.errors import InputError, IntegrityError
+from reports.data.origin import origins_text
 from reports.data.timeline import (
     MARK_KINDS,
     MAX_LISTED,
     SPAN_KINDS,
     SUMMARISED,
     TEXT_ORDER,
+    TRACE_SUFFIXES,
     event_entries,
     event_summary,
     has_trajectories,
@@ -28,6 +32,7 @@ from reports.data.timeline import (
     nll_text,
     seconds_format,
 )
+from reports.html.attempts import command_timeline_section, is_story_plan
 from reports.html.axes import linear_ticks, number_label
 from reports.html.svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_at
 from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, merge_spans, timeline_lanes
@@ -69,7 +74,8 @@ def choose_block(ctx: RunsContext, run_id: str | None) -> tuple[Block | None, st
     else:
         candidates = with_events
     if not candidates or not with_events:
-        return None, "No run of this plan kept an event trace (imported runs keep none), so there is no timeline."
+        return None, (f"No run of this plan kept an event trace (none of its {origins_text(ctx.records)} did), "
+                      "so there is no timeline.")
     seen: set[tuple[str, int]] = set()
     first: Block | None = None
     for r in candidates:
@@ -94,7 +100,7 @@ def _load_checked(ctx: RunsContext, run_id: str) -> Block | str:
     target = next(r for r in ctx.records if r.run_id == run_id)
     mates = [r for r in ctx.records if r.stratum == target.stratum and r.replicate == target.replicate]
     bad = [(r.run_id, name, why) for r in mates for name, why in ctx.problems.get(r.run_id, [])
-           if name.endswith((".events.jsonl", ".trajectory.csv"))]
+           if name.endswith(TRACE_SUFFIXES)]
     if bad:
         return ("NOT DRAWN: the block's traces do not match the ledger: "
                 + "; ".join(f"run {rid}: {name} {why}" for rid, name, why in bad))
@@ -228,7 +234,10 @@ def event_list(block: Block) -> str:
 
 
 def timeline_section(ctx: RunsContext, run_id: str | None) -> str:
-    """The chosen block's figure, legend, event list and (torch runs) held-out NLL table."""
+    """The chosen block's figure, legend, event list and (torch runs) held-out NLL table; for ``command``
+    runs every block's attempts, faults, restarts and progress (:mod:`reports.html.attempts`)."""
+    if is_story_plan(ctx.records):
+        return command_timeline_section(ctx, run_id)
     block, why = choose_block(ctx, run_id)
     if block is None:
         cls = "alarm" if why.startswith("NOT DRAWN") else "notice"

@@ -5,8 +5,14 @@
 * ``reports plot RUNS --run ID`` writes ``timeline-<ID>.png|svg`` (every arm of ID's stratum and
   replicate on one time axis) and, when the runs left ``trajectory.csv`` files,
   ``nll-<ID>.png|svg``; their text equivalents are a per-arm event list (seconds) and a table of
-  tick vs held-out NLL per arm. Only traces the runs' records list are drawn, each after it matches
-  the SHA-256 its record holds (else exit 3, naming the file); a file no record lists is never drawn.
+  tick vs held-out NLL per arm. For ``command`` runs (their event trace holds ``attempt`` spans) the
+  timeline shows each run's attempts, faults ("fault at step N") and restarts ("restart k") above its
+  phase marks (``reports.plots.attempts``), and, when the runs left ``progress.csv`` files,
+  ``progress-<ID>.png|svg`` draws step over time (attempts distinguished) and training loss over
+  steps; their text equivalents list every attempt, fault and restart, each attempt's reports, and a
+  table of step vs loss per arm (``reports.data.attempts``). Only traces the runs' records list are
+  drawn, each after it matches the SHA-256 its record holds (else exit 3, naming the file); a file no
+  record lists is never drawn.
 * ``reports plot RUNS --run ID --telemetry`` writes ``telemetry-<ID>.png|svg``: the run's kept raw
   telemetry trace (every poll, every update at its window, phases shaded; ``reports.plots.telemetry``).
   Its text equivalent gives per phase the intervals, total duration, updates inside and energy with
@@ -40,11 +46,13 @@ import sys
 from pathlib import Path
 
 from prereg.errors import EXIT_OK, InputError
+from reports.data.attempts import has_attempts, has_loss, loss_text, progress_runs, progress_text
 from reports.data.commit_select import block_run_ids, family_block_runs
 from reports.data.commits import load_commit_timeline
 from reports.data.commits import timeline_text as commit_timeline_text
 from reports.data.telemetry import drawn, load_telemetry
-from reports.data.timeline import has_trajectories, load_block, nll_text, timeline_text
+from reports.data.timeline import has_trajectories, load_block, nll_text, seconds_format, timeline_text
+from reports.plots.attempts import attempt_timeline_figure, progress_figure
 from reports.plots.commits import commit_figure
 from reports.plots.figures import forest_figure, nll_figure, require_matplotlib, save_figure, timeline_figure
 from reports.plots.telemetry import telemetry_figure, telemetry_text
@@ -99,16 +107,32 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
               "against the ledger; not drawn", file=sys.stderr)
     out = _out_dir(args, source)
     written: list[tuple[str, list[Path], str]] = []
-    if any(t.events for t in block.runs):
+    story = any(has_attempts(t.events) for t in block.runs)  # command runs: attempts, faults, restarts
+    if story:
+        paths = save_figure(attempt_timeline_figure(block), out, f"timeline-{args.run}", args.format)
+        written.append(("timeline of attempts, faults, restarts and phases (every arm on one time axis)", paths,
+                        timeline_text(block)))
+    elif any(t.events for t in block.runs):
         paths = save_figure(timeline_figure(block), out, f"timeline-{args.run}", args.format)
         written.append(("recovery timeline (every arm of the block on one time axis)", paths, timeline_text(block)))
+    if progress_runs(block):
+        paths = save_figure(progress_figure(block), out, f"progress-{args.run}", args.format)
+        text = progress_text(block, seconds_format(block))
+        written.append(("progress the programs reported (step over time" + (", loss over steps)" if has_loss(block)
+                                                                           else ")"), paths, text))
+        if has_loss(block):
+            written.append(("training loss over steps (the lower panel of the progress figure)", [], loss_text(block)))
     if has_trajectories(block):
         paths = save_figure(nll_figure(block), out, f"nll-{args.run}", args.format)
         written.append(("held-out NLL over ticks (every arm on one axis)", paths, nll_text(block)))
     for title, paths, _ in written:
-        _print_paths(title, paths)
-    if not has_trajectories(block):
+        if paths:
+            _print_paths(title, paths)
+    if not has_trajectories(block) and not story:  # command runs report their loss as progress instead
         print(f"no NLL plot: no run of the block left a trajectory.csv ({clean(block.title)})")
+    if story and not progress_runs(block):
+        print(f"no progress plot: no run of the block left a progress.csv (its program reported no progress; "
+              f"{clean(block.title)})")
     for title, _, text in written:
         print(f"\nText equivalent of the {title.split(' (')[0]}:")
         print(clean(text))

@@ -5,7 +5,8 @@ and ``.polls.parquet`` or ``.polls.csv.gz``), listed in the record's ``traces`` 
 ``trace_sha256``. This module
 
 * finds the run's record and refuses (one message) a run id not in the ledger or a run that kept no
-  telemetry trace (simulator and imported runs keep none): ``InputError``, exit 2; and a trace
+  telemetry trace (the message says what the run is: imported, or which collector and sensor made
+  it): ``InputError``, exit 2; and a trace
   whose files do not match the SHA-256 the run recorded (changed, missing, a link, outside
   ``RUNS/traces``): ``IntegrityError``, exit 3, naming the file. A tampered trace is never drawn.
   Other traces of the run that fail their hash (events, trajectory) are reported, not refused;

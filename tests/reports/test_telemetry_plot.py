@@ -248,7 +248,7 @@ def test_runs_without_a_kept_trace_exit_2(tmp_path, capsys):
     assert main(["plot", str(runs), "--run", run_id, "--telemetry"]) == 2
     err = one_line(capsys.readouterr().err)
     assert f"run {run_id}: no kept telemetry trace (it came from import:" in err
-    assert "simulator and imported runs do not" in err
+    assert "an imported run keeps the numbers of its table, no trace" in err
     sim = tmp_path / "sim"  # a simulator run: an event trace, no telemetry; a stray unlisted file is not drawn
     (sim / "traces").mkdir(parents=True)
     (sim / "traces" / "run-sim.events.jsonl").write_text("")
