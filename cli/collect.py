@@ -21,9 +21,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cli.collect_try import add_try_parser
 from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 from collect.engine.ray_warm import start_early
 from collect.importing.outputs import check_trace_outputs, write_plan_listing
+from collect.ledger.failed_runs import FailedRun, failed_run_lines, failed_runs, undeclared_metrics, undeclared_words
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
@@ -102,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """
     if args.executor == "ray":  # first: a cluster's workers start while the toolkit loads and the lock is verified
         start_early(args.address)
-    from collect.api import ledger_head, run_plan  # lazy: pydantic
+    from collect.api import run_plan  # lazy: pydantic
     from collect.engine.ray_executor import LeftoverWorkersWarning  # lazy: pydantic
     from collect.engine.ray_instance import RayStartCostWarning  # lazy: pydantic
 
@@ -133,15 +135,44 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     finally:
         finish()
-    head = ledger_head(runs)
+    head, failed, kept, undeclared = _sweep(runs, summary.completed + summary.failed)
     if args.json:
         emit_json({"ok": summary.failed == 0, "planned": summary.planned, "skipped": summary.skipped,
                    "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl"),
-                   "ledger_head_sha256": head})
+                   "ledger_head_sha256": head, "failed_runs": [f.to_json() for f in failed],
+                   "undeclared_metrics": kept, "warnings": undeclared})
     else:
         _say(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
               f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}")
+    _say_sweep(failed, undeclared, args.json)
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
+
+
+def _sweep(runs: Path, appended: int) -> tuple[str | None, list[FailedRun], dict[str, Any], list[str]]:
+    """Of the ``appended`` records this sweep wrote (the ledger's last: one writer holds the folder):
+    the ledger's head, the failed runs in words, run id -> the undeclared metrics it kept
+    (``collect.ledger.failed_runs``), and the warnings naming them."""
+    from collect.api import read_ledger  # lazy: pydantic
+    from collect.ledger.store import verify_chain  # lazy: pydantic
+
+    if not (runs / "ledger.jsonl").exists():
+        return None, [], {}, []
+    ledger = read_ledger(runs)
+    mine = ledger.records[max(0, len(ledger.records) - appended):] if appended > 0 else []
+    kept = {r.run_id: values for r in mine if (values := undeclared_metrics(r))}
+    return verify_chain(ledger, check_traces=False).head, failed_runs(mine), kept, undeclared_words(mine)
+
+
+def _say_sweep(failed: list[FailedRun], undeclared: list[str], as_json: bool) -> None:
+    """After the summary: each failed run (why, its stderr's last lines; not with --json, which lists
+    them), then on stderr each undeclared-metrics warning."""
+    if failed and not as_json:
+        _say(f"failed run{'s' if len(failed) != 1 else ''} (the ledger keeps each whole error; a re-run with "
+             "--resume retries them):")
+        for line in failed_run_lines(failed, more="the ledger and 'gates evaluate' list every one"):
+            _say(f"  {line}")
+    for warning in undeclared:
+        _say(textwrap.fill(f"collect run: warning: {warning}", 100), file=sys.stderr)
 
 
 def _monitored(lock_path: str) -> bool:
@@ -152,7 +183,6 @@ def _monitored(lock_path: str) -> bool:
 
 def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
     """A plan with ``monitoring:``: look by look, evaluating and recording each look (``gates.monitor``)."""
-    from collect.api import ledger_head  # lazy: pydantic
     from gates.monitor import run_monitored  # lazy: pydantic
 
     def say(line: str) -> None:
@@ -166,14 +196,16 @@ def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
         _say(f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
               f"{runs / 'looks.jsonl'}\ncontinue with: collect run {args.lock} --out {runs} --resume", file=sys.stderr)
         return EXIT_INTERRUPTED
-    head = ledger_head(runs) if (runs / "ledger.jsonl").exists() else None
+    head, failed, kept, undeclared = _sweep(runs, result.completed + result.failed)
     if args.json:
         emit_json({"ok": result.failed == 0, "planned": result.planned, "completed": result.completed,
                    "failed": result.failed, "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
-                   "monitoring": result.to_json()})
+                   "monitoring": result.to_json(), "failed_runs": [f.to_json() for f in failed],
+                   "undeclared_metrics": kept, "warnings": undeclared})
     else:
         _say(f"{result.sentence()}\n{result.completed} runs completed, {result.failed} failed; ledger "
               f"{runs / 'ledger.jsonl'}, looks {runs / 'looks.jsonl'}\nledger head sha256 {head}")
+    _say_sweep(failed, undeclared, args.json)
     return EXIT_OK if result.failed == 0 else EXIT_RUNS_FAILED
 
 
@@ -470,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip runs already complete (a plain re-run does the same; kept for clarity)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(handler=cmd_run)
+    add_try_parser(sub)
     p = sub.add_parser("telemetry", help="convert a power log (nvidia-smi, dcgmi dmon, Zeus, CodeCarbon) to a trace",
                        description="Convert a power log another tool wrote into this toolkit's telemetry trace "
                        "(TRACE.meta.json + polls), so 'collect probe --sensor replay:TRACE', the energy summaries "

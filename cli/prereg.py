@@ -26,6 +26,7 @@ from cli.kit import (
 )
 from collect.plugins import COLLECTORS
 from prereg._version import __version__
+from prereg.errors import InputError
 from prereg.fileio import write_output
 
 
@@ -47,6 +48,27 @@ def _warnings(loaded: Any) -> list[str]:
         where = loaded.source + (f":{w.line}:{w.column}" if w.line is not None else "")
         out.append(f"warning: {where}: {w.field}: {w.message}")
     return out
+
+
+def _collector_check(loaded: Any, doing: str) -> list[str]:
+    """The collector's own checks of the plan (``collect.engine.precheck.plan_problems``), before anything is
+    locked: every problem refuses the plan at once (``InputError``, exit 2, ``details`` listing them);
+    the machine-dependent ones (a sensor this machine cannot open) are printed as warnings on stderr and
+    returned."""
+    from collect.engine.precheck import plan_problems  # lazy: pydantic (and the collector's modules)
+
+    check = plan_problems(loaded.plan)
+    name = loaded.plan.experiment.collector if loaded.plan.experiment is not None else ""
+    warned = [f"warning: {loaded.source}: experiment: {w}" for w in check.warnings]
+    for line in warned:
+        print(safe(line), file=sys.stderr)
+    if check.errors:
+        n = len(check.errors)
+        raise InputError(
+            f"{loaded.source}: experiment: collector {name} would refuse this plan at collect run "
+            f"({n} problem{'s' if n != 1 else ''}; {doing}):\n" + "\n".join(f"- {e}" for e in check.errors),
+            details=[{"field": "experiment", "line": None, "column": None, "message": e} for e in check.errors])
+    return check.warnings
 
 
 def _summary(loaded: Any) -> str:
@@ -83,11 +105,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     loaded = _load(args.file)
     for line in _warnings(loaded):
         print(line, file=sys.stderr)
+    collector_warnings = _collector_check(loaded, "the plan is not valid")
     meters = meter_lines(loaded.plan)
     if args.json:
         emit_json({"ok": True, "file": args.file, "study": loaded.plan.study, "plan_sha256": loaded.plan_sha256,
                    "summary": _summary(loaded), "warnings": [w.to_json() for w in loaded.warnings],
-                   "meter": meters})
+                   "collector_warnings": collector_warnings, "meter": meters})
     else:
         print(f"{args.file}: valid prereg/v1 plan. {_summary(loaded)}")
         for line in meters:
@@ -103,12 +126,14 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     loaded = _load(args.file)
     for line in _warnings(loaded):
         print(line, file=sys.stderr)
+    collector_warnings = _collector_check(loaded, "nothing was frozen")
     existed = (Path(args.output) if args.output else default_lock_path(args.file)).exists()
     lock = freeze(args.file, args.output, loaded=loaded)
     status = "already frozen (unchanged)" if existed else "frozen"
     if args.json:
         emit_json({"ok": True, "status": status, "lock": str(lock.path), "plan_sha256": loaded.plan_sha256,
-                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at, "seal": lock.seal})
+                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at, "seal": lock.seal,
+                   "collector_warnings": collector_warnings})
     else:
         print(f"{status}: {lock.path}")
         print(f"plan sha256 {loaded.plan_sha256}")

@@ -16,7 +16,9 @@ Rules (the ``collect`` CLI only prints what these return):
 * an imported table is validated whole before any row is appended (``ImportProblem``, exit 2,
   naming each offending row); rows already in the ledger are skipped, never duplicated;
 * a runs folder holds one plan's runs: appending to a ledger that holds runs of a plan outside
-  the lock's amendment chain is refused (``collect.ledger.folder_plan.OtherPlanRuns``, exit 3).
+  the lock's amendment chain is refused (``collect.ledger.folder_plan.OtherPlanRuns``, exit 3);
+* a resume of a ``command`` plan whose code files changed since the folder's first run is refused
+  before any run starts (``collect.engine.resume_check.CodeChanged``, exit 3).
 
 Imports no ``*.cli`` module.
 """
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from collect.engine.ray_warm import release as release_early
 from collect.engine.ray_warm import start_early
+from collect.engine.resume_check import check_code_unchanged
 from collect.engine.runner import check_jobs, expand_plan
 from collect.engine.runner import run_plan as engine_run_plan
 from collect.importing.importer import ImportProblem, frame_rows, import_rows
@@ -41,6 +44,7 @@ from collect.importing.time_order import EarlyRunsWarning, early_runs_message
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
 from collect.ledger.store import read_ledger as read
 from collect.ledger.store import verify_chain
+from collect.ledger.try_marker import refuse_try_folder
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
 from prereg.fileio import not_a_readable_file
@@ -80,19 +84,26 @@ def run_plan(
     (``summary.failed``). ``only``: the run ids to restrict it to, in the order to run them (a look of
     a monitored plan: ``gates.monitor.run_monitored``, which ``collect run`` calls for plans with
     ``monitoring:``).
+
+    A folder that already holds runs (a resume) is checked first: its plan, its seal, and for a
+    ``command`` plan that its code files still hash as its first run recorded
+    (``collect.engine.resume_check``: ``CodeChanged``, exit 3, naming the files and the ways on).
     """
     if executor == "ray":
         start_early(address)  # a cluster's workers start while the lock is verified (collect.engine.ray_warm)
     try:
         verified = load_lock(lock)
         runs = _runs_folder(out)
+        refuse_try_folder(runs, "collect run")
         check_jobs(jobs, executor)
-        _check_folder(verified, runs)  # one plan per runs folder
-        _, planned = expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked before anything runs
+        existing = _check_folder(verified, runs)  # one plan per runs folder
+        collector, planned = expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked first
         if address is not None and executor != "ray":
             raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
         if only is None and verified.plan.monitoring is not None:  # a monitored plan runs in its frozen order
             only = frozen_order(verified.plan, planned)
+        if existing is not None and _runs_to_do(existing, verified.plan_sha256, planned, only):
+            check_code_unchanged(verified.plan, collector.name, planned, existing.records, runs, str(verified.path))
         return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
                                lock_seal=verified.seal, address=address, only=only,
                                resume_lock=str(verified.path))
@@ -130,6 +141,7 @@ def import_table(
     """
     verified = load_lock(lock)
     runs = _runs_folder(out)
+    refuse_try_folder(runs, "collect import")
     seals = lock_seals(verified.data)  # checked inside the writer lock, with the folder's plan
     logs = None
     if telemetry is not None:
@@ -187,13 +199,22 @@ def _warn_early(records: list[RunRecord], verified: Lock) -> None:
         warnings.warn(EarlyRunsWarning(message), stacklevel=3)
 
 
-def _check_folder(verified: Lock, runs: Path) -> None:
-    """``collect.ledger.folder_plan``'s checks of the folder's ledger (none yet: nothing to check): one plan
-    per folder, and the lock's seal is the one its runs carry."""
-    if (runs / "ledger.jsonl").exists():
-        existing = read(runs)
-        check_folder_plan(existing, runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
-        check_folder_seals(existing, runs, lock_seals(verified.data))
+def _check_folder(verified: Lock, runs: Path) -> Ledger | None:
+    """``collect.ledger.folder_plan``'s checks of the folder's ledger (none yet: nothing to check, None): one
+    plan per folder, and the lock's seal is the one its runs carry. Returns the ledger read."""
+    if not (runs / "ledger.jsonl").exists():
+        return None
+    existing = read(runs)
+    check_folder_plan(existing, runs, verified.plan_sha256, verified.plan.study, lineage(verified.data))
+    check_folder_seals(existing, runs, lock_seals(verified.data))
+    return existing
+
+
+def _runs_to_do(ledger: Ledger, plan_sha256: str, planned: list[PlannedRun], only: list[str] | None) -> bool:
+    """Whether a sweep of ``planned`` (restricted to ``only``) still has a run the ledger lacks complete."""
+    done = {r.run_id for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256}
+    wanted = set(only) if only is not None else {p.run_id for p in planned}
+    return bool(wanted - done)
 
 
 def _is_data_frame(value: Any) -> bool:

@@ -1,5 +1,7 @@
-"""Phase marks from inside a program run by the ``command`` collector (standard library only).
+"""The program's client: phase marks and progress reports from inside a program run by the
+``command`` collector (standard library only).
 
+**Phase marks.**
 A program that ``collect run`` starts (``experiment.collector: command``) marks its phases so the
 telemetry sampled outside it can be split by phase::
 
@@ -19,19 +21,45 @@ threads or child processes of the program do not interleave inside a line.
 
 Outside ``collect run`` (``$PREREG_MARKS`` unset or empty) every call does nothing, silently, so the
 same program runs bare. A program in another language writes the same lines itself (see
-``docs/command-collector.md``). This module imports nothing of the toolkit: it can be copied into a
-project as a single file.
+``docs/command-collector.md``).
+
+**Progress reports.** A program that ``collect run`` starts reports how far it got, so the collector can fire a planned
+fault "at step N" and account the work retained, lost and replayed (``experiment.failures``)::
+
+    from collect.marks import resumed, step
+
+    start = load_checkpoint_if_any()        # 0 on a fresh start
+    resumed(start)                          # where this start of the program picks up
+    for n in range(start + 1, steps + 1):
+        train_one_step()
+        step(n, loss=loss.item())           # n steps are done; the model holds them
+
+``step(n)`` says the model's state holds ``n`` completed steps; call it after each step (a fault
+planned at step N fires as soon as a report reaches N, before the program goes on: the collector
+answers each report, and kills the program instead of answering when a fault is due). ``tokens``
+and ``loss`` are kept for the run's progress trace. ``resumed(n)`` says a start of the program
+picks up from ``n`` completed steps (its checkpoint); without it the first report of a start ``m``
+implies ``m - 1``. ``restart()`` is ``$PREREG_RESTART`` (0 on the first start, ``k`` after the k-th
+fault). Report from one process (rank 0 of a multi-process job).
+
+Outside ``collect run`` (``$PREREG_PROGRESS`` unset) every call does nothing and ``restart()`` is 0.
+The protocol is one line per report on a Unix socket,
+``step N [tokens=T] [loss=L]`` or ``resumed N``, answered by one byte ``k``; a program in another
+language speaks it itself (docs/command-collector.md).
+
+This module imports nothing of the toolkit: it can be copied into a project as a single file.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["ENV", "mark", "phase"]
+__all__ = ["ENV", "PROGRESS_ENV", "RESTART_ENV", "mark", "phase", "restart", "resumed", "step"]
 
 ENV = "PREREG_MARKS"
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -69,3 +97,48 @@ def phase(name: str) -> Iterator[None]:
         yield
     finally:
         mark("end", name)
+
+PROGRESS_ENV = "PREREG_PROGRESS"
+RESTART_ENV = "PREREG_RESTART"
+_conn: dict[int, socket.socket] = {}  # pid -> its connection (a forked child opens its own)
+
+
+def _report(line: str) -> None:
+    path = os.environ.get(PROGRESS_ENV)
+    if not path:
+        return
+    sock = _conn.get(os.getpid())
+    if sock is None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        _conn[os.getpid()] = sock
+    sock.sendall(line.encode("ascii") + b"\n")
+    if sock.recv(1) != b"k":  # the collector is ending this program (a planned fault): wait for the kill
+        sock.recv(1)
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a whole number >= 0, not {value!r}")
+    return value
+
+
+def step(n: int, *, tokens: int | None = None, loss: float | None = None) -> None:
+    """Report that the program's state holds ``n`` completed steps (a no-op outside ``collect run``)."""
+    line = f"step {_count('step', n)}"
+    if tokens is not None:
+        line += f" tokens={_count('tokens', tokens)}"
+    if loss is not None:
+        line += f" loss={float(loss)!r}"  # repr: 'nan' and 'inf' kept as such
+    _report(line)
+
+
+def resumed(n: int) -> None:
+    """Report that this start of the program picks up from ``n`` completed steps (0: from scratch)."""
+    _report(f"resumed {_count('resumed', n)}")
+
+
+def restart() -> int:
+    """Which start of the program this is: 0 first, ``k`` after the k-th planned fault."""
+    value = os.environ.get(RESTART_ENV, "0")
+    return int(value) if value.isdigit() else 0

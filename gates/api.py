@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Union
 from collect.ledger.columns import read_ledger_columns
 from collect.ledger.looks import append_look, read_looks
 from collect.ledger.store import LEDGER_NAME, ledger_path
+from collect.ledger.try_marker import refuse_try_folder
 from gates.artifact import read_evaluation as read
 from gates.artifact import sealed, sealed_bytes
 from gates.integrity import check_looks
@@ -75,6 +76,7 @@ def check_runs_folder(runs: PathLike, lock_label: str) -> Path:
         raise InputError(f"{folder}: no such runs folder")
     if not ledger_path(folder).is_file():
         raise InputError(f"{folder}: holds no ledger.jsonl (run 'collect run' or 'collect import' first)")
+    refuse_try_folder(folder, "gates")
     return folder
 
 

@@ -13,6 +13,8 @@ Format history:
   code, the parts that differ with two example runs each, and the plan's declaration.
   Also ``monitoring`` (:class:`gates.artifact_monitoring.MonitoringResult`), present only for
   plans with ``monitoring:`` (absent, not null, otherwise): the look or interim reading evaluated.
+  Also ``failed_runs`` and ``descriptive_metrics`` (:mod:`gates.artifact_runs`): each failed run's
+  reason in words, and every metric per arm, descriptive (empty lists in an artifact written before).
 
 This module owns the format: the pydantic models below are its documentation, ``write_evaluation``
 writes it atomically and ``read_evaluation`` reads it back (for ``reports show``). Every number in
@@ -44,6 +46,7 @@ from estimators.vocabulary import (
 )
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.artifact_monitoring import MonitoringResult
+from gates.artifact_runs import DescriptiveMetric, FailedRunEntry
 from gates.frame import evaluation_frame
 from gates.htmlview import evaluation_view
 from gates.numbers import DataNumber, Number
@@ -344,6 +347,12 @@ class Evaluation(_Model):
         "evaluated, whether it is a planned look (a decision) or an interim reading (never a decision), what the "
         "plan says to do next, every gate's boundary per look and the looks recorded before "
         "(gates.artifact_monitoring).")
+    failed_runs: list[FailedRunEntry] = Field(
+        default_factory=list, description="Every failed run of a planned cell, with its reason in words "
+        "(gates.artifact_runs).")
+    descriptive_metrics: list[DescriptiveMetric] = Field(
+        default_factory=list, description="Every declared metric per arm, then the undeclared ones the runs kept: "
+        "descriptive, not a test (gates.artifact_runs).")
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
 

@@ -26,6 +26,7 @@ from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.artifact_monitoring import MonitoringResult
 from gates.code_identity import check_code_identity, code_identity_refusal
 from gates.comparator import choose_comparator, resolve_gates, uses_comparator
+from gates.descriptive import descriptive_metrics, failed_run_entries
 from gates.families import combine_decisions, evaluate_families
 from gates.integrity import check_ledger
 from gates.invalidators import check_invalidators
@@ -201,6 +202,8 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
         comparator=choice, families=families, ranking=ranking,
         lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
         code_identity=code_identity, monitoring=monitoring,
+        failed_runs=failed_run_entries(plan, lock["plan_sha256"], ledger, match),
+        descriptive_metrics=descriptive_metrics(plan, ledger, match),
     )
     return _with_looks_head(evaluation, ledger, history or []) if monitoring is not None else evaluation
 

@@ -19,7 +19,11 @@ workdir (``files_git``), the Python it ran under (``python.version``) and its pa
   ``not_recorded`` (nothing to compare, nothing refused); when they are mixed with collected runs,
   only the collected ones are compared and a note counts the others;
 * a dirty working tree (tracked files changed) means the commit does not pin the code: a note says
-  so (for ``command`` runs the file hashes do).
+  so (for ``command`` runs the file hashes do);
+* whose Python and packages a ``command`` run recorded (``code.command.source``,
+  ``collect.collectors.command.identity.program_identity``): a note says, in one sentence, whether
+  they are the program's (its interpreter asked, named) or the collector's and why (records that do
+  not say, ``source`` absent, give no note).
 """
 
 from __future__ import annotations
@@ -132,8 +136,34 @@ def check_code_identity(plan: Plan, records: Sequence[Record]) -> CodeIdentity:
         notes.append(f"{len(dirty)} run(s) were made in a git working tree with uncommitted changes to tracked "
                      f"files (e.g. {dirty[0]}): the commit does not pin their code"
                      + (" (the code file hashes do)" if "files" in compared else ""))
+    source = python_source_note(with_identity)
+    if source:
+        notes.append(source)
     return CodeIdentity(status=status, parts=parts, compared=compared, declared=declared, reason=reason,
                         examples=examples, runs=len(with_identity), without_identity=without, notes=notes)
+
+
+ASKED = "asked the program's interpreter"  # collect.collectors.command.identity.ASKED (gates reads no collector)
+
+
+def python_source_note(records: Sequence[Record]) -> str | None:
+    """One sentence on whose Python and packages the ``command`` runs among ``records`` recorded
+    (module doc), or None when none says (``code.command.source`` absent)."""
+    sources = [(r.run_id, source, _get(r.code, "command", "interpreter")) for r in records
+               if isinstance(source := _get(r.code, "command", "source"), str)]
+    if not sources:
+        return None
+    asked = sorted({str(i) for _, s, i in sources if s == ASKED})
+    collectors = [(rid, s) for rid, s, _ in sources if s != ASKED]
+    parts = []
+    if asked:
+        parts.append(f"{len(sources) - len(collectors)} run(s) record the Python and packages of the program's own "
+                     f"interpreter, asked ({', '.join(asked[:3])}{' ...' if len(asked) > 3 else ''})")
+    if collectors:
+        run_id, why = collectors[0]
+        parts.append(f"{len(collectors)} run(s) record the collector's Python and packages, which need not be the "
+                     f"program's (e.g. {run_id}: {why})")
+    return "; ".join(parts)
 
 
 def code_identity_refusal(check: CodeIdentity) -> str | None:

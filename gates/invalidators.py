@@ -11,6 +11,8 @@ calibration strata included (the instruments must hold everywhere).
   achieved interval is the run's worst stretch (mean poll gap over about one second,
   ``achieved_poll_worst_ms``) where its summary has one, so a logger that fell behind for a
   stretch is not hidden by its median, else the recorded ``achieved_poll_ms``.
+* ``faults_landed``: fires unless every arm of each block met the same planned faults and each landed
+  (:mod:`gates.fault_check`).
 * ``controls_identical``: fires unless, in every control block (``where``), all arms' values of
   the metric are exactly equal; observed = the largest difference. No control runs: fires.
 """
@@ -23,10 +25,12 @@ from dataclasses import dataclass
 
 from collect.ledger.columns import Record
 from collect.ledger.records import TelemetrySummary
+from gates.fault_check import check_faults_landed
 from gates.matching import Match
 from prereg.schema import (
     ControlsIdentical,
     CounterSupport,
+    FaultsLanded,
     LoggerCalibration,
     MetricBounds,
     Plan,
@@ -192,6 +196,9 @@ def check_invalidators(plan: Plan, match: Match) -> list[InvalidatorCheck]:
                 inv, records, logger_ratio, inv.max_ratio, True, "achieved / requested poll interval", "x"
             )
             threshold = inv.max_ratio
+        elif isinstance(inv, FaultsLanded):
+            fired, observed, detail = check_faults_landed(match)
+            threshold = "all landed, same in every arm"
         else:
             fired, observed, detail = _controls(inv, match)
             threshold = "identical"

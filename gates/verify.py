@@ -205,6 +205,8 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
     if status != "sealed":
         found.append("the artifact carries no seal" if status == "unsealed" else
                      "the artifact's seal does not match its content (edited after it was written)")
+    older = [k for k in ("failed_runs", "descriptive_metrics") if k not in ev.model_fields_set]
+    fresh = fresh.model_copy(update=dict.fromkeys(older, []))  # descriptive lists an older artifact lacks
     found += differences(_comparable(ev), _comparable(fresh))
     return Verification(not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version,
                         published=seal_words)

@@ -14,7 +14,8 @@ from prereg.direction import direction_problem
 from prereg.family_checks import check_families, gate_arms, power_problem
 from prereg.method_checks import bounded_method_problems, first_look_problems
 from prereg.monitoring import monitoring_problems
-from prereg.schema import ControlsIdentical, MetricBounds, Plan, Strata, level_key
+from prereg.schema import ControlsIdentical, FaultsLanded, MetricBounds, Plan, Strata, level_key
+from prereg.schema_failures import failure_problems
 from prereg.schema_resources import resource_problems
 
 Problem = tuple[tuple[Any, ...], str]
@@ -114,6 +115,8 @@ def _check_invalidators(plan: Plan, problems: list[Problem]) -> None:
                 problems.append(((*path, "metric"), _known("metric", inv.metric, plan.metrics)))
             if isinstance(inv, ControlsIdentical):
                 _check_selector(inv.where, plan.strata, (*path, "where"), problems)
+        elif isinstance(inv, FaultsLanded):
+            continue  # reads the runs' fault records: no signal, no metric
         elif inv.signal not in signals:
             problems.append(
                 ((*path, "signal"), f"signal {inv.signal!r} backs no metric (metrics name their signal with 'signal:')")
@@ -163,8 +166,11 @@ def _check_meters(plan: Plan, problems: list[Problem]) -> None:
                              f"metric {seen[0]!r} describes it differently; declare the same meter on both"))
 
 
-def check_plan(plan: Plan) -> list[Problem]:
-    """All cross-reference problems of ``plan`` (empty when the plan is consistent)."""
+def check_plan(plan: Plan, *, references_only: bool = False) -> list[Problem]:
+    """All cross-reference problems of ``plan`` (empty when the plan is consistent). ``references_only``:
+    leave out the checks that judge the plan as a whole (whether each gate can decide with the blocks
+    and looks planned, which depends on every gate): for a plan some of whose parts were set aside
+    (:func:`prereg.plan.salvaged_problems`)."""
     problems: list[Problem] = []
     if planned_runs(plan) > MAX_PLANNED_RUNS:
         return [(("strata", "factors"), f"the plan expands into {planned_runs(plan):,} runs (strata x replicates "
@@ -173,10 +179,13 @@ def check_plan(plan: Plan) -> list[Problem]:
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)
     _check_meters(plan, problems)
-    check_families(plan, problems)
+    check_families(plan, problems, power=not references_only)
     if plan.experiment is not None:
         problems += resource_problems(plan.experiment.resources, plan.strata.factors, list(plan.arms))
+        problems += failure_problems(plan.experiment.failures, plan.strata.factors)
     problems += bounded_method_problems(plan)  # betting: a range (prereg.method_checks)
+    if references_only:
+        return problems
     if not problems:
         _check_gate_power(plan, problems)
     if not problems:

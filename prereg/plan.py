@@ -214,6 +214,66 @@ def _positioned(
     return Problem(path if display is None else display, message, *(pos if pos else (None, None)))
 
 
+#: the list sections an element of which can be set aside to check the rest (``salvaged_problems``)
+_ELEMENT_LISTS = ("gates", "invalidators")
+#: the mapping sections an entry of which can be set aside
+_ELEMENT_MAPS = ("metrics",)
+
+
+def salvaged_problems(data: dict[str, Any], found: list[Problem]) -> list[tuple[tuple[Any, ...], str]]:
+    """The cross-reference problems (:func:`prereg.checks.check_plan`, reference checks only) of the rest
+    of a plan some of whose parts failed the schema (``found``): each failing gate, invalidator or metric
+    set aside (an optional section left out), the rest validated and checked, so independent mistakes
+    are reported together rather than one per round trip. A problem that could come from a part set
+    aside (it names a removed gate, invalidator or metric; "no primary gate" once a gate is set aside)
+    is not reported; when a required section failed, nothing is (the schema's problems say it all)."""
+    lists: dict[str, set[int]] = {name: set() for name in _ELEMENT_LISTS}
+    maps: dict[str, set[str]] = {name: set() for name in _ELEMENT_MAPS}
+    dropped: set[str] = set()
+    fields = {info.alias or name: info for name, info in Plan.model_fields.items()}
+    optional = {key for key, info in fields.items() if not info.is_required()} | {k for k in data if k not in fields}
+    for problem in found:
+        path = problem.path
+        if len(path) >= 2 and path[0] in lists and isinstance(path[1], int) and isinstance(data.get(path[0]), list):
+            lists[path[0]].add(path[1])
+        elif len(path) >= 2 and path[0] in maps and isinstance(data.get(path[0]), dict) and path[1] in data[path[0]]:
+            maps[path[0]].add(str(path[1]))
+        elif path and isinstance(path[0], str) and path[0] in optional and path[0] in data:
+            dropped.add(path[0])
+        else:
+            return []
+    rest = {k: v for k, v in data.items() if k not in dropped}
+    index: dict[str, list[int]] = {}  # section -> original index of each kept element
+    removed_names: set[str] = set()
+    for name, bad_items in lists.items():
+        if name in rest and isinstance(rest[name], list):
+            index[name] = [i for i in range(len(rest[name])) if i not in bad_items]
+            removed_names |= {str(e["id"]) for i, e in enumerate(rest[name]) if i in bad_items and isinstance(e, dict)
+                              and "id" in e}
+            rest[name] = [rest[name][i] for i in index[name]]
+    for name, bad_keys in maps.items():
+        if bad_keys:
+            rest[name] = {k: v for k, v in rest[name].items() if str(k) not in bad_keys}
+            removed_names |= bad_keys
+    try:
+        partial = Plan.model_validate(rest)
+    except ValidationError:
+        return []
+    out = []
+    for path, message in check_plan(partial, references_only=True):
+        if lists["gates"] and path == ("gates",) or any(f"'{n}'" in message for n in removed_names):
+            continue
+        if len(path) >= 2 and path[0] in index and isinstance(path[1], int) and path[1] < len(index[path[0]]):
+            path = (path[0], index[path[0]][path[1]], *path[2:])
+        out.append((path, message))
+    return out
+
+
+def _in_file_order(problems: list[Problem]) -> list[Problem]:
+    """Problems ordered by their line (those without one last, in the order found)."""
+    return sorted(problems, key=lambda p: (p.line is None, p.line or 0, p.column or 0))
+
+
 def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
     """Validate raw YAML bytes as a plan; raise ``PlanError`` with every problem found."""
     from prereg.yamlsafe import YamlError, load_yaml  # lazy: yaml (reading a lock needs no YAML)
@@ -231,7 +291,9 @@ def parse_plan(raw: bytes, source: str = "<plan>") -> LoadedPlan:
     try:
         plan = Plan.model_validate(loaded.data)
     except ValidationError as err:
-        raise PlanError(source, _problems_from_validation(err, loaded)) from None
+        found = _problems_from_validation(err, loaded)
+        found += [_positioned(path, msg, loaded) for path, msg in salvaged_problems(loaded.data, found)]
+        raise PlanError(source, _in_file_order(found)) from None
     problems = [_positioned(path, msg, loaded) for path, msg in check_plan(plan)]
     if problems:
         raise PlanError(source, problems)

@@ -25,9 +25,11 @@ from pydantic import (
 
 from estimators.expressions import Contrast, parse_contrast
 from estimators.vocabulary import AnalysisUnit, Evidence, Method, Multiplicity, Rule, min_resamples
+from prereg.schema_failures import Failures
 from prereg.schema_invalidators import (  # noqa: F401 - re-exported: the plan's invalidator models
     ControlsIdentical,
     CounterSupport,
+    FaultsLanded,
     Invalidator,
     InvalidatorBase,
     LoggerCalibration,
@@ -90,6 +92,11 @@ class Experiment(StrictModel):
         default=None,
         description="What each run needs to be placed (CPUs, GPUs, Ray custom resources), with per-cell "
         "overrides; never part of a run's parameters (prereg.schema_resources).",
+    )
+    failures: Failures | None = Field(
+        default=None,
+        description="Faults the collector puts into every run of the selected strata, drawn from the stratum's "
+        "seed so every arm meets the same ones (prereg.schema_failures; collectors that support it: command).",
     )
 
 
@@ -428,6 +435,23 @@ class Plan(StrictModel):
         description="Preregistered interim looks (prereg.schema_monitoring): at each look a gate uses only the "
         "alpha its spending function has released; without it every evaluation is the final one.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _faults_checked(cls, data: Any) -> Any:
+        """A plan whose experiment injects failures checks that they landed: a ``faults_landed``
+        invalidator blocking every gate is added unless the plan declares one."""
+        if not isinstance(data, dict):
+            return data
+        experiment = data.get("experiment")
+        invalidators = data.get("invalidators", [])
+        if not (isinstance(experiment, dict) and experiment.get("failures") is not None
+                and isinstance(invalidators, list)):
+            return data
+        if any(isinstance(inv, dict) and inv.get("kind") == "faults_landed" for inv in invalidators):
+            return data
+        return {**data, "invalidators": [*invalidators, {"id": "faults_landed", "kind": "faults_landed",
+                                                         "blocks": "all"}]}
 
     def control_selectors(self) -> list[dict[str, Scalar]]:
         """Selectors of the no-failure control strata: ``strata.controls`` and every

@@ -79,7 +79,16 @@ class ControlsIdentical(InvalidatorBase):
     where: dict[Identifier, Scalar] = Field(min_length=1, description="Selector of the no-failure strata.")
 
 
+class FaultsLanded(InvalidatorBase):
+    """Fires unless, in every stratum that meets planned failures (``experiment.failures``), every arm
+    met the same planned faults and each of them landed: it fired while the program ran, and the
+    program restarted (or carried on) after it. A plan with ``experiment.failures`` gets one
+    (``faults_landed``, blocking all gates) unless it declares its own."""
+
+    kind: Literal["faults_landed"]
+
+
 Invalidator = Annotated[
-    CounterSupport | SensorUpdatePeriod | LoggerCalibration | MetricBounds | ControlsIdentical,
+    CounterSupport | SensorUpdatePeriod | LoggerCalibration | MetricBounds | ControlsIdentical | FaultsLanded,
     Field(discriminator="kind"),
 ]

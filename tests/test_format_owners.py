@@ -32,6 +32,7 @@ READERS = {
     "collect/collectors/torchrun/warmstart.py": "the warm start's sidecar",
     "collect/importing/importer.py": "a user's JSON-lines table of runs",
     "collect/collectors/command/outputs.py": "a command run's metrics file (metrics.json)",
+    "collect/collectors/command/identity.py": "the program interpreter's answer (its Python and packages)",
     "gates/artifact.py": "the evaluation (evaluation.json)",
 }
 #: format family -> the modules that may spell its version string

@@ -15,6 +15,8 @@ under ``ctx.trace_dir`` and only with names starting ``f"{ctx.run_id}."`` (see `
 from __future__ import annotations
 
 import abc
+import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +24,23 @@ from typing import Any, ClassVar
 
 from prereg.errors import InputError
 
+#: in :attr:`ParamError.retry`: drop the parameter (its default applies) when the checks go on
+DROP: Any = type("Drop", (), {"__repr__": lambda self: "DROP"})()
+MAX_PROBLEMS_PER_RUN = 50  # ``param_problems`` stops after this many (a loop guard, never reached in practice)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|sec|m|min|h|hr)\s*$", re.IGNORECASE)
+_UNIT_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0}
+
 
 class ParamError(InputError, ValueError):
-    """A run parameter the collector does not know, or a value it cannot use."""
+    """A run parameter the collector does not know, or a value it cannot use.
+
+    ``retry``: how the remaining checks can go on past this problem (parameter name -> the value to
+    check instead, or :data:`DROP` to leave it out), so that :func:`param_problems` lists every problem
+    of a run at once; ``None`` when the checks cannot go on (a required parameter is missing)."""
+
+    def __init__(self, message: str, *, retry: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.retry = dict(retry) if retry is not None else None
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,8 @@ class RunContext:
     trace_dir: Path
     plan_sha256: str = ""  # the plan the run belongs to (empty when run outside the engine)
     shipped: Shipped | None = None  # set when the run executes away from the driver's disk (Ray)
+    #: what the run holds while it executes: {num_cpus, num_gpus, custom} (``prereg.schema_resources``)
+    resources: Mapping[str, Any] = field(default_factory=dict)
 
     def trace_path(self, suffix: str) -> Path:
         """``trace_dir / f"{run_id}.{suffix}"``; ``suffix`` may not contain a path separator."""
@@ -110,6 +128,15 @@ class Collector(abc.ABC):
         return check_params(cls, params)
 
     @classmethod
+    def param_problems(cls, params: Mapping[str, Any], stratum: Mapping[str, Any]
+                       ) -> tuple[dict[str, Any] | None, list[str]]:
+        """``(checked, problems)``: every problem ``check_run`` finds in one run's merged parameters, each
+        once (what ``prereg validate`` and ``prereg freeze`` list before a plan is locked), and the
+        parameters as checked once the problems were stepped over (None if one could not be).
+        Default: :func:`param_problems`."""
+        return param_problems(cls, params, stratum)
+
+    @classmethod
     def metric_evidence(cls, params: Mapping[str, Any]) -> dict[str, str]:
         """The strongest evidence class each metric can have with these run parameters."""
         return {metric: cls.EVIDENCE for metric in cls.METRICS}
@@ -137,13 +164,53 @@ class Collector(abc.ABC):
         """Do one run (deterministic given ``ctx.params`` and ``ctx.seed``)."""
 
 
+def param_problems(collector: type[Collector], params: Mapping[str, Any], stratum: Mapping[str, Any]
+                   ) -> tuple[dict[str, Any] | None, list[str]]:
+    """Every problem of one run's parameters: ``collector.check_run`` again and again, each time past
+    the problem it raised (its ``ParamError.retry``), until the parameters pass or a problem cannot be
+    stepped over. ``(the parameters as checked at the end, or None; each message once, in the order found)``."""
+    current = dict(params)
+    problems: list[str] = []
+    while len(problems) < MAX_PROBLEMS_PER_RUN:
+        try:
+            return collector.check_run(current, stratum), problems
+        except ParamError as err:
+            if str(err) in problems:
+                return None, problems  # stepping over it did not help: stop rather than loop
+            problems.append(str(err))
+            if not err.retry:
+                return None, problems
+            for name, value in err.retry.items():
+                if value is DROP:
+                    current.pop(name, None)
+                else:
+                    current[name] = value
+    return None, problems
+
+
+def duration_hint(name: str, value: Any) -> str:
+    """For a number-of-seconds (``*_s``) or milliseconds (``*_ms``) parameter given a duration string
+    (``"10m"``): the sentence saying what to write (``"timeout_s is in seconds: write 600"``); else ''."""
+    if not isinstance(value, str) or not name.endswith(("_s", "_ms")):
+        return ""
+    match = _DURATION.match(value)
+    if match is None:
+        return ""
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2).lower()]
+    in_ms = name.endswith("_ms")
+    number = seconds * 1000.0 if in_ms else seconds
+    return f"{name} is in {'milliseconds' if in_ms else 'seconds'}: write {number:g}"
+
+
 def check_params(collector: type[Collector], params: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults filled, unknown names refused, types and checks applied; raises ``ParamError``."""
     unknown = sorted(set(params) - set(collector.PARAMS))
     if unknown:
+        close = [f"{name} (did you mean {match[0]}?)" if match else name
+                 for name in unknown for match in [difflib.get_close_matches(name, list(collector.PARAMS), 1)]]
         raise ParamError(
-            f"collector {collector.name} does not read parameter(s) {', '.join(unknown)}; "
-            f"it reads {', '.join(sorted(collector.PARAMS))}"
+            f"collector {collector.name} does not read parameter(s) {', '.join(close)}; "
+            f"it reads {', '.join(sorted(collector.PARAMS))}", retry={name: DROP for name in unknown}
         )
     out: dict[str, Any] = {}
     for name, spec in collector.PARAMS.items():
@@ -154,9 +221,14 @@ def check_params(collector: type[Collector], params: Mapping[str, Any]) -> dict[
         if value is not None:
             if float in kinds and isinstance(value, int) and not isinstance(value, bool):
                 value = float(value)
+            retry = None if spec.default is None else {name: DROP}  # a required one cannot be stepped over
             if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-                raise ParamError(f"parameter {name} = {value!r} must be {' or '.join(k.__name__ for k in kinds)}")
+                hint = duration_hint(name, value)
+                if hint:
+                    raise ParamError(f"parameter {name} = {value!r} is a duration string; {hint}", retry=retry)
+                raise ParamError(f"parameter {name} = {value!r} must be {' or '.join(k.__name__ for k in kinds)}",
+                                 retry=retry)
             if spec.check is not None and not spec.check(value):
-                raise ParamError(f"parameter {name} = {value!r} {spec.check_text or 'is out of range'}")
+                raise ParamError(f"parameter {name} = {value!r} {spec.check_text or 'is out of range'}", retry=retry)
         out[name] = value
     return out

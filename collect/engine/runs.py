@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, Shipped
+from collect.engine.failures import PARAM as FAILURES_PARAM
+from collect.engine.failures import failure_spec
 from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
@@ -31,8 +33,9 @@ from prereg.lock import utc_now
 from prereg.schema import Plan
 from prereg.schema_resources import DEFAULT_DEMAND, run_demand
 
-__all__ = ["BLOCKING_FACTORS", "COLLECTORS", "EngineError", "Job", "PlannedRun", "RunSummary", "execute_run",
-           "expand_plan", "import_collector", "load_collector", "run_batch", "stratum_seed"]
+__all__ = ["BLOCKING_FACTORS", "COLLECTORS", "EngineError", "Job", "PlannedRun", "RunSummary", "evidence_problems",
+           "execute_run", "expand_plan", "import_collector", "load_collector", "merged_params", "metrics_problem",
+           "run_batch", "signal_problems", "stratum_seed"]
 
 BLOCKING_FACTORS = ("seed", "block")
 
@@ -73,22 +76,48 @@ class PlannedRun:
     resources: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_DEMAND))
 
 
-def run_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, Any], arm: str) -> dict[str, Any]:
-    """One run's parameters: the experiment's, overridden by the stratum's non-blocking factor levels,
-    overridden by the arm's settings, checked and completed by the collector (``EngineError`` otherwise)."""
+def merged_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, Any], arm: str) -> dict[str, Any]:
+    """One run's parameters before the collector's checks: the experiment's, overridden by the stratum's
+    non-blocking factor levels, overridden by the arm's settings (and, for a ``PLAN_METRICS`` collector,
+    the plan's metric names as ``metrics``; ``ParamError`` if the plan sets that parameter itself)."""
     assert plan.experiment is not None
     merged = {**plan.experiment.params}
     merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
     merged.update(plan.arms[arm])
+    if collector.PLAN_METRICS:
+        if "metrics" in merged:
+            raise ParamError("parameter 'metrics' is set from the plan's metrics section "
+                             f"(collector {collector.name} writes the metrics the plan declares)")
+        merged["metrics"] = list(plan.metrics)
+    failures = plan.experiment.failures
+    takes = getattr(collector, "FAILURES", False)
+    if takes and FAILURES_PARAM in merged:
+        raise ParamError(f"parameter '{FAILURES_PARAM}' is set from the plan's experiment.failures; give the "
+                         "program parameter another name")
+    if failures is not None:
+        if not takes:
+            raise ParamError(f"collector {collector.name} does not inject the plan's failures "
+                             "(experiment.failures): the command collector does")
+        merged[FAILURES_PARAM] = failure_spec(failures, stratum)  # None: this stratum meets no fault
+    return merged
+
+
+def run_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, Any], arm: str) -> dict[str, Any]:
+    """One run's parameters (:func:`merged_params`), checked and completed by the collector
+    (``EngineError`` otherwise)."""
     try:
-        if collector.PLAN_METRICS:
-            if "metrics" in merged:
-                raise ParamError("parameter 'metrics' is set from the plan's metrics section "
-                                 f"(collector {collector.name} writes the metrics the plan declares)")
-            merged["metrics"] = list(plan.metrics)
-        return collector.check_run(merged, stratum)
+        return collector.check_run(merged_params(plan, collector, stratum, arm), stratum)
     except ParamError as err:
         raise EngineError(f"arm {arm}, stratum {stratum}: {err}") from None
+
+
+def metrics_problem(plan: Plan, collector: type[Collector]) -> str | None:
+    """The plan metrics the collector does not produce, in words (None when it produces them all)."""
+    missing = [] if collector.PLAN_METRICS else [m for m in plan.metrics if m not in collector.METRICS]
+    if not missing:
+        return None
+    return (f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
+            f"it produces {', '.join(sorted(collector.METRICS))}")
 
 
 def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[PlannedRun]]:
@@ -96,12 +125,9 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
     if plan.experiment is None:
         raise EngineError("the plan has no 'experiment' section: its runs are imported ('collect import'), not run")
     collector = load_collector(plan.experiment.collector)
-    missing = [] if collector.PLAN_METRICS else [m for m in plan.metrics if m not in collector.METRICS]
+    missing = metrics_problem(plan, collector)
     if missing:
-        raise EngineError(
-            f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
-            f"it produces {', '.join(sorted(collector.METRICS))}"
-        )
+        raise EngineError(missing)
     runs = []
     for stratum in plan.strata.enumerate():
         for replicate in range(plan.strata.replicates):
@@ -129,39 +155,60 @@ def named_signals(plan: Plan) -> dict[str, list[str]]:
     return named
 
 
+def signal_problems(plan: Plan, collector: type[Collector], cells: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]
+                    ) -> tuple[list[str], list[str]]:
+    """``(problems, unopened)`` of the telemetry signals the plan names, over ``cells`` (each ``(arm,
+    stratum, checked params)``): a signal the collector will not record with a cell's params (e.g.
+    ``power_average`` while the energy comes from the counter), and, each once, the collector's
+    ``signals`` refusing a cell's params (e.g. a sensor that cannot be opened on this machine)."""
+    named = named_signals(plan)
+    problems: list[str] = []
+    unopened: list[str] = []
+    if not named:
+        return problems, unopened
+    seen: dict[str, set[str] | None] = {}
+    for arm, stratum, params in cells:
+        key = repr(sorted(params.items(), key=lambda kv: kv[0]))
+        if key in seen:
+            continue
+        try:
+            seen[key] = offered = collector.signals(params)
+        except ParamError as err:
+            seen[key] = None
+            unopened.append(f"arm {arm}, stratum {dict(stratum)}: {err}")
+            continue
+        for signal in sorted(set(named) - offered):
+            have = ", ".join(sorted(offered)) or "no telemetry signal"
+            problems.append(f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
+                            f"{collector.name} records {have} for arm {arm} with these parameters")
+    return list(dict.fromkeys(problems)), unopened
+
+
 def check_signals(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
     """Refuse, before any run, a plan naming a telemetry signal the collector will not record with
-    the runs' params (e.g. ``power_average`` while the energy comes from the counter)."""
-    named = named_signals(plan)
-    if not named:
-        return
-    seen: dict[str, set[str]] = {}
-    problems = []
-    for planned in runs:
-        key = repr(sorted(planned.params.items(), key=lambda kv: kv[0]))
-        if key not in seen:
-            try:
-                seen[key] = collector.signals(planned.params)
-            except ParamError as err:
-                raise EngineError(f"arm {planned.arm}, stratum {planned.stratum}: {err}") from None
-            missing = sorted(set(named) - seen[key])
-            for signal in missing:
-                have = ", ".join(sorted(seen[key])) or "no telemetry signal"
-                problems.append(f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
-                                f"{collector.name} records {have} for arm {planned.arm} with these parameters")
+    the runs' params (:func:`signal_problems`), or whose params its ``signals`` refuses here."""
+    problems, unopened = signal_problems(plan, collector, [(p.arm, p.stratum, p.params) for p in runs])
+    if unopened:
+        raise EngineError(unopened[0])
     if problems:
         raise EngineError("the plan names telemetry its runs will not record (nothing was run):\n"
-                          + "\n".join(dict.fromkeys(problems)))
+                          + "\n".join(problems))
+
+
+def evidence_problems(plan: Plan, collector: type[Collector], params: list[Mapping[str, Any]]) -> list[str]:
+    """Each metric the plan declares stronger than the collector gives with the runs' ``params``, in words."""
+    problems = []
+    for name, metric in plan.metrics.items():
+        given = weakest(collector.metric_evidence(p).get(name, "unavailable") for p in params) if params else None
+        if given is not None and stronger(metric.evidence, given):
+            problems.append(f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
+                            f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'")
+    return problems
 
 
 def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun]) -> None:
     """Refuse a plan that declares a metric stronger than the collector gives with the runs' params."""
-    problems = []
-    for name, metric in plan.metrics.items():
-        given = weakest(collector.metric_evidence(p.params).get(name, "unavailable") for p in runs) if runs else None
-        if given is not None and stronger(metric.evidence, given):
-            problems.append(f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
-                            f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'")
+    problems = evidence_problems(plan, collector, [p.params for p in runs])
     if problems:
         raise EngineError("the plan claims stronger evidence than its collector can give (nothing was run):\n"
                           + "\n".join(problems))
@@ -184,7 +231,7 @@ def execute_run(
     trace_dir.mkdir(parents=True, exist_ok=True)
     collector = load_collector(collector_name) if spec is None else import_collector(collector_name, spec)
     ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
-                     planned.replicate, trace_dir, plan_sha256, shipped)
+                     planned.replicate, trace_dir, plan_sha256, shipped, planned.resources)
     record: dict[str, Any] = {
         "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
         "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,

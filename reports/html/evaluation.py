@@ -24,6 +24,7 @@ from reports.html.svg import (
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import provenance as pt
+from reports.words import runs as rt
 from reports.words.palette import VERDICT_COLOURS, VERDICT_WORDS
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
@@ -248,6 +249,36 @@ def invalidators_section(ev: Evaluation) -> str:
                     + cell("detail", esc(r["detail"])) + "</tr>")
     return table(["status", "invalidator", "kind", "observed", "threshold", "refuses", "detail"], body, cls="stack",
                  caption="Invalidators: observed vs threshold", table_id="invalidators-table", num={3, 4})
+
+
+def failed_runs_section(ev: Evaluation) -> str:
+    """Every failed run: its reason and its stderr's last lines ('' when none failed)."""
+    if not ev.failed_runs:
+        return ""
+    items = []
+    for f in ev.failed_runs:
+        tail = "".join(f"<br><code>{esc(line)}</code>" for line in f.stderr_tail)
+        cls = ' class="muted"' if f.cell_complete else ""
+        items.append(f"<li{cls}>{esc(rt.failed_run_head(f))}{tail}</li>")
+    return ("<p>Each failed run's reason (the ledger keeps the whole error) and the last lines of its "
+            f"program's stderr.</p><ul>{''.join(items)}</ul>")
+
+
+def descriptive_section(ev: Evaluation) -> str:
+    """Every metric per arm, descriptive (not a test); '' when the artifact has none."""
+    if not ev.descriptive_metrics:
+        return ""
+    body = []
+    for m, arm_rows in rt.descriptive_rows(ev):
+        name, use = rt.metric_label(m)
+        label = f'<code>{esc(name)}</code> <span class="muted">({esc(use)})</span>'
+        for i, row in enumerate(arm_rows):
+            cells = [cell(h, esc(c), "num" if j > 1 else "")
+                     for j, (h, c) in enumerate(zip(rt.DESCRIPTIVE_COLUMNS[1:], row, strict=True), start=1)]
+            body.append("<tr>" + cell("metric", label if i == 0 else "") + "".join(cells) + "</tr>")
+    return (table(rt.DESCRIPTIVE_COLUMNS, body, cls="stack", caption=rt.DESCRIPTIVE_TITLE,
+                  table_id="descriptive-table", num={2, 3, 4, 5, 6})
+            + f"<p class=\"muted\">{esc(rt.descriptive_note(ev))}</p>")
 
 
 def phase_support_section(ev: Evaluation) -> str:

@@ -42,6 +42,7 @@ from reports.html.svg import esc
 from reports.html.telemetry import telemetry_section
 from reports.html.timeline import timeline_section
 from reports.words import evaluation as et
+from reports.words import runs as rt
 from reports.words.palette import DECISION_WORDS
 from reports.words.safe_text import clean_model
 
@@ -50,7 +51,8 @@ if TYPE_CHECKING:
     from reports.html.runs import RunsContext
 
 GENERATOR = "prereg-toolkit reports html"
-NAV_WORDS = {"decision": "Decision", "looks": "Interim looks", "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
+NAV_WORDS = {"decision": "Decision", "looks": "Interim looks", "failed-runs": "Failed runs", "metrics": "Metrics per arm",
+             "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
              "sensitivity": "Sensitivity", "comparator": "Comparator", "families": "Families", "ranking": "Ranking",
              "assumptions": "Assumptions",
              "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
@@ -152,6 +154,9 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
     sections: list[tuple[str, str, str]] = [("decision", "Decision", he.decision_section(ev))]
     if ev.monitoring is not None:  # a monitored plan: the look or interim reading, a small look chart
         sections.append(("looks", "Interim looks", looks_section(ev)))
+    failed = he.failed_runs_section(ev)
+    if failed:
+        sections.append(("failed-runs", rt.FAILED_TITLE, failed))
     primary = et.primary_gates(ev)
     gates_body = (he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
                   + he.group_tallies(ev) + he.forest_figure(ev, primary, "forest-primary")
@@ -169,6 +174,9 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
                 + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
                 + he.strata_details(ev, evidence, "strata-sensitivity"))
         sections.append(("sensitivity", "Sensitivity (reported, never decides)", body))
+    descriptive = he.descriptive_section(ev)
+    if descriptive:
+        sections.append(("metrics", rt.DESCRIPTIVE_TITLE, descriptive))
 
     sections += controller_sections(ev)  # nothing without a comparator, families or a ranking
     diagnostics = he.diagnostics_section(ev)

@@ -1,8 +1,8 @@
 """The reviewer's report of an evaluation as GitHub-flavoured Markdown (papers, pull requests).
 
 Same content as the terminal report (``reports.terminal.evaluation``): header, decision sentence,
-gate tables, forest bars in a ``text`` code block, invalidators, sensitivity, diagnostics,
-notes, predecessors and (optionally) the per-block rows; a controller study's artifact adds its
+gate tables, forest bars in a ``text`` code block, invalidators, sensitivity, the failed runs
+and every metric per arm (descriptive), diagnostics, notes, predecessors and (optionally) the per-block rows; a controller study's artifact adds its
 comparator choice, per-family ledger, ranking table and assumptions (words from
 :mod:`reports.words.controller`). User text is escaped so it renders as
 written: Markdown punctuation is backslash-escaped, ``|`` in table cells becomes ``\\|`` and
@@ -25,6 +25,7 @@ from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import monitoring as mt
 from reports.words import provenance as pt
+from reports.words import runs as rt
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 from reports.words.safe_text import clean_model
@@ -194,6 +195,31 @@ def _controller(ev: Evaluation) -> list[str]:
     return lines
 
 
+def _failed_runs(ev: Evaluation) -> list[str]:
+    """Every failed run: its reason, then its stderr's last lines as code."""
+    if not ev.failed_runs:
+        return []
+    lines = ["", f"## {rt.FAILED_TITLE}", ""]
+    for f in ev.failed_runs:
+        lines.append(f"- {md_escape(rt.failed_run_head(f))}")
+        lines += [f"  - stderr: {md_code(line)}" for line in f.stderr_tail]
+    return lines
+
+
+def _descriptive(ev: Evaluation) -> list[str]:
+    """Every metric per arm, descriptive (not a test)."""
+    if not ev.descriptive_metrics:
+        return []
+    rows = []
+    for m, arm_rows in rt.descriptive_rows(ev):
+        name, use = rt.metric_label(m)
+        for i, row in enumerate(arm_rows):
+            label = f"{md_code(name)} ({md_escape(use)})" if i == 0 else ""
+            rows.append([label, *(md_escape(c) for c in row)])
+    return (["", f"## {rt.DESCRIPTIVE_TITLE}", ""] + md_table(rt.DESCRIPTIVE_COLUMNS, rows)
+            + ["", md_escape(rt.descriptive_note(ev))])
+
+
 def _diagnostics(ev: Evaluation) -> list[str]:
     gates = et.diagnostic_gates(ev)
     if not gates:
@@ -256,7 +282,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
     """The whole report as GitHub-flavoured Markdown (ends with a newline); ``figures``: (alt text, file
     name) of figures written beside it, linked after the primary gates."""
     ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer
-    lines = _header(ev) + _decision(ev) + _monitoring(ev)
+    lines = _header(ev) + _decision(ev) + _monitoring(ev) + _failed_runs(ev)
     primary = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.primary_gates(ev)]
     lines += ["", f"## Primary gates (decide the claim; multiplicity {ev.multiplicity})", ""]
     lines += md_table(GATE_COLUMNS, _gate_rows(ev, primary)) + _forest_block(primary) + _figures(figures)
@@ -269,6 +295,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
     if sensitivity:
         lines += ["", "## Sensitivity (reported, never decides)", ""]
         lines += md_table(GATE_COLUMNS, _gate_rows(ev, sensitivity)) + _forest_block(sensitivity)
+    lines += _descriptive(ev)
     lines += _controller(ev) + _diagnostics(ev) + _notes(ev) + _reading(ev) + _predecessors(ev)
     if show_blocks:
         lines += _blocks(ev)

@@ -23,6 +23,7 @@ from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import monitoring as mt
 from reports.words import provenance as pt
+from reports.words import runs as rt
 from reports.words.palette import DECISION_STYLES, VERDICT_STYLES
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
@@ -173,6 +174,39 @@ def _invalidators(ev: Evaluation) -> list[Any]:
     return [Text(""), table]
 
 
+def _failed_runs(ev: Evaluation, verbose: bool) -> list[Any]:
+    """Each failed run with its reason and stderr's last lines (the first ten; ``verbose``: all)."""
+    if not ev.failed_runs:
+        return []
+    runs, more = rt.failed_runs_shown(ev, None if verbose else rt.SHOWN_FAILED)
+    rows: list[tuple[Any, Any]] = []
+    for f in runs:
+        line = Text(rt.failed_run_head(f), style="dim" if f.cell_complete else "yellow")
+        for tail in f.stderr_tail:
+            line.append(f"\n  stderr: {tail}", style="dim")
+        rows.append(("-", line))
+    return [_heading(rt.FAILED_TITLE), _fields(rows)] + ([Text(more)] if more else [])
+
+
+def descriptive_section(ev: Evaluation) -> list[Any]:
+    """Every metric per arm, descriptive (not a test)."""
+    if not ev.descriptive_metrics:
+        return []
+    table = Table(title=rt.DESCRIPTIVE_TITLE, title_justify="left", show_lines=False, expand=False)
+    table.add_column(rt.DESCRIPTIVE_COLUMNS[0], overflow="fold", max_width=22)
+    table.add_column(rt.DESCRIPTIVE_COLUMNS[1], overflow="fold", max_width=12)
+    for name in rt.DESCRIPTIVE_COLUMNS[2:]:
+        table.add_column(name, justify="right", overflow="fold")
+    for m, rows in rt.descriptive_rows(ev):
+        name, use = rt.metric_label(m)
+        for i, row in enumerate(rows):
+            label = Text(name, style="bold") if i == 0 else Text("")
+            if i == 0:
+                label.append(f"\n{use}", style="dim")
+            table.add_row(label, *(Text(c) for c in row), end_section=i == len(rows) - 1)
+    return [Text(""), table, Text(rt.descriptive_note(ev), style="dim")]
+
+
 def _phase_support(ev: Evaluation) -> list[Any]:
     lines = phase_support_lines(ev)
     if not lines:
@@ -247,7 +281,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     """Rich renderables (a ``Group``) of the whole report; fits 80 columns (``verbose``: name every run)."""
     ev = clean_model(ev)  # no control characters from the plan or ledger reach the terminal
 
-    parts: list[Any] = _header(ev, verbose) + _decision(ev) + _monitoring(ev)
+    parts: list[Any] = _header(ev, verbose) + _decision(ev) + _monitoring(ev) + _failed_runs(ev, verbose)
     primary = [et.gate_view(g, ev, BAR_WIDTH) for g in et.primary_gates(ev)]
     title = f"Primary gates (decide the claim; multiplicity {ev.multiplicity})"
     parts += [Text(""), gate_table(title, primary), forest_section(primary)]
@@ -257,6 +291,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
         parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]
+    parts += descriptive_section(ev)
 
     parts += controller_sections(ev)  # nothing without a comparator, families or a ranking
     parts += diagnostics_section(ev, et.diagnostic_gates(ev))

@@ -142,6 +142,9 @@ def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
         low = _num(inv["min"]) if "min" in inv else "-inf"
         high = _num(inv["max"]) if "max" in inv else "+inf"
         text = f"fires if any {inv['metric']} is non-finite or outside [{low}, {high}] {unit}".rstrip()
+    elif kind == "faults_landed":
+        text = ("fires unless every arm of each block met the same planned faults (experiment.failures) "
+                "and each of them landed (fired while the program ran, and the program started again)")
     else:
         where = ", ".join(f"{k} = {v}" for k, v in inv["where"].items())
         text = f"fires unless all arms agree exactly on {inv['metric']} in the control strata where {where}"

@@ -46,12 +46,16 @@ def loaded(text: str) -> tuple[Plan, str]:
 
 def comparable(record: RunRecord) -> dict:
     """A record without what may differ between executors: its times, the chain fields (they
-    follow the order of appends) and the run's own timings."""
+    follow the order of appends), the run's own timings, and the hashes of a command run's event
+    and progress traces (wall-clock times of its starts and marks)."""
     data = record.model_dump(mode="json", exclude_none=True)
     for key in ("started_at", "finished_at", "prev_sha256", "record_sha256"):
         data.pop(key, None)
     data["env"].pop("seconds", None)
     data["code"].pop("timing_s", None)
+    if data["code"].get("collector") == "command":
+        data["trace_sha256"] = {k: v for k, v in data.get("trace_sha256", {}).items()
+                                if not k.endswith((".events.jsonl", ".progress.csv"))}
     return data
 
 

@@ -35,9 +35,11 @@ the program reads from ``workdir``.
 
 The program's stdout and stderr (the last MiB of each) are kept as ``stdout.txt`` / ``stderr.txt``
 there. A non-zero exit, a signal, the timeout (the whole process group is killed), no metrics file,
-an undeclared, missing, non-numeric or non-finite metric, malformed JSON or marks, a folder the
+a missing, non-numeric or non-finite declared metric, malformed JSON or marks, a folder the
 program tampered with: the run fails with that reason (the engine records it; the other runs go
-on), never a number. No process of the program's tree outlives the run, whatever happens to
+on), never a number. A metric the plan does not declare fails nothing: its value is kept in the
+record's ``code.undeclared_metrics``, descriptive, never gated
+(:func:`collect.collectors.command.outputs.undeclared_info`). No process of the program's tree outlives the run, whatever happens to
 ``collect run`` (:mod:`collect.collectors.command.process`, ``supervisor``). The run's folder is
 made afresh before a run starts, so a retried run (``--resume``) starts clean, and is only ever
 accessed through a directory descriptor (:mod:`collect.collectors.command.runfolder`): nothing the
@@ -53,8 +55,26 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, RunResult, SharedInputs, check_params
-from collect.collectors.command.identity import code_identity, git_identity
-from collect.collectors.command.outputs import MAX_METRICS_BYTES, RunFailure, parse_metrics, phases_of
+from collect.collectors.command.attempts import (
+    FAULT_METRICS,
+    Attempt,
+    combined,
+    event_rows,
+    fault_record,
+    progress_rows,
+    run_attempts,
+    work_metrics,
+)
+from collect.collectors.command.identity import code_identity, git_identity, program_identity
+from collect.collectors.command.injector import FaultInjector
+from collect.collectors.command.outputs import (
+    MAX_METRICS_BYTES,
+    RunFailure,
+    parse_metrics,
+    phases_of,
+    undeclared_info,
+    written_names,
+)
 from collect.collectors.command.params import (
     PARAMS,
     RUN_FIELDS,
@@ -67,7 +87,7 @@ from collect.collectors.command.params import (
     resolve_workdir,
     split_params,
 )
-from collect.collectors.command.process import EXIT_NOT_STARTED, Finished, run_program
+from collect.collectors.command.process import EXIT_NOT_STARTED, Finished
 from collect.collectors.command.runfolder import (
     MARKS_FILE,
     METRICS_FILE,
@@ -78,10 +98,17 @@ from collect.collectors.command.runfolder import (
     read_marks_in,
 )
 from collect.collectors.command.telemetry import record_program, sensor_for_env
+from collect.collectors.command.threads import inherited_threads, run_threads, thread_env
+from collect.engine.failures import PARAM as FAILURES
+from collect.engine.failures import planned_faults
 from collect.plugins import SENSORS, PluginError
 from collect.telemetry.analysis.energy import ENERGY_METRICS, run_energy
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor, split_spec
+from collect.traces.events import SUFFIX as EVENTS_SUFFIX
+from collect.traces.events import write_events
+from collect.traces.progress import SUFFIX as PROGRESS_SUFFIX
+from collect.traces.progress import Progress, write_progress
 from prereg.jsoncodec import readable_bytes
 
 RUN_SUFFIX = "run"  # the run's folder: <run_id>.run
@@ -112,7 +139,10 @@ def check_sensor_spec(spec: str, energy_signal: str) -> None:
 
 def validate(params: Mapping[str, Any], stratum: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's parameters checked: the collector's own (``check_params``), the program's, the argv
-    placeholders (against ``stratum``'s factors too), the code globs and the sensor; ``ParamError``."""
+    placeholders (against ``stratum``'s factors too), the code globs and the sensor; ``ParamError``.
+    The plan's ``failures`` (set by the engine, :mod:`collect.engine.failures`) is kept as it is."""
+    failures = params.get(FAILURES, ...)
+    params = {k: v for k, v in params.items() if k != FAILURES}
     own, program = split_params(params)
     checked = check_params(CommandCollector, own)
     check_program_params(program)
@@ -122,7 +152,7 @@ def validate(params: Mapping[str, Any], stratum: Mapping[str, Any] | None = None
     code_files(checked["code"], Path(checked["workdir"]))
     check_sensor_spec(checked["sensor"], checked["energy_signal"])
     check_metrics(checked)
-    return {**checked, **program}
+    return {**checked, **program, **({} if failures is ... else {FAILURES: failures})}
 
 
 def _error_with_stderr(reason: str, finished: Finished) -> RunFailure:
@@ -156,6 +186,7 @@ class CommandCollector(Collector):
     METRICS = {}  # the plan's own (PLAN_METRICS)
     EVIDENCE = "measured"
     PLAN_METRICS = True
+    FAILURES = True  # takes the plan's experiment.failures (collect.engine.failures) as its ``failures`` parameter
 
     @classmethod
     def check_run(cls, params: Mapping[str, Any], stratum: Mapping[str, Any]) -> dict[str, Any]:
@@ -223,6 +254,8 @@ class CommandCollector(Collector):
     def _run_in(self, ctx: RunContext, p: dict[str, Any], identity: dict[str, Any], folder: Path,
                 run_folder: RunFolder) -> RunResult:
         """The run in its fresh folder (:class:`RunFolder`: created, and read back, through its descriptor)."""
+        has_failures = FAILURES in p  # the plan injects failures (None: this stratum is a control)
+        spec = p.pop(FAILURES, None)
         own, program = split_params(p)
         workdir = Path(own["workdir"])
         run_folder.write_new(RUN_FILE, readable_bytes({
@@ -235,37 +268,68 @@ class CommandCollector(Collector):
         argv = format_argv(own["argv"], values)
         env = {**os.environ, "PREREG_RUN": str(where / RUN_FILE), "PREREG_METRICS": str(where / METRICS_FILE),
                "PREREG_MARKS": str(where / MARKS_FILE), "PREREG_RUN_DIR": str(where)}
+        num_cpus = float(ctx.resources.get("num_cpus", 1.0))
+        threads, kept_threads = thread_env(num_cpus, env), inherited_threads(env)
+        env.update(threads)  # OMP_NUM_THREADS and friends: the run's CPUs, unless collect run's environment sets them
+        identity = {**identity, **program_identity(argv, workdir, env, own["packages"])}  # the program's Python
+        planned = planned_faults(spec, ctx.seed)
+        injector = None
+        if has_failures:
+            shape = spec or {}
+            injector = FaultInjector(planned, shape.get("unit", "step"), shape.get("action", "kill_tree"),
+                                     int(shape.get("rank", 0)))
+        attempts: list[Attempt] = []
         # created before the program starts: whatever it does to these names, the output goes here
         stdout_fd, stderr_fd = run_folder.create(STDOUT_FILE), run_folder.create(STDERR_FILE)
         try:
             def launch(on_tick: Any) -> Finished:
-                return run_program(argv, str(workdir), env, own["timeout_s"], on_tick)
+                attempts[:] = run_attempts(argv, str(workdir), env, own["timeout_s"], injector, run_folder, on_tick)
+                return combined(attempts)
 
             energy_names = energy_metrics(own)
             telemetry: dict[str, Any] = {}
-            info: dict[str, Any] = {"command": identity, "argv": own["argv"], "sensor": own["sensor"]}
+            info: dict[str, Any] = {"command": identity, "argv": own["argv"], "sensor": own["sensor"],
+                                    "threads": {"num_cpus": run_threads(num_cpus), "set": threads,
+                                                "kept": kept_threads}}
             kept: list[str] = []
             if own["sensor"] == "none":
                 finished = launch(None)
             else:
-                spec, device = sensor_for_env(own["sensor"], env)
-                recorded = record_program(spec, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"],
+                spec_s, device = sensor_for_env(own["sensor"], env)
+                recorded = record_program(spec_s, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"],
                                           run_folder, launch)
                 finished = recorded.finished
-                info.update(sensor=spec, energy_signal=own["energy_signal"], energy_evidence=recorded.evidence,
+                info.update(sensor=spec_s, energy_signal=own["energy_signal"], energy_evidence=recorded.evidence,
                             **({"sensor_device": device} if device else {}))
             RunFolder.rewrite(stdout_fd, finished.stdout)
             RunFolder.rewrite(stderr_fd, finished.stderr)
         finally:
             os.close(stdout_fd)
             os.close(stderr_fd)
+            if injector is not None:
+                injector.close()
         info["output_bytes"] = {"stdout": finished.stdout_bytes, "stderr": finished.stderr_bytes}
         info["timing_s"] = {"program": round(finished.seconds, 4)}
+        faults = injector.faults if injector is not None else []
+        if injector is not None:
+            info["faults"] = {**{k: v for k, v in (spec or {}).items() if k in ("unit", "action", "rank")},
+                              "planned": planned, "starts": len(attempts), "record": fault_record(faults, attempts)}
         run_folder.check_intact()
         _check_finished(finished, own["timeout_s"])
-        phases_of(read_marks_in(run_folder))
-        expected = [m for m in own["metrics"] if m not in energy_names]
-        metrics = parse_metrics(run_folder.read(METRICS_FILE, MAX_METRICS_BYTES, "metrics file"), expected)
+        phases = phases_of(read_marks_in(run_folder))
+        reports = injector.reports if injector is not None else []
+        counted = [m for m in own["metrics"] if m in FAULT_METRICS] if has_failures else []
+        expected = [m for m in own["metrics"] if m not in energy_names and m not in counted]
+        data = run_folder.read(METRICS_FILE, MAX_METRICS_BYTES, "metrics file")
+        metrics = parse_metrics(data, expected)
+        info.update(undeclared_info(data, [*expected, *counted], energy_names))  # kept as descriptive, never gated
+        written = sorted(set(counted) & written_names(data))
+        if written:
+            raise RunFailure(f"metrics file: metric(s) {', '.join(written)} are counted by the collector from the "
+                             "progress reports (experiment.failures); the program must not write them")
+        if counted:
+            work = work_metrics(reports, attempts, faults)
+            metrics.update({m: work[m] for m in counted})
         if own["sensor"] != "none":
             from collect.traces.telemetry import write_trace  # lazy: numpy
 
@@ -277,6 +341,13 @@ class CommandCollector(Collector):
             telemetry[own["energy_signal"]] = energy.summary
             info["metric_evidence"] = {m: recorded.evidence for m in energy_names}
             kept = [path.name for path in write_trace(recorded.trace, ctx.trace_path("telemetry"))]
+        write_events(ctx.trace_path(EVENTS_SUFFIX), event_rows(attempts, faults, reports, phases))
+        kept.append(ctx.trace_path(EVENTS_SUFFIX).name)
+        origin = attempts[0].finished.start_ns
+        rows = progress_rows(reports, origin)
+        if rows:
+            write_progress(ctx.trace_path(PROGRESS_SUFFIX), [Progress(*row) for row in rows])
+            kept.append(ctx.trace_path(PROGRESS_SUFFIX).name)
         files = [f"{folder.name}/{name}" for name in run_folder.files()]
         run_folder.check_intact()
         return RunResult(metrics=metrics, telemetry=telemetry, traces=[*files, *kept], info=info)

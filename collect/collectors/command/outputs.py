@@ -1,11 +1,14 @@
 """What a ``command`` run's program leaves: its metrics file and its phase marks, read strictly.
 
 **Metrics** (``$PREREG_METRICS``, ``metrics.json`` in the run's folder): one JSON object
-``{"metric": number, ...}`` holding exactly the plan's metrics that the program writes (the energy
+``{"metric": number, ...}`` holding the plan's metrics that the program writes (the energy
 metrics come from the sensor when one is configured). A missing file, text that is not one JSON
-object, a key written twice, a metric the plan does not declare, a declared metric missing, a value
-that is not a number (``true``, ``"3"``, ``null``) or not finite (``NaN``, ``Infinity``, also as
-strings) is a :class:`RunFailure` naming it: never a silent number. At most ``MAX_METRICS_BYTES``.
+object, a key written twice, a declared metric missing, a declared value that is not a number
+(``true``, ``"3"``, ``null``) or not finite (``NaN``, ``Infinity``, also as strings), or a metric the
+sensor computes written by the program is a :class:`RunFailure` naming it: never a silent number. At
+most ``MAX_METRICS_BYTES``. A metric the plan does not declare fails nothing: :func:`undeclared_info`
+keeps its value (a finite number; ``None`` for anything else) as descriptive, never gated nor in a
+contrast, for the run's record (``code.undeclared_metrics``), at most ``MAX_UNDECLARED`` of them.
 
 **Marks** (``$PREREG_MARKS``, ``marks.txt``): one line per mark, ``begin NAME T_BEFORE_NS
 [T_AFTER_NS]`` or ``end NAME T_BEFORE_NS [T_AFTER_NS]`` (whitespace-separated; times the host's
@@ -20,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,8 @@ from prereg.fileio import UnreadableFile, read_regular_file
 from prereg.jsoncodec import DuplicateKey, JSONFormatError, NonFiniteLiteral, loads, oversized_number
 
 MAX_METRICS_BYTES = 1 << 20
+MAX_UNDECLARED = 64  # undeclared metrics a record keeps (the rest counted)
+MAX_UNDECLARED_NAME = 128  # characters of an undeclared metric's name a record keeps (longer: counted)
 MAX_MARKS_BYTES = 64 << 20
 MAX_TIME_NS = 1 << 63  # a CLOCK_MONOTONIC time, ns, fits a signed 64-bit integer
 MAX_TIME_DIGITS = 19
@@ -54,8 +60,8 @@ def _number(name: str, value: Any, where: str) -> float:
     return float(value)
 
 
-def parse_metrics(data: bytes | None, expected: list[str], name: str = "metrics.json") -> dict[str, float]:
-    """The program's metrics from the bytes of its metrics file (None: no file), exactly ``expected``."""
+def _metrics_object(data: bytes | None, name: str) -> dict[str, Any]:
+    """The metrics file's one JSON object; ``RunFailure`` in words when there is none."""
     if data is None:
         raise RunFailure(f"the program wrote no metrics file ({name}, at $PREREG_METRICS)")
     if len(data) > MAX_METRICS_BYTES:
@@ -71,19 +77,57 @@ def parse_metrics(data: bytes | None, expected: list[str], name: str = "metrics.
     if not isinstance(doc, dict):
         raise RunFailure(f"metrics file {name} must hold one JSON object {{\"metric\": number, ...}}, "
                          f"not a {type(doc).__name__}")
-    unknown = [k for k in doc if k not in expected]
-    if unknown:
-        shown = ", ".join(repr(k)[1:-1][:80] for k in unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
-        raise RunFailure(f"metrics file {name}: metric(s) {shown} not declared by the plan "
-                         f"(it expects {', '.join(expected) or 'none from the program'})")
+    return doc
+
+
+def written_names(data: bytes | None, name: str = "metrics.json") -> set[str]:
+    """The metric names the metrics file holds (``RunFailure`` as :func:`parse_metrics` when it is unreadable)."""
+    return set(_metrics_object(data, name))
+
+
+def parse_metrics(data: bytes | None, expected: list[str], name: str = "metrics.json") -> dict[str, float]:
+    """The program's declared metrics, ``expected``, from the bytes of its metrics file (None: no
+    file); other keys are left to :func:`undeclared_info`."""
+    doc = _metrics_object(data, name)
     missing = [k for k in expected if k not in doc]
     if missing:
         raise RunFailure(f"metrics file {name}: declared metric(s) {', '.join(missing)} missing")
     return {key: _number(key, doc[key], f"metrics file {name}") for key in expected}
 
 
+def _kept_value(value: Any) -> float | None:
+    """An undeclared metric's value as kept: a finite float, else None (text, booleans, NaN, 1e400)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or oversized_number(value) is not None:
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def undeclared_info(data: bytes | None, expected: list[str], sensor_metrics: Collection[str] = (),
+                    name: str = "metrics.json") -> dict[str, Any]:
+    """What the run's record keeps of the metrics the program wrote but the plan does not declare
+    (``expected``: the declared ones it writes): ``{}`` when none, else ``{"undeclared_metrics": {name:
+    finite float or None}}`` in file order (``None``: not a finite number, not kept), the first
+    ``MAX_UNDECLARED`` whose names have at most ``MAX_UNDECLARED_NAME`` characters, plus
+    ``"undeclared_metrics_more": N`` counting the rest (not kept). Descriptive values:
+    no gate or contrast reads them. A metric of ``sensor_metrics`` (computed from the telemetry) that
+    the program wrote is a ``RunFailure``: the sensor's number is the one the plan declares."""
+    doc = _metrics_object(data, name)
+    clash = [k for k in doc if k in sensor_metrics]
+    if clash:
+        raise RunFailure(f"metrics file {name}: metric(s) {', '.join(clash)} come from the sensor; "
+                         "the program must not write them")
+    unknown = [k for k in doc if k not in expected]
+    if not unknown:
+        return {}
+    kept = [k for k in unknown if len(k) <= MAX_UNDECLARED_NAME][:MAX_UNDECLARED]
+    info: dict[str, Any] = {"undeclared_metrics": {k: _kept_value(doc[k]) for k in kept}}
+    if len(unknown) > len(kept):
+        info["undeclared_metrics_more"] = len(unknown) - len(kept)
+    return info
+
+
 def read_metrics(path: Path, expected: list[str]) -> dict[str, float]:
-    """The program's metrics, exactly ``expected`` (see the module doc); a link is never followed."""
+    """The program's declared metrics, ``expected`` (see the module doc); a link is never followed."""
     try:
         data = read_regular_file(path, MAX_METRICS_BYTES, follow_links=False)
     except UnreadableFile as err:

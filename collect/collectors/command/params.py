@@ -23,6 +23,7 @@ refuses the plan.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import string
@@ -30,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from collect.collectors.base import Param, ParamError
+from collect.collectors.base import DROP, Param, ParamError
 from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS, NET_METRICS
 from prereg.jsoncodec import canonical_text
 
@@ -96,11 +97,24 @@ def check_program_params(program: Mapping[str, Any]) -> None:
     """Program parameters are plain data and do not shadow the run's own fields."""
     for name, value in program.items():
         if name in RUN_FIELDS:
-            raise ParamError(f"parameter {name!r} is the run's own placeholder ({', '.join(RUN_FIELDS)}); "
-                             "give the program parameter another name")
+            raise ParamError(f"parameter {name!r} is the run's own placeholder ({', '.join(RUN_FIELDS)}), set by "
+                             "the collector; give the program parameter another name", retry={name: DROP})
         if not _plain(value):
             raise ParamError(f"program parameter {name} = {value!r} must be a string, finite number, boolean, "
-                             "null, or a list or mapping of them")
+                             "null, or a list or mapping of them", retry={name: DROP})
+
+
+def _literal(template: str) -> str:
+    """``template`` with every brace doubled: the same text, no placeholder."""
+    return template.replace("{", "{{").replace("}", "}}")
+
+
+def _argv_without(argv: list[str], i: int, field: str | None = None) -> list[str]:
+    """``argv`` with placeholder ``{field}`` of element ``i`` made literal (the whole element when None):
+    what the checks go on with past a problem in it."""
+    out = list(argv)
+    out[i] = _literal(argv[i]) if field is None else argv[i].replace("{" + field + "}", "{{" + field + "}}")
+    return out
 
 
 def placeholders(template: str, where: str) -> list[str]:
@@ -121,12 +135,19 @@ def placeholders(template: str, where: str) -> list[str]:
 
 
 def check_argv(argv: list[str], known: set[str]) -> None:
-    """Every placeholder of ``argv`` names a known value (``ParamError`` naming the first that does not)."""
+    """Every placeholder of ``argv`` names a known value (``ParamError`` naming the first that does not,
+    with the closest known name; its ``retry`` makes that placeholder literal so the checks go on)."""
     for i, element in enumerate(argv):
-        for name in placeholders(element, f"argv[{i}]"):
+        try:
+            names = placeholders(element, f"argv[{i}]")
+        except ParamError as err:
+            raise ParamError(str(err), retry={"argv": _argv_without(argv, i)}) from None
+        for name in names:
             if name not in known:
-                raise ParamError(f"argv[{i}] = {element!r}: unknown placeholder {{{name}}}; known: "
-                                 f"{', '.join(sorted(known))}")
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f" (did you mean {{{close[0]}}}?)" if close else ""
+                raise ParamError(f"argv[{i}] = {element!r}: unknown placeholder {{{name}}}{hint}; known: "
+                                 f"{', '.join(sorted(known))}", retry={"argv": _argv_without(argv, i, name)})
 
 
 def render(value: Any) -> str:
@@ -153,19 +174,21 @@ def code_files(patterns: list[str], root: Path) -> list[Path]:
     root = root.resolve()
     found: set[Path] = set()
     for pattern in patterns:
+        rest = {"code": [p for p in patterns if p != pattern]}  # the checks go on without this glob
         parts = Path(pattern).parts
         if Path(pattern).is_absolute() or ".." in parts:
-            raise ParamError(f"code glob {pattern!r} must be relative to {root} and stay inside it")
+            raise ParamError(f"code glob {pattern!r} must be relative to {root} and stay inside it", retry=rest)
         try:
             matches = [p for p in root.glob(pattern) if p.is_file()]
         except (ValueError, OSError) as err:
-            raise ParamError(f"code glob {pattern!r}: {err}") from None
+            raise ParamError(f"code glob {pattern!r}: {err}", retry=rest) from None
         if not matches:
-            raise ParamError(f"code glob {pattern!r} matches no file under {root}")
+            raise ParamError(f"code glob {pattern!r} matches no file under {root} ({where_globs()})", retry=rest)
         for path in matches:
             real = path.resolve()
             if not real.is_relative_to(root):
-                raise ParamError(f"code glob {pattern!r} reaches {real}, outside {root} (through a symbolic link)")
+                raise ParamError(f"code glob {pattern!r} reaches {real}, outside {root} (through a symbolic link)",
+                                 retry=rest)
             found.add(path.absolute())
     return sorted(found)
 
@@ -186,9 +209,16 @@ def energy_metrics(own: Mapping[str, Any]) -> list[str]:
     return [m for m in own["metrics"] if m in ENERGY_METRICS]
 
 
+def where_globs() -> str:
+    """Where ``code`` globs and a relative ``workdir`` are read from, in words (for messages)."""
+    return (f"code globs are relative to workdir, and a relative workdir (or none) to the folder the command "
+            f"is started from, here {os.getcwd()}")
+
+
 def resolve_workdir(value: str) -> str:
     """``workdir`` made absolute ('' is the current working directory); ``ParamError`` if it is no folder."""
     folder = Path(value or os.getcwd()).absolute()
     if not folder.is_dir():
-        raise ParamError(f"workdir {folder} is not a folder")
+        raise ParamError(f"workdir {folder} is not a folder (a relative workdir is read from the folder the "
+                         f"command is started from, here {os.getcwd()})")
     return str(folder)

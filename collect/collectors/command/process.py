@@ -46,6 +46,7 @@ from collect.collectors.command.supervisor import process_stats
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 TAIL_BYTES = 1 << 20  # stdout / stderr kept per run (the last MiB of each)
 GRACE_S = 5.0  # the supervisor's time to kill the group and exit after SIGTERM
+PID_POLL_S = 0.005  # how often the supervisor's pipe is read until it reports the program's pid
 READER_JOIN_S = 5.0  # a pipe still held by a process outside the group is given up on after this
 #: supervisor exit codes of its own (the program's otherwise)
 EXIT_NOT_STARTED = 127
@@ -200,12 +201,20 @@ def _kill_program_tree(pid: int) -> None:
             return
 
 
+def kill_tree(pid: int) -> None:
+    """SIGKILL a running program's process group and session (``pid``: the program, as the supervisor
+    reported it); the supervisor then kills its remaining descendants and ends as the program did."""
+    _kill_program_tree(pid)
+
+
 def run_program(
     argv: list[str], cwd: str, env: Mapping[str, str], timeout_s: float,
     on_tick: Callable[[], None] | None = None, tick_s: float = 0.05,
+    on_pid: Callable[[int], None] | None = None,
 ) -> Finished:
     """Run ``argv`` in ``cwd`` with ``env`` (see the module doc); ``on_tick`` is called about every
-    ``tick_s`` seconds while it runs. ``OSError`` when the supervisor itself cannot start."""
+    ``tick_s`` seconds while it runs, ``on_pid`` once with the program's pid as soon as the
+    supervisor reports it. ``OSError`` when the supervisor itself cannot start."""
     start = time.monotonic_ns()
     info_read, info_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK) if hasattr(os, "pipe2") else os.pipe()
     os.set_blocking(info_read, False)
@@ -225,6 +234,7 @@ def run_program(
     out, err = _Tail(proc.stdout, TAIL_BYTES), _Tail(proc.stderr, TAIL_BYTES)
     timed_out = False
     exited = _ExitWatch(proc)
+    pid_told = on_pid is None
     try:
         deadline = start + int(timeout_s * 1e9)
         while True:
@@ -232,8 +242,14 @@ def run_program(
             if left <= 0:
                 timed_out = proc.poll() is None
                 break
-            if exited.within(min(left, tick_s) if on_tick is not None else left):
+            ticking = on_tick is not None or not pid_told
+            if exited.within(min(left, tick_s if pid_told else PID_POLL_S) if ticking else left):
                 break
+            if not pid_told:
+                program, _ = info.read()
+                if program is not None and on_pid is not None:
+                    on_pid(program)
+                    pid_told = True
             if on_tick is not None:
                 on_tick()
     finally:

@@ -163,6 +163,26 @@ class RunFolder:
         finally:
             os.close(fd)
 
+    def append(self, name: str, data: bytes, what: str) -> None:
+        """Append ``data`` to the regular file ``name`` the program made (created if absent), never
+        through a link; ``RunFailure`` for a link, a hard link or anything but a regular file."""
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644, dir_fd=self.fd)
+        except OSError as err:
+            why = "is a symbolic link; never followed" if err.errno == errno.ELOOP else f"cannot be written ({err})"
+            raise RunFailure(f"{what} {name} {why}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                raise RunFailure(f"{what} {name} is not a regular file with one name; not written")
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def remove(self, name: str) -> None:
+        """Remove ``name`` from the folder (never following a link; nothing when absent)."""
+        remove_entry(self.fd, name)
+
     def read_at(self, name: str, offset: int, size: int) -> bytes:
         """Up to ``size`` bytes of ``name`` from ``offset`` (empty when absent or not a plain regular
         file): a live look at a file the program is still writing, never blocking, never through a link."""
