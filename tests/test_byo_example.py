@@ -7,7 +7,10 @@
 * examples/byo-dcgm.yaml: 600 s runs made elsewhere with one DCGM log each (dcgmi dmon -e 155,156);
   each run's energy is its counter's difference, bounded at the ends, and the 5% energy margin is
   decided (supported);
-* train.py imports nothing of the toolkit but the phase client, and the committed tables and logs are
+* examples/byo-faults.yaml: a plain PyTorch script with no failure logic (examples/byo/resumable.py),
+  killed by the plan's faults and restarted: both arms of each stratum meet the same faults, each
+  lands, the work adds up, and the reports draw each run's faults and restarts;
+* train.py and resumable.py import nothing of the toolkit but its client, and the committed tables and logs are
   what examples/make_smi_logs.py and examples/make_dcgm_logs.py write.
 
 Both are checked on the one run of docs/byo.md's runnable blocks of the session (a job of
@@ -35,16 +38,19 @@ from tests.helpers.prefetch import Prefetcher
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 TRAIN = EXAMPLES / "byo" / "train.py"
+RESUMABLE = EXAMPLES / "byo" / "resumable.py"
 BYO_JOB = "page:docs/byo.md"
 COMMAND_CLASS = "collect.collectors.command.collector:CommandCollector"
 
 
-def test_train_py_imports_torch_and_the_phase_client_only() -> None:
-    """The example is a researcher's own script: torch and the standard library, plus the optional
-    phase client collect.marks (standard library only) -- never the toolkit's trainer."""
+@pytest.mark.parametrize("script", [TRAIN, RESUMABLE], ids=["train", "resumable"])
+def test_the_scripts_import_torch_and_the_client_only(script: Path) -> None:
+    """The examples are a researcher's own scripts: torch and the standard library, plus the optional
+    client collect.marks (standard library only) -- never the toolkit's trainer; resumable.py holds no
+    failure logic (no signal, no kill: the plan's faults come from outside)."""
     toolkit = ("prereg", "collect", "estimators", "gates", "reports", "cli")
     imported: set[str] = set()
-    for node in ast.walk(ast.parse(TRAIN.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -54,7 +60,9 @@ def test_train_py_imports_torch_and_the_phase_client_only() -> None:
     assert ours == {"collect.marks"}, ours
     third_party = {name.split(".")[0] for name in imported} - set(sys.stdlib_module_names) - set(toolkit)
     assert third_party == {"torch"}, third_party
-    assert "torch.save(" in TRAIN.read_text() and "weights_only=True" in TRAIN.read_text()
+    assert "torch.save(" in script.read_text() and "weights_only=True" in script.read_text()
+    if script == RESUMABLE:
+        assert not {"signal", "subprocess"} & imported and "os.kill" not in script.read_text()
 
 
 def byo_page(prefetched: Prefetcher) -> PageRun:
@@ -194,3 +202,45 @@ def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetch
 def test_the_committed_dcgm_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
     written = _committed_runs_are_generated("make_dcgm_logs.py", "byo-dcgm", tmp_path)
     assert sum((EXAMPLES / "runs" / "byo-dcgm-logs" / n).stat().st_size for n in written) < 500_000
+
+
+@requires("torch")
+@pytest.mark.prefetch(BYO_JOB)
+def test_byo_faults_plan_injects_the_same_faults_in_every_arm_and_each_lands(prefetched: Prefetcher) -> None:
+    """The byo-faults.yaml commands of docs/byo.md, as written there and run once by its runnable blocks:
+    every run was killed once at its stratum's step and restarted; both arms of each stratum met the same
+    planned fault at the same reported step; attempted = retained + lost, replayed = lost; the event trace
+    holds each start, fault and restart, and the HTML report and plot draw them."""
+    ran = byo_page(prefetched)
+    tried = ran_clean(ran.runnable("prereg validate examples/byo-faults.yaml"))
+    assert "2 of 2 arm(s) ok" in tried and "faults_landed=1" in tried
+    block = ran.runnable("prereg freeze examples/byo-faults.yaml -o demo/byo-faults.lock.json")
+    assert block.commands.splitlines() == [
+        "prereg freeze examples/byo-faults.yaml -o demo/byo-faults.lock.json",
+        "collect run demo/byo-faults.lock.json --out demo/byo-faults-runs --jobs 2",
+        "gates evaluate demo/byo-faults.lock.json demo/byo-faults-runs"]
+    assert "12 runs completed, 0 failed" in ran_clean(block)
+    runs = ran.folder / "demo" / "byo-faults-runs"
+    records = read_ledger(runs).records
+    assert len(records) == 12 and all(r.status == "complete" for r in records)
+    by_stratum: dict[int, list] = {}
+    for r in records:
+        crash, faults = r.stratum["crash_step"], r.code["faults"]
+        by_stratum.setdefault(crash, []).append(faults["planned"])
+        assert faults["planned"] == [crash] and faults["starts"] == 2
+        (fault,) = faults["record"]
+        assert fault["landed"] and fault["step"] == crash and fault["restart"] == 1, fault
+        every = 10 if r.arm == "frequent" else 50
+        assert r.metrics["lost_steps"] == crash % every == r.metrics["replayed_steps"]
+        assert r.metrics["attempted_steps"] == 200 + r.metrics["lost_steps"]  # retained (200) + lost
+        events = (runs / "traces" / f"{r.run_id}.events.jsonl").read_text()
+        assert events.count('"kind":"failure"') == 1 and events.count('"kind":"restart"') == 1
+        assert events.count('"kind":"attempt"') == 2
+    assert all(len(plans) == 2 and plans[0] == plans[1] for plans in by_stratum.values())
+    evaluation = evaluation_of(runs)
+    assert evaluation["decision"] == "supported"
+    assert {i["id"]: i["fired"] for i in evaluation["invalidators"]}["faults_landed"] is False
+    shown = ran_clean(ran.runnable("reports html demo/byo-faults-runs -o demo/byo-faults.html"))
+    assert "207 reports in 2 attempts" in shown and "fault at step 37" in shown
+    page = (ran.folder / "demo" / "byo-faults.html").read_text()
+    assert page.count("fault at step") >= 12 and "restart 1" in page  # every block's runs drawn

@@ -21,7 +21,7 @@ a percentage of the width and every y a pixel, as in the other figures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from prereg.errors import InputError, IntegrityError
@@ -41,7 +41,7 @@ from reports.data.attempts import (
 from reports.data.origin import origins_text
 from reports.data.timeline import TRACE_SUFFIXES, load_block, seconds_format, timeline_text
 from reports.html.axes import linear_ticks, number_label
-from reports.html.svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_at
+from reports.html.svg import NULL_COLOUR, TEXT_COLOUR, XW, esc, linear_axis, x_at
 from reports.plots.attempts import (
     ATTEMPT_DONE,
     ATTEMPT_FAULTED,
@@ -102,20 +102,6 @@ def _rect(uid: str, frac: float, width: float, y: float, h: float, colour: str, 
     return out + (f'<rect {rect} fill="{pattern}" pointer-events="none"/>' if pattern else "")
 
 
-def _axis(end: float, y: float, label: str, fx: Callable[[float], float]) -> list[str]:
-    body = [f'<line x1="{x_at(0)}" x2="{x_at(1)}" y1="{y:g}" y2="{y:g}" stroke="{AXIS_COLOUR}"/>']
-    ticks = linear_ticks(0.0, end)
-    for tick in ticks:
-        f = fx(tick)
-        anchor = "start" if f < 0.05 else "end" if f > 0.95 else "middle"
-        body.append(f'<line x1="{x_at(f)}" x2="{x_at(f)}" y1="{y:g}" y2="{y + 5:g}" stroke="{AXIS_COLOUR}"/>')
-        body.append(f'<text x="{x_at(f)}" y="{y + 18:g}" font-size="11" text-anchor="{anchor}" fill="{TEXT_COLOUR}">'
-                    f"{esc(number_label(tick, ticks))}</text>")
-    body.append(f'<text x="{x_at(0.5)}" y="{y + 34:g}" font-size="11" text-anchor="middle" fill="{NULL_COLOUR}">'
-                f"{esc(label)}</text>")
-    return body
-
-
 def attempt_timeline_svg(block: Block, uid: str) -> str:
     """Every run of the block: an attempts lane (attempts, faults, restarts) and a phases lane, one time axis."""
     lanes = story_lanes(block)
@@ -172,7 +158,7 @@ def attempt_timeline_svg(block: Block, uid: str) -> str:
         body.append(f'<text x="{x_at(done)}" y="{y1 + 10}" font-size="10" text-anchor="end" fill="{TEXT_COLOUR}">'
                     f"{esc(t.arm)} done {t.end:.4g} s</text>")
     axis_y = 4 + LANE * len(lanes) + 10
-    body += _axis(end, axis_y, "time since the run's first start (s)", fx)
+    body += linear_axis(end, axis_y, "time since the run's first start (s)", fx)
     n_faults = sum(len(faults(t.events)) for t in block.runs)
     title = f"Attempts, faults and restarts of {block.title}: every arm on one time axis"
     desc = (f"{len(lanes)} lanes; {n_faults} faults in all; the text equivalent after the figure lists every "
@@ -225,7 +211,7 @@ def _chart(uid: str, title: str, x_label: str, y_label: str,
                     + (f' stroke-dasharray="{dash}"' if dash else "") + "/></svg>")
     for x, y, glyph, tip in marks:
         body.append(_at(fx(x), py(y), f"{glyph}<title>{esc(tip)}</title>"))
-    body += _axis(x_hi, bottom, x_label, fx)
+    body += linear_axis(x_hi, bottom, x_label, fx)
     return (f'<svg class="figure" width="100%" height="{bottom + 40}" role="img" aria-labelledby="{uid}-t {uid}-d" '
             f'font-family="system-ui, sans-serif"><title id="{uid}-t">{esc(title)}</title><desc id="{uid}-d">'
             f"{esc(title)}; the text equivalent after the figure gives the numbers</desc>" + "".join(body) + "</svg>")

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gates.numbers import as_float
-from reports.html.axes import Axis, number_label, pct_change, ratio_label, value_label, widened_interval
+from reports.html.axes import Axis, linear_ticks, number_label, pct_change, ratio_label, value_label, widened_interval
 from reports.words import evaluation as et
 from reports.words.palette import VERDICT_COLOURS, VERDICT_WORDS
 from reports.words.safe_text import clean
@@ -252,3 +252,19 @@ def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]
             f"the gate's interval as a shaded band, margin and null as lines; the table beside lists each value")
     return (_open(uid, axis_y + used, width, f"Per-stratum paired contrasts of gate {gate.id}", desc)
             + "".join(body + marks) + "</svg>")
+
+
+def linear_axis(end: float, y: float, label: str, fx: Callable[[float], float]) -> list[str]:
+    """An x axis from 0 to ``end`` at height ``y`` (px): the line, ticks at round values placed by
+    ``fx`` (value -> fraction of the plot's width), their labels, and ``label`` under them."""
+    body = [f'<line x1="{x_at(0)}" x2="{x_at(1)}" y1="{y:g}" y2="{y:g}" stroke="{AXIS_COLOUR}"/>']
+    ticks = linear_ticks(0.0, end)
+    for tick in ticks:
+        f = fx(tick)
+        anchor = "start" if f < 0.05 else "end" if f > 0.95 else "middle"
+        body.append(f'<line x1="{x_at(f)}" x2="{x_at(f)}" y1="{y:g}" y2="{y + 5:g}" stroke="{AXIS_COLOUR}"/>')
+        body.append(f'<text x="{x_at(f)}" y="{y + 18:g}" font-size="11" text-anchor="{anchor}" fill="{TEXT_COLOUR}">'
+                    f"{esc(number_label(tick, ticks))}</text>")
+    body.append(f'<text x="{x_at(0.5)}" y="{y + 34:g}" font-size="11" text-anchor="middle" fill="{NULL_COLOUR}">'
+                f"{esc(label)}</text>")
+    return body

@@ -33,8 +33,7 @@ from reports.data.timeline import (
     seconds_format,
 )
 from reports.html.attempts import command_timeline_section, is_story_plan
-from reports.html.axes import linear_ticks, number_label
-from reports.html.svg import AXIS_COLOUR, NULL_COLOUR, TEXT_COLOUR, XW, esc, x_at
+from reports.html.svg import TEXT_COLOUR, XW, esc, linear_axis, x_at
 from reports.plots.figures import MARK_STYLE, OTHER_SPAN, SPAN_STYLE, merge_spans, timeline_lanes
 
 if TYPE_CHECKING:
@@ -163,16 +162,7 @@ def timeline_svg(block: Block) -> str:
             body.append(f'<text x="{x_at(f)}" y="{y0 - 1}" font-size="11" text-anchor="end" fill="{TEXT_COLOUR}">'
                         f"{esc(t.arm)} done {t.end:.4g} s</text>")
     axis_y = 4 + LANE * len(lanes) + 4
-    body.append(f'<line x1="{x_at(0)}" x2="{x_at(1)}" y1="{axis_y}" y2="{axis_y}" stroke="{AXIS_COLOUR}"/>')
-    ticks = linear_ticks(0.0, end)
-    for tick in ticks:
-        f = fx(tick)
-        anchor = "start" if f < 0.05 else "end" if f > 0.95 else "middle"
-        body.append(f'<line x1="{x_at(f)}" x2="{x_at(f)}" y1="{axis_y}" y2="{axis_y + 5}" stroke="{AXIS_COLOUR}"/>')
-        body.append(f'<text x="{x_at(f)}" y="{axis_y + 18}" font-size="11" text-anchor="{anchor}" '
-                    f'fill="{TEXT_COLOUR}">{esc(number_label(tick, ticks))}</text>')
-    body.append(f'<text x="{x_at(0.5)}" y="{axis_y + 34}" font-size="11" text-anchor="middle" fill="{NULL_COLOUR}">'
-                "time since the start of the run (s)</text>")
+    body += linear_axis(end, axis_y, "time since the start of the run (s)", fx)
     title = f"Recovery timeline of {block.title}: every arm on one time axis"
     desc = f"{len(lanes)} lanes (arm and site); the event list after the figure gives every event's times"
     return (f'<svg class="figure" width="100%" height="{axis_y + 40}" role="img" aria-labelledby="tl-t tl-d" '
