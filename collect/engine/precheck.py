@@ -16,7 +16,8 @@ may), it is a warning: ``collect run`` refuses such a plan, ``collect import`` t
 elsewhere.
 
 What depends on the machine rather than the plan -- a telemetry sensor that cannot be opened here
-(``sensor: nvml`` on a laptop without the NVIDIA driver) -- is a *warning*: a plan may be frozen on
+(``sensor: nvml`` on a laptop without the NVIDIA driver; a simulated ``sim:`` sensor is the plan's
+own, so its refusal is an error) -- is a *warning*: a plan may be frozen on
 one machine and run on another; where the sensor cannot be opened, ``collect try`` refuses the plan
 and ``collect run`` refuses it (when the plan names the sensor's signals) or records its runs as failed.
 
@@ -130,7 +131,10 @@ def plan_problems(plan: Plan) -> PlanCheck:
     signals, _ = signal_problems(plan, collector, checked)  # a sensor not opened here: a warning, below
     errors += signals
     warnings = [f"{line} ({DEFAULT_EVIDENCE_NOTE})" for line in evidence if line in by_default]
-    warnings += [f"{line} ({MACHINE_NOTE})" for line in sensor_refusals(collector, checked)]
+    simulated = [c for c in checked if str(c[2].get("sensor", "")).startswith("sim")]
+    errors += sensor_refusals(collector, simulated)  # a simulated sensor is the plan's, not the machine's
+    warnings += [f"{line} ({MACHINE_NOTE})" for line in
+                 sensor_refusals(collector, [c for c in checked if c not in simulated])]
     return PlanCheck(errors, warnings)
 
 

@@ -161,19 +161,18 @@ def test_a_changed_event_trace_is_reported_but_refuses_no_gate(power_runs, tmp_p
     assert proc.returncode in (0, 1)
 
 
-def test_a_plan_naming_a_signal_its_runs_will_not_record_is_refused_before_any_run(tmp_path):
-    # energy from the counter, but the metrics and the invalidator name power_average
-    (tmp_path / "a").mkdir()
-    lock, runs = _study(tmp_path / "a", sensor="sim:clock=virtual", energy_signal="energy_counter",
-                        metric_signal="power_average")
-    proc = run("collect", "run", str(lock), "--out", str(runs))
-    assert proc.returncode == 2
-    assert "power_average" in proc.stderr and "nothing was run" in proc.stderr
-    assert not (runs / "ledger.jsonl").exists()
-    # a power-only meter cannot give the counter the plan asks for
-    (tmp_path / "b").mkdir()
-    lock, runs = _study(tmp_path / "b", sensor=POWER_ONLY, energy_signal="energy_counter",
-                        metric_signal="energy_counter")
-    proc = run("collect", "run", str(lock), "--out", str(runs))
-    assert proc.returncode == 2 and "energy_counter" in proc.stderr and "offer" in proc.stderr
-    assert not (runs / "ledger.jsonl").exists()
+def test_a_plan_naming_a_signal_its_runs_will_not_record_is_refused_before_the_freeze(tmp_path):
+    """The collector's own checks run at prereg freeze: nothing is frozen, so no amendment is needed."""
+    for where, sensor, energy_signal, metric_signal, words in (
+            # energy from the counter, but the metrics and the invalidator name power_average
+            ("a", "sim:clock=virtual", "energy_counter", "power_average", ("power_average", "records energy_counter")),
+            # a power-only meter cannot give the counter the plan asks for
+            ("b", POWER_ONLY, "energy_counter", "energy_counter", ("energy_counter", "offer"))):
+        folder = tmp_path / where
+        folder.mkdir()
+        plan = folder / "plan.yaml"
+        plan.write_text(PLAN.format(sensor=sensor, energy_signal=energy_signal, metric_signal=metric_signal))
+        proc = run("prereg", "freeze", str(plan), "-o", str(folder / "plan.lock.json"))
+        assert proc.returncode == 2, proc.stderr
+        assert all(w in proc.stderr for w in words) and "nothing was frozen" in proc.stderr, proc.stderr
+        assert not (folder / "plan.lock.json").exists()

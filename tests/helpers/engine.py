@@ -46,13 +46,15 @@ def loaded(text: str) -> tuple[Plan, str]:
 
 def comparable(record: RunRecord) -> dict:
     """A record without what may differ between executors: its times, the chain fields (they
-    follow the order of appends), the run's own timings, and the hashes of a command run's event
-    and progress traces (wall-clock times of its starts and marks)."""
+    follow the order of appends), the run's own timings, a command run's thread settings (an executor
+    may preset them) and the hashes of its event and progress traces (wall-clock times of its starts
+    and marks)."""
     data = record.model_dump(mode="json", exclude_none=True)
     for key in ("started_at", "finished_at", "prev_sha256", "record_sha256"):
         data.pop(key, None)
     data["env"].pop("seconds", None)
     data["code"].pop("timing_s", None)
+    data["code"].pop("threads", None)  # Ray presets OMP_NUM_THREADS on its workers (kept there, set here)
     if data["code"].get("collector") == "command":
         data["trace_sha256"] = {k: v for k, v in data.get("trace_sha256", {}).items()
                                 if not k.endswith((".events.jsonl", ".progress.csv"))}

@@ -29,7 +29,7 @@ PID_WAIT_S = 10.0  # a report that comes before the program's pid is known waits
 MAX_LINE = 256
 
 
-@dataclass
+@dataclass(slots=True)
 class Report:
     """One progress report: host monotonic ns, the attempt, and what it said."""
 
