@@ -48,14 +48,14 @@ WORK = ["attempted_steps", "retained_steps", "lost_steps", "replayed_steps", "fa
 
 
 def _run(tmp_path: Path, failures: dict[str, Any] | None, mode: str = "plain", steps: int = 20,
-         metrics: list[str] | None = None) -> RunResult:
+         metrics: list[str] | None = None, sensor: str = "none") -> RunResult:
     (tmp_path / "prog.py").write_text(PROGRAM)
     (tmp_path / "traces").mkdir(exist_ok=True)
     spec = None if failures is None else {"unit": "step", "at": None, "fractions": None, "poisson_rate": None,
                                           "horizon": None, "action": "kill_tree", "rank": 0, "max_restarts": 10,
                                           **failures}
     params = {"argv": [sys.executable, "prog.py", str(steps), "5", mode], "workdir": str(tmp_path),
-              "code": ["prog.py"], "timeout_s": 120.0, "sensor": "none",
+              "code": ["prog.py"], "timeout_s": 120.0, "sensor": sensor,
               "metrics": metrics or ["final", "starts", *WORK], "failures": spec}
     checked = CommandCollector.check_run(params, {"k": 1})
     return CommandCollector().run(RunContext("r1", checked, 5, {"k": 1}, "a", 0, tmp_path / "traces"))
@@ -107,6 +107,15 @@ def test_kill_rank_kills_only_the_process_with_that_rank(tmp_path: Path) -> None
     assert result.metrics["starts"] == 2 and result.metrics["final"] == 20
     # the reporting rank went on after the kill (steps 4..8 were computed, then lost to the restart at 5)
     assert result.metrics["lost_steps"] == 3
+
+
+def test_a_sensor_records_the_whole_run_across_its_restarts(tmp_path: Path) -> None:
+    """One telemetry recording spans every start: the energy is the run's, faults and restarts included."""
+    result = _run(tmp_path, {"at": [7]}, mode="slow", metrics=["final", "starts", "energy", "lost_steps"],
+                  sensor="sim:clock=virtual")
+    assert result.metrics["starts"] == 2 and result.metrics["lost_steps"] == 2
+    assert result.metrics["energy"] > 0 and result.info["faults"]["record"][0]["landed"]
+    assert "r1.telemetry.meta.json" in result.traces
 
 
 def test_control_stratum_runs_once_and_counts_its_work(tmp_path: Path) -> None:
