@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from collect.collectors.base import ParamError
-from collect.collectors.command.identity import file_sha256
+from collect.collectors.command.identity import file_hashes
 from collect.collectors.command.params import code_files
 from prereg.errors import IntegrityError
 
@@ -61,7 +61,7 @@ def _current_files(workdir: str, globs: tuple[str, ...]) -> dict[str, str]:
             found += code_files([glob], root)
         except ParamError:
             continue
-    return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(set(found))}
+    return file_hashes(sorted(set(found)), root)
 
 
 def _changes(recorded: dict[str, str], now: dict[str, str]) -> list[str]:

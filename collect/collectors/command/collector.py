@@ -108,7 +108,7 @@ from collect.telemetry.sensors.registry import open_sensor, split_spec
 from collect.traces.events import SUFFIX as EVENTS_SUFFIX
 from collect.traces.events import write_events
 from collect.traces.progress import SUFFIX as PROGRESS_SUFFIX
-from collect.traces.progress import Progress, write_progress
+from collect.traces.progress import write_progress
 from prereg.jsoncodec import readable_bytes
 
 RUN_SUFFIX = "run"  # the run's folder: <run_id>.run
@@ -246,7 +246,7 @@ class CommandCollector(Collector):
         p = validate(params, ctx.stratum)
         own, _ = split_params(p)
         workdir = Path(own["workdir"])
-        identity = code_identity(code_files(own["code"], workdir), workdir, own["packages"], git)
+        identity = code_identity(code_files(own["code"], workdir), workdir, git)
         folder = ctx.trace_path(RUN_SUFFIX)
         with RunFolder(ctx.trace_dir, folder.name) as run_folder:
             return self._run_in(ctx, p, identity, folder, run_folder)
@@ -311,9 +311,10 @@ class CommandCollector(Collector):
         info["output_bytes"] = {"stdout": finished.stdout_bytes, "stderr": finished.stderr_bytes}
         info["timing_s"] = {"program": round(finished.seconds, 4)}
         faults = injector.faults if injector is not None else []
+        record = fault_record(faults, attempts)
         if injector is not None:
             info["faults"] = {**{k: v for k, v in (spec or {}).items() if k in ("unit", "action", "rank")},
-                              "planned": planned, "starts": len(attempts), "record": fault_record(faults, attempts)}
+                              "planned": planned, "starts": len(attempts), "record": record}
         run_folder.check_intact()
         _check_finished(finished, own["timeout_s"])
         phases = phases_of(read_marks_in(run_folder))
@@ -328,7 +329,7 @@ class CommandCollector(Collector):
             raise RunFailure(f"metrics file: metric(s) {', '.join(written)} are counted by the collector from the "
                              "progress reports (experiment.failures); the program must not write them")
         if counted:
-            work = work_metrics(reports, attempts, faults)
+            work = work_metrics(reports, attempts, record)
             metrics.update({m: work[m] for m in counted})
         if own["sensor"] != "none":
             from collect.traces.telemetry import write_trace  # lazy: numpy
@@ -346,7 +347,7 @@ class CommandCollector(Collector):
         origin = attempts[0].finished.start_ns
         rows = progress_rows(reports, origin)
         if rows:
-            write_progress(ctx.trace_path(PROGRESS_SUFFIX), [Progress(*row) for row in rows])
+            write_progress(ctx.trace_path(PROGRESS_SUFFIX), rows)
             kept.append(ctx.trace_path(PROGRESS_SUFFIX).name)
         files = [f"{folder.name}/{name}" for name in run_folder.files()]
         run_folder.check_intact()

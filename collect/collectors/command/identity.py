@@ -69,17 +69,21 @@ def git_identity(workdir: Path) -> Any:
     return environment_info(workdir.resolve())["git"]
 
 
-def code_identity(files: list[Path], workdir: Path, packages: list[str], git: Any = ...) -> dict[str, Any]:
-    """The run's code identity (see the module doc); ``git``: the ``files_git`` the driver learnt, for a
-    run on a private copy of the code files (Ray), else read here."""
+def file_hashes(files: list[Path], workdir: Path) -> dict[str, str]:
+    """Path (relative to ``workdir``, POSIX separators) -> SHA-256 of each file: how a run's code files are hashed."""
     root = workdir.resolve()
-    hashes = {p.relative_to(root).as_posix(): file_sha256(p) for p in files}
+    return {p.relative_to(root).as_posix(): file_sha256(p) for p in files}
+
+
+def code_identity(files: list[Path], workdir: Path, git: Any = ...) -> dict[str, Any]:
+    """The run's code files and their repository (see the module doc; its Python and packages come from
+    :func:`program_identity`); ``git``: the ``files_git`` the driver learnt, for a run on a private copy
+    of the code files (Ray), else read here."""
+    hashes = file_hashes(files, workdir)
     return {
         "files": hashes,
         "files_sha256": hashlib.sha256(canonical_bytes(hashes)).hexdigest(),
-        "files_git": git_identity(root) if git is ... else git,
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
-        "packages": package_versions(packages),
+        "files_git": git_identity(workdir.resolve()) if git is ... else git,
     }
 
 
