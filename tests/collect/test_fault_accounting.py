@@ -29,7 +29,7 @@ def test_attempted_is_retained_plus_lost_and_replayed_equals_lost_for_a_finished
               Fault(1, 70, fired_ns=int(19e9), attempt=1, step=70, killed=True)]
     attempts = [Attempt(0, _finished(0, 9, -signal.SIGKILL), faults[0]),
                 Attempt(1, _finished(10, 19, -signal.SIGKILL), faults[1]), Attempt(2, _finished(20, 30, 0), None)]
-    work = work_metrics(reports, attempts, faults)
+    work = work_metrics(reports, attempts, fault_record(faults, attempts))
     assert work["retained_steps"] == 100
     assert work["lost_steps"] == (75 - 60) + (70 - 60)
     assert work["attempted_steps"] == work["retained_steps"] + work["lost_steps"] == 75 + 10 + 40
@@ -41,7 +41,7 @@ def test_a_start_without_resumed_picks_up_before_its_first_report() -> None:
     reports = _reports(0, None, 30, 0) + _reports(1, None, 50, 5)[20:]  # start 1's first report: step 21
     faults = [Fault(0, 30, fired_ns=int(4e9), attempt=0, step=30, killed=True)]
     attempts = [Attempt(0, _finished(0, 4, -9), faults[0]), Attempt(1, _finished(5, 9, 0), None)]
-    work = work_metrics(reports, attempts, faults)
+    work = work_metrics(reports, attempts, fault_record(faults, attempts))
     assert (work["lost_steps"], work["retained_steps"], work["attempted_steps"]) == (10, 50, 60)
 
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from collect.collectors.command.injector import Fault, FaultInjector, Report
-from collect.collectors.command.outputs import Mark, MarkedPhase, RunFailure, phases_of
+from collect.collectors.command.outputs import MarkedPhase, RunFailure
 from collect.collectors.command.process import TAIL_BYTES, Finished, run_program
 from collect.collectors.command.runfolder import MARKS_FILE, METRICS_FILE, RunFolder, read_marks_in
 from collect.marks import PROGRESS_ENV, RESTART_ENV
+from collect.traces.progress import Progress
 
 #: the metrics the collector computes when the plan has ``experiment.failures``
 FAULT_METRICS = ("attempted_steps", "retained_steps", "lost_steps", "replayed_steps", "faults_planned",
@@ -128,8 +129,9 @@ def _spans(reports: list[Report], n_attempts: int) -> list[tuple[int | None, int
     return out
 
 
-def work_metrics(reports: list[Report], attempts: list[Attempt], faults: list[Fault]) -> dict[str, float]:
-    """The run's work accounting (see the module doc); ``RunFailure`` when a start reported no progress."""
+def work_metrics(reports: list[Report], attempts: list[Attempt], record: list[dict[str, Any]]) -> dict[str, float]:
+    """The run's work accounting (see the module doc), with its faults as :func:`fault_record` gives
+    them; ``RunFailure`` when a start reported no progress."""
     spans = _spans(reports, len(attempts))
     silent = [k for k, (start, last) in enumerate(spans) if start is None or last is None]
     if silent:
@@ -148,9 +150,9 @@ def work_metrics(reports: list[Report], attempts: list[Attempt], faults: list[Fa
             lost += max(0, last - nxt)
     first, final = spans[0][0], spans[-1][1]
     assert first is not None and final is not None
-    landed = sum(1 for f in fault_record(faults, attempts) if f["landed"])
+    landed = sum(1 for row in record if row["landed"])
     return {"attempted_steps": float(attempted), "retained_steps": float(final - first), "lost_steps": float(lost),
-            "replayed_steps": float(replayed), "faults_planned": float(len(faults)),
+            "replayed_steps": float(replayed), "faults_planned": float(len(record)),
             "faults_landed": float(landed), "restarts": float(len(attempts) - 1)}
 
 
@@ -243,17 +245,11 @@ def merged_phases(phases: list[MarkedPhase], attempts: list[Attempt] | None = No
     return out
 
 
-def marked_phases(folder: RunFolder) -> tuple[list[Mark], list[MarkedPhase]]:
-    """The marks and the phases they close (``RunFailure`` when they do not nest)."""
-    marks = read_marks_in(folder)
-    return marks, phases_of(marks)
-
-
-def progress_rows(reports: list[Report], origin_ns: int) -> list[tuple[float, int, int, int | None, float | None]]:
-    """(t_s, attempt, step, tokens, loss) of each ``step`` report, t from the run's first start."""
-    return [(round((r.t_ns - origin_ns) / 1e9, 6), r.attempt, r.step, r.tokens, r.loss)
+def progress_rows(reports: list[Report], origin_ns: int) -> list[Progress]:
+    """Each ``step`` report as a row of the run's progress trace, t from the run's first start."""
+    return [Progress(round((r.t_ns - origin_ns) / 1e9, 6), r.attempt, r.step, r.tokens, r.loss)
             for r in reports if r.kind == "step"]
 
 
-__all__ = ["FAULT_METRICS", "Attempt", "combined", "event_rows", "fault_record", "marked_phases",
-           "progress_rows", "run_attempts", "work_metrics"]
+__all__ = ["FAULT_METRICS", "Attempt", "combined", "event_rows", "fault_record", "progress_rows", "run_attempts",
+           "work_metrics"]
