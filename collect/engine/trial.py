@@ -34,7 +34,7 @@ from typing import Any
 
 from collect.engine.precheck import plan_problems, sensor_refusals
 from collect.engine.runner import expand_plan, run_plan
-from collect.ledger.records import TRACES_DIR
+from collect.ledger.failed_runs import failure_words
 from collect.ledger.store import read_ledger
 from collect.ledger.try_marker import TRY_MARKER, TryFolder, is_try_folder, refuse_try_folder
 from prereg.api import load_lock
@@ -44,9 +44,7 @@ from prereg.plan import load_plan, sha256_hex
 from prereg.schema import Plan
 
 MARKER_FORMAT = "collect/try/v1"
-STDERR_NAME = "stderr.txt"  # a run's stderr, where its collector keeps one (command: traces/<run_id>.run/)
 STDERR_LINES = 5  # the last lines of a failed run's stderr reported
-MAX_STDERR_READ = 64 * 1024  # bytes read from the end of a stderr file
 _INTEGER = re.compile(r"^-?[0-9]{1,18}$")
 _NUMBER = re.compile(r"^-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -60,7 +58,7 @@ class ArmOutcome:
     run_id: str
     status: str  # complete | failed
     metrics: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
+    error: str | None = None  # the reason in words (collect.ledger.failed_runs.failure_words); the ledger keeps it whole
     stderr_tail: list[str] = field(default_factory=list)
     seconds: float | None = None
 
@@ -199,27 +197,6 @@ def try_hash(plan_sha256: str, sets: Mapping[str, Any]) -> str:
     return sha256_hex(canonical_bytes({"collect_try": plan_sha256, "set": dict(sets), "nonce": secrets.token_hex(16)}))
 
 
-def stderr_tail(folder: Path, run_id: str, lines: int = STDERR_LINES) -> list[str]:
-    """The last ``lines`` lines of a run's ``stderr.txt`` under ``traces/<run_id>.*/`` (empty when there is
-    none); never read through a symbolic link."""
-    for run_dir in sorted((folder / TRACES_DIR).glob(f"{run_id}.*")):
-        path = run_dir / STDERR_NAME
-        if run_dir.is_symlink() or not run_dir.is_dir():
-            continue
-        try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            size = os.fstat(fd).st_size
-            os.lseek(fd, max(0, size - MAX_STDERR_READ), os.SEEK_SET)
-            data = os.read(fd, MAX_STDERR_READ)
-        finally:
-            os.close(fd)
-        return data.decode("utf-8", "replace").rstrip().splitlines()[-lines:]
-    return []
-
-
 def try_cell(
     target: str | os.PathLike[str], stratum: Mapping[str, str] | None = None, out: str | os.PathLike[str] | None = None,
     sets: Mapping[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
@@ -263,8 +240,8 @@ def try_cell(
         if record.status == "complete":
             arms.append(ArmOutcome(p.arm, p.run_id, "complete", dict(record.metrics), seconds=seconds))
         else:
-            arms.append(ArmOutcome(p.arm, p.run_id, "failed", error=record.error,
-                                   stderr_tail=stderr_tail(folder, p.run_id), seconds=seconds))
+            reason, tail = failure_words(record.error, STDERR_LINES)  # as collect run lists a failed run
+            arms.append(ArmOutcome(p.arm, p.run_id, "failed", error=reason, stderr_tail=tail, seconds=seconds))
     return TryResult(folder, source, plan_sha256, tried, dict(cell), overrides, arms)
 
 
