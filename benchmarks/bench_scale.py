@@ -199,7 +199,7 @@ def small(rounds: int, folder: Path) -> dict[str, object]:
     import statistics
     import time
 
-    for package in ("prereg", "collect", "gates", "estimators", "reports", "cli"):  # as installed: bytecode
+    for package in ("prereg", "collect", "gates", "estimators", "reports", "prereg_toolkit_cli"):  # as installed: bytecode
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / package)], capture_output=True)
     lock, runs = folder / "c.lock.json", folder / "runs"
     subprocess.run([str(BIN / "prereg"), "freeze", str(ROOT / "examples/continuation.yaml"), "-o", str(lock)],

@@ -4,7 +4,7 @@ The plan (:func:`plan_yaml`): ``torch.multisite`` on the GPU (``device: cuda``),
 sites, 32768 useful tokens (8192 on the CPU), a 1 s idle baseline, telemetry from ``sensor: nvml`` polled every 10 ms,
 ``energy`` declared ``measured`` from ``energy_counter`` (``modeled`` for a ``sim:`` sensor, the
 plumbing check without a GPU), one ratio gate on it and a counter-support invalidator. It is frozen,
-run and evaluated through the console commands (``python -m cli.prereg`` etc., so an uninstalled
+run and evaluated through the console commands (``python -m prereg_toolkit_cli.prereg`` etc., so an uninstalled
 checkout works where its plugins are registered), each under a timeout; the step passes when all
 six runs complete, every run's energy and its measurement bound are finite, and the gate's interval
 is finite.
@@ -96,7 +96,7 @@ def missing_for_e2e() -> list[str]:
 
 
 def _cmd(tool: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", f"cli.{tool}", *args]
+    return [sys.executable, "-m", f"prereg_toolkit_cli.{tool}", *args]
 
 
 def _run(argv: list[str], cwd: Path, timeout_s: float, ok: tuple[int, ...] = (0,)) -> tuple[str | None, str]:

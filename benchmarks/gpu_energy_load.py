@@ -148,7 +148,7 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
 
 
 def _probe_cmd(spec: str, seconds: float) -> list[str]:
-    return [sys.executable, "-m", "cli.collect", "probe", "--sensor", spec, "--poll-ms", "1",
+    return [sys.executable, "-m", "prereg_toolkit_cli.collect", "probe", "--sensor", spec, "--poll-ms", "1",
             "--seconds", f"{seconds:g}", "--signal", "energy_counter", "--json"]
 
 

@@ -3,7 +3,7 @@
 Every error the toolkit raises on purpose derives from :class:`ToolkitError`, which carries the
 exit code a console script returns for it and, optionally, machine-readable ``details`` (a list of
 problems, say). Library callers catch ``ToolkitError`` (or a subclass); the console scripts map it
-to ``prog: message`` on stderr and its ``exit_code`` in one place (``cli.kit.run_main``).
+to ``prog: message`` on stderr and its ``exit_code`` in one place (``prereg_toolkit_cli.kit.run_main``).
 
 Exit codes (documented in the README, used by every console script):
 

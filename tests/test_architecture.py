@@ -8,7 +8,7 @@ export table is an edge from the package to each module it names; importing ``a.
 ``a`` and ``a.b``, so it is an edge to those too. On that graph, with no allow-list:
 
 * no module-level import cycle (lazy imports included);
-* no upward edge: ``estimators < prereg < collect < gates < reports < cli``, a module imports
+* no upward edge: ``estimators < prereg < collect < gates < reports < prereg_toolkit_cli``, a module imports
   only packages at or below its own, so no library imports a console script;
 * an import inside a function is there only to keep a heavy dependency lazy: it loads one of
   :data:`HEAVY` that its module does not already load at import time, and says which in a
@@ -32,7 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the layers, lowest first: a module may import only packages at or below its own
-LAYERS = ("estimators", "prereg", "collect", "gates", "reports", "cli")
+LAYERS = ("estimators", "prereg", "collect", "gates", "reports", "prereg_toolkit_cli")
 PACKAGES = LAYERS
 #: third-party packages worth keeping lazy, with why
 HEAVY = {
@@ -254,16 +254,16 @@ def test_no_upward_imports() -> None:
 
 
 def test_console_scripts_import_only_the_shared_cli_kit() -> None:
-    """No console script imports another; ``cli.kit`` is their shared plumbing, and a script's own
-    subcommand may live in a part of its own (``cli.collect_try`` of ``cli.collect``)."""
-    offenders = sorted((m, t) for m in graph() if _package(m) == "cli" for t in edges(m)
-                       if _package(t) == "cli" and t not in ("cli", "cli.kit") and not t.startswith(m + "_"))
+    """No console script imports another; ``prereg_toolkit_cli.kit`` is their shared plumbing, and a script's own
+    subcommand may live in a part of its own (``prereg_toolkit_cli.collect_try`` of ``prereg_toolkit_cli.collect``)."""
+    offenders = sorted((m, t) for m in graph() if _package(m) == "prereg_toolkit_cli" for t in edges(m)
+                       if _package(t) == "prereg_toolkit_cli" and t not in ("prereg_toolkit_cli", "prereg_toolkit_cli.kit") and not t.startswith(m + "_"))
     assert offenders == []
 
 
 def test_console_scripts_load_nothing_heavy_at_import() -> None:
     """``--help`` stays instant: the entry points load :data:`HEAVY` packages only inside functions."""
-    loaded = {m: sorted(eager_heavy(m)) for m in graph() if _package(m) == "cli" and eager_heavy(m)}
+    loaded = {m: sorted(eager_heavy(m)) for m in graph() if _package(m) == "prereg_toolkit_cli" and eager_heavy(m)}
     assert loaded == {}
 
 

@@ -48,7 +48,7 @@ def test_the_scripts_import_torch_and_the_client_only(script: Path) -> None:
     """The examples are a researcher's own scripts: torch and the standard library, plus the optional
     client collect.marks (standard library only) -- never the toolkit's trainer; resumable.py holds no
     failure logic (no signal, no kill: the plan's faults come from outside)."""
-    toolkit = ("prereg", "collect", "estimators", "gates", "reports", "cli")
+    toolkit = ("prereg", "collect", "estimators", "gates", "reports", "prereg_toolkit_cli")
     imported: set[str] = set()
     for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):

@@ -35,7 +35,7 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
-REPO_PATH = re.compile(r"`((?:prereg|collect|estimators|gates|reports|cli|tests|benchmarks|examples|docs)/[\w./-]*)`")
+REPO_PATH = re.compile(r"`((?:prereg|collect|estimators|gates|reports|prereg_toolkit_cli|tests|benchmarks|examples|docs)/[\w./-]*)`")
 # Words of the project's history, not of the product (the docs are its reference, not a notebook).
 HISTORY = re.compile(r"\bissues? \d|pre-issue|\.\./shared|this project's sessions|\bused to (?:be|pass|fail|draw)\b",
                      re.I)

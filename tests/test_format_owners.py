@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("estimators", "prereg", "collect", "gates", "reports", "cli")
+PACKAGES = ("estimators", "prereg", "collect", "gates", "reports", "prereg_toolkit_cli")
 CODEC = "prereg/jsoncodec.py"
 #: module -> the format whose bytes it parses with the codec
 READERS = {

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKED = ("prereg", "collect", "estimators", "gates", "reports", "cli", "tests", "benchmarks", "conftest.py")
+CHECKED = ("prereg", "collect", "estimators", "gates", "reports", "prereg_toolkit_cli", "tests", "benchmarks", "conftest.py")
 
 
 @pytest.mark.subprocess(quick=True)  # under a second

@@ -154,8 +154,8 @@ def test_a_run_failure_naming_a_file_shows_its_control_characters_escaped(tmp_pa
 
 
 def test_cli_error_messages_escape_control_characters(capsys):
-    from cli.kit import ArgumentParser, run_main
     from prereg.errors import InputError
+    from prereg_toolkit_cli.kit import ArgumentParser, run_main
 
     def build() -> ArgumentParser:
         parser = ArgumentParser(prog="x")
@@ -328,7 +328,7 @@ def test_killing_the_supervisor_leaves_no_grandchild(tmp_path):
 
 def test_collect_echoes_a_path_s_control_characters_escaped(tmp_path, capsys):
     """What ``collect`` says before and after a refusal echoes the paths it was given, escaped."""
-    from cli.collect import main as collect_main
+    from prereg_toolkit_cli.collect import main as collect_main
 
     lock = tmp_path / "\x1b[2Jplan.lock.json"
     assert collect_main(["run", str(lock), "--out", str(tmp_path / "runs")]) == 2

@@ -62,7 +62,7 @@ elif point == "after-commit":
     journal.commit_staged = lambda *a: (real_staged(*a), die())  # a batch journaled chunk by chunk
 elif point == "before-finish":
     journal.finish = lambda *a: die()
-from cli.collect import main
+from prereg_toolkit_cli.collect import main
 sys.exit(main(argv))
 """
 
@@ -156,7 +156,7 @@ def test_kill_9_at_random_moments_of_a_real_import(tmp_path, study):
     for trial in range(6):
         (tmp_path / str(trial)).mkdir()
         runs = _fresh(tmp_path / str(trial), study)
-        cmd = [sys.executable, "-m", "cli.collect", "import", str(study["table"]), "--lock", str(study["lock"]),
+        cmd = [sys.executable, "-m", "prereg_toolkit_cli.collect", "import", str(study["table"]), "--lock", str(study["lock"]),
                "--out", str(runs)]
         proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if trial % 2:

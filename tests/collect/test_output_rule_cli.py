@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from cli.collect import main as collect_main
-from cli.gates import main as gates_main
-from cli.prereg import main as prereg_main
-from cli.reports import main as reports_main
 from collect.api import import_table
 from gates.artifact import write_evaluation
 from prereg.api import freeze
+from prereg_toolkit_cli.collect import main as collect_main
+from prereg_toolkit_cli.gates import main as gates_main
+from prereg_toolkit_cli.prereg import main as prereg_main
+from prereg_toolkit_cli.reports import main as reports_main
 from tests.conftest import REPO, shared_example_path
 from tests.helpers import equal_work_rows, write_csv
 from tests.helpers.evaluations import realistic_evaluation

@@ -1,5 +1,5 @@
 """``collect try``: one cell of a plan (every arm, replicate 0) run into a marked scratch folder that can
-never become the study's ledger (``collect.engine.trial``, ``cli.collect_try``; tiny programs in tmp_path)."""
+never become the study's ledger (``collect.engine.trial``, ``prereg_toolkit_cli.collect_try``; tiny programs in tmp_path)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from cli.collect_try import add_try_parser
-from cli.kit import ArgumentParser, run_main
 from collect.collectors.base import ParamError
 from collect.collectors.command.collector import CommandCollector
 from collect.engine.runs import stratum_seed
@@ -21,6 +19,8 @@ from collect.ledger.try_marker import TRY_MARKER, TryFolder, is_try_folder, refu
 from prereg.api import freeze
 from prereg.errors import InputError
 from prereg.plan import load_plan
+from prereg_toolkit_cli.collect_try import add_try_parser
+from prereg_toolkit_cli.kit import ArgumentParser, run_main
 from tests.helpers import run
 from tests.helpers.gates import freeze as freeze_cli
 
@@ -80,7 +80,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def collect_try(*argv: str) -> int:
-    """``collect try ARGV`` in this process (the parser ``cli.collect_try.add_try_parser`` builds)."""
+    """``collect try ARGV`` in this process (the parser ``prereg_toolkit_cli.collect_try.add_try_parser`` builds)."""
     def build() -> ArgumentParser:
         parser = ArgumentParser(prog="collect")
         add_try_parser(parser.add_subparsers())

@@ -172,6 +172,6 @@ def test_registered_and_params_documented_with_units() -> None:
 @pytest.mark.subprocess(quick=True)
 def test_loading_the_collectors_does_not_import_torch() -> None:
     code = ("import sys; from collect.engine.runner import load_collector; load_collector('torch.controller'); "
-            "load_collector('sim.controller'); import cli.collect; print(json.dumps('torch' in sys.modules))")
+            "load_collector('sim.controller'); import prereg_toolkit_cli.collect; print(json.dumps('torch' in sys.modules))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) is False

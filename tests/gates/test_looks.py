@@ -96,7 +96,7 @@ def test_an_unplanned_point_is_never_a_decision(tmp_path):
 
 
 def test_the_terminal_and_json_say_interim_reading(tmp_path, capsys):
-    from cli.gates import main
+    from prereg_toolkit_cli.gates import main
 
     lock = frozen(tmp_path)
     runs = tmp_path / "runs"

@@ -23,7 +23,7 @@ from tests.helpers.looks import plan_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
-CLI = "import sys; from cli.collect import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from prereg_toolkit_cli.collect import main; sys.exit(main(sys.argv[1:]))"
 
 
 def collect(*args: str, **kw) -> subprocess.Popen:

@@ -8,11 +8,11 @@ import json
 import pytest
 
 import gates
-from cli.gates import main
 from collect.api import run_plan
 from collect.ledger.looks import read_looks
 from collect.ledger.store import read_ledger
 from gates.integrity import LooksTampered
+from prereg_toolkit_cli.gates import main
 from tests.helpers.looks import frozen, plan_text, run_strata
 
 

@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 
 import estimators as E
-from cli.prereg import main as prereg_main
 from gates.meter_plan import gate_meter_lines
 from prereg.plan import load_plan
+from prereg_toolkit_cli.prereg import main as prereg_main
 from tests.helpers.prefetch import EXAMPLES
 
 

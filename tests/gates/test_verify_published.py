@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 import gates
-from cli.gates import main
 from collect.api import ledger_head, run_plan
 from collect.ledger.looks import read_looks
 from gates.integrity import LooksTampered
 from gates.verify import verify_evaluation
 from prereg.api import Lock
 from prereg.lock_seal import lock_seal
+from prereg_toolkit_cli.gates import main
 from tests.helpers.looks import frozen, plan_text, run_strata
 
 

@@ -72,6 +72,6 @@ def collect_cli(*args: str) -> list[str]:
     """The command line of ``collect ARGS`` in a python child that registers ``test.slow`` first."""
     code = (
         f"import sys, collect.engine.runner as e; e.COLLECTORS['test.slow'] = {SLOW!r}; "
-        "from cli.collect import main; sys.exit(main(sys.argv[1:]))"
+        "from prereg_toolkit_cli.collect import main; sys.exit(main(sys.argv[1:]))"
     )
     return [sys.executable, "-c", code, *args]

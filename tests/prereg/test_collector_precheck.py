@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from cli.prereg import main
 from collect.collectors.base import ParamError
 from collect.collectors.command.collector import CommandCollector
 from collect.engine.precheck import plan_problems
 from prereg.plan import load_plan
+from prereg_toolkit_cli.prereg import main
 
 PLAN = """schema: prereg/v1
 study: precheck

@@ -11,8 +11,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.prereg import main
 from prereg.plan import PlanError, parse_plan
+from prereg_toolkit_cli.prereg import main
 from tests.conftest import shared_example_path
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.reports import main
 from collect.ledger.store import RunRecord, append_records
+from prereg_toolkit_cli.reports import main
 from reports.data.attempts import attempt_rows
 from reports.data.timeline import load_block
 from tests.helpers import requires

@@ -24,9 +24,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cli.reports import main
 from collect.ledger.store import RunRecord, append_records, read_ledger
 from prereg.errors import InputError
+from prereg_toolkit_cli.reports import main
 from reports.data.commit_select import block_run_ids, family_block_runs
 from reports.data.commits import load_commit_timeline, timeline_text
 from tests.helpers import run

@@ -301,7 +301,7 @@ def test_html_help_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, contextlib, io\nfrom cli.reports import main\n"
+    code = ("import sys, contextlib, io\nfrom prereg_toolkit_cli.reports import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['html', '--help'])\n    except SystemExit:\n        pass\n"
             "print(' '.join(m for m in ('numpy', 'pydantic', 'matplotlib', 'collect.ledger.store') if m in sys.modules))\n")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.reports import main
 from collect.ledger.store import RunRecord, append_records
 from gates.artifact import write_evaluation
+from prereg_toolkit_cli.reports import main
 from tests.conftest import OWN_EXAMPLES
 from tests.helpers import requires, run
 from tests.helpers.evaluations import realistic_evaluation
@@ -203,7 +203,7 @@ def test_missing_matplotlib_exits_2_with_the_install_hint(artifact, torch_like_r
 
 
 def test_plot_help_imports_no_matplotlib():
-    code = ("import sys, contextlib, io\nfrom cli.reports import main\n"
+    code = ("import sys, contextlib, io\nfrom prereg_toolkit_cli.reports import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['plot', '--help'])\n    except SystemExit:\n        pass\n"
             "print('matplotlib' in sys.modules)\n")

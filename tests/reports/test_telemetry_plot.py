@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli.reports import main
 from collect.ledger.store import RunRecord, append_records, hash_trace, read_ledger
 from collect.telemetry.analysis.phases import phase_energy_total
 from collect.telemetry.analysis.resolution import update_period, value_changes
 from collect.telemetry.sensors.base import SignalInfo
 from collect.traces.telemetry import Phase, Trace, write_trace
+from prereg_toolkit_cli.reports import main
 from reports.data import telemetry as telemetry_view
 from reports.data.telemetry import drawn, energy_scale, envelope, load_telemetry
 from reports.plots.telemetry import telemetry_figure

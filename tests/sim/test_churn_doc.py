@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli.collect import main
 from collect.collectors.sim import churn_law as law
+from prereg_toolkit_cli.collect import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "churn-law.md"

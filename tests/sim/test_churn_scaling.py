@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from cli.collect import main
 from collect.collectors.sim import churn_law as law
 from collect.collectors.sim.churn_scaling import (
     Pool,
@@ -20,6 +19,7 @@ from collect.collectors.sim.churn_scaling import (
     render_worker_scan,
     worker_scan,
 )
+from prereg_toolkit_cli.collect import main
 
 
 def _numeric_best_efficiency(rate: float, C: float, R: float) -> float:

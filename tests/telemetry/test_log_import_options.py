@@ -344,7 +344,7 @@ def test_collect_import_takes_log_options_and_prints_notes(tmp_path: Path) -> No
 
 
 def test_the_command_line_builds_the_log_options() -> None:
-    from cli.collect import _log_options, build_parser
+    from prereg_toolkit_cli.collect import _log_options, build_parser
 
     args = build_parser().parse_args(["telemetry", "x.dcgm.txt", "--gpus", "all", "--poll-ms", "100",
                                       "--counter-period-ms", "50", "--power-model", "part-time",

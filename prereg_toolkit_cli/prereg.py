@@ -15,7 +15,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from cli.kit import (
+from collect.plugins import COLLECTORS
+from prereg._version import __version__
+from prereg.errors import InputError
+from prereg.fileio import write_output
+from prereg_toolkit_cli.kit import (
     EXIT_INTEGRITY,
     EXIT_OK,
     ArgumentParser,
@@ -24,10 +28,6 @@ from cli.kit import (
     run_main,
     safe,
 )
-from collect.plugins import COLLECTORS
-from prereg._version import __version__
-from prereg.errors import InputError
-from prereg.fileio import write_output
 
 
 def _load(path: str) -> Any:

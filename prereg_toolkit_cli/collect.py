@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cli.collect_try import add_try_parser
-from cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 from collect.engine.ray_warm import start_early
 from collect.importing.outputs import check_trace_outputs, write_plan_listing
 from collect.ledger.failed_runs import FailedRun, failed_run_lines, failed_runs, undeclared_metrics, undeclared_words
+from prereg_toolkit_cli.collect_try import add_try_parser
+from prereg_toolkit_cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run

@@ -18,7 +18,8 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from cli.kit import (
+from prereg.fileio import write_text_atomically
+from prereg_toolkit_cli.kit import (
     EXIT_INTEGRITY,
     EXIT_NOT_SUPPORTED,
     EXIT_OK,
@@ -27,7 +28,6 @@ from cli.kit import (
     run_main,
     safe,
 )
-from prereg.fileio import write_text_atomically
 
 DECISION_EXIT = {"supported": EXIT_OK, "not_supported": EXIT_NOT_SUPPORTED, "refused": EXIT_INTEGRITY}
 

@@ -1,6 +1,6 @@
 """``collect try``: one cell of a plan (or lock) run into a scratch folder, before the freeze.
 
-Argparse + one call of :func:`collect.engine.trial.try_cell` + printing. ``cli/collect.py`` registers it
+Argparse + one call of :func:`collect.engine.trial.try_cell` + printing. ``prereg_toolkit_cli/collect.py`` registers it
 with :func:`add_try_parser`. Exit codes: 0 every arm of the cell completed, 1 an arm failed (its
 reason and the last lines of its stderr printed), 2 bad input (a plan the collector refuses, every
 problem listed; a sensor this machine cannot open), 3 a lock that does not verify.
@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from cli.kit import EXIT_OK, emit_json, safe
+from prereg_toolkit_cli.kit import EXIT_OK, emit_json, safe
 
 EXIT_ARM_FAILED = 1
 

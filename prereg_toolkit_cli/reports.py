@@ -25,7 +25,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cli.kit import (
+from prereg.fileio import check_output, write_text_atomically
+from prereg_toolkit_cli.kit import (
     EXIT_INTEGRITY,
     EXIT_OK,
     ArgumentParser,
@@ -33,7 +34,6 @@ from cli.kit import (
     emit_json,
     run_main,
 )
-from prereg.fileio import check_output, write_text_atomically
 from reports.html.figures import check_figure_outputs, write_figures
 from reports.plots.command import cmd_plot as run_plot
 from reports.words.safe_text import clean_model
