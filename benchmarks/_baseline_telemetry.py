@@ -36,8 +36,15 @@ def synthetic_trace(n: int, wrap_mj: int) -> Trace:
     energy = np.floor(np.arange(n) // 4 * 37.5)  # mJ at 150 W per 1 ms poll... steps of 37.5 mJ per update
     value = np.mod(energy, wrap_mj)
     return Trace(
-        signal=np.full(n, "energy_counter", dtype=object), t_before_ns=t, t_after_ns=t + 20_000,
-        value=value, status=np.full(n, "ok", dtype=object), driver_ts_us=np.full(n, np.nan),
+        signal=np.full(n, "energy_counter", dtype=object),
+        t_before_ns=t,
+        t_after_ns=t + 20_000,
+        value=value,
+        status=np.full(n, "ok", dtype=object),
+        driver_ts_us=np.full(n, np.nan),
         signals={"energy_counter": SignalInfo("energy_counter", "mJ", "counter", "measured")},
-        requested_poll_ms=1.0, poll_ns=t.copy(), sensor="synthetic", evidence="measured",
+        requested_poll_ms=1.0,
+        poll_ns=t.copy(),
+        sensor="synthetic",
+        evidence="measured",
     )

@@ -52,17 +52,27 @@ def _lognormal_mean() -> float:
 
 #: name -> (sampler of (reps, n) contrasts, true mean, declared range)
 CELLS: dict[str, tuple[Sampler, float, tuple[float, float]]] = {
-    "normal (sd 1, range [-5, 5])": (
-        lambda g, r, n: np.clip(g.normal(0.0, 1.0, (r, n)), -5.0, 5.0), 0.0, (-5.0, 5.0)),
+    "normal (sd 1, range [-5, 5])": (lambda g, r, n: np.clip(g.normal(0.0, 1.0, (r, n)), -5.0, 5.0), 0.0, (-5.0, 5.0)),
     "lognormal(0, 1) - e^0.5, capped at 20 (range [-2, 20])": (
         lambda g, r, n: np.minimum(g.lognormal(0.0, 1.0, (r, n)), LOGNORMAL_CAP) - math.exp(0.5),
-        _lognormal_mean(), (-2.0, 20.0)),
+        _lognormal_mean(),
+        (-2.0, 20.0),
+    ),
     "rare adverse (-2 w.p. 0.9, +20 w.p. 0.1; range [-20, 20])": (
-        lambda g, r, n: np.where(g.uniform(size=(r, n)) < 0.1, 20.0, -2.0), 0.2, (-20.0, 20.0)),
+        lambda g, r, n: np.where(g.uniform(size=(r, n)) < 0.1, 20.0, -2.0),
+        0.2,
+        (-20.0, 20.0),
+    ),
     "discrete (0 w.p. 0.9, 10 w.p. 0.1; range [-20, 20])": (
-        lambda g, r, n: np.where(g.uniform(size=(r, n)) < 0.1, 10.0, 0.0), 1.0, (-20.0, 20.0)),
+        lambda g, r, n: np.where(g.uniform(size=(r, n)) < 0.1, 10.0, 0.0),
+        1.0,
+        (-20.0, 20.0),
+    ),
     "fair coin (0 or 1 w.p. 1/2; range [0, 1], as tight as it gets)": (
-        lambda g, r, n: (g.uniform(size=(r, n)) < 0.5).astype(np.float64), 0.5, (0.0, 1.0)),
+        lambda g, r, n: (g.uniform(size=(r, n)) < 0.5).astype(np.float64),
+        0.5,
+        (0.0, 1.0),
+    ),
 }
 
 
@@ -75,21 +85,28 @@ def t_upper_miss(x: np.ndarray, theta: float) -> float:
 
 
 def fixed_n(reps: int, seed: int) -> list[str]:
-    rows = ["| contrasts | n | upper misses | lower misses | coverage | t: upper misses |",
-            "| --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        "| contrasts | n | upper misses | lower misses | coverage | t: upper misses |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for i, (name, (sample, theta, box)) in enumerate(CELLS.items()):
         for n in SIZES:
             x = sample(np.random.default_rng([seed, i, n]), reps, n)
             p = betting_pass_rates(x, theta, bounds=box, confidence=CONFIDENCE)
             up, low = p.p_less <= ALPHA, p.p_greater <= ALPHA
-            rows.append(f"| {name} | {n} | {up.mean():.4f} | {low.mean():.4f} | {1 - (up | low).mean():.4f} "
-                        f"| {t_upper_miss(x, theta):.3f} |")
+            rows.append(
+                f"| {name} | {n} | {up.mean():.4f} | {low.mean():.4f} | {1 - (up | low).mean():.4f} "
+                f"| {t_upper_miss(x, theta):.3f} |"
+            )
     return rows
 
 
 def anytime(reps: int, seed: int) -> list[str]:
-    rows = ["| contrasts | any look: upper misses | any look: lower misses | any look misses | "
-            "misses at look 6 (upper / lower) |", "| --- | --- | --- | --- | --- |"]
+    rows = [
+        "| contrasts | any look: upper misses | any look: lower misses | any look misses | "
+        "misses at look 6 (upper / lower) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for i, (name, (sample, theta, box)) in enumerate(CELLS.items()):
         x = sample(np.random.default_rng([seed, 100 + i]), reps, LOOKS[-1])
         p = betting_pass_rates(x, theta, bounds=box, confidence=CONFIDENCE, horizon=LOOKS[-1], looks=LOOKS)

@@ -95,8 +95,10 @@ def main() -> int:
         return 0
 
     C, R, K = args.checkpoint_s, args.restart_s, args.segments
-    print(f"churn Monte Carlo vs SimPy {simpy.__version__}: MTBF {args.mtbf_s:g} s/worker, C {C:g} s, "
-          f"R {R:g} s, {K} segments at the exact interval, seed {args.seed}")
+    print(
+        f"churn Monte Carlo vs SimPy {simpy.__version__}: MTBF {args.mtbf_s:g} s/worker, C {C:g} s, "
+        f"R {R:g} s, {K} segments at the exact interval, seed {args.seed}"
+    )
     ratios = []
     for n in args.workers:
         rate = n / args.mtbf_s
@@ -109,17 +111,30 @@ def main() -> int:
         z = (ours.estimate - e) / se
         ratios.append(t_simpy / t_ours)
         print(f"\nworkers {n}: job MTBF {1 / rate:.6g} s, interval {w:.6g} s, closed form {exact:.5f}")
-        print(f"  numpy MC  {ours.estimate:.5f} [{ours.lower:.5f}, {ours.upper:.5f}]  "
-              f"{t_ours * 1e3:8.2f} ms  {K / t_ours:12,.0f} segments/s")
+        print(
+            f"  numpy MC  {ours.estimate:.5f} [{ours.lower:.5f}, {ours.upper:.5f}]  "
+            f"{t_ours * 1e3:8.2f} ms  {K / t_ours:12,.0f} segments/s"
+        )
         print(f"  SimPy     {e:.5f} [{lo:.5f}, {hi:.5f}]  {t_simpy * 1e3:8.2f} ms  {K / t_simpy:12,.0f} segments/s")
-        print(f"  difference {ours.estimate - e:+.5f} = {z:+.2f} combined SE -> "
-              f"{'equal within MC error' if abs(z) < 1.96 else 'NOT equal within MC error'}; "
-              f"speed ratio {t_simpy / t_ours:,.0f}x")
-    hist, t_run = timed(lambda: law.simulate_job(law.GapStream(args.seed), args.workers[-1] / args.mtbf_s,
-                                                 law.optimal_interval(args.workers[-1] / args.mtbf_s, C) + C,
-                                                 1_000_000, R), 3)
-    print(f"\none collector-style history, 1,000,000 segments, {args.workers[-1]} workers: {t_run * 1e3:.1f} ms "
-          f"({1e6 / t_run:,.0f} segments/s, {hist.failures:,} failures)")
+        print(
+            f"  difference {ours.estimate - e:+.5f} = {z:+.2f} combined SE -> "
+            f"{'equal within MC error' if abs(z) < 1.96 else 'NOT equal within MC error'}; "
+            f"speed ratio {t_simpy / t_ours:,.0f}x"
+        )
+    hist, t_run = timed(
+        lambda: law.simulate_job(
+            law.GapStream(args.seed),
+            args.workers[-1] / args.mtbf_s,
+            law.optimal_interval(args.workers[-1] / args.mtbf_s, C) + C,
+            1_000_000,
+            R,
+        ),
+        3,
+    )
+    print(
+        f"\none collector-style history, 1,000,000 segments, {args.workers[-1]} workers: {t_run * 1e3:.1f} ms "
+        f"({1e6 / t_run:,.0f} segments/s, {hist.failures:,} failures)"
+    )
     print(f"speed ratio (SimPy time / ours): min {min(ratios):,.0f}x (target >= 50x)")
     return 0
 

@@ -80,8 +80,9 @@ def bare(work: Path, runs: int, supervised: bool = False) -> float:
     head = [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid())] if supervised else []
     start = time.perf_counter()
     for seed in range(runs):
-        proc = subprocess.run([*head, sys.executable, "prog.py", "--seed", str(seed)], cwd=work, env=env,
-                              capture_output=True, check=False)
+        proc = subprocess.run(
+            [*head, sys.executable, "prog.py", "--seed", str(seed)], cwd=work, env=env, capture_output=True, check=False
+        )
         assert proc.returncode == 0, proc.stderr
     elapsed = (time.perf_counter() - start) / runs
     assert "value" in json.loads(metrics.read_text())
@@ -124,10 +125,15 @@ def main() -> None:
         bare(work, 4)  # warm the page cache and the interpreter's files
         command(work, 4, -1)
         bares, supervised, commands, overheads, ratios = [], [], [], [], []
-        print(f"{'round':>5s} {'bare ms/run':>12s} {'supervised':>11s} {'command ms/run':>15s} {'overhead ms':>12s} "
-              f"{'ratio':>6s}")
-        conditions = {"bare": lambda r: bare(work, args.runs), "supervised": lambda r: bare(work, args.runs, True),
-                      "command": lambda r: command(work, args.runs, r)}
+        print(
+            f"{'round':>5s} {'bare ms/run':>12s} {'supervised':>11s} {'command ms/run':>15s} {'overhead ms':>12s} "
+            f"{'ratio':>6s}"
+        )
+        conditions = {
+            "bare": lambda r: bare(work, args.runs),
+            "supervised": lambda r: bare(work, args.runs, True),
+            "command": lambda r: command(work, args.runs, r),
+        }
         for r in range(args.rounds):
             order = list(conditions)
             rng.shuffle(order)
@@ -145,8 +151,10 @@ def main() -> None:
     print(f"command    {spread(commands, '.1f')} ms per run")
     print(f"overhead   {spread(overheads, '.1f')} ms per run (command - bare, within each round; target < 100 ms)")
     print(f"ratio      {spread(ratios, '.2f')} (command / bare, within each round)")
-    print(f"{args.runs} runs per condition per round, {args.rounds} rounds; load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; python {sys.version.split()[0]}")
+    print(
+        f"{args.runs} runs per condition per round, {args.rounds} rounds; load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; python {sys.version.split()[0]}"
+    )
 
 
 if __name__ == "__main__":

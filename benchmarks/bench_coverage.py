@@ -67,8 +67,10 @@ def targets(dist: str, hl_lognormal: float) -> tuple[float, float]:
 def study(reps: int, resamples: int) -> None:
     rng = np.random.default_rng(20261201)
     hl = pseudo_median_lognormal(rng)
-    print(f"nominal {CONF:.2f} two-sided; one-sided miss nominal {ALPHA:.2f}; reps {reps}; "
-          f"bootstrap resamples {resamples}; lognormal mean {LOGNORMAL_MEAN:.4f}, pseudo-median {hl:.4f}")
+    print(
+        f"nominal {CONF:.2f} two-sided; one-sided miss nominal {ALPHA:.2f}; reps {reps}; "
+        f"bootstrap resamples {resamples}; lognormal mean {LOGNORMAL_MEAN:.4f}, pseudo-median {hl:.4f}"
+    )
     print(f"{'dist':9} {'n':>3} {'method':9} {'coverage':>8} {'miss_hi':>8} {'miss_lo':>8} {'skew_warn':>9}")
     for dist in ("normal", "lognormal", "t3", "tied"):
         mean_t, hl_t = targets(dist, hl)
@@ -89,8 +91,10 @@ def study(reps: int, resamples: int) -> None:
                     hi += r.upper < target
                     lo += r.lower > target
                     cover += r.lower <= target <= r.upper
-                print(f"{dist:9} {n:>3} {method:9} {cover / used:8.3f} {hi / used:8.3f} {lo / used:8.3f} {warn:9.3f}",
-                      flush=True)
+                print(
+                    f"{dist:9} {n:>3} {method:9} {cover / used:8.3f} {hi / used:8.3f} {lo / used:8.3f} {warn:9.3f}",
+                    flush=True,
+                )
 
 
 def unit_study(reps: int) -> None:

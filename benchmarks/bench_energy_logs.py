@@ -130,20 +130,30 @@ def observe(pattern: PowerPattern, period_ms: float, power: bool, rng: np.random
     average = PowerGauge(pattern, "average", phase_s=gauge_phase)
     counter_options = LogOptions(power_range_w=POWER_RANGE_W, counter_period_ms=period_ms)
     out = {
-        "zeus-1window": _energy(zeus_csv(counter, start_offset_s=rng.uniform()), pattern, "energy_counter",
-                                counter_options),
-        "zeus-windows": _energy(zeus_csv(counter, window_s=run_s / 10, start_offset_s=rng.uniform()), pattern,
-                                "energy_counter", counter_options),
-        "codecarbon": _energy(codecarbon_csv(counter, start_offset_s=rng.uniform()), pattern, "energy_counter",
-                              counter_options),
+        "zeus-1window": _energy(
+            zeus_csv(counter, start_offset_s=rng.uniform()), pattern, "energy_counter", counter_options
+        ),
+        "zeus-windows": _energy(
+            zeus_csv(counter, window_s=run_s / 10, start_offset_s=rng.uniform()),
+            pattern,
+            "energy_counter",
+            counter_options,
+        ),
+        "codecarbon": _energy(
+            codecarbon_csv(counter, start_offset_s=rng.uniform()), pattern, "energy_counter", counter_options
+        ),
     }
     for delay_ms in (100.0, 1000.0):
         delay = delay_ms / 1000.0
         times = dmon_sample_times(run_s, delay, rng.uniform(0.0, 0.9 * delay), 0.05 * delay, int(rng.integers(2**31)))
         want_power = power and delay_ms == 100.0
         log = dcgm_dmon(counter, average if want_power else None, delay, times)
-        options = LogOptions(power_range_w=POWER_RANGE_W, counter_period_ms=period_ms, poll_ms=delay_ms,
-                             power_model="average" if want_power else None)
+        options = LogOptions(
+            power_range_w=POWER_RANGE_W,
+            counter_period_ms=period_ms,
+            poll_ms=delay_ms,
+            power_model="average" if want_power else None,
+        )
         trace_kind = f"dcgm-counter-d{delay_ms:.0f}"
         out[trace_kind] = _energy(log, pattern, "energy_counter", options)
         if want_power:
@@ -152,8 +162,12 @@ def observe(pattern: PowerPattern, period_ms: float, power: bool, rng: np.random
         polls = smi_poll_times(run_s, 0.1, rng.uniform(0.0, 0.005), 0.003, int(rng.integers(2**31)))
         for kind, model in (("smi-average", "average"), ("smi-part-time", "part-time")):
             gauge = PowerGauge(pattern, model, phase_s=gauge_phase)  # type: ignore[arg-type]
-            out[kind] = _energy(nvidia_smi_csv(gauge, polls, start_offset_s=rng.uniform()), pattern, "power_average",
-                                LogOptions(power_range_w=POWER_RANGE_W, power_model=model))  # type: ignore[arg-type]
+            out[kind] = _energy(
+                nvidia_smi_csv(gauge, polls, start_offset_s=rng.uniform()),
+                pattern,
+                "power_average",
+                LogOptions(power_range_w=POWER_RANGE_W, power_model=model),
+            )  # type: ignore[arg-type]
     return out
 
 
@@ -210,11 +224,15 @@ def simulate(run_s: float, period_ms: float, studies: int, seed: int) -> dict[Ke
         blocks = []
         for _ in range(PAIRS):
             scale = math.exp(rng.normal(0.0, BLOCK_SD))
-            runs = {"continue": observe(continue_pattern(run_s, scale * math.exp(rng.normal(0.0, NOISE_SD))),
-                                        period_ms, power, rng)}
+            runs = {
+                "continue": observe(
+                    continue_pattern(run_s, scale * math.exp(rng.normal(0.0, NOISE_SD))), period_ms, power, rng
+                )
+            }
             for p in PATTERNS:
-                runs[p] = observe(restart_pattern(p, run_s, scale * math.exp(rng.normal(0.0, NOISE_SD))), period_ms,
-                                  power, rng)
+                runs[p] = observe(
+                    restart_pattern(p, run_s, scale * math.exp(rng.normal(0.0, NOISE_SD))), period_ms, power, rng
+                )
             blocks.append(runs)
         for kind in kinds:
             for p in PATTERNS:
@@ -232,8 +250,9 @@ def simulate(run_s: float, period_ms: float, studies: int, seed: int) -> dict[Ke
     return cells
 
 
-def _chunks(sims: int, sims_long: int, jobs: int, seed: int,
-            lengths_s: tuple[float, ...] = LENGTHS_S) -> Iterator[tuple[float, float, int, int]]:
+def _chunks(
+    sims: int, sims_long: int, jobs: int, seed: int, lengths_s: tuple[float, ...] = LENGTHS_S
+) -> Iterator[tuple[float, float, int, int]]:
     """Work units: (length, period, studies, seed), each cell's studies split across ``jobs``; the
     seeds of a length's units do not depend on which other lengths are run."""
     seeds = np.random.SeedSequence(seed)
@@ -251,8 +270,9 @@ def _unit(args: tuple[float, float, int, int]) -> dict[Key, Cell]:
     return simulate(*args)
 
 
-def run_all(sims: int, sims_long: int, jobs: int, seed: int,
-            lengths_s: tuple[float, ...] = LENGTHS_S) -> dict[Key, Cell]:
+def run_all(
+    sims: int, sims_long: int, jobs: int, seed: int, lengths_s: tuple[float, ...] = LENGTHS_S
+) -> dict[Key, Cell]:
     """Every cell's tallies (module doc) at the run lengths ``lengths_s``."""
     units = list(_chunks(sims, sims_long, jobs, seed, lengths_s))
     total: dict[Key, Cell] = {}
@@ -282,8 +302,10 @@ def summary(cells: dict[Key, Cell]) -> str:
     """Per log kind and run length: the lowest coverage over counter periods and patterns (and where),
     the pass rate of the plain pattern (a true 15% saving, margin 5%) at a 100 ms counter, and its
     median arm-dependent bound (% of the energy)."""
-    lines = ["| log kind | run | lowest coverage % (cell) | pass %, plain, 100 ms | arm-dependent bound, median % |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| log kind | run | lowest coverage % (cell) | pass %, plain, 100 ms | arm-dependent bound, median % |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for kind in COUNTER_KINDS + POWER_KINDS:
         for run_s in LENGTHS_S:
             mine = {k: c for k, c in cells.items() if k[0] == kind and k[1] == run_s}
@@ -295,15 +317,20 @@ def summary(cells: dict[Key, Cell]) -> str:
             plain = mine.get((kind, run_s, POWER_PERIOD_MS, "plain"))
             passed = _pct(plain.passed, plain.studies) if plain else "-"
             median = f"{float(np.median(plain.systematic_pct)):.3g}" if plain and plain.systematic_pct else "-"
-            lines.append(f"| {kind} | {run_s:g} s | {_pct(mine[worst].covered, mine[worst].studies)}{flag} ({where}) "
-                         f"| {passed} | {median} |")
+            lines.append(
+                f"| {kind} | {run_s:g} s | {_pct(mine[worst].covered, mine[worst].studies)}{flag} ({where}) "
+                f"| {passed} | {median} |"
+            )
     return "\n".join(lines)
 
 
 def table(cells: dict[Key, Cell]) -> str:
     """The cells as a Markdown table (module doc)."""
-    lines = ["| log kind | run | counter period | pattern | studies | coverage % (goal >= 90) | pass % | "
-             "bounds held % | arm-dependent bound, median % |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| log kind | run | counter period | pattern | studies | coverage % (goal >= 90) | pass % | "
+        "bounds held % | arm-dependent bound, median % |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     order = {k: i for i, k in enumerate(COUNTER_KINDS + POWER_KINDS)}
     for key in sorted(cells, key=lambda k: (order[k[0]], k[1], k[2], PATTERNS.index(k[3]))):
         kind, run_s, period_ms, pattern = key
@@ -311,20 +338,26 @@ def table(cells: dict[Key, Cell]) -> str:
         flag = " **below**" if _below(c) else ""
         period = "-" if kind in POWER_KINDS else f"{period_ms:g} ms"
         median = float(np.median(c.systematic_pct)) if c.systematic_pct else math.nan
-        lines.append(f"| {kind} | {run_s:g} s | {period} | {pattern} | {c.studies} | {_pct(c.covered, c.studies)}{flag} "
-                     f"| {_pct(c.passed, c.studies)} | {100 * c.held / c.runs:.2f} | {median:.3g} |")
+        lines.append(
+            f"| {kind} | {run_s:g} s | {period} | {pattern} | {c.studies} | {_pct(c.covered, c.studies)}{flag} "
+            f"| {_pct(c.passed, c.studies)} | {100 * c.held / c.runs:.2f} | {median:.3g} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=200, help="studies per cell for 10 s and 600 s runs")
-    parser.add_argument("--sims-long", type=int, default=20,
-                        help="studies per cell for 3600 s runs (each costs about 6x a 600 s study)")
+    parser.add_argument(
+        "--sims-long", type=int, default=20, help="studies per cell for 3600 s runs (each costs about 6x a 600 s study)"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=38)
-    parser.add_argument("--lengths", default=",".join(f"{x:g}" for x in LENGTHS_S),
-                        help="the run lengths to simulate (s, comma-separated, of 10,600,3600)")
+    parser.add_argument(
+        "--lengths",
+        default=",".join(f"{x:g}" for x in LENGTHS_S),
+        help="the run lengths to simulate (s, comma-separated, of 10,600,3600)",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("energy_logs_output.txt"))
     args = parser.parse_args(argv)
     lengths = tuple(float(x) for x in args.lengths.split(","))
@@ -332,11 +365,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--lengths must be some of {','.join(f'{x:g}' for x in LENGTHS_S)}")
     start = time.perf_counter()
     cells = run_all(args.sims, args.sims_long, max(1, args.jobs), args.seed, lengths)
-    text = (f"{summary(cells)}\n\n{table(cells)}\n\nstudies of {PAIRS} pairs, 90% t interval, rule {RULE!r}, true saving "
-            f"{1 - SAVING:.0%} (plain), noise {NOISE_SD:.0%}, power range {POWER_RANGE_W[0]:g}-{POWER_RANGE_W[1]:g} W; "
-            f"--sims {args.sims} --sims-long {args.sims_long} --jobs {args.jobs} --seed {args.seed} --lengths "
-            f"{args.lengths}: "
-            f"{time.perf_counter() - start:.0f} s\n")
+    text = (
+        f"{summary(cells)}\n\n{table(cells)}\n\nstudies of {PAIRS} pairs, 90% t interval, rule {RULE!r}, true saving "
+        f"{1 - SAVING:.0%} (plain), noise {NOISE_SD:.0%}, power range {POWER_RANGE_W[0]:g}-{POWER_RANGE_W[1]:g} W; "
+        f"--sims {args.sims} --sims-long {args.sims_long} --jobs {args.jobs} --seed {args.seed} --lengths "
+        f"{args.lengths}: "
+        f"{time.perf_counter() - start:.0f} s\n"
+    )
     print(text)
     args.out.write_text(text)
     return 0

@@ -86,12 +86,16 @@ def spread(v: list[float]) -> str:
 
 def thread_settings() -> str:
     """The thread and BLAS settings the timings ran under (printed with the results)."""
-    env = " ".join(f"{k}={os.environ.get(k, '-')}" for k in
-                   ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"))
+    env = " ".join(
+        f"{k}={os.environ.get(k, '-')}"
+        for k in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    )
     from threadpoolctl import threadpool_info
 
-    libs = "; ".join(f"{i.get('internal_api')} {i.get('version')} {i.get('architecture', '')} x{i.get('num_threads')}"
-                     for i in threadpool_info())
+    libs = "; ".join(
+        f"{i.get('internal_api')} {i.get('version')} {i.get('architecture', '')} x{i.get('num_threads')}"
+        for i in threadpool_info()
+    )
     return f"{env}; loaded: {libs or 'no BLAS/OpenMP pool'}"
 
 
@@ -130,8 +134,12 @@ def signflip_vs_scipy() -> bool:
         t_ours, res = timed(lambda: E.signflip_interval(d, 0.95), reps_ours)  # noqa: B023 - called within this iteration
         t_sp, ref = timed(
             lambda: stats.permutation_test(
-                (d,), np.mean, permutation_type="samples", n_resamples=np.inf,  # noqa: B023 - called within this iteration
-                alternative="two-sided", vectorized=True,
+                (d,),  # noqa: B023 - called within this iteration
+                np.mean,
+                permutation_type="samples",
+                n_resamples=np.inf,
+                alternative="two-sided",
+                vectorized=True,
             ),
             reps_scipy,
             warm=False,
@@ -171,15 +179,19 @@ def bca_vs_scipy(n: int, target: float) -> bool:
             return E.bca_interval(d, 0.95, resamples=b, seed=1, workers=1)
 
     with threadpool_limits(1):
-        wall, cpu, out = interleaved_runs({
-            "ours": ours,
-            "before": before,
-            "scipy": lambda: stats.bootstrap((d,), np.mean, n_resamples=b, method="BCa", confidence_level=0.95,
-                                             rng=np.random.default_rng(2)),
-            "pre-14 draws": lambda: old.bootstrap_means(d, b, 1),
-            "Sampler draws": lambda: old.sampler_bootstrap_means(d, b, 1),
-            "new draws": lambda: bootstrap_means(d, b, 1, workers=1),
-        }, reps)
+        wall, cpu, out = interleaved_runs(
+            {
+                "ours": ours,
+                "before": before,
+                "scipy": lambda: stats.bootstrap(
+                    (d,), np.mean, n_resamples=b, method="BCa", confidence_level=0.95, rng=np.random.default_rng(2)
+                ),
+                "pre-14 draws": lambda: old.bootstrap_means(d, b, 1),
+                "Sampler draws": lambda: old.sampler_bootstrap_means(d, b, 1),
+                "new draws": lambda: bootstrap_means(d, b, 1, workers=1),
+            },
+            reps,
+        )
     res, ci = out["ours"], out["scipy"].confidence_interval
     ref = out["pre-14 draws"].view(np.int64)
     same = all(np.array_equal(out[k].view(np.int64), ref) for k in ("Sampler draws", "new draws"))
@@ -191,24 +203,34 @@ def bca_vs_scipy(n: int, target: float) -> bool:
         ratios[clock] = med["scipy"] / med["ours"]
         rounds = np.array(t["scipy"]) / np.array(t["ours"])
         rounds_before = np.array(t["scipy"]) / np.array(t["before"])
-        print(f"  {clock} time: ours {spread(t['ours'])} | before (Sampler loop) {spread(t['before'])} | "
-              f"scipy {spread(t['scipy'])}")
-        print(f"    scipy/ours = {ratios[clock]:5.2f}x (per round {rounds.min():.2f}-{rounds.max():.2f}; "
-              f"target >= {target:g}x); before: {med['scipy'] / med['before']:5.2f}x "
-              f"(per round {rounds_before.min():.2f}-{rounds_before.max():.2f})")
-        print(f"    bootstrap means alone: pre-issue-14 {spread(t['pre-14 draws'])}, Sampler loop "
-              f"{spread(t['Sampler draws'])}, now {spread(t['new draws'])} "
-              f"(Sampler/now {med['Sampler draws'] / med['new draws']:4.2f}x)")
+        print(
+            f"  {clock} time: ours {spread(t['ours'])} | before (Sampler loop) {spread(t['before'])} | "
+            f"scipy {spread(t['scipy'])}"
+        )
+        print(
+            f"    scipy/ours = {ratios[clock]:5.2f}x (per round {rounds.min():.2f}-{rounds.max():.2f}; "
+            f"target >= {target:g}x); before: {med['scipy'] / med['before']:5.2f}x "
+            f"(per round {rounds_before.min():.2f}-{rounds_before.max():.2f})"
+        )
+        print(
+            f"    bootstrap means alone: pre-issue-14 {spread(t['pre-14 draws'])}, Sampler loop "
+            f"{spread(t['Sampler draws'])}, now {spread(t['new draws'])} "
+            f"(Sampler/now {med['Sampler draws'] / med['new draws']:4.2f}x)"
+        )
     print(f"    identical: draws bit for bit {same}, intervals (ours vs before) {same_interval}")
     with cache.disabled():
         ends = np.array([E.bca_interval(d, 0.95, resamples=b, seed=s).confidence_interval() for s in range(10, 16)])
     sd = ends.std(axis=0, ddof=1)
     diff = np.array([res.lower - ci.low, res.upper - ci.high])
     agree = bool(np.all(np.abs(diff) < 4 * np.sqrt(2) * sd))
-    print(f"    ours [{res.lower:.6f}, {res.upper:.6f}]  scipy [{ci.low:.6f}, {ci.high:.6f}]  MC sd of ends "
-          f"{sd[0]:.6f}, {sd[1]:.6f}: {'agree' if agree else 'DISAGREE'} within 4 sd of a difference")
+    print(
+        f"    ours [{res.lower:.6f}, {res.upper:.6f}]  scipy [{ci.low:.6f}, {ci.high:.6f}]  MC sd of ends "
+        f"{sd[0]:.6f}, {sd[1]:.6f}: {'agree' if agree else 'DISAGREE'} within 4 sd of a difference"
+    )
     hit = min(ratios.values()) >= target
-    print(f"    target >= {target:g}x: {'MET' if hit else 'MISSED'} (wall {ratios['wall']:.2f}x, cpu {ratios['cpu']:.2f}x)")
+    print(
+        f"    target >= {target:g}x: {'MET' if hit else 'MISSED'} (wall {ratios['wall']:.2f}x, cpu {ratios['cpu']:.2f}x)"
+    )
     return agree and same and same_interval and hit
 
 
@@ -241,11 +263,15 @@ def wilcoxon_selection() -> bool:
             tracemalloc.stop()
         same = "old" not in out or out["old"] == out["new"]
         ok &= same
-        line = f"Wilcoxon n={n} ({m} Walsh averages; HL, ends w_(k), w_(M+1-k), counts at 0): new {t['new'] * 1e3:7.1f} ms, " \
-               f"peak {peaks['new']:6.1f} MiB"
+        line = (
+            f"Wilcoxon n={n} ({m} Walsh averages; HL, ends w_(k), w_(M+1-k), counts at 0): new {t['new'] * 1e3:7.1f} ms, "
+            f"peak {peaks['new']:6.1f} MiB"
+        )
         if "old" in t:
-            line += (f" | materialising {t['old'] * 1e3:7.1f} ms, peak {peaks['old']:7.1f} MiB | old/new time "
-                     f"{t['old'] / t['new']:5.1f}x, memory {peaks['old'] / peaks['new']:6.0f}x; identical: {same}")
+            line += (
+                f" | materialising {t['old'] * 1e3:7.1f} ms, peak {peaks['old']:7.1f} MiB | old/new time "
+                f"{t['old'] / t['new']:5.1f}x, memory {peaks['old'] / peaks['new']:6.0f}x; identical: {same}"
+            )
         print(line)
     d = np.random.default_rng(5).standard_t(4, 100_000)
     t, _ = interleaved({"new": lambda: E.wilcoxon_interval(d, 0.95)}, 2)
@@ -271,9 +297,11 @@ def shared_resampling() -> None:
                 return gate()
 
         t, out = interleaved({"shared": gate, "fresh": fresh}, 5)
-        print(f"one gate ({method}, n={n}, within rule, resolution check): shared {t['shared'] * 1e3:7.1f} ms | "
-              f"recomputed (before) {t['fresh'] * 1e3:7.1f} ms | saving {t['fresh'] / t['shared']:4.2f}x; "
-              f"identical: {out['shared'] == out['fresh']}")
+        print(
+            f"one gate ({method}, n={n}, within rule, resolution check): shared {t['shared'] * 1e3:7.1f} ms | "
+            f"recomputed (before) {t['fresh'] * 1e3:7.1f} ms | saving {t['fresh'] / t['shared']:4.2f}x; "
+            f"identical: {out['shared'] == out['fresh']}"
+        )
 
 
 def import_cost() -> None:
@@ -287,7 +315,9 @@ def import_cost() -> None:
         "... + scipy.special (before: imported eagerly)": "import scipy.special, estimators; estimators.decide_rule",
         "import scipy.stats": "import scipy.stats",
     }
-    t, _ = interleaved({k: (lambda c=c: subprocess.run([sys.executable, "-c", c], check=True)) for k, c in cmds.items()}, 7)
+    t, _ = interleaved(
+        {k: (lambda c=c: subprocess.run([sys.executable, "-c", c], check=True)) for k, c in cmds.items()}, 7
+    )
     for k in cmds:
         print(f"import: {k:<50} {t[k] * 1e3:7.1f} ms")
 

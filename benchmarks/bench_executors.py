@@ -77,7 +77,11 @@ CLUSTERS: dict[str, tuple[int, float, float, bool, dict[str, str]]] = {
     "ray 2 nodes": (2, 1.0, 1.0, True, {}),
     "ray 3 nodes": (3, 1.0, 0.0, True, {}),
 }
-LOCAL = {"local -j1": ["--jobs", "1"], "local -j2": ["--jobs", "2"], "ray own -j2": ["--executor", "ray", "--jobs", "2"]}
+LOCAL = {
+    "local -j1": ["--jobs", "1"],
+    "local -j2": ["--jobs", "2"],
+    "ray own -j2": ["--executor", "ray", "--jobs", "2"],
+}
 
 
 def comparable(runs: Path) -> list[dict[str, Any]]:
@@ -183,8 +187,13 @@ def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> t
     seconds from its ``running N with ...`` line (printed once the lock is verified and the ledger
     read, just before the executor starts) to its end: the sweep itself, less the process's start."""
     sampler, t0 = CpuSampler(), time.perf_counter()
-    proc = subprocess.Popen([script("collect"), "run", str(lock), "--out", str(out), *extra], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [script("collect"), "run", str(lock), "--out", str(out), *extra],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     lines, started = [], None
     for line in proc.stderr:
@@ -203,8 +212,11 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
     conditions = [c for c in [*LOCAL, *CLUSTERS] if not only or c in only]
     rng = random.Random(seed)
     lock, warm = freeze(work, SEEDS), work / "ms.lock.json"
-    subprocess.run([script("prereg"), "freeze", str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(warm)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [script("prereg"), "freeze", str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(warm)],
+        check=True,
+        capture_output=True,
+    )
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     times: dict[str, list[float]] = {}
@@ -239,8 +251,11 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
             reference = got if reference is None else reference
             shutil.rmtree(out)
         loads.append((before, load()))
-        print(f"round {r + 1}/{repeats} done (load {before:.1f} -> {loads[-1][1]:.1f}): "
-              + ", ".join(f"{c} {times[c][-1]:.2f} s" for c in order), file=sys.stderr)
+        print(
+            f"round {r + 1}/{repeats} done (load {before:.1f} -> {loads[-1][1]:.1f}): "
+            + ", ".join(f"{c} {times[c][-1]:.2f} s" for c in order),
+            file=sys.stderr,
+        )
 
     def med(xs: list[float], unit: str = " s") -> str:
         return f"{statistics.median(xs):6.2f}{unit} [{min(xs):.2f}-{max(xs):.2f}]"
@@ -249,16 +264,26 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
         return [x / y for x, y in zip(table[a], table[b], strict=True)]
 
     low, high = min(min(pair) for pair in loads), max(max(pair) for pair in loads)
-    print(f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds "
-          f"(conditions shuffled in each), load average {low:.1f}-{high:.1f}; median [range] over rounds")
+    print(
+        f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds "
+        f"(conditions shuffled in each), load average {low:.1f}-{high:.1f}; median [range] over rounds"
+    )
     print(f"{'condition':<14} {'seconds':>22} {'CPU seconds':>22} {'after the running line':>24}")
     for cond in conditions:
         print(f"{cond:<14} {med(times[cond]):>22} {med(cpus[cond]):>22} {med(sweeps[cond]):>24}")
     print("\nratios inside each round (the first's / the second's; > 1: the second is faster or costs less CPU)")
     print(f"{'':<30} {'seconds':>20} {'CPU seconds':>20}")
-    for a, b in (("local -j2", "ray attached"), ("local -j2", "ray att. cold"), ("local -j2", "ray att. tasks"),
-                 ("local -j2", "ray own -j2"), ("local -j2", "ray 2 nodes"), ("local -j2", "ray 3 nodes"),
-                 ("ray own -j2", "ray attached"), ("ray att. tasks", "ray attached"), ("local -j1", "local -j2")):
+    for a, b in (
+        ("local -j2", "ray attached"),
+        ("local -j2", "ray att. cold"),
+        ("local -j2", "ray att. tasks"),
+        ("local -j2", "ray own -j2"),
+        ("local -j2", "ray 2 nodes"),
+        ("local -j2", "ray 3 nodes"),
+        ("ray own -j2", "ray attached"),
+        ("ray att. tasks", "ray attached"),
+        ("local -j1", "local -j2"),
+    ):
         if a not in times or b not in times:
             continue
         print(f"{a + ' vs ' + b:<30} {med(ratios(times, a, b), 'x'):>20} {med(ratios(cpus, a, b), 'x'):>20}")
@@ -267,12 +292,16 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
     attached = ratios(times, "local -j2", "ray attached")
     wins = sum(x >= 1 for x in attached)
     verdict = "yes" if statistics.median(attached) >= 1 else "no"
-    print(f"attached Ray at least as fast as the local pool at equal cores (median of the {repeats} paired ratios "
-          f">= 1): {verdict} ({statistics.median(attached):.2f}x [{min(attached):.2f}-{max(attached):.2f}], "
-          f"Ray as fast or faster in {wins} of {repeats} rounds; load {low:.1f}-{high:.1f} on "
-          f"{os.cpu_count()} cores)")
-    print(f"records equal across every condition and round (less times, chain fields, seconds, git commit): "
-          f"{'yes' if same else 'NO'}")
+    print(
+        f"attached Ray at least as fast as the local pool at equal cores (median of the {repeats} paired ratios "
+        f">= 1): {verdict} ({statistics.median(attached):.2f}x [{min(attached):.2f}-{max(attached):.2f}], "
+        f"Ray as fast or faster in {wins} of {repeats} rounds; load {low:.1f}-{high:.1f} on "
+        f"{os.cpu_count()} cores)"
+    )
+    print(
+        f"records equal across every condition and round (less times, chain fields, seconds, git commit): "
+        f"{'yes' if same else 'NO'}"
+    )
 
 
 TORCH_CHILD = r"""
@@ -308,15 +337,24 @@ def part2(repeats: int, runs: int) -> None:
     plan = REPO / "examples" / "equal-work-torch.yaml"
     got: dict[str, list[dict[str, Any]]] = {"lean": [], "stock": []}
     for r in range(repeats):
-        for mode in (("lean", "stock") if r % 2 == 0 else ("stock", "lean")):
-            proc = subprocess.run([sys.executable, "-c", TORCH_CHILD, mode, str(plan), str(runs)], cwd=REPO,
-                                  capture_output=True, text=True, check=True)
+        for mode in ("lean", "stock") if r % 2 == 0 else ("stock", "lean"):
+            proc = subprocess.run(
+                [sys.executable, "-c", TORCH_CHILD, mode, str(plan), str(runs)],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             got[mode].append(json.loads(proc.stdout.splitlines()[-1]))
         print(f"torch round {r + 1}/{repeats} done", file=sys.stderr)
-    print(f"\nPart 2: torch demo runs in a fresh worker process, {repeats} processes per mode, {runs} runs each "
-          "(median [range] over processes)")
-    print(f"{'mode':<6} {'import trainer':>20} {'first run':>20} {'later runs':>20} {'one-off per worker':>20}"
-          f" {'(import+first)/later':>21} {'dynamo/inductor':>16}")
+    print(
+        f"\nPart 2: torch demo runs in a fresh worker process, {repeats} processes per mode, {runs} runs each "
+        "(median [range] over processes)"
+    )
+    print(
+        f"{'mode':<6} {'import trainer':>20} {'first run':>20} {'later runs':>20} {'one-off per worker':>20}"
+        f" {'(import+first)/later':>21} {'dynamo/inductor':>16}"
+    )
 
     def m(xs: list[float], unit: str = " s") -> str:
         return f"{statistics.median(xs):.2f}{unit} [{min(xs):.2f}-{max(xs):.2f}]"
@@ -331,12 +369,16 @@ def part2(repeats: int, runs: int) -> None:
         first_cost[mode] = [i + f for i, f in zip(imp, first, strict=True)]
         ratio = [(i + f) / lt for i, f, lt in zip(imp, first, later, strict=True)]
         loaded = ",".join(sorted({f"{g['dynamo']}/{g['inductor']}" for g in rows}))
-        print(f"{mode:<6} {m(imp):>20} {m(first):>20} {m(later):>20} {m(one_off[mode]):>20} {m(ratio, 'x'):>21}"
-              f" {loaded:>16}")
+        print(
+            f"{mode:<6} {m(imp):>20} {m(first):>20} {m(later):>20} {m(one_off[mode]):>20} {m(ratio, 'x'):>21}"
+            f" {loaded:>16}"
+        )
     saved = [s - lean for s, lean in zip(one_off["stock"], one_off["lean"], strict=True)]
     faster = [s / lean for s, lean in zip(first_cost["stock"], first_cost["lean"], strict=True)]
-    print(f"paired by round, stock vs lean: one-off cost saved per worker {m(saved)}; "
-          f"import + first run {m(faster, 'x')} faster")
+    print(
+        f"paired by round, stock vs lean: one-off cost saved per worker {m(saved)}; "
+        f"import + first run {m(faster, 'x')} faster"
+    )
 
 
 def main() -> None:
@@ -349,8 +391,10 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated conditions of part 1 (default all), e.g. 'local -j2,ray attached'")
     args = ap.parse_args()
     os.environ.pop("RAY_ADDRESS", None)
-    print(f"machine: shared, {os.cpu_count()} cores, other engineers' jobs running; load average before: "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"machine: shared, {os.cpu_count()} cores, other engineers' jobs running; load average before: "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     work = Path(tempfile.mkdtemp(prefix="bench-executors-"))
     try:
         part1(args.repeats, args.seed, work, args.only.split(",") if args.only else None)

@@ -71,8 +71,10 @@ def case4_rates(n: int, reps: int = 20000, seed: int = 4) -> dict[str, float]:
     normal = rng.normal(size=(reps, n))
     false_alarm = np.mean([skew_flagged(row, UPPER) is not None for row in normal])
     return {
-        "pass": float(passed.mean()), "warned": float(warned.mean()),
-        "pass_unwarned": float((passed & ~warned).mean()), "false_alarm": float(false_alarm),
+        "pass": float(passed.mean()),
+        "warned": float(warned.mean()),
+        "pass_unwarned": float((passed & ~warned).mean()),
+        "false_alarm": float(false_alarm),
     }
 
 
@@ -91,13 +93,17 @@ def main() -> None:
     print(f"case 1: a - b ~ N(0, 1), n = 8, {args.reps} data sets")
     print(f"  'estimate < 0' passes {est:.3f} (refused at freeze on a primary gate: it can no longer decide)")
     print(f"  'upper < 0' t gate at {CONF:.2f} passes {t:.3f} (nominal 0.05)")
-    print(f"\ncase 4: lognormal(0, 1) contrasts, mean exactly on the margin, 'upper < 0', t at {CONF:.2f}, "
-          f"{args.reps} data sets per n")
+    print(
+        f"\ncase 4: lognormal(0, 1) contrasts, mean exactly on the margin, 'upper < 0', t at {CONF:.2f}, "
+        f"{args.reps} data sets per n"
+    )
     print(f"  {'n':>3} {'pass':>6} {'warned':>7} {'pass&no-warning':>16} {'normal false alarm':>19}  verdict note")
     for n in (6, 10, 15, 20):
         r = case4_rates(n, args.reps)
         note = "symmetry unchecked" if n < SKEW_CHECK_MIN_N else "-"
-        print(f"  {n:>3} {r['pass']:6.3f} {r['warned']:7.3f} {r['pass_unwarned']:16.3f} {r['false_alarm']:19.3f}  {note}")
+        print(
+            f"  {n:>3} {r['pass']:6.3f} {r['warned']:7.3f} {r['pass_unwarned']:16.3f} {r['false_alarm']:19.3f}  {note}"
+        )
     cells(args.reps, args.all, args.jobs)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
@@ -105,8 +111,9 @@ def main() -> None:
 def _cell_rows(pop_index: int, method: str, reps: int, everything: bool) -> list[tuple[str, list[str]]]:
     """One population and method's table rows (run in a worker process with ``--jobs``)."""
     pop = POPULATIONS[pop_index]
-    rows: dict[str, list[str]] = {f"{method} range": []} if method == "betting" else {
-        f"{method} range": [], f"{method} no range": []}
+    rows: dict[str, list[str]] = (
+        {f"{method} range": []} if method == "betting" else {f"{method} range": [], f"{method} no range": []}
+    )
     for _, looks, spending in DESIGNS:
         if skip_reason(method, looks) and not everything:
             for out in rows.values():
@@ -122,8 +129,10 @@ def cells(reps: int, everything: bool, jobs: int = 1) -> None:
     """The small-sample cells (module doc): false-SUPPORTED and unwarned false-SUPPORTED rates."""
     from concurrent.futures import ProcessPoolExecutor
 
-    print(f"\nsmall-sample cells, {reps} data sets each, confidence 0.90 (nominal 0.05; 3 Monte Carlo SE "
-          f"{3 * math.sqrt(0.05 * 0.95 / reps):.4f}); range: contrasts in [-20, 20]; looks at 6, 12, 18, 24, 30")
+    print(
+        f"\nsmall-sample cells, {reps} data sets each, confidence 0.90 (nominal 0.05; 3 Monte Carlo SE "
+        f"{3 * math.sqrt(0.05 * 0.95 / reps):.4f}); range: contrasts in [-20, 20]; looks at 6, 12, 18, 24, 30"
+    )
     print(f"  {'population':<14} {'method':<18} " + " ".join(f"{name:>14}" for name, _, _ in DESIGNS))
     print(f"  {'':<14} {'':<18} " + " ".join(f"{'sup / unwarned':>14}" for _ in DESIGNS), flush=True)
     tasks = [(i, method) for i in range(len(POPULATIONS)) for method in METHODS]

@@ -95,8 +95,12 @@ def ledger_counts(runs: Path, planned: int) -> dict[str, int]:
     cells = [json.dumps([r.stratum, r.arm, r.replicate], sort_keys=True) for r in complete]
     ids = [r.run_id for r in ledger.records]
     torn_parsed = sum(1 for p in ledger.problems if "torn" not in p.message and "not a JSON" not in p.message)
-    return {"lost": planned - len(set(cells)), "duplicated": (len(cells) - len(set(cells))) + (len(ids) - len(set(ids))),
-            "torn_parsed": torn_parsed, "chain_broken": int(not verify_chain(ledger).ok)}
+    return {
+        "lost": planned - len(set(cells)),
+        "duplicated": (len(cells) - len(set(cells))) + (len(ids) - len(set(ids))),
+        "torn_parsed": torn_parsed,
+        "chain_broken": int(not verify_chain(ledger).ok),
+    }
 
 
 def trial(work: Path, rng: random.Random, ref: dict[str, Any], timings: dict[str, float]) -> dict[str, Any]:
@@ -105,15 +109,18 @@ def trial(work: Path, rng: random.Random, ref: dict[str, Any], timings: dict[str
     work.mkdir(parents=True, exist_ok=True)
     lock, runs = work / "ms.lock.json", work / "runs"
     shutil.copy(ref["lock"], lock)
-    killed, kids = kill_at_random([_script("collect"), "run", str(lock), "--out", str(runs), "--jobs", "2"],
-                                  rng.uniform(0.05, timings["run"]))
+    killed, kids = kill_at_random(
+        [_script("collect"), "run", str(lock), "--out", str(runs), "--jobs", "2"], rng.uniform(0.05, timings["run"])
+    )
     out["killed"] += killed
     out["workers_at_kill"] = len(kids) if killed else 0
     out["orphans"] = orphans(kids)
     done = _run("collect", "run", str(lock), "--out", str(runs), "--jobs", "2")
     counts = ledger_counts(runs, 48)
     counts["run_failed"] = int(done.returncode != 0)
-    ev_killed, _ = kill_at_random([_script("gates"), "evaluate", str(lock), str(runs)], rng.uniform(0.05, timings["evaluate"]))
+    ev_killed, _ = kill_at_random(
+        [_script("gates"), "evaluate", str(lock), str(runs)], rng.uniform(0.05, timings["evaluate"])
+    )
     out["killed"] += ev_killed
     partial = runs / "evaluation.json"
     torn_artifact = 0
@@ -129,8 +136,10 @@ def trial(work: Path, rng: random.Random, ref: dict[str, Any], timings: dict[str
     shutil.copy(ref["ilock"], ilock)
     table = work / "continuation.csv"
     shutil.copy(IMPORT_TABLE, table)
-    imp_killed, _ = kill_at_random([_script("collect"), "import", str(table), "--lock", str(ilock), "--out", str(iruns)],
-                                   rng.uniform(0.05, timings["import"]))
+    imp_killed, _ = kill_at_random(
+        [_script("collect"), "import", str(table), "--lock", str(ilock), "--out", str(iruns)],
+        rng.uniform(0.05, timings["import"]),
+    )
     out["killed"] += imp_killed
     again = _run("collect", "import", str(table), "--lock", str(ilock), "--out", str(iruns))
     icounts = ledger_counts(iruns, ref["import_rows"])
@@ -158,12 +167,22 @@ def reference(base: Path) -> tuple[dict[str, Any], dict[str, float]]:
     run_eval = json.loads(_run("gates", "evaluate", str(lock), str(base / "runs"), "--json").stdout)
     timings["evaluate"] = time.monotonic() - t0
     t0 = time.monotonic()
-    assert _run("collect", "import", str(IMPORT_TABLE), "--lock", str(ilock), "--out", str(base / "iruns")).returncode == 0
+    assert (
+        _run("collect", "import", str(IMPORT_TABLE), "--lock", str(ilock), "--out", str(base / "iruns")).returncode == 0
+    )
     timings["import"] = time.monotonic() - t0
     import_eval = json.loads(_run("gates", "evaluate", str(ilock), str(base / "iruns"), "--json").stdout)
     rows = sum(1 for line in IMPORT_TABLE.read_text().splitlines()[1:] if line.strip())
-    return ({"lock": lock, "ilock": ilock, "run_eval": comparable(run_eval), "import_eval": comparable(import_eval),
-             "import_rows": rows}, timings)
+    return (
+        {
+            "lock": lock,
+            "ilock": ilock,
+            "run_eval": comparable(run_eval),
+            "import_eval": comparable(import_eval),
+            "import_rows": rows,
+        },
+        timings,
+    )
 
 
 def kill_trials(trials: int, seed: int, work: Path) -> dict[str, Any]:

@@ -31,10 +31,14 @@ def main() -> None:
     args = ap.parse_args()
     site: int | str = int(args.outage_site) if args.outage_site.isdigit() else args.outage_site
     collector = MultisiteCollector()
-    print(f"sim.multisite, default params, outage_site={site}, {args.runs} seeds per policy, "
-          f"best of {args.repeats} rounds")
-    print(f"{'policy':<9} {'model runs/s':>13} {'ms/run':>7} {'collector runs/s':>17} {'ms/run':>7} "
-          f"{'completion s':>13} {'lost work':>10} {'goodput':>8}")
+    print(
+        f"sim.multisite, default params, outage_site={site}, {args.runs} seeds per policy, "
+        f"best of {args.repeats} rounds"
+    )
+    print(
+        f"{'policy':<9} {'model runs/s':>13} {'ms/run':>7} {'collector runs/s':>17} {'ms/run':>7} "
+        f"{'completion s':>13} {'lost work':>10} {'goodput':>8}"
+    )
     tick_s = MultisiteCollector.PARAMS["tick_ms"].default / 1000.0
     model_s = dict.fromkeys(POLICIES, float("inf"))
     full_s = dict.fromkeys(POLICIES, float("inf"))
@@ -55,8 +59,11 @@ def main() -> None:
         completion = statistics.mean(r.end_tick for r in rs) * tick_s
         lost = statistics.mean(r.lost for r in rs)
         goodput = statistics.mean(r.retained / r.attempted for r in rs)
-        print(f"{policy:<9} {args.runs / m:>13.0f} {1e3 * m / args.runs:>7.3f} {args.runs / f:>17.0f} "
-              f"{1e3 * f / args.runs:>7.3f} {completion:>13.1f} {lost:>10.1f} {goodput:>8.4f}")
+        print(
+            f"{policy:<9} {args.runs / m:>13.0f} {1e3 * m / args.runs:>7.3f} {args.runs / f:>17.0f} "
+            f"{1e3 * f / args.runs:>7.3f} {completion:>13.1f} {lost:>10.1f} {goodput:>8.4f}"
+        )
+
 
 if __name__ == "__main__":
     main()

@@ -48,8 +48,10 @@ def write_log(path: Path, rows: int) -> None:
     draw = [f"{v:.2f} W" for v in swing]
     for i in range(0, rows, 1000):
         draw[i] = "[N/A]"
-    lines += [f"{s.replace('-', '/').replace('T', ' ')}, 0, {d}, {p:.2f} W, 87 %, 40960 MiB"
-              for s, d, p in zip(stamps, draw, swing, strict=True)]
+    lines += [
+        f"{s.replace('-', '/').replace('T', ' ')}, 0, {d}, {p:.2f} W, 87 %, 40960 MiB"
+        for s, d, p in zip(stamps, draw, swing, strict=True)
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -97,8 +99,9 @@ print(base, hwm())
 
 def peak_mib(path: Path, what: str, out: Path) -> float:
     """Peak resident memory (MiB) of ``what`` on the log in a fresh child, above its imports' peak."""
-    proc = subprocess.run([sys.executable, "-c", _CHILD, what, str(path), str(out)], capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, what, str(path), str(out)], capture_output=True, text=True, check=True
+    )
     base_kib, peak_kib = map(int, proc.stdout.split())
     return (peak_kib - base_kib) / 1024
 
@@ -137,10 +140,14 @@ def main() -> None:
                 timings[name].append(time.perf_counter() - t0)
         best = {k: min(v) for k, v in timings.items()}
         print(f"nvidia-smi log: {args.rows:,} rows, {size:.1f} MiB; best of {args.repeats}")
-        print(f"ours (convert_log + energy with bounds + update period): {best['ours']:.2f} s, "
-              f"energy {results['ours']:.6g} J")
-        print(f"baseline (pandas.read_csv + numpy trapezoid, no bounds): {best['baseline']:.2f} s, "
-              f"energy {results['baseline']:.6g} J")
+        print(
+            f"ours (convert_log + energy with bounds + update period): {best['ours']:.2f} s, "
+            f"energy {results['ours']:.6g} J"
+        )
+        print(
+            f"baseline (pandas.read_csv + numpy trapezoid, no bounds): {best['baseline']:.2f} s, "
+            f"energy {results['baseline']:.6g} J"
+        )
         print(f"ratio ours / baseline: {best['ours'] / best['baseline']:.2f}")
 
 

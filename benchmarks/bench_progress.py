@@ -53,8 +53,13 @@ def one(mode: str, reports: int, folder: Path, injector: FaultInjector) -> float
     env = {k: v for k, v in os.environ.items() if k != "PREREG_PROGRESS"}
     if mode == "step":
         env["PREREG_PROGRESS"] = injector.path
-    out = subprocess.run([sys.executable, "-c", CHILD, mode, str(reports), str(folder / f"{mode}.log")],
-                         env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(reports), str(folder / f"{mode}.log")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout.strip())
 
 
@@ -73,8 +78,11 @@ def main() -> None:
             row = {m: one(m, args.reports, Path(tmp), injector) for m in order}
             for m in modes:
                 results[m].append(row[m])
-            print(f"round {r + 1}: " + ", ".join(f"{m} {row[m]:.2f} us" for m in modes)
-                  + f"; load {os.getloadavg()[0]:.2f}")
+            print(
+                f"round {r + 1}: "
+                + ", ".join(f"{m} {row[m]:.2f} us" for m in modes)
+                + f"; load {os.getloadavg()[0]:.2f}"
+            )
         assert len(injector.reports) == args.reports * args.rounds  # every report reached the collector
     for m in modes:
         v = results[m]

@@ -31,10 +31,7 @@ import time
 
 import numpy as np
 import torch
-from _baseline_telemetry import (  # benchmarks/ is sys.path[0] as a script
-    old_value_changes,
-    synthetic_trace,
-)
+from _baseline_telemetry import old_value_changes, synthetic_trace  # benchmarks/ is sys.path[0] as a script
 
 from collect.collectors.torchrun.collector import PARAMS
 from collect.collectors.torchrun.markov import SourceSpec, make_corpora
@@ -91,32 +88,39 @@ def throughput(args: argparse.Namespace) -> None:
                     continue
                 mode, ms, _ = label.split()
                 with open_sensor(args.sensor) as sensor:
-                    rec = Recorder(sensor, ["energy_counter", "power_average"], float(ms), spec=args.sensor,
-                                   mode=mode)
+                    rec = Recorder(sensor, ["energy_counter", "power_average"], float(ms), spec=args.sensor, mode=mode)
                     with rec:  # the child's start-up is outside the timed segment
                         rate, step = train_steps(trainer, args.seconds, rec, step)
                     rates[label].append(rate)
                     polls[label].append(rec.achieved_poll_ms())  # type: ignore[arg-type]
-    print(f"real torch step (WindowMLP vocab {D['vocab']} ctx {D['context']} emb {D['emb']} width {D['width']}, "
-          f"3 x {D['micro_batch']} windows, Adam, 1 thread), {args.repeats} shuffled repeats of {args.seconds:g} s, "
-          f"sensor {args.sensor}")
+    print(
+        f"real torch step (WindowMLP vocab {D['vocab']} ctx {D['context']} emb {D['emb']} width {D['width']}, "
+        f"3 x {D['micro_batch']} windows, Adam, 1 thread), {args.repeats} shuffled repeats of {args.seconds:g} s, "
+        f"sensor {args.sensor}"
+    )
     print(f"{'recorder':16s} {'steps/s':>9s} {'ratio to none: q1 / median / q3':>34s} {'poll median / p95 ms':>22s}")
     for label in LABELS:
         ratios = [r / n for r, n in zip(rates[label], rates["none"], strict=True)]
         q1, med, q3 = quartiles(ratios)
         poll = ""
         if label in polls:
-            poll = (f"{statistics.median(p[0] for p in polls[label]):.3f} / "
-                    f"{statistics.median(p[1] for p in polls[label]):.3f}")
+            poll = (
+                f"{statistics.median(p[0] for p in polls[label]):.3f} / "
+                f"{statistics.median(p[1] for p in polls[label]):.3f}"
+            )
         print(f"{label:16s} {statistics.median(rates[label]):9.1f} {q1:10.4f} / {med:.4f} / {q3:.4f} {poll:>22s}")
     noise = quartiles([r / n for r, n in zip(rates["none (control)"], rates["none"], strict=True)])
     for label in LABELS[2:]:
         loss = 1 - quartiles([r / n for r, n in zip(rates[label], rates["none"], strict=True)])[1]
         pooled = 1 - statistics.median(rates[label]) / statistics.median(rates["none"] + rates["none (control)"])
-        print(f"throughput loss, {label}: median of paired ratios {100 * loss:.2f}%, "
-              f"ratio of medians (both no-recorder conditions pooled) {100 * pooled:.2f}%")
-    print(f"targets: process 10 ms < 2%, process 1 ms < 5%; control ratio q1..q3 {noise[0]:.3f}..{noise[2]:.3f} "
-          "is this machine's noise floor")
+        print(
+            f"throughput loss, {label}: median of paired ratios {100 * loss:.2f}%, "
+            f"ratio of medians (both no-recorder conditions pooled) {100 * pooled:.2f}%"
+        )
+    print(
+        f"targets: process 10 ms < 2%, process 1 ms < 5%; control ratio q1..q3 {noise[0]:.3f}..{noise[2]:.3f} "
+        "is this machine's noise floor"
+    )
 
 
 def summaries(rows: int) -> None:
@@ -131,17 +135,24 @@ def summaries(rows: int) -> None:
     t0 = time.perf_counter()
     old = old_value_changes(trace, "energy_counter", wrap)
     t_old = time.perf_counter() - t0
-    same = (np.array_equal(old.lo_ns, new.lo_ns) and np.array_equal(old.hi_ns, new.hi_ns)
-            and np.array_equal(old.value, new.value) and old.resets == new.resets
-            and old.first_value == new.first_value and old.first_hi_ns == new.first_hi_ns)
+    same = (
+        np.array_equal(old.lo_ns, new.lo_ns)
+        and np.array_equal(old.hi_ns, new.hi_ns)
+        and np.array_equal(old.value, new.value)
+        and old.resets == new.resets
+        and old.first_value == new.first_value
+        and old.first_hi_ns == new.first_hi_ns
+    )
     trace = synthetic_trace(rows, wrap)
     a, b = int(trace.poll_ns[rows // 4]), int(trace.poll_ns[3 * rows // 4])
     t0 = time.perf_counter()
     summary = bounds.ledger_summary(trace, "energy_counter", a, b, 50.0, 700.0, wrap_mj=wrap)
     t_sum = time.perf_counter() - t0
-    print(f"summaries of {rows:,} rows (fresh trace each): value_changes with the old per-row loop {t_old:.2f} s "
-          f"({1e9 * t_old / rows:.0f} ns/row), vectorised {t_new:.3f} s ({1e9 * t_new / rows:.1f} ns/row), "
-          f"identical: {same}; whole ledger_summary (vectorised) {t_sum:.2f} s; summary {summary}")
+    print(
+        f"summaries of {rows:,} rows (fresh trace each): value_changes with the old per-row loop {t_old:.2f} s "
+        f"({1e9 * t_old / rows:.0f} ns/row), vectorised {t_new:.3f} s ({1e9 * t_new / rows:.1f} ns/row), "
+        f"identical: {same}; whole ledger_summary (vectorised) {t_sum:.2f} s; summary {summary}"
+    )
 
 
 def main() -> None:

@@ -62,8 +62,12 @@ class Step:
     def __init__(self, seed: int = 0) -> None:
         torch.manual_seed(seed)
         self.model = torch.nn.Sequential(
-            torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
-            torch.nn.Linear(512, 10))
+            torch.nn.Linear(256, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 512),
+            torch.nn.ReLU(),
+            torch.nn.Linear(512, 10),
+        )
         self.opt = torch.optim.SGD(self.model.parameters(), lr=1e-3, momentum=0.9)
         self.x = torch.randn(64, 256)
         self.y = torch.randint(0, 10, (64,))
@@ -144,14 +148,18 @@ def run(args: argparse.Namespace) -> None:
             whole[label].append(seg)
             typical[label].append(med)
     load1 = os.getloadavg()
-    print(f"small MLP step (256-512-512-10, batch 64, SGD), 1 torch thread, {args.steps} steps per segment, "
-          f"{args.repeats} shuffled repeats, sensor {args.sensor}; {os.cpu_count()} cores; load average (1 min) "
-          f"{load0[0]:.2f} at the start, {load1[0]:.2f} at the end; no sampler: "
-          f"{1e3 * statistics.median(typical['none']):.3f} ms per step (median)")
+    print(
+        f"small MLP step (256-512-512-10, batch 64, SGD), 1 torch thread, {args.steps} steps per segment, "
+        f"{args.repeats} shuffled repeats, sensor {args.sensor}; {os.cpu_count()} cores; load average (1 min) "
+        f"{load0[0]:.2f} at the start, {load1[0]:.2f} at the end; no sampler: "
+        f"{1e3 * statistics.median(typical['none']):.3f} ms per step (median)"
+    )
     for name, data in (("median step time", typical), ("whole segment (steps + phase marks)", whole)):
         print(f"\n{name}: ratio to the no-sampler segment of the same repeat")
-        print(f"{'sampler':15s} {'ms/step':>8s} {'ratio q1 / median / q3':>26s} {'slowdown: paired / pooled':>26s}"
-              f" {'poll ms':>8s} {'child CPU':>10s}")
+        print(
+            f"{'sampler':15s} {'ms/step':>8s} {'ratio q1 / median / q3':>26s} {'slowdown: paired / pooled':>26s}"
+            f" {'poll ms':>8s} {'child CPU':>10s}"
+        )
         pooled_none = statistics.median(data["none"] + data["none (control)"])
         for label in LABELS:
             ratios = [s / n for s, n in zip(data[label], data["none"], strict=True)]
@@ -161,8 +169,10 @@ def run(args: argparse.Namespace) -> None:
             share = f"{100 * statistics.median(cpu[label]):.1f}%" if cpu.get(label) else ""
             per_step = statistics.median(data[label]) / (args.steps if data is whole else 1) * 1e3
             print(f"{label:15s} {per_step:8.3f} {q1:8.4f} / {med:.4f} / {q3:.4f} {slow:>26s} {poll:>8s} {share:>10s}")
-    print("\nslowdown = time with the sampler / without, minus 1 (positive: slower; pooled: against both "
-          "no-sampler conditions' median); target < 2% at 10 ms; child CPU = the polling child's share of one core")
+    print(
+        "\nslowdown = time with the sampler / without, minus 1 (positive: slower; pooled: against both "
+        "no-sampler conditions' median); target < 2% at 10 ms; child CPU = the polling child's share of one core"
+    )
 
 
 def toggle(args: argparse.Namespace) -> None:
@@ -190,17 +200,30 @@ def toggle(args: argparse.Namespace) -> None:
             mean, se = statistics.fmean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
             half = 1.96 * se
             ratio = statistics.median(a / b for a, b in zip(med[label], med["off"], strict=True))
-            rows.append((f"{ms:g} ms", label, 1e3 * statistics.median(med[label]), 100 * math.expm1(mean),
-                         100 * math.expm1(mean - half), 100 * math.expm1(mean + half), ratio))
+            rows.append(
+                (
+                    f"{ms:g} ms",
+                    label,
+                    1e3 * statistics.median(med[label]),
+                    100 * math.expm1(mean),
+                    100 * math.expm1(mean - half),
+                    100 * math.expm1(mean + half),
+                    ratio,
+                )
+            )
     load1 = os.getloadavg()
-    print(f"toggle design: small MLP step, 1 torch thread, {args.pairs} rounds of 3 blocks x {args.block_steps} steps "
-          f"per poll interval, sensor {args.sensor}; {os.cpu_count()} cores; load average (1 min) {load0[0]:.2f} at "
-          f"the start, {load1[0]:.2f} at the end")
+    print(
+        f"toggle design: small MLP step, 1 torch thread, {args.pairs} rounds of 3 blocks x {args.block_steps} steps "
+        f"per poll interval, sensor {args.sensor}; {os.cpu_count()} cores; load average (1 min) {load0[0]:.2f} at "
+        f"the start, {load1[0]:.2f} at the end"
+    )
     print(f"{'poll':>6s} {'block':14s} {'ms/step':>8s} {'slowdown (95% interval)':>28s} {'median ratio':>13s}")
     for poll, label, per_step, mid, lo, hi, ratio in rows:
         print(f"{poll:>6s} {label:14s} {per_step:8.3f} {mid:+8.2f}% ({lo:+.2f}% .. {hi:+.2f}%) {ratio:13.4f}")
-    print("\nslowdown = exp(mean log(block / its round's 'off' block)) - 1; 'on': the sampler child running, "
-          "'off (control)': stopped in both (this machine's noise); target < 2% at 10 ms")
+    print(
+        "\nslowdown = exp(mean log(block / its round's 'off' block)) - 1; 'on': the sampler child running, "
+        "'off (control)': stopped in both (this machine's noise); target < 2% at 10 ms"
+    )
 
 
 def main() -> None:

@@ -83,21 +83,45 @@ def write_study(folder: Path, runs: int, seed: int = 0) -> tuple[Path, Path]:
     sites = 5
     seeds = max(1, runs // (2 * sites))
     plan = folder / "plan.yaml"
-    plan.write_text(PLAN.format(runs=runs, sites=", ".join(map(str, range(sites))),
-                                seeds=", ".join(str(1000 + s) for s in range(seeds))))
+    plan.write_text(
+        PLAN.format(
+            runs=runs, sites=", ".join(map(str, range(sites))), seeds=", ".join(str(1000 + s) for s in range(seeds))
+        )
+    )
     rng = np.random.default_rng(seed)
     table = folder / "runs.csv"
     with table.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["arm", "site", "seed", "nll", "flop", "energy", "energy_counter.bound",
-                    "energy_counter.updates", "energy_counter.effective_period_ms"])
+        w.writerow(
+            [
+                "arm",
+                "site",
+                "seed",
+                "nll",
+                "flop",
+                "energy",
+                "energy_counter.bound",
+                "energy_counter.updates",
+                "energy_counter.effective_period_ms",
+            ]
+        )
         for site in range(sites):
             for s in range(seeds):
                 base_nll, base_e = 3.0 + rng.normal(0, 0.05), 1000.0 * rng.uniform(0.8, 1.2)
                 for arm, shift in (("a", 0.0), ("b", -0.01)):
-                    w.writerow([arm, site, 1000 + s, f"{base_nll + shift + rng.normal(0, 0.01):.6f}",
-                                f"{1e15 * rng.uniform(0.9, 1.0):.6e}", f"{base_e * rng.uniform(0.9, 1.0):.3f}",
-                                "0.5", "200", "100.0"])
+                    w.writerow(
+                        [
+                            arm,
+                            site,
+                            1000 + s,
+                            f"{base_nll + shift + rng.normal(0, 0.01):.6f}",
+                            f"{1e15 * rng.uniform(0.9, 1.0):.6e}",
+                            f"{base_e * rng.uniform(0.9, 1.0):.3f}",
+                            "0.5",
+                            "200",
+                            "100.0",
+                        ]
+                    )
     return plan, table
 
 
@@ -117,8 +141,7 @@ def measured_cpu(args: list[str], cwd: Path) -> tuple[float, float, subprocess.C
         "print(json.dumps({'wall':w,'rss':m,'cpu':c,'rc':p.returncode,'out':p.stdout[-2000:],"
         "'err':p.stderr[-2000:]}))"
     )
-    proc = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=3600)
+    proc = subprocess.run([sys.executable, "-c", wrapper, *args], cwd=cwd, capture_output=True, text=True, timeout=3600)
     info = json.loads(proc.stdout)
     done = subprocess.CompletedProcess(args, info["rc"], info["out"], info["err"])
     return info["wall"], info["rss"], done, info["cpu"]
@@ -154,17 +177,24 @@ def one_size(runs: int, folder: Path) -> dict[str, object]:
     lock, out = folder / "plan.lock.json", folder / "runs"
     subprocess.run([str(BIN / "prereg"), "freeze", str(plan), "-o", str(lock)], check=True, capture_output=True)
     t_import, import_rss, proc = measured(
-        [str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)], folder)
+        [str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)], folder
+    )
     if proc.returncode != 0:
         raise SystemExit(f"collect import failed: {proc.stderr}")
     t_eval, rss, proc = measured([str(BIN / "gates"), "evaluate", str(lock), str(out)], folder)
     if proc.returncode not in (0, 1, 3):
         raise SystemExit(f"gates evaluate failed ({proc.returncode}): {proc.stderr}")
     t_base = baseline(table)
-    return {"runs": runs, "import_s": round(t_import, 2), "import_peak_mib": round(import_rss),
-            "evaluate_s": round(t_eval, 2),
-            "evaluate_peak_mib": round(rss), "baseline_pandas_scipy_s": round(t_base, 2),
-            "evaluate_over_baseline": round(t_eval / t_base, 1), "exit": proc.returncode}
+    return {
+        "runs": runs,
+        "import_s": round(t_import, 2),
+        "import_peak_mib": round(import_rss),
+        "evaluate_s": round(t_eval, 2),
+        "evaluate_peak_mib": round(rss),
+        "baseline_pandas_scipy_s": round(t_base, 2),
+        "evaluate_over_baseline": round(t_eval / t_base, 1),
+        "exit": proc.returncode,
+    }
 
 
 def import_only(runs: int, folder: Path, repeat: int) -> dict[str, object]:
@@ -178,7 +208,8 @@ def import_only(runs: int, folder: Path, repeat: int) -> dict[str, object]:
     for i in range(repeat):
         out = folder / f"runs{i}"
         wall, peak, proc, cpu = measured_cpu(
-            [str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)], folder)
+            [str(BIN / "collect"), "import", str(table), "--lock", str(lock), "--out", str(out)], folder
+        )
         if proc.returncode != 0:
             raise SystemExit(f"collect import failed: {proc.stderr}")
         walls.append(wall)
@@ -186,11 +217,16 @@ def import_only(runs: int, folder: Path, repeat: int) -> dict[str, object]:
         rss = max(rss, peak)
         ledgers.add((out / "ledger.jsonl").read_bytes())
         shutil.rmtree(out)
-    return {"runs": runs, "repeat": repeat, "import_s_median": round(statistics.median(walls), 2),
-            "import_s_range": [round(min(walls), 2), round(max(walls), 2)],
-            "import_cpu_s_median": round(statistics.median(cpus), 2),
-            "import_cpu_s_range": [round(min(cpus), 2), round(max(cpus), 2)], "import_peak_mib": round(rss),
-            "same_ledger_every_repeat": len(ledgers) == 1}
+    return {
+        "runs": runs,
+        "repeat": repeat,
+        "import_s_median": round(statistics.median(walls), 2),
+        "import_s_range": [round(min(walls), 2), round(max(walls), 2)],
+        "import_cpu_s_median": round(statistics.median(cpus), 2),
+        "import_cpu_s_range": [round(min(cpus), 2), round(max(cpus), 2)],
+        "import_peak_mib": round(rss),
+        "same_ledger_every_repeat": len(ledgers) == 1,
+    }
 
 
 def small(rounds: int, folder: Path) -> dict[str, object]:
@@ -199,13 +235,34 @@ def small(rounds: int, folder: Path) -> dict[str, object]:
     import statistics
     import time
 
-    for package in ("prereg", "collect", "gates", "estimators", "reports", "prereg_toolkit_cli"):  # as installed: bytecode
+    for package in (
+        "prereg",
+        "collect",
+        "gates",
+        "estimators",
+        "reports",
+        "prereg_toolkit_cli",
+    ):  # as installed: bytecode
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / package)], capture_output=True)
     lock, runs = folder / "c.lock.json", folder / "runs"
-    subprocess.run([str(BIN / "prereg"), "freeze", str(ROOT / "examples/continuation.yaml"), "-o", str(lock)],
-                   check=True, capture_output=True)
-    subprocess.run([str(BIN / "collect"), "import", str(ROOT / "examples/runs/continuation.csv"), "--lock", str(lock),
-                    "--out", str(runs)], check=True, capture_output=True)
+    subprocess.run(
+        [str(BIN / "prereg"), "freeze", str(ROOT / "examples/continuation.yaml"), "-o", str(lock)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            str(BIN / "collect"),
+            "import",
+            str(ROOT / "examples/runs/continuation.csv"),
+            "--lock",
+            str(lock),
+            "--out",
+            str(runs),
+        ],
+        check=True,
+        capture_output=True,
+    )
     evaluate = [str(BIN / "gates"), "evaluate", str(lock), str(runs)]
     floor = [sys.executable, "-c", "import numpy, scipy.special"]
     times: dict[str, list[float]] = {"evaluate": [], "floor": []}
@@ -218,9 +275,14 @@ def small(rounds: int, folder: Path) -> dict[str, object]:
             times[name].append(time.perf_counter() - start)
         loads.append(os.getloadavg()[0])
     ev, fl = statistics.median(times["evaluate"]), statistics.median(times["floor"])
-    return {"small": "18-run gates evaluate vs import numpy, scipy.special", "rounds": rounds,
-            "evaluate_s_median": round(ev, 3), "floor_s_median": round(fl, 3), "ratio": round(ev / fl, 2),
-            "load_1min_range": [round(min(loads), 2), round(max(loads), 2)]}
+    return {
+        "small": "18-run gates evaluate vs import numpy, scipy.special",
+        "rounds": rounds,
+        "evaluate_s_median": round(ev, 3),
+        "floor_s_median": round(fl, 3),
+        "ratio": round(ev / fl, 2),
+        "load_1min_range": [round(min(loads), 2), round(max(loads), 2)],
+    }
 
 
 def closing(results: list[dict[str, object]]) -> str:
@@ -228,30 +290,48 @@ def closing(results: list[dict[str, object]]) -> str:
     parts = []
     for r in results:
         if "ratio" in r:
-            parts.append(f"small evaluation {r['ratio']}x the numpy+scipy.special import (goal <= 1.5: "
-                         f"{'met' if float(r['ratio']) <= 1.5 else 'MISSED'})")  # type: ignore[arg-type]
+            parts.append(
+                f"small evaluation {r['ratio']}x the numpy+scipy.special import (goal <= 1.5: "
+                f"{'met' if float(r['ratio']) <= 1.5 else 'MISSED'})"
+            )  # type: ignore[arg-type]
         elif r.get("runs") == 100000 and "evaluate_s" in r:
             ok = float(r["evaluate_s"]) < 20 and float(r["evaluate_peak_mib"]) < 1024  # type: ignore[arg-type]
-            parts.append(f"100k evaluate {r['evaluate_s']} s, {r['evaluate_peak_mib']} MiB (goal < 20 s, < 1 GB: "
-                         f"{'met' if ok else 'MISSED'})")
+            parts.append(
+                f"100k evaluate {r['evaluate_s']} s, {r['evaluate_peak_mib']} MiB (goal < 20 s, < 1 GB: "
+                f"{'met' if ok else 'MISSED'})"
+            )
             ok = float(r["import_s"]) < 5 and float(r["import_peak_mib"]) < 300  # type: ignore[arg-type]
-            parts.append(f"100k import {r['import_s']} s, {r['import_peak_mib']} MiB (goal < 5 s, < 300 MB: "
-                         f"{'met' if ok else 'MISSED'})")
+            parts.append(
+                f"100k import {r['import_s']} s, {r['import_peak_mib']} MiB (goal < 5 s, < 300 MB: "
+                f"{'met' if ok else 'MISSED'})"
+            )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return "; ".join(parts) + f"; load average at the end {load}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, nargs="*", default=[1000, 10000, 100000],
-                        help="sizes to time end to end (none: only --small)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        nargs="*",
+        default=[1000, 10000, 100000],
+        help="sizes to time end to end (none: only --small)",
+    )
     parser.add_argument("--import-only", action="store_true", help="time collect import alone")
     parser.add_argument("--repeat", type=int, default=1, help="with --import-only: imports per size")
-    parser.add_argument("--small", type=int, default=9, metavar="ROUNDS",
-                        help="interleaved rounds of the 18-run evaluation vs the numpy+scipy.special import (0: skip)")
+    parser.add_argument(
+        "--small",
+        type=int,
+        default=9,
+        metavar="ROUNDS",
+        help="interleaved rounds of the 18-run evaluation vs the numpy+scipy.special import (0: skip)",
+    )
     args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; console scripts from {BIN}; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; console scripts from {BIN}; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     results: list[dict[str, object]] = []
     if args.small and not args.import_only:
         with tempfile.TemporaryDirectory() as tmp:

@@ -42,8 +42,15 @@ T_LOOKS = [6, 12, 18, 24, 30]
 EXACT_LOOKS = [8, 10, 12, 14, 16]
 
 
-def sequential_rate(method: str, looks: list[int], spending: str, sequences: int, seed: int,
-                    delta: float = 0.0, rule: Rule | None = None) -> tuple[float, float, float]:
+def sequential_rate(
+    method: str,
+    looks: list[int],
+    spending: str,
+    sequences: int,
+    seed: int,
+    delta: float = 0.0,
+    rule: Rule | None = None,
+) -> tuple[float, float, float]:
     """(share of sequences passing at some look, its standard error, mean blocks used) with the
     project's estimators at the toolkit's per-look levels (module doc)."""
     rule = rule or Rule("upper", "<", 0.0)
@@ -86,14 +93,20 @@ def main() -> None:
     args = parser.parse_args()
     n = args.sequences
     print(f"null sequences per design: {n}; nominal one-sided alpha {ALPHA:g}")
-    designs = [("t", T_LOOKS, "obrien_fleming"), ("t", T_LOOKS, "pocock"),
-               ("signflip", EXACT_LOOKS, "pocock"), ("wilcoxon", EXACT_LOOKS, "pocock")]
+    designs = [
+        ("t", T_LOOKS, "obrien_fleming"),
+        ("t", T_LOOKS, "pocock"),
+        ("signflip", EXACT_LOOKS, "pocock"),
+        ("wilcoxon", EXACT_LOOKS, "pocock"),
+    ]
     for i, (method, looks, spending) in enumerate(designs):
         start = time.perf_counter()
         rate, se, _ = sequential_rate(method, looks, spending, n, seed=100 + i)
         verdict = "ok" if rate <= ALPHA + 2 * se else "ABOVE alpha + 2 se"
-        print(f"  {method:8s} looks {looks} {spending:14s}: false SUPPORTED {rate:.4f} (se {se:.4f}; {verdict}) "
-              f"[{time.perf_counter() - start:.1f} s]")
+        print(
+            f"  {method:8s} looks {looks} {spending:14s}: false SUPPORTED {rate:.4f} (se {se:.4f}; {verdict}) "
+            f"[{time.perf_counter() - start:.1f} s]"
+        )
     print("naive stopping (t at its fixed 5% at every look, 6 blocks per look, 200 000 sequences):")
     for k in (2, 3, 5, 10):
         print(f"  {k:2d} looks: false SUPPORTED {naive_rate(k):.4f}")
@@ -107,9 +120,11 @@ def main() -> None:
         nominal = [lv.nominal_alpha for lv in gate_levels("t", CONF, T_LOOKS, spending)]
         pred = P.sequential_t_power(T_LOOKS, nominal, 0.0, 1.0, target, sims=200_000, seed=3)
         real, se, used = sequential_rate("t", T_LOOKS, spending, n, seed=8, rule=rule)
-        print(f"  looks {T_LOOKS} {spending}: predicted {pred.power:.4f}, realised {real:.4f} (se {se:.4f}); "
-              f"expected blocks {used:.2f} of 30 (predicted {pred.expected_blocks:.2f}): "
-              f"{30 - used:.2f} blocks = {2 * (30 - used):.1f} runs saved on average")
+        print(
+            f"  looks {T_LOOKS} {spending}: predicted {pred.power:.4f}, realised {real:.4f} (se {se:.4f}); "
+            f"expected blocks {used:.2f} of 30 (predicted {pred.expected_blocks:.2f}): "
+            f"{30 - used:.2f} blocks = {2 * (30 - used):.1f} runs saved on average"
+        )
 
 
 if __name__ == "__main__":

@@ -83,8 +83,9 @@ def harness(corpus, steps: int, every: int, folder: Path) -> float:
         rec = Recorder(open_sensor("sim:clock=virtual"), ["energy_counter"], D["poll_ms"])
         tel = _Telemetry(rec, D["tick_ms"])
         cfg = SimConfig("continue", sites=SITES, checkpoint_every_steps=every)
-        h = Harness(cfg, [], _Worker(t, tel), steps * SITES * D["micro_batch"], site_tokens=D["micro_batch"],
-                    phase=tel.phase)
+        h = Harness(
+            cfg, [], _Worker(t, tel), steps * SITES * D["micro_batch"], site_tokens=D["micro_batch"], phase=tel.phase
+        )
         t0 = time.perf_counter()
         with rec:
             r = h.run()
@@ -118,8 +119,10 @@ def main() -> None:
     steps = a.tokens // (SITES * D["micro_batch"])
     tokens = steps * SITES * D["micro_batch"]
     corpus = make_corpora(SourceSpec(), 1, D["train_tokens"] // 2048, 2048, 1, 64).train
-    print(f"torch {torch.__version__}, 1 thread, model vocab={D['vocab']} context={D['context']} emb={D['emb']} "
-          f"width={D['width']}, {SITES} sites x micro_batch {D['micro_batch']}, {steps} steps = {tokens} tokens")
+    print(
+        f"torch {torch.__version__}, 1 thread, model vocab={D['vocab']} context={D['context']} emb={D['emb']} "
+        f"width={D['width']}, {SITES} sites x micro_batch {D['micro_batch']}, {steps} steps = {tokens} tokens"
+    )
     times: dict[str, list[float]] = {"plain": [], "harness": [], "harness+ckpt": []}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -133,8 +136,10 @@ def main() -> None:
         for k, v in times.items():
             over = (best[k] / best["plain"] - 1) * 100
             print(f"{k:<14}{tokens / best[k]:>12,.0f}{best[k]:>9.3f}{statistics.median(v):>10.3f}{over:>9.1f}%")
-        print(f"\ncheckpoint (torch.save + fsync + os.replace; torch.load weights_only + load_state_dict), "
-              f"median of {a.repeats * 5}:")
+        print(
+            f"\ncheckpoint (torch.save + fsync + os.replace; torch.load weights_only + load_state_dict), "
+            f"median of {a.repeats * 5}:"
+        )
         print(f"{'width':>7}{'params':>11}{'bytes':>12}{'write MB/s':>12}{'restore MB/s':>14}")
         for width in (D["width"], a.ckpt_width):
             n, size, w, r = checkpoint_rates(corpus, width, a.repeats * 5, folder)

@@ -28,11 +28,23 @@ BIN = Path(sys.executable).parent
 IMPORTED = {
     "continuation": ("continuation.csv", []),
     "cadence-continuation": ("cadence-energy.csv", []),
-    "byo-smi": ("byo-smi.csv", ["--telemetry", str(ROOT / "examples/runs/byo-smi-logs"),
-                                "--telemetry-format", "nvidia-smi"]),
+    "byo-smi": (
+        "byo-smi.csv",
+        ["--telemetry", str(ROOT / "examples/runs/byo-smi-logs"), "--telemetry-format", "nvidia-smi"],
+    ),
 }
-GATE_KEYS = ("verdict", "estimate", "lower", "upper", "pvalue", "pvalue_adjusted", "method", "n_pairs",
-             "attained_confidence", "refused_by")
+GATE_KEYS = (
+    "verdict",
+    "estimate",
+    "lower",
+    "upper",
+    "pvalue",
+    "pvalue_adjusted",
+    "method",
+    "n_pairs",
+    "attained_confidence",
+    "refused_by",
+)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -50,8 +62,16 @@ def collect(folder: Path) -> None:
             raise SystemExit(f"{plan.name}: prereg freeze failed: {done.stderr}")
         if plan.stem in IMPORTED:
             table, extra = IMPORTED[plan.stem]
-            done = _run("collect", "import", str(ROOT / "examples/runs" / table), "--lock", str(lock),
-                        "--out", str(out / "runs"), *extra)
+            done = _run(
+                "collect",
+                "import",
+                str(ROOT / "examples/runs" / table),
+                "--lock",
+                str(lock),
+                "--out",
+                str(out / "runs"),
+                *extra,
+            )
         else:
             done = _run("collect", "run", str(lock), "--out", str(out / "runs"), "--jobs", "2")
         print(f"{plan.stem}: collected (exit {done.returncode})", flush=True)

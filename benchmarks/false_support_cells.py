@@ -50,12 +50,15 @@ class Population:
 
 
 POPULATIONS = (
-    Population("rare restarts", Rule("upper", "<", 0.5),
-               lambda rng, reps, n: 10.0 * (rng.random((reps, n)) < 0.1)),
-    Population("lognormal", Rule("upper", "<", 0.0),
-               lambda rng, reps, n: np.minimum(np.exp(rng.normal(size=(reps, n))), CAP) - CAPPED_MEAN),
-    Population("rare adverse", Rule("upper", "<", 0.0),
-               lambda rng, reps, n: np.where(rng.random((reps, n)) < 0.1, 18.0, -2.0)),
+    Population("rare restarts", Rule("upper", "<", 0.5), lambda rng, reps, n: 10.0 * (rng.random((reps, n)) < 0.1)),
+    Population(
+        "lognormal",
+        Rule("upper", "<", 0.0),
+        lambda rng, reps, n: np.minimum(np.exp(rng.normal(size=(reps, n))), CAP) - CAPPED_MEAN,
+    ),
+    Population(
+        "rare adverse", Rule("upper", "<", 0.0), lambda rng, reps, n: np.where(rng.random((reps, n)) < 0.1, 18.0, -2.0)
+    ),
     Population("normal", Rule("upper", "<", 0.0), lambda rng, reps, n: rng.normal(size=(reps, n))),
 )
 
@@ -103,8 +106,9 @@ class _Study:
         self.unwarned = not (judged.warned or judged.unchecked(method))
 
 
-def cell(pop: Population, method: str, looks: tuple[int, ...], spending: str | None, reps: int,
-         seed: int = 37) -> tuple[Rates, Rates]:
+def cell(
+    pop: Population, method: str, looks: tuple[int, ...], spending: str | None, reps: int, seed: int = 37
+) -> tuple[Rates, Rates]:
     """``(with the declared range, without it)`` rates of one cell (``looks``: one n for a fixed design).
     The two readings differ only on constant samples (judged on the unseen bound, or unresolvable)."""
     rng = np.random.default_rng([seed, looks[-1], len(looks), zlib.crc32(pop.name.encode())])  # same data per method
@@ -133,8 +137,12 @@ def cell(pop: Population, method: str, looks: tuple[int, ...], spending: str | N
 
 
 DESIGNS: tuple[tuple[str, tuple[int, ...], str | None], ...] = (
-    ("n=6", (6,), None), ("n=10", (10,), None), ("n=20", (20,), None), ("n=30", (30,), None),
-    ("looks OBF", LOOKS, "obrien_fleming"), ("looks Pocock", LOOKS, "pocock"),
+    ("n=6", (6,), None),
+    ("n=10", (10,), None),
+    ("n=20", (20,), None),
+    ("n=30", (30,), None),
+    ("looks OBF", LOOKS, "obrien_fleming"),
+    ("looks Pocock", LOOKS, "pocock"),
 )
 #: betting needs a range; t and sign-flip are read with and without one
 METHODS = ("betting", "t", "signflip")

@@ -33,22 +33,58 @@ from collect.traces.telemetry import Trace
 
 _MS = 1e6
 #: candidate averaging windows (ms) and delays (ms) of :func:`fit_window`
-WINDOWS_MS = (1, 2, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 600, 750,
-              1000, 1250, 1500, 2000)
+WINDOWS_MS = (
+    1,
+    2,
+    5,
+    10,
+    15,
+    20,
+    25,
+    30,
+    40,
+    50,
+    60,
+    75,
+    100,
+    125,
+    150,
+    200,
+    250,
+    300,
+    400,
+    500,
+    600,
+    750,
+    1000,
+    1250,
+    1500,
+    2000,
+)
 DELAYS_MS = tuple(float(d) for d in np.arange(0.0, 200.01, 2.5))
 
 
-def one_signal_trace(name: str, unit: str, kind: str, t_before_ns: np.ndarray, t_after_ns: np.ndarray,
-                     value: np.ndarray, driver_ts_us: np.ndarray | None = None) -> Trace:
+def one_signal_trace(
+    name: str,
+    unit: str,
+    kind: str,
+    t_before_ns: np.ndarray,
+    t_after_ns: np.ndarray,
+    value: np.ndarray,
+    driver_ts_us: np.ndarray | None = None,
+) -> Trace:
     """A trace holding one signal's ok readings (each read its own poll), for the toolkit's analysis."""
     n = len(value)
     return Trace(
-        signal=np.full(n, name, dtype=object), t_before_ns=np.asarray(t_before_ns, dtype=np.int64),
-        t_after_ns=np.asarray(t_after_ns, dtype=np.int64), value=np.asarray(value, dtype=np.float64),
+        signal=np.full(n, name, dtype=object),
+        t_before_ns=np.asarray(t_before_ns, dtype=np.int64),
+        t_after_ns=np.asarray(t_after_ns, dtype=np.int64),
+        value=np.asarray(value, dtype=np.float64),
         status=np.full(n, "ok", dtype=object),
         driver_ts_us=np.full(n, np.nan) if driver_ts_us is None else np.asarray(driver_ts_us, dtype=np.float64),
         signals={name: SignalInfo(name, unit, kind, "measured")},  # type: ignore[arg-type]
-        requested_poll_ms=0.0, poll_ns=np.asarray(t_before_ns, dtype=np.int64),
+        requested_poll_ms=0.0,
+        poll_ns=np.asarray(t_before_ns, dtype=np.int64),
     )
 
 
@@ -65,16 +101,24 @@ def counter_period(t_before_ns: np.ndarray, t_after_ns: np.ndarray, value_mj: np
     est = update_period(trace, "energy_counter")
     u = value_changes(trace, "energy_counter")
     out: dict[str, float | None] = {
-        "updates": float(u.lo_ns.size), "toolkit_period_ms": _ms(est.effective_period_ms),
+        "updates": float(u.lo_ns.size),
+        "toolkit_period_ms": _ms(est.effective_period_ms),
         "achieved_poll_ms": _ms(float(np.median(np.diff(t_before_ns))) / _MS if len(t_before_ns) > 1 else None),
-        "median_gap_ms": None, "conservative_period_ms": None, "longest_interval_ms": None, "inner_period_ms": None,
+        "median_gap_ms": None,
+        "conservative_period_ms": None,
+        "longest_interval_ms": None,
+        "inner_period_ms": None,
     }
     if u.lo_ns.size >= 3:
         mids = (u.lo_ns + u.hi_ns) / 2.0
         outer = (u.hi_ns[1:] - u.lo_ns[:-1]) / _MS
         inner = (u.lo_ns[1:] - u.hi_ns[:-1]) / _MS
-        out.update(median_gap_ms=_ms(np.median(np.diff(mids)) / _MS), conservative_period_ms=_ms(np.median(outer)),
-                   longest_interval_ms=_ms(outer.max()), inner_period_ms=_ms(np.median(inner)))
+        out.update(
+            median_gap_ms=_ms(np.median(np.diff(mids)) / _MS),
+            conservative_period_ms=_ms(np.median(outer)),
+            longest_interval_ms=_ms(outer.max()),
+            inner_period_ms=_ms(np.median(inner)),
+        )
     return out
 
 
@@ -107,8 +151,14 @@ class WindowFit:
     updates: int
 
 
-def fit_window(update_mid_ns: np.ndarray, value_w: np.ndarray, on_ns: np.ndarray, off_ns: np.ndarray,
-               windows_ms: Sequence[float] = WINDOWS_MS, delays_ms: Sequence[float] = DELAYS_MS) -> WindowFit:
+def fit_window(
+    update_mid_ns: np.ndarray,
+    value_w: np.ndarray,
+    on_ns: np.ndarray,
+    off_ns: np.ndarray,
+    windows_ms: Sequence[float] = WINDOWS_MS,
+    delays_ms: Sequence[float] = DELAYS_MS,
+) -> WindowFit:
     """The (window, delay) whose boxcar average of the load's duty best explains each new value
     (least squares of ``value = a + b * duty`` with ``b > 0``; see the module doc)."""
     y = np.asarray(value_w, dtype=np.float64)
@@ -137,24 +187,27 @@ def fit_window(update_mid_ns: np.ndarray, value_w: np.ndarray, on_ns: np.ndarray
     return WindowFit(w, d, a, b, r2, int(y.size))
 
 
-def update_mids(t_before_ns: np.ndarray, t_after_ns: np.ndarray, value: np.ndarray,
-                name: str = "power") -> tuple[np.ndarray, np.ndarray]:
+def update_mids(
+    t_before_ns: np.ndarray, t_after_ns: np.ndarray, value: np.ndarray, name: str = "power"
+) -> tuple[np.ndarray, np.ndarray]:
     """(midpoints of the update windows in ns, the value after each update) of a gauge's polls."""
     trace = one_signal_trace(name, "W", "gauge", t_before_ns, t_after_ns, value)
     u = value_changes(trace, name)
     return (u.lo_ns + u.hi_ns) / 2.0, u.value
 
 
-def gauge_period_ms(t_before_ns: np.ndarray, t_after_ns: np.ndarray, value: np.ndarray,
-                    driver_ts_us: np.ndarray | None = None) -> tuple[float | None, float | None]:
+def gauge_period_ms(
+    t_before_ns: np.ndarray, t_after_ns: np.ndarray, value: np.ndarray, driver_ts_us: np.ndarray | None = None
+) -> tuple[float | None, float | None]:
     """(update period from value changes, from driver timestamps) of a gauge, ms (toolkit's analysis)."""
     trace = one_signal_trace("power", "W", "gauge", t_before_ns, t_after_ns, value, driver_ts_us)
     est = update_period(trace, "power")
     return _ms(est.effective_period_ms), _ms(est.driver_period_ms)
 
 
-def counter_mean_power_w(t_before_ns: np.ndarray, t_after_ns: np.ndarray, value_mj: np.ndarray,
-                         start_ns: float, end_ns: float) -> float | None:
+def counter_mean_power_w(
+    t_before_ns: np.ndarray, t_after_ns: np.ndarray, value_mj: np.ndarray, start_ns: float, end_ns: float
+) -> float | None:
     """Mean power (W) between the first and last counter updates whose windows lie in [start, end]."""
     trace = one_signal_trace("energy_counter", "mJ", "counter", t_before_ns, t_after_ns, value_mj)
     u = value_changes(trace, "energy_counter")
@@ -166,8 +219,9 @@ def counter_mean_power_w(t_before_ns: np.ndarray, t_after_ns: np.ndarray, value_
     return float((u.value[j] - u.value[i]) / 1000.0 / dt_s) if dt_s > 0 else None
 
 
-def mean_ratio(t_ns: np.ndarray, value_w: np.ndarray, start_ns: float, end_ns: float,
-               counter_w: float | None) -> float | None:
+def mean_ratio(
+    t_ns: np.ndarray, value_w: np.ndarray, start_ns: float, end_ns: float, counter_w: float | None
+) -> float | None:
     """Mean of a power reading's polls inside [start, end] (polls evenly spread in time: its time
     average) over the counter's mean power there."""
     inside = (t_ns >= start_ns) & (t_ns <= end_ns)
@@ -188,6 +242,19 @@ def fit_dict(fit: WindowFit) -> dict[str, float | int | None]:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(fit).items()}
 
 
-__all__ = ["DELAYS_MS", "WINDOWS_MS", "WindowFit", "counter_mean_power_w", "counter_period", "coverage", "duty",
-           "fit_dict", "fit_window", "gauge_period_ms", "high_time_ns", "mean_ratio", "one_signal_trace",
-           "update_mids"]
+__all__ = [
+    "DELAYS_MS",
+    "WINDOWS_MS",
+    "WindowFit",
+    "counter_mean_power_w",
+    "counter_period",
+    "coverage",
+    "duty",
+    "fit_dict",
+    "fit_window",
+    "gauge_period_ms",
+    "high_time_ns",
+    "mean_ratio",
+    "one_signal_trace",
+    "update_mids",
+]

@@ -107,8 +107,10 @@ def table(result: dict[str, Any]) -> list[str]:
     """The printed table: one Markdown row per figure (paste-ready for docs/performance.md)."""
     rows = ["| step | figure | value |", "| --- | --- | --- |"]
     gpu = result.get("gpu", {})
-    rows.append(f"| device | GPU / driver / power limit | {gpu.get('name')} / {gpu.get('driver_version')} / "
-                f"{_f(gpu.get('power_limit_w'))} W |")
+    rows.append(
+        f"| device | GPU / driver / power limit | {gpu.get('name')} / {gpu.get('driver_version')} / "
+        f"{_f(gpu.get('power_limit_w'))} W |"
+    )
     c = result.get("counter", {})
     if c:
         rows += [
@@ -126,12 +128,17 @@ def table(result: dict[str, Any]) -> list[str]:
             rows.append(f"| 2 {name} | unavailable | {s.get('status')} |")
             continue
         fit = s["fit"]
-        rows += [f"| 2 {name} | update period (values / driver) | {_f(s['period_ms'])} / {_f(s['driver_period_ms'])} ms |",
-                 f"| 2 {name} | averaging window / delay (R^2) | {_f(fit['window_ms'])} / {_f(fit['delay_ms'])} ms "
-                 f"({_f(fit['r2'], 3)}{'' if s.get('fit_conclusive') else ': inconclusive'}) |",
-                 f"| 2 {name} | share of time covered | {_f(s['coverage'])} |",
-                 "| 2 " + name + " | mean / counter mean by square period (ms) | "
-                 + ", ".join(f"{k}: {_f(v, 3)}" for k, v in s["mean_ratio"].items()) + " |"]
+        rows += [
+            f"| 2 {name} | update period (values / driver) | {_f(s['period_ms'])} / {_f(s['driver_period_ms'])} ms |",
+            f"| 2 {name} | averaging window / delay (R^2) | {_f(fit['window_ms'])} / {_f(fit['delay_ms'])} ms "
+            f"({_f(fit['r2'], 3)}{'' if s.get('fit_conclusive') else ': inconclusive'}) |",
+            f"| 2 {name} | share of time covered | {_f(s['coverage'])} |",
+            "| 2 "
+            + name
+            + " | mean / counter mean by square period (ms) | "
+            + ", ".join(f"{k}: {_f(v, 3)}" for k, v in s["mean_ratio"].items())
+            + " |",
+        ]
     e = result.get("e2e", {})
     if e:
         rows.append(f"| 3 e2e | collect run + gates evaluate | {e.get('status')}: {e.get('detail', '')} |")
@@ -151,9 +158,11 @@ def docs_row(result: dict[str, Any]) -> str:
         return f"{_f(s['fit']['window_ms'])} ms / {_f(s['coverage'])} (R^2 {_f(s['fit']['r2'], 3)})"
 
     e = result.get("e2e", {})
-    return (f"| {gpu.get('name')} ({gpu.get('driver_version')}) | {_f(c.get('toolkit_period_ms'))} / "
-            f"{_f(c.get('conservative_period_ms'))} ms | {window('power_usage')} | {window('power_instant')} | "
-            f"{e.get('status', 'not run')} |")
+    return (
+        f"| {gpu.get('name')} ({gpu.get('driver_version')}) | {_f(c.get('toolkit_period_ms'))} / "
+        f"{_f(c.get('conservative_period_ms'))} ms | {window('power_usage')} | {window('power_instant')} | "
+        f"{e.get('status', 'not run')} |"
+    )
 
 
 def run_check(args: argparse.Namespace, info: dict[str, Any]) -> dict[str, Any]:
@@ -168,8 +177,9 @@ def run_check(args: argparse.Namespace, info: dict[str, Any]) -> dict[str, Any]:
         # a lent GPU's minutes are scarce: any error of a step is recorded and the next step still runs
         measured: Measured | None = None
         try:
-            measured = measure(args.index, plan, deadline - (0 if args.skip_e2e else args.e2e_reserve_s),
-                               args.sensor, args.load_device)
+            measured = measure(
+                args.index, plan, deadline - (0 if args.skip_e2e else args.e2e_reserve_s), args.sensor, args.load_device
+            )
         except Exception as err:
             result["failures"]["1-2 load and poll"] = f"{type(err).__name__}: {err}"
         if measured is not None:
@@ -177,8 +187,11 @@ def run_check(args: argparse.Namespace, info: dict[str, Any]) -> dict[str, Any]:
                 result["raw"] = raw_updates(measured)
                 result.update(analyse(measured, info))
                 default_ms, basis = default_counter_period(info.get("name"))
-                result["counter"].update(default_period_ms=default_ms, default_basis=basis,
-                                         default_verdict=default_verdict(default_ms, result["counter"]))
+                result["counter"].update(
+                    default_period_ms=default_ms,
+                    default_basis=basis,
+                    default_verdict=default_verdict(default_ms, result["counter"]),
+                )
             except Exception as err:
                 result["failures"]["1-2 analysis"] = f"{type(err).__name__}: {err} (raw update windows kept)"
     if not args.skip_e2e:
@@ -197,8 +210,9 @@ def run_check(args: argparse.Namespace, info: dict[str, Any]) -> dict[str, Any]:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The options (see the module doc)."""
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    default_out = Path(os.environ["OUT"]) / "gpu_energy_check.json" if os.environ.get("OUT") else Path(
-        "gpu_energy_check.json")
+    default_out = (
+        Path(os.environ["OUT"]) / "gpu_energy_check.json" if os.environ.get("OUT") else Path("gpu_energy_check.json")
+    )
     p.add_argument("--out", type=Path, default=default_out, help=f"the JSON result (default {default_out})")
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--index", type=int, default=0, help="NVML index of the GPU (default 0)")
@@ -208,8 +222,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--e2e-reserve-s", type=float, default=150.0, help="budget kept for step 3 (s, default 150)")
     p.add_argument("--skip-e2e", action="store_true", help="steps 1-2 only")
     p.add_argument("--e2e-only", action="store_true", help="step 3 only")
-    p.add_argument("--e2e-sensor", help="step 3's sensor (default nvml:index=INDEX; sim:... checks the plumbing "
-                   "without a GPU, its energy then modeled)")
+    p.add_argument(
+        "--e2e-sensor",
+        help="step 3's sensor (default nvml:index=INDEX; sim:... checks the plumbing "
+        "without a GPU, its energy then modeled)",
+    )
     p.add_argument("--e2e-device", choices=["cuda", "cpu"], help="step 3's torch device (default cuda)")
     p.add_argument("--load-worker", nargs=2, metavar=("SCHEDULE", "RESULT"), help=argparse.SUPPRESS)
     # the plumbing check without a GPU: --sensor sim:clock=real --load-device cpu (nothing measured)
@@ -229,12 +246,16 @@ def main(argv: list[str] | None = None) -> int:
 
         return load_worker(Path(args.load_worker[0]), Path(args.load_worker[1]), args.index, args.load_device)
     plumbing_only = (args.e2e_only or (args.sensor or "").startswith("sim")) and (
-        args.skip_e2e or (args.e2e_sensor or "").startswith("sim"))
+        args.skip_e2e or (args.e2e_sensor or "").startswith("sim")
+    )
     try:
         if args.out.exists() and not args.force:
             raise NotReady(f"{args.out} exists (an earlier result?): give another --out, or --force to replace it")
-        info = {"name": None, "note": "no GPU used: plumbing check"} if plumbing_only else preflight(
-            args.index, not args.skip_e2e)
+        info = (
+            {"name": None, "note": "no GPU used: plumbing check"}
+            if plumbing_only
+            else preflight(args.index, not args.skip_e2e)
+        )
     except NotReady as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2

@@ -84,14 +84,18 @@ def missing_for_e2e() -> list[str]:
     """What the step needs and this Python lacks: the toolkit's dependencies and its registered plugins."""
     from importlib.metadata import entry_points
 
-    missing = [f"{name} (pip install {pkg})" for name, pkg in (("pydantic", "pydantic"), ("yaml", "PyYAML"),
-                                                              ("scipy", "scipy"), ("rich", "rich"))
-               if importlib.util.find_spec(name) is None]
+    missing = [
+        f"{name} (pip install {pkg})"
+        for name, pkg in (("pydantic", "pydantic"), ("yaml", "PyYAML"), ("scipy", "scipy"), ("rich", "rich"))
+        if importlib.util.find_spec(name) is None
+    ]
     collectors = {ep.name for ep in entry_points(group="prereg_toolkit.collectors")}
     sensors = {ep.name for ep in entry_points(group="prereg_toolkit.sensors")}
     if "torch.multisite" not in collectors or "nvml" not in sensors:
-        missing.append("the toolkit installed, so that its collectors and sensors are registered "
-                       "(pip install --no-deps --no-build-isolation -e .)")
+        missing.append(
+            "the toolkit installed, so that its collectors and sensors are registered "
+            "(pip install --no-deps --no-build-isolation -e .)"
+        )
     return missing
 
 
@@ -101,8 +105,11 @@ def _cmd(tool: str, *args: str) -> list[str]:
 
 def _run(argv: list[str], cwd: Path, timeout_s: float, ok: tuple[int, ...] = (0,)) -> tuple[str | None, str]:
     """(None, stdout) when the command exits with a code in ``ok`` in time, else (why, stdout)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
     if timeout_s <= 1:
         return "no time left in the budget", ""
     try:
@@ -126,18 +133,35 @@ def summarise(runs_dir: Path, evaluation: dict[str, Any]) -> dict[str, Any]:
     for line in (runs_dir / "ledger.jsonl").read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         tel = (r.get("telemetry") or {}).get("energy_counter") or {}
-        runs.append({"arm": r.get("arm"), "seed": r.get("seed"), "status": r.get("status"),
-                     "energy_j": (r.get("metrics") or {}).get("energy"),
-                     "bound_j": (tel.get("metric_bounds") or {}).get("energy", tel.get("bound")),
-                     "effective_period_ms": tel.get("effective_period_ms"), "updates": tel.get("updates"),
-                     "achieved_poll_ms": tel.get("achieved_poll_ms"), "evidence": (r.get("evidence") or {}).get("energy")})
+        runs.append(
+            {
+                "arm": r.get("arm"),
+                "seed": r.get("seed"),
+                "status": r.get("status"),
+                "energy_j": (r.get("metrics") or {}).get("energy"),
+                "bound_j": (tel.get("metric_bounds") or {}).get("energy", tel.get("bound")),
+                "effective_period_ms": tel.get("effective_period_ms"),
+                "updates": tel.get("updates"),
+                "achieved_poll_ms": tel.get("achieved_poll_ms"),
+                "evidence": (r.get("evidence") or {}).get("energy"),
+            }
+        )
     gate: dict[str, Any] = next((g for g in evaluation.get("gates", []) if g.get("id") == "energy_ratio"), {})
-    finite = (len(runs) == RUNS and all(r["status"] == "complete" and _finite(r["energy_j"]) and _finite(r["bound_j"])
-                                        for r in runs) and _finite(gate.get("lower")) and _finite(gate.get("upper")))
-    return {"runs": runs, "decision": evaluation.get("decision"),
-            "gate": {k: gate.get(k) for k in ("verdict", "estimate", "lower", "upper", "n_pairs", "refused_by")},
-            "invalidators": {i["id"]: {"fired": i.get("fired"), "detail": i.get("detail")}
-                             for i in evaluation.get("invalidators", [])}, "all_finite": finite}
+    finite = (
+        len(runs) == RUNS
+        and all(r["status"] == "complete" and _finite(r["energy_j"]) and _finite(r["bound_j"]) for r in runs)
+        and _finite(gate.get("lower"))
+        and _finite(gate.get("upper"))
+    )
+    return {
+        "runs": runs,
+        "decision": evaluation.get("decision"),
+        "gate": {k: gate.get(k) for k in ("verdict", "estimate", "lower", "upper", "n_pairs", "refused_by")},
+        "invalidators": {
+            i["id"]: {"fired": i.get("fired"), "detail": i.get("detail")} for i in evaluation.get("invalidators", [])
+        },
+        "all_finite": finite,
+    }
 
 
 def end_to_end(tmp: Path, sensor: str, device: str, budget_s: float) -> dict[str, Any]:
@@ -146,10 +170,16 @@ def end_to_end(tmp: Path, sensor: str, device: str, budget_s: float) -> dict[str
     (tmp / "plan.yaml").write_text(plan_yaml(sensor, device), encoding="utf-8")
     seconds: dict[str, float] = {}
     out: dict[str, Any] = {"sensor": sensor, "device": device, "seconds": seconds}
-    steps = [("freeze", _cmd("prereg", "freeze", "plan.yaml", "-o", "plan.lock.json"), 60.0, (0,)),
-             ("run", _cmd("collect", "run", "plan.lock.json", "--out", "runs", "--json"), budget_s, (0,)),
-             ("evaluate", _cmd("gates", "evaluate", "plan.lock.json", "runs", "--json", "--out",
-                               "runs/evaluation.json"), 60.0, (0, 1, 3))]
+    steps = [
+        ("freeze", _cmd("prereg", "freeze", "plan.yaml", "-o", "plan.lock.json"), 60.0, (0,)),
+        ("run", _cmd("collect", "run", "plan.lock.json", "--out", "runs", "--json"), budget_s, (0,)),
+        (
+            "evaluate",
+            _cmd("gates", "evaluate", "plan.lock.json", "runs", "--json", "--out", "runs/evaluation.json"),
+            60.0,
+            (0, 1, 3),
+        ),
+    ]
     for name, argv, limit, ok in steps:
         t = time.monotonic()
         why, _ = _run(argv, tmp, min(limit, deadline - time.monotonic() - (20 if name == "run" else 0)), ok)
@@ -158,9 +188,11 @@ def end_to_end(tmp: Path, sensor: str, device: str, budget_s: float) -> dict[str
             return {**out, "status": "failed", "detail": why}
     summary = summarise(tmp / "runs", json.loads((tmp / "runs" / "evaluation.json").read_text(encoding="utf-8")))
     gate = summary["gate"]
-    detail = (f"{len(summary['runs'])} runs; energy gate {gate['verdict']} "
-              f"[{gate['lower']:.4g}, {gate['upper']:.4g}]" if summary["all_finite"] else
-              "a run, its energy bound or the gate interval is missing or not finite")
+    detail = (
+        f"{len(summary['runs'])} runs; energy gate {gate['verdict']} [{gate['lower']:.4g}, {gate['upper']:.4g}]"
+        if summary["all_finite"]
+        else "a run, its energy bound or the gate interval is missing or not finite"
+    )
     return {**out, **summary, "status": "ok" if summary["all_finite"] else "failed", "detail": detail}
 
 

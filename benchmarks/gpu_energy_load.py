@@ -35,9 +35,11 @@ MIN_R2 = 0.5  # a window fit explaining less of the readings' variance gives no 
 
 def schedule(steady_s: float, square_s: float, periods_ms: tuple[float, ...]) -> list[dict[str, Any]]:
     """The load's segments: idle 2 s, steady ``steady_s``, idle 1 s, each square wave ``square_s``, idle 1 s."""
-    segs: list[dict[str, Any]] = [{"name": "idle", "kind": "idle", "seconds": 2.0},
-                                  {"name": "steady", "kind": "steady", "seconds": steady_s},
-                                  {"name": "idle2", "kind": "idle", "seconds": 1.0}]
+    segs: list[dict[str, Any]] = [
+        {"name": "idle", "kind": "idle", "seconds": 2.0},
+        {"name": "steady", "kind": "steady", "seconds": steady_s},
+        {"name": "idle2", "kind": "idle", "seconds": 1.0},
+    ]
     segs += [{"name": f"square{p:g}", "kind": "square", "seconds": square_s, "period_ms": p} for p in periods_ms]
     return segs + [{"name": "idle3", "kind": "idle", "seconds": 1.0}]
 
@@ -111,11 +113,21 @@ def load_worker(schedule_path: Path, result_path: Path, index: int, device: str 
         _wait_until(end)
         segs.append([seg["name"], start, end])
         start = end
-    result_path.write_text(json.dumps({
-        "segments": segs, "on_ns": on, "off_ns": off, "per_matmul_ms": per_mm_ms, "matmuls_per_burst": reps,
-        "torch": torch.__version__, "cuda": torch.version.cuda,
-        "device": torch.cuda.get_device_name(dev) if device == "cuda" else "cpu"}),
-        encoding="utf-8")
+    result_path.write_text(
+        json.dumps(
+            {
+                "segments": segs,
+                "on_ns": on,
+                "off_ns": off,
+                "per_matmul_ms": per_mm_ms,
+                "matmuls_per_burst": reps,
+                "torch": torch.__version__,
+                "cuda": torch.version.cuda,
+                "device": torch.cuda.get_device_name(dev) if device == "cuda" else "cpu",
+            }
+        ),
+        encoding="utf-8",
+    )
     return 0
 
 
@@ -148,12 +160,26 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
 
 
 def _probe_cmd(spec: str, seconds: float) -> list[str]:
-    return [sys.executable, "-m", "prereg_toolkit_cli.collect", "probe", "--sensor", spec, "--poll-ms", "1",
-            "--seconds", f"{seconds:g}", "--signal", "energy_counter", "--json"]
+    return [
+        sys.executable,
+        "-m",
+        "prereg_toolkit_cli.collect",
+        "probe",
+        "--sensor",
+        spec,
+        "--poll-ms",
+        "1",
+        "--seconds",
+        f"{seconds:g}",
+        "--signal",
+        "energy_counter",
+        "--json",
+    ]
 
 
-def measure(index: int, plan: list[dict[str, Any]], deadline: float, spec: str | None = None,
-            load_device: str = "cuda") -> Measured:
+def measure(
+    index: int, plan: list[dict[str, Any]], deadline: float, spec: str | None = None, load_device: str = "cuda"
+) -> Measured:
     """Run the load child on ``plan`` and poll the sensor ``spec`` (default ``nvml:index=INDEX``) until
     it ends (``deadline``: ``time.monotonic()`` s); ``load_device="cpu"`` with a ``sim:`` sensor
     checks the plumbing without a GPU."""
@@ -162,8 +188,11 @@ def measure(index: int, plan: list[dict[str, Any]], deadline: float, spec: str |
     from collect.telemetry.sensors.registry import open_sensor
 
     out = Measured()
-    env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {
+        **os.environ,
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
     spec = spec or f"nvml:index={index}"
     kind, _, rest = spec.partition(":")
     if kind == "nvml":  # the class itself: steps 1-2 need no installed entry point
@@ -173,9 +202,23 @@ def measure(index: int, plan: list[dict[str, Any]], deadline: float, spec: str |
         offset = sensor_now - (m1 + m2) // 2  # sensor clock - monotonic (nvml: the same clock, ~0)
         sched, res = Path(tmp) / "schedule.json", Path(tmp) / "load.json"
         sched.write_text(json.dumps(plan), encoding="utf-8")
-        proc = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "gpu_energy_check.py"), "--index",
-                                 str(index), "--load-device", load_device, "--load-worker", str(sched), str(res)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "gpu_energy_check.py"),
+                "--index",
+                str(index),
+                "--load-device",
+                load_device,
+                "--load-worker",
+                str(sched),
+                str(res),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         probe: subprocess.Popen[str] | None = None
         try:
             ready = _line(proc, min(STARTUP_S, deadline - time.monotonic()))
@@ -200,8 +243,14 @@ def measure(index: int, plan: list[dict[str, Any]], deadline: float, spec: str |
                     raise TimeoutError("the load schedule overran its time")
                 if probe is None and now >= steady[0] + 500_000_000:
                     seconds = max(1.0, (steady[1] - now) / 1e9 - 1.5)
-                    probe = subprocess.Popen(_probe_cmd(spec, seconds), stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                    probe = subprocess.Popen(
+                        _probe_cmd(spec, seconds),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                        env=env,
+                        cwd=ROOT,
+                    )
                 due = now - last >= SQUARE_POLL_NS  # every signal every 0.2 ms; the counter alone
                 if not due and not steady[0] <= now < steady[1]:  # as fast as it returns in the steady load
                     continue
@@ -247,8 +296,13 @@ def raw_updates(m: Measured) -> dict[str, Any]:
     for name, (tb, ta, v, _) in m.polls.items():
         kind, unit = ("counter", "mJ") if name == "energy_counter" else ("gauge", "W")
         u = value_changes(one_signal_trace(name, unit, kind, np.array(tb), np.array(ta), np.array(v)), name)
-        out["signals"][name] = {"polls": len(tb), "first": [tb[0], ta[0], v[0]] if tb else None,
-                                "lo_ns": u.lo_ns.tolist(), "hi_ns": u.hi_ns.tolist(), "value": u.value.tolist()}
+        out["signals"][name] = {
+            "polls": len(tb),
+            "first": [tb[0], ta[0], v[0]] if tb else None,
+            "lo_ns": u.lo_ns.tolist(),
+            "hi_ns": u.hi_ns.tolist(),
+            "value": u.value.tolist(),
+        }
     return out
 
 
@@ -260,8 +314,10 @@ def analyse(m: Measured, info: dict[str, Any]) -> dict[str, Any]:
 
     seg = {name: (float(a), float(b)) for name, a, b in m.load["segments"]}
     on, off = np.array(m.load["on_ns"], dtype=np.float64), np.array(m.load["off_ns"], dtype=np.float64)
-    arrays = {s: tuple(np.array(c, dtype=np.int64 if i < 2 else np.float64) for i, c in enumerate(cols))
-              for s, cols in m.polls.items()}
+    arrays = {
+        s: tuple(np.array(c, dtype=np.int64 if i < 2 else np.float64) for i, c in enumerate(cols))
+        for s, cols in m.polls.items()
+    }
     if "energy_counter" not in arrays:
         raise RuntimeError(f"no ok energy counter reading (not ok: {m.not_ok})")
     tb, ta, v, _ = arrays["energy_counter"]
@@ -269,8 +325,12 @@ def analyse(m: Measured, info: dict[str, Any]) -> dict[str, Any]:
     inside = (tb >= a) & (ta <= b)
     counter: dict[str, Any] = dict(ga.counter_period(tb[inside], ta[inside], v[inside]))
     probe = (m.probe or {}).get("signals", {}).get("energy_counter", {})
-    counter.update(probe_period_ms=probe.get("effective_period_ms"), probe_achieved_poll_ms=probe.get(
-        "achieved_poll_ms"), probe_error=m.probe_error, steady_power_w=ga.counter_mean_power_w(tb, ta, v, a, b))
+    counter.update(
+        probe_period_ms=probe.get("effective_period_ms"),
+        probe_achieved_poll_ms=probe.get("achieved_poll_ms"),
+        probe_error=m.probe_error,
+        steady_power_w=ga.counter_mean_power_w(tb, ta, v, a, b),
+    )
     squares = [name for name in seg if name.startswith("square")]
     lo, hi = seg[squares[0]][0], seg[squares[-1]][1]
     power: dict[str, Any] = {}
@@ -286,16 +346,37 @@ def analyse(m: Measured, info: dict[str, Any]) -> dict[str, Any]:
         ratios = {}
         for sq in ["steady", *squares]:
             s0, s1 = seg[sq][0] + (1.5e9 if sq != "steady" else 2e9), seg[sq][1]  # after a 1 s average fills
-            ratios[sq.removeprefix("square")] = ga.mean_ratio(ptb, pv, s0, s1, ga.counter_mean_power_w(tb, ta, v, s0, s1))
+            ratios[sq.removeprefix("square")] = ga.mean_ratio(
+                ptb, pv, s0, s1, ga.counter_mean_power_w(tb, ta, v, s0, s1)
+            )
         conclusive = fit.r2 is not None and fit.r2 >= MIN_R2  # a window that explains the readings
-        power[name] = {"status": "ok", "period_ms": period, "driver_period_ms": driver, "fit": ga.fit_dict(fit),
-                       "fit_conclusive": conclusive,
-                       "coverage": ga.coverage(fit.window_ms, period) if conclusive else None, "mean_ratio": ratios,
-                       "polls": int(keep.sum()), "updates": int(mids.size)}
-    return {"counter": counter, "power": power, "not_ok_readings": m.not_ok,
-            "load": {k: m.load[k] for k in ("per_matmul_ms", "matmuls_per_burst", "torch", "cuda", "device")},
-            "segments": m.load["segments"]}
+        power[name] = {
+            "status": "ok",
+            "period_ms": period,
+            "driver_period_ms": driver,
+            "fit": ga.fit_dict(fit),
+            "fit_conclusive": conclusive,
+            "coverage": ga.coverage(fit.window_ms, period) if conclusive else None,
+            "mean_ratio": ratios,
+            "polls": int(keep.sum()),
+            "updates": int(mids.size),
+        }
+    return {
+        "counter": counter,
+        "power": power,
+        "not_ok_readings": m.not_ok,
+        "load": {k: m.load[k] for k in ("per_matmul_ms", "matmuls_per_burst", "torch", "cuda", "device")},
+        "segments": m.load["segments"],
+    }
 
 
-__all__ = ["POWER_SIGNALS", "SQUARE_PERIODS_MS", "Measured", "analyse", "load_worker", "measure", "raw_updates",
-           "schedule"]
+__all__ = [
+    "POWER_SIGNALS",
+    "SQUARE_PERIODS_MS",
+    "Measured",
+    "analyse",
+    "load_worker",
+    "measure",
+    "raw_updates",
+    "schedule",
+]

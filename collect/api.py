@@ -104,9 +104,18 @@ def run_plan(
             only = frozen_order(verified.plan, planned)
         if existing is not None and _runs_to_do(existing, verified.plan_sha256, planned, only):
             check_code_unchanged(verified.plan, collector.name, planned, existing.records, runs, str(verified.path))
-        return engine_run_plan(verified.plan, verified.plan_sha256, runs, jobs, executor, progress,
-                               lock_seal=verified.seal, address=address, only=only,
-                               resume_lock=str(verified.path))
+        return engine_run_plan(
+            verified.plan,
+            verified.plan_sha256,
+            runs,
+            jobs,
+            executor,
+            progress,
+            lock_seal=verified.seal,
+            address=address,
+            only=only,
+            resume_lock=str(verified.path),
+        )
     finally:
         release_early()  # a connection no sweep took over (the lock was refused, ...)
 
@@ -120,8 +129,14 @@ def frozen_order(plan: Any, planned: list[PlannedRun]) -> list[str]:
 
 
 def import_table(
-    lock: LockLike, table: PathLike | Any, out: PathLike, skipped: list[str] | None = None,
-    telemetry: PathLike | None = None, telemetry_format: str | None = None, *, keep: bool = True,
+    lock: LockLike,
+    table: PathLike | Any,
+    out: PathLike,
+    skipped: list[str] | None = None,
+    telemetry: PathLike | None = None,
+    telemetry_format: str | None = None,
+    *,
+    keep: bool = True,
     telemetry_options: LogOptions | None = None,
 ) -> list[RunRecord]:
     """Validate a table of runs against the plan and append it to ``out``'s ledger.
@@ -151,8 +166,17 @@ def import_table(
         logs = TelemetryLogs(Path(telemetry), telemetry_format, telemetry_options or LogOptions())
     if _is_data_frame(table):
         try:
-            records = import_rows(frame_rows(table), "DataFrame", verified.plan, verified.plan_sha256, runs,
-                                  skipped, lineage(verified.data), lock_seal=verified.seal, seals=seals)
+            records = import_rows(
+                frame_rows(table),
+                "DataFrame",
+                verified.plan,
+                verified.plan_sha256,
+                runs,
+                skipped,
+                lineage(verified.data),
+                lock_seal=verified.seal,
+                seals=seals,
+            )
         except ImportProblem as err:
             if err.details is not None:
                 raise
@@ -160,15 +184,27 @@ def import_table(
         _warn_early(records, verified)
         return records
     if not isinstance(table, (str, os.PathLike)):
-        raise InputError(f"import_table takes a path to a CSV / JSONL / Parquet file or a pandas DataFrame, "
-                         f"not a {type(table).__name__}")
+        raise InputError(
+            f"import_table takes a path to a CSV / JSONL / Parquet file or a pandas DataFrame, "
+            f"not a {type(table).__name__}"
+        )
     path = Path(table)
     problem = not_a_readable_file(path)
     if problem:
         raise InputError(problem)
     try:
-        records = import_file(path, verified.plan, verified.plan_sha256, runs, skipped, lineage(verified.data),
-                              lock_seal=verified.seal, seals=seals, telemetry=logs, keep=keep)
+        records = import_file(
+            path,
+            verified.plan,
+            verified.plan_sha256,
+            runs,
+            skipped,
+            lineage(verified.data),
+            lock_seal=verified.seal,
+            seals=seals,
+            telemetry=logs,
+            keep=keep,
+        )
     except ImportProblem as err:
         if err.details is not None:  # already names the table
             raise

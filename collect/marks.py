@@ -98,6 +98,7 @@ def phase(name: str) -> Iterator[None]:
     finally:
         mark("end", name)
 
+
 PROGRESS_ENV = "PREREG_PROGRESS"
 RESTART_ENV = "PREREG_RESTART"
 _conn: dict[int, socket.socket] = {}  # pid -> its connection (a forked child opens its own)

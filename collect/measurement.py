@@ -70,8 +70,9 @@ class Measured:
 class Measurement:
     """The handle ``collect.measure`` returns (see the module doc); a context manager."""
 
-    def __init__(self, sensor: str, signal: str | None = None, poll_ms: float = 10.0, mode: str = "auto",
-                 nice: int = 10) -> None:
+    def __init__(
+        self, sensor: str, signal: str | None = None, poll_ms: float = 10.0, mode: str = "auto", nice: int = 10
+    ) -> None:
         if not isinstance(sensor, str) or not sensor.strip():
             raise MeasureError("collect.measure needs a sensor spec: 'nvml[:index=N]', 'sim:...' or 'replay:PATH'")
         lo, hi = POLL_MS_RANGE
@@ -97,8 +98,9 @@ class Measurement:
         try:
             signal = self.signal or _default_signal(sensor, self.spec)
             if signal not in sensor.signals():
-                raise MeasureError(f"sensor {self.spec!r} has no signal {signal!r}; it has "
-                                   f"{', '.join(sorted(sensor.signals()))}")
+                raise MeasureError(
+                    f"sensor {self.spec!r} has no signal {signal!r}; it has {', '.join(sorted(sensor.signals()))}"
+                )
             if signal in sensor.unavailable:
                 raise MeasureError(f"sensor {self.spec!r} cannot read {signal} ({sensor.unavailable[signal]})")
             try:
@@ -168,7 +170,9 @@ class Measurement:
             raise MeasureError(f"phase {name!r} is not open (never begun, or already ended)")
         inner = self._open[-1][0]
         if inner != name:
-            raise MeasureError(f"phase {name!r} cannot end while {inner!r}, begun inside it, is open; end {inner!r} first")
+            raise MeasureError(
+                f"phase {name!r} cannot end while {inner!r}, begun inside it, is open; end {inner!r} first"
+            )
         self._open.pop()[1].__exit__(None, None, None)
 
     @contextmanager
@@ -223,8 +227,15 @@ class Measurement:
             assert energy.total is not None
             period = update_period(trace, self.signal)
             self._result = Measured(
-                self.signal, energy.summary["evidence"], energy.total, {n: energy.phases[n] for n in dict.fromkeys(names)},
-                period.effective_period_ms, period.achieved_poll_ms, energy.metrics, energy.summary)
+                self.signal,
+                energy.summary["evidence"],
+                energy.total,
+                {n: energy.phases[n] for n in dict.fromkeys(names)},
+                period.effective_period_ms,
+                period.achieved_poll_ms,
+                energy.metrics,
+                energy.summary,
+            )
         return self._result
 
 
@@ -233,12 +244,15 @@ def _default_signal(sensor: Sensor, spec: str) -> str:
     for name in SIGNAL_PREFERENCE:
         if name in sensor.signals() and name not in sensor.unavailable:
             return name
-    raise MeasureError(f"sensor {spec!r} offers no readable energy or power signal "
-                       f"({', '.join(SIGNAL_PREFERENCE)}); name one with signal=")
+    raise MeasureError(
+        f"sensor {spec!r} offers no readable energy or power signal "
+        f"({', '.join(SIGNAL_PREFERENCE)}); name one with signal="
+    )
 
 
-def measure(sensor: str = "nvml", signal: str | None = None, poll_ms: float = 10.0, mode: str = "auto",
-            nice: int = 10) -> Measurement:
+def measure(
+    sensor: str = "nvml", signal: str | None = None, poll_ms: float = 10.0, mode: str = "auto", nice: int = 10
+) -> Measurement:
     """A measurement of ``sensor`` (a spec as ``collect probe --sensor`` takes: ``nvml``,
     ``nvml:index=N``, ``sim:...``, ``replay:PATH``), polling ``signal`` (default: the energy
     counter, else a power signal) every ``poll_ms`` ms; use it as ``with collect.measure(...) as m:``

@@ -93,8 +93,10 @@ class Registry(MutableMapping[str, str]):
         found = self._all().get(name)
         if found is None:
             installed = ", ".join(self) or f"none (no entry points in {self.group}: is the toolkit installed?)"
-            raise PluginError(f"unknown {self.kind} {name!r}; installed: {installed}; or name a class "
-                              f"directly as 'module:Class' (entry-point group {self.group})")
+            raise PluginError(
+                f"unknown {self.kind} {name!r}; installed: {installed}; or name a class "
+                f"directly as 'module:Class' (entry-point group {self.group})"
+            )
         return found
 
     def check_findable(self, name: str) -> None:

@@ -103,11 +103,7 @@ class IntervalResult:
         """``(estimate, lower, upper)`` on the analysis scale (natural log for ratios)."""
         if self.scale == "ratio":
             with np.errstate(divide="ignore"):
-                return (
-                    float(np.log(self.estimate)),
-                    float(np.log(self.lower)),
-                    float(np.log(self.upper)),
-                )
+                return (float(np.log(self.estimate)), float(np.log(self.lower)), float(np.log(self.upper)))
         return (self.estimate, self.lower, self.upper)
 
 
@@ -207,15 +203,7 @@ def to_analysis(x: float, scale: str, what: str = "threshold") -> float:
 
 
 def build_result(
-    *,
-    estimate: float,
-    lower: float,
-    upper: float,
-    confidence: float,
-    method: str,
-    n: int,
-    scale: str,
-    **extra: object,
+    *, estimate: float, lower: float, upper: float, confidence: float, method: str, n: int, scale: str, **extra: object
 ) -> IntervalResult:
     """Make an :class:`IntervalResult` from analysis-scale values (back-transforms ratios)."""
     return IntervalResult(

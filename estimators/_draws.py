@@ -18,9 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 
-def uniform_indices(
-    bg: np.random.PCG64, n: int, need: int, margin: float = 1.01
-) -> NDArray[np.int64]:
+def uniform_indices(bg: np.random.PCG64, n: int, need: int, margin: float = 1.01) -> NDArray[np.int64]:
     """``need`` iid uniform indices in ``[0, n)``, exactly uniform by rejection sampling.
 
     Each 64-bit output of the bit generator is cut into ``64 // L`` fields of ``L = bit_length(n
@@ -78,8 +76,12 @@ class Sampler:
         if self.mostly_kept:  # every field at once, one boolean index (as uniform_indices does)
             words = _words(self.n, need)
             raw = bg.random_raw(words)
-            fields = self.fields[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.uint64)
-            keep = self.keep2[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.bool_)
+            fields = (
+                self.fields[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.uint64)
+            )
+            keep = (
+                self.keep2[:, :words] if words <= self.fields.shape[1] else np.empty((self.per_word, words), np.bool_)
+            )
             np.bitwise_and(raw, self.mask, out=fields[0])
             for k in range(1, self.per_word):
                 np.right_shift(raw, self.shifts[k], out=fields[k])
@@ -178,8 +180,13 @@ class ChunkSums:
             shape = (self.sampler.per_word, words)
             size = shape[0] * words
             fields = self.field_buf[:size].reshape(shape)
-            views = (words, fields, fields.view(np.int64), self.keep_buf[:size].reshape(shape),
-                     self.value_buf[:size].reshape(shape))
+            views = (
+                words,
+                fields,
+                fields.view(np.int64),
+                self.keep_buf[:size].reshape(shape),
+                self.value_buf[:size].reshape(shape),
+            )
             self.views[rows] = views
         return views
 

@@ -41,7 +41,14 @@ _state = {"enabled": True, "bytes": 0, "hits": 0, "misses": 0}
 def key(kind: str, d: NDArray[np.float64], resamples: int | None, seed: int | None) -> tuple[Any, ...]:
     """The cache key of a reference distribution (see the module doc)."""
     arr = np.ascontiguousarray(d)
-    return (kind, arr.dtype.str, arr.shape, arr.tobytes(), None if resamples is None else int(resamples), None if seed is None else int(seed))
+    return (
+        kind,
+        arr.dtype.str,
+        arr.shape,
+        arr.tobytes(),
+        None if resamples is None else int(resamples),
+        None if seed is None else int(seed),
+    )
 
 
 def cached(k: tuple[Any, ...], build: Callable[[], T], nbytes: Callable[[T], int]) -> T:
@@ -87,8 +94,12 @@ def clear() -> None:
 def stats() -> dict[str, int]:
     """Entries, bytes, hits and misses so far (for tests and benchmarks)."""
     with _lock:
-        return {"entries": len(_entries), "bytes": int(_state["bytes"]),
-                "hits": int(_state["hits"]), "misses": int(_state["misses"])}
+        return {
+            "entries": len(_entries),
+            "bytes": int(_state["bytes"]),
+            "hits": int(_state["hits"]),
+            "misses": int(_state["misses"]),
+        }
 
 
 @contextmanager

@@ -75,7 +75,9 @@ class SignSums:
         np.add.reduce(counts, axis=1, dtype=np.int64, out=index[:, 0])
         sizes[:] = index[:, 0]
 
-    def draw(self, first: int, last: int, workers: int | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def draw(
+        self, first: int, last: int, workers: int | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Sums and sizes of patterns ``first .. last - 1``, in chunks of fixed size drawn by up to
         ``workers`` threads (numpy releases the GIL in the lookups and sums)."""
         count = last - first

@@ -51,15 +51,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._common import (
-    IntervalResult,
-    build_result,
-    check_confidence,
-    check_contrasts,
-    check_scale,
-    tail_alpha,
-    two_sided,
-)
+from ._common import IntervalResult, build_result, check_confidence, check_contrasts, check_scale, tail_alpha, two_sided
 from .vocabulary import SCALES
 
 #: truncation of the bets: |lambda| <= TRUNCATION / m (K+) or / (1 - m) (K-)
@@ -120,8 +112,10 @@ def rescale(d: NDArray[np.float64], lo: float, hi: float) -> NDArray[np.float64]
     if np.any(outside):
         idx = tuple(int(i) for i in np.argwhere(outside)[0])
         where = f"contrast {idx[0] + 1}" if len(idx) == 1 else f"row {idx[0]}, contrast {idx[1] + 1}"
-        raise ValueError(f"{where} = {float(d[idx])!r} lies outside the declared bounds [{lo!r}, {hi!r}] "
-                         "(the betting interval is valid only for contrasts inside their range)")
+        raise ValueError(
+            f"{where} = {float(d[idx])!r} lies outside the declared bounds [{lo!r}, {hi!r}] "
+            "(the betting interval is valid only for contrasts inside their range)"
+        )
     return np.clip((d - lo) / (hi - lo), 0.0, 1.0)
 
 
@@ -134,8 +128,9 @@ def bets(x: NDArray[np.float64], alpha: float, horizon: int) -> NDArray[np.float
     return np.sqrt(2.0 * math.log(1.0 / alpha) / (horizon * var_prev))
 
 
-def log_capital(x: NDArray[np.float64], lam: NDArray[np.float64], m: NDArray[np.float64],
-                above: bool) -> NDArray[np.float64]:
+def log_capital(
+    x: NDArray[np.float64], lam: NDArray[np.float64], m: NDArray[np.float64], above: bool
+) -> NDArray[np.float64]:
     """``log K_t(m)`` for every row and t (shape ``(reps, n)``); ``m`` has one value per row in
     [0, 1]; ``above``: K+ (bets the mean exceeds m), else K-."""
     m = m[:, None]
@@ -145,8 +140,9 @@ def log_capital(x: NDArray[np.float64], lam: NDArray[np.float64], m: NDArray[np.
     return np.cumsum(np.log1p(step if above else -step), axis=1)
 
 
-def _max_log_capital(x: NDArray[np.float64], lam: NDArray[np.float64], m: NDArray[np.float64],
-                     above: bool) -> NDArray[np.float64]:
+def _max_log_capital(
+    x: NDArray[np.float64], lam: NDArray[np.float64], m: NDArray[np.float64], above: bool
+) -> NDArray[np.float64]:
     """``max_{t<=n} log K_t(m)`` per row."""
     return np.max(log_capital(x, lam, m, above), axis=1)
 
@@ -155,7 +151,9 @@ def _p_from_log(max_log: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.minimum(1.0, np.exp(-np.maximum(max_log, 0.0)))
 
 
-def _one_sided(x: NDArray[np.float64], lam: NDArray[np.float64], m: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _one_sided(
+    x: NDArray[np.float64], lam: NDArray[np.float64], m: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(p_greater, p_less)`` per row at rescaled mean ``m`` (any real; see the module doc)."""
     reps = x.shape[0]
     ones, zeros = np.ones(reps), np.zeros(reps)
@@ -169,7 +167,9 @@ def _one_sided(x: NDArray[np.float64], lam: NDArray[np.float64], m: float) -> tu
     return p_greater, p_less
 
 
-def _ends(x: NDArray[np.float64], lam: NDArray[np.float64], alpha: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _ends(
+    x: NDArray[np.float64], lam: NDArray[np.float64], alpha: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Rescaled interval ends per row by bisection: ``lower`` the largest m rejected by K+ (0 when
     none is), ``upper`` the smallest m rejected by K- (1 when none is); both sides of a row's
     bisection bracket are kept on the rejected side, so the interval is never too narrow."""
@@ -191,8 +191,9 @@ def _ends(x: NDArray[np.float64], lam: NDArray[np.float64], alpha: float) -> tup
     return ends[0], ends[1]
 
 
-def betting_one_sided(d: ArrayLike, mu: float, *, bounds: tuple[float, float], confidence: float,
-                      horizon: int | None = None) -> tuple[float, float]:
+def betting_one_sided(
+    d: ArrayLike, mu: float, *, bounds: tuple[float, float], confidence: float, horizon: int | None = None
+) -> tuple[float, float]:
     """``(p_greater, p_less)`` of the betting test at null centre ``mu`` (analysis scale).
 
     ``p_greater`` tests H0: theta <= mu, ``p_less`` H0: theta >= mu; both anytime-valid (the
@@ -208,8 +209,14 @@ def betting_one_sided(d: ArrayLike, mu: float, *, bounds: tuple[float, float], c
     return float(pg[0]), float(pl[0])
 
 
-def betting_interval(d: ArrayLike, confidence: float = 0.95, scale: str = "difference", *,
-                     bounds: tuple[float, float], horizon: int | None = None) -> IntervalResult:
+def betting_interval(
+    d: ArrayLike,
+    confidence: float = 0.95,
+    scale: str = "difference",
+    *,
+    bounds: tuple[float, float],
+    horizon: int | None = None,
+) -> IntervalResult:
     """Betting interval for the mean contrast, valid for any distribution inside ``bounds``.
 
     ``d``: contrasts on the analysis scale in the plan's order (log ratios for ``scale="ratio"``);
@@ -245,8 +252,15 @@ def betting_interval(d: ArrayLike, confidence: float = 0.95, scale: str = "diffe
     )
 
 
-def betting_pass_rates(x: ArrayLike, mu: float, *, bounds: tuple[float, float], confidence: float,
-                       horizon: int | None = None, looks: Sequence[int] | None = None) -> BettingPValues:
+def betting_pass_rates(
+    x: ArrayLike,
+    mu: float,
+    *,
+    bounds: tuple[float, float],
+    confidence: float,
+    horizon: int | None = None,
+    looks: Sequence[int] | None = None,
+) -> BettingPValues:
     """Vectorised :func:`betting_one_sided` for benchmarks: each row of ``x`` (shape ``(reps, n)``,
     analysis scale) is one data set; also each look's anytime p-value (first ``k`` units, bets tuned
     to ``horizon``, default n). ``looks`` default: ``(n,)``. Compare with alpha for pass rates."""
@@ -271,12 +285,12 @@ def betting_pass_rates(x: ArrayLike, mu: float, *, bounds: tuple[float, float], 
             logk = log_capital(xs, lam, np.full(reps, m), above)
             at[above] = _p_from_log(np.maximum.accumulate(logk, axis=1))
     cols = [k - 1 for k in ks]
-    return BettingPValues(at[True][:, -1].copy(), at[False][:, -1].copy(), ks,
-                          at[True][:, cols], at[False][:, cols])
+    return BettingPValues(at[True][:, -1].copy(), at[False][:, -1].copy(), ks, at[True][:, cols], at[False][:, cols])
 
 
-def betting_ends(x: ArrayLike, *, bounds: tuple[float, float], confidence: float,
-                 horizon: int | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def betting_ends(
+    x: ArrayLike, *, bounds: tuple[float, float], confidence: float, horizon: int | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Vectorised interval ends ``(lower, upper)`` (analysis scale) of :func:`betting_interval`
     for each row of ``x`` (shape ``(reps, n)``, analysis scale), for benchmarks."""
     arr = np.asarray(x, dtype=np.float64)
@@ -289,8 +303,9 @@ def betting_ends(x: ArrayLike, *, bounds: tuple[float, float], confidence: float
     return lo + low * (hi - lo), lo + high * (hi - lo)
 
 
-def contrast_bounds(metric_range: tuple[float, float], coefficients: Sequence[float],
-                    scale: str) -> tuple[float, float]:
+def contrast_bounds(
+    metric_range: tuple[float, float], coefficients: Sequence[float], scale: str
+) -> tuple[float, float]:
     """A contrast's range on the analysis scale, by interval arithmetic over its arms.
 
     ``metric_range``: the metric's declared ``(lo, hi)`` (reported units). Difference: the sum over
@@ -313,5 +328,11 @@ def contrast_bounds(metric_range: tuple[float, float], coefficients: Sequence[fl
     return float(low), float(high)
 
 
-__all__ = ["BettingPValues", "betting_ends", "betting_interval", "betting_one_sided", "betting_pass_rates",
-           "contrast_bounds"]
+__all__ = [
+    "BettingPValues",
+    "betting_ends",
+    "betting_interval",
+    "betting_one_sided",
+    "betting_pass_rates",
+    "contrast_bounds",
+]

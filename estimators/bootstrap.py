@@ -75,7 +75,10 @@ ALL_BUT_ONE_WARNING = (
 
 
 def _block(
-    d: NDArray[np.float64], seq: np.random.SeedSequence, b: int, sums: ChunkSums | None = None,
+    d: NDArray[np.float64],
+    seq: np.random.SeedSequence,
+    b: int,
+    sums: ChunkSums | None = None,
     out: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The ``b`` bootstrap means of one block: chunks of ``_CHUNK_ELEMENTS // n`` resamples, each
@@ -185,9 +188,7 @@ def _bca_unlevel(q: float, z0: float, a: float) -> float:
     return float(special().ndtr(y - z0))
 
 
-def _p_values(
-    s: NDArray[np.float64], mu: float, bca: tuple[float, float] | None
-) -> tuple[float, float]:
+def _p_values(s: NDArray[np.float64], mu: float, bca: tuple[float, float] | None) -> tuple[float, float]:
     """``(p_greater, p_less)`` by inverting the (percentile or BCa) interval at ``mu``."""
     f_plus = _inverse_quantile(s, mu, "right")
     f_minus = _inverse_quantile(s, mu, "left")
@@ -271,13 +272,7 @@ def bootstrap_one_sided(
 
 
 def _interval(
-    d: ArrayLike,
-    confidence: float,
-    scale: str,
-    resamples: int,
-    seed: int | None,
-    workers: int | None,
-    bca: bool,
+    d: ArrayLike, confidence: float, scale: str, resamples: int, seed: int | None, workers: int | None, bca: bool
 ) -> IntervalResult:
     method = "bca" if bca else "bootstrap"
     d = check_contrasts(d)
@@ -288,8 +283,14 @@ def _interval(
     warnings: list[str] = [UNDERCOVER_WARNING] if n < SMALL_N else []
     if is_constant(d):
         return degenerate_result(
-            d, confidence, method, scale, extra_warnings=tuple(warnings),
-            monte_carlo=True, resamples=resamples, seed=seed,
+            d,
+            confidence,
+            method,
+            scale,
+            extra_warnings=tuple(warnings),
+            monte_carlo=True,
+            resamples=resamples,
+            seed=seed,
         )
     _, counts = np.unique(d, return_counts=True)
     all_but_one = int(counts.max()) == n - 1

@@ -90,9 +90,11 @@ class Comparison:
         low, high = self.confidence_interval()
         p = "None" if self.pvalue is None else f"{self.pvalue:.4g}"
         rule = "None" if self.rule is None else repr(str(self.rule))
-        return (f"Comparison(estimate={self.estimate:.6g}, confidence_interval=({low:.6g}, {high:.6g}), "
-                f"confidence={self.confidence:g}, method={self.method!r}, n={self.n}, rule={rule}, "
-                f"pvalue={p}, verdict={self.verdict!r})")
+        return (
+            f"Comparison(estimate={self.estimate:.6g}, confidence_interval=({low:.6g}, {high:.6g}), "
+            f"confidence={self.confidence:g}, method={self.method!r}, n={self.n}, rule={rule}, "
+            f"pvalue={p}, verdict={self.verdict!r})"
+        )
 
 
 def compare(
@@ -127,17 +129,22 @@ def compare(
         raise ValueError(f"a paired interval needs 2 or more blocks; the table has {d.size}")
     bounds = None
     if metric_range is not None:
-        bounds = judged_bounds(method, contrast_bounds((float(metric_range[0]), float(metric_range[1])),
-                                                       coefficients, parsed.scale), deterministic)
+        bounds = judged_bounds(
+            method,
+            contrast_bounds((float(metric_range[0]), float(metric_range[1])), coefficients, parsed.scale),
+            deterministic,
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # compare built the log ratios itself; caveats come back below
         if the_rule is None:
-            res = interval(method, d, confidence, parsed.scale, resamples=resamples, seed=seed, bounds=bounds,
-                           horizon=horizon)
+            res = interval(
+                method, d, confidence, parsed.scale, resamples=resamples, seed=seed, bounds=bounds, horizon=horizon
+            )
             pvalue, holds, constant, unseen = None, None, res.degenerate, False
         else:
-            dec = decide_rule(the_rule, d, confidence, method, parsed.scale, resamples, seed, bounds=bounds,
-                              horizon=horizon)
+            dec = decide_rule(
+                the_rule, d, confidence, method, parsed.scale, resamples, seed, bounds=bounds, horizon=horizon
+            )
             res, pvalue, holds, constant, unseen = dec.result, dec.pvalue, dec.holds, dec.constant, dec.unseen
     reason = insufficient_blocks(method, res.confidence, int(d.size), resamples, "blocks")
     verdict: Verdict | None = None
@@ -145,16 +152,31 @@ def compare(
         verdict = "refused" if reason else "pass" if holds else "fail"
         if constant and not reason:
             verdict = constant_verdict(bool(holds), unseen, deterministic)
-            reason = None if verdict != "unresolvable" else (
-                f"every one of the {d.size} blocks shows the same contrast: {d.size} identical values cannot show a "
-                f"difference that occurs in fewer than about 1 in {d.size} blocks; pass deterministic=True if the "
-                "metric's value is fixed by the design, or metric_range=(min, max) to judge the largest mean the "
-                "sample cannot rule out")
+            reason = (
+                None
+                if verdict != "unresolvable"
+                else (
+                    f"every one of the {d.size} blocks shows the same contrast: {d.size} identical values cannot show a "
+                    f"difference that occurs in fewer than about 1 in {d.size} blocks; pass deterministic=True if the "
+                    "metric's value is fixed by the design, or metric_range=(min, max) to judge the largest mean the "
+                    "sample cannot rule out"
+                )
+            )
     statistic = _t_statistic(the_rule, d, parsed.scale) if method == "t" and pvalue is not None else None
     return Comparison(
-        estimate=res.estimate, confidence=res.confidence, method=method, scale=parsed.scale, n=int(d.size),
-        rule=the_rule, pvalue=pvalue, statistic=statistic, verdict=verdict, alpha=(1 - res.confidence) / 2,
-        reason=reason, warnings=res.warnings + contrast_warnings(d, method, parsed.scale), blocks=tuple(keys),
+        estimate=res.estimate,
+        confidence=res.confidence,
+        method=method,
+        scale=parsed.scale,
+        n=int(d.size),
+        rule=the_rule,
+        pvalue=pvalue,
+        statistic=statistic,
+        verdict=verdict,
+        alpha=(1 - res.confidence) / 2,
+        reason=reason,
+        warnings=res.warnings + contrast_warnings(d, method, parsed.scale),
+        blocks=tuple(keys),
         result=res,
     )
 
@@ -222,8 +244,10 @@ def _outcomes(
     missing = [(k, a) for k, cell in cells.items() for a in arms if a not in cell]
     if missing:
         shown = ", ".join(f"{k!r} lacks {a}" for k, a in missing[:5])
-        raise ValueError(f"every block needs a row for every arm of the contrast: {shown}"
-                         + (f" (and {len(missing) - 5} more)" if len(missing) > 5 else ""))
+        raise ValueError(
+            f"every block needs a row for every arm of the contrast: {shown}"
+            + (f" (and {len(missing) - 5} more)" if len(missing) > 5 else "")
+        )
     if not cells:
         raise ValueError(f"no rows for the contrast's arms {arms} in column {arm!r}")
     keys = list(cells)

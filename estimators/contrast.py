@@ -12,32 +12,25 @@ from numpy.typing import ArrayLike, NDArray
 from ._common import check_scale
 
 
-def _check_design(
-    outcomes: ArrayLike, coefficients: ArrayLike
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _check_design(outcomes: ArrayLike, coefficients: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     y = np.asarray(outcomes, dtype=np.float64)
     c = np.asarray(coefficients, dtype=np.float64)
     if y.ndim != 2:
         raise ValueError(f"outcomes must be a 2-D (n_blocks, n_arms) array, got shape {y.shape}")
     if c.ndim != 1 or c.size != y.shape[1]:
-        raise ValueError(
-            f"coefficients must be a 1-D array of length n_arms = {y.shape[1]}, got shape {c.shape}"
-        )
+        raise ValueError(f"coefficients must be a 1-D array of length n_arms = {y.shape[1]}, got shape {c.shape}")
     if not np.all(np.isfinite(c)):
         raise ValueError("coefficients must be finite")
     if not np.any(c != 0):
         raise ValueError("coefficients are all zero: not a contrast")
     if abs(float(c.sum())) > 1e-9 * float(np.abs(c).sum()):
         raise ValueError(
-            f"coefficients must sum to 0 (a contrast; e.g. [1, -1] for A - B or A / B), "
-            f"got sum {float(c.sum())!r}"
+            f"coefficients must sum to 0 (a contrast; e.g. [1, -1] for A - B or A / B), got sum {float(c.sum())!r}"
         )
     return y, c
 
 
-def paired_contrast(
-    outcomes: ArrayLike, coefficients: ArrayLike, scale: str = "difference"
-) -> NDArray[np.float64]:
+def paired_contrast(outcomes: ArrayLike, coefficients: ArrayLike, scale: str = "difference") -> NDArray[np.float64]:
     """Per-block contrast values.
 
     Parameters
@@ -69,9 +62,7 @@ def paired_contrast(
         nonpos = (y <= 0) & used[None, :]
         if nonpos.any():
             r, a = np.argwhere(nonpos)[0]
-            raise ValueError(
-                f"a ratio contrast needs positive outcomes; block {r}, arm {a} is {y[r, a]!r}"
-            )
+            raise ValueError(f"a ratio contrast needs positive outcomes; block {r}, arm {a} is {y[r, a]!r}")
         logs = np.zeros_like(y)
         logs[:, used] = np.log(y[:, used])
         return np.asarray(logs @ c, dtype=np.float64)
@@ -79,10 +70,7 @@ def paired_contrast(
 
 
 def propagate_bounds(
-    outcomes: ArrayLike,
-    coefficients: ArrayLike,
-    bounds: ArrayLike,
-    scale: str = "difference",
+    outcomes: ArrayLike, coefficients: ArrayLike, bounds: ArrayLike, scale: str = "difference"
 ) -> NDArray[np.float64]:
     """Worst-case bound on each block's contrast from each value's measurement bound.
 

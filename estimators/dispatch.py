@@ -24,8 +24,10 @@ def _required(method: str, bounds: tuple[float, float] | None) -> tuple[float, f
     """The contrasts' range a bounded method needs (ValueError without it; ``estimators.betting.check_bounds``
     checks its ends)."""
     if bounds is None:
-        raise ValueError(f"the {method} interval needs the contrasts' range (bounds=(low, high), analysis scale): "
-                         "it is valid for any distribution inside a known range, and for no other")
+        raise ValueError(
+            f"the {method} interval needs the contrasts' range (bounds=(low, high), analysis scale): "
+            "it is valid for any distribution inside a known range, and for no other"
+        )
     return bounds
 
 

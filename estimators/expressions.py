@@ -32,7 +32,9 @@ class ExpressionError(ValueError):
     """A contrast that does not parse or does not make sense; the message says why."""
 
 
-_TOKEN = re.compile(r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/()]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<op>[-+*/()]))"
+)
 
 
 def _tokens(text: str) -> list[tuple[str, str, int]]:
@@ -43,7 +45,9 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
             bad = text[pos:].lstrip()[:1]
-            raise ExpressionError(f"unexpected character {bad!r} at position {len(text) - len(text[pos:].lstrip()) + 1}")
+            raise ExpressionError(
+                f"unexpected character {bad!r} at position {len(text) - len(text[pos:].lstrip()) + 1}"
+            )
         kind = m.lastgroup or "op"
         out.append((kind, m.group(kind), m.start(kind) + 1))
         pos = m.end()

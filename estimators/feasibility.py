@@ -88,8 +88,11 @@ def insufficient_blocks(
         "t": "a t interval needs at least 2 blocks",
         "bootstrap": "bootstrap intervals under-cover below this size (coverage study, docs/estimators.md)",
         "bca": "BCa intervals under-cover below this size (coverage study, docs/estimators.md)",
-    }.get(method, f"with fewer blocks the smallest attainable one-sided p-value 2^-n exceeds {tail_alpha(confidence):.4g}, "
-          "so the interval is unbounded and the gate could never pass")
+    }.get(
+        method,
+        f"with fewer blocks the smallest attainable one-sided p-value 2^-n exceeds {tail_alpha(confidence):.4g}, "
+        "so the interval is unbounded and the gate could never pass",
+    )
     return f"{method} at confidence {confidence:g} needs at least {need} {unit} and has {n}: {why}"
 
 
@@ -188,8 +191,13 @@ def rare_event_flagged(d: ArrayLike, rule: object | None = None) -> tuple[int, i
     if tied == x.size or tied < RARE_EVENT_TIE_SHARE * x.size:
         return None
     side = threatening_skew(rule)
-    away = int(np.sum(x > common)) if side == "right" else int(np.sum(x < common)) if side == "left" \
+    away = (
+        int(np.sum(x > common))
+        if side == "right"
+        else int(np.sum(x < common))
+        if side == "left"
         else int(x.size - tied)
+    )
     return (tied, away) if away else None
 
 
@@ -220,8 +228,10 @@ def contrast_warnings(d: ArrayLike, method: str, scale: str, rule: object | None
             remedy += ", or the wilcoxon method (which targets the pseudo-median, not the mean)"
         side = threatening_skew(rule)
         z = SKEW_Z_TWO_SIDED if side == "either" else SKEW_Z_ONE_SIDED
-        where = {"right": " to the right, which threatens an upper bound", "left": " to the left, which threatens "
-                 "a lower bound"}.get(side, "")
+        where = {
+            "right": " to the right, which threatens an upper bound",
+            "left": " to the left, which threatens a lower bound",
+        }.get(side, "")
         out.append(
             f"the block contrasts look skewed{where}: sample skewness {g1:.2f} is beyond {z:.2f} standard errors "
             f"({z * skew_se(x.size):.2f}) under normality (a check with 10% false alarms); if their distribution is "

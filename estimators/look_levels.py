@@ -72,6 +72,8 @@ T_MIN_EVENTS = 50
 BOUNDARY_METHODS = ("t",)
 #: methods whose p-values are anytime-valid: the whole alpha at every look
 ANYTIME_METHODS = ("betting",)
+
+
 @dataclass(frozen=True)
 class LookLevel:
     """The level one gate uses at one look.
@@ -106,13 +108,18 @@ def _t_p_values(looks: tuple[int, ...], sequences: int, seed: int) -> NDArray[np
         s2 = np.cumsum(x * x, axis=1)[:, idx]
         mean = s1 / n
         var = np.maximum(s2 - n * mean * mean, 1e-300) / (n - 1)
-        out[first:first + rows] = special.stdtr(n - 1, -mean / np.sqrt(var / n))
+        out[first : first + rows] = special.stdtr(n - 1, -mean / np.sqrt(var / n))
     return out
 
 
 @lru_cache(maxsize=64)
-def t_levels(looks: tuple[int, ...], increments: tuple[float, ...], z_levels: tuple[float, ...],
-             sequences: int = T_SEQUENCES, seed: int = T_SEED) -> tuple[float, ...]:
+def t_levels(
+    looks: tuple[int, ...],
+    increments: tuple[float, ...],
+    z_levels: tuple[float, ...],
+    sequences: int = T_SEQUENCES,
+    seed: int = T_SEED,
+) -> tuple[float, ...]:
     """Nominal levels for a sequential t test on ``looks`` blocks spending ``increments``.
 
     Look 1 uses its increment (each t test is exact under normality). Look ``k > 1`` uses the level
@@ -144,21 +151,36 @@ def level_basis(method: str, first_look_blocks: int | None) -> tuple[str, str]:
     for t gates (at least :data:`T_BOUNDARY_MIN_BLOCKS` blocks at the first look), ``increment``
     otherwise (module doc)."""
     if method in ANYTIME_METHODS:
-        return "anytime", ("the whole alpha at every look: the betting p-value is anytime-valid (the capital is a "
-                           "test supermartingale, so by Ville's inequality it crosses 1 / alpha at any look with "
-                           "probability at most alpha); no spending is needed")
+        return "anytime", (
+            "the whole alpha at every look: the betting p-value is anytime-valid (the capital is a "
+            "test supermartingale, so by Ville's inequality it crosses 1 / alpha at any look with "
+            "probability at most alpha); no spending is needed"
+        )
     if method in BOUNDARY_METHODS and (first_look_blocks is None or first_look_blocks >= T_BOUNDARY_MIN_BLOCKS):
-        return "boundary", ("group-sequential boundary of the sequential t statistics (alpha spent on their "
-                            "joint law under normal contrasts)")
+        return "boundary", (
+            "group-sequential boundary of the sequential t statistics (alpha spent on their "
+            "joint law under normal contrasts)"
+        )
     if method in BOUNDARY_METHODS:
-        return "increment", (f"alpha increments: the first look has {first_look_blocks} blocks, fewer than "
-                             f"{T_BOUNDARY_MIN_BLOCKS} for the t boundary; conservative")
-    return "increment", (f"alpha increments (valid for any level-alpha_k test, so for the exact and resampling "
-                         f"{method} test; conservative)")
+        return "increment", (
+            f"alpha increments: the first look has {first_look_blocks} blocks, fewer than "
+            f"{T_BOUNDARY_MIN_BLOCKS} for the t boundary; conservative"
+        )
+    return "increment", (
+        f"alpha increments (valid for any level-alpha_k test, so for the exact and resampling "
+        f"{method} test; conservative)"
+    )
 
 
-def gate_levels(method: str, confidence: float, looks: Sequence[int], spending: str | Spending,
-                futility: str = "none", beta: float = 0.2, alpha: float | None = None) -> tuple[LookLevel, ...]:
+def gate_levels(
+    method: str,
+    confidence: float,
+    looks: Sequence[int],
+    spending: str | Spending,
+    futility: str = "none",
+    beta: float = 0.2,
+    alpha: float | None = None,
+) -> tuple[LookLevel, ...]:
     """Per look, the level a gate with ``method`` and two-sided ``confidence`` uses (module doc).
 
     The gate's one-sided alpha is ``(1 - confidence) / 2`` unless ``alpha`` gives its share
@@ -175,11 +197,18 @@ def gate_levels(method: str, confidence: float, looks: Sequence[int], spending: 
         nominal = tuple(b.alpha_increment for b in d.looks)
     out = []
     for b, level in zip(d.looks, nominal, strict=True):
-        out.append(LookLevel(
-            look=b.look, blocks=b.blocks, fraction=b.fraction, nominal_alpha=level,
-            confidence=look_confidence(level), basis=basis, reason=reason,
-            futility_p=b.futility_p,
-        ))
+        out.append(
+            LookLevel(
+                look=b.look,
+                blocks=b.blocks,
+                fraction=b.fraction,
+                nominal_alpha=level,
+                confidence=look_confidence(level),
+                basis=basis,
+                reason=reason,
+                futility_p=b.futility_p,
+            )
+        )
     return tuple(out)
 
 

@@ -137,10 +137,12 @@ class Stop:
 
     def note(self) -> str:
         """The warning a stopped result carries."""
-        return (f"sequential Monte Carlo: stopped after {self.patterns} of {self.planned} sign patterns, the rule "
-                f"settled beyond Monte Carlo error (the interval and p-values are those of the first "
-                f"{self.patterns} patterns; the chance that this decision differs from the full "
-                f"{self.planned}-pattern draw's is at most {self.risk:g})")
+        return (
+            f"sequential Monte Carlo: stopped after {self.patterns} of {self.planned} sign patterns, the rule "
+            f"settled beyond Monte Carlo error (the interval and p-values are those of the first "
+            f"{self.patterns} patterns; the chance that this decision differs from the full "
+            f"{self.planned}-pattern draw's is at most {self.risk:g})"
+        )
 
 
 class Tail:
@@ -156,8 +158,9 @@ class Tail:
         self.count += empty + int(np.count_nonzero(hits))
 
 
-def settle(tails: list[Tail], m: int, resamples: int, levels: Sequence[float], eps: float,
-           grid: NDArray[np.float64]) -> str | None:
+def settle(
+    tails: list[Tail], m: int, resamples: int, levels: Sequence[float], eps: float, grid: NDArray[np.float64]
+) -> str | None:
     """``"for"`` / ``"against"`` when the counts at look ``m`` settle the decision, else None."""
     t_lo, t_hi = min(levels), max(levels)
     total = resamples + 1

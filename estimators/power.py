@@ -123,7 +123,9 @@ def t_one_sided_power(n: int, delta: float, sd: float, target: Target, alpha: fl
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(_TOST_NODES)
 
 
-def t_tost_power_many(n: int, delta: float, sds: ArrayLike, low: float, high: float, alpha: float) -> NDArray[np.float64]:
+def t_tost_power_many(
+    n: int, delta: float, sds: ArrayLike, low: float, high: float, alpha: float
+) -> NDArray[np.float64]:
     """:func:`t_tost_power` at each SD of ``sds`` (vectorised)."""
     sd = np.atleast_1d(np.asarray(sds, dtype=np.float64))
     _check(n, float(np.min(sd)), alpha)
@@ -135,8 +137,11 @@ def t_tost_power_many(n: int, delta: float, sds: ArrayLike, low: float, high: fl
     r_top = math.sqrt(float(special.chdtri(df, 1e-17)))
     r_max = np.minimum(math.sqrt(df) * (high - low) / (2.0 * tc * se), r_top)
     r = 0.5 * r_max[:, None] * (_GL_NODES[None, :] + 1.0)
-    log_pdf = (df - 1) * np.log(np.maximum(r, 1e-300)) - 0.5 * r * r - ((df / 2.0 - 1.0) * math.log(2.0)
-                                                                         + float(special.gammaln(df / 2.0)))
+    log_pdf = (
+        (df - 1) * np.log(np.maximum(r, 1e-300))
+        - 0.5 * r * r
+        - ((df / 2.0 - 1.0) * math.log(2.0) + float(special.gammaln(df / 2.0)))
+    )
     half = tc * se[:, None] * r / math.sqrt(df)
     hi = (high - half - delta) / se[:, None]
     lo = (low + half - delta) / se[:, None]
@@ -159,8 +164,9 @@ def t_power(n: int, delta: float, sd: float, target: Target, alpha: float) -> fl
     return t_one_sided_power(n, delta, sd, target, alpha)
 
 
-def blocks_needed(power_at: Callable[[int], float], target_power: float, n_min: int = 2,
-                  n_max: int = MAX_BLOCKS) -> int | None:
+def blocks_needed(
+    power_at: Callable[[int], float], target_power: float, n_min: int = 2, n_max: int = MAX_BLOCKS
+) -> int | None:
     """Smallest ``n >= n_min`` with ``power_at(n) >= target_power`` (power increasing in n), or
     None when even ``n_max`` blocks fall short."""
     if not 0 < target_power < 1:
@@ -198,8 +204,7 @@ def sd_draws(sd: float, df: int, points: int = _EXPECTED_POINTS) -> NDArray[np.f
     return np.asarray(sd * np.sqrt(df / stats.chi2.ppf(q, df)), dtype=np.float64)
 
 
-def expected_power(power_of_sd: Callable[[float], float], sd: float, df: int,
-                   points: int = _EXPECTED_POINTS) -> float:
+def expected_power(power_of_sd: Callable[[float], float], sd: float, df: int, points: int = _EXPECTED_POINTS) -> float:
     """Power averaged over the pilot SD's uncertainty (module doc: ``sigma^2 ~ sd^2 df / chi2(df)``)."""
     return float(np.mean([power_of_sd(float(s)) for s in sd_draws(sd, df, points)]))
 
@@ -219,8 +224,9 @@ def expected_t_power(n: int, delta: float, sd: float, df: int, target: Target, a
     return float(np.mean(t_tost_power_many(n, delta, sig, target.low, target.high, alpha)))
 
 
-def detectable_margin(n: int, delta: float, sd: float, target: Target, alpha: float,
-                      target_power: float = 0.8) -> float | tuple[float, float]:
+def detectable_margin(
+    n: int, delta: float, sd: float, target: Target, alpha: float, target_power: float = 0.8
+) -> float | tuple[float, float]:
     """The threshold a t gate at ``n`` blocks needs to reach ``target_power`` at ``delta`` and ``sd``
     (module doc): ``high`` for ``upper``, ``low`` for ``lower``, ``(low, high)`` around the target's
     centre for ``within``."""
@@ -237,8 +243,9 @@ def detectable_margin(n: int, delta: float, sd: float, target: Target, alpha: fl
         return t_power(n, delta, sd, Target("within", centre - m, centre + m), alpha)
 
     lo = 0.0 if target.side != "within" else abs(delta - (target.low + target.high) / 2.0)  # type: ignore[operator]
-    m = float(optimize.brentq(lambda x: power_with(x) - target_power, lo + 1e-12 * (1 + span), lo + span,
-                              xtol=1e-10 * sd))
+    m = float(
+        optimize.brentq(lambda x: power_with(x) - target_power, lo + 1e-12 * (1 + span), lo + span, xtol=1e-10 * sd)
+    )
     if target.side == "upper":
         return delta + m
     if target.side == "lower":
@@ -268,10 +275,20 @@ class SimulatedPower:
     stopped_at: tuple[float, ...] | None = None
 
 
-def simulated_power(pilot: ArrayLike, delta: float, looks: Sequence[int], levels: Sequence[float],
-                    rule: Rule | str, method: str, scale: str = "difference", sims: int = 2000,
-                    seed: int = 0, resamples: int = 9999, futility: Sequence[float | None] | None = None,
-                    bounds: tuple[float, float] | None = None) -> SimulatedPower:
+def simulated_power(
+    pilot: ArrayLike,
+    delta: float,
+    looks: Sequence[int],
+    levels: Sequence[float],
+    rule: Rule | str,
+    method: str,
+    scale: str = "difference",
+    sims: int = 2000,
+    seed: int = 0,
+    resamples: int = 9999,
+    futility: Sequence[float | None] | None = None,
+    bounds: tuple[float, float] | None = None,
+) -> SimulatedPower:
     """Power of a gate decided by :func:`estimators.decide_rule` on studies resampled from the pilot.
 
     ``looks`` are block counts (one entry: a fixed design), ``levels`` the nominal one-sided level
@@ -296,8 +313,17 @@ def simulated_power(pilot: ArrayLike, delta: float, looks: Sequence[int], levels
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                dec = decide_rule(rule, study[: int(n_k)], 1.0 - 2.0 * a_k, method, scale, resamples, seed,
-                                  bounds=bounds, horizon=n_max)
+                dec = decide_rule(
+                    rule,
+                    study[: int(n_k)],
+                    1.0 - 2.0 * a_k,
+                    method,
+                    scale,
+                    resamples,
+                    seed,
+                    bounds=bounds,
+                    horizon=n_max,
+                )
             if dec.holds:
                 passes += 1
                 used = int(n_k)
@@ -312,14 +338,26 @@ def simulated_power(pilot: ArrayLike, delta: float, looks: Sequence[int], levels
             stops[-1] += 1
         blocks_used += used
     p = passes / sims
-    return SimulatedPower(power=p, se=math.sqrt(max(p * (1 - p), 1e-12) / sims), sims=sims, seed=seed,
-                          expected_blocks=blocks_used / sims if len(looks) > 1 else float(n_max),
-                          stopped_at=tuple(float(x) for x in stops / sims))
+    return SimulatedPower(
+        power=p,
+        se=math.sqrt(max(p * (1 - p), 1e-12) / sims),
+        sims=sims,
+        seed=seed,
+        expected_blocks=blocks_used / sims if len(looks) > 1 else float(n_max),
+        stopped_at=tuple(float(x) for x in stops / sims),
+    )
 
 
-def sequential_t_power(n_looks: Sequence[int], levels: Sequence[float], delta: float, sd: float,
-                       target: Target, sims: int = 20_000, seed: int = 0,
-                       futility: Sequence[float | None] | None = None) -> SimulatedPower:
+def sequential_t_power(
+    n_looks: Sequence[int],
+    levels: Sequence[float],
+    delta: float,
+    sd: float,
+    target: Target,
+    sims: int = 20_000,
+    seed: int = 0,
+    futility: Sequence[float | None] | None = None,
+) -> SimulatedPower:
     """Power of a sequential paired t gate on normal contrasts (mean ``delta``, SD ``sd``), seeded
     and vectorised (the same t test as :func:`estimators.t_interval`); stops at the first pass."""
     n = np.array([int(x) for x in n_looks])
@@ -343,9 +381,14 @@ def sequential_t_power(n_looks: Sequence[int], levels: Sequence[float], delta: f
     win = first_pass < first_fut
     stop = np.minimum(np.minimum(first_pass, first_fut), n.size - 1)
     power = float(np.mean(win))
-    return SimulatedPower(power=power, se=math.sqrt(max(power * (1 - power), 1e-12) / sims), sims=sims,
-                          seed=seed, expected_blocks=float(np.mean(n[stop])),
-                          stopped_at=tuple(float(np.mean(stop == k)) for k in range(n.size)))
+    return SimulatedPower(
+        power=power,
+        se=math.sqrt(max(power * (1 - power), 1e-12) / sims),
+        sims=sims,
+        seed=seed,
+        expected_blocks=float(np.mean(n[stop])),
+        stopped_at=tuple(float(np.mean(stop == k)) for k in range(n.size)),
+    )
 
 
 __all__ = [

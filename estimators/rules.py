@@ -199,7 +199,10 @@ def _tails(rule: Rule, scale: str) -> list[tuple[float, bool]]:
     """The one-sided tests behind a tested rule: ``(mu, greater)`` each, on the analysis scale."""
     if rule.quantity == "within":
         assert rule.low is not None and rule.high is not None
-        return [(to_analysis(rule.low, scale, "within low"), True), (to_analysis(rule.high, scale, "within high"), False)]
+        return [
+            (to_analysis(rule.low, scale, "within low"), True),
+            (to_analysis(rule.high, scale, "within high"), False),
+        ]
     assert rule.threshold is not None
     return [(to_analysis(rule.threshold, scale), rule.quantity == "lower")]
 
@@ -252,16 +255,16 @@ def rule_pvalue(
         v = to_reported(float(np.mean(arr)), scale)
         holds = _holds(rule, v, v, v)
         warnings.warn(
-            "constant block contrasts: the rule p-value is degenerate "
-            f"({0.0 if holds else 1.0}), not a test result",
+            f"constant block contrasts: the rule p-value is degenerate ({0.0 if holds else 1.0}), not a test result",
             DegenerateContrastWarning,
             stacklevel=2,
         )
         return 0.0 if holds else 1.0
 
     def p(mu: float) -> tuple[float, float]:
-        return one_sided_p_values(method, arr, mu, resamples, seed, bounds=bounds, horizon=horizon,
-                                  confidence=confidence)
+        return one_sided_p_values(
+            method, arr, mu, resamples, seed, bounds=bounds, horizon=horizon, confidence=confidence
+        )
 
     return _tested_p(rule, scale, p)
 

@@ -32,7 +32,6 @@ Bonferroni over ``m`` gates pass ``alpha / m``; ``require: all`` (intersection-u
 share. Units: fractions are dimensionless, levels are probabilities, z values standard-normal.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -197,15 +196,17 @@ def crossing_probabilities(
     return tuple(up), tuple(down)
 
 
-def sequential_power(fractions: Sequence[float], upper: Sequence[float], drift: float,
-                     lower: Sequence[float] | None = None) -> float:
+def sequential_power(
+    fractions: Sequence[float], upper: Sequence[float], drift: float, lower: Sequence[float] | None = None
+) -> float:
     """Probability of crossing an efficacy bound at some look at ``drift`` (with the futility bound
     ``lower`` obeyed when given: the power if futility stops are taken)."""
     return float(sum(crossing_probabilities(fractions, upper, drift, lower)[0]))
 
 
-def expected_fraction(fractions: Sequence[float], upper: Sequence[float], drift: float,
-                      lower: Sequence[float] | None = None) -> float:
+def expected_fraction(
+    fractions: Sequence[float], upper: Sequence[float], drift: float, lower: Sequence[float] | None = None
+) -> float:
     """Expected information fraction at stopping (times ``n_K``: expected blocks) at ``drift``."""
     t = tuple(float(x) for x in fractions)
     up, down = crossing_probabilities(t, upper, drift, lower)
@@ -226,8 +227,13 @@ def design_drift(fractions: Sequence[float], upper: Sequence[float], power: floa
     return float(optimize.brentq(f, -5.0, 20.0, xtol=1e-10))
 
 
-def futility_bounds(fractions: Sequence[float], upper: Sequence[float], beta: float,
-                    spending: str | Spending, drift: float | None = None) -> tuple[tuple[float, ...], float]:
+def futility_bounds(
+    fractions: Sequence[float],
+    upper: Sequence[float],
+    beta: float,
+    spending: str | Spending,
+    drift: float | None = None,
+) -> tuple[tuple[float, ...], float]:
     """Non-binding futility z bounds by beta-spending, and the drift used (module doc).
 
     With ``drift`` None it is solved so that the last futility bound meets the last efficacy bound;
@@ -345,15 +351,28 @@ def design(
     for k, tk in enumerate(t):
         b = bounds[k]
         a = fut[k] if fut is not None else None
-        out.append(LookBoundary(
-            look=k + 1, fraction=tk, z_bound=b, nominal_alpha=float(special.ndtr(-b)),
-            alpha_increment=inc[k], cumulative_alpha=cum[k],
-            blocks=int(looks[k]) if blocks else None,
-            futility_z=a, futility_p=None if a is None else float(special.ndtr(-a)),
-        ))
-    return SequentialDesign(alpha=float(alpha), spending=s.spec(), looks=tuple(out), futility=futility,
-                            beta=beta if futility != "none" else None,
-                            beta_spending=bs.spec() if futility != "none" else None, drift=drift)
+        out.append(
+            LookBoundary(
+                look=k + 1,
+                fraction=tk,
+                z_bound=b,
+                nominal_alpha=float(special.ndtr(-b)),
+                alpha_increment=inc[k],
+                cumulative_alpha=cum[k],
+                blocks=int(looks[k]) if blocks else None,
+                futility_z=a,
+                futility_p=None if a is None else float(special.ndtr(-a)),
+            )
+        )
+    return SequentialDesign(
+        alpha=float(alpha),
+        spending=s.spec(),
+        looks=tuple(out),
+        futility=futility,
+        beta=beta if futility != "none" else None,
+        beta_spending=bs.spec() if futility != "none" else None,
+        drift=drift,
+    )
 
 
 __all__ = [

@@ -77,8 +77,13 @@ def subset_means(d: NDArray[np.float64]) -> NDArray[np.float64]:
 class _Reference:
     """The reference set of subset means (exact or sampled) for one contrast vector."""
 
-    def __init__(self, d: NDArray[np.float64], resamples: int, seed: int | None,
-                 drawn: tuple[NDArray[np.float64], int] | None = None) -> None:
+    def __init__(
+        self,
+        d: NDArray[np.float64],
+        resamples: int,
+        seed: int | None,
+        drawn: tuple[NDArray[np.float64], int] | None = None,
+    ) -> None:
         self.n = d.size
         self.exact = self.n <= EXACT_MAX_N
         if self.exact:
@@ -161,8 +166,12 @@ def sequential_reference(
     sums, sizes = signs.draw(drawn, resamples)  # the rest: the full draw decides
     empty = sizes == 0
     parts.append(sums[~empty] / sizes[~empty])
-    _keep(_Reference(d, resamples, seed, drawn=(np.concatenate(parts), extra + int(np.count_nonzero(empty)))),
-          d, resamples, seed)
+    _keep(
+        _Reference(d, resamples, seed, drawn=(np.concatenate(parts), extra + int(np.count_nonzero(empty)))),
+        d,
+        resamples,
+        seed,
+    )
     return mc_stop.Stop(resamples, resamples, 0.0, "full draw")
 
 
@@ -174,11 +183,7 @@ def signflip_one_sided(
 
 
 def signflip_interval(
-    d: ArrayLike,
-    confidence: float = 0.95,
-    scale: str = "difference",
-    resamples: int = 9999,
-    seed: int | None = 0,
+    d: ArrayLike, confidence: float = 0.95, scale: str = "difference", resamples: int = 9999, seed: int | None = 0
 ) -> IntervalResult:
     """Exact sign-flip (randomisation) interval for the mean contrast; see the module doc.
 

@@ -37,9 +37,7 @@ def t_one_sided(d: NDArray[np.float64], mu: float) -> tuple[float, float]:
     return float(special().stdtr(df, -t)), float(special().stdtr(df, t))
 
 
-def t_interval(
-    d: ArrayLike, confidence: float = 0.95, scale: str = "difference"
-) -> IntervalResult:
+def t_interval(d: ArrayLike, confidence: float = 0.95, scale: str = "difference") -> IntervalResult:
     """Student t interval ``mean +- t_{n-1, (1+c)/2} * sd / sqrt(n)`` for the mean contrast.
 
     Assumes block contrasts independent with a roughly normal mean (exact for normal

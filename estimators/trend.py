@@ -67,8 +67,9 @@ def trend_ends(d: ArrayLike, x: ArrayLike, confidence: float = 0.90, scale: str 
     def end(x0: float) -> FittedEnd:
         fit = intercept + slope * (x0 - xbar)
         half = q * s * math.sqrt(1.0 / n + (x0 - xbar) ** 2 / sxx)
-        return FittedEnd(float(x0), to_reported(fit, scale), to_reported(fit - half, scale),
-                         to_reported(fit + half, scale))
+        return FittedEnd(
+            float(x0), to_reported(fit, scale), to_reported(fit - half, scale), to_reported(fit + half, scale)
+        )
 
     return TrendEnds(end(float(np.min(xv))), end(float(np.max(xv))), slope, n, df, confidence)
 

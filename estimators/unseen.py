@@ -42,8 +42,9 @@ def unseen_one_sided(value: float, n: int, mu: float, bounds: tuple[float, float
     return float(p_greater), float(p_less)
 
 
-def unseen_interval(d: NDArray[np.float64], confidence: float, scale: str, method: str,
-                    bounds: tuple[float, float]) -> IntervalResult:
+def unseen_interval(
+    d: NDArray[np.float64], confidence: float, scale: str, method: str, bounds: tuple[float, float]
+) -> IntervalResult:
     """The interval of a constant sample ``d`` inside ``bounds`` at two-sided ``confidence``
     (module doc), labelled with the gate's ``method``; its ``pvalue`` tests the null 0 (log 1)."""
     n, value = int(d.size), float(d[0])
@@ -52,12 +53,25 @@ def unseen_interval(d: NDArray[np.float64], confidence: float, scale: str, metho
     lower, upper = value - shrink * (value - low), value + shrink * (high - value)
     null = 0.0
     p_greater, p_less = unseen_one_sided(value, n, null, bounds) if low <= null <= high else (1.0, 1.0)
-    note = (f"every one of the {n} units shows the same contrast: the interval is the widest mean consistent with "
-            f"{n} identical values inside the declared range [{low:.6g}, {high:.6g}] (analysis scale) -- an event "
-            "at the range's end that these units did not happen to show (estimators.unseen)")
-    return build_result(estimate=value, lower=lower, upper=upper, confidence=confidence, method=method, n=n,
-                        scale=scale, pvalue=two_sided(p_greater, p_less), exact=True, warnings=(note,),
-                        bounds=(low, high), contrasts=d)
+    note = (
+        f"every one of the {n} units shows the same contrast: the interval is the widest mean consistent with "
+        f"{n} identical values inside the declared range [{low:.6g}, {high:.6g}] (analysis scale) -- an event "
+        "at the range's end that these units did not happen to show (estimators.unseen)"
+    )
+    return build_result(
+        estimate=value,
+        lower=lower,
+        upper=upper,
+        confidence=confidence,
+        method=method,
+        n=n,
+        scale=scale,
+        pvalue=two_sided(p_greater, p_less),
+        exact=True,
+        warnings=(note,),
+        bounds=(low, high),
+        contrasts=d,
+    )
 
 
 def judged_bounds(method: str, bounds: tuple[float, float] | None, deterministic: bool) -> tuple[float, float] | None:

@@ -70,9 +70,7 @@ PLAN_OPS: dict[str, tuple[str, ...]] = {"upper": ("<", "<="), "lower": (">", ">=
 _NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 _BOUND_TEXT = re.compile(rf"^\s*(upper|lower|estimate)\s*(<=|>=|<|>)\s*{_NUM}\s*$")
 _WITHIN_TEXT = re.compile(rf"^\s*within\s*\[\s*{_NUM}\s*,\s*{_NUM}\s*\]\s*$")
-RULE_FORMS = (
-    "'upper < X', 'upper <= X', 'lower > X', 'lower >= X', 'estimate < X', 'estimate > X', 'within [A, B]'"
-)
+RULE_FORMS = "'upper < X', 'upper <= X', 'lower > X', 'lower >= X', 'estimate < X', 'estimate > X', 'within [A, B]'"
 
 
 #: fewest resamples a resampling method accepts (bootstrap, bca; sign-flip beyond its exact range)
@@ -170,7 +168,30 @@ class Rule:
 
 
 __all__ = [
-    "AnalysisUnit", "BOUNDED_METHODS", "DECISIONS", "Decision", "EVIDENCE_ORDER", "Evidence", "METHODS", "MULTIPLICITIES",
-    "MIN_RESAMPLES", "Method", "Multiplicity", "OPS", "PLAN_OPS", "QUANTITIES", "RULE_FORMS", "Rule", "RuleError",
-    "RuleQuantity", "SCALES", "Scale", "UNBOUNDED_METHODS", "VERDICTS", "Verdict", "min_resamples", "stronger", "weakest",
+    "AnalysisUnit",
+    "BOUNDED_METHODS",
+    "DECISIONS",
+    "Decision",
+    "EVIDENCE_ORDER",
+    "Evidence",
+    "METHODS",
+    "MULTIPLICITIES",
+    "MIN_RESAMPLES",
+    "Method",
+    "Multiplicity",
+    "OPS",
+    "PLAN_OPS",
+    "QUANTITIES",
+    "RULE_FORMS",
+    "Rule",
+    "RuleError",
+    "RuleQuantity",
+    "SCALES",
+    "Scale",
+    "UNBOUNDED_METHODS",
+    "VERDICTS",
+    "Verdict",
+    "min_resamples",
+    "stronger",
+    "weakest",
 ]

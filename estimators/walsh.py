@@ -39,7 +39,9 @@ _MATERIALISE_MIN = 1 << 16
 _SAMPLER_SEED = 0x5A1C
 
 
-def _ok(s: NDArray[np.float64], i: NDArray[np.int64], j: NDArray[np.int64], t: float, strict: bool) -> NDArray[np.bool_]:
+def _ok(
+    s: NDArray[np.float64], i: NDArray[np.int64], j: NDArray[np.int64], t: float, strict: bool
+) -> NDArray[np.bool_]:
     w = (s[i] + s[j]) * 0.5
     return w < t if strict else w <= t
 
@@ -111,8 +113,9 @@ def select(s: NDArray[np.float64], k: int) -> float:
         sample = np.sort((s[row] + s[col]) * 0.5)
         q = r / total
         spread = 4.0 * math.sqrt(m * q * (1.0 - q)) + 4.0
-        picks = sorted({min(max(int(math.floor(m * q - spread)), 0), m - 1),
-                        min(max(int(math.ceil(m * q + spread)), 0), m - 1)})
+        picks = sorted(
+            {min(max(int(math.floor(m * q - spread)), 0), m - 1), min(max(int(math.ceil(m * q + spread)), 0), m - 1)}
+        )
         for p in (float(sample[i]) for i in picks):
             c_lt = row_counts(s, p, True)
             c_le = row_counts(s, p, False)
@@ -164,7 +167,12 @@ class WalshAverages:
         if self.values is not None:
             kth = sorted(set(mid + ([k - 1, m - k] if k > 0 else [])))
             part = np.partition(self.values, kth)
-            lo_v, hi_v, a, b = (part[k - 1] if k > 0 else 0.0), (part[m - k] if k > 0 else 0.0), part[mid[0]], part[mid[1]]
+            lo_v, hi_v, a, b = (
+                (part[k - 1] if k > 0 else 0.0),
+                (part[m - k] if k > 0 else 0.0),
+                part[mid[0]],
+                part[mid[1]],
+            )
         else:
             assert self.sorted is not None
             cache: dict[int, float] = {}

@@ -150,9 +150,7 @@ def hodges_lehmann(d: ArrayLike) -> float:
     return WalshAverages(arr).order_stats(0)[2]
 
 
-def wilcoxon_interval(
-    d: ArrayLike, confidence: float = 0.95, scale: str = "difference"
-) -> IntervalResult:
+def wilcoxon_interval(d: ArrayLike, confidence: float = 0.95, scale: str = "difference") -> IntervalResult:
     """Hodges–Lehmann estimate with the signed-rank confidence interval (see module doc).
 
     Assumes independent contrasts symmetric about their centre (the pseudo-median). Exact
@@ -176,14 +174,13 @@ def wilcoxon_interval(
         warnings.append(TIES_WARNING)
     if not ref.exact:
         warnings.append(
-            f"n = {n}: normal approximation to the signed-rank distribution "
-            f"(exact enumeration limit {EXACT_MAX_N})"
+            f"n = {n}: normal approximation to the signed-rank distribution (exact enumeration limit {EXACT_MAX_N})"
         )
     lower, upper, estimate = walsh.order_stats(k)
     if k == 0:
         warnings.append(
             f"n = {n} is too small for a {confidence:.4g} signed-rank interval (smallest "
-            f"attainable one-sided p-value {2.0 ** -n:.4g} > {alpha:.4g}); the interval is unbounded"
+            f"attainable one-sided p-value {2.0**-n:.4g} > {alpha:.4g}); the interval is unbounded"
         )
     return build_result(
         contrasts=d,

@@ -44,17 +44,19 @@ def rows_and_logs() -> tuple[list[dict], dict[str, str]]:
                     length = seconds * (0.99 + 0.01 * rng.random())
                     run_nll = nll + 0.004 + 0.004 * rng.gauss(0, 1)
                 run_id = f"gpu-{site}-{seed}-{arm}"
-                rows.append({"run_id": run_id, "arm": arm, "site": site, "seed": seed,
-                             "final_nll": round(run_nll, 5)})
-                logs[f"{run_id}.dcgm.txt"] = dcgm_log(round(length, 1), delay_ms=1000.0, scale=watts,
-                                                      header_every=600)
+                rows.append({"run_id": run_id, "arm": arm, "site": site, "seed": seed, "final_nll": round(run_nll, 5)})
+                logs[f"{run_id}.dcgm.txt"] = dcgm_log(round(length, 1), delay_ms=1000.0, scale=watts, header_every=600)
     return rows, logs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write the synthetic runs of examples/byo-dcgm.yaml.")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("runs"),
-                        help="folder of byo-dcgm.csv and byo-dcgm-logs/ (default: examples/runs)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).with_name("runs"),
+        help="folder of byo-dcgm.csv and byo-dcgm-logs/ (default: examples/runs)",
+    )
     args = parser.parse_args(argv)
     write_runs(args.out, "byo-dcgm", *rows_and_logs())
     return 0

@@ -44,11 +44,20 @@ def rows_and_logs() -> tuple[list[dict], dict[str, str]]:
                     length = seconds * (0.98 + 0.02 * rng.random())
                     run_nll, run_flop = nll + 0.004 + 0.004 * rng.gauss(0, 1), flop * (0.97 + 0.01 * rng.random())
                 run_id = f"gpu-{site}-{seed}-{arm}"
-                rows.append({"run_id": run_id, "arm": arm, "site": site, "seed": seed,
-                             "final_nll": round(run_nll, 5), "attempted_flop": f"{run_flop:.6e}"})
+                rows.append(
+                    {
+                        "run_id": run_id,
+                        "arm": arm,
+                        "site": site,
+                        "seed": seed,
+                        "final_nll": round(run_nll, 5),
+                        "attempted_flop": f"{run_flop:.6e}",
+                    }
+                )
                 begin = START + timedelta(minutes=len(logs))
-                logs[f"{run_id}.nvidia-smi.csv"] = nvidia_smi_log(round(length, 2), poll_ms=100.0, scale=watts,
-                                                                  start=begin)
+                logs[f"{run_id}.nvidia-smi.csv"] = nvidia_smi_log(
+                    round(length, 2), poll_ms=100.0, scale=watts, start=begin
+                )
     return rows, logs
 
 
@@ -67,8 +76,12 @@ def write_runs(out: Path, stem: str, rows: list[dict], logs: dict[str, str]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write the synthetic runs of examples/byo-smi.yaml.")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("runs"),
-                        help="folder of byo-smi.csv and byo-smi-logs/ (default: examples/runs)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).with_name("runs"),
+        help="folder of byo-smi.csv and byo-smi-logs/ (default: examples/runs)",
+    )
     args = parser.parse_args(argv)
     write_runs(args.out, "byo-smi", *rows_and_logs())
     return 0

@@ -63,15 +63,21 @@ def check_runs_folder(runs: PathLike, lock_label: str) -> Path:
     folder = Path(runs)
     lock = lock_label
     if folder.is_file() and folder.name == LEDGER_NAME:
-        raise InputError(f"{folder}: gates evaluate expects the runs folder, not the ledger file: "
-                         f"gates evaluate {lock} {folder.parent}")
+        raise InputError(
+            f"{folder}: gates evaluate expects the runs folder, not the ledger file: "
+            f"gates evaluate {lock} {folder.parent}"
+        )
     if folder.is_file() and folder.name.lower().endswith(TABLE_SUFFIXES):
-        raise InputError(f"{folder}: is a table of runs, but gates evaluate expects a runs folder holding "
-                         f"ledger.jsonl; import the table first: collect import {folder} --lock {lock} --out RUNS, "
-                         f"then gates evaluate {lock} RUNS")
+        raise InputError(
+            f"{folder}: is a table of runs, but gates evaluate expects a runs folder holding "
+            f"ledger.jsonl; import the table first: collect import {folder} --lock {lock} --out RUNS, "
+            f"then gates evaluate {lock} RUNS"
+        )
     if folder.is_file():
-        raise InputError(f"{folder}: is a file; gates evaluate expects a runs folder holding ledger.jsonl "
-                         "(written by 'collect run' or 'collect import')")
+        raise InputError(
+            f"{folder}: is a file; gates evaluate expects a runs folder holding ledger.jsonl "
+            "(written by 'collect run' or 'collect import')"
+        )
     if not folder.is_dir():
         raise InputError(f"{folder}: no such runs folder")
     if not ledger_path(folder).is_file():
@@ -120,8 +126,12 @@ _HASH_FIELD = re.compile(rb'"(?:genesis_plan_sha256|prereg_sha256)":\s*"([0-9a-f
 def _same_study_evaluation(out: PathLike, lock_data: dict[str, Any]) -> Callable[[Path], bool]:
     """``ours`` for ``out`` under this lock: :func:`same_study_evaluation` of its lineage's plan hashes."""
     hashes = {lock_data.get("plan_sha256")}
-    hashes |= {a.get(k) for a in lock_data.get("amendments") or [] if isinstance(a, dict)
-               for k in ("parent_plan_sha256", "plan_sha256")}
+    hashes |= {
+        a.get(k)
+        for a in lock_data.get("amendments") or []
+        if isinstance(a, dict)
+        for k in ("parent_plan_sha256", "plan_sha256")
+    }
     return same_study_evaluation(genesis_hash(lock_data), {h for h in hashes if isinstance(h, str)})
 
 
@@ -140,14 +150,22 @@ def same_study_evaluation(genesis: str, plan_hashes: set[str]) -> Callable[[Path
             found = {m.decode() for m in _HASH_FIELD.findall(file_head(path))}
             if found & hashes:
                 return True
-            raise OutputRefused(17, "is an evaluation this toolkit cannot read, not recognisably of this study; "
-                                    "never written over (choose another --out)", str(path)) from None
+            raise OutputRefused(
+                17,
+                "is an evaluation this toolkit cannot read, not recognisably of this study; "
+                "never written over (choose another --out)",
+                str(path),
+            ) from None
         if ev.genesis_plan_sha256 == genesis:
             return True
-        raise OutputRefused(17, f"is the evaluation of another study (study {ev.study!r}, first frozen as plan "
-                                f"{ev.genesis_plan_sha256[:12]}; this lock's is {genesis[:12]}); an evaluation is "
-                                "replaced only by one of the same study (its lock or an amendment of it), never "
-                                "written over by this one (choose another --out)", str(path))
+        raise OutputRefused(
+            17,
+            f"is the evaluation of another study (study {ev.study!r}, first frozen as plan "
+            f"{ev.genesis_plan_sha256[:12]}; this lock's is {genesis[:12]}); an evaluation is "
+            "replaced only by one of the same study (its lock or an amendment of it), never "
+            "written over by this one (choose another --out)",
+            str(path),
+        )
 
     return ours
 
@@ -176,8 +194,9 @@ def reevaluate_look(lock: LockLike, runs: PathLike, sequence: int, plan_version:
     return sealed(_evaluate_folder(data, plan, folder, verified.path, record=False, sequence=sequence))
 
 
-def _evaluate_folder(data: dict[str, Any], plan: Any, folder: Path, lock_path: Path, *, record: bool,
-                     sequence: int | None = None) -> Evaluation:
+def _evaluate_folder(
+    data: dict[str, Any], plan: Any, folder: Path, lock_path: Path, *, record: bool, sequence: int | None = None
+) -> Evaluation:
     """The evaluation of ``folder``, not yet sealed (the caller seals it). A monitored plan's look ledger is checked, its earlier
     records passed on and (``record``) this look appended; ``sequence``: re-evaluate the look of that
     record number (``gates.verify``, which records nothing)."""
@@ -192,13 +211,21 @@ def _evaluate_folder(data: dict[str, Any], plan: Any, folder: Path, lock_path: P
     evaluation = build_evaluation(data, plan, ledger, lock_path, history)
     if record:
         assert evaluation.monitoring is not None
-        fields = look_fields(evaluation.monitoring, evaluation.gates, evaluation.decision, ledger,
-                             data["plan_sha256"], evaluation.lock.seal if evaluation.lock else None,
-                             evaluation.evaluated_at)
+        fields = look_fields(
+            evaluation.monitoring,
+            evaluation.gates,
+            evaluation.decision,
+            ledger,
+            data["plan_sha256"],
+            evaluation.lock.seal if evaluation.lock else None,
+            evaluation.evaluated_at,
+        )
         written = append_look(folder, fields)
         if written.seq != evaluation.monitoring.sequence:
-            raise InputError(f"{looks.path}: another evaluation was recorded while this one ran (look record "
-                             f"{written.seq}, expected {evaluation.monitoring.sequence}); evaluate again")
+            raise InputError(
+                f"{looks.path}: another evaluation was recorded while this one ran (look record "
+                f"{written.seq}, expected {evaluation.monitoring.sequence}); evaluate again"
+            )
     return evaluation
 
 
@@ -206,8 +233,9 @@ def write_evaluation(path: PathLike, evaluation: Evaluation, force: bool = False
     """Write the artifact atomically, sealed, under the output rule (``prereg.fileio.write_output``): an
     existing evaluation only of the same study, a foreign file outside a runs folder only with ``force``."""
     _, encoded = sealed_bytes(evaluation)
-    write_output(path, encoded, force,
-                 same_study_evaluation(evaluation.genesis_plan_sha256, {evaluation.prereg_sha256}))
+    write_output(
+        path, encoded, force, same_study_evaluation(evaluation.genesis_plan_sha256, {evaluation.prereg_sha256})
+    )
 
 
 def read_evaluation(path: PathLike) -> Evaluation:

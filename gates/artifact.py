@@ -36,14 +36,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
-from estimators.vocabulary import (
-    AnalysisUnit,
-    Decision,
-    Evidence,
-    Multiplicity,
-    Scale,
-    Verdict,
-)
+from estimators.vocabulary import AnalysisUnit, Decision, Evidence, Multiplicity, Scale, Verdict
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.artifact_monitoring import MonitoringResult
 from gates.artifact_runs import DescriptiveMetric, FailedRunEntry
@@ -61,7 +54,6 @@ from prereg.schema_types import Scalar
 EVALUATION_SCHEMA: Final = "gates/evaluation/v2"
 V1_SCHEMA: Final = "gates/evaluation/v1"
 MAX_ARTIFACT_BYTES = 256 << 20
-
 
 
 class _Model(BaseModel):
@@ -111,8 +103,10 @@ class GateResult(_Model):
         default=None, description="The class the plan declared for the metric (when it differs from 'evidence')."
     )
     direction: str | None = Field(default=None, description="The gate's declared direction intent, if any.")
-    refused_by: list[Refusal] = Field(default_factory=list, description="Why the gate was refused, one typed reason "
-                                      "each (gates.refusal: kind, id, reason).")
+    refused_by: list[Refusal] = Field(
+        default_factory=list,
+        description="Why the gate was refused, one typed reason each (gates.refusal: kind, id, reason).",
+    )
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list, description="From the estimator.")
     resolution: Resolution | None = None
@@ -164,9 +158,11 @@ class LedgerIdentity(_Model):
     records: int
     torn_tail: bool
     chain: Literal["intact", "empty"] = Field(
-        description="The ledger's hash chain: intact, or empty (no records); a broken chain refuses the evaluation.")
-    head_sha256: str | None = Field(default=None, description="The chain's head hash (the last record's); "
-                                    "null for an empty ledger.")
+        description="The ledger's hash chain: intact, or empty (no records); a broken chain refuses the evaluation."
+    )
+    head_sha256: str | None = Field(
+        default=None, description="The chain's head hash (the last record's); null for an empty ledger."
+    )
 
 
 class AmendmentSummary(_Model):
@@ -260,8 +256,11 @@ class CodeDifference(_Model):
     part: CodePart = Field(description="The part (prereg.schema.CODE_PARTS names the record field it reads).")
     record_field: str = Field(description="The record field that differs, e.g. code.command.files_sha256.")
     runs: list[str] = Field(min_length=2, max_length=2, description="Two run ids whose values differ.")
-    values: list[str] = Field(min_length=2, max_length=2, description="Their values in words (hashes shortened; "
-                              "'not recorded' when a run lacks the part).")
+    values: list[str] = Field(
+        min_length=2,
+        max_length=2,
+        description="Their values in words (hashes shortened; 'not recorded' when a run lacks the part).",
+    )
     declared: bool = Field(description="The plan declares this part may differ (code_identity.may_differ).")
 
     def words(self) -> str:
@@ -277,15 +276,17 @@ class CodeIdentity(_Model):
         description="same: every compared part is equal in every run carrying a code identity; differs: a part "
         "the plan does not declare differs (refuses the decision, kind code_identity); differs_declared: only "
         "parts the plan declares may differ differ; not_recorded: no matched run carries a code identity "
-        "(imported runs: nothing to compare).")
+        "(imported runs: nothing to compare)."
+    )
     parts: list[CodePart] = Field(default_factory=list, description="The parts that differ between runs.")
     compared: list[CodePart] = Field(default_factory=list, description="The parts recorded by some run, compared.")
     declared: list[CodePart] = Field(default_factory=list, description="The parts the plan declares may differ.")
     reason: str | None = Field(default=None, description="The plan's reason why the code may differ.")
     examples: list[CodeDifference] = Field(default_factory=list, description="Per differing part, two runs.")
     runs: int = Field(default=0, description="Matched runs carrying a code identity (the runs compared).")
-    without_identity: int = Field(default=0, description="Matched runs carrying none (imported: made elsewhere); "
-                                  "never compared.")
+    without_identity: int = Field(
+        default=0, description="Matched runs carrying none (imported: made elsewhere); never compared."
+    )
     notes: list[str] = Field(default_factory=list, description="What the comparison cannot show, in words.")
 
 
@@ -329,32 +330,46 @@ class Evaluation(_Model):
         default=None, description="What to do about runs recorded under another plan hash, in one sentence."
     )
     phase_support: list[PhaseSupportRow] = Field(
-        default_factory=list, description="Per signal and phase: the updates runs saw inside it (empty when the "
-        "runs recorded no per-phase telemetry).")
+        default_factory=list,
+        description="Per signal and phase: the updates runs saw inside it (empty when the "
+        "runs recorded no per-phase telemetry).",
+    )
     comparator: ComparatorChoice | None = Field(
-        default=None, description="The fixed comparator chosen from calibration runs only (controller studies).")
+        default=None, description="The fixed comparator chosen from calibration runs only (controller studies)."
+    )
     families: list[FamilyResult] = Field(
-        default_factory=list, description="Every gate judged on each held-out family alone (plans with family_factor).")
+        default_factory=list, description="Every gate judged on each held-out family alone (plans with family_factor)."
+    )
     ranking: list[RankingCell] = Field(
-        default_factory=list, description="Challenger vs comparator per family x uncertainty region.")
+        default_factory=list, description="Challenger vs comparator per family x uncertainty region."
+    )
     lock: LockReference | None = Field(
-        default=None, description="The lock evaluated under (gates verify and reports re-evaluate from it).")
+        default=None, description="The lock evaluated under (gates verify and reports re-evaluate from it)."
+    )
     code_identity: CodeIdentity | None = Field(
-        default=None, description="Whether the matched runs were made by the same code (code files, git, Python, "
-        "packages, toolkit); a difference the plan does not declare refuses the decision.")
+        default=None,
+        description="Whether the matched runs were made by the same code (code files, git, Python, "
+        "packages, toolkit); a difference the plan does not declare refuses the decision.",
+    )
     monitoring: MonitoringResult | None = Field(
-        default=None, description="Monitored plans only (absent otherwise): the point of the frozen run order "
+        default=None,
+        description="Monitored plans only (absent otherwise): the point of the frozen run order "
         "evaluated, whether it is a planned look (a decision) or an interim reading (never a decision), what the "
         "plan says to do next, every gate's boundary per look and the looks recorded before "
-        "(gates.artifact_monitoring).")
+        "(gates.artifact_monitoring).",
+    )
     failed_runs: list[FailedRunEntry] = Field(
-        default_factory=list, description="Every failed run of a planned cell, with its reason in words "
-        "(gates.artifact_runs).")
+        default_factory=list,
+        description="Every failed run of a planned cell, with its reason in words (gates.artifact_runs).",
+    )
     descriptive_metrics: list[DescriptiveMetric] = Field(
-        default_factory=list, description="Every declared metric per arm, then the undeclared ones the runs kept: "
-        "descriptive, not a test (gates.artifact_runs).")
+        default_factory=list,
+        description="Every declared metric per arm, then the undeclared ones the runs kept: "
+        "descriptive, not a test (gates.artifact_runs).",
+    )
     seal_sha256: str | None = Field(
-        default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written.")
+        default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written."
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -377,8 +392,10 @@ class Evaluation(_Model):
         if view is not None:
             return view(self)
         verdicts = ", ".join(f"{g.id} {g.verdict}" for g in self.gates) or "no gates"
-        text = (f"{self.title} ({self.study})\ndecision: {self.decision.replace('_', ' ').upper()}: "
-                f"{self.decision_reason}\ngates: {verdicts}\n(import reports for the table)")
+        text = (
+            f"{self.title} ({self.study})\ndecision: {self.decision.replace('_', ' ').upper()}: "
+            f"{self.decision_reason}\ngates: {verdicts}\n(import reports for the table)"
+        )
         return f'<pre class="prereg-evaluation">{html.escape(text, quote=True)}</pre>'
 
 
@@ -414,8 +431,11 @@ class EvaluationError(InputError, ValueError):
 def v1_message(path: str | os.PathLike[str]) -> str:
     """The one message for a ``gates/evaluation/v1`` file (module doc: format history), worded as
     every retired format's (``prereg.errors.RetiredFormat``)."""
-    return str(RetiredFormat(path, V1_SCHEMA, EVALUATION_SCHEMA, "re-run 'gates evaluate LOCK RUNS' on its runs to "
-                             "write it again"))
+    return str(
+        RetiredFormat(
+            path, V1_SCHEMA, EVALUATION_SCHEMA, "re-run 'gates evaluate LOCK RUNS' on its runs to write it again"
+        )
+    )
 
 
 def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
@@ -434,8 +454,10 @@ def read_evaluation(path: str | os.PathLike[str]) -> Evaluation:
     except ValueError as err:  # too large, unreadable, not a regular file
         raise EvaluationError(str(err)) from None
     if p.name == "ledger.jsonl" or b'"record":"collect/run/' in raw[:65536].split(b"\n", 1)[0]:
-        raise EvaluationError(f"{p}: is a run ledger, not an evaluation; this {expects} "
-                              f"(gates evaluate writes {p.parent / 'evaluation.json'})")
+        raise EvaluationError(
+            f"{p}: is a run ledger, not an evaluation; this {expects} "
+            f"(gates evaluate writes {p.parent / 'evaluation.json'})"
+        )
     if p.suffix.lower() in (".yaml", ".yml", ".csv") or p.name.endswith(".lock.json"):
         what = "a plan or lock" if p.suffix.lower() != ".csv" else "a table of runs"
         raise EvaluationError(f"{p}: is {what}, not an evaluation; this {expects}")
@@ -454,7 +476,7 @@ def parse_evaluation(raw: bytes, where: str, hint: str = "") -> Evaluation:
     if isinstance(data, dict) and data.get("schema") == V1_SCHEMA:
         raise EvaluationError(v1_message(where))
     if not isinstance(data, dict) or data.get("schema") != EVALUATION_SCHEMA:
-        raise EvaluationError(f"{where}: not an evaluation artifact (expected \"schema\": \"{EVALUATION_SCHEMA}\")")
+        raise EvaluationError(f'{where}: not an evaluation artifact (expected "schema": "{EVALUATION_SCHEMA}")')
     try:
         return Evaluation.model_validate(data)
     except ValidationError as err:
@@ -486,4 +508,3 @@ def is_evaluation_file(path: str | os.PathLike[str]) -> bool:
     except EvaluationError:
         return False
     return True
-

@@ -83,7 +83,8 @@ class FamilyResult(_Model):
     gates: list[FamilyGate]
     hindsight: Hindsight | None = None
     medians: dict[str, dict[str, Number | None]] = Field(
-        default_factory=dict, description="Metric -> arm -> median over this family's held-out runs (descriptive).")
+        default_factory=dict, description="Metric -> arm -> median over this family's held-out runs (descriptive)."
+    )
     invalidators_fired: list[str] = Field(default_factory=list, description="Checks that fired on this family's runs.")
 
 
@@ -115,9 +116,11 @@ class RankingCell(_Model):
 
     family: Scalar
     region: dict[str, Scalar] = Field(description="Region factor -> level.")
-    ranking: Ranking = Field(description="challenger (the challenger is better), comparator, flip (the order changes "
-                             "across the region), or abstain (the paired interval cannot order them, or evidence is "
-                             "missing).")
+    ranking: Ranking = Field(
+        description="challenger (the challenger is better), comparator, flip (the order changes "
+        "across the region), or abstain (the paired interval cannot order them, or evidence is "
+        "missing)."
+    )
     reason: str
     metric: str
     contrast: str

@@ -30,11 +30,17 @@ class LookBoundary(_Model):
     fraction: float = Field(description="Information fraction: blocks / the last look's blocks.")
     nominal_alpha: float = Field(description="The level the gate's rule p-value must clear at this look.")
     cumulative_alpha: float = Field(description="Alpha spent up to and including this look.")
-    z_bound: Number | None = Field(default=None, description="The nominal level on the z scale, "
-                                   "Phi^-1(1 - nominal_alpha), for gates on the group-sequential boundary (t); null "
-                                   "for alpha increments (exact and resampling methods).")
-    futility_p: float | None = Field(default=None, description="With non-binding futility: the gate is futile at "
-                                     "this look when its rule p-value is above this; null: no futility stop.")
+    z_bound: Number | None = Field(
+        default=None,
+        description="The nominal level on the z scale, "
+        "Phi^-1(1 - nominal_alpha), for gates on the group-sequential boundary (t); null "
+        "for alpha increments (exact and resampling methods).",
+    )
+    futility_p: float | None = Field(
+        default=None,
+        description="With non-binding futility: the gate is futile at "
+        "this look when its rule p-value is above this; null: no futility stop.",
+    )
 
 
 class GateLooks(_Model):
@@ -42,8 +48,9 @@ class GateLooks(_Model):
 
     id: str
     method: str
-    alpha: float = Field(description="The gate's one-sided level as frozen, (1 - confidence) / 2: what the "
-                         "looks spend in all.")
+    alpha: float = Field(
+        description="The gate's one-sided level as frozen, (1 - confidence) / 2: what the looks spend in all."
+    )
     kind: Literal["boundary", "increment", "anytime"] = Field(
         description="boundary: the group-sequential boundary on the information fractions (t); increment: each "
         "look tests at the alpha increment the spending releases, valid for any level-alpha test (exact methods; "
@@ -75,26 +82,35 @@ class MonitoringResult(_Model):
     spending: str
     futility: Literal["none", "nonbinding"]
     status: Literal["decision", "interim_reading"] = Field(
-        description="decision: the evaluated point is a planned look; interim_reading: it is not (never a decision).")
+        description="decision: the evaluated point is a planned look; interim_reading: it is not (never a decision)."
+    )
     look: int | None = Field(default=None, description="The planned look this point is (1-based), if any.")
     point_blocks: int = Field(description="Pairing blocks per gate in the evaluated prefix of the frozen run order.")
     total_blocks: int
-    levels_from_look: int = Field(description="The planned look whose nominal levels the gates used (an interim "
-                                  "reading is read against the next planned look's).")
+    levels_from_look: int = Field(
+        description="The planned look whose nominal levels the gates used (an interim "
+        "reading is read against the next planned look's)."
+    )
     action: Literal["stop_success", "stop_futility", "continue", "final", "none"] = Field(
         description="What the plan says now: stop for success, stop for (non-binding) futility, continue to the next "
-        "look, final (the last look), or none (an interim reading decides nothing).")
+        "look, final (the last look), or none (an interim reading decides nothing)."
+    )
     reason: str = Field(description="The status and action in words.")
     strata_evaluated: int = Field(description="Strata of the frozen run order evaluated (the prefix).")
     strata_total: int
     runs_evaluated: int = Field(description="Planned runs in the evaluated prefix.")
     runs_planned: int = Field(description="Planned runs of the whole plan.")
-    runs_saved: int = Field(default=0, description="Planned runs not needed because the plan stops here "
-                            "(stop_success or stop_futility); 0 otherwise.")
+    runs_saved: int = Field(
+        default=0,
+        description="Planned runs not needed because the plan stops here (stop_success or stop_futility); 0 otherwise.",
+    )
     sequence: int = Field(ge=1, description="This evaluation's record number in the look ledger (looks.jsonl).")
-    looks_head: str | None = Field(default=None, description="The look ledger's head once this look is "
-                                   "recorded: this look record's SHA-256 (publish it with the ledger head; "
-                                   "gates verify --looks-head checks it). None: an artifact made before it existed.")
+    looks_head: str | None = Field(
+        default=None,
+        description="The look ledger's head once this look is "
+        "recorded: this look record's SHA-256 (publish it with the ledger head; "
+        "gates verify --looks-head checks it). None: an artifact made before it existed.",
+    )
     history: list[LookEntry] = Field(default_factory=list, description="The looks recorded before this one.")
     gates: list[GateLooks] = Field(default_factory=list)
     sensitivity_note: str | None = Field(default=None, description="How sensitivity gates were read.")

@@ -35,12 +35,7 @@ from gates.matching import block_label, match_ledger
 from gates.numbers import encode_number
 from gates.phase_support import phase_support
 from gates.plausibility import decision_warning
-from gates.provenance import (
-    check_plan_yaml,
-    check_predecessors,
-    other_plan_note,
-    predecessor_refusal,
-)
+from gates.provenance import check_plan_yaml, check_predecessors, other_plan_note, predecessor_refusal
 from gates.refusal import Refusal, as_refusals
 from gates.seals import check_seals
 from gates.timeorder import check_time_order
@@ -68,22 +63,45 @@ def _gate_result(o: GateOutcome, plan: Plan) -> GateResult:
             extremes=[[encode_number(x) for x in pair] for pair in o.resolution.extremes],
         )
     return GateResult(
-        id=o.gate.id, metric=o.gate.metric, unit=plan.metrics[o.gate.metric].unit, contrast=o.gate.contrast.text,
-        scale=o.scale, role=o.gate.role, group=o.gate.group, verdict=o.verdict,
-        estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
-        upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence,
-        attained_confidence=r.attained_confidence if r else None, method=o.gate.method, n_pairs=o.n_pairs,
-        analysis_unit=o.analysis_unit, rule=o.gate.pass_if, margin=[float(m) for m in margin if m is not None], null=1.0 if o.scale == "ratio" else 0.0,
-        pvalue=o.pvalue, pvalue_adjusted=o.pvalue_adjusted, evidence=o.evidence,
+        id=o.gate.id,
+        metric=o.gate.metric,
+        unit=plan.metrics[o.gate.metric].unit,
+        contrast=o.gate.contrast.text,
+        scale=o.scale,
+        role=o.gate.role,
+        group=o.gate.group,
+        verdict=o.verdict,
+        estimate=encode_number(r.estimate) if r else None,
+        lower=encode_number(r.lower) if r else None,
+        upper=encode_number(r.upper) if r else None,
+        confidence=o.gate.confidence,
+        attained_confidence=r.attained_confidence if r else None,
+        method=o.gate.method,
+        n_pairs=o.n_pairs,
+        analysis_unit=o.analysis_unit,
+        rule=o.gate.pass_if,
+        margin=[float(m) for m in margin if m is not None],
+        null=1.0 if o.scale == "ratio" else 0.0,
+        pvalue=o.pvalue,
+        pvalue_adjusted=o.pvalue_adjusted,
+        evidence=o.evidence,
         evidence_declared=declared if (declared := plan.metrics[o.gate.metric].evidence) != o.evidence else None,
-        direction=o.gate.direction, refused_by=o.refused_by, notes=o.notes,
-        warnings=o.warnings, resolution=resolution,
+        direction=o.gate.direction,
+        refused_by=o.refused_by,
+        notes=o.notes,
+        warnings=o.warnings,
+        resolution=resolution,
         arm_medians={k: encode_number(v) for k, v in o.arm_medians.items()},
     )
 
 
-def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerColumns, lock_path: Path,
-                     history: list[LookRecord] | None = None) -> Evaluation:
+def build_evaluation(
+    lock: dict[str, Any],
+    plan: Plan,
+    ledger: Ledger | LedgerColumns,
+    lock_path: Path,
+    history: list[LookRecord] | None = None,
+) -> Evaluation:
     """Match, check invalidators, evaluate gates, decide; return the artifact (``ledger`` read column-wise,
     ``collect.ledger.columns``, or record by record).
 
@@ -113,8 +131,9 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
     if choice is not None and choice.arm is not None:
         for o, gate in zip(outcomes, original.gates, strict=True):
             if uses_comparator(gate, original):
-                o.notes.insert(0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the "
-                               "frozen rule")
+                o.notes.insert(
+                    0, f"{choice.name} = {choice.arm}: chosen from the calibration runs only, by the frozen rule"
+                )
     decision, reason = decide(outcomes)
     monitoring: MonitoringResult | None = None
     interim: list[Refusal] = []
@@ -137,8 +156,10 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
         decision = "refused"
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
     monitoring = settle(monitoring, decision)
-    reason += decision_warning([(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes],  # gates.plausibility
-                               {o.gate.id for o in outcomes if o.verdict == "pass"})
+    reason += decision_warning(
+        [(o.gate.id, o.gate.role, o.notes + o.warnings) for o in outcomes],  # gates.plausibility
+        {o.gate.id for o in outcomes if o.verdict == "pass"},
+    )
     other_hashes: dict[str, int] = {}
     for sha in ledger.columns["prereg_sha256"]:
         if sha != lock["plan_sha256"]:
@@ -159,49 +180,92 @@ def build_evaluation(lock: dict[str, Any], plan: Plan, ledger: Ledger | LedgerCo
         metrics = {arm: stored[row] for arm, row in block.rows.items()}
         values = {metric: {arm: m.get(metric) for arm, m in metrics.items()} for metric in plan.metrics}
         contrasts = {o.gate.id: encode_number(o.contrasts[i]) if o.contrasts[i] is not None else None for o in outcomes}
-        blocks.append(BlockRow(block=block.label, stratum=block.stratum, replicate=block.replicate,
-                               contrasts=contrasts, values=values))
+        blocks.append(
+            BlockRow(
+                block=block.label, stratum=block.stratum, replicate=block.replicate, contrasts=contrasts, values=values
+            )
+        )
     evaluation = Evaluation(
-        prereg_sha256=lock["plan_sha256"], genesis_plan_sha256=genesis_hash(lock), study=plan.study,
-        title=plan.title, claim=plan.decision.claim, scope=plan.scope, frozen_at=lock["frozen_at"],
+        prereg_sha256=lock["plan_sha256"],
+        genesis_plan_sha256=genesis_hash(lock),
+        study=plan.study,
+        title=plan.title,
+        claim=plan.decision.claim,
+        scope=plan.scope,
+        frozen_at=lock["frozen_at"],
         amendments=[
-            AmendmentSummary(version=a["version"], amended_at=a["amended_at"], reason=a["reason"],
-                             post_data=a["post_data"], runs_checked=a["runs_checked"])
+            AmendmentSummary(
+                version=a["version"],
+                amended_at=a["amended_at"],
+                reason=a["reason"],
+                post_data=a["post_data"],
+                runs_checked=a["runs_checked"],
+            )
             for a in lock["amendments"]
         ],
-        ledger=LedgerIdentity(path=str(ledger.path), sha256=ledger.sha256, records=ledger.size,
-                              torn_tail=ledger.torn_tail, chain=chain.status, head_sha256=chain.head),
+        ledger=LedgerIdentity(
+            path=str(ledger.path),
+            sha256=ledger.sha256,
+            records=ledger.size,
+            torn_tail=ledger.torn_tail,
+            chain=chain.status,
+            head_sha256=chain.head,
+        ),
         runs=RunAccounting(
-            planned=match.planned, matched=match.matched,
+            planned=match.planned,
+            matched=match.matched,
             missing=[t for _, t in match.missing] + [f"{t} (calibration)" for _, t in match.missing_calibration],
-            failed=[t for _, t in match.failed], duplicate=[t for _, t in match.duplicate],
-            unplanned=[t for _, t in match.unplanned], other_plan=[t for _, t in match.other_plan],
+            failed=[t for _, t in match.failed],
+            duplicate=[t for _, t in match.duplicate],
+            unplanned=[t for _, t in match.unplanned],
+            other_plan=[t for _, t in match.other_plan],
             ledger_problems=match.ledger_problems,
         ),
-        decision=decision, decision_reason=reason, multiplicity=plan.decision.multiplicity,
-        gates=[_gate_result(o, plan) for o in outcomes], groups=groups,
+        decision=decision,
+        decision_reason=reason,
+        multiplicity=plan.decision.multiplicity,
+        gates=[_gate_result(o, plan) for o in outcomes],
+        groups=groups,
         invalidators=[
-            InvalidatorResult(id=c.id, kind=c.kind, fired=c.fired, observed=_number_or_text(c.observed),
-                              threshold=_number_or_text(c.threshold), detail=c.detail, blocks=c.blocks)
+            InvalidatorResult(
+                id=c.id,
+                kind=c.kind,
+                fired=c.fired,
+                observed=_number_or_text(c.observed),
+                threshold=_number_or_text(c.threshold),
+                detail=c.detail,
+                blocks=c.blocks,
+            )
             for c in checks
         ],
-        blocks=blocks, predecessors=predecessors, toolkit_version=__version__,
+        blocks=blocks,
+        predecessors=predecessors,
+        toolkit_version=__version__,
         evaluated_at=utc_now(),
         decision_refused_by=refusals,
         time_order=TimeOrder(
-            pre_existing=time_order.pre_existing, reason=time_order.reason, before_freeze=time_order.before_freeze,
-            before_amendment=time_order.before_amendment, unknown_start=time_order.unknown_start,
+            pre_existing=time_order.pre_existing,
+            reason=time_order.reason,
+            before_freeze=time_order.before_freeze,
+            before_amendment=time_order.before_amendment,
+            unknown_start=time_order.unknown_start,
             unreadable_start=time_order.unreadable_start,
         ),
         plan_yaml=check_plan_yaml(lock, lock_path),
-        controls=Controls(blocks=[block_label(b.stratum, b.replicate) for b in control_blocks],
-                          paired=bool(plan.strata.pair_controls)) if control_blocks else None,
+        controls=Controls(
+            blocks=[block_label(b.stratum, b.replicate) for b in control_blocks], paired=bool(plan.strata.pair_controls)
+        )
+        if control_blocks
+        else None,
         other_plan_note=other_plan_note(lock, other_hashes, lock_path),
         superseded_by=list(lock.get("superseded_by", [])),
         phase_support=phase_support(plan, match.records()),
-        comparator=choice, families=families, ranking=ranking,
+        comparator=choice,
+        families=families,
+        ranking=ranking,
         lock=LockReference(path=str(lock_path), version=version_count(lock), seal=lock_seal(lock)),
-        code_identity=code_identity, monitoring=monitoring,
+        code_identity=code_identity,
+        monitoring=monitoring,
         failed_runs=failed_run_entries(plan, lock["plan_sha256"], ledger, match),
         descriptive_metrics=descriptive_metrics(plan, ledger, match),
     )
@@ -213,8 +277,15 @@ def _with_looks_head(evaluation: Evaluation, ledger: LedgerColumns, history: lis
     ``gates.looks.look_fields`` makes of it, appended after ``history`` (``collect.ledger.looks``)."""
     m = evaluation.monitoring
     assert m is not None
-    fields = look_fields(m, evaluation.gates, evaluation.decision, ledger, evaluation.prereg_sha256,
-                         evaluation.lock.seal if evaluation.lock else None, evaluation.evaluated_at)
+    fields = look_fields(
+        m,
+        evaluation.gates,
+        evaluation.decision,
+        ledger,
+        evaluation.prereg_sha256,
+        evaluation.lock.seal if evaluation.lock else None,
+        evaluation.evaluated_at,
+    )
     prev = (history[-1].record_sha256 or GENESIS) if history else GENESIS
     head = look_sha256(fields, m.sequence, prev)
     return evaluation.model_copy(update={"monitoring": m.model_copy(update={"looks_head": head})})

@@ -68,8 +68,9 @@ def outcome_matrix(gate: Gate, blocks: list[Block]) -> tuple[np.ndarray, list[st
         block, arm, row = blocks[i], contrast.arms[j], int(rows[i, j])
         value = values[i, j]
         if metrics[row].get(gate.metric) is None:
-            problems.append(f"no {gate.metric} recorded for arm {arm} in {block.label} "
-                            f"({columns.columns['run_id'][row]})")
+            problems.append(
+                f"no {gate.metric} recorded for arm {arm} in {block.label} ({columns.columns['run_id'][row]})"
+            )
         elif not math.isfinite(value):
             problems.append(f"non-finite {gate.metric} for arm {arm} in {block.label}")
         else:
@@ -104,9 +105,15 @@ def bounds_matrix(gate: Gate, plan: Plan, blocks: list[Block]) -> HeldBounds:
         found = []
         for telemetry in columns.columns["telemetry"]:
             summary = telemetry.get(signal)
-            found.append(None if summary is None else
-                         (summary.systematic_bound_of(gate.metric), summary.bound_of(gate.metric),
-                          summary.counter_period_ms))
+            found.append(
+                None
+                if summary is None
+                else (
+                    summary.systematic_bound_of(gate.metric),
+                    summary.bound_of(gate.metric),
+                    summary.counter_period_ms,
+                )
+            )
         columns.cache[key] = found
     per_row = columns.cache[key]
     lacking: list[str] = []
@@ -131,9 +138,11 @@ def split_note(signal: str, split: int, runs: int, periods: list[float] | None =
     the counter periods they used, and what the split assumes (docs/estimators.md, measurement error)."""
     assumed = COUNTER_PHASE_ASSUMED if signal == "energy_counter" else "; ".join(AVERAGE_ASSUMED)
     used = f", with a counter update period of {' or '.join(f'{p:g}' for p in periods)} ms" if periods else ""
-    return (f"the {signal} bounds held against the margin are the arm-dependent part of {split} of {runs} runs' "
-            f"measurement bounds{used}; the rest, reading error independent of the arm, is carried by the paired "
-            f"sampling variance (assumed, not checkable from the logs: {assumed})")
+    return (
+        f"the {signal} bounds held against the margin are the arm-dependent part of {split} of {runs} runs' "
+        f"measurement bounds{used}; the rest, reading error independent of the arm, is carried by the paired "
+        f"sampling variance (assumed, not checkable from the logs: {assumed})"
+    )
 
 
 def evidence(gate: Gate, plan: Plan, blocks: list[Block]) -> str:

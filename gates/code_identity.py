@@ -59,9 +59,12 @@ READERS: Final[dict[CodePart, Callable[[dict[str, Any]], Any]]] = {
 }
 #: the record field each part reads (the refusal names it)
 FIELDS: Final[dict[CodePart, str]] = {
-    "files": "code.command.files_sha256", "files_git": "code.command.files_git",
-    "python": "code.command.python.version", "packages": "code.command.packages",
-    "toolkit": "code.toolkit_version", "git": "code.git",
+    "files": "code.command.files_sha256",
+    "files_git": "code.command.files_git",
+    "python": "code.command.python.version",
+    "packages": "code.command.packages",
+    "toolkit": "code.toolkit_version",
+    "git": "code.git",
 }
 
 
@@ -104,10 +107,17 @@ def check_code_identity(plan: Plan, records: Sequence[Record]) -> CodeIdentity:
     with_identity = [r for r in records if has_identity(r)]
     without = len(records) - len(with_identity)
     if not with_identity:
-        notes = [f"none of the {without} matched run(s) carries a code identity (imported: made elsewhere), so "
-                 "that they were made by the same code cannot be shown"] if without else []
-        return CodeIdentity(status="not_recorded", declared=declared, reason=reason, without_identity=without,
-                            notes=notes)
+        notes = (
+            [
+                f"none of the {without} matched run(s) carries a code identity (imported: made elsewhere), so "
+                "that they were made by the same code cannot be shown"
+            ]
+            if without
+            else []
+        )
+        return CodeIdentity(
+            status="not_recorded", declared=declared, reason=reason, without_identity=without, notes=notes
+        )
     compared: list[CodePart] = []
     examples: list[CodeDifference] = []
     for part, read in READERS.items():
@@ -118,29 +128,49 @@ def check_code_identity(plan: Plan, records: Sequence[Record]) -> CodeIdentity:
         first = _comparable(values[0])
         for record, value in zip(with_identity[1:], values[1:], strict=True):
             if _comparable(value) != first:
-                examples.append(CodeDifference(
-                    part=part, record_field=FIELDS[part], runs=[with_identity[0].run_id, record.run_id],
-                    values=[_words(values[0], value), _words(value, values[0])], declared=part in declared))
+                examples.append(
+                    CodeDifference(
+                        part=part,
+                        record_field=FIELDS[part],
+                        runs=[with_identity[0].run_id, record.run_id],
+                        values=[_words(values[0], value), _words(value, values[0])],
+                        declared=part in declared,
+                    )
+                )
                 break
     parts = [e.part for e in examples]
-    status = ("same" if not examples else "differs" if any(not e.declared for e in examples)
-              else "differs_declared")
+    status = "same" if not examples else "differs" if any(not e.declared for e in examples) else "differs_declared"
     notes = []
     if without:
-        notes.append(f"{without} of the {len(records)} matched run(s) carry no code identity (imported: made "
-                     f"elsewhere); only the other {len(with_identity)} were compared")
-    dirty = [r.run_id for r in with_identity
-             if any(isinstance(v, dict) and v.get("dirty") for v in (READERS["git"](r.code),
-                                                                     READERS["files_git"](r.code)))]
+        notes.append(
+            f"{without} of the {len(records)} matched run(s) carry no code identity (imported: made "
+            f"elsewhere); only the other {len(with_identity)} were compared"
+        )
+    dirty = [
+        r.run_id
+        for r in with_identity
+        if any(isinstance(v, dict) and v.get("dirty") for v in (READERS["git"](r.code), READERS["files_git"](r.code)))
+    ]
     if dirty:
-        notes.append(f"{len(dirty)} run(s) were made in a git working tree with uncommitted changes to tracked "
-                     f"files (e.g. {dirty[0]}): the commit does not pin their code"
-                     + (" (the code file hashes do)" if "files" in compared else ""))
+        notes.append(
+            f"{len(dirty)} run(s) were made in a git working tree with uncommitted changes to tracked "
+            f"files (e.g. {dirty[0]}): the commit does not pin their code"
+            + (" (the code file hashes do)" if "files" in compared else "")
+        )
     source = python_source_note(with_identity)
     if source:
         notes.append(source)
-    return CodeIdentity(status=status, parts=parts, compared=compared, declared=declared, reason=reason,
-                        examples=examples, runs=len(with_identity), without_identity=without, notes=notes)
+    return CodeIdentity(
+        status=status,
+        parts=parts,
+        compared=compared,
+        declared=declared,
+        reason=reason,
+        examples=examples,
+        runs=len(with_identity),
+        without_identity=without,
+        notes=notes,
+    )
 
 
 ASKED = "asked the program's interpreter"  # collect.collectors.command.identity.ASKED (gates reads no collector)
@@ -149,20 +179,27 @@ ASKED = "asked the program's interpreter"  # collect.collectors.command.identity
 def python_source_note(records: Sequence[Record]) -> str | None:
     """One sentence on whose Python and packages the ``command`` runs among ``records`` recorded
     (module doc), or None when none says (``code.command.source`` absent)."""
-    sources = [(r.run_id, source, _get(r.code, "command", "interpreter")) for r in records
-               if isinstance(source := _get(r.code, "command", "source"), str)]
+    sources = [
+        (r.run_id, source, _get(r.code, "command", "interpreter"))
+        for r in records
+        if isinstance(source := _get(r.code, "command", "source"), str)
+    ]
     if not sources:
         return None
     asked = sorted({str(i) for _, s, i in sources if s == ASKED})
     collectors = [(rid, s) for rid, s, _ in sources if s != ASKED]
     parts = []
     if asked:
-        parts.append(f"{len(sources) - len(collectors)} run(s) record the Python and packages of the program's own "
-                     f"interpreter, asked ({', '.join(asked[:3])}{' ...' if len(asked) > 3 else ''})")
+        parts.append(
+            f"{len(sources) - len(collectors)} run(s) record the Python and packages of the program's own "
+            f"interpreter, asked ({', '.join(asked[:3])}{' ...' if len(asked) > 3 else ''})"
+        )
     if collectors:
         run_id, why = collectors[0]
-        parts.append(f"{len(collectors)} run(s) record the collector's Python and packages, which need not be the "
-                     f"program's (e.g. {run_id}: {why})")
+        parts.append(
+            f"{len(collectors)} run(s) record the collector's Python and packages, which need not be the "
+            f"program's (e.g. {run_id}: {why})"
+        )
     return "; ".join(parts)
 
 
@@ -172,9 +209,12 @@ def code_identity_refusal(check: CodeIdentity) -> str | None:
     if not undeclared:
         return None
     names = ", ".join(e.part for e in undeclared)
-    return ("code identity differs between runs: " + "; ".join(e.words() for e in undeclared)
-            + "; the study's runs were not made by the same code (if the plan meant them to differ it must say "
-            f"so before collection: 'code_identity: {{may_differ: [{names}], reason: ...}}')")
+    return (
+        "code identity differs between runs: "
+        + "; ".join(e.words() for e in undeclared)
+        + "; the study's runs were not made by the same code (if the plan meant them to differ it must say "
+        f"so before collection: 'code_identity: {{may_differ: [{names}], reason: ...}}')"
+    )
 
 
 __all__ = ["check_code_identity", "code_identity_refusal", "has_identity"]

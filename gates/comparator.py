@@ -55,8 +55,9 @@ def _fired(plan: Plan, cal: Match, audit: TraceAudit | None, full: list[Invalida
     return [invalidator_fired(c.id, f" on the calibration runs ({c.detail})") for c in checks if c.fired and c.blocks]
 
 
-def choose_comparator(plan: Plan, match: Match, audit: TraceAudit | None = None,
-                      full_checks: list[InvalidatorCheck] | None = None) -> ComparatorChoice:
+def choose_comparator(
+    plan: Plan, match: Match, audit: TraceAudit | None = None, full_checks: list[InvalidatorCheck] | None = None
+) -> ComparatorChoice:
     """The chosen comparator and how it was chosen (module doc); ``audit``: the traces re-hashed
     (:func:`gates.traces.audit_traces`; None: not checked);
     ``full_checks`` are the invalidators on the whole match (for checks whose blocks lie elsewhere)."""
@@ -75,18 +76,32 @@ def choose_comparator(plan: Plan, match: Match, audit: TraceAudit | None = None,
             runs_used += sum(v is not None and math.isfinite(v) for v in column) if metric == rule.metric else 0
             bad = [v for v in column if v is None or not math.isfinite(v)]
             if bad or not column:
-                refused.append(Refusal(kind="data", reason=f"{metric} of arm {arm}: {len(bad)} calibration run(s) without "
-                                       "a finite value") if column else
-                               Refusal(kind="run", reason=f"arm {arm} has no calibration run"))
+                refused.append(
+                    Refusal(
+                        kind="data",
+                        reason=f"{metric} of arm {arm}: {len(bad)} calibration run(s) without a finite value",
+                    )
+                    if column
+                    else Refusal(kind="run", reason=f"arm {arm} has no calibration run")
+                )
                 values[arm][metric] = None
                 continue
             values[arm][metric] = statistic([float(v) for v in column if v is not None], rule.statistic)
     choice = ComparatorChoice(
-        name=rule.name, arm=None, challenger=rule.challenger, rule=rule_words(plan), metric=rule.metric,
-        statistic=rule.statistic, better=plan.metrics[rule.metric].better, tie_break=list(rule.tie_break),
+        name=rule.name,
+        arm=None,
+        challenger=rule.challenger,
+        rule=rule_words(plan),
+        metric=rule.metric,
+        statistic=rule.statistic,
+        better=plan.metrics[rule.metric].better,
+        tie_break=list(rule.tie_break),
         values={a: {m: encode_number(v) for m, v in mv.items()} for a, mv in values.items()},
-        calibration_strata=list(dict.fromkeys(stratum_label(b.stratum) for b in blocks)), runs_used=runs_used,
-        family_factor=plan.strata.family_factor, refused_by=refused)
+        calibration_strata=list(dict.fromkeys(stratum_label(b.stratum) for b in blocks)),
+        runs_used=runs_used,
+        family_factor=plan.strata.family_factor,
+        refused_by=refused,
+    )
     if refused:
         return choice
     remaining = list(rule.candidates)
@@ -122,15 +137,24 @@ def resolve_gates(plan: Plan, choice: ComparatorChoice | None) -> tuple[Plan, di
         if not uses_comparator(gate, plan):
             gates.append(gate)
         elif choice.arm is None:
-            refusals[gate.id] = [Refusal(kind="comparator", reason="the comparator could not be chosen from the calibration "
-                                         "runs: " + "; ".join(r.reason for r in choice.refused_by[:3]))]
+            refusals[gate.id] = [
+                Refusal(
+                    kind="comparator",
+                    reason="the comparator could not be chosen from the calibration "
+                    "runs: " + "; ".join(r.reason for r in choice.refused_by[:3]),
+                )
+            ]
             gates.append(gate)
         else:
             try:
                 contrast = substitute_comparator(gate.contrast.text, name, choice.arm)
             except ExpressionError as err:  # frozen plans are checked for this; an older lock may not be
-                refusals[gate.id] = [Refusal(kind="comparator",
-                                             reason=f"with the comparator {choice.arm} the contrast compares nothing ({err})")]
+                refusals[gate.id] = [
+                    Refusal(
+                        kind="comparator",
+                        reason=f"with the comparator {choice.arm} the contrast compares nothing ({err})",
+                    )
+                ]
                 gates.append(gate)
                 continue
             gates.append(gate.model_copy(update={"contrast": contrast}))

@@ -66,8 +66,13 @@ def _decision(ev: Evaluation) -> str:
     if any(g.verdict == "fail" for g in primary):
         return "not_supported"
     mon = ev.monitoring
-    if (mon is not None and mon.status == "decision" and mon.look is not None and mon.look < len(mon.looks)
-            and any(data_warned(g.warnings) for g in primary)):
+    if (
+        mon is not None
+        and mon.status == "decision"
+        and mon.look is not None
+        and mon.look < len(mon.looks)
+        and any(data_warned(g.warnings) for g in primary)
+    ):
         return "not_supported"  # a warned pass at a look before the last does not stop the study (gates.looks)
     return "supported"
 
@@ -96,8 +101,10 @@ def consistency_problems(ev: Evaluation) -> list[str]:
             problems.append(f"{who}: verdict {g.verdict} although it lists refusal reasons")
         state = _rule_state(g)
         if g.verdict in ("pass", "vacuous") and state != "holds" and state != "edge":
-            problems.append(f"{who}: verdict {g.verdict} but its rule '{g.rule}' does not hold on "
-                            f"[{g.lower}, {g.upper}] (estimate {g.estimate})")
+            problems.append(
+                f"{who}: verdict {g.verdict} but its rule '{g.rule}' does not hold on "
+                f"[{g.lower}, {g.upper}] (estimate {g.estimate})"
+            )
         demoted = ev.multiplicity != "none" and g.pvalue_adjusted is not None
         if g.verdict == "fail" and state == "holds" and not demoted:
             problems.append(f"{who}: verdict fail but its rule '{g.rule}' holds on [{g.lower}, {g.upper}]")

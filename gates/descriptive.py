@@ -43,8 +43,17 @@ def failed_run_entries(plan: Plan, plan_sha256: str, ledger: LedgerColumns, matc
         if block is None or row.arm not in plan.arms:
             continue  # not a cell of the plan (or of the look evaluated): listed as unplanned, or not yet reached
         reason, tail = failure_words(row.error)
-        out.append(FailedRunEntry(run_id=row.run_id, arm=row.arm, stratum=row.stratum, replicate=row.replicate,
-                                  reason=reason, stderr_tail=tail, cell_complete=row.arm in block.records))
+        out.append(
+            FailedRunEntry(
+                run_id=row.run_id,
+                arm=row.arm,
+                stratum=row.stratum,
+                replicate=row.replicate,
+                reason=reason,
+                stderr_tail=tail,
+                cell_complete=row.arm in block.records,
+            )
+        )
     return out
 
 
@@ -63,10 +72,14 @@ def summarise(values: Sequence[float | None] | np.ndarray, missing: int = 0) -> 
         return ArmSummary(**counts)
     scale = float(np.max(np.abs(finite))) or 1.0  # values near the float limit: no sum overflows
     z = finite / scale
-    return ArmSummary(**counts, mean=encode_number(float(np.mean(z)) * scale),
-                      median=encode_number(float(np.median(z)) * scale),
-                      sd=encode_number(float(np.std(z, ddof=1)) * scale) if n > 1 else None,
-                      min=encode_number(float(finite.min())), max=encode_number(float(finite.max())))
+    return ArmSummary(
+        **counts,
+        mean=encode_number(float(np.mean(z)) * scale),
+        median=encode_number(float(np.median(z)) * scale),
+        sd=encode_number(float(np.std(z, ddof=1)) * scale) if n > 1 else None,
+        min=encode_number(float(finite.min())),
+        max=encode_number(float(finite.max())),
+    )
 
 
 def _declared(ledger: LedgerColumns, name: str, rows: np.ndarray) -> ArmSummary:
@@ -83,8 +96,10 @@ def _undeclared(code: Any) -> dict[str, float]:
     kept = code.get("undeclared_metrics") if isinstance(code, dict) else None
     if not isinstance(kept, dict):
         return {}
-    return {str(k): float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
-            for k, v in kept.items()}
+    return {
+        str(k): float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+        for k, v in kept.items()
+    }
 
 
 def descriptive_metrics(plan: Plan, ledger: LedgerColumns, match: Match) -> list[DescriptiveMetric]:
@@ -96,16 +111,27 @@ def descriptive_metrics(plan: Plan, ledger: LedgerColumns, match: Match) -> list
     rows = {arm: np.asarray(r, dtype=np.intp) for arm, r in listed.items()}
     out = []
     for name, metric in sorted(plan.metrics.items()):
-        out.append(DescriptiveMetric(
-            metric=name, unit=metric.unit, declared=True, evidence=metric.evidence,
-            gates=[g.id for g in plan.gates if g.metric == name],
-            arms={arm: _declared(ledger, name, arm_rows) for arm, arm_rows in rows.items()}))
+        out.append(
+            DescriptiveMetric(
+                metric=name,
+                unit=metric.unit,
+                declared=True,
+                evidence=metric.evidence,
+                gates=[g.id for g in plan.gates if g.metric == name],
+                arms={arm: _declared(ledger, name, arm_rows) for arm, arm_rows in rows.items()},
+            )
+        )
     codes = ledger.columns["code"]
     kept = {arm: [_undeclared(codes[i]) for i in arm_rows] for arm, arm_rows in listed.items()}
     names = sorted({n for per_arm in kept.values() for values in per_arm for n in values} - set(plan.metrics))
     for name in names:
-        out.append(DescriptiveMetric(metric=name, declared=False, arms={
-            arm: summarise([values.get(name) for values in per_arm]) for arm, per_arm in kept.items()}))
+        out.append(
+            DescriptiveMetric(
+                metric=name,
+                declared=False,
+                arms={arm: summarise([values.get(name) for values in per_arm]) for arm, per_arm in kept.items()},
+            )
+        )
     return out
 
 

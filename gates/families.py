@@ -24,13 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from gates.artifact_families import (
-    ComparatorChoice,
-    FamilyGate,
-    FamilyResult,
-    Hindsight,
-    RankingCell,
-)
+from gates.artifact_families import ComparatorChoice, FamilyGate, FamilyResult, Hindsight, RankingCell
 from gates.comparator import statistic
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
@@ -62,16 +56,27 @@ def family_keep(plan: Plan, family: Scalar) -> Any:
 
 def _family_gate(o: GateOutcome) -> FamilyGate:
     r = o.result
-    return FamilyGate(id=o.gate.id, contrast=o.gate.contrast.text, role=o.gate.role, verdict=o.verdict,
-                      estimate=encode_number(r.estimate) if r else None, lower=encode_number(r.lower) if r else None,
-                      upper=encode_number(r.upper) if r else None, confidence=o.gate.confidence, n_pairs=o.n_pairs,
-                      pvalue_adjusted=o.pvalue_adjusted, refused_by=list(o.refused_by), notes=list(o.notes))
+    return FamilyGate(
+        id=o.gate.id,
+        contrast=o.gate.contrast.text,
+        role=o.gate.role,
+        verdict=o.verdict,
+        estimate=encode_number(r.estimate) if r else None,
+        lower=encode_number(r.lower) if r else None,
+        upper=encode_number(r.upper) if r else None,
+        confidence=o.gate.confidence,
+        n_pairs=o.n_pairs,
+        pvalue_adjusted=o.pvalue_adjusted,
+        refused_by=list(o.refused_by),
+        notes=list(o.notes),
+    )
 
 
 def _finite(blocks: list[Block], arm: str, metric: str) -> list[float]:
     """The arm's finite values of ``metric`` over ``blocks`` (runs lacking it are left out)."""
-    return [v for b in blocks if arm in b.records and (v := b.records[arm].metric(metric)) is not None
-            and math.isfinite(v)]
+    return [
+        v for b in blocks if arm in b.records and (v := b.records[arm].metric(metric)) is not None and math.isfinite(v)
+    ]
 
 
 def _medians(plan: Plan, blocks: list[Block], metrics: list[str]) -> dict[str, dict[str, Any]]:
@@ -98,15 +103,29 @@ def _hindsight(plan: Plan, blocks: list[Block]) -> Hindsight | None:
         values[arm] = statistic(column, rule.statistic) if column else None
     ranked = [a for a in rule.candidates if values[a] is not None and a not in incomplete]
     best = min(ranked, key=lambda a: (sign * values[a], rule.candidates.index(a))) if ranked else None  # type: ignore[operator]
-    note = (f"arm(s) {', '.join(incomplete)} lack runs on this family, so they are not ranked in hindsight"
-            if incomplete else None)
-    return Hindsight(metric=rule.metric, statistic=rule.statistic, best_arm=best,
-                     values={a: encode_number(v) for a, v in values.items()}, note=note)
+    note = (
+        f"arm(s) {', '.join(incomplete)} lack runs on this family, so they are not ranked in hindsight"
+        if incomplete
+        else None
+    )
+    return Hindsight(
+        metric=rule.metric,
+        statistic=rule.statistic,
+        best_arm=best,
+        values={a: encode_number(v) for a, v in values.items()},
+        note=note,
+    )
 
 
-def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str, list[Refusal]],
-                    audit: TraceAudit | None, metrics: list[str],
-                    full_checks: list[InvalidatorCheck]) -> tuple[FamilyResult, Match, list[str]]:
+def evaluate_family(
+    plan: Plan,
+    match: Match,
+    family: Scalar,
+    refusals: dict[str, list[Refusal]],
+    audit: TraceAudit | None,
+    metrics: list[str],
+    full_checks: list[InvalidatorCheck],
+) -> tuple[FamilyResult, Match, list[str]]:
     """One held-out family: its gates, decision, yardstick and descriptive medians."""
     sub = match.subset(family_keep(plan, family))
     checks = check_invalidators_on(plan, sub, full_checks)
@@ -117,9 +136,16 @@ def evaluate_family(plan: Plan, match: Match, family: Scalar, refusals: dict[str
     decision, reason = decide(outcomes)
     blocks = gate_blocks(sub)
     fired = [c.id for c in checks if c.fired]
-    result = FamilyResult(family=family, blocks=len(blocks), decision=decision, decision_reason=reason,
-                          gates=[_family_gate(o) for o in outcomes], hindsight=_hindsight(plan, blocks),
-                          medians=_medians(plan, blocks, metrics), invalidators_fired=fired)
+    result = FamilyResult(
+        family=family,
+        blocks=len(blocks),
+        decision=decision,
+        decision_reason=reason,
+        gates=[_family_gate(o) for o in outcomes],
+        hindsight=_hindsight(plan, blocks),
+        medians=_medians(plan, blocks, metrics),
+        invalidators_fired=fired,
+    )
     blocking = [c.id for c in checks if c.fired and c.blocks]
     return result, sub, blocking
 
@@ -132,8 +158,11 @@ def combine_decisions(pooled: tuple[str, str], families: list[FamilyResult]) -> 
         if hit:
             return decision, "; ".join(hit)
     vacuous = [str(f.family) for f in families if any(g.role == "primary" and g.verdict == "vacuous" for g in f.gates)]
-    flag = (f"; vacuous (could not have failed) in famil{'y' if len(vacuous) == 1 else 'ies'} {', '.join(vacuous)}"
-            if vacuous else "")
+    flag = (
+        f"; vacuous (could not have failed) in famil{'y' if len(vacuous) == 1 else 'ies'} {', '.join(vacuous)}"
+        if vacuous
+        else ""
+    )
     return "supported", f"pooled and in each of the {len(families)} held-out families: {pooled[1]}{flag}"
 
 
@@ -150,9 +179,14 @@ def _in_region(block: Block, region: dict[str, Scalar]) -> bool:
     return all(level_key(block.stratum[f]) == level_key(v) for f, v in region.items())
 
 
-def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[Refusal]], choice: ComparatorChoice | None,
-                      audit: TraceAudit | None, full_checks: list[InvalidatorCheck]
-                      ) -> tuple[list[FamilyResult], list[RankingCell]]:
+def evaluate_families(
+    plan: Plan,
+    match: Match,
+    refusals: dict[str, list[Refusal]],
+    choice: ComparatorChoice | None,
+    audit: TraceAudit | None,
+    full_checks: list[InvalidatorCheck],
+) -> tuple[list[FamilyResult], list[RankingCell]]:
     """Every held-out family's result, and the ranking cells of each family x region."""
     metrics = list(plan.metrics)
     families: list[FamilyResult] = []
@@ -165,9 +199,12 @@ def evaluate_families(plan: Plan, match: Match, refusals: dict[str, list[Refusal
         blocks = gate_blocks(sub)
         for region in regions_of(plan, blocks):
             cell_blocks = [b for b in blocks if _in_region(b, region)]
-            missing = [text for arm, text in sub.missing + sub.duplicate + sub.unplanned + sub.other_plan
-                       if arm in (plan.comparator.challenger, choice.arm if choice else None)
-                       and _in_region_text(sub, text, region)]
+            missing = [
+                text
+                for arm, text in sub.missing + sub.duplicate + sub.unplanned + sub.other_plan
+                if arm in (plan.comparator.challenger, choice.arm if choice else None)
+                and _in_region_text(sub, text, region)
+            ]
             cells.append(rank_cell(plan, family, region, cell_blocks, choice, missing, blocking))
     return families, cells
 
@@ -177,5 +214,11 @@ def _in_region_text(sub: Match, text: str, region: dict[str, Scalar]) -> bool:
     return stratum is None or all(f not in stratum or level_key(stratum[f]) == level_key(v) for f, v in region.items())
 
 
-__all__ = ["combine_decisions", "evaluate_families", "evaluate_family", "family_keep", "held_out_families",
-           "regions_of"]
+__all__ = [
+    "combine_decisions",
+    "evaluate_families",
+    "evaluate_family",
+    "family_keep",
+    "held_out_families",
+    "regions_of",
+]

@@ -43,8 +43,9 @@ def check_faults_landed(match: Match) -> tuple[bool, float | None, str]:
                 if row.get("landed"):
                     counts[0] += 1
                 else:
-                    unlanded.append(f"{block.label} {arm}: fault at {row.get('planned'):g} "
-                                    f"({row.get('why') or 'did not land'})")
+                    unlanded.append(
+                        f"{block.label} {arm}: fault at {row.get('planned'):g} ({row.get('why') or 'did not land'})"
+                    )
         if len(set(schedules.values())) > 1:
             differing.append(f"{block.label}: " + "; ".join(f"{arm} {list(s)}" for arm, s in schedules.items()))
     landed = ", ".join(f"{arm} {c[0]}/{c[1]}" for arm, c in sorted(per_arm.items()))
@@ -56,10 +57,18 @@ def check_faults_landed(match: Match) -> tuple[bool, float | None, str]:
         parts.append(f"{len(unlanded)} planned fault(s) did not land: {'; '.join(unlanded[:2])}{more}")
     if unrecorded:
         more = f" and {len(unrecorded) - 2} more" if len(unrecorded) > 2 else ""
-        parts.append(f"{len(unrecorded)} run(s) record no planned faults (collected without the plan's "
-                     f"failures?): {', '.join(unrecorded[:2])}{more}")
+        parts.append(
+            f"{len(unrecorded)} run(s) record no planned faults (collected without the plan's "
+            f"failures?): {', '.join(unrecorded[:2])}{more}"
+        )
     if parts:
         parts.append(f"landed per arm: {landed}" if landed else "no run recorded its faults")
         return True, float(len(unlanded) + len(differing) + len(unrecorded)), "; ".join(parts)
-    return False, 0.0, (f"every planned fault landed ({landed}); every arm of each of {len(match.blocks)} "
-                        "block(s) met the same faults")
+    return (
+        False,
+        0.0,
+        (
+            f"every planned fault landed ({landed}); every arm of each of {len(match.blocks)} "
+            "block(s) met the same faults"
+        ),
+    )

@@ -19,9 +19,27 @@ if TYPE_CHECKING:
 
 #: the columns of :func:`evaluation_frame`, in order
 COLUMNS = (
-    "id", "verdict", "estimate", "lower", "upper", "confidence", "method", "n_pairs", "pvalue", "pvalue_adjusted",
-    "metric", "unit", "contrast", "scale", "role", "group", "rule", "margin", "evidence",
-    "refused_by", "notes",
+    "id",
+    "verdict",
+    "estimate",
+    "lower",
+    "upper",
+    "confidence",
+    "method",
+    "n_pairs",
+    "pvalue",
+    "pvalue_adjusted",
+    "metric",
+    "unit",
+    "contrast",
+    "scale",
+    "role",
+    "group",
+    "rule",
+    "margin",
+    "evidence",
+    "refused_by",
+    "notes",
 )
 
 
@@ -29,14 +47,31 @@ def gate_rows(ev: Evaluation) -> list[dict[str, Any]]:
     """One plain dict per gate, keys :data:`COLUMNS` (no pandas needed)."""
     rows = []
     for g in ev.gates:
-        rows.append({
-            "id": g.id, "verdict": g.verdict, "estimate": as_float(g.estimate), "lower": as_float(g.lower),
-            "upper": as_float(g.upper), "confidence": g.confidence, "method": g.method, "n_pairs": g.n_pairs,
-            "pvalue": g.pvalue, "pvalue_adjusted": g.pvalue_adjusted, "metric": g.metric, "unit": g.unit,
-            "contrast": g.contrast, "scale": g.scale, "role": g.role, "group": g.group, "rule": str(g.rule),
-            "margin": list(g.margin), "evidence": g.evidence, "refused_by": [r.model_dump() for r in g.refused_by],
-            "notes": list(g.notes),
-        })
+        rows.append(
+            {
+                "id": g.id,
+                "verdict": g.verdict,
+                "estimate": as_float(g.estimate),
+                "lower": as_float(g.lower),
+                "upper": as_float(g.upper),
+                "confidence": g.confidence,
+                "method": g.method,
+                "n_pairs": g.n_pairs,
+                "pvalue": g.pvalue,
+                "pvalue_adjusted": g.pvalue_adjusted,
+                "metric": g.metric,
+                "unit": g.unit,
+                "contrast": g.contrast,
+                "scale": g.scale,
+                "role": g.role,
+                "group": g.group,
+                "rule": str(g.rule),
+                "margin": list(g.margin),
+                "evidence": g.evidence,
+                "refused_by": [r.model_dump() for r in g.refused_by],
+                "notes": list(g.notes),
+            }
+        )
     return rows
 
 

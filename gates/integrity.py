@@ -87,9 +87,11 @@ def _named_by_evaluation(looks: LookLedger) -> list[str]:
     named = ev.monitoring.looks_head if ev.monitoring is not None else None
     if named is None or named in {r.record_sha256 for r in looks.records}:
         return []
-    return [f"{path} names look ledger head {named[:12]} (look record {ev.monitoring.sequence if ev.monitoring else '?'}"
-            f", evaluated {ev.evaluated_at}), which the look ledger no longer holds: looks.jsonl was deleted, "
-            "emptied, cut back or replaced after that look"]
+    return [
+        f"{path} names look ledger head {named[:12]} (look record {ev.monitoring.sequence if ev.monitoring else '?'}"
+        f", evaluated {ev.evaluated_at}), which the look ledger no longer holds: looks.jsonl was deleted, "
+        "emptied, cut back or replaced after that look"
+    ]
 
 
 def check_looks(looks: LookLedger, ledger: Ledger | LedgerColumns) -> LooksReport:

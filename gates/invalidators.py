@@ -52,9 +52,7 @@ class InvalidatorCheck:
     blocks: list[str]
 
 
-def _telemetry_values(
-    records: Sequence[Record], signal: str, read
-) -> tuple[list[tuple[str, float]], list[str]]:
+def _telemetry_values(records: Sequence[Record], signal: str, read) -> tuple[list[tuple[str, float]], list[str]]:
     """(run_id, value) pairs from each run's telemetry, and the runs that lack it."""
     values, lacking = [], []
     for r in records:
@@ -119,8 +117,14 @@ def _counter_support(inv: CounterSupport, records: Sequence[Record]) -> tuple:
         else:
             occurred.append(r)
     fired, observed, detail = _telemetry_check(
-        inv, occurred, lambda s: s.phases[phase].updates if s.phases and phase in s.phases else None,
-        inv.min_updates, False, f"updates inside {phase}", "")
+        inv,
+        occurred,
+        lambda s: s.phases[phase].updates if s.phases and phase in s.phases else None,
+        inv.min_updates,
+        False,
+        f"updates inside {phase}",
+        "",
+    )
     if absent:
         detail += f"; {absent} run(s) had no {phase} phase (nothing to resolve there)"
     if not occurred and absent:
@@ -143,7 +147,11 @@ def _metric_bounds(inv: MetricBounds, records: Sequence[Record]) -> tuple:
         return False, None, f"all {seen} recorded values of {inv.metric} are finite and within [{low:g}, {high:g}]"
     rid, value = bad[0]
     observed = "non-finite" if not math.isfinite(value) else value
-    return True, observed, f"{len(bad)} value(s) of {inv.metric} non-finite or outside [{low:g}, {high:g}]; first {rid}: {value:g}"
+    return (
+        True,
+        observed,
+        f"{len(bad)} value(s) of {inv.metric} non-finite or outside [{low:g}, {high:g}]; first {rid}: {value:g}",
+    )
 
 
 def _controls(inv: ControlsIdentical, match: Match) -> tuple:
@@ -182,7 +190,9 @@ def check_invalidators(plan: Plan, match: Match) -> list[InvalidatorCheck]:
         threshold: float | str | None
         if isinstance(inv, MetricBounds):
             fired, observed, detail = _metric_bounds(inv, records)
-            threshold = f"[{'-inf' if inv.min is None else f'{inv.min:g}'}, {'inf' if inv.max is None else f'{inv.max:g}'}]"
+            threshold = (
+                f"[{'-inf' if inv.min is None else f'{inv.min:g}'}, {'inf' if inv.max is None else f'{inv.max:g}'}]"
+            )
         elif isinstance(inv, CounterSupport):
             fired, observed, detail = _counter_support(inv, records)
             threshold = float(inv.min_updates)
@@ -215,8 +225,11 @@ def check_invalidators_on(plan: Plan, subset: Match, full: list[InvalidatorCheck
     by_id = {c.id: c for c in full}
     out = []
     for inv, check in zip(plan.invalidators, check_invalidators(plan, subset), strict=True):
-        if isinstance(inv, ControlsIdentical) and inv.id in by_id and not any(
-                Strata.selects(inv.where, b.stratum) for b in subset.blocks.values()):
+        if (
+            isinstance(inv, ControlsIdentical)
+            and inv.id in by_id
+            and not any(Strata.selects(inv.where, b.stratum) for b in subset.blocks.values())
+        ):
             check = by_id[inv.id]
         out.append(check)
     return out

@@ -87,8 +87,9 @@ def locate(plan: Plan, plan_sha256: str, ledger: Ledger | LedgerColumns, history
     mine = [r for r in history if r.prereg_sha256 == plan_sha256]
     # a look that stopped the study for success: an evaluation past it decides nothing (the same look again,
     # on the same prefix, repeats its decision)
-    stopped = next((r for r in mine if r.status == "decision" and r.action == "stop_success"
-                    and r.point_blocks < blocks), None)
+    stopped = next(
+        (r for r in mine if r.status == "decision" and r.action == "stop_success" and r.point_blocks < blocks), None
+    )
     return LookPoint(plan, order, prefix, blocks, look, levels_from, levels, history, stopped)
 
 
@@ -102,11 +103,14 @@ def plan_at(point: LookPoint) -> Plan:
     """The plan with each primary gate's confidence set to ``1 - 2 * nominal_alpha`` of the look whose
     levels apply (so its rule p-value must clear that level; multiplicity composes with it)."""
     k = point.levels_from - 1
+
     def at(level: LookLevel) -> float:
         return level.confidence if level.confidence is not None else 1 - 2 * level.nominal_alpha
 
-    gates = [g.model_copy(update={"confidence": at(point.levels[g.id][k])}) if g.id in point.levels else g
-             for g in point.plan.gates]
+    gates = [
+        g.model_copy(update={"confidence": at(point.levels[g.id][k])}) if g.id in point.levels else g
+        for g in point.plan.gates
+    ]
     return point.plan.model_copy(update={"gates": gates})
 
 
@@ -128,8 +132,9 @@ def _runs_in(plan: Plan, strata: int) -> int:
     return strata * plan.strata.replicates * len(plan.arms)
 
 
-def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
-             ) -> tuple[str, str, list[Refusal], MonitoringResult]:
+def conclude(
+    point: LookPoint, outcomes: list[Any], decision: str, reason: str
+) -> tuple[str, str, list[Refusal], MonitoringResult]:
     """The decision, its reason, the refusals this point adds (an interim reading's) and the
     artifact's ``monitoring`` section (``sequence``: set by the caller before it is recorded)."""
     monitoring = point.plan.monitoring
@@ -142,11 +147,15 @@ def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
     if point.status == "interim_reading":
         action = "none"
         if point.stopped is not None:
-            why = (f"the study already stopped for success at look {point.stopped.look} (look record "
-                   f"{point.stopped.seq}); an evaluation after the stop decides nothing")
+            why = (
+                f"the study already stopped for success at look {point.stopped.look} (look record "
+                f"{point.stopped.seq}); an evaluation after the stop decides nothing"
+            )
         else:
-            why = (f"{where} is not a planned look ({', '.join(map(str, looks))}); the gates are read against "
-                   f"look {point.levels_from}'s levels only to show where they stand")
+            why = (
+                f"{where} is not a planned look ({', '.join(map(str, looks))}); the gates are read against "
+                f"look {point.levels_from}'s levels only to show where they stand"
+            )
         words = f"interim reading, not a decision: {why}"
         refusals.append(Refusal(kind="interim", reason=words))
     else:
@@ -156,35 +165,68 @@ def conclude(point: LookPoint, outcomes: list[Any], decision: str, reason: str
             action, words = "final", f"{head}: the final look, decided with the alpha spent over all looks"
         elif decision == "supported" and warned:
             action, decision = "continue", "not_supported"
-            words = (f"{head}: the gates pass with the alpha spent so far, but gate(s) {', '.join(warned)} warn of "
-                     "skewed or rare-event contrasts, which a small sample understates: a warned pass does not stop "
-                     f"the study; the plan continues to look {point.look + 1} ({looks[point.look]} blocks)")
+            words = (
+                f"{head}: the gates pass with the alpha spent so far, but gate(s) {', '.join(warned)} warn of "
+                "skewed or rare-event contrasts, which a small sample understates: a warned pass does not stop "
+                f"the study; the plan continues to look {point.look + 1} ({looks[point.look]} blocks)"
+            )
         elif decision == "supported":
-            action, words = "stop_success", f"{head}: supported with the alpha spent so far; the study stops for success"
+            action, words = (
+                "stop_success",
+                f"{head}: supported with the alpha spent so far; the study stops for success",
+            )
         elif futile and decision != "refused":
             action = "stop_futility"
-            words = (f"{head}: gate(s) {', '.join(futile)} above the non-binding futility bound; the study stops for "
-                     "futility (not supported)")
+            words = (
+                f"{head}: gate(s) {', '.join(futile)} above the non-binding futility bound; the study stops for "
+                "futility (not supported)"
+            )
         else:
             action = "continue"
-            words = f"{head}: {decision.replace('_', ' ')} at the alpha spent so far; the plan continues to look " \
-                    f"{point.look + 1} ({looks[point.look]} blocks)"
+            words = (
+                f"{head}: {decision.replace('_', ' ')} at the alpha spent so far; the plan continues to look "
+                f"{point.look + 1} ({looks[point.look]} blocks)"
+            )
         reason = f"{words}; {reason}"
     runs_planned = _runs_in(point.plan, len(point.order))
     runs_evaluated = _runs_in(point.plan, point.prefix)
     result = MonitoringResult(
-        looks=list(looks), spending=monitoring.spending, futility=monitoring.futility, status=point.status,
-        look=point.look, point_blocks=point.point_blocks, total_blocks=total, levels_from_look=point.levels_from,
-        action=action, reason=words, strata_evaluated=point.prefix, strata_total=len(point.order),
-        runs_evaluated=runs_evaluated, runs_planned=runs_planned,
+        looks=list(looks),
+        spending=monitoring.spending,
+        futility=monitoring.futility,
+        status=point.status,
+        look=point.look,
+        point_blocks=point.point_blocks,
+        total_blocks=total,
+        levels_from_look=point.levels_from,
+        action=action,
+        reason=words,
+        strata_evaluated=point.prefix,
+        strata_total=len(point.order),
+        runs_evaluated=runs_evaluated,
+        runs_planned=runs_planned,
         runs_saved=runs_planned - runs_evaluated if action.startswith("stop_") else 0,
         sequence=len(point.history) + 1,
-        history=[LookEntry(seq=r.seq, evaluated_at=r.evaluated_at, look=r.look, status=r.status,
-                           point_blocks=r.point_blocks, decision=r.decision, action=r.action,
-                           ledger_records=r.ledger_records, pvalues=dict(r.pvalue)) for r in point.history],
+        history=[
+            LookEntry(
+                seq=r.seq,
+                evaluated_at=r.evaluated_at,
+                look=r.look,
+                status=r.status,
+                point_blocks=r.point_blocks,
+                decision=r.decision,
+                action=r.action,
+                ledger_records=r.ledger_records,
+                pvalues=dict(r.pvalue),
+            )
+            for r in point.history
+        ],
         gates=[_gate_looks(point, o, futile) for o in outcomes if o.gate.id in point.levels],
-        sensitivity_note=("sensitivity gates decide nothing: they are read at their frozen confidence at every look"
-                          if any(g.role == "sensitivity" for g in point.plan.gates) else None),
+        sensitivity_note=(
+            "sensitivity gates decide nothing: they are read at their frozen confidence at every look"
+            if any(g.role == "sensitivity" for g in point.plan.gates)
+            else None
+        ),
     )
     return decision, reason, refusals, result
 
@@ -195,36 +237,67 @@ def settle(result: MonitoringResult | None, decision: str) -> MonitoringResult |
     if result is None or result.action != "stop_success" or decision == "supported":
         return result
     assert result.look is not None
-    return result.model_copy(update={"action": "continue", "runs_saved": 0, "reason": (
-        f"look {result.look} of {len(result.looks)}: the gates passed but the decision was refused; the plan "
-        f"continues to look {result.look + 1}")})
+    return result.model_copy(
+        update={
+            "action": "continue",
+            "runs_saved": 0,
+            "reason": (
+                f"look {result.look} of {len(result.looks)}: the gates passed but the decision was refused; the plan "
+                f"continues to look {result.look + 1}"
+            ),
+        }
+    )
 
 
 def _gate_looks(point: LookPoint, outcome: Any, futile: list[str]) -> GateLooks:
     gate = next(g for g in point.plan.gates if g.id == outcome.gate.id)
     levels = point.levels[gate.id]
     return GateLooks(
-        id=gate.id, method=gate.method, alpha=(1 - gate.confidence) / 2,
+        id=gate.id,
+        method=gate.method,
+        alpha=(1 - gate.confidence) / 2,
         kind=levels[0].kind if levels and levels[0].kind in ("boundary", "anytime") else "increment",
-        looks=[LookBoundary(look=lv.look, blocks=lv.blocks, fraction=lv.fraction, nominal_alpha=lv.nominal_alpha,
-                            cumulative_alpha=lv.cumulative_alpha,
-                            z_bound=encode_number(lv.z_bound) if lv.z_bound is not None else None,
-                            futility_p=lv.futility_p) for lv in levels],
-        pvalue=outcome.pvalue, futile=gate.id in futile,
+        looks=[
+            LookBoundary(
+                look=lv.look,
+                blocks=lv.blocks,
+                fraction=lv.fraction,
+                nominal_alpha=lv.nominal_alpha,
+                cumulative_alpha=lv.cumulative_alpha,
+                z_bound=encode_number(lv.z_bound) if lv.z_bound is not None else None,
+                futility_p=lv.futility_p,
+            )
+            for lv in levels
+        ],
+        pvalue=outcome.pvalue,
+        futile=gate.id in futile,
     )
 
 
-def look_fields(result: MonitoringResult, gates: list[Any], decision: str, ledger: Ledger | LedgerColumns, plan_sha256: str,
-                seal: str | None, evaluated_at: str) -> dict[str, Any]:
+def look_fields(
+    result: MonitoringResult,
+    gates: list[Any],
+    decision: str,
+    ledger: Ledger | LedgerColumns,
+    plan_sha256: str,
+    seal: str | None,
+    evaluated_at: str,
+) -> dict[str, Any]:
     """The look record of an evaluation (``collect.ledger.looks.append_look``'s ``fields``; ``gates``:
     the artifact's gate results)."""
     k = result.levels_from_look - 1
     return {
-        "evaluated_at": evaluated_at, "prereg_sha256": plan_sha256, "lock_seal": seal,
-        "ledger_head": ledger.hashes[-1] if ledger.hashes else GENESIS, "ledger_records": len(ledger.records),
-        "point_blocks": result.point_blocks, "blocks": {g.id: g.n_pairs for g in gates},
-        "look": result.look if result.status == "decision" else None, "status": result.status,
-        "decision": decision, "action": result.action,
+        "evaluated_at": evaluated_at,
+        "prereg_sha256": plan_sha256,
+        "lock_seal": seal,
+        "ledger_head": ledger.hashes[-1] if ledger.hashes else GENESIS,
+        "ledger_records": len(ledger.records),
+        "point_blocks": result.point_blocks,
+        "blocks": {g.id: g.n_pairs for g in gates},
+        "look": result.look if result.status == "decision" else None,
+        "status": result.status,
+        "decision": decision,
+        "action": result.action,
         "nominal_alpha": {g.id: g.looks[k].nominal_alpha for g in result.gates},
         "spent_alpha": {g.id: g.looks[k].cumulative_alpha for g in result.gates},
         "pvalue": {g.id: g.pvalue for g in result.gates if g.pvalue is not None},

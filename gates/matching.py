@@ -131,13 +131,23 @@ class Match:
     def subset(self, keep: Callable[[dict[str, Any]], bool]) -> Match:
         """The match restricted to the blocks whose stratum ``keep`` accepts, with only the problems
         that name such a stratum (problems naming no readable stratum stay: they touch every subset)."""
+
         def named(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
             return [(arm, text) for arm, text in items if text not in self.where or keep(self.where[text])]
 
         blocks = {k: b for k, b in self.blocks.items() if keep(b.stratum)}
-        return Match(blocks, named(self.missing), named(self.missing_calibration), named(self.failed),
-                     named(self.duplicate), named(self.unplanned), named(self.other_plan), list(self.ledger_problems),
-                     self.n_arms, self.where)
+        return Match(
+            blocks,
+            named(self.missing),
+            named(self.missing_calibration),
+            named(self.failed),
+            named(self.duplicate),
+            named(self.unplanned),
+            named(self.other_plan),
+            list(self.ledger_problems),
+            self.n_arms,
+            self.where,
+        )
 
     def records(self) -> list[Record]:
         """Every matched record (calibration blocks included)."""
@@ -155,18 +165,26 @@ def match_ledger(plan: Plan, plan_sha256: str, ledger: Ledger | LedgerColumns) -
         calibration = any(Strata.selects(sel, stratum) for sel in plan.strata.calibration)
         control = any(Strata.selects(sel, stratum) for sel in controls)
         for replicate in range(plan.strata.replicates):
-            blocks[(skey, replicate)] = Block(stratum, replicate, calibration, control=control,
-                                              pair_controls=bool(plan.strata.pair_controls), ledger=columns)
+            blocks[(skey, replicate)] = Block(
+                stratum,
+                replicate,
+                calibration,
+                control=control,
+                pair_controls=bool(plan.strata.pair_controls),
+                ledger=columns,
+            )
     match = Match(blocks, n_arms=len(plan.arms))
     match.ledger_problems = [f"ledger line {p.line}: {p.message}" for p in columns.problems]
+
     def where_of(record: Record) -> str:
         return f"{record.run_id} (arm {record.arm}, {block_label(record.stratum, record.replicate)})"
 
     planned: list[int] = []
     cells: dict[int, tuple[tuple[str, ...], int, str]] = {}  # row -> its cell, keyed once
     col = columns.columns
-    for i, (sha, arm, stratum, replicate, status) in enumerate(zip(
-            col["prereg_sha256"], col["arm"], col["stratum"], col["replicate"], col["status"], strict=True)):
+    for i, (sha, arm, stratum, replicate, status) in enumerate(
+        zip(col["prereg_sha256"], col["arm"], col["stratum"], col["replicate"], col["status"], strict=True)
+    ):
         # a record's description is formatted only for a problem it has
         if sha != plan_sha256:
             record = columns.row(i)

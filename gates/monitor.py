@@ -99,11 +99,27 @@ class MonitoredRun:
 
     def to_json(self) -> dict[str, Any]:
         """The ``monitoring`` object of ``collect run --json``."""
-        return {"stopped": self.stopped, "stopped_at_look": self.stopped_at, "runs_saved": self.runs_saved,
-                "note": self.note, "sentence": self.sentence(),
-                "looks": [{"look": s.look, "blocks": s.blocks, "completed": s.completed, "failed": s.failed,
-                           "decision": s.decision, "action": s.action, "look_record": s.seq,
-                           "looks_head": s.looks_head, "recorded_before": s.recorded} for s in self.steps]}
+        return {
+            "stopped": self.stopped,
+            "stopped_at_look": self.stopped_at,
+            "runs_saved": self.runs_saved,
+            "note": self.note,
+            "sentence": self.sentence(),
+            "looks": [
+                {
+                    "look": s.look,
+                    "blocks": s.blocks,
+                    "completed": s.completed,
+                    "failed": s.failed,
+                    "decision": s.decision,
+                    "action": s.action,
+                    "look_record": s.seq,
+                    "looks_head": s.looks_head,
+                    "recorded_before": s.recorded,
+                }
+                for s in self.steps
+            ],
+        }
 
 
 def _stop_of(record: LookRecord) -> str | None:
@@ -111,8 +127,12 @@ def _stop_of(record: LookRecord) -> str | None:
 
 
 def run_monitored(
-    lock: Lock | PathLike, out: PathLike, jobs: int = 1, executor: str = "local",
-    progress: Callable[[int, int], None] | None = None, say: Callable[[str], None] | None = None,
+    lock: Lock | PathLike,
+    out: PathLike,
+    jobs: int = 1,
+    executor: str = "local",
+    progress: Callable[[int, int], None] | None = None,
+    say: Callable[[str], None] | None = None,
     address: str | None = None,
 ) -> MonitoredRun:
     """Run a monitored plan look by look into ``out`` (module doc); ``say`` hears one line per look;
@@ -132,8 +152,10 @@ def run_monitored(
     done = next((r for r in history if r.status == "decision" and _stop_of(r)), None)
     if done is not None:
         result.stopped, result.stopped_at = "already", done.look
-        result.note = (f"the look ledger shows the study stopped for {_stop_of(done)} at look {done.look} (look record "
-                       f"{done.seq}, {done.evaluated_at}); nothing more is run")
+        result.note = (
+            f"the look ledger shows the study stopped for {_stop_of(done)} at look {done.look} (look record "
+            f"{done.seq}, {done.evaluated_at}); nothing more is run"
+        )
         return result
     looks = plan.monitoring.looks
     for k, blocks in enumerate(looks, start=1):
@@ -148,8 +170,12 @@ def run_monitored(
         if recorded == "later":  # runs of a later look exist: this look was passed before a crash
             continue
         if isinstance(recorded, LookRecord):
-            step.decision, step.action, step.seq, step.recorded = (recorded.decision, recorded.action, recorded.seq,
-                                                                  True)
+            step.decision, step.action, step.seq, step.recorded = (
+                recorded.decision,
+                recorded.action,
+                recorded.seq,
+                True,
+            )
             step.looks_head = recorded.record_sha256
             step.reason = "recorded before"
         else:
@@ -160,13 +186,18 @@ def run_monitored(
             step.looks_head = ev.monitoring.looks_head
             step.reason = ev.monitoring.reason
         if say:
-            say(f"look {k} of {len(looks)} ({blocks} blocks): {step.decision.replace('_', ' ')}, "
-                f"{(step.action or 'none').replace('_', ' ')}" + (" (as recorded before)" if step.recorded else "")
-                + (f"; look ledger head {step.looks_head}" if step.looks_head else ""))
+            say(
+                f"look {k} of {len(looks)} ({blocks} blocks): {step.decision.replace('_', ' ')}, "
+                f"{(step.action or 'none').replace('_', ' ')}"
+                + (" (as recorded before)" if step.recorded else "")
+                + (f"; look ledger head {step.looks_head}" if step.looks_head else "")
+            )
         if step.failed:
             result.stopped, result.stopped_at = "failed", k
-            result.note = (f"{step.failed} run(s) of look {k} failed, so the look is refused; collection stops here: "
-                           "re-run to retry them")
+            result.note = (
+                f"{step.failed} run(s) of look {k} failed, so the look is refused; collection stops here: "
+                "re-run to retry them"
+            )
             return result
         stop = {"stop_success": "success", "stop_futility": "futility", "final": "final"}.get(step.action or "")
         if stop:

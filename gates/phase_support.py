@@ -38,12 +38,18 @@ def phase_support(plan: Plan, records: Sequence[Record]) -> list[PhaseSupportRow
     for (signal, phase), (updates, durations, without) in seen.items():
         need = required.get((signal, phase))
         low = min(updates) if updates else None
-        rows.append(PhaseSupportRow(
-            signal=signal, phase=phase, runs=len(updates), runs_without=without, min_updates=low,
-            median_updates=float(statistics.median(updates)) if updates else None,
-            max_updates=max(updates) if updates else None,
-            median_duration_ms=float(statistics.median(durations)) if durations else None,
-            required=need, enough=None if need is None or low is None else low >= need,
-        ))
+        rows.append(
+            PhaseSupportRow(
+                signal=signal,
+                phase=phase,
+                runs=len(updates),
+                runs_without=without,
+                min_updates=low,
+                median_updates=float(statistics.median(updates)) if updates else None,
+                max_updates=max(updates) if updates else None,
+                median_duration_ms=float(statistics.median(durations)) if durations else None,
+                required=need,
+                enough=None if need is None or low is None else low >= need,
+            )
+        )
     return rows
-

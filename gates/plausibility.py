@@ -81,11 +81,48 @@ TIME_LOG_MAX = 10.0  # a time of ten or more of its unit is read as a time
 LOG_AMOUNT_FOLD = 1000.0
 #: units that declare values already on a log scale (not checked for "looks like logs")
 LOG_UNITS = frozenset(("nat", "nats", "bit", "bits", "db", "dbm", "log", "ln", "log10", "log2"))
-AMOUNT_UNITS = frozenset(u.lower() for u in (
-    "J", "kJ", "MJ", "mJ", "Wh", "kWh", "mWh", "s", "ms", "us", "µs", "ns", "min", "h", "seconds",
-    "B", "KB", "kB", "KiB", "MB", "MiB", "GB", "GiB", "TB", "bytes", "byte", "FLOP", "FLOPs", "GFLOP", "TFLOP",
-    "PFLOP", "tokens", "token", "W", "kW", "mW", "steps",
-))
+AMOUNT_UNITS = frozenset(
+    u.lower()
+    for u in (
+        "J",
+        "kJ",
+        "MJ",
+        "mJ",
+        "Wh",
+        "kWh",
+        "mWh",
+        "s",
+        "ms",
+        "us",
+        "µs",
+        "ns",
+        "min",
+        "h",
+        "seconds",
+        "B",
+        "KB",
+        "kB",
+        "KiB",
+        "MB",
+        "MiB",
+        "GB",
+        "GiB",
+        "TB",
+        "bytes",
+        "byte",
+        "FLOP",
+        "FLOPs",
+        "GFLOP",
+        "TFLOP",
+        "PFLOP",
+        "tokens",
+        "token",
+        "W",
+        "kW",
+        "mW",
+        "steps",
+    )
+)
 TIME_UNITS = frozenset(u.lower() for u in ("s", "ms", "us", "µs", "ns", "min", "h", "seconds"))
 
 
@@ -106,8 +143,11 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
     if gate.contrast.scale != "ratio" and not amount:  # a difference of, say, nats: no unit to mix up
         return refusals, warnings
     finite = values[np.isfinite(values)]
-    medians = {a: float(np.median(col[np.isfinite(col) & (col > 0)])) for a, col in zip(arms, values.T, strict=True)
-               if np.any(np.isfinite(col) & (col > 0))}
+    medians = {
+        a: float(np.median(col[np.isfinite(col) & (col > 0)]))
+        for a, col in zip(arms, values.T, strict=True)
+        if np.any(np.isfinite(col) & (col > 0))
+    }
     if len(medians) >= 2:
         high, low = max(medians, key=medians.__getitem__), min(medians, key=medians.__getitem__)
         ratio = medians[high] / medians[low]
@@ -116,7 +156,8 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
                 f"{MIX_UP}: the arms' medians of {gate.metric} differ by {ratio:.3g}x ({high} "
                 f"{medians[high]:.4g} {metric.unit}, {low} {medians[low]:.4g} {metric.unit}), more than "
                 f"{MEDIAN_RATIO_LIMIT:g}x: one arm's values may be in another unit (kJ and J, ms and s); check "
-                "each arm's units before reading this contrast")
+                "each arm's units before reading this contrast"
+            )
     if amount and logged_evidence(finite, log_ceiling(unit)):
         lo, hi = float(finite.min()), float(finite.max())
         warnings.append(
@@ -124,7 +165,8 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
             f"which looks like natural logs of {metric.unit} (exp: {math.exp(lo):.3g} to {math.exp(hi):.3g} "
             f"{metric.unit}); a ratio of logs understates the ratio of the amounts about {lo:.2g}-fold and a "
             "difference of logs is a log-ratio, so this gate would judge the wrong quantity. Check the values are in the declared unit (a 'range' on the "
-            "metric makes such values a refusal)")
+            "metric makes such values a refusal)"
+        )
     elif not amount and unit not in LOG_UNITS and logged_evidence(finite):  # a ratio gate (returned above if not)
         lo, hi = float(finite.min()), float(finite.max())
         warnings.append(
@@ -133,7 +175,8 @@ def plausibility(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray
             f"each other); a ratio of logs is not the ratio of the amounts (it understates it about {lo:.2g}-fold), "
             "so this ratio gate would judge the wrong quantity. Check the values are not logs; if they are, record "
             "the amounts or contrast the logs as a difference (a log ratio); a 'range' on the metric makes such "
-            "values a refusal")
+            "values a refusal"
+        )
     return refusals, warnings
 
 
@@ -144,8 +187,7 @@ def logged_evidence(values: np.ndarray, ceiling: float = GENERIC_LOG_MAX) -> boo
     if values.size == 0:
         return False
     lo, hi = float(values.min()), float(values.max())
-    return (LOG_BAND[0] <= lo and hi <= ceiling and hi <= LOG_SPREAD * lo
-            and hi - lo <= math.log(LOG_AMOUNT_FOLD))
+    return LOG_BAND[0] <= lo and hi <= ceiling and hi <= LOG_SPREAD * lo and hi - lo <= math.log(LOG_AMOUNT_FOLD)
 
 
 def decision_warning(gates: list[tuple[str, str, list[str]]], passed: set[str] | None = None) -> str:
@@ -153,13 +195,22 @@ def decision_warning(gates: list[tuple[str, str, list[str]]], passed: set[str] |
     (``gates``: ``(id, role, notes)`` of each), e.g. ``"; WARNING: gate energy_saving: likely unit mix-up (its
     notes say why)"``, and for the ``passed`` ones (ids) whose symmetry their n cannot check; empty when none.
     "Likely transformed values" stays in its gate's notes (module doc)."""
-    flagged = [f"gate {gid}: {MIX_UP}" for gid, role, notes in gates if role == "primary"
-               and any(n.startswith(MIX_UP) for n in notes)]
+    flagged = [
+        f"gate {gid}: {MIX_UP}"
+        for gid, role, notes in gates
+        if role == "primary" and any(n.startswith(MIX_UP) for n in notes)
+    ]
     for note, words in ((SKEW_NOTE, SKEWED), (RARE_NOTE, RARE)):
-        flagged += [f"gate {gid}: {words}" for gid, role, notes in gates if role == "primary"
-                    and any(n.startswith(note) for n in notes)]
-    flagged += [f"gate {gid}: {UNCHECKED}" for gid, role, notes in gates if role == "primary"
-                and gid in (passed or set()) and any(n.startswith(SYMMETRY_NOTE) for n in notes)]
+        flagged += [
+            f"gate {gid}: {words}"
+            for gid, role, notes in gates
+            if role == "primary" and any(n.startswith(note) for n in notes)
+        ]
+    flagged += [
+        f"gate {gid}: {UNCHECKED}"
+        for gid, role, notes in gates
+        if role == "primary" and gid in (passed or set()) and any(n.startswith(SYMMETRY_NOTE) for n in notes)
+    ]
     return f"; WARNING: {'; '.join(flagged)} (its notes and warnings say why)" if flagged else ""
 
 
@@ -169,15 +220,20 @@ def _outside_range(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarr
     if metric.range is None:
         return []
     low, high = metric.range
-    outside = [(block.label, arm, float(values[i, j])) for i, block in enumerate(blocks)
-               for j, arm in enumerate(gate.contrast.arms)
-               if math.isfinite(values[i, j]) and not low <= values[i, j] <= high]
+    outside = [
+        (block.label, arm, float(values[i, j]))
+        for i, block in enumerate(blocks)
+        for j, arm in enumerate(gate.contrast.arms)
+        if math.isfinite(values[i, j]) and not low <= values[i, j] <= high
+    ]
     if not outside:
         return []
     shown = "; ".join(f"{v:g} for arm {arm} in {label}" for label, arm, v in outside[:3])
     more = f" and {len(outside) - 3} more" if len(outside) > 3 else ""
-    return [f"{len(outside)} {gate.metric} value(s) outside the plan's range [{low:g}, {high:g}] {metric.unit}: "
-            f"{shown}{more} (another unit, or transformed values?)"]
+    return [
+        f"{len(outside)} {gate.metric} value(s) outside the plan's range [{low:g}, {high:g}] {metric.unit}: "
+        f"{shown}{more} (another unit, or transformed values?)"
+    ]
 
 
 __all__ = ["decision_warning", "logged_evidence", "plausibility"]

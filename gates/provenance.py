@@ -38,7 +38,6 @@ def check_predecessors(plan: Plan, base: Path) -> list[PredecessorCheck]:
         path = (base / pred.path) if not Path(pred.path).is_absolute() else Path(pred.path)
         extra: dict[str, Any] = {}
         try:  # a regular file of bounded size (never a FIFO or device), else missing
-
             data: bytes | None = read_regular_file(path, MAX_ARTIFACT_BYTES)
         except ValueError:
             data = None
@@ -87,18 +86,30 @@ def check_plan_yaml(lock: dict[str, Any], lock_path: Path) -> PlanYamlCheck | No
     try:
         loaded = load_plan(path)
     except PlanError as err:
-        return PlanYamlCheck(path=str(path), status="invalid", notice=(
-            f"{path} no longer validates as a plan ({err.render(limit=3)}); the locked plan was evaluated"))
+        return PlanYamlCheck(
+            path=str(path),
+            status="invalid",
+            notice=(f"{path} no longer validates as a plan ({err.render(limit=3)}); the locked plan was evaluated"),
+        )
     if loaded.plan_sha256 != lock["plan_sha256"]:
         changed = diff_paths(lock["plan"], loaded.canonical)
         shown = ", ".join(changed[:12]) + (" ..." if len(changed) > 12 else "")
-        return PlanYamlCheck(path=str(path), status="changed", changed=changed, notice=(
-            f"{path} no longer matches the lock (plan hash {loaded.plan_sha256[:12]} vs locked "
-            f"{lock['plan_sha256'][:12]}); changed: {shown}. The locked plan was evaluated, not the edited "
-            "YAML; use 'prereg amend' to record a change"))
+        return PlanYamlCheck(
+            path=str(path),
+            status="changed",
+            changed=changed,
+            notice=(
+                f"{path} no longer matches the lock (plan hash {loaded.plan_sha256[:12]} vs locked "
+                f"{lock['plan_sha256'][:12]}); changed: {shown}. The locked plan was evaluated, not the edited "
+                "YAML; use 'prereg amend' to record a change"
+            ),
+        )
     if loaded.yaml_sha256 != lock.get("yaml_sha256"):
-        return PlanYamlCheck(path=str(path), status="layout_changed", notice=(
-            f"{path}: the text changed (comments or layout) but the plan is identical"))
+        return PlanYamlCheck(
+            path=str(path),
+            status="layout_changed",
+            notice=(f"{path}: the text changed (comments or layout) but the plan is identical"),
+        )
     return PlanYamlCheck(path=str(path), status="matches", notice=f"{path} matches the lock")
 
 
@@ -114,10 +125,16 @@ def lock_as_of(lock: dict[str, Any], version: int) -> dict[str, Any]:
     if version == current:
         return lock
     entry = lock["amendments"][version - 1]
-    return {**lock, "plan": entry["parent_plan"], "plan_sha256": entry["parent_plan_sha256"],
-            "yaml_sha256": entry["parent_yaml_sha256"], "amendments": lock["amendments"][: version - 1],
-            "superseded_by": [f"v{a['version']} {a['amended_at']}: \"{a['reason']}\""
-                              for a in lock["amendments"][version - 1:]]}
+    return {
+        **lock,
+        "plan": entry["parent_plan"],
+        "plan_sha256": entry["parent_plan_sha256"],
+        "yaml_sha256": entry["parent_yaml_sha256"],
+        "amendments": lock["amendments"][: version - 1],
+        "superseded_by": [
+            f'v{a["version"]} {a["amended_at"]}: "{a["reason"]}"' for a in lock["amendments"][version - 1 :]
+        ],
+    }
 
 
 def other_plan_note(lock: dict[str, Any], other_hashes: dict[str, int], lock_path: Path) -> str | None:
@@ -132,17 +149,24 @@ def other_plan_note(lock: dict[str, Any], other_hashes: dict[str, int], lock_pat
             flag = "a post-data amendment" if amendment.get("post_data") else "an amendment"
             parts.append(
                 f"{count} run(s) were collected under plan {sha[:12]}, which {flag} (v{amendment['version']}, "
-                f"{amendment['amended_at']}: \"{amendment['reason']}\") replaced; that plan is version "
+                f'{amendment["amended_at"]}: "{amendment["reason"]}") replaced; that plan is version '
                 f"{amendment['version'] - 1} (--plan-version {amendment['version'] - 1})"
             )
         else:
             parts.append(f"{count} run(s) were recorded under plan {sha[:12]}, which is not this lock's plan")
     earlier = any(sha in parents for sha in other_hashes)
-    where = (f"evaluate them under the plan they were collected for ('gates evaluate {lock_path} RUNS "
-             "--plan-version N', N from the lock's amendment chain; the report then says that plan was "
-             "superseded), or " if earlier else "")
-    unrelated = "" if all(sha in parents for sha in other_hashes) else (
-        "Runs of another plan are that plan's: evaluate them with its own lock. ")
+    where = (
+        f"evaluate them under the plan they were collected for ('gates evaluate {lock_path} RUNS "
+        "--plan-version N', N from the lock's amendment chain; the report then says that plan was "
+        "superseded), or "
+        if earlier
+        else ""
+    )
+    unrelated = (
+        ""
+        if all(sha in parents for sha in other_hashes)
+        else ("Runs of another plan are that plan's: evaluate them with its own lock. ")
+    )
     return (
         "; ".join(parts) + f". They are not evidence for this plan version. {unrelated}Next step: {where}"
         "collect runs under this plan into a new folder "

@@ -48,14 +48,23 @@ def _side(lower: float, upper: float, null: float) -> int:
 def fitted_end(end: Any, log_x: bool) -> RegionEnd:
     """An :class:`estimators.trend.FittedEnd` in the artifact (x back on its own scale)."""
     at = math.exp(end.at) if log_x else end.at
-    return RegionEnd(at=at, estimate=encode_number(end.estimate), lower=encode_number(end.lower),
-                     upper=encode_number(end.upper))
+    return RegionEnd(
+        at=at, estimate=encode_number(end.estimate), lower=encode_number(end.lower), upper=encode_number(end.upper)
+    )
 
 
-def spread(factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, note: str | None) -> InfrastructureSpread:
-    return InfrastructureSpread(factor=factor, parameter=parameter, drawn=x, log_scale=log_x,
-                                low_end=fitted_end(ends.low, log_x) if ends else None,
-                                high_end=fitted_end(ends.high, log_x) if ends else None, note=note)
+def spread(
+    factor: str, parameter: str, x: list[float], ends: Any, log_x: bool, note: str | None
+) -> InfrastructureSpread:
+    return InfrastructureSpread(
+        factor=factor,
+        parameter=parameter,
+        drawn=x,
+        log_scale=log_x,
+        low_end=fitted_end(ends.low, log_x) if ends else None,
+        high_end=fitted_end(ends.high, log_x) if ends else None,
+        note=note,
+    )
 
 
 def _units(plan: Plan, pairs: list[Block], d: np.ndarray) -> tuple[list[list[int]], np.ndarray]:
@@ -81,14 +90,17 @@ def _parameters(plan: Plan, pairs: list[Block], arms: tuple[str, str]) -> tuple[
             return out, f"{parameter} is not recorded, or not finite, for every run of the cell"
         bad = next((b.label for b, x, y in zip(pairs, xs, other, strict=True) if x != y), None)
         if bad is not None:
-            return out, (f"{parameter} differs between {arms[0]} and {arms[1]} in block {bad}: the pair did not meet "
-                         "the same drawn infrastructure (not common random numbers), so it cannot be compared")
+            return out, (
+                f"{parameter} differs between {arms[0]} and {arms[1]} in block {bad}: the pair did not meet "
+                "the same drawn infrastructure (not common random numbers), so it cannot be compared"
+            )
         out[factor] = [float(x) for x in xs if x is not None]
     return out, None
 
 
-def _spreads(plan: Plan, drawn: dict[str, list[float]], groups: list[list[int]], d: np.ndarray, scale: str,
-             confidence: float) -> tuple[list[InfrastructureSpread], list[tuple[str, Any, bool]]]:
+def _spreads(
+    plan: Plan, drawn: dict[str, list[float]], groups: list[list[int]], d: np.ndarray, scale: str, confidence: float
+) -> tuple[list[InfrastructureSpread], list[tuple[str, Any, bool]]]:
     out, fits = [], []
     for factor, parameter in (plan.strata.region_factors or {}).items():
         x = np.array(drawn[factor], dtype=float)
@@ -100,16 +112,25 @@ def _spreads(plan: Plan, drawn: dict[str, list[float]], groups: list[list[int]],
         if ends is None:
             note = "fewer than 3 units or one drawn value: no trend across the region can be fitted"
         elif ends.low.lower == ends.low.upper and ends.high.lower == ends.high.upper:
-            note = ("the straight line passes through every unit exactly (no residual spread): its ends carry no "
-                    "sampling uncertainty, so no flip is inferred from them")
+            note = (
+                "the straight line passes through every unit exactly (no residual spread): its ends carry no "
+                "sampling uncertainty, so no flip is inferred from them"
+            )
         out.append(spread(factor, parameter, [float(v) for v in x], ends, log_x, note))
         if ends is not None and note is None:
             fits.append((parameter, ends, log_x))
     return out, fits
 
 
-def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: list[Block],
-              choice: ComparatorChoice | None, missing: list[str], fired: list[str]) -> RankingCell:
+def rank_cell(
+    plan: Plan,
+    family: Scalar,
+    region: dict[str, Scalar],
+    blocks: list[Block],
+    choice: ComparatorChoice | None,
+    missing: list[str],
+    fired: list[str],
+) -> RankingCell:
     """The ranking of one family x region (module doc)."""
     rule = plan.comparator
     assert rule is not None
@@ -119,8 +140,16 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
     challenger = rule.challenger
     arm = choice.arm if choice else None
     op = "/" if scale == "ratio" else "-"
-    cell = dict(family=family, region=region, metric=metric, contrast=f"{challenger} {op} {arm or rule.name}",
-                scale=scale, method=rr.method, confidence=rr.confidence, n_pairs=0)
+    cell = dict(
+        family=family,
+        region=region,
+        metric=metric,
+        contrast=f"{challenger} {op} {arm or rule.name}",
+        scale=scale,
+        method=rr.method,
+        confidence=rr.confidence,
+        n_pairs=0,
+    )
 
     def abstain(reason: str, **extra: Any) -> RankingCell:
         return RankingCell(ranking="abstain", reason=reason, **{**cell, **extra})
@@ -132,11 +161,20 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
     if fired:
         return abstain(f"invalidator(s) {', '.join(fired)} fired on this family's runs")
     pairs = [b for b in blocks if challenger in b.records and arm in b.records]
-    values = np.array([[b.records[a].metric(metric) if b.records[a].metric(metric) is not None else math.nan
-                        for a in (challenger, arm)] for b in pairs], dtype=float).reshape(-1, 2)
+    values = np.array(
+        [
+            [
+                b.records[a].metric(metric) if b.records[a].metric(metric) is not None else math.nan
+                for a in (challenger, arm)
+            ]
+            for b in pairs
+        ],
+        dtype=float,
+    ).reshape(-1, 2)
     if values.size == 0 or not np.all(np.isfinite(values)) or (scale == "ratio" and np.any(values <= 0)):
-        return abstain(f"{metric} is missing, not finite{' or not positive' if scale == 'ratio' else ''} in a run "
-                       "of this cell")
+        return abstain(
+            f"{metric} is missing, not finite{' or not positive' if scale == 'ratio' else ''} in a run of this cell"
+        )
     drawn, unpaired = _parameters(plan, pairs, (challenger, arm))
     if unpaired:
         return abstain(unpaired)
@@ -154,34 +192,58 @@ def rank_cell(plan: Plan, family: Scalar, region: dict[str, Scalar], blocks: lis
     infra, fits = _spreads(plan, drawn, groups, d, scale, rr.confidence)
     constant = bool(np.all(d == d[0]))
     null = 1.0 if scale == "ratio" else 0.0
-    sampled = dict(estimate=encode_number(res.estimate), lower=encode_number(res.lower),
-                   upper=encode_number(res.upper), infrastructure=infra)
+    sampled = dict(
+        estimate=encode_number(res.estimate),
+        lower=encode_number(res.lower),
+        upper=encode_number(res.upper),
+        infrastructure=infra,
+    )
     good = -1 if plan.metrics[metric].better == "lower" else 1  # the side on which the challenger is better
     interval = f"{_fmt(res.estimate)} [{_fmt(res.lower)}, {_fmt(res.upper)}]"
-    tail = (f"; every one of the {n} {unit} gives the same value: no sampling variability (as for a vacuous gate), "
-            "so this order rests on that single value, not on an interval") if constant else ""
+    tail = (
+        (
+            f"; every one of the {n} {unit} gives the same value: no sampling variability (as for a vacuous gate), "
+            "so this order rests on that single value, not on an interval"
+        )
+        if constant
+        else ""
+    )
     for parameter, ends, log_x in fits:
         lo, hi = _side(ends.low.lower, ends.low.upper, null), _side(ends.high.lower, ends.high.upper, null)
         if lo and hi and lo != hi:
             low_x, high_x = (math.exp(ends.low.at), math.exp(ends.high.at)) if log_x else (ends.low.at, ends.high.at)
             who = {good: challenger, -good: arm}
-            return RankingCell(ranking="flip", reason=(
-                f"the order changes across the region: at {parameter} = {_fmt(low_x)} {who[lo]} is better "
-                f"({_fmt(ends.low.estimate)} [{_fmt(ends.low.lower)}, {_fmt(ends.low.upper)}]), at {_fmt(high_x)} "
-                f"{who[hi]} ({_fmt(ends.high.estimate)} [{_fmt(ends.high.lower)}, {_fmt(ends.high.upper)}]); "
-                f"a straight-line fit over {n} {unit} (df {n - 2}), the cell's own interval is {interval}"),
-                **{**cell, **sampled})
+            return RankingCell(
+                ranking="flip",
+                reason=(
+                    f"the order changes across the region: at {parameter} = {_fmt(low_x)} {who[lo]} is better "
+                    f"({_fmt(ends.low.estimate)} [{_fmt(ends.low.lower)}, {_fmt(ends.low.upper)}]), at {_fmt(high_x)} "
+                    f"{who[hi]} ({_fmt(ends.high.estimate)} [{_fmt(ends.high.lower)}, {_fmt(ends.high.upper)}]); "
+                    f"a straight-line fit over {n} {unit} (df {n - 2}), the cell's own interval is {interval}"
+                ),
+                **{**cell, **sampled},
+            )
     side = _side(res.lower, res.upper, null)
     if side == good:
-        return RankingCell(ranking="challenger", reason=f"{challenger} is better than {arm}: {metric} {cell['contrast']} "
-                           f"= {interval} excludes {null:g} ({n} {unit}, {rr.method} {rr.confidence:g}){tail}",
-                           **{**cell, **sampled})
+        return RankingCell(
+            ranking="challenger",
+            reason=f"{challenger} is better than {arm}: {metric} {cell['contrast']} "
+            f"= {interval} excludes {null:g} ({n} {unit}, {rr.method} {rr.confidence:g}){tail}",
+            **{**cell, **sampled},
+        )
     if side == -good:
-        return RankingCell(ranking="comparator", reason=f"{arm} is better than {challenger}: {metric} "
-                           f"{cell['contrast']} = {interval} excludes {null:g} ({n} {unit}, {rr.method} "
-                           f"{rr.confidence:g}){tail}", **{**cell, **sampled})
-    return RankingCell(ranking="abstain", reason=f"the paired interval {interval} includes {null:g} ({n} {unit}): it "
-                       "cannot order them", **{**cell, **sampled})
+        return RankingCell(
+            ranking="comparator",
+            reason=f"{arm} is better than {challenger}: {metric} "
+            f"{cell['contrast']} = {interval} excludes {null:g} ({n} {unit}, {rr.method} "
+            f"{rr.confidence:g}){tail}",
+            **{**cell, **sampled},
+        )
+    return RankingCell(
+        ranking="abstain",
+        reason=f"the paired interval {interval} includes {null:g} ({n} {unit}): it cannot order them",
+        **{**cell, **sampled},
+    )
 
 
 __all__ = ["rank_cell"]

@@ -40,8 +40,9 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-RefusalKind = Literal["invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor",
-                      "code_identity", "interim"]
+RefusalKind = Literal[
+    "invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor", "code_identity", "interim"
+]
 
 #: each kind and what it means (the module doc, as data for docs and tests)
 REFUSAL_KINDS: Final[dict[str, str]] = {

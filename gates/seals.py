@@ -40,13 +40,17 @@ class SealCheck:
         """The decision-level refusals (empty when every record has its version's seal)."""
         out = []
         if self.resealed:
-            out.append(f"the lock was resealed after these runs were recorded: {len(self.resealed)} run(s) carry "
-                       f"another seal than the lock's for their plan version ({_named(self.resealed)}); its freeze "
-                       "time or amendment chain was rewritten after they were recorded, or they were recorded "
-                       "under another freeze of this plan")
+            out.append(
+                f"the lock was resealed after these runs were recorded: {len(self.resealed)} run(s) carry "
+                f"another seal than the lock's for their plan version ({_named(self.resealed)}); its freeze "
+                "time or amendment chain was rewritten after they were recorded, or they were recorded "
+                "under another freeze of this plan"
+            )
         if self.unsealed:
-            out.append(f"{len(self.unsealed)} run(s) carry no lock seal ({_named(self.unsealed)}): which freeze of "
-                       "the plan they were recorded under cannot be shown; collect or import them again")
+            out.append(
+                f"{len(self.unsealed)} run(s) carry no lock seal ({_named(self.unsealed)}): which freeze of "
+                "the plan they were recorded under cannot be shown; collect or import them again"
+            )
         out.extend(self.hidden_post_data)
         return out
 
@@ -88,11 +92,16 @@ def _hidden_post_data(lock: dict[str, Any], records: Sequence[Record]) -> list[s
                 before.append(f"{record.run_id} (version {earlier[record.prereg_sha256]}) started {record.started_at}")
         if not before:
             continue
-        says = ("records that no data existed when it was made" if entry.get("runs_checked")
-                else "was made without checking for data")
-        out.append(f"amendment v{version} ({entry.get('amended_at')}) {says}, but {len(before)} run(s) of an earlier "
-                   f"version in this ledger started before it ({_named(before)}): it is a post-data amendment "
-                   "that its entry does not record as one")
+        says = (
+            "records that no data existed when it was made"
+            if entry.get("runs_checked")
+            else "was made without checking for data"
+        )
+        out.append(
+            f"amendment v{version} ({entry.get('amended_at')}) {says}, but {len(before)} run(s) of an earlier "
+            f"version in this ledger started before it ({_named(before)}): it is a post-data amendment "
+            "that its entry does not record as one"
+        )
     return out
 
 

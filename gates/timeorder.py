@@ -47,11 +47,13 @@ class TimeOrderCheck:
             parts.append(f"{len(self.before_freeze)} run(s) started before the plan was frozen")
         if self.before_amendment:
             parts.append(f"{len(self.before_amendment)} run(s) started before an amendment they are judged under")
-        return (" and ".join(parts) + " (the plan does not declare pre-existing data. If that is what this "
-                "study is, declare it: add 'data: {pre_existing: true, reason: ...}' to the plan YAML, record it "
-                "with 'prereg amend PLAN.yaml --lock LOCK --runs RUNS --reason ...', and import or collect the "
-                "runs again under the amended lock into a new runs folder; the reports then call it an analysis "
-                "of pre-existing data)")
+        return (
+            " and ".join(parts) + " (the plan does not declare pre-existing data. If that is what this "
+            "study is, declare it: add 'data: {pre_existing: true, reason: ...}' to the plan YAML, record it "
+            "with 'prereg amend PLAN.yaml --lock LOCK --runs RUNS --reason ...', and import or collect the "
+            "runs again under the amended lock into a new runs folder; the reports then call it an analysis "
+            "of pre-existing data)"
+        )
 
 
 def check_time_order(plan: Plan, lock: dict[str, Any], records: Sequence[Record]) -> TimeOrderCheck:

@@ -54,8 +54,11 @@ def sensor_metrics(plan: Plan) -> set[str]:
     energy metrics the ``command`` collector computes when a sensor is configured."""
     out = {m for m, spec in plan.metrics.items() if spec.signal}
     experiment = plan.experiment
-    if experiment is not None and experiment.collector == "command" \
-            and str(experiment.params.get("sensor") or "none") != "none":
+    if (
+        experiment is not None
+        and experiment.collector == "command"
+        and str(experiment.params.get("sensor") or "none") != "none"
+    ):
         out |= set(plan.metrics) & set(ENERGY_METRICS)
     return out
 
@@ -101,9 +104,15 @@ def check_traces(plan: Plan, records: Sequence[Record], audit: TraceAudit) -> In
     present = {role for r in with_traces for t in r.traces if (role := trace_role(t)) is not None}
     bad = [(r.run_id, name, problem) for r in with_traces for name, problem in audit[r.run_id]]
     if not bad:
-        return InvalidatorCheck(CHECK_ID, CHECK_ID, False, 0.0, "every trace matches its recorded SHA-256",
-                                f"all {total} traces of {len(with_traces)} runs match their recorded SHA-256",
-                                _gates_of(plan, present | {"sensor"}))
+        return InvalidatorCheck(
+            CHECK_ID,
+            CHECK_ID,
+            False,
+            0.0,
+            "every trace matches its recorded SHA-256",
+            f"all {total} traces of {len(with_traces)} runs match their recorded SHA-256",
+            _gates_of(plan, present | {"sensor"}),
+        )
     roles = {role for _, name, _ in bad if (role := trace_role(name)) is not None}
     blocks = _gates_of(plan, roles)
     shown = "; ".join(f"run {rid}: {name} {problem}" for rid, name, problem in bad[:5])
@@ -113,8 +122,16 @@ def check_traces(plan: Plan, records: Sequence[Record], audit: TraceAudit) -> In
     elif roles:
         effect = "no gate's metric comes from these files, so no gate is refused"
     else:
-        effect = ("no gate relies on these traces (program output, event timelines or trajectories: they source "
-                  "no gate's number), so none is refused")
-    return InvalidatorCheck(CHECK_ID, CHECK_ID, True, float(len(bad)), "every trace matches its recorded SHA-256",
-                            f"{len(bad)} of {total} traces do not match their recorded SHA-256: {shown}{more}; "
-                            + effect, blocks)
+        effect = (
+            "no gate relies on these traces (program output, event timelines or trajectories: they source "
+            "no gate's number), so none is refused"
+        )
+    return InvalidatorCheck(
+        CHECK_ID,
+        CHECK_ID,
+        True,
+        float(len(bad)),
+        "every trace matches its recorded SHA-256",
+        f"{len(bad)} of {total} traces do not match their recorded SHA-256: {shown}{more}; " + effect,
+        blocks,
+    )

@@ -34,6 +34,7 @@ def betting_order(plan: Plan, blocks: list[Block], units: list[list[int]]) -> li
             block = blocks[units[u][0]]
             return (position.get(stratum_key(plan, block.stratum), len(position)), block.replicate, u)
     else:
+
         def key(u: int) -> tuple[object, ...]:
             block = blocks[units[u][0]]
             digest = hashlib.sha256(canonical_bytes({"seed": 0, "stratum": block.stratum})).hexdigest()

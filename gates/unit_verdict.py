@@ -49,16 +49,37 @@ class Judgement:
         return self.decision.tested and symmetry_unchecked(method, self.decision.result.n)
 
 
-def judge_contrasts(d: np.ndarray, rule: Rule, confidence: float, method: str, scale: str, resamples: int, seed: int,
-                    *, levels: Sequence[float] | None = None, bounds: tuple[float, float] | None = None,
-                    horizon: int | None = None, deterministic: bool = False) -> Judgement:
+def judge_contrasts(
+    d: np.ndarray,
+    rule: Rule,
+    confidence: float,
+    method: str,
+    scale: str,
+    resamples: int,
+    seed: int,
+    *,
+    levels: Sequence[float] | None = None,
+    bounds: tuple[float, float] | None = None,
+    horizon: int | None = None,
+    deterministic: bool = False,
+) -> Judgement:
     """The verdict of ``rule`` on the units' contrasts ``d`` (analysis scale; module doc)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # the gate built these log ratios itself from positive values: the ratio-input guess is moot
         warnings.simplefilter("ignore", RatioInputWarning)
-        decision = decide_rule(rule, d, confidence, method, scale, resamples, seed, levels=levels,
-                               bounds=judged_bounds(method, bounds, deterministic), horizon=horizon)
+        decision = decide_rule(
+            rule,
+            d,
+            confidence,
+            method,
+            scale,
+            resamples,
+            seed,
+            levels=levels,
+            bounds=judged_bounds(method, bounds, deterministic),
+            horizon=horizon,
+        )
     found = list(decision.result.warnings) + [str(w.message) for w in caught]
     found += list(contrast_warnings(d, method, scale, rule))
     judged = Judgement("pass" if decision.holds else "fail", decision, found)
@@ -75,19 +96,22 @@ def _constant_verdict(judged: Judgement, n: int, deterministic: bool) -> None:
         judged.notes.append(
             "every unit's contrast is the same value and the metric is declared deterministic (fixed by the design): "
             "no sampling variability and no p-value, so the rule "
-            + ("could not have failed" if decision.holds else "fails on that single value"))
+            + ("could not have failed" if decision.holds else "fails on that single value")
+        )
     elif decision.unseen:
         judged.notes.append(
             f"every one of the {n} units shows the same contrast: the interval is the widest mean consistent with {n} "
             "identical values inside the metric's declared range (an event at the range's end these units did not "
-            "show), and the rule is judged on it")
+            "show), and the rule is judged on it"
+        )
     else:
         judged.notes.append(
             f"every one of the {n} units shows the same contrast, but the metric is not declared deterministic: {n} "
             f"identical values cannot show a difference that occurs in fewer than about 1 in {n} units (a rare "
             "restart, a lost site), so they bound nothing; declare 'deterministic: true' on the metric if its value "
             "is fixed by the design, or its 'range' (the gate is then judged on the largest mean the sample cannot "
-            "rule out)")
+            "rule out)"
+        )
 
 
 __all__ = ["Judgement", "judge_contrasts"]

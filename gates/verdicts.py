@@ -42,14 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from estimators import (
-    adjust_p_values,
-    clears,
-    insufficient_blocks,
-    paired_contrast,
-    propagate_bounds,
-    resolution_check,
-)
+from estimators import adjust_p_values, clears, insufficient_blocks, paired_contrast, propagate_bounds, resolution_check
 from estimators.betting import contrast_bounds
 from estimators.feasibility import symmetry_note
 from gates.blockdata import bounds_matrix, outcome_matrix, split_note
@@ -126,9 +119,17 @@ def _unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
     return np.array([float(np.mean(per_block[idx])) for idx in units])
 
 
-def _unit_bounds(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray, coefs: np.ndarray,
-                 complete_rows: np.ndarray, units: list[list[int]], complete: np.ndarray,
-                 outcome: GateOutcome) -> np.ndarray | None:
+def _unit_bounds(
+    gate: Gate,
+    plan: Plan,
+    blocks: list[Block],
+    values: np.ndarray,
+    coefs: np.ndarray,
+    complete_rows: np.ndarray,
+    units: list[list[int]],
+    complete: np.ndarray,
+    outcome: GateOutcome,
+) -> np.ndarray | None:
     """Per-unit contrast bounds (analysis scale) for a signal-backed metric; None if no signal.
     Sets ``outcome`` unresolvable (and returns an empty array) when a run lacks its bound."""
     bounds, lacking, split, periods = bounds_matrix(gate, plan, blocks)  # gates.blockdata
@@ -234,8 +235,12 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     unit_words = "strata" if outcome.analysis_unit == "stratum" else "replicate pairs"
     too_few = insufficient_blocks(gate.method, gate.confidence, n_complete, resamples, f"complete {unit_words}")
     if n_complete < 2:
-        outcome.refused_by.append(Refusal(kind="pairs", reason=f"only {n_complete} complete {outcome.analysis_unit}(s): "
-                                          "a paired interval needs 2 or more"))
+        outcome.refused_by.append(
+            Refusal(
+                kind="pairs",
+                reason=f"only {n_complete} complete {outcome.analysis_unit}(s): a paired interval needs 2 or more",
+            )
+        )
         return outcome
     if too_few:
         outcome.refused_by.append(Refusal(kind="pairs", reason=too_few))
@@ -245,23 +250,43 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     rule = gate.pass_if
     if gate.method == "betting" and (bounds is None or not np.all((d >= bounds[0]) & (d <= bounds[1]))):
         if not outcome.refused_by:  # a value outside the metric's range is refused above (gates.plausibility)
-            outcome.refused_by.append(Refusal(kind="data", reason=f"method betting needs {gate.metric}'s declared "
-                                              "range (positive for a ratio) and every contrast inside it"))
+            outcome.refused_by.append(
+                Refusal(
+                    kind="data",
+                    reason=f"method betting needs {gate.metric}'s declared "
+                    "range (positive for a ratio) and every contrast inside it",
+                )
+            )
         return outcome
-    judged = judge_contrasts(d, rule, gate.confidence, gate.method, contrast.scale, resamples, seed,
-                             levels=decision_levels(gate, plan), bounds=bounds,
-                             horizon=planned_units(plan, len(units)),
-                             deterministic=plan.metrics[gate.metric].deterministic is True)
+    judged = judge_contrasts(
+        d,
+        rule,
+        gate.confidence,
+        gate.method,
+        contrast.scale,
+        resamples,
+        seed,
+        levels=decision_levels(gate, plan),
+        bounds=bounds,
+        horizon=planned_units(plan, len(units)),
+        deterministic=plan.metrics[gate.metric].deterministic is True,
+    )
     decision = judged.decision
     outcome.result = decision.result
     outcome.pvalue = decision.pvalue
     resamples = decision.result.resamples or resamples  # a sign-flip Monte Carlo stopped early drew fewer
     outcome.warnings = judged.warnings
     if gate.method == "betting" and decision.result.lower > decision.result.upper:
-        outcome.refused_by.append(Refusal(kind="data", reason=(
-            "the betting test rejects every mean: the units, in the order they were run, are not consistent with "
-            "one mean inside the range (an effect that drifted over the run order?); the test assumes exchangeable "
-            "units")))
+        outcome.refused_by.append(
+            Refusal(
+                kind="data",
+                reason=(
+                    "the betting test rejects every mean: the units, in the order they were run, are not consistent with "
+                    "one mean inside the range (an effect that drifted over the run order?); the test assumes exchangeable "
+                    "units"
+                ),
+            )
+        )
     if outcome.refused_by:
         outcome.notes.append("refused: the interval above is a diagnostic, not evidence")
         return outcome
@@ -318,7 +343,9 @@ def apply_multiplicity(outcomes: list[GateOutcome], method: str) -> None:
         alpha = (1 - o.gate.confidence) / 2
         if not clears(float(p_adj), alpha):
             o.verdict = "fail"
-            o.notes.append(f"passes on its own (p = {o.pvalue:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})")
+            o.notes.append(
+                f"passes on its own (p = {o.pvalue:.3g}) but not after {method} (adjusted p = {p_adj:.3g} vs alpha {alpha:g})"
+            )
 
 
 def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:
@@ -335,8 +362,9 @@ def decide(outcomes: list[GateOutcome]) -> tuple[str, str]:
     return "supported", f"all {len(primary)} primary gates passed{extra}"
 
 
-def evaluate_gates(plan: Plan, match: Match, checks: list[InvalidatorCheck],
-                   refusals: dict[str, list[Refusal]] | None = None) -> list[GateOutcome]:
+def evaluate_gates(
+    plan: Plan, match: Match, checks: list[InvalidatorCheck], refusals: dict[str, list[Refusal]] | None = None
+) -> list[GateOutcome]:
     """Every gate's outcome, multiplicity applied; ``refusals`` adds reasons that refuse a gate
     (e.g. its comparator could not be chosen)."""
     outcomes = []

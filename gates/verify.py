@@ -78,12 +78,16 @@ class Verification:
         shown = "\n- ".join(self.differences[:_SHOWN])
         more = f"\n- ... and {len(self.differences) - _SHOWN} more" if len(self.differences) > _SHOWN else ""
         if self.unpublished:
-            return (f"comes with a lock and runs that are not the ones the author published (nothing was "
-                    f"re-evaluated):\n- {shown}{more}")
+            return (
+                f"comes with a lock and runs that are not the ones the author published (nothing was "
+                f"re-evaluated):\n- {shown}{more}"
+            )
         if self.ok:
             also = f"; {self.published}" if self.published else ""
-            return (f"re-verified: evaluating {self.lock} (version {self.version}) on the runs again gives the same "
-                    f"decision, verdicts and numbers{also}")
+            return (
+                f"re-verified: evaluating {self.lock} (version {self.version}) on the runs again gives the same "
+                f"decision, verdicts and numbers{also}"
+            )
         return f"does not match a re-evaluation of its lock and runs:\n- {shown}{more}"
 
 
@@ -99,8 +103,12 @@ def _comparable(ev: Evaluation) -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
-            and not isinstance(b, bool):
+    if (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
         return a == b or abs(a - b) <= _SLACK * max(1.0, abs(a), abs(b))
@@ -150,8 +158,9 @@ def _hash_text(text: str, what: str) -> str:
     return value
 
 
-def published_mismatches(lock: dict[str, Any], version: int | None, runs: str | os.PathLike[str],
-                         published: Published) -> tuple[list[str], str | None]:
+def published_mismatches(
+    lock: dict[str, Any], version: int | None, runs: str | os.PathLike[str], published: Published
+) -> tuple[list[str], str | None]:
     """``(mismatches, seal sentence)``: where ``lock`` (up to plan ``version``) and ``runs`` differ from
     what the author ``published`` (``gates.seals.published_seal``; the run and look ledgers' heads as
     they are now). ``InputError`` (exit 2) for a malformed seal or hash."""
@@ -163,18 +172,23 @@ def published_mismatches(lock: dict[str, Any], version: int | None, runs: str | 
         hashes = read_ledger(runs).hashes
         now = hashes[-1] if hashes else GENESIS
         if now != head:
-            found.append(f"the run ledger's head is {now[:12]}, not the published {head[:12]}: records were added, "
-                         "removed or rewritten after the head was published")
+            found.append(
+                f"the run ledger's head is {now[:12]}, not the published {head[:12]}: records were added, "
+                "removed or rewritten after the head was published"
+            )
     if looks_head is not None:
         now = read_looks(runs).head
         if now != looks_head:
-            found.append(f"the look ledger's head is {now[:12]}, not the published {looks_head[:12]}: look records "
-                         "were added, removed or rewritten after the head was published")
+            found.append(
+                f"the look ledger's head is {now[:12]}, not the published {looks_head[:12]}: look records "
+                "were added, removed or rewritten after the head was published"
+            )
     return found, sentence if matches else None
 
 
-def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | os.PathLike[str],
-                      published: Published | None = None) -> Verification:
+def verify_evaluation(
+    ev: Evaluation, lock: str | os.PathLike[str], runs: str | os.PathLike[str], published: Published | None = None
+) -> Verification:
     """Evaluate ``lock`` on ``runs`` again (the plan version ``ev`` names) and compare it with ``ev``;
     with ``published``, first hold the lock and runs to what the author published
     (:func:`published_mismatches`: any mismatch is a failed verification, nothing re-evaluated).
@@ -199,17 +213,24 @@ def verify_evaluation(ev: Evaluation, lock: str | os.PathLike[str], runs: str | 
         fresh = _as_recorded(reevaluate_look(verified, runs, ev.monitoring.sequence, plan_version=earlier), ev, runs)
     else:
         fresh = evaluate(verified, runs, plan_version=earlier)
-    found = [] if version is not None else [
-        f"prereg_sha256: the artifact's plan {ev.prereg_sha256[:12]} is no version of {lock}"]
+    found = (
+        []
+        if version is not None
+        else [f"prereg_sha256: the artifact's plan {ev.prereg_sha256[:12]} is no version of {lock}"]
+    )
     status = seal_status(ev)
     if status != "sealed":
-        found.append("the artifact carries no seal" if status == "unsealed" else
-                     "the artifact's seal does not match its content (edited after it was written)")
+        found.append(
+            "the artifact carries no seal"
+            if status == "unsealed"
+            else "the artifact's seal does not match its content (edited after it was written)"
+        )
     older = [k for k in ("failed_runs", "descriptive_metrics") if k not in ev.model_fields_set]
     fresh = fresh.model_copy(update=dict.fromkeys(older, []))  # descriptive lists an older artifact lacks
     found += differences(_comparable(ev), _comparable(fresh))
-    return Verification(not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version,
-                        published=seal_words)
+    return Verification(
+        not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version, published=seal_words
+    )
 
 
 def _as_recorded(fresh: Evaluation, ev: Evaluation, runs: str | os.PathLike[str]) -> Evaluation:
@@ -232,9 +253,11 @@ def _ledger_grown(ev: Evaluation, runs: str | os.PathLike[str]) -> str | None:
     head = ledger.hashes[-1] if ledger.hashes else None
     if head == ev.ledger.head_sha256:
         return None
-    return (f"the run ledger has changed since look record {ev.monitoring.sequence if ev.monitoring else '?'} was "
-            f"made (head {str(ev.ledger.head_sha256)[:12]} then, {str(head)[:12]} now): a monitored plan's look is "
-            "re-verified only on the runs it saw; evaluate again with 'gates evaluate' (which records the look)")
+    return (
+        f"the run ledger has changed since look record {ev.monitoring.sequence if ev.monitoring else '?'} was "
+        f"made (head {str(ev.ledger.head_sha256)[:12]} then, {str(head)[:12]} now): a monitored plan's look is "
+        "re-verified only on the runs it saw; evaluate again with 'gates evaluate' (which records the look)"
+    )
 
 
 def _version_of(lock: dict[str, Any], plan_sha256: str) -> int | None:
@@ -263,6 +286,10 @@ def find_lock(ev: Evaluation, runs: Path) -> Path | None:
         except (ToolkitError, OSError):
             continue
         version = ev.lock.version if ev.lock is not None else _version_of(data, ev.prereg_sha256)
-        if version is not None and 1 <= version <= version_count(data) and plan_hash_of(data, version) == ev.prereg_sha256:
+        if (
+            version is not None
+            and 1 <= version <= version_count(data)
+            and plan_hash_of(data, version) == ev.prereg_sha256
+        ):
             return path
     return None

@@ -93,9 +93,7 @@ def load_lock(lock_path: PathLike | Lock) -> Lock:
     data = read_lock(lock_path)
     report = verify_lock(data)
     if not report.ok:
-        raise IntegrityError(
-            f"{lock_path} does not verify; refusing to use it:\n- " + "\n- ".join(report.differences)
-        )
+        raise IntegrityError(f"{lock_path} does not verify; refusing to use it:\n- " + "\n- ".join(report.differences))
     return _lock_of(Path(lock_path), data)
 
 
@@ -170,10 +168,7 @@ def verify(lock_path: PathLike, yaml_path: PathLike | None = None, published: st
 
 
 def amend(
-    plan_path: PathLike,
-    lock_path: PathLike | None = None,
-    reason: str = "",
-    runs: PathLike | None = None,
+    plan_path: PathLike, lock_path: PathLike | None = None, reason: str = "", runs: PathLike | None = None
 ) -> Lock:
     """Record a changed plan as a new version of its lock, with the reason and whether data existed.
 

@@ -25,9 +25,7 @@ def _known(kind: str, name: str, known: Any) -> str:
     return f"unknown {kind} {name!r}; known: {', '.join(sorted(known)) or '(none)'}"
 
 
-def _check_selector(
-    selector: dict[str, Any], strata: Strata, path: tuple[Any, ...], problems: list[Problem]
-) -> None:
+def _check_selector(selector: dict[str, Any], strata: Strata, path: tuple[Any, ...], problems: list[Problem]) -> None:
     for factor, level in selector.items():
         if factor not in strata.factors:
             problems.append(((*path, factor), _known("factor", factor, strata.factors)))
@@ -102,8 +100,13 @@ def _check_invalidators(plan: Plan, problems: list[Problem]) -> None:
         if ids[inv.id] > 1:
             problems.append(((*path, "id"), f"duplicate invalidator id {inv.id!r}"))
         if inv.id == "trace_integrity":
-            problems.append(((*path, "id"), "invalidator id 'trace_integrity' is reserved for the built-in check "
-                             "that every trace matches its recorded SHA-256; choose another id"))
+            problems.append(
+                (
+                    (*path, "id"),
+                    "invalidator id 'trace_integrity' is reserved for the built-in check "
+                    "that every trace matches its recorded SHA-256; choose another id",
+                )
+            )
         if inv.blocks != "all":
             for j, gate_id in enumerate(inv.blocks):
                 if gate_id not in gate_ids:
@@ -136,7 +139,11 @@ def _check_gate_power(plan: Plan, problems: list[Problem]) -> None:
     the plan gives (statistics from :mod:`estimators.feasibility`, imported lazily; multiplicity
     included: :func:`prereg.family_checks.power_problem`)."""
     n = analysis_units_planned(plan)
-    unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "pairing strata (not calibration or control; replicates averaged)"
+    unit = (
+        "replicate pairs"
+        if plan.strata.analysis_unit == "replicate"
+        else "pairing strata (not calibration or control; replicates averaged)"
+    )
     for i, gate in enumerate(plan.gates):
         why = power_problem(plan, gate, n, unit)
         if why:
@@ -162,8 +169,13 @@ def _check_meters(plan: Plan, problems: list[Problem]) -> None:
             continue
         seen = first.setdefault(metric.signal, (name, metric.meter))
         if seen[1] != metric.meter:
-            problems.append((("metrics", name, "meter"), f"signal {metric.signal!r} is read by one meter, but "
-                             f"metric {seen[0]!r} describes it differently; declare the same meter on both"))
+            problems.append(
+                (
+                    ("metrics", name, "meter"),
+                    f"signal {metric.signal!r} is read by one meter, but "
+                    f"metric {seen[0]!r} describes it differently; declare the same meter on both",
+                )
+            )
 
 
 def check_plan(plan: Plan, *, references_only: bool = False) -> list[Problem]:
@@ -173,8 +185,13 @@ def check_plan(plan: Plan, *, references_only: bool = False) -> list[Problem]:
     (:func:`prereg.plan.salvaged_problems`)."""
     problems: list[Problem] = []
     if planned_runs(plan) > MAX_PLANNED_RUNS:
-        return [(("strata", "factors"), f"the plan expands into {planned_runs(plan):,} runs (strata x replicates "
-                 f"x arms); at most {MAX_PLANNED_RUNS:,} are supported")]
+        return [
+            (
+                ("strata", "factors"),
+                f"the plan expands into {planned_runs(plan):,} runs (strata x replicates "
+                f"x arms); at most {MAX_PLANNED_RUNS:,} are supported",
+            )
+        ]
     _check_strata(plan, problems)
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)

@@ -74,8 +74,10 @@ def direction_problem(contrast: Contrast, rule: Rule, better: str, declared: str
     """Why the rule's direction contradicts the metric's ``better`` (or the declared intent), else None."""
     if is_interaction(contrast):
         if declared is not None:
-            return (f"'direction' does not apply to an interaction ({contrast.text} compares differences, not "
-                    "arms); remove it")
+            return (
+                f"'direction' does not apply to an interaction ({contrast.text} compares differences, not "
+                "arms); remove it"
+            )
         return None
     means = rule_means(contrast, rule, better)
     intended = declared or "first_arm_better"
@@ -128,10 +130,12 @@ def plan_warnings(plan: Any) -> list[tuple[tuple[Any, ...], str]]:
         values = [v for v in (rule.threshold, rule.low, rule.high) if v is not None]
         odd = [v for v in values if not lo <= v <= hi]
         if odd:
-            out.append((
-                ("gates", i, "pass_if"),
-                f"ratio margin {', '.join(_fmt(v) for v in odd)} is outside [{lo:g}, {hi:g}]: '{rule.text}' "
-                f"{ratio_margin_words(rule)}. A ratio threshold is a ratio (5% higher is 1.05, not 5); "
-                "if this is meant, ignore this warning",
-            ))
+            out.append(
+                (
+                    ("gates", i, "pass_if"),
+                    f"ratio margin {', '.join(_fmt(v) for v in odd)} is outside [{lo:g}, {hi:g}]: '{rule.text}' "
+                    f"{ratio_margin_words(rule)}. A ratio threshold is a ratio (5% higher is 1.05, not 5); "
+                    "if this is meant, ignore this warning",
+                )
+            )
     return out

@@ -54,8 +54,10 @@ class RetiredFormat(InputError):
     """A file in a format version this toolkit no longer reads (exit 2): which version wrote it, what to re-run."""
 
     def __init__(self, path: object, found: str, current: str, rerun: str) -> None:
-        super().__init__(f"{path}: written in {found} by prereg-toolkit 0.1.x; this toolkit reads {current} only "
-                         f"(no compatibility reader is kept): {rerun}")
+        super().__init__(
+            f"{path}: written in {found} by prereg-toolkit 0.1.x; this toolkit reads {current} only "
+            f"(no compatibility reader is kept): {rerun}"
+        )
 
 
 class IntegrityError(ToolkitError):

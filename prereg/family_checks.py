@@ -29,8 +29,11 @@ def held_out_families(plan: Plan) -> list[Scalar]:
     factor = plan.strata.family_factor
     if factor is None:
         return []
-    held = {level_key(s[factor]) for s in plan.strata.enumerate()
-            if any(Strata.selects(sel, s) for sel in plan.strata.held_out)}
+    held = {
+        level_key(s[factor])
+        for s in plan.strata.enumerate()
+        if any(Strata.selects(sel, s) for sel in plan.strata.held_out)
+    }
     return [level for level in plan.strata.factors[factor] if level_key(level) in held]
 
 
@@ -48,15 +51,23 @@ def _check_families(plan: Plan, problems: list[Problem]) -> None:
     factor = strata.family_factor
     if factor is None:
         if strata.region_factors:
-            problems.append((("strata", "region_factors"), "region_factors need 'family_factor' (the ranking is "
-                             "given per family x region)"))
+            problems.append(
+                (
+                    ("strata", "region_factors"),
+                    "region_factors need 'family_factor' (the ranking is given per family x region)",
+                )
+            )
         return
     if factor not in strata.factors:
         problems.append((("strata", "family_factor"), f"unknown factor {factor!r}; known: {', '.join(strata.factors)}"))
         return
     if not strata.held_out:
-        problems.append((("strata", "held_out"), "family_factor needs held-out strata: 'held_out' selects the "
-                         "families judged per family"))
+        problems.append(
+            (
+                ("strata", "held_out"),
+                "family_factor needs held-out strata: 'held_out' selects the families judged per family",
+            )
+        )
         return
     cal_families: set[str] = set()
     held_families: set[str] = set()
@@ -64,24 +75,47 @@ def _check_families(plan: Plan, problems: list[Problem]) -> None:
         in_cal = any(Strata.selects(sel, stratum) for sel in strata.calibration)
         in_held = any(Strata.selects(sel, stratum) for sel in strata.held_out)
         if not in_cal and not in_held:
-            problems.append((("strata", "held_out"), f"stratum {stratum} is neither calibration nor held out: with "
-                             "family_factor every stratum must be one of them"))
+            problems.append(
+                (
+                    ("strata", "held_out"),
+                    f"stratum {stratum} is neither calibration nor held out: with "
+                    "family_factor every stratum must be one of them",
+                )
+            )
             return
         (cal_families if in_cal else held_families).add(level_key(stratum[factor]))
     both = [lv for lv in strata.factors[factor] if level_key(lv) in cal_families & held_families]
     if both:
-        problems.append((("strata", "held_out"), f"family {both[0]!r} has both calibration and held-out strata: a "
-                         "held-out family must never be seen by the calibration (choose whole families)"))
+        problems.append(
+            (
+                ("strata", "held_out"),
+                f"family {both[0]!r} has both calibration and held-out strata: a "
+                "held-out family must never be seen by the calibration (choose whole families)",
+            )
+        )
     if plan.control_selectors() and not strata.pair_controls:
-        problems.append((("strata", "controls"), "family plans judge every held-out stratum: declare no unpaired "
-                         "controls (make the no-stress family a calibration family instead)"))
+        problems.append(
+            (
+                ("strata", "controls"),
+                "family plans judge every held-out stratum: declare no unpaired "
+                "controls (make the no-stress family a calibration family instead)",
+            )
+        )
     for region, metric in (strata.region_factors or {}).items():
         if region not in strata.factors or region == factor:
-            problems.append((("strata", "region_factors", region), f"{region!r} is not a factor other than the "
-                             f"family factor; factors: {', '.join(strata.factors)}"))
+            problems.append(
+                (
+                    ("strata", "region_factors", region),
+                    f"{region!r} is not a factor other than the family factor; factors: {', '.join(strata.factors)}",
+                )
+            )
         if metric not in plan.metrics:
-            problems.append((("strata", "region_factors", region), f"unknown metric {metric!r}; known: "
-                             f"{', '.join(sorted(plan.metrics))}"))
+            problems.append(
+                (
+                    ("strata", "region_factors", region),
+                    f"unknown metric {metric!r}; known: {', '.join(sorted(plan.metrics))}",
+                )
+            )
 
 
 def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
@@ -101,7 +135,8 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
     elif rule.challenger in rule.candidates:
         problems.append(((*path, "challenger"), "the challenger cannot also be a candidate comparator"))
     for key, metric in [("metric", rule.metric), ("ranking", rule.ranking.metric)] + [
-            (("tie_break", i), m) for i, m in enumerate(rule.tie_break)]:
+        (("tie_break", i), m) for i, m in enumerate(rule.tie_break)
+    ]:
         if metric is not None and metric not in plan.metrics:
             where = (*path, *(key if isinstance(key, tuple) else (key,)))
             problems.append((where, f"unknown metric {metric!r}; known: {', '.join(sorted(plan.metrics))}"))
@@ -114,8 +149,13 @@ def _check_comparator(plan: Plan, problems: list[Problem]) -> None:
             try:
                 substitute_comparator(gate.contrast.text, rule.name, arm)
             except ExpressionError as err:
-                problems.append((("gates", i, "contrast"), f"with the comparator chosen as {arm!r} the contrast "
-                                 f"{gate.contrast.text!r} would compare nothing: {err}"))
+                problems.append(
+                    (
+                        ("gates", i, "contrast"),
+                        f"with the comparator chosen as {arm!r} the contrast "
+                        f"{gate.contrast.text!r} would compare nothing: {err}",
+                    )
+                )
                 break
     if plan.strata.family_factor in plan.strata.factors and plan.strata.held_out and not problems:
         _check_ranking_cells(plan, problems)
@@ -134,8 +174,9 @@ def _check_ranking_cells(plan: Plan, problems: list[Problem]) -> None:
         cell = tuple(level_key(stratum[f]) for f in [factor, *regions])
         cells[cell] = cells.get(cell, 0) + units
     for n in cells.values():
-        why = insufficient_blocks(rule.ranking.method, rule.ranking.confidence, n, None,
-                                  "pairs in each family x region cell")
+        why = insufficient_blocks(
+            rule.ranking.method, rule.ranking.confidence, n, None, "pairs in each family x region cell"
+        )
         if why:
             problems.append((("comparator", "ranking", "method"), f"the ranking could never order a cell: {why}"))
             return
@@ -152,9 +193,11 @@ def power_problem(plan: Plan, gate: Any, n: int, unit: str) -> str | None:
     confidence = 1 - (1 - gate.confidence) / k if adjusted else gate.confidence
     why = insufficient_blocks(gate.method, confidence, n, gate.resamples, unit)
     if why and adjusted and insufficient_blocks(gate.method, gate.confidence, n, gate.resamples, unit) is None:
-        return (f"under {plan.decision.multiplicity} over {k} primary gates it must reach p <= "
-                f"{(1 - gate.confidence) / 2 / k:.4g} (alpha / {k}), which it cannot: {why} (the method is "
-                f"checked at the equivalent confidence {confidence:.4g}); so the claim could never be supported")
+        return (
+            f"under {plan.decision.multiplicity} over {k} primary gates it must reach p <= "
+            f"{(1 - gate.confidence) / 2 / k:.4g} (alpha / {k}), which it cannot: {why} (the method is "
+            f"checked at the equivalent confidence {confidence:.4g}); so the claim could never be supported"
+        )
     return why
 
 
@@ -189,9 +232,13 @@ def rule_words(plan: Plan) -> str:
     better = "lowest" if plan.metrics[rule.metric].better == "lower" else "highest"
     ties = "".join(
         f", ties broken by the {'lower' if plan.metrics[m].better == 'lower' else 'higher'} {rule.statistic} {m}"
-        for m in rule.tie_break if m in plan.metrics)
-    return (f"the candidate ({', '.join(rule.candidates)}) with the {better} {rule.statistic} {rule.metric} over its "
-            f"runs on the calibration strata{ties}, then by the order the candidates are listed")
+        for m in rule.tie_break
+        if m in plan.metrics
+    )
+    return (
+        f"the candidate ({', '.join(rule.candidates)}) with the {better} {rule.statistic} {rule.metric} over its "
+        f"runs on the calibration strata{ties}, then by the order the candidates are listed"
+    )
 
 
 def substitute_comparator(text: str, name: str, arm: str) -> Contrast:

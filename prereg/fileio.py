@@ -27,9 +27,21 @@ from pathlib import Path
 from prereg.errors import InputError
 from prereg.readfile import UnreadableFile, file_kind, not_a_readable_file, read_regular_file
 
-__all__ = ["OutputRefused", "UnreadableFile", "atomic_write", "check_output", "file_head", "fsync_dir", "not_a_readable_file",
-           "output_kind", "read_regular_file", "runs_folder_of", "scratch_folder", "write_output",
-           "write_text_atomically"]
+__all__ = [
+    "OutputRefused",
+    "UnreadableFile",
+    "atomic_write",
+    "check_output",
+    "file_head",
+    "fsync_dir",
+    "not_a_readable_file",
+    "output_kind",
+    "read_regular_file",
+    "runs_folder_of",
+    "scratch_folder",
+    "write_output",
+    "write_text_atomically",
+]
 
 #: folders whose files are scratch: a worker's private runs folder that its executor sends to the
 #: driver and then deletes (the driver writes the durable copies). Writes under them skip fsync.
@@ -95,8 +107,9 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = Fa
     fsync_dir(target.parent)
 
 
-def write_text_atomically(path: str | os.PathLike[str], text: str, force: bool = False,
-                          ours: Callable[[Path], bool] | None = None) -> None:
+def write_text_atomically(
+    path: str | os.PathLike[str], text: str, force: bool = False, ours: Callable[[Path], bool] | None = None
+) -> None:
     """Write ``text`` (UTF-8) to ``path`` under the output rule (:func:`write_output`).
 
     A folder or missing parent is an ``InputError``; an existing file is replaced only when
@@ -116,18 +129,30 @@ def write_text_atomically(path: str | os.PathLike[str], text: str, force: bool =
 #: files whose presence makes a folder a runs folder (the ledger, its writer lock, the look
 #: ledger, a batch journal); everything in it and below it is the runs folder's
 RUNS_FOLDER_MARKERS = ("ledger.jsonl", ".collect.lock", "looks.jsonl", ".ledger.pending")
-PROTECTED_NAMES = {"ledger.jsonl": "a run ledger", ".collect.lock": "a runs folder's lock",
-                   "looks.jsonl": "a look ledger", ".ledger.pending": "a ledger journal",
-                   "evaluation.json": "an evaluation"}
-_SUFFIX_KINDS = ((".lock.json", "a plan lock"), (".yaml", "a plan"), (".yml", "a plan"), (".jsonl", "a trace"),
-                 (".polls.parquet", "a trace"), (".polls.csv.gz", "a trace"))
-_CONTENT_KINDS = ((rb'"record":\s*"collect/run/v\d+"', "a run ledger"),
-                  (rb'"record":\s*"collect/looks/v\d+"', "a look ledger"),
-                  (rb'"format":\s*"collect/ledger-pending/v\d+"', "a ledger journal"),
-                  (rb'"format":\s*"prereg/lock/v\d+"', "a plan lock"),
-                  (rb"(?m)^schema:\s*['\"]?prereg/v1", "a plan"),
-                  (rb'"format":\s*"collect/trace/v\d+"', "a trace"),
-                  (rb'"schema":\s*"gates/evaluation/v\d+"', "an evaluation"))
+PROTECTED_NAMES = {
+    "ledger.jsonl": "a run ledger",
+    ".collect.lock": "a runs folder's lock",
+    "looks.jsonl": "a look ledger",
+    ".ledger.pending": "a ledger journal",
+    "evaluation.json": "an evaluation",
+}
+_SUFFIX_KINDS = (
+    (".lock.json", "a plan lock"),
+    (".yaml", "a plan"),
+    (".yml", "a plan"),
+    (".jsonl", "a trace"),
+    (".polls.parquet", "a trace"),
+    (".polls.csv.gz", "a trace"),
+)
+_CONTENT_KINDS = (
+    (rb'"record":\s*"collect/run/v\d+"', "a run ledger"),
+    (rb'"record":\s*"collect/looks/v\d+"', "a look ledger"),
+    (rb'"format":\s*"collect/ledger-pending/v\d+"', "a ledger journal"),
+    (rb'"format":\s*"prereg/lock/v\d+"', "a plan lock"),
+    (rb"(?m)^schema:\s*['\"]?prereg/v1", "a plan"),
+    (rb'"format":\s*"collect/trace/v\d+"', "a trace"),
+    (rb'"schema":\s*"gates/evaluation/v\d+"', "an evaluation"),
+)
 #: protected kinds that their own writer may replace when its ``ours`` says the file is its own
 #: (a lock by its amendment, an evaluation by a new evaluation of the same study)
 REPLACEABLE_KINDS = ("a plan lock", "an evaluation")
@@ -198,9 +223,7 @@ def output_kind(path: str | os.PathLike[str], head: bytes | None = None) -> str 
     return None
 
 
-def check_output(
-    path: str | os.PathLike[str], force: bool = False, ours: Callable[[Path], bool] | None = None,
-) -> None:
+def check_output(path: str | os.PathLike[str], force: bool = False, ours: Callable[[Path], bool] | None = None) -> None:
     """Refuse to write ``path`` over anything but a file the rule allows (``OutputRefused``, exit 2).
 
     * Nothing there: allowed (the write creates the file and fails if something appears meanwhile);
@@ -230,22 +253,38 @@ def check_output(
     kind = output_kind(target)
     own = bool(ours is not None and ours(target))
     if kind is not None and not (own and kind in REPLACEABLE_KINDS):
-        raise OutputRefused(17, f"is {kind}; a ledger, lock, plan, trace or evaluation is never written over "
-                                "by this output (choose another path)", str(target))
+        raise OutputRefused(
+            17,
+            f"is {kind}; a ledger, lock, plan, trace or evaluation is never written over "
+            "by this output (choose another path)",
+            str(target),
+        )
     if not own:
         runs = runs_folder_of(target)
         if runs is not None:
-            raise OutputRefused(17, f"is in the runs folder {runs} and is not an earlier output of this kind; "
-                                    "nothing in a runs folder is written over, even with --force (choose another "
-                                    "path)", str(target))
+            raise OutputRefused(
+                17,
+                f"is in the runs folder {runs} and is not an earlier output of this kind; "
+                "nothing in a runs folder is written over, even with --force (choose another "
+                "path)",
+                str(target),
+            )
         if not force:
-            raise OutputRefused(17, "exists and was not written by the toolkit as this kind of output; "
-                                    "use --force to replace it", str(target))
+            raise OutputRefused(
+                17,
+                "exists and was not written by the toolkit as this kind of output; use --force to replace it",
+                str(target),
+            )
     _approved[os.path.abspath(target)] = (st.st_dev, st.st_ino)
 
 
-def write_output(path: str | os.PathLike[str], data: bytes, force: bool = False,
-                 ours: Callable[[Path], bool] | None = None, read_only: bool = False) -> None:
+def write_output(
+    path: str | os.PathLike[str],
+    data: bytes,
+    force: bool = False,
+    ours: Callable[[Path], bool] | None = None,
+    read_only: bool = False,
+) -> None:
     """Write ``data`` to ``path`` under the output rule, atomically and durably.
 
     The rule is :func:`check_output` (called here unless the command already checked this path).
@@ -277,8 +316,7 @@ def write_output(path: str | os.PathLike[str], data: bytes, force: bool = False,
         os.close(dfd)
 
 
-def _write_in(dfd: int, name: str, data: bytes, expected: tuple[int, int] | None, read_only: bool,
-              label: str) -> None:
+def _write_in(dfd: int, name: str, data: bytes, expected: tuple[int, int] | None, read_only: bool, label: str) -> None:
     """The temporary file, then link (new) or rename (approved replacement), all relative to ``dfd``."""
     tmp = _temp_name(name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dfd)
@@ -286,7 +324,7 @@ def _write_in(dfd: int, name: str, data: bytes, expected: tuple[int, int] | None
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if _durable(label):
                 os.fsync(fd)
             if read_only:
@@ -331,14 +369,12 @@ def _commit(dfd: int, tmp: str, name: str, expected: tuple[int, int] | None, lab
         try:
             os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
         except FileExistsError:
-            raise OutputRefused(17, "appeared while the output was being written; never written over",
-                                label) from None
+            raise OutputRefused(17, "appeared while the output was being written; never written over", label) from None
         except OSError:  # no hard links here (e.g. FAT, some FUSE): the lstat above is the check
             os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
             return
         os.unlink(tmp, dir_fd=dfd)
         return
     if now is None or not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != expected:
-        raise OutputRefused(17, "was replaced or removed while the output was being written; not written over",
-                            label)
+        raise OutputRefused(17, "was replaced or removed while the output was being written; not written over", label)
     os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)

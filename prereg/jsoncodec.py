@@ -95,7 +95,11 @@ def readable_json(value: object, level: int = 0) -> str:
     if isinstance(value, dict) and value:
         items = (f"{pad}  {json.dumps(k, ensure_ascii=False)}: {readable_json(v, level + 1)}" for k, v in value.items())
         return "{\n" + ",\n".join(items) + f"\n{pad}}}"
-    if isinstance(value, list) and value and (len(value) > LONG_LIST or any(isinstance(v, (dict, list)) for v in value)):
+    if (
+        isinstance(value, list)
+        and value
+        and (len(value) > LONG_LIST or any(isinstance(v, (dict, list)) for v in value))
+    ):
         if len(value) > LONG_LIST:
             lines = (pad + "  " + json.dumps(v, ensure_ascii=False, allow_nan=False) for v in value)
         else:
@@ -210,9 +214,12 @@ def _keep_literal(name: str) -> float:
 #: ``(allow_nonfinite, mark_overflow)``
 _DECODERS = {
     (nonfinite, overflow): json.JSONDecoder(
-        object_pairs_hook=_no_duplicates, parse_constant=_keep_literal if nonfinite else _refuse_literal,
-        parse_float=_float_literal if overflow else None)
-    for nonfinite in (False, True) for overflow in (False, True)
+        object_pairs_hook=_no_duplicates,
+        parse_constant=_keep_literal if nonfinite else _refuse_literal,
+        parse_float=_float_literal if overflow else None,
+    )
+    for nonfinite in (False, True)
+    for overflow in (False, True)
 }
 
 
@@ -222,8 +229,9 @@ def _int_digit_limit() -> int:
     return int(get()) if get is not None else 4300
 
 
-def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite: bool = False,
-          mark_overflow: bool = False) -> Any:
+def loads(
+    data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite: bool = False, mark_overflow: bool = False
+) -> Any:
     """Parse one JSON document (or JSON Lines row) of a project format; see the module doc for
     what is refused. ``allow_nonfinite`` reads bare ``NaN``/``Infinity`` literals as floats (inputs
     made by other tools only, never the project's own formats); ``mark_overflow`` reads a float
@@ -240,17 +248,35 @@ def loads(data: bytes | str, *, limit_bytes: int | None = None, allow_nonfinite:
     except UnicodeDecodeError:
         raise NotJSON("not JSON: not UTF-8 text") from None
     except RecursionError:
-        raise NestedTooDeep(f"nested too deeply (arrays or objects deeper than about {sys.getrecursionlimit()} "
-                            "levels)") from None
+        raise NestedTooDeep(
+            f"nested too deeply (arrays or objects deeper than about {sys.getrecursionlimit()} levels)"
+        ) from None
     except json.JSONDecodeError as err:
         raise NotJSON(f"not JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     except ValueError as err:  # an integer literal past Python's int-string limit (4300 digits)
         if "digits" in str(err):
-            raise NotJSON(f"an integer with more than {_int_digit_limit()} digits; not a number the formats "
-                          "hold") from None
+            raise NotJSON(
+                f"an integer with more than {_int_digit_limit()} digits; not a number the formats hold"
+            ) from None
         raise NotJSON(f"not JSON ({err})") from None
 
 
-__all__ = ["as_json_data", "DuplicateKey", "JSONFormatError", "JSONTooLarge", "NestedTooDeep", "NonFiniteLiteral", "NotJSON",
-           "OverflowedLiteral", "canonical_bytes", "canonical_text", "decode_float", "encode_float", "loads",
-           "brief_integer", "oversized_number", "readable_bytes", "readable_json"]
+__all__ = [
+    "as_json_data",
+    "DuplicateKey",
+    "JSONFormatError",
+    "JSONTooLarge",
+    "NestedTooDeep",
+    "NonFiniteLiteral",
+    "NotJSON",
+    "OverflowedLiteral",
+    "canonical_bytes",
+    "canonical_text",
+    "decode_float",
+    "encode_float",
+    "loads",
+    "brief_integer",
+    "oversized_number",
+    "readable_bytes",
+    "readable_json",
+]

@@ -161,17 +161,20 @@ def _with_run_order(lock: dict[str, Any], plan: Any) -> dict[str, Any]:
 
 def build_lock(loaded: LoadedPlan, yaml_path: str | os.PathLike[str]) -> dict[str, Any]:
     """A fresh lock (no amendments) for a validated plan."""
-    return _with_run_order({
-        "format": LOCK_FORMAT,
-        "plan": loaded.canonical,
-        "plan_sha256": loaded.plan_sha256,
-        "yaml_sha256": loaded.yaml_sha256,
-        "yaml_file": Path(yaml_path).name,
-        "frozen_at": utc_now(),
-        "toolkit_version": __version__,
-        "environment": environment_info(Path(yaml_path).parent),
-        "amendments": [],
-    }, loaded.plan)
+    return _with_run_order(
+        {
+            "format": LOCK_FORMAT,
+            "plan": loaded.canonical,
+            "plan_sha256": loaded.plan_sha256,
+            "yaml_sha256": loaded.yaml_sha256,
+            "yaml_file": Path(yaml_path).name,
+            "frozen_at": utc_now(),
+            "toolkit_version": __version__,
+            "environment": environment_info(Path(yaml_path).parent),
+            "amendments": [],
+        },
+        loaded.plan,
+    )
 
 
 def lock_hash(lock: dict[str, Any]) -> str:
@@ -237,7 +240,7 @@ def read_lock(path: str | os.PathLike[str]) -> dict[str, Any]:
         message = str(err)
         raise LockError(message if message.startswith(str(path)) else f"{path}: not a lock file ({message})") from None
     if not isinstance(lock, dict) or lock.get("format") != LOCK_FORMAT:
-        raise LockError(f"{path}: not a prereg lock (expected \"format\": \"{LOCK_FORMAT}\")")
+        raise LockError(f'{path}: not a prereg lock (expected "format": "{LOCK_FORMAT}")')
     return lock
 
 
@@ -374,9 +377,7 @@ def verify_lock(lock: dict[str, Any], yaml_plan: LoadedPlan | None = None) -> Ve
                 + "; use 'prereg amend' to record a change"
             )
         elif yaml_plan.yaml_sha256 != lock.get("yaml_sha256"):
-            report.notes.append(
-                f"{yaml_plan.source}: the text changed (comments or layout) but the plan is identical"
-            )
+            report.notes.append(f"{yaml_plan.source}: the text changed (comments or layout) but the plan is identical")
     return report
 
 
@@ -430,11 +431,14 @@ def amend_lock(
     previous = lock["amendments"][-1]["entry_sha256"] if lock["amendments"] else None
     entry["parent_entry_sha256"] = previous
     entry["entry_sha256"] = entry_hash(entry)
-    return _with_run_order({
-        **lock,
-        "plan": loaded.canonical,
-        "plan_sha256": loaded.plan_sha256,
-        "yaml_sha256": loaded.yaml_sha256,
-        "yaml_file": Path(yaml_path).name,
-        "amendments": [*lock["amendments"], entry],
-    }, loaded.plan)
+    return _with_run_order(
+        {
+            **lock,
+            "plan": loaded.canonical,
+            "plan_sha256": loaded.plan_sha256,
+            "yaml_sha256": loaded.yaml_sha256,
+            "yaml_file": Path(yaml_path).name,
+            "amendments": [*lock["amendments"], entry],
+        },
+        loaded.plan,
+    )

@@ -94,9 +94,15 @@ def check_published(lock: dict[str, Any], published: str, up_to: int | None = No
     last = version_count(lock) if up_to is None else up_to
     for version, seal in seals(lock).items():
         if version <= last and seal == text:
-            later = f"; versions {version + 1} to {last} came after it and are not covered by it" if version < last else ""
-            return version, (f"the lock matches the published seal {text[:12]} (version {version}, frozen at "
-                             f"{lock.get('frozen_at')}){later}")
-    return None, (f"the lock does not match the published seal {text[:12]}: none of its versions 1 to {last} has "
-                  "that seal, so its freeze time or amendment chain is not the one published (the lock was "
-                  "resealed or re-frozen)")
+            later = (
+                f"; versions {version + 1} to {last} came after it and are not covered by it" if version < last else ""
+            )
+            return version, (
+                f"the lock matches the published seal {text[:12]} (version {version}, frozen at "
+                f"{lock.get('frozen_at')}){later}"
+            )
+    return None, (
+        f"the lock does not match the published seal {text[:12]}: none of its versions 1 to {last} has "
+        "that seal, so its freeze time or amendment chain is not the one published (the lock was "
+        "resealed or re-frozen)"
+    )

@@ -30,22 +30,42 @@ def bounded_method_problems(plan: Plan) -> list[Problem]:
             continue
         path = ("gates", i, "method")
         if metric.range is None:
-            problems.append((path, f"gate {gate.id!r}: method betting needs the metric's 'range' ({gate.metric} "
-                             "declares none): its interval is valid for any distribution inside a known range, and "
-                             f"for no other; declare 'range: [min, max]' under metrics.{gate.metric}"))
+            problems.append(
+                (
+                    path,
+                    f"gate {gate.id!r}: method betting needs the metric's 'range' ({gate.metric} "
+                    "declares none): its interval is valid for any distribution inside a known range, and "
+                    f"for no other; declare 'range: [min, max]' under metrics.{gate.metric}",
+                )
+            )
         elif gate.contrast.scale == "ratio" and metric.range[0] <= 0:
-            problems.append((path, f"gate {gate.id!r}: a ratio contrast with method betting needs a positive range "
-                             f"(its log ratios are bounded by log(max / min)); {gate.metric}'s range starts at "
-                             f"{metric.range[0]:g}"))
+            problems.append(
+                (
+                    path,
+                    f"gate {gate.id!r}: a ratio contrast with method betting needs a positive range "
+                    f"(its log ratios are bounded by log(max / min)); {gate.metric}'s range starts at "
+                    f"{metric.range[0]:g}",
+                )
+            )
         if metric.signal is not None:
-            problems.append((path, f"gate {gate.id!r}: method betting has no measurement-resolution bound (its bets "
-                             f"depend on every earlier value), and {gate.metric} is backed by the telemetry signal "
-                             f"{metric.signal!r}; use t, signflip or wilcoxon for a signal-backed metric"))
+            problems.append(
+                (
+                    path,
+                    f"gate {gate.id!r}: method betting has no measurement-resolution bound (its bets "
+                    f"depend on every earlier value), and {gate.metric} is backed by the telemetry signal "
+                    f"{metric.signal!r}; use t, signflip or wilcoxon for a signal-backed metric",
+                )
+            )
     if not problems:
         problems += _betting_power_problems(plan)
     if plan.comparator is not None and plan.comparator.ranking.method == "betting":
-        problems.append((("comparator", "ranking", "method"), "the comparator's ranking cannot use method betting "
-                         "(it needs a metric range per ranked pair); use t, signflip or wilcoxon"))
+        problems.append(
+            (
+                ("comparator", "ranking", "method"),
+                "the comparator's ranking cannot use method betting "
+                "(it needs a metric range per ranked pair); use t, signflip or wilcoxon",
+            )
+        )
     return problems
 
 
@@ -97,12 +117,16 @@ def _betting_power_problems(plan: Plan) -> list[Problem]:
             best = _best_case_pvalue(gate, bounds, n, looks[-1], 1 - 2 * alpha)
             if best > alpha * (1 + 1e-12):
                 where = f"look {j + 1} ({n} units)" if plan.monitoring is not None else f"its {n} units"
-                problems.append(((("monitoring", "looks", j) if plan.monitoring is not None else ("gates", i, "method")),
-                                 f"gate {gate.id!r} (betting) could never pass at {where}: even if every unit showed "
-                                 f"the range's most favourable contrast its p-value would be {best:.3g}, above "
-                                 f"{alpha:.3g} (a bet on a range of [{bounds[0]:.4g}, {bounds[1]:.4g}] grows by a "
-                                 "bounded factor per unit); move the look later, plan more units, or declare a "
-                                 "narrower range"))
+                problems.append(
+                    (
+                        (("monitoring", "looks", j) if plan.monitoring is not None else ("gates", i, "method")),
+                        f"gate {gate.id!r} (betting) could never pass at {where}: even if every unit showed "
+                        f"the range's most favourable contrast its p-value would be {best:.3g}, above "
+                        f"{alpha:.3g} (a bet on a range of [{bounds[0]:.4g}, {bounds[1]:.4g}] grows by a "
+                        "bounded factor per unit); move the look later, plan more units, or declare a "
+                        "narrower range",
+                    )
+                )
                 break
     return problems
 
@@ -123,17 +147,25 @@ def first_look_problems(plan: Plan) -> list[Problem]:
         if gate.role != "primary" or gate.method not in MEAN_METHODS:
             continue
         metric = plan.metrics.get(gate.metric)
-        offer = ("; its metric declares a range, so 'method: betting' (anytime-valid at every look, for any "
-                 "distribution in the range) needs no such reason" if metric is not None and metric.range is not None
-                 and metric.signal is None else
-                 "; or declare the metric's 'range' and use 'method: betting' (anytime-valid, for any distribution "
-                 "in the range)")
-        problems.append((("monitoring", "looks", 0), (
-            f"gate {gate.id!r} ({gate.method}, a mean-targeting method) would be decided at a first look of {first} "
-            f"units, fewer than the {SKEW_CHECK_MIN_N} the skew check needs: at such a look skewed or rare-event "
-            "contrasts pass far above the nominal level (lognormal contrasts with the mean on the margin pass a t gate "
-            "at 90% about 0.2 of the time, not 0.05: docs/estimators.md); move the first look to "
-            f"{SKEW_CHECK_MIN_N} or more, state why it is safe in 'monitoring.first_look_reason'{offer}")))
+        offer = (
+            "; its metric declares a range, so 'method: betting' (anytime-valid at every look, for any "
+            "distribution in the range) needs no such reason"
+            if metric is not None and metric.range is not None and metric.signal is None
+            else "; or declare the metric's 'range' and use 'method: betting' (anytime-valid, for any distribution "
+            "in the range)"
+        )
+        problems.append(
+            (
+                ("monitoring", "looks", 0),
+                (
+                    f"gate {gate.id!r} ({gate.method}, a mean-targeting method) would be decided at a first look of {first} "
+                    f"units, fewer than the {SKEW_CHECK_MIN_N} the skew check needs: at such a look skewed or rare-event "
+                    "contrasts pass far above the nominal level (lognormal contrasts with the mean on the margin pass a t gate "
+                    "at 90% about 0.2 of the time, not 0.05: docs/estimators.md); move the first look to "
+                    f"{SKEW_CHECK_MIN_N} or more, state why it is safe in 'monitoring.first_look_reason'{offer}"
+                ),
+            )
+        )
     return problems
 
 

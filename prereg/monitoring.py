@@ -82,30 +82,45 @@ def _structure_problems(plan: Plan) -> list[Problem]:
     assert monitoring is not None
     path = ("monitoring",)
     problems: list[Problem] = []
-    unsupported = [("strata", "family_factor", plan.strata.family_factor is not None,
-                    "held-out families are judged one by one at the final evaluation"),
-                   ("comparator", None, plan.comparator is not None,
-                    "the comparator is chosen once from every calibration run"),
-                   ("strata", "held_out", bool(plan.strata.held_out),
-                    "held-out strata are kept until the final evaluation")]
+    unsupported = [
+        (
+            "strata",
+            "family_factor",
+            plan.strata.family_factor is not None,
+            "held-out families are judged one by one at the final evaluation",
+        ),
+        ("comparator", None, plan.comparator is not None, "the comparator is chosen once from every calibration run"),
+        ("strata", "held_out", bool(plan.strata.held_out), "held-out strata are kept until the final evaluation"),
+    ]
     for section, key, declared, why in unsupported:
         if declared:
             where = f"{section}.{key}" if key else section
-            problems.append((path, f"monitoring cannot be combined with '{where}' ({why}); run such a plan "
-                             "without interim looks"))
+            problems.append(
+                (path, f"monitoring cannot be combined with '{where}' ({why}); run such a plan without interim looks")
+            )
     if problems:
         return problems
     total = len(plan.pairing_strata()) * units_per_stratum(plan)
     unit = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "pairing strata"
     if monitoring.looks[-1] != total:
-        problems.append(((*path, "looks", len(monitoring.looks) - 1), f"the last look must be the plan's full "
-                         f"{total} {unit} (complete pairing blocks per gate), not {monitoring.looks[-1]}"))
+        problems.append(
+            (
+                (*path, "looks", len(monitoring.looks) - 1),
+                f"the last look must be the plan's full "
+                f"{total} {unit} (complete pairing blocks per gate), not {monitoring.looks[-1]}",
+            )
+        )
     per = units_per_stratum(plan)
     for i, look in enumerate(monitoring.looks):
         if per > 1 and look % per:
-            problems.append(((*path, "looks", i), f"look {i + 1} at {look} replicate pairs does not fall on whole "
-                             f"strata: every replicate of a stratum runs together, so a look is a multiple of "
-                             f"{per}"))
+            problems.append(
+                (
+                    (*path, "looks", i),
+                    f"look {i + 1} at {look} replicate pairs does not fall on whole "
+                    f"strata: every replicate of a stratum runs together, so a look is a multiple of "
+                    f"{per}",
+                )
+            )
         elif look > total:
             problems.append(((*path, "looks", i), f"look {i + 1} at {look} blocks is beyond the plan's {total}"))
     return problems
@@ -127,10 +142,15 @@ def _power_problems(plan: Plan) -> list[Problem]:
             else:
                 why = power_problem(plan, gate.model_copy(update={"confidence": level.confidence}), look, unit)
             if why:
-                problems.append((("monitoring", "looks", k), f"gate {gate.id!r} could never pass at look {k + 1} "
-                                 f"({look} blocks), where the {monitoring.spending} spending gives it the nominal "
-                                 f"one-sided level {level.nominal_alpha:.4g}: {why}; move the look later, spend "
-                                 "more alpha early, or drop it"))
+                problems.append(
+                    (
+                        ("monitoring", "looks", k),
+                        f"gate {gate.id!r} could never pass at look {k + 1} "
+                        f"({look} blocks), where the {monitoring.spending} spending gives it the nominal "
+                        f"one-sided level {level.nominal_alpha:.4g}: {why}; move the look later, spend "
+                        "more alpha early, or drop it",
+                    )
+                )
                 break
     return problems
 
@@ -139,8 +159,10 @@ def _unspendable(nominal_alpha: float) -> str:
     """Why a look without a confidence cannot pass (``estimators.look_levels.look_confidence``)."""
     if nominal_alpha <= 0:
         return "the spending releases no alpha at this look"
-    return ("too little for any interval to be computed at it (1 - 2 x that level is 1 in double precision), "
-            "so no data could pass it")
+    return (
+        "too little for any interval to be computed at it (1 - 2 x that level is 1 in double precision), "
+        "so no data could pass it"
+    )
 
 
 def monitoring_problems(plan: Plan) -> list[Problem]:
@@ -184,8 +206,9 @@ def gate_alpha(gate: Any) -> float:
 
 
 @lru_cache(maxsize=256)
-def _levels(method: str, confidence: float, looks: tuple[int, ...], spending: str, futility: str
-            ) -> tuple[LookLevel, ...]:
+def _levels(
+    method: str, confidence: float, looks: tuple[int, ...], spending: str, futility: str
+) -> tuple[LookLevel, ...]:
     from estimators.look_levels import gate_levels  # lazy: scipy
 
     alpha = (1 - confidence) / 2
@@ -193,13 +216,25 @@ def _levels(method: str, confidence: float, looks: tuple[int, ...], spending: st
     out = []
     for level, cumulative in zip(gate_levels(method, confidence, looks, spending, futility), spent, strict=True):
         # Phi^-1(1 - a) as -Phi^-1(a): exact in the far tail, where 1 - a rounds to 1
-        z = -NormalDist().inv_cdf(level.nominal_alpha) if level.basis == "boundary" and level.nominal_alpha > 0 \
+        z = (
+            -NormalDist().inv_cdf(level.nominal_alpha)
+            if level.basis == "boundary" and level.nominal_alpha > 0
             else None
-        out.append(LookLevel(look=level.look, blocks=int(level.blocks or 0), fraction=level.fraction,
-                             nominal_alpha=level.nominal_alpha, confidence=level.confidence,
-                             cumulative_alpha=alpha if level.basis == "anytime" else cumulative, z_bound=z,
-                             futility_p=level.futility_p if futility == "nonbinding" and level.look < len(looks)
-                             else None, kind=level.basis, reason=level.reason))
+        )
+        out.append(
+            LookLevel(
+                look=level.look,
+                blocks=int(level.blocks or 0),
+                fraction=level.fraction,
+                nominal_alpha=level.nominal_alpha,
+                confidence=level.confidence,
+                cumulative_alpha=alpha if level.basis == "anytime" else cumulative,
+                z_bound=z,
+                futility_p=level.futility_p if futility == "nonbinding" and level.look < len(looks) else None,
+                kind=level.basis,
+                reason=level.reason,
+            )
+        )
     return tuple(out)
 
 
@@ -208,5 +243,6 @@ def look_levels(plan: Plan, gate: Any) -> list[LookLevel]:
     the plan's spending function (``estimators.look_levels.gate_levels``; cached per design)."""
     monitoring = plan.monitoring
     assert monitoring is not None
-    return list(_levels(gate.method, gate.confidence, tuple(monitoring.looks), monitoring.spending,
-                        monitoring.futility))
+    return list(
+        _levels(gate.method, gate.confidence, tuple(monitoring.looks), monitoring.spending, monitoring.futility)
+    )

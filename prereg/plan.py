@@ -195,8 +195,10 @@ def _problems_from_validation(err: ValidationError, loaded: LoadedYaml) -> list[
         elif kind == "string_pattern_mismatch":
             msg = f"{e['input']!r}: {_PATTERN_HELP.get(str(e.get('ctx', {}).get('pattern')), msg)}"
         elif path and path[-1] == "confidence" and _looks_like_percent(e.get("input")):
-            msg = (f"{e['input']!r} looks like a percentage: confidence is a two-sided level written as a "
-                   f"fraction in (0.5, 1), e.g. {e['input'] / 100:g} for {e['input']:g}%")
+            msg = (
+                f"{e['input']!r} looks like a percentage: confidence is a two-sided level written as a "
+                f"fraction in (0.5, 1), e.g. {e['input'] / 100:g} for {e['input']:g}%"
+            )
         elif kind in ("value_error", "assertion_error") and msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
         problems.append(_positioned(path, msg, loaded))
@@ -248,8 +250,9 @@ def salvaged_problems(data: dict[str, Any], found: list[Problem]) -> list[tuple[
     for name, bad_items in lists.items():
         if name in rest and isinstance(rest[name], list):
             index[name] = [i for i in range(len(rest[name])) if i not in bad_items]
-            removed_names |= {str(e["id"]) for i, e in enumerate(rest[name]) if i in bad_items and isinstance(e, dict)
-                              and "id" in e}
+            removed_names |= {
+                str(e["id"]) for i, e in enumerate(rest[name]) if i in bad_items and isinstance(e, dict) and "id" in e
+            }
             rest[name] = [rest[name][i] for i in index[name]]
     for name, bad_keys in maps.items():
         if bad_keys:

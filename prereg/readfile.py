@@ -30,7 +30,6 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-
 def not_a_readable_file(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as an input file (None when it is a regular file): one clear message."""
     p = Path(path)

@@ -77,9 +77,13 @@ CONFIDENCE_FLOOR = 0.80
 class Experiment(StrictModel):
     """What ``collect run`` executes. Omit it for plans whose runs are imported."""
 
-    collector: Annotated[str, StringConstraints(
-        pattern=r"^([a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*)$",
-        max_length=200)] = Field(
+    collector: Annotated[
+        str,
+        StringConstraints(
+            pattern=r"^([a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*)$",
+            max_length=200,
+        ),
+    ] = Field(
         description="The collector: a name registered in the entry-point group 'prereg_toolkit.collectors' "
         "(built in: 'sim.churn', 'sim.multisite', 'sim.controller', 'torch.multisite', 'torch.controller') "
         "or a class named directly as 'package.module:Class' (docs/extending.md)."
@@ -112,8 +116,7 @@ class Strata(StrictModel):
         description="Selectors (factor -> level) of strata reserved for calibration, not for claims.",
     )
     held_out: list[dict[Identifier, Scalar]] = Field(
-        default_factory=list,
-        description="Selectors (factor -> level) of strata held out until the final evaluation.",
+        default_factory=list, description="Selectors (factor -> level) of strata held out until the final evaluation."
     )
     analysis_unit: AnalysisUnit | None = Field(
         default=None,
@@ -170,9 +173,7 @@ class Strata(StrictModel):
     @staticmethod
     def selects(selector: dict[str, Scalar], stratum: dict[str, Scalar]) -> bool:
         """Whether ``stratum`` matches every factor -> level pair of ``selector``."""
-        return all(
-            name in stratum and level_key(stratum[name]) == level_key(level) for name, level in selector.items()
-        )
+        return all(name in stratum and level_key(stratum[name]) == level_key(level) for name, level in selector.items())
 
 
 class Metric(StrictModel):
@@ -198,8 +199,10 @@ class Metric(StrictModel):
         "rule out (with a 'range') or is unresolvable.",
     )
     meter: Meter | None = Field(
-        default=None, description="What the logs of this metric's signal cannot say (counter update period, "
-        "power averaging model); only on a signal-backed metric.")
+        default=None,
+        description="What the logs of this metric's signal cannot say (counter update period, "
+        "power averaging model); only on a signal-backed metric.",
+    )
     description: Text | None = None
 
     @model_validator(mode="after")
@@ -225,8 +228,10 @@ class Gate(StrictModel):
     )
     method: Method
     confidence: float = Field(
-        gt=0.5, lt=1, description="Two-sided level; a one-sided test uses one bound of it. Below 0.80 it is "
-        "refused unless 'confidence_reason' says why."
+        gt=0.5,
+        lt=1,
+        description="Two-sided level; a one-sided test uses one bound of it. Below 0.80 it is "
+        "refused unless 'confidence_reason' says why.",
     )
     confidence_reason: Text | None = Field(
         default=None,
@@ -246,8 +251,11 @@ class Gate(StrictModel):
     )
     group: Identifier | None = Field(default=None, description="A family of gates, e.g. 'mechanism'.")
     resamples: int | None = Field(
-        default=None, ge=1, le=10_000_000, description="Resampling methods only (bootstrap, bca, signflip); at "
-        "least 100, and at least 1 / alpha - 1 (199 at confidence 0.99) so the smallest p-value can clear alpha."
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="Resampling methods only (bootstrap, bca, signflip); at "
+        "least 100, and at least 1 / alpha - 1 (199 at confidence 0.99) so the smallest p-value can clear alpha.",
     )
     seed: int | None = Field(default=None, ge=0, description="Resampling methods only; fixed at freeze time.")
     direction: Literal["first_arm_better", "first_arm_worse"] | None = Field(
@@ -311,9 +319,7 @@ class Decision(StrictModel):
     require: Literal["all"] = Field(
         default="all", description="'all': every primary gate must pass (an intersection-union test)."
     )
-    multiplicity: Multiplicity = Field(
-        default="none", description="Adjustment applied to the gates' rule p-values."
-    )
+    multiplicity: Multiplicity = Field(default="none", description="Adjustment applied to the gates' rule p-values.")
 
 
 class RankingRule(StrictModel):
@@ -342,7 +348,9 @@ class ComparatorRule(StrictModel):
     candidates: Annotated[list[Identifier], Field(min_length=2)] = Field(description="The fixed arms it chooses from.")
     challenger: Identifier = Field(description="The arm judged against the comparator (e.g. the adaptive controller).")
     metric: Identifier = Field(description="The selection metric, e.g. 'time_to_target'.")
-    statistic: Literal["median", "mean"] = Field(default="median", description="Per candidate, over its calibration runs.")
+    statistic: Literal["median", "mean"] = Field(
+        default="median", description="Per candidate, over its calibration runs."
+    )
     tie_break: list[Identifier] = Field(default_factory=list, description="Metrics that break a tie, in order.")
     ranking: RankingRule = Field(default_factory=RankingRule, description="The ranking under uncertainty.")
 
@@ -383,11 +391,14 @@ class CodeIdentityDeclaration(StrictModel):
     Without it every part must be the same in every run, or the decision is refused."""
 
     may_differ: Annotated[list[CodePart], Field(min_length=1)] = Field(
-        description="The parts that may differ between runs: " + "; ".join(f"{k}: {v}" for k, v in CODE_PARTS.items())
+        description="The parts that may differ between runs: "
+        + "; ".join(f"{k}: {v}" for k, v in CODE_PARTS.items())
         + ". A part not named here that differs still refuses the decision."
     )
-    reason: Text = Field(description="Why the code may differ between runs (e.g. a bug fix half-way through "
-                         "collection), shown to reviewers in every report.")
+    reason: Text = Field(
+        description="Why the code may differ between runs (e.g. a bug fix half-way through "
+        "collection), shown to reviewers in every report."
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> CodeIdentityDeclaration:
@@ -445,13 +456,16 @@ class Plan(StrictModel):
             return data
         experiment = data.get("experiment")
         invalidators = data.get("invalidators", [])
-        if not (isinstance(experiment, dict) and experiment.get("failures") is not None
-                and isinstance(invalidators, list)):
+        if not (
+            isinstance(experiment, dict) and experiment.get("failures") is not None and isinstance(invalidators, list)
+        ):
             return data
         if any(isinstance(inv, dict) and inv.get("kind") == "faults_landed" for inv in invalidators):
             return data
-        return {**data, "invalidators": [*invalidators, {"id": "faults_landed", "kind": "faults_landed",
-                                                         "blocks": "all"}]}
+        return {
+            **data,
+            "invalidators": [*invalidators, {"id": "faults_landed", "kind": "faults_landed", "blocks": "all"}],
+        }
 
     def control_selectors(self) -> list[dict[str, Scalar]]:
         """Selectors of the no-failure control strata: ``strata.controls`` and every

@@ -14,7 +14,6 @@ from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text
 class InvalidatorBase(StrictModel):
     """What every invalidator has: its id, the gates it blocks, a description."""
 
-
     id: ItemId
     blocks: Literal["all"] | Annotated[list[ItemId], Field(min_length=1)] = Field(
         description="'all', or the ids of the gates this invalidator refuses when it fires."
@@ -31,8 +30,10 @@ class CounterSupport(InvalidatorBase):
     signal: Identifier
     min_updates: int = Field(ge=1)
     phase: Identifier | None = Field(
-        default=None, description="Count updates inside this phase only (compute, replay, checkpoint, restore, "
-        "stall, idle); absent: the whole run.")
+        default=None,
+        description="Count updates inside this phase only (compute, replay, checkpoint, restore, "
+        "stall, idle); absent: the whole run.",
+    )
 
 
 class SensorUpdatePeriod(InvalidatorBase):

@@ -64,7 +64,9 @@ class Monitoring(StrictModel):
         "or 'wilcoxon' need no reason.",
     )
     seed: int = Field(
-        default=0, ge=0, le=2**63 - 1,
+        default=0,
+        ge=0,
+        le=2**63 - 1,
         description="Seeds the order in which the strata are run (frozen at freeze, stored in the lock): "
         "calibration and control strata first, then the pairing strata in a seeded random order, every arm "
         "and replicate of a stratum together.",

@@ -37,7 +37,6 @@ def _say(text: str, **kwargs: Any) -> None:
     print(safe(text), **kwargs)
 
 
-
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate a table of runs against the plan and append it to RUNS/ledger.jsonl (``collect.api.import_table``)."""
     from collect.api import import_table, ledger_head  # lazy: pydantic
@@ -61,8 +60,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", EarlyRunsWarning)
         if note_type is not None:
             warnings.simplefilter("always", note_type)
-        records = import_table(lock, args.file, runs, skipped, args.telemetry, args.telemetry_format, keep=False,
-                               **extra)
+        records = import_table(
+            lock, args.file, runs, skipped, args.telemetry, args.telemetry_format, keep=False, **extra
+        )
     notes = [str(w.message) for w in caught if w.category is note_type]
     for warning in caught:
         if issubclass(warning.category, EarlyRunsWarning):
@@ -73,13 +73,24 @@ def cmd_import(args: argparse.Namespace) -> int:
             warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     head = records[-1].record_sha256 if records else ledger_head(runs)  # the appended batch's last hash
     if args.json:
-        emit_json({"ok": True, "imported": len(records), "already_present": len(skipped),
-                   "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
-                   "prereg_sha256": lock.plan_sha256, "run_ids": [r.run_id for r in records], "notes": notes})
+        emit_json(
+            {
+                "ok": True,
+                "imported": len(records),
+                "already_present": len(skipped),
+                "ledger": str(runs / "ledger.jsonl"),
+                "ledger_head_sha256": head,
+                "prereg_sha256": lock.plan_sha256,
+                "run_ids": [r.run_id for r in records],
+                "notes": notes,
+            }
+        )
     else:
         already = f" ({len(skipped)} rows already in the ledger, skipped)" if skipped else ""
-        _say(f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
-              f"{already}\nledger head sha256 {head}")
+        _say(
+            f"imported {len(records)} runs into {runs / 'ledger.jsonl'} under plan {lock.plan_sha256[:12]}"
+            f"{already}\nledger head sha256 {head}"
+        )
     return EXIT_OK
 
 
@@ -111,8 +122,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs = Path(args.out)
     talk = not args.json
     if talk:
-        _say(f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
-              file=sys.stderr, flush=True)
+        _say(
+            f"collect run: verifying {args.lock} and checking the parameters of every planned run ...",
+            file=sys.stderr,
+            flush=True,
+        )
     if _monitored(args.lock):
         return _run_monitored(args, runs, talk)
     progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
@@ -129,21 +143,35 @@ def cmd_run(args: argparse.Namespace) -> int:
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     except KeyboardInterrupt:
         finish()
-        _say(f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
-              f"finish the remaining runs with: collect run {args.lock} --out {runs} --resume",
-              file=sys.stderr)
+        _say(
+            f"collect: interrupted; {_kept_runs(args.lock, runs)}\n"
+            f"finish the remaining runs with: collect run {args.lock} --out {runs} --resume",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     finally:
         finish()
     head, failed, kept, undeclared = _sweep(runs, summary.completed + summary.failed)
     if args.json:
-        emit_json({"ok": summary.failed == 0, "planned": summary.planned, "skipped": summary.skipped,
-                   "completed": summary.completed, "failed": summary.failed, "ledger": str(runs / "ledger.jsonl"),
-                   "ledger_head_sha256": head, "failed_runs": [f.to_json() for f in failed],
-                   "undeclared_metrics": kept, "warnings": undeclared})
+        emit_json(
+            {
+                "ok": summary.failed == 0,
+                "planned": summary.planned,
+                "skipped": summary.skipped,
+                "completed": summary.completed,
+                "failed": summary.failed,
+                "ledger": str(runs / "ledger.jsonl"),
+                "ledger_head_sha256": head,
+                "failed_runs": [f.to_json() for f in failed],
+                "undeclared_metrics": kept,
+                "warnings": undeclared,
+            }
+        )
     else:
-        _say(f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
-              f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}")
+        _say(
+            f"{summary.completed} runs completed, {summary.failed} failed, {summary.skipped} already complete "
+            f"(of {summary.planned} planned); ledger {runs / 'ledger.jsonl'}\nledger head sha256 {head}"
+        )
     _say_sweep(failed, undeclared, args.json)
     return EXIT_OK if summary.failed == 0 else EXIT_RUNS_FAILED
 
@@ -158,7 +186,7 @@ def _sweep(runs: Path, appended: int) -> tuple[str | None, list[FailedRun], dict
     if not (runs / "ledger.jsonl").exists():
         return None, [], {}, []
     ledger = read_ledger(runs)
-    mine = ledger.records[max(0, len(ledger.records) - appended):] if appended > 0 else []
+    mine = ledger.records[max(0, len(ledger.records) - appended) :] if appended > 0 else []
     kept = {r.run_id: values for r in mine if (values := undeclared_metrics(r))}
     return verify_chain(ledger, check_traces=False).head, failed_runs(mine), kept, undeclared_words(mine)
 
@@ -167,8 +195,10 @@ def _say_sweep(failed: list[FailedRun], undeclared: list[str], as_json: bool) ->
     """After the summary: each failed run (why, its stderr's last lines; not with --json, which lists
     them), then on stderr each undeclared-metrics warning."""
     if failed and not as_json:
-        _say(f"failed run{'s' if len(failed) != 1 else ''} (the ledger keeps each whole error; a re-run with "
-             "--resume retries them):")
+        _say(
+            f"failed run{'s' if len(failed) != 1 else ''} (the ledger keeps each whole error; a re-run with "
+            "--resume retries them):"
+        )
         for line in failed_run_lines(failed, more="the ledger and 'gates evaluate' list every one"):
             _say(f"  {line}")
     for warning in undeclared:
@@ -193,18 +223,33 @@ def _run_monitored(args: argparse.Namespace, runs: Path, talk: bool) -> int:
     try:
         result = run_monitored(args.lock, runs, args.jobs, args.executor, None, say, address=args.address)
     except KeyboardInterrupt:
-        _say(f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
-              f"{runs / 'looks.jsonl'}\ncontinue with: collect run {args.lock} --out {runs} --resume", file=sys.stderr)
+        _say(
+            f"collect: interrupted; {_kept_runs(args.lock, runs)}; every look decided so far is recorded in "
+            f"{runs / 'looks.jsonl'}\ncontinue with: collect run {args.lock} --out {runs} --resume",
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED
     head, failed, kept, undeclared = _sweep(runs, result.completed + result.failed)
     if args.json:
-        emit_json({"ok": result.failed == 0, "planned": result.planned, "completed": result.completed,
-                   "failed": result.failed, "ledger": str(runs / "ledger.jsonl"), "ledger_head_sha256": head,
-                   "monitoring": result.to_json(), "failed_runs": [f.to_json() for f in failed],
-                   "undeclared_metrics": kept, "warnings": undeclared})
+        emit_json(
+            {
+                "ok": result.failed == 0,
+                "planned": result.planned,
+                "completed": result.completed,
+                "failed": result.failed,
+                "ledger": str(runs / "ledger.jsonl"),
+                "ledger_head_sha256": head,
+                "monitoring": result.to_json(),
+                "failed_runs": [f.to_json() for f in failed],
+                "undeclared_metrics": kept,
+                "warnings": undeclared,
+            }
+        )
     else:
-        _say(f"{result.sentence()}\n{result.completed} runs completed, {result.failed} failed; ledger "
-              f"{runs / 'ledger.jsonl'}, looks {runs / 'looks.jsonl'}\nledger head sha256 {head}")
+        _say(
+            f"{result.sentence()}\n{result.completed} runs completed, {result.failed} failed; ledger "
+            f"{runs / 'ledger.jsonl'}, looks {runs / 'looks.jsonl'}\nledger head sha256 {head}"
+        )
     _say_sweep(failed, undeclared, args.json)
     return EXIT_OK if result.failed == 0 else EXIT_RUNS_FAILED
 
@@ -220,8 +265,10 @@ def _kept_runs(lock_path: str, runs: Path) -> str:
     except Exception as err:  # noqa: BLE001 - a second interrupt or damage: say so, never a traceback
         return f"the ledger could not be read back ({type(err).__name__}); nothing written was removed"
     kept = sum(1 for r in ledger.records if r.status == "complete" and r.prereg_sha256 == plan_sha256)
-    return (f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept in {runs / 'ledger.jsonl'} "
-            "(runs in flight were not recorded and will run again)")
+    return (
+        f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept in {runs / 'ledger.jsonl'} "
+        "(runs in flight were not recorded and will run again)"
+    )
 
 
 def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, Any]:
@@ -241,8 +288,12 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
             started.append(True)
             if talk:
                 left = total - done
-                _say(f"collect run: {total} runs planned, {done} already complete; running {left} "
-                      f"with {jobs} job{'s' if jobs != 1 else ''} ({executor} executor)", file=sys.stderr, flush=True)
+                _say(
+                    f"collect run: {total} runs planned, {done} already complete; running {left} "
+                    f"with {jobs} job{'s' if jobs != 1 else ''} ({executor} executor)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if on_tty:
                 from rich.progress import (  # lazy: rich
                     BarColumn,
@@ -253,8 +304,14 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
                     TimeRemainingColumn,
                 )
 
-                bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                               TimeRemainingColumn(), transient=True)
+                bar = Progress(
+                    TextColumn("runs"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    transient=True,
+                )
                 task = bar.add_task("runs", total=total, completed=done)
                 bar.start()
             return
@@ -272,8 +329,11 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
 
 def _churn_mode(args: argparse.Namespace) -> str:
     """``pools``, ``scan`` or ``table``, refusing options that do not belong together (``UserError``)."""
-    mc = [f for f, v in (("--workers", args.workers), ("--segments", args.segments), ("--seed", args.seed))
-          if v is not None]
+    mc = [
+        f
+        for f, v in (("--workers", args.workers), ("--segments", args.segments), ("--seed", args.seed))
+        if v is not None
+    ]
     if args.pool:
         given = [f for f, v in (("--mtbf-s", args.mtbf_s), ("--scan-workers", args.scan_workers)) if v is not None]
         if given + mc:
@@ -326,8 +386,9 @@ def cmd_churn(args: argparse.Namespace) -> int:
             table = worker_scan(args.mtbf_s, args.checkpoint_s, args.restart_s, _worker_counts(args.scan_workers))
             text = render_worker_scan
         else:
-            table = churn_table(args.mtbf_s, args.checkpoint_s, args.restart_s, workers, segments,
-                                0 if args.seed is None else args.seed)
+            table = churn_table(
+                args.mtbf_s, args.checkpoint_s, args.restart_s, workers, segments, 0 if args.seed is None else args.seed
+            )
             text = render_churn_table
     except ValueError as err:
         raise UserError(str(err)) from None
@@ -350,8 +411,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
         recorded_sentence,
     )
 
-    for name, value, low, high in (("--poll-ms", args.poll_ms, 0.1, 60_000.0), ("--seconds", args.seconds, 0.01, 3600.0),
-                                   ("--window-s", args.window_s, 0.001, 3600.0)):
+    for name, value, low, high in (
+        ("--poll-ms", args.poll_ms, 0.1, 60_000.0),
+        ("--seconds", args.seconds, 0.01, 3600.0),
+        ("--window-s", args.window_s, 0.001, 3600.0),
+    ):
         if not low <= value <= high:  # also refuses nan and inf
             raise UserError(f"{name} must be a number from {low:g} to {high:g}, not {value:g}")
     if args.seconds * 1000 / args.poll_ms > MAX_POLLS:
@@ -363,8 +427,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(probe_json(probes, args.sensor, None, recorded))
             return EXIT_OK
-        _say(f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
-              "do not apply)")
+        _say(
+            f"{args.sensor}: the kept trace re-analysed as recorded (no re-polling; --poll-ms and --seconds "
+            "do not apply)"
+        )
         for p in probes:
             print(probe_sentence(p))
         for signal, summary in recorded.items():
@@ -391,8 +457,9 @@ def _gap_note(trace: Any) -> str | None:
     """The gaps of the trace's energy or power signal (``collect.telemetry.logs.gaps``), if any."""
     from collect.telemetry.logs.gaps import gap_note  # lazy: numpy
 
-    signal = next((s for s in ("energy_counter", "power_average", "power_usage", "power_instant")
-                   if s in trace.signals), None)
+    signal = next(
+        (s for s in ("energy_counter", "power_average", "power_usage", "power_instant") if s in trace.signals), None
+    )
     return gap_note(trace, signal) if signal is not None else None
 
 
@@ -412,10 +479,20 @@ def cmd_telemetry(args: argparse.Namespace) -> int:
         _say(f"collect telemetry: note: {note}", file=sys.stderr)
     summaries = recorded_summaries(trace)
     if args.json:
-        emit_json({"ok": True, "sensor": trace.sensor, "trace": str(files[-1]), "files": [str(f) for f in files],
-                   "signals": {p.signal: {"updates": p.updates, "effective_period_ms": p.effective_period_ms,
-                                          "unit": p.unit} for p in probe_trace(trace, {})},
-                   "recorded": summaries, "notes": notes})
+        emit_json(
+            {
+                "ok": True,
+                "sensor": trace.sensor,
+                "trace": str(files[-1]),
+                "files": [str(f) for f in files],
+                "signals": {
+                    p.signal: {"updates": p.updates, "effective_period_ms": p.effective_period_ms, "unit": p.unit}
+                    for p in probe_trace(trace, {})
+                },
+                "recorded": summaries,
+                "notes": notes,
+            }
+        )
         return EXIT_OK
     polls = int(trace.poll_ns.size)
     _say(f"{args.log}: {polls} polls of {', '.join(trace.signals)} ({trace.sensor}, measured) -> {files[-1]}")
@@ -428,32 +505,65 @@ def cmd_telemetry(args: argparse.Namespace) -> int:
 def _add_log_options(p: argparse.ArgumentParser) -> None:
     """The power-log options (``LogOptions``) on a subcommand, their dests in ``args.log_options``;
     each format takes only those it can use (``collect.telemetry.logs.formats.check_options``)."""
-    g = p.add_argument_group("power-log options (what a log does not say about itself; each format takes only the "
-                             "ones it can use, others are refused)")
+    g = p.add_argument_group(
+        "power-log options (what a log does not say about itself; each format takes only the "
+        "ones it can use, others are refused)"
+    )
     dests: list[str] = []
 
     def add(*names: str, **kwargs: Any) -> None:
         dests.append(g.add_argument(*names, **kwargs).dest)
 
     add("--gpu", type=int, help="nvidia-smi, dcgm, zeus: the GPU of a multi-GPU log (default: the log must hold one)")
-    add("--gpus", choices=("all",), help="sum every GPU of a multi-GPU log into one device (a data-parallel run); "
-        "--power-range-w is then per GPU. codecarbon: its log already sums them")
-    add("--poll-ms", type=float, help="nvidia-smi, dcgm: the interval the logger was asked for, ms (default: the "
-        "median interval between polls; dcgm: dmon's -d, default 1000, which also places its samples)")
-    add("--power-window-ms", type=float, help="nvidia-smi, dcgm: averaging window of driver-averaged power "
-        "(power.draw, DCGM POWER), ms (default 1000, NVML's 1 s average on Ampere and newer; 0 for older GPUs)")
-    add("--power-model", choices=("average", "part-time"), help="nvidia-smi, dcgm: how driver-averaged power covers "
+    add(
+        "--gpus",
+        choices=("all",),
+        help="sum every GPU of a multi-GPU log into one device (a data-parallel run); "
+        "--power-range-w is then per GPU. codecarbon: its log already sums them",
+    )
+    add(
+        "--poll-ms",
+        type=float,
+        help="nvidia-smi, dcgm: the interval the logger was asked for, ms (default: the "
+        "median interval between polls; dcgm: dmon's -d, default 1000, which also places its samples)",
+    )
+    add(
+        "--power-window-ms",
+        type=float,
+        help="nvidia-smi, dcgm: averaging window of driver-averaged power "
+        "(power.draw, DCGM POWER), ms (default 1000, NVML's 1 s average on Ampere and newer; 0 for older GPUs)",
+    )
+    add(
+        "--power-model",
+        choices=("average", "part-time"),
+        help="nvidia-smi, dcgm: how driver-averaged power covers "
         "time: average (a true average over its window, NVML's documentation; default) or part-time (each average "
-        "covers part of its period, Yang et al., SC24: energy bounded by the power range alone)")
-    add("--power-range-w", metavar="MIN,MAX", help="the device's physical power range, W (default 0,2000); per GPU "
-        "with --gpus all")
-    add("--counter-period-ms", type=float, help="the energy counter's longest interval between updates, ms (e.g. as "
-        "'collect probe' measured it on the same GPU model; default: per GPU generation)")
-    add("--query-fields", metavar="A,B,C", help="nvidia-smi: the --query-gpu fields of a log written without a "
-        "header (--format=csv,noheader[,nounits]), in order; a field may carry its unit in brackets ('energy [mJ]')")
+        "covers part of its period, Yang et al., SC24: energy bounded by the power range alone)",
+    )
+    add(
+        "--power-range-w",
+        metavar="MIN,MAX",
+        help="the device's physical power range, W (default 0,2000); per GPU with --gpus all",
+    )
+    add(
+        "--counter-period-ms",
+        type=float,
+        help="the energy counter's longest interval between updates, ms (e.g. as "
+        "'collect probe' measured it on the same GPU model; default: per GPU generation)",
+    )
+    add(
+        "--query-fields",
+        metavar="A,B,C",
+        help="nvidia-smi: the --query-gpu fields of a log written without a "
+        "header (--format=csv,noheader[,nounits]), in order; a field may carry its unit in brackets ('energy [mJ]')",
+    )
     add("--window", help="zeus: the one measurement-window name to convert")
-    add("--max-gap-ms", type=float, help="zeus: the largest gap between windows read as contiguous, ms (default 1; "
-        "a longer gap's energy is unknown)")
+    add(
+        "--max-gap-ms",
+        type=float,
+        help="zeus: the largest gap between windows read as contiguous, ms (default 1; "
+        "a longer gap's energy is unknown)",
+    )
     p.set_defaults(log_options=tuple(dests))
 
 
@@ -470,72 +580,126 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the table (.csv, .csv.gz, .jsonl, .parquet)")
     p.add_argument("--lock", required=True, help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
-    p.add_argument("--telemetry", metavar="DIR", help="a folder of one power log per run (<run_id>.nvidia-smi.csv, "
-                   ".dcgm.txt, .zeus.csv, .emissions.csv): fills each row's telemetry columns, kept as its trace")
-    p.add_argument("--telemetry-format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
-                   help="the logs' format (default: recognised from each file's suffix)")
+    p.add_argument(
+        "--telemetry",
+        metavar="DIR",
+        help="a folder of one power log per run (<run_id>.nvidia-smi.csv, "
+        ".dcgm.txt, .zeus.csv, .emissions.csv): fills each row's telemetry columns, kept as its trace",
+    )
+    p.add_argument(
+        "--telemetry-format",
+        choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
+        help="the logs' format (default: recognised from each file's suffix)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     _add_log_options(p)
     p.set_defaults(handler=cmd_import)
-    p = sub.add_parser("plan", help="list every planned run: run id, stratum, arm, replicate, seed, params",
-                       description="Every run of a frozen plan as 'collect run' would execute it: the run id it "
-                       "would record, the stratum's levels, the arm, the replicate, the seed it passes (derived from "
-                       "stratum and replicate, never the arm) and the merged parameters (JSON in CSV). For runs made "
-                       "elsewhere: 'collect import' checks a seed column against these seeds.")
+    p = sub.add_parser(
+        "plan",
+        help="list every planned run: run id, stratum, arm, replicate, seed, params",
+        description="Every run of a frozen plan as 'collect run' would execute it: the run id it "
+        "would record, the stratum's levels, the arm, the replicate, the seed it passes (derived from "
+        "stratum and replicate, never the arm) and the merged parameters (JSON in CSV). For runs made "
+        "elsewhere: 'collect import' checks a seed column against these seeds.",
+    )
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the listing to FILE (default: stdout; never over "
-                   "a ledger, lock, plan, trace, evaluation, link or device, nor anything in a runs folder but an "
-                   "earlier listing)")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing -o FILE the toolkit did not write (outside a runs folder only)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the listing to FILE (default: stdout; never over "
+        "a ledger, lock, plan, trace, evaluation, link or device, nor anything in a runs folder but an "
+        "earlier listing)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing -o FILE the toolkit did not write (outside a runs folder only)",
+    )
     p.set_defaults(handler=cmd_plan)
     p = sub.add_parser("run", help="execute a frozen plan with its built-in collector into RUNS/ledger.jsonl")
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl, traces/)")
     p.add_argument("--jobs", type=int, default=1, help="parallel runs (a local process pool; default 1)")
-    p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="local (default) or ray (a cluster: --address or RAY_ADDRESS; else a local Ray instance)")
-    p.add_argument("--address", metavar="ADDR", help="with --executor ray: the Ray cluster to join (host:port of "
-                   "its head, as 'ray start --head' prints; default RAY_ADDRESS); docs/cluster.md")
-    p.add_argument("--resume", action="store_true",
-                   help="skip runs already complete (a plain re-run does the same; kept for clarity)")
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local (default) or ray (a cluster: --address or RAY_ADDRESS; else a local Ray instance)",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --executor ray: the Ray cluster to join (host:port of "
+        "its head, as 'ray start --head' prints; default RAY_ADDRESS); docs/cluster.md",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip runs already complete (a plain re-run does the same; kept for clarity)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(handler=cmd_run)
     add_try_parser(sub)
-    p = sub.add_parser("telemetry", help="convert a power log (nvidia-smi, dcgmi dmon, Zeus, CodeCarbon) to a trace",
-                       description="Convert a power log another tool wrote into this toolkit's telemetry trace "
-                       "(TRACE.meta.json + polls), so 'collect probe --sensor replay:TRACE', the energy summaries "
-                       "and the phase energies work on it. Unavailable cells ([N/A]) stay unavailable, never 0; "
-                       "the update period and energy bounds are measured from the log.")
+    p = sub.add_parser(
+        "telemetry",
+        help="convert a power log (nvidia-smi, dcgmi dmon, Zeus, CodeCarbon) to a trace",
+        description="Convert a power log another tool wrote into this toolkit's telemetry trace "
+        "(TRACE.meta.json + polls), so 'collect probe --sensor replay:TRACE', the energy summaries "
+        "and the phase energies work on it. Unavailable cells ([N/A]) stay unavailable, never 0; "
+        "the update period and energy bounds are measured from the log.",
+    )
     p.add_argument("log", help="the log file")
-    p.add_argument("--format", choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
-                   help="the tool that wrote it (default: recognised from the file name)")
-    p.add_argument("-o", "--output", metavar="TRACE", help="the trace's base name (default: beside the log, "
-                   "LOG's suffix replaced by .telemetry); an existing trace is never written over")
+    p.add_argument(
+        "--format",
+        choices=("nvidia-smi", "dcgm", "zeus", "codecarbon"),
+        help="the tool that wrote it (default: recognised from the file name)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="TRACE",
+        help="the trace's base name (default: beside the log, "
+        "LOG's suffix replaced by .telemetry); an existing trace is never written over",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     _add_log_options(p)
     p.set_defaults(handler=cmd_telemetry)
-    p = sub.add_parser("churn", help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
-                       description="The churn law (modeled). With --mtbf-s: the interval table for one job "
-                       "(closed forms and Monte Carlo), or with --scan-workers a closed-form scan over worker "
-                       "counts. With --pool (repeatable): which workers of heterogeneous pools to admit to one "
-                       "synchronous job. Examples and their output: docs/churn-law.md.")
+    p = sub.add_parser(
+        "churn",
+        help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
+        description="The churn law (modeled). With --mtbf-s: the interval table for one job "
+        "(closed forms and Monte Carlo), or with --scan-workers a closed-form scan over worker "
+        "counts. With --pool (repeatable): which workers of heterogeneous pools to admit to one "
+        "synchronous job. Examples and their output: docs/churn-law.md.",
+    )
     p.add_argument("--mtbf-s", dest="mtbf_s", type=float, help="mean time between failures per worker, s")
     p.add_argument("--checkpoint-s", dest="checkpoint_s", type=float, required=True, help="checkpoint cost C, s")
     p.add_argument("--restart-s", dest="restart_s", type=float, required=True, help="restart cost R, s")
     p.add_argument("--workers", type=int, help="synchronous workers (job failure rate = N / MTBF; default 1)")
     p.add_argument("--segments", type=int, help="Monte Carlo segments per interval (default 20000)")
     p.add_argument("--seed", type=int, help="Monte Carlo seed (default 0)")
-    p.add_argument("--scan-workers", dest="scan_workers", metavar="N1,N2,...",
-                   help="closed forms for each worker count: w*, Young/Daly overshoot, efficiency, losses at w*/2 and "
-                        "2w*, throughput; plus where efficiency falls to 50%% and where throughput peaks")
-    p.add_argument("--pool", action="append", metavar="COUNT:RATE",
-                   help="a pool of COUNT workers each failing RATE times per second (1/MTBF_s), e.g. 600:1e-6; "
-                        "repeat for each pool: shows which workers to admit and the throughput with and without them")
-    p.add_argument("--json", action="store_true",
-                   help="the table as JSON (intervals.<name>.*; or rows / half_efficiency_workers with "
-                        "--scan-workers; or pools / rows / best / threshold_rate_per_s with --pool)")
+    p.add_argument(
+        "--scan-workers",
+        dest="scan_workers",
+        metavar="N1,N2,...",
+        help="closed forms for each worker count: w*, Young/Daly overshoot, efficiency, losses at w*/2 and "
+        "2w*, throughput; plus where efficiency falls to 50%% and where throughput peaks",
+    )
+    p.add_argument(
+        "--pool",
+        action="append",
+        metavar="COUNT:RATE",
+        help="a pool of COUNT workers each failing RATE times per second (1/MTBF_s), e.g. 600:1e-6; "
+        "repeat for each pool: shows which workers to admit and the throughput with and without them",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="the table as JSON (intervals.<name>.*; or rows / half_efficiency_workers with "
+        "--scan-workers; or pools / rows / best / threshold_rate_per_s with --pool)",
+    )
     p.set_defaults(handler=cmd_churn)
     p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
     p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")

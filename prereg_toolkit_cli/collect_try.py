@@ -41,13 +41,19 @@ def cmd_try(args: argparse.Namespace) -> int:
         return EXIT_OK if result.ok else EXIT_ARM_FAILED
     cell = ", ".join(f"{k}={_value(v)}" for k, v in result.stratum.items())
     frozen = "a lock" if result.source == "lock" else "a plan, not frozen"
-    _say(f"tried {args.target} ({frozen}; plan sha256 {result.plan_sha256[:12]}): stratum {cell}, replicate 0, "
-         f"{len(result.arms)} arm(s)")
-    _say(f"scratch folder {result.folder} (a try folder: never a study's runs folder; its records carry the try "
-         f"hash {result.try_sha256[:12]}, not the plan's)")
+    _say(
+        f"tried {args.target} ({frozen}; plan sha256 {result.plan_sha256[:12]}): stratum {cell}, replicate 0, "
+        f"{len(result.arms)} arm(s)"
+    )
+    _say(
+        f"scratch folder {result.folder} (a try folder: never a study's runs folder; its records carry the try "
+        f"hash {result.try_sha256[:12]}, not the plan's)"
+    )
     if result.sets:
-        _say("set for this try only (over the plan's values): "
-             + ", ".join(f"{k}={_value(v)}" for k, v in result.sets.items()))
+        _say(
+            "set for this try only (over the plan's values): "
+            + ", ".join(f"{k}={_value(v)}" for k, v in result.sets.items())
+        )
     for arm in result.arms:
         took = f" in {arm.seconds:.1f} s" if arm.seconds is not None else ""
         if arm.status == "complete":
@@ -58,26 +64,41 @@ def cmd_try(args: argparse.Namespace) -> int:
             for line in arm.stderr_tail:
                 _say(f"  stderr | {line}")
     ok = sum(a.status == "complete" for a in result.arms)
-    _say(f"{ok} of {len(result.arms)} arm(s) ok" + ("" if result.ok else "; fix the harness and try again "
-                                                      f"(--out {result.folder} keeps the tries together)"))
+    _say(
+        f"{ok} of {len(result.arms)} arm(s) ok"
+        + ("" if result.ok else f"; fix the harness and try again (--out {result.folder} keeps the tries together)")
+    )
     return EXIT_OK if result.ok else EXIT_ARM_FAILED
 
 
 def add_try_parser(subparsers: Any) -> None:
     """Add ``collect try`` to the ``collect`` parser's subcommands."""
     p = subparsers.add_parser(
-        "try", help="run one cell of a plan (every arm, replicate 0) into a scratch folder, before the freeze",
+        "try",
+        help="run one cell of a plan (every arm, replicate 0) into a scratch folder, before the freeze",
         description="A smoke run: one stratum (the first, or the one --stratum selects), every arm, replicate 0, "
         "with the plan's collector, into a scratch folder that can never become the study's runs folder (it is "
         "marked, and its records carry a try hash instead of the plan's). Takes a plan YAML (not yet frozen) or "
-        "a lock. Exit codes: 0 every arm ok, 1 an arm failed, 2 bad input, 3 a lock that does not verify.")
+        "a lock. Exit codes: 0 every arm ok, 1 an arm failed, 2 bad input, 3 a lock that does not verify.",
+    )
     p.add_argument("target", metavar="LOCK_OR_PLAN", help="the plan (YAML) or its lock (*.lock.json)")
-    p.add_argument("--stratum", action="append", metavar="FACTOR=LEVEL",
-                   help="select the cell (repeatable; default: the first stratum)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a program parameter for this try only, e.g. --set steps=20 (numbers, true, false and "
-                   "null as such; anything else as text); printed with the result")
-    p.add_argument("--out", metavar="SCRATCH", help="the scratch folder: a new path or an earlier try's folder "
-                   "(default: a fresh temporary folder, printed)")
+    p.add_argument(
+        "--stratum",
+        action="append",
+        metavar="FACTOR=LEVEL",
+        help="select the cell (repeatable; default: the first stratum)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a program parameter for this try only, e.g. --set steps=20 (numbers, true, false and "
+        "null as such; anything else as text); printed with the result",
+    )
+    p.add_argument(
+        "--out",
+        metavar="SCRATCH",
+        help="the scratch folder: a new path or an earlier try's folder (default: a fresh temporary folder, printed)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable result on stdout")
     p.set_defaults(handler=cmd_try)

@@ -42,8 +42,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from reports.markdown.evaluation import is_evaluation_markdown  # lazy: pydantic
 
         also.append((Path(args.markdown), is_evaluation_markdown))
-    evaluation = evaluate(args.lock, args.runs, plan_version=args.plan_version, out=out, force=args.force,
-                          also_writes=also, published=args.published)
+    evaluation = evaluate(
+        args.lock,
+        args.runs,
+        plan_version=args.plan_version,
+        out=out,
+        force=args.force,
+        also_writes=also,
+        published=args.published,
+    )
     published = None
     if args.published:
         from gates.provenance import lock_as_of  # lazy: pydantic
@@ -51,8 +58,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from prereg.api import load_lock  # lazy: pydantic
 
         data = load_lock(args.lock).data
-        published = check_published_seal(lock_as_of(data, args.plan_version) if args.plan_version else data,
-                                         args.published)
+        published = check_published_seal(
+            lock_as_of(data, args.plan_version) if args.plan_version else data, args.published
+        )
     if args.markdown:
         from reports.terminal.evaluation import evaluation_markdown  # lazy: pydantic
 
@@ -88,9 +96,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
     given = Published(args.published, args.head, args.looks_head)
     result = verify_evaluation(ev, args.lock, args.runs, given if given != Published() else None)
     if args.json:
-        emit_json({"ok": result.ok, "evaluation": args.evaluation, "lock": args.lock, "runs": args.runs,
-                   "version": result.version, "differences": result.differences,
-                   "unpublished": result.unpublished, "published": result.published})
+        emit_json(
+            {
+                "ok": result.ok,
+                "evaluation": args.evaluation,
+                "lock": args.lock,
+                "runs": args.runs,
+                "version": result.version,
+                "differences": result.differences,
+                "unpublished": result.unpublished,
+                "published": result.published,
+            }
+        )
     elif result.ok:
         print(f"{args.evaluation}: {result.sentence()}")
     else:
@@ -113,33 +130,56 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="where to write evaluation.json (default: RUNS/evaluation.json)")
     p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown")
     p.add_argument("--blocks", action="store_true", help="include the per-block paired rows in the report")
-    p.add_argument("--plan-version", type=int, metavar="N",
-                   help="evaluate under version N of the plan (1 = as first frozen) from the lock's amendment chain, "
-                        "e.g. runs collected before a post-data amendment; the report says it was superseded")
-    p.add_argument("--verbose", action="store_true",
-                   help="name every run in the run accounting (the artifact always lists all)")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing --out/--markdown file the toolkit did not write (never a ledger, "
-                        "lock, plan, trace, link or device)")
+    p.add_argument(
+        "--plan-version",
+        type=int,
+        metavar="N",
+        help="evaluate under version N of the plan (1 = as first frozen) from the lock's amendment chain, "
+        "e.g. runs collected before a post-data amendment; the report says it was superseded",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="name every run in the run accounting (the artifact always lists all)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --out/--markdown file the toolkit did not write (never a ledger, "
+        "lock, plan, trace, link or device)",
+    )
     p.add_argument("--json", action="store_true", help="print the evaluation artifact as JSON instead of the report")
-    p.add_argument("--published", metavar="SEAL",
-                   help="the lock seal published at freeze (prereg freeze prints it): the lock must have it, or "
-                        "nothing is evaluated (exit 3)")
+    p.add_argument(
+        "--published",
+        metavar="SEAL",
+        help="the lock seal published at freeze (prereg freeze prints it): the lock must have it, or "
+        "nothing is evaluated (exit 3)",
+    )
     p.set_defaults(handler=cmd_evaluate)
-    p = sub.add_parser("verify", help="evaluate again from the lock and runs and compare with an evaluation.json: "
-                                      "decision, verdicts and numbers (exit 3 when they differ)")
+    p = sub.add_parser(
+        "verify",
+        help="evaluate again from the lock and runs and compare with an evaluation.json: "
+        "decision, verdicts and numbers (exit 3 when they differ)",
+    )
     p.add_argument("evaluation", metavar="EVALUATION", help="the artifact to check (evaluation.json)")
     p.add_argument("lock", help="the frozen plan (*.lock.json) it was evaluated under")
     p.add_argument("runs", help="the runs folder holding ledger.jsonl")
-    p.add_argument("--published", metavar="SEAL",
-                   help="the lock seal the author published at freeze: the lock (up to the artifact's plan version) "
-                        "must have it, or nothing is re-evaluated (exit 3)")
-    p.add_argument("--head", metavar="HASH",
-                   help="the run ledger head the author published when collection ended: the ledger's head must be "
-                        "it (exit 3 otherwise)")
-    p.add_argument("--looks-head", metavar="HASH",
-                   help="the look ledger head the author published (gates evaluate prints it for a monitored plan): "
-                        "RUNS/looks.jsonl's head must be it (exit 3 otherwise)")
+    p.add_argument(
+        "--published",
+        metavar="SEAL",
+        help="the lock seal the author published at freeze: the lock (up to the artifact's plan version) "
+        "must have it, or nothing is re-evaluated (exit 3)",
+    )
+    p.add_argument(
+        "--head",
+        metavar="HASH",
+        help="the run ledger head the author published when collection ended: the ledger's head must be "
+        "it (exit 3 otherwise)",
+    )
+    p.add_argument(
+        "--looks-head",
+        metavar="HASH",
+        help="the look ledger head the author published (gates evaluate prints it for a monitored plan): "
+        "RUNS/looks.jsonl's head must be it (exit 3 otherwise)",
+    )
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(handler=cmd_verify)
     return parser
@@ -148,7 +188,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``gates``."""
     return run_main("gates", build_parser, argv)
-
 
 
 if __name__ == "__main__":

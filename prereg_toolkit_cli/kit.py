@@ -59,11 +59,7 @@ def _report_failure(prog: str, message: str, exit_code: int, details: Any, as_js
     return exit_code
 
 
-def run_main(
-    prog: str,
-    build_parser: Callable[[], argparse.ArgumentParser],
-    argv: Sequence[str] | None,
-) -> int:
+def run_main(prog: str, build_parser: Callable[[], argparse.ArgumentParser], argv: Sequence[str] | None) -> int:
     """Parse ``argv``, dispatch to ``args.handler(args)`` and map every failure to an exit code.
 
     Handlers return an exit code. A ``ToolkitError`` prints ``prog: message`` (and a JSON error object on
@@ -101,6 +97,7 @@ def run_main(
     except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
         print(
             f"{prog}: internal error ({type(err).__name__}: {safe(str(err))}); please report it with the input "
-            "that caused it", file=sys.stderr,
+            "that caused it",
+            file=sys.stderr,
         )
         return EXIT_INTERNAL

@@ -19,15 +19,7 @@ from collect.plugins import COLLECTORS
 from prereg._version import __version__
 from prereg.errors import InputError
 from prereg.fileio import write_output
-from prereg_toolkit_cli.kit import (
-    EXIT_INTEGRITY,
-    EXIT_OK,
-    ArgumentParser,
-    UserError,
-    emit_json,
-    run_main,
-    safe,
-)
+from prereg_toolkit_cli.kit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 
 
 def _load(path: str) -> Any:
@@ -67,7 +59,8 @@ def _collector_check(loaded: Any, doing: str) -> list[str]:
         raise InputError(
             f"{loaded.source}: experiment: collector {name} would refuse this plan at collect run "
             f"({n} problem{'s' if n != 1 else ''}; {doing}):\n" + "\n".join(f"- {e}" for e in check.errors),
-            details=[{"field": "experiment", "line": None, "column": None, "message": e} for e in check.errors])
+            details=[{"field": "experiment", "line": None, "column": None, "message": e} for e in check.errors],
+        )
     return check.warnings
 
 
@@ -108,9 +101,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     collector_warnings = _collector_check(loaded, "the plan is not valid")
     meters = meter_lines(loaded.plan)
     if args.json:
-        emit_json({"ok": True, "file": args.file, "study": loaded.plan.study, "plan_sha256": loaded.plan_sha256,
-                   "summary": _summary(loaded), "warnings": [w.to_json() for w in loaded.warnings],
-                   "collector_warnings": collector_warnings, "meter": meters})
+        emit_json(
+            {
+                "ok": True,
+                "file": args.file,
+                "study": loaded.plan.study,
+                "plan_sha256": loaded.plan_sha256,
+                "summary": _summary(loaded),
+                "warnings": [w.to_json() for w in loaded.warnings],
+                "collector_warnings": collector_warnings,
+                "meter": meters,
+            }
+        )
     else:
         print(f"{args.file}: valid prereg/v1 plan. {_summary(loaded)}")
         for line in meters:
@@ -131,9 +133,18 @@ def cmd_freeze(args: argparse.Namespace) -> int:
     lock = freeze(args.file, args.output, loaded=loaded)
     status = "already frozen (unchanged)" if existed else "frozen"
     if args.json:
-        emit_json({"ok": True, "status": status, "lock": str(lock.path), "plan_sha256": loaded.plan_sha256,
-                   "yaml_sha256": loaded.yaml_sha256, "frozen_at": lock.frozen_at, "seal": lock.seal,
-                   "collector_warnings": collector_warnings})
+        emit_json(
+            {
+                "ok": True,
+                "status": status,
+                "lock": str(lock.path),
+                "plan_sha256": loaded.plan_sha256,
+                "yaml_sha256": loaded.yaml_sha256,
+                "frozen_at": lock.frozen_at,
+                "seal": lock.seal,
+                "collector_warnings": collector_warnings,
+            }
+        )
     else:
         print(f"{status}: {lock.path}")
         print(f"plan sha256 {loaded.plan_sha256}")
@@ -153,8 +164,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{args.lock}: intact{extra}; plan sha256 {report.plan_sha256}")
         if report.genesis_plan_sha256 != report.plan_sha256:
             print(f"first frozen as {report.genesis_plan_sha256} (compare with the hash you published)")
-        print(f"seal {report.seal}" + ("" if args.published else " (compare with the seal published at freeze: "
-                                       "--published SEAL)"))
+        print(
+            f"seal {report.seal}"
+            + ("" if args.published else " (compare with the seal published at freeze: --published SEAL)")
+        )
         for note in report.notes:
             print(f"note: {safe(note)}")
     else:
@@ -171,9 +184,25 @@ def cmd_amend(args: argparse.Namespace) -> int:
     lock = amend(args.file, args.lock, args.reason, args.runs)
     entry = lock.data["amendments"][-1]
     if args.json:
-        emit_json({"ok": True, "lock": str(lock.path), **{k: entry[k] for k in (
-            "version", "parent_plan_sha256", "plan_sha256", "post_data", "runs_checked", "changed", "amended_at")},
-                   "seal": lock.seal})
+        emit_json(
+            {
+                "ok": True,
+                "lock": str(lock.path),
+                **{
+                    k: entry[k]
+                    for k in (
+                        "version",
+                        "parent_plan_sha256",
+                        "plan_sha256",
+                        "post_data",
+                        "runs_checked",
+                        "changed",
+                        "amended_at",
+                    )
+                },
+                "seal": lock.seal,
+            }
+        )
     else:
         flag = " POST-DATA" if entry["post_data"] else ""
         print(f"amended{flag}: {lock.path} is now version {entry['version']}")
@@ -243,8 +272,14 @@ def cmd_power(args: argparse.Namespace) -> int:
     """Blocks needed per gate from a pilot's paired contrasts (``gates.power.plan_power``)."""
     from gates.power import plan_power  # lazy: numpy
 
-    report = plan_power(args.file, args.pilot, target_power=args.power, assume=_assumptions(args.assume or []),
-                        sims=args.sims, seed=args.seed)
+    report = plan_power(
+        args.file,
+        args.pilot,
+        target_power=args.power,
+        assume=_assumptions(args.assume or []),
+        sims=args.sims,
+        seed=args.seed,
+    )
     if args.json:
         emit_json(report.to_json())
         return EXIT_OK
@@ -282,8 +317,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("verify", cmd_verify, "check a lock's hashes and amendment chain, and its YAML if present")
     p.add_argument("lock", help="the lock file")
     p.add_argument("--yaml", metavar="FILE", help="the plan YAML to compare (default: <stem>.yaml beside the lock)")
-    p.add_argument("--published", metavar="SEAL",
-                   help="the seal published at freeze (or amendment): the lock must have it (exit 3 if not)")
+    p.add_argument(
+        "--published",
+        metavar="SEAL",
+        help="the seal published at freeze (or amendment): the lock must have it (exit 3 if not)",
+    )
     p = add("amend", cmd_amend, "record a changed plan as a new lock version with its reason")
     p.add_argument("file", help="the changed plan (YAML)")
     p.add_argument("--reason", required=True, metavar="TEXT", help="why the plan changes")
@@ -293,11 +331,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("lock", help="the lock file")
     p = add("power", cmd_power, "blocks each gate needs for a target power, planned from a pilot's paired contrasts")
     p.add_argument("file", help="the plan being designed (YAML, or its lock)")
-    p.add_argument("--pilot", required=True, metavar="RUNS", help="the pilot's runs folder (collected under its own plan)")
+    p.add_argument(
+        "--pilot", required=True, metavar="RUNS", help="the pilot's runs folder (collected under its own plan)"
+    )
     p.add_argument("--power", type=float, default=0.8, help="target power (default 0.8)")
-    p.add_argument("--assume", action="append", metavar="GATE=VALUE",
-                   help="the true effect to plan for (reported scale; default: no difference when the rule allows it)")
-    p.add_argument("--sims", type=int, default=1000, help="simulated studies for exact/bootstrap methods (default 1000)")
+    p.add_argument(
+        "--assume",
+        action="append",
+        metavar="GATE=VALUE",
+        help="the true effect to plan for (reported scale; default: no difference when the rule allows it)",
+    )
+    p.add_argument(
+        "--sims", type=int, default=1000, help="simulated studies for exact/bootstrap methods (default 1000)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the simulations (default 0)")
     p = add("schema", cmd_schema, "print the JSON Schema of prereg/v1 (for editors' YAML language servers)")
     return parser

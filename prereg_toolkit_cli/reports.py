@@ -26,14 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prereg.fileio import check_output, write_text_atomically
-from prereg_toolkit_cli.kit import (
-    EXIT_INTEGRITY,
-    EXIT_OK,
-    ArgumentParser,
-    UserError,
-    emit_json,
-    run_main,
-)
+from prereg_toolkit_cli.kit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
 from reports.html.figures import check_figure_outputs, write_figures
 from reports.plots.command import cmd_plot as run_plot
 from reports.words.safe_text import clean_model
@@ -57,8 +50,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     problems = consistency_problems(ev)
     if problems:
-        raise UserError(f"{args.evaluation}: INCONSISTENT evaluation artifact; refusing to show it:\n- "
-                        + "\n- ".join(problems), exit_code=EXIT_INTEGRITY, details=problems)
+        raise UserError(
+            f"{args.evaluation}: INCONSISTENT evaluation artifact; refusing to show it:\n- " + "\n- ".join(problems),
+            exit_code=EXIT_INTEGRITY,
+            details=problems,
+        )
     from collect.ledger.store import LEDGER_NAME  # lazy: pydantic
     from reports.data.reverify import reverify  # lazy: pydantic
 
@@ -66,8 +62,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     runs = path.parent if (path.parent / LEDGER_NAME).is_file() else None
     checked = reverify(ev, path, runs, Path(args.lock) if args.lock else None)  # a forged artifact: exit 3
     if seal_status(ev) == "unsealed":
-        print(f"reports: note: {args.evaluation} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
-              "was checked, but edits that keep it consistent cannot be detected", file=sys.stderr)
+        print(
+            f"reports: note: {args.evaluation} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
+            "was checked, but edits that keep it consistent cannot be detected",
+            file=sys.stderr,
+        )
     print(f"reports: {args.evaluation}{':' if checked.startswith('re-verified') else ''} {checked}", file=sys.stderr)
     if args.json:
         emit_json(ev.model_dump(mode="json", by_alias=True))
@@ -80,8 +79,11 @@ def cmd_show(args: argparse.Namespace) -> int:
             figures = write_figures(clean_model(ev), Path(args.markdown), args.force)
             markdown = evaluation_markdown(ev, show_blocks=args.blocks, figures=figures)
             write_text_atomically(Path(args.markdown), markdown, args.force, is_evaluation_markdown)
-            print(f"reports: wrote Markdown to {args.markdown} (figures beside it: "
-                  f"{', '.join(name for _, name in figures)})", file=sys.stderr)
+            print(
+                f"reports: wrote Markdown to {args.markdown} (figures beside it: "
+                f"{', '.join(name for _, name in figures)})",
+                file=sys.stderr,
+            )
     if not args.json and args.markdown != "-":
         from reports.terminal.console import make_console  # lazy: rich
         from reports.terminal.evaluation import render_evaluation  # lazy: pydantic
@@ -99,17 +101,21 @@ def cmd_html(args: argparse.Namespace) -> int:
     """Write the reviewer's report as one self-contained HTML file."""
     from reports.html.page import write_html_report  # lazy: pydantic
 
-    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force,
-                                             lock=args.lock)
+    path, size, warnings = write_html_report(args.input, args.output, run_id=args.run, force=args.force, lock=args.lock)
     for warning in warnings:
         print(f"reports: warning: {warning}", file=sys.stderr)
-    print(f"reports: wrote the HTML report to {path} ({size / 1024:.0f} KiB; self-contained: opens from disk, "
-          "loads nothing)", file=sys.stderr)
+    print(
+        f"reports: wrote the HTML report to {path} ({size / 1024:.0f} KiB; self-contained: opens from disk, "
+        "loads nothing)",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
-LOCK_HELP = ("the lock the evaluation was made under, to re-evaluate it from its runs folder (default: the one it "
-             "recorded, or a *.lock.json in or above the runs folder)")
+LOCK_HELP = (
+    "the lock the evaluation was made under, to re-evaluate it from its runs folder (default: the one it "
+    "recorded, or a *.lock.json in or above the runs folder)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,75 +123,115 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="reports",
         description="Render evaluations for people: the reviewer's report in the terminal or as Markdown, "
-                    "and plots with text equivalents.",
+        "and plots with text equivalents.",
         epilog="exit codes: 0 shown, 2 bad input or usage (a missing or malformed artifact), 3 an artifact or "
-               "trace that does not match its seal or ledger hash, 4 internal error",
+        "trace that does not match its seal or ledger hash, 4 internal error",
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
     p = sub.add_parser("show", help="the reviewer's report of an evaluation.json (gates evaluate writes it)")
     p.add_argument("evaluation", metavar="EVALUATION_JSON", help="the artifact (schema gates/evaluation/v2)")
     p.add_argument("--blocks", action="store_true", help="add the per-block paired rows")
     p.add_argument("--verbose", action="store_true", help="name every run in the run accounting")
-    p.add_argument("--markdown", metavar="FILE",
-                   help="also write the report as GitHub-flavoured Markdown to FILE (atomically), with its SVG "
-                        "figures beside it (FILE's stem + .forest.svg / .strata.svg, linked from it); '-' prints the "
-                        "Markdown on stdout instead of the terminal report (no figures)")
+    p.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="also write the report as GitHub-flavoured Markdown to FILE (atomically), with its SVG "
+        "figures beside it (FILE's stem + .forest.svg / .strata.svg, linked from it); '-' prints the "
+        "Markdown on stdout instead of the terminal report (no figures)",
+    )
     p.add_argument("--json", action="store_true", help="print the artifact as JSON instead of the report")
     p.add_argument("--lock", metavar="LOCK", help=LOCK_HELP)
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
-                        "plan, trace, link or device)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --markdown file the toolkit did not write (never a ledger, lock, "
+        "plan, trace, link or device)",
+    )
     p.set_defaults(handler=cmd_show)
     p = sub.add_parser(
-        "plot", help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
-                     "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID; command "
-                     "runs: attempts, faults, restarts, and the progress and loss the program reported), one "
-                     "run's telemetry trace (RUNS --run ID --telemetry), or controller runs' commit timeline "
-                     "(RUNS --run ID --commits, or EVALUATION_JSON --family F)",
+        "plot",
+        help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
+        "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID; command "
+        "runs: attempts, faults, restarts, and the progress and loss the program reported), one "
+        "run's telemetry trace (RUNS --run ID --telemetry), or controller runs' commit timeline "
+        "(RUNS --run ID --commits, or EVALUATION_JSON --family F)",
         description="Write plots and print each one's text equivalent. Needs matplotlib: "
-                    "pip install 'prereg-toolkit[plot]'.",
+        "pip install 'prereg-toolkit[plot]'.",
     )
-    p.add_argument("input", metavar="EVALUATION_JSON|RUNS",
-                   help="an evaluation.json (forest plot; with --family a commit timeline), or a runs folder "
-                        "holding ledger.jsonl (with --run)")
-    p.add_argument("--run", metavar="ID",
-                   help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis "
-                        "(a command run: its attempts, faults and restarts, and its progress and loss curves)")
-    p.add_argument("--telemetry", action="store_true",
-                   help="with RUNS --run ID: plot that run's kept raw telemetry trace instead (every poll, the "
-                        "updates at their windows, phases shaded; text: per-phase energy with bounds); a trace "
-                        "that does not match its ledger hash is refused (exit 3)")
-    p.add_argument("--commits", action="store_true",
-                   help="with RUNS --run ID: plot the optimizer-commit ledgers of ID's stratum and replicate "
-                        "(controller runs only) on one wall-time axis: modes, abstentions, membership, WAN, "
-                        "held-out NLL; a commit ledger that does not match its ledger hash is refused (exit 3)")
-    p.add_argument("--arms", metavar="A,B",
-                   help="with --commits: only these arms, in this order (default: every arm of the block)")
-    p.add_argument("--family", metavar="FAMILY",
-                   help="with EVALUATION_JSON: the commit timeline of the challenger and the chosen comparator "
-                        "in the first block of that family (the evaluation's comparator)")
-    p.add_argument("--out", metavar="DIR",
-                   help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)")
+    p.add_argument(
+        "input",
+        metavar="EVALUATION_JSON|RUNS",
+        help="an evaluation.json (forest plot; with --family a commit timeline), or a runs folder "
+        "holding ledger.jsonl (with --run)",
+    )
+    p.add_argument(
+        "--run",
+        metavar="ID",
+        help="a run id in RUNS/ledger.jsonl: plot its stratum and replicate, every arm on one time axis "
+        "(a command run: its attempts, faults and restarts, and its progress and loss curves)",
+    )
+    p.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="with RUNS --run ID: plot that run's kept raw telemetry trace instead (every poll, the "
+        "updates at their windows, phases shaded; text: per-phase energy with bounds); a trace "
+        "that does not match its ledger hash is refused (exit 3)",
+    )
+    p.add_argument(
+        "--commits",
+        action="store_true",
+        help="with RUNS --run ID: plot the optimizer-commit ledgers of ID's stratum and replicate "
+        "(controller runs only) on one wall-time axis: modes, abstentions, membership, WAN, "
+        "held-out NLL; a commit ledger that does not match its ledger hash is refused (exit 3)",
+    )
+    p.add_argument(
+        "--arms", metavar="A,B", help="with --commits: only these arms, in this order (default: every arm of the block)"
+    )
+    p.add_argument(
+        "--family",
+        metavar="FAMILY",
+        help="with EVALUATION_JSON: the commit timeline of the challenger and the chosen comparator "
+        "in the first block of that family (the evaluation's comparator)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)",
+    )
     p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")
     p.set_defaults(handler=cmd_plot)
     p = sub.add_parser(
-        "html", help="the reviewer's report as one self-contained HTML file (decision, gates, forest plot, "
-                     "per-stratum points, runs, recovery timeline, telemetry, provenance)",
+        "html",
+        help="the reviewer's report as one self-contained HTML file (decision, gates, forest plot, "
+        "per-stratum points, runs, recovery timeline, telemetry, provenance)",
         description="Write one HTML file that opens from disk with no network (no external scripts, fonts or "
-                    "styles) and prints to PDF. Given a runs folder, it reads RUNS/evaluation.json and draws the "
-                    "run sections from the ledger and its traces; given an evaluation.json, the run sections come "
-                    "from its folder when that holds a ledger.",
+        "styles) and prints to PDF. Given a runs folder, it reads RUNS/evaluation.json and draws the "
+        "run sections from the ledger and its traces; given an evaluation.json, the run sections come "
+        "from its folder when that holds a ledger.",
     )
-    p.add_argument("input", metavar="RUNS_OR_EVALUATION",
-                   help="a runs folder holding ledger.jsonl and evaluation.json, or an evaluation.json")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="where to write the page (atomically; default: report.html beside the evaluation)")
-    p.add_argument("--run", metavar="ID", help="draw the recovery timeline of ID's stratum and replicate (default: "
-                                               "the first block whose runs met a failure)")
+    p.add_argument(
+        "input",
+        metavar="RUNS_OR_EVALUATION",
+        help="a runs folder holding ledger.jsonl and evaluation.json, or an evaluation.json",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write the page (atomically; default: report.html beside the evaluation)",
+    )
+    p.add_argument(
+        "--run",
+        metavar="ID",
+        help="draw the recovery timeline of ID's stratum and replicate (default: "
+        "the first block whose runs met a failure)",
+    )
     p.add_argument("--lock", metavar="LOCK", help=LOCK_HELP)
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing FILE the toolkit did not write (never a ledger, lock, plan, trace, "
-                        "link or device)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing FILE the toolkit did not write (never a ledger, lock, plan, trace, link or device)",
+    )
     p.set_defaults(handler=cmd_html)
     return parser
 

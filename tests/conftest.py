@@ -130,8 +130,11 @@ def _skipped(item: pytest.Item) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "prefetch(name): the test reads job NAME of tests/helpers/prefetch.py, "
-                                       "started in the background when the session's tests are collected")
+    config.addinivalue_line(
+        "markers",
+        "prefetch(name): the test reads job NAME of tests/helpers/prefetch.py, "
+        "started in the background when the session's tests are collected",
+    )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

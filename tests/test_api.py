@@ -13,13 +13,7 @@ import collect
 import gates
 import prereg
 import reports  # registers the Jupyter table of an Evaluation (gates.htmlview)
-from prereg.errors import (
-    EXIT_BAD_INPUT,
-    EXIT_INTEGRITY,
-    InputError,
-    IntegrityError,
-    ToolkitError,
-)
+from prereg.errors import EXIT_BAD_INPUT, EXIT_INTEGRITY, InputError, IntegrityError, ToolkitError
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, write_csv
 
@@ -157,8 +151,9 @@ def test_repr_html_escapes_a_malicious_gate_id_and_title(study: Path, tmp_path: 
     assert reports.html_report(evil) == html
 
 
-def test_repr_html_before_reports_registers_a_view_is_escaped_text(study: Path, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repr_html_before_reports_registers_a_view_is_escaped_text(
+    study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import gates.htmlview
 
     lock = prereg.freeze(study)

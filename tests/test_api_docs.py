@@ -31,8 +31,9 @@ def test_the_page_has_a_block_per_package() -> None:
         assert any(f"import {package}" in b for b in blocks), package
 
 
-def test_every_python_block_of_api_md_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_python_block_of_api_md_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copyfile(shared_example_path("equal-work.yaml"), tmp_path / "study.yaml")
     shutil.copyfile(ROOT / "examples" / "churn-cadence.yaml", tmp_path / "churn.yaml")
     write_csv(tmp_path / "runs.csv", equal_work_rows())

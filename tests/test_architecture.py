@@ -50,8 +50,13 @@ HEAVY = {
     "pynvml": "binds the GPU driver",
 }
 #: estimators modules every package may import eagerly (no numpy/scipy: checked below)
-LIGHT_ESTIMATORS = {"estimators", "estimators.lazy", "estimators.vocabulary", "estimators.expressions",
-                    "estimators.spending"}
+LIGHT_ESTIMATORS = {
+    "estimators",
+    "estimators.lazy",
+    "estimators.vocabulary",
+    "estimators.expressions",
+    "estimators.spending",
+}
 #: exception classes outside the ToolkitError tree, each with its reason
 EXCEPTION_EXEMPT: set[str] = set()  # none: estimators' own errors are ValueErrors by design (below)
 LAZY_COMMENT = re.compile(r"#\s*lazy:\s*(.+)")
@@ -90,7 +95,8 @@ def _ancestors(module: str) -> list[str]:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 @cache
@@ -128,8 +134,9 @@ def _targets(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator[
         else:
             source = node.module or ""
         exports = lazy_exports(source)
-        names = [f"{source}.{a.name}" if f"{source}.{a.name}" in modules
-                 else exports.get(a.name, source) for a in node.names]
+        names = [
+            f"{source}.{a.name}" if f"{source}.{a.name}" in modules else exports.get(a.name, source) for a in node.names
+        ]
     for name in names:
         if _package(name) in PACKAGES:
             yield _resolve(name), True
@@ -152,7 +159,7 @@ def imports_of(name: str, path: Path) -> list[Import]:
                 continue
             inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
             if isinstance(child, ast.Import | ast.ImportFrom):
-                text = "\n".join(lines[child.lineno - 1: child.end_lineno])
+                text = "\n".join(lines[child.lineno - 1 : child.end_lineno])
                 for target, toolkit in _targets(child, package):
                     found.append(Import(target, toolkit, inner, child.lineno, text))
             visit(child, inner)
@@ -256,8 +263,15 @@ def test_no_upward_imports() -> None:
 def test_console_scripts_import_only_the_shared_cli_kit() -> None:
     """No console script imports another; ``prereg_toolkit_cli.kit`` is their shared plumbing, and a script's own
     subcommand may live in a part of its own (``prereg_toolkit_cli.collect_try`` of ``prereg_toolkit_cli.collect``)."""
-    offenders = sorted((m, t) for m in graph() if _package(m) == "prereg_toolkit_cli" for t in edges(m)
-                       if _package(t) == "prereg_toolkit_cli" and t not in ("prereg_toolkit_cli", "prereg_toolkit_cli.kit") and not t.startswith(m + "_"))
+    offenders = sorted(
+        (m, t)
+        for m in graph()
+        if _package(m) == "prereg_toolkit_cli"
+        for t in edges(m)
+        if _package(t) == "prereg_toolkit_cli"
+        and t not in ("prereg_toolkit_cli", "prereg_toolkit_cli.kit")
+        and not t.startswith(m + "_")
+    )
     assert offenders == []
 
 
@@ -295,8 +309,11 @@ def test_libraries_never_import_a_package_face_whole() -> None:
     for module, path in toolkit_modules().items():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
-                offenders += [f"{module}:{node.lineno} import {a.name}" for a in node.names
-                              if a.name in PACKAGES and lazy_exports(a.name)]
+                offenders += [
+                    f"{module}:{node.lineno} import {a.name}"
+                    for a in node.names
+                    if a.name in PACKAGES and lazy_exports(a.name)
+                ]
     assert offenders == []
 
 
@@ -340,7 +357,9 @@ def test_no_module_uses_another_modules_private_names() -> None:
                         bound[a.asname or _package(a.name)] = a.name if a.asname else _package(a.name)
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
-                    source = ".".join(package[: len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+                    source = ".".join(
+                        package[: len(package) - (node.level - 1)] + ([node.module] if node.module else [])
+                    )
                 else:
                     source = node.module or ""
                 if _package(source) not in PACKAGES:
@@ -365,18 +384,27 @@ def test_no_module_uses_another_modules_private_names() -> None:
 
 
 def test_estimators_is_a_leaf() -> None:
-    offenders = [(m, t) for m in graph() if _package(m) == "estimators"
-                 for t in edges(m) if _package(t) != "estimators"]
+    offenders = [
+        (m, t) for m in graph() if _package(m) == "estimators" for t in edges(m) if _package(t) != "estimators"
+    ]
     assert offenders == []
-    eager_users = [(m, t) for m in graph() if _package(m) in ("prereg", "collect")
-                   for t in edges(m, lazy=False) if _package(t) == "estimators" and t not in LIGHT_ESTIMATORS]
+    eager_users = [
+        (m, t)
+        for m in graph()
+        if _package(m) in ("prereg", "collect")
+        for t in edges(m, lazy=False)
+        if _package(t) == "estimators" and t not in LIGHT_ESTIMATORS
+    ]
     assert eager_users == []  # prereg and collect load numpy/scipy only when they need it
     for light in LIGHT_ESTIMATORS:  # the shared vocabulary and the contrast parser: standard library only
         path = toolkit_modules()[light]
         tree = ast.parse(path.read_text())
         imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        imported |= {n.module.split(".")[0] for n in ast.walk(tree)
-                     if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+        imported |= {
+            n.module.split(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.module and n.level == 0
+        }
         assert imported <= set(sys.stdlib_module_names) | {"__future__"}, (light, imported)
 
 
@@ -415,4 +443,3 @@ def test_every_toolkit_exception_derives_from_toolkit_error() -> None:
                 outside.append(f"{name}.{cls_name}")
     assert outside == []
     assert len(checked) >= 18  # the base, InputError, IntegrityError and every deliberate error
-

@@ -71,7 +71,8 @@ def byo_page(prefetched: Prefetcher) -> PageRun:
     ran: PageRun = prefetched.result(BYO_JOB)
     failed = [b for b in ran.blocks if b.proc is not None and b.proc.returncode != 0]
     assert not failed, f"docs/byo.md block {failed[0].number} exited {failed[0].proc.returncode}:\n" + (
-        failed[0].proc.stdout[-3000:] + failed[0].proc.stderr[-3000:])
+        failed[0].proc.stdout[-3000:] + failed[0].proc.stderr[-3000:]
+    )
     return ran
 
 
@@ -96,13 +97,15 @@ def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(prefetc
     script to completion, left its checkpoint and marks, and the claim is supported."""
     assert "  collector: command\n" in (EXAMPLES / "byo.yaml").read_text()  # the documented name
     assert "command" in COLLECTORS and COLLECTORS.get("command") == COMMAND_CLASS, (
-        "the installed metadata lacks the `command` entry point of pyproject.toml: reinstall the toolkit")
+        "the installed metadata lacks the `command` entry point of pyproject.toml: reinstall the toolkit"
+    )
     ran = byo_page(prefetched)
     block = ran.runnable("prereg freeze examples/byo.yaml -o demo/byo.lock.json")
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo.yaml -o demo/byo.lock.json",
         "collect run demo/byo.lock.json --out demo/byo-runs --jobs 2",
-        "gates evaluate demo/byo.lock.json demo/byo-runs"]
+        "gates evaluate demo/byo.lock.json demo/byo-runs",
+    ]
     stdout = ran_clean(block)
     assert "16 runs completed, 0 failed" in stdout
     runs = ran.folder / "demo" / "byo-runs"
@@ -120,7 +123,10 @@ def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(prefetc
     evaluation = evaluation_of(runs)  # `gates evaluate` exited 0 (the block ran under set -e)
     assert evaluation["decision"] == "supported"
     assert {g["id"]: g["verdict"] for g in evaluation["gates"]} == {
-        "learning_noninferior": "pass", "steps_saved": "pass", "learning_noninferior_wilcoxon": "pass"}
+        "learning_noninferior": "pass",
+        "steps_saved": "pass",
+        "learning_noninferior_wilcoxon": "pass",
+    }
 
 
 @pytest.mark.prefetch(BYO_JOB)
@@ -132,7 +138,8 @@ def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim
         "prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json",
         "collect import examples/runs/byo-smi.csv --lock demo/byo-smi.lock.json --out demo/byo-smi-runs "
         "--telemetry examples/runs/byo-smi-logs --telemetry-format nvidia-smi",
-        'gates evaluate demo/byo-smi.lock.json demo/byo-smi-runs || echo "exit $?"']
+        'gates evaluate demo/byo-smi.lock.json demo/byo-smi-runs || echo "exit $?"',
+    ]
     stdout = ran_clean(block)
     assert "imported 16 runs" in stdout
     runs = ran.folder / "demo" / "byo-smi-runs"
@@ -147,14 +154,22 @@ def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim
     evaluation = evaluation_of(runs)
     assert evaluation["decision"] == "refused"
     assert {g["id"]: g["verdict"] for g in evaluation["gates"]} == {
-        "learning_noninferior": "pass", "work_saved": "pass", "energy_saving": "unresolvable"}
+        "learning_noninferior": "pass",
+        "work_saved": "pass",
+        "energy_saving": "unresolvable",
+    }
 
 
 def _committed_runs_are_generated(script: str, stem: str, tmp_path: Path) -> list[str]:
     """Run the example's generator into ``tmp_path`` and check the committed table and logs are its
     output, byte for byte; the logs' names."""
-    proc = subprocess.run([sys.executable, str(EXAMPLES / script), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     committed = EXAMPLES / "runs"
     assert (tmp_path / f"{stem}.csv").read_bytes() == (committed / f"{stem}.csv").read_bytes()
@@ -179,7 +194,8 @@ def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetch
         "prereg freeze examples/byo-dcgm.yaml -o demo/byo-dcgm.lock.json",
         "collect import examples/runs/byo-dcgm.csv --lock demo/byo-dcgm.lock.json --out demo/byo-dcgm-runs "
         "--telemetry examples/runs/byo-dcgm-logs --telemetry-format dcgm",
-        "gates evaluate demo/byo-dcgm.lock.json demo/byo-dcgm-runs"]
+        "gates evaluate demo/byo-dcgm.lock.json demo/byo-dcgm-runs",
+    ]
     stdout = ran_clean(block)
     assert "imported 16 runs" in stdout
     runs = ran.folder / "demo" / "byo-dcgm-runs"
@@ -196,7 +212,9 @@ def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetch
     evaluation = evaluation_of(runs)
     assert evaluation["decision"] == "supported"
     assert {g["id"]: g["verdict"] for g in evaluation["gates"]} == {
-        "learning_noninferior": "pass", "energy_saving": "pass"}
+        "learning_noninferior": "pass",
+        "energy_saving": "pass",
+    }
 
 
 def test_the_committed_dcgm_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
@@ -218,7 +236,8 @@ def test_byo_faults_plan_injects_the_same_faults_in_every_arm_and_each_lands(pre
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo-faults.yaml -o demo/byo-faults.lock.json",
         "collect run demo/byo-faults.lock.json --out demo/byo-faults-runs --jobs 2",
-        "gates evaluate demo/byo-faults.lock.json demo/byo-faults-runs"]
+        "gates evaluate demo/byo-faults.lock.json demo/byo-faults-runs",
+    ]
     assert "12 runs completed, 0 failed" in ran_clean(block)
     runs = ran.folder / "demo" / "byo-faults-runs"
     records = read_ledger(runs).records

@@ -35,5 +35,7 @@ def test_readme_demo_pipeline(prefetched: Prefetcher):
     assert gates["energy_saving"]["evidence"] == "modeled" and "modeled" in report.stdout
     assert gates["learning_noninferior"]["evidence"] == "measured"
     traces = list((work / "runs" / "traces").iterdir())
-    assert any(p.name.endswith(".events.jsonl") for p in traces) and any(p.name.endswith(".trajectory.csv") for p in traces)
+    assert any(p.name.endswith(".events.jsonl") for p in traces) and any(
+        p.name.endswith(".trajectory.csv") for p in traces
+    )
     assert not any(p.name.endswith(".ckpt") for p in traces)  # checkpoints are cleaned up

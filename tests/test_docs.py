@@ -35,10 +35,13 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n.*?^\1[ \t]*$", re.S | re.M)
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
-REPO_PATH = re.compile(r"`((?:prereg|collect|estimators|gates|reports|prereg_toolkit_cli|tests|benchmarks|examples|docs)/[\w./-]*)`")
+REPO_PATH = re.compile(
+    r"`((?:prereg|collect|estimators|gates|reports|prereg_toolkit_cli|tests|benchmarks|examples|docs)/[\w./-]*)`"
+)
 # Words of the project's history, not of the product (the docs are its reference, not a notebook).
-HISTORY = re.compile(r"\bissues? \d|pre-issue|\.\./shared|this project's sessions|\bused to (?:be|pass|fail|draw)\b",
-                     re.I)
+HISTORY = re.compile(
+    r"\bissues? \d|pre-issue|\.\./shared|this project's sessions|\bused to (?:be|pass|fail|draw)\b", re.I
+)
 
 
 def python_blocks(page: Path) -> list[str]:
@@ -141,9 +144,13 @@ RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(ROOT)),
-                                               marks=pytest.mark.prefetch(f"page:{p.relative_to(ROOT)}"))
-                                  for p in RUNNABLE])
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(p, id=str(p.relative_to(ROOT)), marks=pytest.mark.prefetch(f"page:{p.relative_to(ROOT)}"))
+        for p in RUNNABLE
+    ],
+)
 def test_runnable_blocks_run(page: Path, prefetched: Prefetcher):
     """The page's blocks, run once per session (a job of tests/helpers/prefetch.py, started early in the
     background; tests/test_byo_example.py checks the runs folder docs/byo.md makes): every runnable block
@@ -157,11 +164,15 @@ def test_runnable_blocks_run(page: Path, prefetched: Prefetcher):
         elif block.kind == "runnable":
             proc = block.proc
             assert proc is not None
-            assert proc.returncode == 0, (f"{name_of_page} runnable block {block.number} exited {proc.returncode}:\n"
-                                          f"{block.commands}\n--- stdout\n{proc.stdout[-3000:]}\n"
-                                          f"--- stderr\n{proc.stderr[-3000:]}")
+            assert proc.returncode == 0, (
+                f"{name_of_page} runnable block {block.number} exited {proc.returncode}:\n"
+                f"{block.commands}\n--- stdout\n{proc.stdout[-3000:]}\n"
+                f"--- stderr\n{proc.stderr[-3000:]}"
+            )
             assert "Traceback" not in proc.stdout + proc.stderr, (
-                f"{name_of_page} runnable block {block.number} printed a traceback:\n{proc.stderr[-3000:]}")
+                f"{name_of_page} runnable block {block.number} printed a traceback:\n{proc.stderr[-3000:]}"
+            )
             printed = {line.rstrip() for line in proc.stdout.splitlines()}
-    assert [(b.kind, b.name, b.body) for b in ran.blocks] == marked_blocks(page.read_text(encoding="utf-8")), \
+    assert [(b.kind, b.name, b.body) for b in ran.blocks] == marked_blocks(page.read_text(encoding="utf-8")), (
         f"{name_of_page}: the blocks that ran are not the page's blocks"
+    )

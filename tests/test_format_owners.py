@@ -48,8 +48,11 @@ VERSION_STRING = re.compile(r"^(prereg/lock|collect/run|collect/looks|collect/tr
 
 @cache
 def _parsed() -> tuple[tuple[str, ast.Module], ...]:
-    return tuple((path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(), str(path)))
-                 for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py")))
+    return tuple(
+        (path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(), str(path)))
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    )
 
 
 def modules() -> Iterator[tuple[str, ast.Module]]:
@@ -72,12 +75,17 @@ def test_json_is_parsed_only_by_the_codec():
     calls = []
     for rel, tree in modules():
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr in ("loads", "load")
-                    and isinstance(node.value, ast.Name) and node.value.id == "json"):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("loads", "load")
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "json"
+            ):
                 calls.append(f"{rel}:{node.lineno}: json.{node.attr}")
             if isinstance(node, ast.ImportFrom) and node.module == "json":
-                calls += [f"{rel}:{node.lineno}: from json import {a.name}" for a in node.names
-                          if a.name in ("loads", "load")]
+                calls += [
+                    f"{rel}:{node.lineno}: from json import {a.name}" for a in node.names if a.name in ("loads", "load")
+                ]
     assert calls and all(c.startswith(CODEC) for c in calls), [c for c in calls if not c.startswith(CODEC)]
 
 
@@ -88,11 +96,17 @@ def test_the_codecs_reader_is_used_only_by_the_owner_of_a_format():
             if isinstance(node, ast.ImportFrom) and node.module == "prereg.jsoncodec":
                 if any(a.name == "loads" for a in node.names):
                     users[rel] = node.lineno
-            if isinstance(node, ast.Attribute) and node.attr == "loads" and isinstance(node.value, ast.Name) \
-                    and node.value.id == "jsoncodec":
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "loads"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "jsoncodec"
+            ):
                 users[rel] = node.lineno
-    assert set(users) == set(READERS), {"not an owner": sorted(set(users) - set(READERS)),
-                                        "owner no longer reading": sorted(set(READERS) - set(users))}
+    assert set(users) == set(READERS), {
+        "not an owner": sorted(set(users) - set(READERS)),
+        "owner no longer reading": sorted(set(READERS) - set(users)),
+    }
 
 
 def test_a_format_version_is_spelled_only_by_its_owner():
@@ -100,8 +114,12 @@ def test_a_format_version_is_spelled_only_by_its_owner():
     for rel, tree in modules():
         skip = docstrings(tree)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
-                    and VERSION_STRING.match(node.value):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in skip
+                and VERSION_STRING.match(node.value)
+            ):
                 family = node.value[: node.value.rindex("/v") + 2]
                 found[family].add(rel)
     for family, owners in VERSIONS.items():

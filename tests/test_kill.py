@@ -21,6 +21,14 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path):
     report = bench.kill_trials(3, seed=12, work=tmp_path)
     total = report["total"]
     assert total["killed"] >= 3, report  # the kills really interrupted something
-    for key in ("orphans", "lost", "duplicated", "torn_parsed", "chain_broken", "failed_reruns",
-                "evaluations_differ", "torn_artifacts"):
+    for key in (
+        "orphans",
+        "lost",
+        "duplicated",
+        "torn_parsed",
+        "chain_broken",
+        "failed_reruns",
+        "evaluations_differ",
+        "torn_artifacts",
+    ):
         assert total[key] == 0, (key, report["trials"])

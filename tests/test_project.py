@@ -39,7 +39,12 @@ def test_torch_cpu_build_installed_before_the_torch_extra():
 @pytest.mark.subprocess(quick=True)
 def test_console_scripts_start_without_heavy_imports():
     """`--help` of every console script imports none of the heavy libraries."""
-    for module in ("prereg_toolkit_cli.prereg", "prereg_toolkit_cli.collect", "prereg_toolkit_cli.gates", "prereg_toolkit_cli.reports"):
+    for module in (
+        "prereg_toolkit_cli.prereg",
+        "prereg_toolkit_cli.collect",
+        "prereg_toolkit_cli.gates",
+        "prereg_toolkit_cli.reports",
+    ):
         code = (
             "import sys, contextlib, io\n"
             f"from {module} import main\n"

@@ -28,16 +28,20 @@ def imported_names(path: Path) -> set[str]:
 
 
 def test_every_module_is_a_test_a_conftest_or_a_helper() -> None:
-    stray = [str(p.relative_to(TESTS)) for p in modules()
-             if not (p.name.startswith("test_") or p.name in ("conftest.py", "__init__.py"))
-             and p.relative_to(TESTS).parts[0] != "helpers"]
+    stray = [
+        str(p.relative_to(TESTS))
+        for p in modules()
+        if not (p.name.startswith("test_") or p.name in ("conftest.py", "__init__.py"))
+        and p.relative_to(TESTS).parts[0] != "helpers"
+    ]
     assert not stray, f"helpers belong in tests/helpers/ or a conftest.py: {stray}"
 
 
 def test_no_module_imports_a_test_module() -> None:
     found = {
-        str(p.relative_to(TESTS)): sorted(n for n in imported_names(p)
-                                          if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_"))
+        str(p.relative_to(TESTS)): sorted(
+            n for n in imported_names(p) if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")
+        )
         for p in modules()
     }
     assert not {k: v for k, v in found.items() if v}, "move what they share into tests/helpers/"

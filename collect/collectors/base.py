@@ -128,8 +128,9 @@ class Collector(abc.ABC):
         return check_params(cls, params)
 
     @classmethod
-    def param_problems(cls, params: Mapping[str, Any], stratum: Mapping[str, Any]
-                       ) -> tuple[dict[str, Any] | None, list[str]]:
+    def param_problems(
+        cls, params: Mapping[str, Any], stratum: Mapping[str, Any]
+    ) -> tuple[dict[str, Any] | None, list[str]]:
         """``(checked, problems)``: every problem ``check_run`` finds in one run's merged parameters, each
         once (what ``prereg validate`` and ``prereg freeze`` list before a plan is locked), and the
         parameters as checked once the problems were stepped over (None if one could not be).
@@ -164,8 +165,9 @@ class Collector(abc.ABC):
         """Do one run (deterministic given ``ctx.params`` and ``ctx.seed``)."""
 
 
-def param_problems(collector: type[Collector], params: Mapping[str, Any], stratum: Mapping[str, Any]
-                   ) -> tuple[dict[str, Any] | None, list[str]]:
+def param_problems(
+    collector: type[Collector], params: Mapping[str, Any], stratum: Mapping[str, Any]
+) -> tuple[dict[str, Any] | None, list[str]]:
     """Every problem of one run's parameters: ``collector.check_run`` again and again, each time past
     the problem it raised (its ``ParamError.retry``), until the parameters pass or a problem cannot be
     stepped over. ``(the parameters as checked at the end, or None; each message once, in the order found)``."""
@@ -206,11 +208,15 @@ def check_params(collector: type[Collector], params: Mapping[str, Any]) -> dict[
     """Defaults filled, unknown names refused, types and checks applied; raises ``ParamError``."""
     unknown = sorted(set(params) - set(collector.PARAMS))
     if unknown:
-        close = [f"{name} (did you mean {match[0]}?)" if match else name
-                 for name in unknown for match in [difflib.get_close_matches(name, list(collector.PARAMS), 1)]]
+        close = [
+            f"{name} (did you mean {match[0]}?)" if match else name
+            for name in unknown
+            for match in [difflib.get_close_matches(name, list(collector.PARAMS), 1)]
+        ]
         raise ParamError(
             f"collector {collector.name} does not read parameter(s) {', '.join(close)}; "
-            f"it reads {', '.join(sorted(collector.PARAMS))}", retry={name: DROP for name in unknown}
+            f"it reads {', '.join(sorted(collector.PARAMS))}",
+            retry={name: DROP for name in unknown},
         )
     out: dict[str, Any] = {}
     for name, spec in collector.PARAMS.items():
@@ -226,8 +232,9 @@ def check_params(collector: type[Collector], params: Mapping[str, Any]) -> dict[
                 hint = duration_hint(name, value)
                 if hint:
                     raise ParamError(f"parameter {name} = {value!r} is a duration string; {hint}", retry=retry)
-                raise ParamError(f"parameter {name} = {value!r} must be {' or '.join(k.__name__ for k in kinds)}",
-                                 retry=retry)
+                raise ParamError(
+                    f"parameter {name} = {value!r} must be {' or '.join(k.__name__ for k in kinds)}", retry=retry
+                )
             if spec.check is not None and not spec.check(value):
                 raise ParamError(f"parameter {name} = {value!r} {spec.check_text or 'is out of range'}", retry=retry)
         out[name] = value

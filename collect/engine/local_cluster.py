@@ -42,8 +42,9 @@ class LocalCluster:
         """One more node, with its own temporary folder (``TMPDIR``)."""
         folder = self.root / f"node-{len(self.nodes) + 1}"
         folder.mkdir()
-        node = self.cluster.add_node(num_cpus=cpus, num_gpus=gpus, resources=resources or {},
-                                     env_vars={"TMPDIR": str(folder)})
+        node = self.cluster.add_node(
+            num_cpus=cpus, num_gpus=gpus, resources=resources or {}, env_vars={"TMPDIR": str(folder)}
+        )
         self.nodes.append(node)
         return node
 
@@ -57,8 +58,9 @@ class LocalCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_local_cluster(nodes: int = 3, cpus_per_node: float = 1, head_cpus: float | None = None,
-                        gpus_on_last: float = 0) -> LocalCluster:
+def start_local_cluster(
+    nodes: int = 3, cpus_per_node: float = 1, head_cpus: float | None = None, gpus_on_last: float = 0
+) -> LocalCluster:
     """A head plus ``nodes - 1`` worker nodes (see the module doc)."""
     from ray.cluster_utils import Cluster  # lazy: ray
 
@@ -66,9 +68,15 @@ def start_local_cluster(nodes: int = 3, cpus_per_node: float = 1, head_cpus: flo
     head = root / "node-0"
     head.mkdir()
     cpus = cpus_per_node if head_cpus is None else head_cpus
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": cpus, "num_gpus": gpus_on_last if nodes == 1 else 0, "include_dashboard": False,
-        "env_vars": {"TMPDIR": str(head)}})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": cpus,
+            "num_gpus": gpus_on_last if nodes == 1 else 0,
+            "include_dashboard": False,
+            "env_vars": {"TMPDIR": str(head)},
+        },
+    )
     local = LocalCluster(cluster, root)
     try:
         for i in range(1, nodes):
@@ -80,8 +88,10 @@ def start_local_cluster(nodes: int = 3, cpus_per_node: float = 1, head_cpus: flo
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m collect.engine.local_cluster", description=(
-        "Start a Ray cluster of several nodes on this machine, run a command against it, tear it down."))
+    parser = argparse.ArgumentParser(
+        prog="python -m collect.engine.local_cluster",
+        description=("Start a Ray cluster of several nodes on this machine, run a command against it, tear it down."),
+    )
     parser.add_argument("--nodes", type=int, default=3, help="nodes, the head included (default 3)")
     parser.add_argument("--cpus-per-node", type=float, default=1, help="CPUs each node offers (default 1)")
     parser.add_argument("--head-cpus", type=float, help="CPUs the head offers (default: --cpus-per-node)")

@@ -43,13 +43,17 @@ from collect.engine.runs import (
 from prereg.schema import Plan
 
 #: the sentence a machine-dependent warning ends with
-MACHINE_NOTE = ("this depends on the machine the runs execute on, not the plan: accepted here; where the sensor "
-                "cannot be opened, collect try refuses the plan and collect run refuses it or records its runs as "
-                "failed")
+MACHINE_NOTE = (
+    "this depends on the machine the runs execute on, not the plan: accepted here; where the sensor "
+    "cannot be opened, collect try refuses the plan and collect run refuses it or records its runs as "
+    "failed"
+)
 #: the sentence an evidence problem that comes from the collector's defaults ends with
-DEFAULT_EVIDENCE_NOTE = ("the collector gives that evidence with its default parameters, which the plan leaves as they "
-                         "are: collect run refuses the plan as written; runs brought in with collect import carry the "
-                         "evidence they recorded")
+DEFAULT_EVIDENCE_NOTE = (
+    "the collector gives that evidence with its default parameters, which the plan leaves as they "
+    "are: collect run refuses the plan as written; runs brought in with collect import carry the "
+    "evidence they recorded"
+)
 MAX_SHOWN_STRATA = 1  # a message concerning several strata (not all) names this many of them
 
 
@@ -108,8 +112,12 @@ def plan_problems(plan: Plan) -> PlanCheck:
     try:
         collector = load_collector(plan.experiment.collector)
     except EngineError as err:  # e.g. a plugin whose imports this machine lacks: collect run is elsewhere
-        return PlanCheck(warnings=[f"{err} (the collector's own checks of the plan were not run here; collect run "
-                                   "and collect try run them where the collector loads)"])
+        return PlanCheck(
+            warnings=[
+                f"{err} (the collector's own checks of the plan were not run here; collect run "
+                "and collect try run them where the collector loads)"
+            ]
+        )
     errors: list[str] = []
     missing = metrics_problem(plan, collector)
     if missing:
@@ -133,8 +141,9 @@ def plan_problems(plan: Plan) -> PlanCheck:
     warnings = [f"{line} ({DEFAULT_EVIDENCE_NOTE})" for line in evidence if line in by_default]
     simulated = [c for c in checked if str(c[2].get("sensor", "")).startswith("sim")]
     errors += sensor_refusals(collector, simulated)  # a simulated sensor is the plan's, not the machine's
-    warnings += [f"{line} ({MACHINE_NOTE})" for line in
-                 sensor_refusals(collector, [c for c in checked if c not in simulated])]
+    warnings += [
+        f"{line} ({MACHINE_NOTE})" for line in sensor_refusals(collector, [c for c in checked if c not in simulated])
+    ]
     return PlanCheck(errors, warnings)
 
 
@@ -143,8 +152,9 @@ def _defaults(plan: Plan, collector: type[Collector]) -> dict[str, Any]:
     return {"metrics": list(plan.metrics)} if collector.PLAN_METRICS else {}
 
 
-def _cell(plan: Plan, collector: type[Collector], stratum: dict[str, Any], arm: str
-          ) -> tuple[Mapping[str, Any] | None, list[str]]:
+def _cell(
+    plan: Plan, collector: type[Collector], stratum: dict[str, Any], arm: str
+) -> tuple[Mapping[str, Any] | None, list[str]]:
     """``(checked params past the problems, or None; every problem)`` of one (stratum, arm)."""
     try:
         params = merged_params(plan, collector, stratum, arm)
@@ -153,8 +163,9 @@ def _cell(plan: Plan, collector: type[Collector], stratum: dict[str, Any], arm: 
     return collector.param_problems(params, stratum)
 
 
-def sensor_refusals(collector: type[Collector], cells: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]
-                    ) -> list[str]:
+def sensor_refusals(
+    collector: type[Collector], cells: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]
+) -> list[str]:
     """The collector's ``signals`` refusing the params of these cells (``(arm, stratum, checked params)``)
     here, e.g. a sensor it cannot open on this machine: each message once. ``collect try`` refuses
     them before running; ``collect run`` as the plan's signals are checked, or each run fails."""

@@ -149,5 +149,4 @@ class ControlWatch:
             self._thread.join(timeout=self.watch_s + PROBE_S * 2 * len(self.parts) + 1)
 
 
-__all__ = ["LOST_AFTER_S", "PROBE_S", "WATCH_S", "ControlPlaneLost", "ControlWatch", "Endpoint", "answers",
-           "endpoints"]
+__all__ = ["LOST_AFTER_S", "PROBE_S", "WATCH_S", "ControlPlaneLost", "ControlWatch", "Endpoint", "answers", "endpoints"]

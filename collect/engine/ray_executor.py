@@ -62,8 +62,9 @@ class LeftoverWorkersWarning(UserWarning):
     """Workers of an earlier driver of this runs folder are still running and did not stop."""
 
 
-def ray_batches(todo: list[PlannedRun], slots: int, per_slot: int = RAY_TASKS_PER_SLOT,
-                max_runs: int | None = None) -> list[list[PlannedRun]]:
+def ray_batches(
+    todo: list[PlannedRun], slots: int, per_slot: int = RAY_TASKS_PER_SLOT, max_runs: int | None = None
+) -> list[list[PlannedRun]]:
     """``todo`` dealt round-robin into ``per_slot`` batches per slot (fewer if there are fewer runs),
     each of at most ``max_runs`` runs: every batch gets a like mix of strata and arms."""
     if not todo:
@@ -102,11 +103,18 @@ def _put_inputs(job: Job, todo: list[PlannedRun]) -> Inputs:
 
 def _options(key: Any) -> dict[str, Any]:
     cpus, gpus, custom = key
-    return {"num_cpus": cpus, "num_gpus": gpus, "resources": dict(custom), "max_retries": 0,
-            "_generator_backpressure_num_objects": BACKPRESSURE_ITEMS}
+    return {
+        "num_cpus": cpus,
+        "num_gpus": gpus,
+        "resources": dict(custom),
+        "max_retries": 0,
+        "_generator_backpressure_num_objects": BACKPRESSURE_ITEMS,
+    }
 
 
-def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None = None) -> Iterator[list[dict[str, Any]]]:
+def run_on_ray(
+    job: Job, todo: list[PlannedRun], jobs: int, address: str | None = None
+) -> Iterator[list[dict[str, Any]]]:
     """The sweep on Ray (see the module doc); yields lists of finished records, traces in place."""
     try:
         import ray  # lazy: ray
@@ -130,11 +138,15 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
         ray_job = ray.get_runtime_context().get_job_id()
         left = stop_leftovers(folder, ray_job)
         if left:
-            warnings.warn(LeftoverWorkersWarning(
-                f"{len(left)} worker(s) of an earlier, killed collect run of this runs folder are still running "
-                f"on the cluster and did not stop when asked: {'; '.join(left)}; their results are never "
-                "recorded (only this driver writes), but they hold resources: end them with 'ray stop' on "
-                "those nodes"), stacklevel=2)
+            warnings.warn(
+                LeftoverWorkersWarning(
+                    f"{len(left)} worker(s) of an earlier, killed collect run of this runs folder are still running "
+                    f"on the cluster and did not stop when asked: {'; '.join(left)}; their results are never "
+                    "recorded (only this driver writes), but they hold resources: end them with 'ray stop' on "
+                    "those nodes"
+                ),
+                stacklevel=2,
+            )
         beat = DriverBeat(folder, ray_job)
         inputs = _put_inputs(job, todo)
         remote_job = replace(job, runs_dir="")  # a worker never writes to (or sees) the driver's folder
@@ -150,7 +162,8 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
             args = (remote_job, batch.runs, inputs, guard, CHUNK_BYTES, GROUP_S)
             if runner is not None:
                 ref = runner.sweep.options(_generator_backpressure_num_objects=BACKPRESSURE_ITEMS).remote(
-                    *args, paths=pool.paths)
+                    *args, paths=pool.paths
+                )
                 runner_of[ref] = runner
             else:
                 ref = task.options(**options[key]).remote(*args)
@@ -168,7 +181,9 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
         for key, group in groups.items():
             options[key] = _options(key)
             warm = key == WARM_DEMAND and pool.size > 0
-            slots, per_slot = (pool.size, WARM_BATCHES_PER_RUNNER) if warm else (capacity(key, nodes), RAY_TASKS_PER_SLOT)
+            slots, per_slot = (
+                (pool.size, WARM_BATCHES_PER_RUNNER) if warm else (capacity(key, nodes), RAY_TASKS_PER_SLOT)
+            )
             for runs in ray_batches(group, slots, per_slot, RAY_MAX_RUNS_PER_TASK):
                 batch = _Batch(runs, Receiver(Path(job.runs_dir), leftovers))
                 keys[id(batch)] = key
@@ -199,16 +214,20 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
                     if not isinstance(err.cause, StaleRunner):
                         raise  # the task itself raised (a run's failure is a record, never this): a bug
                     lost(stream)  # a warm runner whose code changed: its batch goes to another, or a task
-                    waiting.insert(0, _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries))
+                    waiting.insert(0, _Batch(batch.runs[batch.reported :], batch.receiver, batch.retries))
                     continue
                 except RayError:  # its worker or node died: the runs it had not reported are redone elsewhere
                     watch.settle()  # unless the control plane itself is gone (ControlPlaneLost)
                     lost(stream)
                     if batch.retries >= RAY_RETRIES:
                         raise
-                    rest = _Batch(batch.runs[batch.reported:], batch.receiver, batch.retries + 1)
-                    check_cluster(rest.runs, alive_nodes(), f"{where} (after losing a node: the runs "
-                                  "recorded so far are kept; --resume once it has them again)")
+                    rest = _Batch(batch.runs[batch.reported :], batch.receiver, batch.retries + 1)
+                    check_cluster(
+                        rest.runs,
+                        alive_nodes(),
+                        f"{where} (after losing a node: the runs "
+                        "recorded so far are kept; --resume once it has them again)",
+                    )
                     keys[id(rest)] = keys[id(batch)]
                     if runner is None:
                         submit(rest, keys[id(rest)])
@@ -232,7 +251,9 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
             watch.close()
         for stream, batch in streams.items():  # stopped early (an error, a closed iterator): cancel what is left
             batch.receiver.abort()
-            if pool is not None and stream in runner_of:  # a running actor method cannot be cancelled: its runner is ended
+            if (
+                pool is not None and stream in runner_of
+            ):  # a running actor method cannot be cancelled: its runner is ended
                 if gcs_up:
                     pool.drop(runner_of[stream], kill=True)
                 continue
@@ -248,4 +269,11 @@ def run_on_ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None 
         instance.close()
 
 
-__all__ = ["RAY_RETRIES", "RAY_TASKS_PER_SLOT", "ControlPlaneLost", "LeftoverWorkersWarning", "ray_batches", "run_on_ray"]
+__all__ = [
+    "RAY_RETRIES",
+    "RAY_TASKS_PER_SLOT",
+    "ControlPlaneLost",
+    "LeftoverWorkersWarning",
+    "ray_batches",
+    "run_on_ray",
+]

@@ -92,8 +92,10 @@ def open_instance(address: str | None, jobs: int) -> Instance:
         if failed is not None:
             raise EngineError(f"could not join the Ray cluster at {joined}: {failed}".strip())
         if answers(joined, JOIN_PROBE_S) is False:  # ray.init would wait minutes on an address nobody answers
-            raise EngineError(f"could not join the Ray cluster at {joined}: nothing accepts a connection on that "
-                              f"host and port within {JOIN_PROBE_S:g} s (is the head started, `ray start --head`?)")
+            raise EngineError(
+                f"could not join the Ray cluster at {joined}: nothing accepts a connection on that "
+                f"host and port within {JOIN_PROBE_S:g} s (is the head started, `ray start --head`?)"
+            )
         try:
             join(address=joined, log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as err:
@@ -116,8 +118,13 @@ def _start_reaper() -> subprocess.Popen[bytes] | None:
     session = getattr(node, "session_name", None)
     if not session:
         return None
-    return subprocess.Popen([sys.executable, "-S", "-I", str(REAPER), session, str(os.getpid())], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-S", "-I", str(REAPER), session, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def alive_nodes() -> list[dict[str, float]]:
@@ -136,11 +143,15 @@ def start_cost_warning(instance: Instance, records: list[dict[str, Any]], jobs: 
     pool = max(1, min(jobs, usable_cpus()))
     local_s = compute_s / pool
     if instance.start_s > local_s:
-        warnings.warn(RayStartCostWarning(
-            f"starting its own Ray instance took {instance.start_s:.1f} s, longer than the local pool "
-            f"(--jobs {pool}) needs for all {len(records)} runs (about {local_s:.1f} s: {compute_s:.1f} s of "
-            "runs); for a sweep this short use --executor local, or start Ray once (ray start --head) and "
-            "join it with --address"), stacklevel=2)
+        warnings.warn(
+            RayStartCostWarning(
+                f"starting its own Ray instance took {instance.start_s:.1f} s, longer than the local pool "
+                f"(--jobs {pool}) needs for all {len(records)} runs (about {local_s:.1f} s: {compute_s:.1f} s of "
+                "runs); for a sweep this short use --executor local, or start Ray once (ray start --head) and "
+                "join it with --address"
+            ),
+            stacklevel=2,
+        )
 
 
 __all__ = ["Instance", "RayStartCostWarning", "address_of", "alive_nodes", "open_instance", "start_cost_warning"]

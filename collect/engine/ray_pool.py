@@ -114,15 +114,28 @@ class WarmRunner:
                 return path
         return None
 
-    def sweep(self, job: Any, batch: list[Any], inputs: Any, guard: Any, chunk_bytes: int,
-              group_s: float, paths: tuple[str, ...] = ()) -> Iterator[list[Any]]:
+    def sweep(
+        self,
+        job: Any,
+        batch: list[Any],
+        inputs: Any,
+        guard: Any,
+        chunk_bytes: int,
+        group_s: float,
+        paths: tuple[str, ...] = (),
+    ) -> Iterator[list[Any]]:
         """``sweep_task``'s stream for one batch; ``paths``: the driver's ``code_paths()``, each of which
         must be on this runner's ``sys.path`` (where a task of the driver's job would import from)."""
         first = guard.job != self._job  # the code is checked once per sweep (per driver's job)
         changed = self.stale() if first else None
         missing = [p for p in paths if p not in sys.path]
-        why = (f"{changed} changed since it started" if changed is not None else
-               f"started without {', '.join(missing)} on its sys.path" if missing else None)
+        why = (
+            f"{changed} changed since it started"
+            if changed is not None
+            else f"started without {', '.join(missing)} on its sys.path"
+            if missing
+            else None
+        )
         if why is not None:
             threading.Timer(0.5, os._exit, args=(0,)).start()  # after this call's error reached the driver
             raise StaleRunner(f"warm runner {os.getpid()}: {why}")
@@ -181,10 +194,18 @@ def runners(key: str, limit: int = POOL_MAX) -> list[Any]:
             if len(handles) >= limit:
                 return handles
             name = f"{PREFIX}-{key}-{node['NodeID'][:16]}-{i}"
-            handles.append(actor.options(
-                name=name, namespace=NAMESPACE, get_if_exists=True, lifetime="detached", num_cpus=1,
-                max_restarts=0, max_task_retries=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote(IDLE_S))
+            handles.append(
+                actor.options(
+                    name=name,
+                    namespace=NAMESPACE,
+                    get_if_exists=True,
+                    lifetime="detached",
+                    num_cpus=1,
+                    max_restarts=0,
+                    max_task_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+                ).remote(IDLE_S)
+            )
     return handles
 
 
@@ -205,7 +226,7 @@ def started(handles: list[Any], first_s: float = FIRST_S, grace_s: float = GRACE
     if first and rest:
         more, rest = ray.wait(rest, num_returns=len(rest), timeout=max(grace_s, 2 * (time.monotonic() - t0)))
         up += more
-    for ref in (rest if first else refs):
+    for ref in rest if first else refs:
         _end(refs[ref])
     return [refs[ref] for ref in up]
 
@@ -229,8 +250,11 @@ def release(keep: str | None = None) -> int:
     ended = 0
     for actor in ray.util.list_named_actors(all_namespaces=True):
         name = str(actor.get("name", ""))
-        if actor.get("namespace") == NAMESPACE and name.startswith(PREFIX) and not (
-                keep and name.startswith(f"{PREFIX}-{keep}-")):
+        if (
+            actor.get("namespace") == NAMESPACE
+            and name.startswith(PREFIX)
+            and not (keep and name.startswith(f"{PREFIX}-{keep}-"))
+        ):
             try:
                 ray.kill(ray.get_actor(actor["name"], namespace=NAMESPACE))
                 ended += 1
@@ -248,8 +272,14 @@ class Pool:
     queues them on the actor, so it starts the next as soon as one ends, without waiting for the
     driver to take in the last item."""
 
-    def __init__(self, joined: bool, demands: set[Demand], depth: int = DEPTH,
-                 handles: list[Any] | None = None, shared: bool | None = None) -> None:
+    def __init__(
+        self,
+        joined: bool,
+        demands: set[Demand],
+        depth: int = DEPTH,
+        handles: list[Any] | None = None,
+        shared: bool | None = None,
+    ) -> None:
         self.paths = code_paths()
         if handles is not None:  # given (tests)
             self.handles = list(handles)
@@ -297,4 +327,19 @@ class Pool:
             _end(runner)
 
 
-__all__ = ["Pool", "acquire", "code_paths", "paths_key", "release", "started", "IDLE_S", "NAMESPACE", "POOL_MAX", "WARM_DEMAND", "StaleRunner", "WarmRunner", "enabled", "runners"]
+__all__ = [
+    "Pool",
+    "acquire",
+    "code_paths",
+    "paths_key",
+    "release",
+    "started",
+    "IDLE_S",
+    "NAMESPACE",
+    "POOL_MAX",
+    "WARM_DEMAND",
+    "StaleRunner",
+    "WarmRunner",
+    "enabled",
+    "runners",
+]

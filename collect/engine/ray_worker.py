@@ -93,14 +93,16 @@ def _forget(root: Path, run_id: str) -> None:
             old.unlink(missing_ok=True)
 
 
-def run_private(job: Job, batch: list[PlannedRun], shipped_root: Path, shipped: Shipped,
-                chunk_bytes: int, group_s: float) -> Iterator[list[Piece]]:
+def run_private(
+    job: Job, batch: list[PlannedRun], shipped_root: Path, shipped: Shipped, chunk_bytes: int, group_s: float
+) -> Iterator[list[Piece]]:
     """The batch run in ``shipped_root`` (a private runs folder), as stream items (see the module doc)."""
     pending: list[Piece] = []
     size, since = 0, 0.0
     for planned in batch:
-        record = execute_run(job.collector, planned, job.plan_sha256, str(shipped_root), job.identity, job.spec,
-                             shipped)
+        record = execute_run(
+            job.collector, planned, job.plan_sha256, str(shipped_root), job.identity, job.spec, shipped
+        )
         for piece in record_pieces(record, shipped_root, chunk_bytes):
             if not pending:
                 since = time.monotonic()
@@ -117,8 +119,9 @@ def run_private(job: Job, batch: list[PlannedRun], shipped_root: Path, shipped: 
         yield pending
 
 
-def sweep_task(job: Job, batch: list[PlannedRun], inputs: Inputs, guard: Guard, chunk_bytes: int,
-               group_s: float) -> Iterator[list[Piece]]:
+def sweep_task(
+    job: Job, batch: list[PlannedRun], inputs: Inputs, guard: Guard, chunk_bytes: int, group_s: float
+) -> Iterator[list[Piece]]:
     """One Ray task (see the module doc)."""
     import ray  # lazy: ray (loaded already in a Ray worker)
 

@@ -32,8 +32,11 @@ class ResourcesMissing(EngineError):
 
 def demand_key(resources: Mapping[str, Any]) -> Demand:
     """A hashable form of one run's demand."""
-    return (float(resources.get("num_cpus", 1.0)), float(resources.get("num_gpus", 0.0)),
-            tuple(sorted((str(k), float(v)) for k, v in (resources.get("custom") or {}).items())))
+    return (
+        float(resources.get("num_cpus", 1.0)),
+        float(resources.get("num_gpus", 0.0)),
+        tuple(sorted((str(k), float(v)) for k, v in (resources.get("custom") or {}).items())),
+    )
 
 
 def ray_needs(key: Demand) -> dict[str, float]:
@@ -98,9 +101,11 @@ def check_local(runs: list[PlannedRun], cpus: int | None = None, gpus: int | Non
         if need_gpus > gpus:
             problems.append(f"{_cells(group)} ask for num_gpus {need_gpus:g}; this machine shows {gpus} GPU(s)")
     if problems:
-        raise ResourcesMissing("the plan asks for resources this machine lacks (experiment.resources; nothing was "
-                               "run):\n" + "\n".join(problems) + "\nrun it on a Ray cluster that has them "
-                               "(--executor ray --address ADDR), or lower the plan's resources")
+        raise ResourcesMissing(
+            "the plan asks for resources this machine lacks (experiment.resources; nothing was "
+            "run):\n" + "\n".join(problems) + "\nrun it on a Ray cluster that has them "
+            "(--executor ray --address ADDR), or lower the plan's resources"
+        )
 
 
 def check_cluster(runs: list[PlannedRun], nodes: list[dict[str, float]], where: str = "the Ray cluster") -> None:
@@ -110,13 +115,18 @@ def check_cluster(runs: list[PlannedRun], nodes: list[dict[str, float]], where: 
         needs = ray_needs(key)
         if any(all(node.get(k, 0.0) >= v for k, v in needs.items()) for node in nodes):
             continue
-        short = [f"{k} {v:g} (the most any node has: {max((n.get(k, 0.0) for n in nodes), default=0.0):g})"
-                 for k, v in needs.items() if not any(n.get(k, 0.0) >= v for n in nodes)]
+        short = [
+            f"{k} {v:g} (the most any node has: {max((n.get(k, 0.0) for n in nodes), default=0.0):g})"
+            for k, v in needs.items()
+            if not any(n.get(k, 0.0) >= v for n in nodes)
+        ]
         lack = "; ".join(short) or "this combination (no single node has all of it)"
         problems.append(f"{_cells(group)} ask for {describe(key)}: missing {lack}")
     if problems:
-        raise ResourcesMissing(f"the plan asks for resources {where} lacks ({len(nodes)} node(s) alive; "
-                               "experiment.resources; nothing was run):\n" + "\n".join(problems))
+        raise ResourcesMissing(
+            f"the plan asks for resources {where} lacks ({len(nodes)} node(s) alive; "
+            "experiment.resources; nothing was run):\n" + "\n".join(problems)
+        )
 
 
 def capacity(key: Demand, nodes: list[dict[str, float]]) -> int:
@@ -129,5 +139,13 @@ def capacity(key: Demand, nodes: list[dict[str, float]]) -> int:
     return max(1, total)
 
 
-__all__ = ["ResourcesMissing", "by_demand", "capacity", "check_cluster", "check_local", "demand_key", "ray_needs",
-           "visible_gpus"]
+__all__ = [
+    "ResourcesMissing",
+    "by_demand",
+    "capacity",
+    "check_cluster",
+    "check_local",
+    "demand_key",
+    "ray_needs",
+    "visible_gpus",
+]

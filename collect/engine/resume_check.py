@@ -83,8 +83,9 @@ def _commit_words(record: RunRecord) -> tuple[str, str | None]:
     return f"commit {commit[:12]}{state}", commit
 
 
-def check_code_unchanged(plan: Plan, collector: str, planned: Sequence[PlannedRun], records: Sequence[RunRecord],
-                         runs: Path, lock_path: str) -> None:
+def check_code_unchanged(
+    plan: Plan, collector: str, planned: Sequence[PlannedRun], records: Sequence[RunRecord], runs: Path, lock_path: str
+) -> None:
     """Refuse (:class:`CodeChanged`) a sweep into ``runs`` (``planned``: the plan's runs, checked
     parameters; ``records``: the folder's ledger) whose code files no longer hash as the folder's first
     run of the same ``workdir`` and ``code`` globs recorded (module doc). Only ``command`` plans."""
@@ -107,19 +108,24 @@ def check_code_unchanged(plan: Plan, collector: str, planned: Sequence[PlannedRu
 
 
 def _message(record: RunRecord, changes: list[str], workdir: str, runs: Path, lock_path: str) -> str:
-    shown = "; ".join(changes[:SHOWN_FILES]) + (f"; and {len(changes) - SHOWN_FILES} more" if len(changes) >
-                                                  SHOWN_FILES else "")
+    shown = "; ".join(changes[:SHOWN_FILES]) + (
+        f"; and {len(changes) - SHOWN_FILES} more" if len(changes) > SHOWN_FILES else ""
+    )
     commit, full = _commit_words(record)
     changed = [c.split(" (", 1)[0] for c in changes if c.endswith("(changed)") or c.endswith("(gone)")]
-    restore = (f"restore them as they were (the first run recorded {commit}: e.g. 'git stash', or "
-               f"'git checkout {full[:12]} -- {' '.join(changed[:SHOWN_FILES]) or '.'}' in {workdir})"
-               if full else f"restore them as they were ({commit}; their SHA-256 are in the folder's records, "
-               "code.command.files)")
-    return (f"the code files changed since this runs folder's first run ({record.run_id}, started "
-            f"{record.started_at or 'at a time not recorded'}): {shown}. Nothing was run: runs of two codes in one "
-            f"folder would refuse the decision at 'gates evaluate'. Either {restore} and resume ('collect run "
-            f"{lock_path} --out {runs} --resume'), or keep this folder as it is and collect into a new one "
-            f"('collect run {lock_path} --out NEW_RUNS') with the code as it is now")
+    restore = (
+        f"restore them as they were (the first run recorded {commit}: e.g. 'git stash', or "
+        f"'git checkout {full[:12]} -- {' '.join(changed[:SHOWN_FILES]) or '.'}' in {workdir})"
+        if full
+        else f"restore them as they were ({commit}; their SHA-256 are in the folder's records, code.command.files)"
+    )
+    return (
+        f"the code files changed since this runs folder's first run ({record.run_id}, started "
+        f"{record.started_at or 'at a time not recorded'}): {shown}. Nothing was run: runs of two codes in one "
+        f"folder would refuse the decision at 'gates evaluate'. Either {restore} and resume ('collect run "
+        f"{lock_path} --out {runs} --resume'), or keep this folder as it is and collect into a new one "
+        f"('collect run {lock_path} --out NEW_RUNS') with the code as it is now"
+    )
 
 
 __all__ = ["CodeChanged", "check_code_unchanged"]

@@ -58,24 +58,32 @@ from collect.engine.runs import (
 )
 from collect.engine.workers import worker_init
 from collect.ledger.runlock import held_descriptors, runs_lock
-from collect.ledger.store import (
-    TRACES_DIR,
-    Ledger,
-    LedgerAppender,
-    RunRecord,
-    read_ledger,
-)
+from collect.ledger.store import TRACES_DIR, Ledger, LedgerAppender, RunRecord, read_ledger
 from collect.traces.check import trace_problems
 from prereg.errors import IntegrityError
 from prereg.lock import environment_info
 from prereg.schema import Plan
 
-__all__ = ["BLOCKING_FACTORS", "COLLECTORS", "MAX_JOBS", "EngineError", "Job", "PlannedRun", "RunSummary",
-           "check_jobs", "execute_run", "expand_plan", "load_collector", "run_batch", "run_plan",
-           "stratum_seed"]
+__all__ = [
+    "BLOCKING_FACTORS",
+    "COLLECTORS",
+    "MAX_JOBS",
+    "EngineError",
+    "Job",
+    "PlannedRun",
+    "RunSummary",
+    "check_jobs",
+    "execute_run",
+    "expand_plan",
+    "load_collector",
+    "run_batch",
+    "run_plan",
+    "stratum_seed",
+]
 
 
 # Each executor yields lists of finished records; each list is appended in one write (+ fsync).
+
 
 def _serial(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
     for record in run_batch(job, todo):
@@ -83,14 +91,18 @@ def _serial(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[s
 
 
 def _pool(job: Job, todo: list[PlannedRun], jobs: int) -> Iterator[list[dict[str, Any]]]:
-    with ProcessPoolExecutor(max_workers=jobs, initializer=worker_init,
-                             initargs=(os.getpid(), held_descriptors())) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, initializer=worker_init, initargs=(os.getpid(), held_descriptors())
+    ) as pool:
         pending: set[Future[dict[str, Any]]] = set()
         queue = list(todo)
         while queue or pending:
             while queue and len(pending) < 2 * jobs:  # bounded: a kill loses at most these
-                pending.add(pool.submit(execute_run, job.collector, queue.pop(0), job.plan_sha256,
-                                        job.runs_dir, job.identity, job.spec))
+                pending.add(
+                    pool.submit(
+                        execute_run, job.collector, queue.pop(0), job.plan_sha256, job.runs_dir, job.identity, job.spec
+                    )
+                )
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             yield [future.result() for future in done]
 
@@ -101,8 +113,14 @@ def _ray(job: Job, todo: list[PlannedRun], jobs: int, address: str | None = None
 
 
 def run_plan(
-    plan: Plan, plan_sha256: str, runs_dir: Path, jobs: int = 1, executor: str = "local",
-    progress: Callable[[int, int], None] | None = None, *, lock_seal: str | None = None,
+    plan: Plan,
+    plan_sha256: str,
+    runs_dir: Path,
+    jobs: int = 1,
+    executor: str = "local",
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    lock_seal: str | None = None,
     address: str | None = None,
     only: list[str] | None = None,
     resume_lock: str | None = None,
@@ -126,8 +144,9 @@ def run_plan(
         check_local(planned)  # on Ray the cluster is checked once joined
     runs_dir.mkdir(parents=True, exist_ok=True)
     with runs_lock(runs_dir, f"collect run ({collector.name}, plan {plan_sha256[:12]})"):
-        return _run_locked(collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal, address,
-                           resume_lock)
+        return _run_locked(
+            collector, planned, plan_sha256, runs_dir, jobs, executor, progress, lock_seal, address, resume_lock
+        )
 
 
 MAX_JOBS = 256
@@ -146,21 +165,36 @@ def check_jobs(jobs: int, executor: str = "local") -> None:
 def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
     """Before a resume skips the complete runs: each of their traces must still match the SHA-256 its
     record holds (``collect.traces.check``); an ``IntegrityError`` (exit 3) naming the files otherwise."""
-    bad = [(r.run_id, name, why) for r in ledger.records if r.run_id in done and r.status == "complete"
-           and (r.trace_sha256 or r.record_sha256 is not None)  # a record from before the chain hashed none
-           for name, why in trace_problems(runs_dir, r)]
+    bad = [
+        (r.run_id, name, why)
+        for r in ledger.records
+        if r.run_id in done
+        and r.status == "complete"
+        and (r.trace_sha256 or r.record_sha256 is not None)  # a record from before the chain hashed none
+        for name, why in trace_problems(runs_dir, r)
+    ]
     if bad:
         shown = "; ".join(f"run {rid}: {runs_dir / name} {why}" for rid, name, why in bad[:5])
         more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
-        raise IntegrityError(f"{len(bad)} trace(s) of runs already complete do not match the SHA-256 their "
-                             f"records hold: {shown}{more}. Nothing was run: restore the traces, or collect into a "
-                             "new runs folder (the ledger is append-only)", details=[n for _, n, _ in bad])
+        raise IntegrityError(
+            f"{len(bad)} trace(s) of runs already complete do not match the SHA-256 their "
+            f"records hold: {shown}{more}. Nothing was run: restore the traces, or collect into a "
+            "new runs folder (the ledger is append-only)",
+            details=[n for _, n, _ in bad],
+        )
 
 
 def _run_locked(
-    collector: type[Collector], planned: list[PlannedRun], plan_sha256: str, runs_dir: Path, jobs: int,
-    executor: str, progress: Callable[[int, int], None] | None, lock_seal: str | None = None,
-    address: str | None = None, resume_lock: str | None = None,
+    collector: type[Collector],
+    planned: list[PlannedRun],
+    plan_sha256: str,
+    runs_dir: Path,
+    jobs: int,
+    executor: str,
+    progress: Callable[[int, int], None] | None,
+    lock_seal: str | None = None,
+    address: str | None = None,
+    resume_lock: str | None = None,
 ) -> RunSummary:
     trace_dir = runs_dir / TRACES_DIR
     if trace_dir.is_symlink() or (trace_dir.exists() and not trace_dir.is_dir()):
@@ -179,7 +213,9 @@ def _run_locked(
         try:
             collector.prepare([p.params for p in todo], runs_dir)  # shared inputs, once, in this process
         except (OSError, RuntimeError, ValueError) as err:
-            raise EngineError(f"collector {collector.name} could not prepare the study's shared inputs: {err}") from None
+            raise EngineError(
+                f"collector {collector.name} could not prepare the study's shared inputs: {err}"
+            ) from None
     recorded: set[str] = set()  # run ids this sweep appended
     batches = _ray(job, todo, jobs, address) if executor == "ray" else (_pool if jobs > 1 else _serial)(job, todo, jobs)
     try:
@@ -191,8 +227,9 @@ def _run_locked(
             recorded.update(str(record["run_id"]) for record in records)
             _count(records, summary, progress)
     except ControlPlaneLost as lost:
-        raise _lost_message(lost, runs_dir, plan_sha256, [p for p in todo if p.run_id not in recorded],
-                            len(recorded), resume_lock) from None
+        raise _lost_message(
+            lost, runs_dir, plan_sha256, [p for p in todo if p.run_id not in recorded], len(recorded), resume_lock
+        ) from None
     return summary
 
 
@@ -207,25 +244,39 @@ def _count(records: list[dict[str, Any]], summary: RunSummary, progress: Callabl
             progress(summary.skipped + summary.completed + summary.failed, summary.planned)
 
 
-def _lost_message(lost: ControlPlaneLost, runs_dir: Path, plan_sha256: str, missing: list[PlannedRun],
-                  appended: int, resume_lock: str | None) -> ControlPlaneLost:
+def _lost_message(
+    lost: ControlPlaneLost,
+    runs_dir: Path,
+    plan_sha256: str,
+    missing: list[PlannedRun],
+    appended: int,
+    resume_lock: str | None,
+) -> ControlPlaneLost:
     """The user's message for a sweep whose Ray control plane was lost: what was lost, what the ledger
     holds (its head), the runs not recorded (the first ``SHOWN_MISSING`` named) and the resume command."""
     records = read_ledger(runs_dir).records
     head = records[-1].record_sha256 if records else None
     ours = len({r.run_id for r in records if r.prereg_sha256 == plan_sha256})
-    named = "; ".join(f"{p.run_id} (arm {p.arm}, stratum {p.stratum}, replicate {p.replicate})"
-                      for p in missing[:SHOWN_MISSING])
+    named = "; ".join(
+        f"{p.run_id} (arm {p.arm}, stratum {p.stratum}, replicate {p.replicate})" for p in missing[:SHOWN_MISSING]
+    )
     more = f"; and {len(missing) - SHOWN_MISSING} more" if len(missing) > SHOWN_MISSING else ""
     lock = resume_lock or "LOCK"
-    message = (f"lost the Ray cluster mid-sweep: {lost.lost} stopped answering; the sweep stopped.\n"
-               f"the ledger {runs_dir / 'ledger.jsonl'} keeps every run that finished: {ours} run(s) of this plan "
-               f"recorded ({appended} by this sweep)\nledger head sha256 {head}\n"
-               f"{len(missing)} planned run(s) not recorded (the runs in flight on the cluster are redone): "
-               f"{named}{more}\nfinish the remaining runs with: collect run {lock} --out {runs_dir} --resume "
-               "(add --executor ray --address HOST:PORT to run them on a cluster again)")
-    details = {"lost": lost.lost, "ledger": str(runs_dir / "ledger.jsonl"), "recorded": ours,
-               "recorded_by_this_sweep": appended, "ledger_head_sha256": head,
-               "not_recorded": [p.run_id for p in missing],
-               "resume": ["collect", "run", lock, "--out", str(runs_dir), "--resume"]}
+    message = (
+        f"lost the Ray cluster mid-sweep: {lost.lost} stopped answering; the sweep stopped.\n"
+        f"the ledger {runs_dir / 'ledger.jsonl'} keeps every run that finished: {ours} run(s) of this plan "
+        f"recorded ({appended} by this sweep)\nledger head sha256 {head}\n"
+        f"{len(missing)} planned run(s) not recorded (the runs in flight on the cluster are redone): "
+        f"{named}{more}\nfinish the remaining runs with: collect run {lock} --out {runs_dir} --resume "
+        "(add --executor ray --address HOST:PORT to run them on a cluster again)"
+    )
+    details = {
+        "lost": lost.lost,
+        "ledger": str(runs_dir / "ledger.jsonl"),
+        "recorded": ours,
+        "recorded_by_this_sweep": appended,
+        "ledger_head_sha256": head,
+        "not_recorded": [p.run_id for p in missing],
+        "resume": ["collect", "run", lock, "--out", str(runs_dir), "--resume"],
+    }
     return ControlPlaneLost(message, lost=lost.lost, details=details)

@@ -33,9 +33,24 @@ from prereg.lock import utc_now
 from prereg.schema import Plan
 from prereg.schema_resources import DEFAULT_DEMAND, run_demand
 
-__all__ = ["BLOCKING_FACTORS", "COLLECTORS", "EngineError", "Job", "PlannedRun", "RunSummary", "evidence_problems",
-           "execute_run", "expand_plan", "import_collector", "load_collector", "merged_params", "metrics_problem",
-           "run_batch", "signal_problems", "stratum_seed"]
+__all__ = [
+    "BLOCKING_FACTORS",
+    "COLLECTORS",
+    "EngineError",
+    "Job",
+    "PlannedRun",
+    "RunSummary",
+    "evidence_problems",
+    "execute_run",
+    "expand_plan",
+    "import_collector",
+    "load_collector",
+    "merged_params",
+    "metrics_problem",
+    "run_batch",
+    "signal_problems",
+    "stratum_seed",
+]
 
 BLOCKING_FACTORS = ("seed", "block")
 
@@ -51,8 +66,9 @@ def load_collector(name: str) -> type[Collector]:
     except PluginError as err:
         raise EngineError(str(err)) from None
     if not cls.name:
-        raise EngineError(f"collector {name!r}: {cls.__module__}.{cls.__qualname__} sets no 'name' (the name its "
-                          "records carry)")
+        raise EngineError(
+            f"collector {name!r}: {cls.__module__}.{cls.__qualname__} sets no 'name' (the name its records carry)"
+        )
     return cls
 
 
@@ -86,18 +102,24 @@ def merged_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, 
     merged.update(plan.arms[arm])
     if collector.PLAN_METRICS:
         if "metrics" in merged:
-            raise ParamError("parameter 'metrics' is set from the plan's metrics section "
-                             f"(collector {collector.name} writes the metrics the plan declares)")
+            raise ParamError(
+                "parameter 'metrics' is set from the plan's metrics section "
+                f"(collector {collector.name} writes the metrics the plan declares)"
+            )
         merged["metrics"] = list(plan.metrics)
     failures = plan.experiment.failures
     takes = getattr(collector, "FAILURES", False)
     if takes and FAILURES_PARAM in merged:
-        raise ParamError(f"parameter '{FAILURES_PARAM}' is set from the plan's experiment.failures; give the "
-                         "program parameter another name")
+        raise ParamError(
+            f"parameter '{FAILURES_PARAM}' is set from the plan's experiment.failures; give the "
+            "program parameter another name"
+        )
     if failures is not None:
         if not takes:
-            raise ParamError(f"collector {collector.name} does not inject the plan's failures "
-                             "(experiment.failures): the command collector does")
+            raise ParamError(
+                f"collector {collector.name} does not inject the plan's failures "
+                "(experiment.failures): the command collector does"
+            )
         merged[FAILURES_PARAM] = failure_spec(failures, stratum)  # None: this stratum meets no fault
     return merged
 
@@ -116,8 +138,10 @@ def metrics_problem(plan: Plan, collector: type[Collector]) -> str | None:
     missing = [] if collector.PLAN_METRICS else [m for m in plan.metrics if m not in collector.METRICS]
     if not missing:
         return None
-    return (f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
-            f"it produces {', '.join(sorted(collector.METRICS))}")
+    return (
+        f"collector {collector.name} does not produce metric(s) {', '.join(missing)}; "
+        f"it produces {', '.join(sorted(collector.METRICS))}"
+    )
 
 
 def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[PlannedRun]]:
@@ -133,10 +157,17 @@ def expand_plan(plan: Plan, plan_sha256: str) -> tuple[type[Collector], list[Pla
         for replicate in range(plan.strata.replicates):
             for arm in plan.arms:
                 params = run_params(plan, collector, stratum, arm)
-                runs.append(PlannedRun(
-                    run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
-                    stratum_seed(stratum, replicate), params, run_demand(plan.experiment.resources, stratum, arm),
-                ))
+                runs.append(
+                    PlannedRun(
+                        run_id(plan_sha256, stratum, arm, replicate),
+                        dict(stratum),
+                        arm,
+                        replicate,
+                        stratum_seed(stratum, replicate),
+                        params,
+                        run_demand(plan.experiment.resources, stratum, arm),
+                    )
+                )
     check_evidence(plan, collector, runs)
     check_signals(plan, collector, runs)
     return collector, runs
@@ -155,8 +186,9 @@ def named_signals(plan: Plan) -> dict[str, list[str]]:
     return named
 
 
-def signal_problems(plan: Plan, collector: type[Collector], cells: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]
-                    ) -> tuple[list[str], list[str]]:
+def signal_problems(
+    plan: Plan, collector: type[Collector], cells: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]
+) -> tuple[list[str], list[str]]:
     """``(problems, unopened)`` of the telemetry signals the plan names, over ``cells`` (each ``(arm,
     stratum, checked params)``): a signal the collector will not record with a cell's params (e.g.
     ``power_average`` while the energy comes from the counter), and, each once, the collector's
@@ -179,8 +211,10 @@ def signal_problems(plan: Plan, collector: type[Collector], cells: list[tuple[st
             continue
         for signal in sorted(set(named) - offered):
             have = ", ".join(sorted(offered)) or "no telemetry signal"
-            problems.append(f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
-                            f"{collector.name} records {have} for arm {arm} with these parameters")
+            problems.append(
+                f"{' and '.join(named[signal])} name(s) signal {signal}, but collector "
+                f"{collector.name} records {have} for arm {arm} with these parameters"
+            )
     return list(dict.fromkeys(problems)), unopened
 
 
@@ -191,8 +225,9 @@ def check_signals(plan: Plan, collector: type[Collector], runs: list[PlannedRun]
     if unopened:
         raise EngineError(unopened[0])
     if problems:
-        raise EngineError("the plan names telemetry its runs will not record (nothing was run):\n"
-                          + "\n".join(problems))
+        raise EngineError(
+            "the plan names telemetry its runs will not record (nothing was run):\n" + "\n".join(problems)
+        )
 
 
 def evidence_problems(plan: Plan, collector: type[Collector], params: list[Mapping[str, Any]]) -> list[str]:
@@ -201,8 +236,10 @@ def evidence_problems(plan: Plan, collector: type[Collector], params: list[Mappi
     for name, metric in plan.metrics.items():
         given = weakest(collector.metric_evidence(p).get(name, "unavailable") for p in params) if params else None
         if given is not None and stronger(metric.evidence, given):
-            problems.append(f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
-                            f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'")
+            problems.append(
+                f"metric {name} is declared '{metric.evidence}', but collector {collector.name} gives "
+                f"'{given}' evidence for it with these parameters; declare 'evidence: {given}'"
+            )
     return problems
 
 
@@ -210,13 +247,19 @@ def check_evidence(plan: Plan, collector: type[Collector], runs: list[PlannedRun
     """Refuse a plan that declares a metric stronger than the collector gives with the runs' params."""
     problems = evidence_problems(plan, collector, [p.params for p in runs])
     if problems:
-        raise EngineError("the plan claims stronger evidence than its collector can give (nothing was run):\n"
-                          + "\n".join(problems))
+        raise EngineError(
+            "the plan claims stronger evidence than its collector can give (nothing was run):\n" + "\n".join(problems)
+        )
 
 
 def execute_run(
-    collector_name: str, planned: PlannedRun, plan_sha256: str, runs_dir: str, identity: dict[str, Any],
-    spec: str | None = None, shipped: Shipped | None = None,
+    collector_name: str,
+    planned: PlannedRun,
+    plan_sha256: str,
+    runs_dir: str,
+    identity: dict[str, Any],
+    spec: str | None = None,
+    shipped: Shipped | None = None,
 ) -> dict[str, Any]:
     """Run one cell and return its ledger record as a dict (complete, or failed with the error).
 
@@ -230,11 +273,26 @@ def execute_run(
     trace_dir = Path(runs_dir) / TRACES_DIR
     trace_dir.mkdir(parents=True, exist_ok=True)
     collector = load_collector(collector_name) if spec is None else import_collector(collector_name, spec)
-    ctx = RunContext(planned.run_id, planned.params, planned.seed, planned.stratum, planned.arm,
-                     planned.replicate, trace_dir, plan_sha256, shipped, planned.resources)
+    ctx = RunContext(
+        planned.run_id,
+        planned.params,
+        planned.seed,
+        planned.stratum,
+        planned.arm,
+        planned.replicate,
+        trace_dir,
+        plan_sha256,
+        shipped,
+        planned.resources,
+    )
     record: dict[str, Any] = {
-        "run_id": planned.run_id, "prereg_sha256": plan_sha256, "stratum": planned.stratum,
-        "arm": planned.arm, "replicate": planned.replicate, "seed": planned.seed, "started_at": started,
+        "run_id": planned.run_id,
+        "prereg_sha256": plan_sha256,
+        "stratum": planned.stratum,
+        "arm": planned.arm,
+        "replicate": planned.replicate,
+        "seed": planned.seed,
+        "started_at": started,
         "code": {"toolkit_version": __version__, "collector": collector_name, "git": identity.get("git")},
         "env": {"python": identity.get("python"), "platform": identity.get("platform")},
         "source": f"collect run ({collector_name})",
@@ -243,9 +301,13 @@ def execute_run(
         result = collector().run(ctx)
         metrics = {k: _metric_value(k, v) for k, v in result.metrics.items()}
         given = {**collector.metric_evidence(planned.params), **result.info.get("metric_evidence", {})}
-        record.update(status="complete", metrics=metrics, telemetry=result.telemetry,
-                      evidence={k: given[k] for k in metrics if k in given},
-                      traces=[f"{TRACES_DIR}/{name}" for name in result.traces])
+        record.update(
+            status="complete",
+            metrics=metrics,
+            telemetry=result.telemetry,
+            evidence={k: given[k] for k in metrics if k in given},
+            traces=[f"{TRACES_DIR}/{name}" for name in result.traces],
+        )
         record["code"].update(result.info)
     except Exception as err:  # noqa: BLE001 - a failing run is data, recorded, not a crash
         record.update(status="failed", metrics={}, error=failure_reason(err))

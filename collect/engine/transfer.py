@@ -107,8 +107,11 @@ class Receiver:
                 done.append(self._check(piece[1], piece[2]))
             else:
                 raise EngineError(f"a worker sent an unknown piece {piece[0]!r}")
-        files = [(record["run_id"], name, self.arrived.pop(name)[1]) for record in done
-                 for name in record.get("traces") or []]
+        files = [
+            (record["run_id"], name, self.arrived.pop(name)[1])
+            for record in done
+            for name in record.get("traces") or []
+        ]
         if files:
             list(_FSYNC_POOL.map(_fsync_path, [partial for _, _, partial in files]))
             self._install(files)
@@ -140,8 +143,10 @@ class Receiver:
                 raise EngineError(f"run {record['run_id']}: trace {name} did not arrive whole from its worker")
             digest, _ = self.arrived[name]
             if hashes.get(name) != digest:
-                raise EngineError(f"run {record['run_id']}: trace {name} arrived torn (SHA-256 {digest} on the "
-                                  f"driver, {hashes.get(name)} on the worker)")
+                raise EngineError(
+                    f"run {record['run_id']}: trace {name} arrived torn (SHA-256 {digest} on the "
+                    f"driver, {hashes.get(name)} on the worker)"
+                )
             got[name] = digest
         return {**record, "trace_sha256": got} if names else record
 
@@ -196,10 +201,16 @@ _FSYNC_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="trace-fsync"
 def _check_name(run: str, name: str) -> None:
     """A trace name a worker may send for ``run``: ``traces/<run>.<...>``, no ``..``, nothing absolute."""
     parts = name.split("/")
-    if (len(parts) < 2 or parts[0] != TRACES_DIR or not parts[1].startswith(f"{run}.")
-            or any(p in ("", ".", "..") for p in parts) or "\\" in name):
-        raise EngineError(f"run {run}: a worker sent a trace named {name!r}, not one of this run's "
-                          f"({TRACES_DIR}/{run}.*); refused")
+    if (
+        len(parts) < 2
+        or parts[0] != TRACES_DIR
+        or not parts[1].startswith(f"{run}.")
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in name
+    ):
+        raise EngineError(
+            f"run {run}: a worker sent a trace named {name!r}, not one of this run's ({TRACES_DIR}/{run}.*); refused"
+        )
 
 
 __all__ = ["CHUNK_BYTES", "Leftovers", "Receiver", "record_pieces"]

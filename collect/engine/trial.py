@@ -58,14 +58,23 @@ class ArmOutcome:
     run_id: str
     status: str  # complete | failed
     metrics: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None  # the reason in words (collect.ledger.failed_runs.failure_words); the ledger keeps it whole
+    error: str | None = (
+        None  # the reason in words (collect.ledger.failed_runs.failure_words); the ledger keeps it whole
+    )
     stderr_tail: list[str] = field(default_factory=list)
     seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description."""
-        return {"arm": self.arm, "run_id": self.run_id, "status": self.status, "metrics": self.metrics,
-                "error": self.error, "stderr_tail": self.stderr_tail, "seconds": self.seconds}
+        return {
+            "arm": self.arm,
+            "run_id": self.run_id,
+            "status": self.status,
+            "metrics": self.metrics,
+            "error": self.error,
+            "stderr_tail": self.stderr_tail,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass(frozen=True)
@@ -87,9 +96,17 @@ class TryResult:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready description."""
-        return {"ok": self.ok, "folder": str(self.folder), "source": self.source, "plan_sha256": self.plan_sha256,
-                "try_sha256": self.try_sha256, "stratum": self.stratum, "replicate": 0, "set": self.sets,
-                "arms": [a.to_json() for a in self.arms]}
+        return {
+            "ok": self.ok,
+            "folder": str(self.folder),
+            "source": self.source,
+            "plan_sha256": self.plan_sha256,
+            "try_sha256": self.try_sha256,
+            "stratum": self.stratum,
+            "replicate": 0,
+            "set": self.sets,
+            "arms": [a.to_json() for a in self.arms],
+        }
 
 
 def load_target(path: str | os.PathLike[str]) -> tuple[Plan, str, str]:
@@ -177,13 +194,18 @@ def prepare_folder(out: str | os.PathLike[str] | None, plan_sha256: str) -> Path
         if os.path.lexists(folder):
             if folder.is_dir() and not folder.is_symlink() and is_try_folder(folder):
                 return folder
-            raise InputError(f"--out {folder}: exists and is not a 'collect try' folder; a try writes only into a "
-                             "new folder or an earlier try's (never into a study's runs folder): give a new path")
+            raise InputError(
+                f"--out {folder}: exists and is not a 'collect try' folder; a try writes only into a "
+                "new folder or an earlier try's (never into a study's runs folder): give a new path"
+            )
         if os.path.lexists(folder.parent) and not folder.parent.is_dir():
             raise InputError(f"--out {folder}: {folder.parent} is not a folder")
         folder.mkdir(parents=True)  # like collect run's --out, its parent folders are made
-    marker = {"format": MARKER_FORMAT, "plan_sha256": plan_sha256,
-              "note": "a 'collect try' scratch folder: a smoke run of one cell, never a study's runs folder"}
+    marker = {
+        "format": MARKER_FORMAT,
+        "plan_sha256": plan_sha256,
+        "note": "a 'collect try' scratch folder: a smoke run of one cell, never a study's runs folder",
+    }
     fd = os.open(folder / TRY_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o444)
     try:
         os.write(fd, json.dumps(marker, indent=1).encode() + b"\n")
@@ -198,8 +220,11 @@ def try_hash(plan_sha256: str, sets: Mapping[str, Any]) -> str:
 
 
 def try_cell(
-    target: str | os.PathLike[str], stratum: Mapping[str, str] | None = None, out: str | os.PathLike[str] | None = None,
-    sets: Mapping[str, Any] | None = None, progress: Callable[[int, int], None] | None = None,
+    target: str | os.PathLike[str],
+    stratum: Mapping[str, str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    sets: Mapping[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> TryResult:
     """Run one cell of the plan or lock at ``target`` (see the module doc) and report each arm.
 
@@ -210,23 +235,28 @@ def try_cell(
     ``IntegrityError`` (exit 3)."""
     plan, plan_sha256, source = load_target(target)
     if plan.experiment is None:
-        raise InputError(f"{target}: the plan has no 'experiment' section: its runs are imported, there is nothing "
-                         "to try")
+        raise InputError(
+            f"{target}: the plan has no 'experiment' section: its runs are imported, there is nothing to try"
+        )
     collector_name = plan.experiment.collector
     overrides = dict(sets or {})
     plan = with_sets(plan, overrides)
     check = plan_problems(plan)
     if check.errors:
-        raise InputError(f"{target}: collector {collector_name} refuses this plan "
-                         f"({len(check.errors)} problem(s); nothing was run):\n" + "\n".join(f"- {e}" for e in check.errors),
-                         details=check.errors)
+        raise InputError(
+            f"{target}: collector {collector_name} refuses this plan "
+            f"({len(check.errors)} problem(s); nothing was run):\n" + "\n".join(f"- {e}" for e in check.errors),
+            details=check.errors,
+        )
     cell = select_stratum(plan, stratum or {})
     tried = try_hash(plan_sha256, overrides)
     collector, planned = expand_plan(plan, tried)
     runs = [p for p in planned if p.replicate == 0 and p.stratum == cell]
     refused = sensor_refusals(collector, [(p.arm, p.stratum, p.params) for p in runs])
     if refused:
-        raise InputError(f"{target}: the sensor cannot be opened on this machine (nothing was run): " + "; ".join(refused))
+        raise InputError(
+            f"{target}: the sensor cannot be opened on this machine (nothing was run): " + "; ".join(refused)
+        )
     folder = prepare_folder(out, plan_sha256)
     run_plan(plan, tried, folder, progress=progress, only=[p.run_id for p in runs])
     records = {r.run_id: r for r in read_ledger(folder).records if r.prereg_sha256 == tried}
@@ -245,5 +275,16 @@ def try_cell(
     return TryResult(folder, source, plan_sha256, tried, dict(cell), overrides, arms)
 
 
-__all__ = ["TRY_MARKER", "ArmOutcome", "TryFolder", "TryResult", "is_try_folder", "parse_assignments", "parse_value",
-           "refuse_try_folder", "select_stratum", "try_cell", "with_sets"]
+__all__ = [
+    "TRY_MARKER",
+    "ArmOutcome",
+    "TryFolder",
+    "TryResult",
+    "is_try_folder",
+    "parse_assignments",
+    "parse_value",
+    "refuse_try_folder",
+    "select_stratum",
+    "try_cell",
+    "with_sets",
+]

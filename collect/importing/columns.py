@@ -93,7 +93,11 @@ class Table:
     def rows(self) -> list[dict[str, Any]]:
         """The table as rows: column -> cell, in the columns' order."""
         names = list(self.columns)
-        return [dict(zip(names, cells, strict=True)) for cells in zip(*self.columns.values(), strict=True)] if names else []
+        return (
+            [dict(zip(names, cells, strict=True)) for cells in zip(*self.columns.values(), strict=True)]
+            if names
+            else []
+        )
 
     def column(self, name: str) -> list[Any]:
         """The column, or None for every row when the table has none (what ``row.get`` gives)."""
@@ -118,8 +122,11 @@ class Seen:
     def of(cls, existing: Ledger, plan_sha256: str) -> Seen:
         """The state before the first chunk."""
         present = {r.run_id: r for r in existing.records}
-        keys = {cell_key_of(r.stratum, r.arm, r.replicate) for r in existing.records
-                if r.status == "complete" and r.prereg_sha256 == plan_sha256}
+        keys = {
+            cell_key_of(r.stratum, r.arm, r.replicate)
+            for r in existing.records
+            if r.status == "complete" and r.prereg_sha256 == plan_sha256
+        }
         return cls(present, set(present), keys)
 
 
@@ -187,7 +194,11 @@ def _number_items(key: str, values: list[Any]) -> Texts:
 def _records(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
     """Per row, the dict of its entries in ``columns``, an entry that is None left out."""
     full = {k: column for k, column in columns.items() if None not in column}
-    out = [dict(zip(full, values, strict=True)) for values in zip(*full.values(), strict=True)] if full else [{} for _ in range(n)]
+    out = (
+        [dict(zip(full, values, strict=True)) for values in zip(*full.values(), strict=True)]
+        if full
+        else [{} for _ in range(n)]
+    )
     for k, column in columns.items():
         if k not in full:
             for record, value in zip(out, column, strict=True):
@@ -208,7 +219,11 @@ def _metrics(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
                 except CellError:
                     raise Declined(f"{m}: a value outside the plan's range") from None
     values = {m: [encode_metric(v) for v in numbers[m]] for m in names}
-    stored = [dict(zip(names, parts, strict=True)) for parts in zip(*values.values(), strict=True)] if names else [{} for _ in range(table.n)]
+    stored = (
+        [dict(zip(names, parts, strict=True)) for parts in zip(*values.values(), strict=True)]
+        if names
+        else [{} for _ in range(table.n)]
+    )
     texts = {m: [string_text(m) + ":null" if t is None else t for t in _number_items(m, values[m])] for m in names}
     return stored, rows_of_objects(table.n, texts)
 
@@ -225,7 +240,8 @@ def _telemetry(table: Table, plan: Plan) -> tuple[list[dict[str, Any]], Texts]:
         columns: dict[str, list[Any]] = {}
         texts: dict[str, Texts] = {}
         columns["evidence"], texts["evidence"] = _parsed(
-            table.column(f"{signal}.evidence"), partial(evidence_cell, signal=signal, plan=plan), "evidence")
+            table.column(f"{signal}.evidence"), partial(evidence_cell, signal=signal, plan=plan), "evidence"
+        )
         for f in sorted(TELEMETRY_FIELDS - {"evidence"}):
             if f"{signal}.{f}" not in table.columns:
                 continue
@@ -254,8 +270,10 @@ def _metric_bounds(table: Table, bound_columns: list[tuple[str, str]]) -> tuple[
         if not all(v is None or (math.isfinite(v) and v >= 0) for v in values[metric]):
             raise Declined(f"{column}: a bound that is not a finite number >= 0")
     names = sorted(values)
-    stored = [{m: v for m, v in zip(names, parts, strict=True) if v is not None} or None
-              for parts in zip(*(values[m] for m in names), strict=True)]
+    stored = [
+        {m: v for m, v in zip(names, parts, strict=True) if v is not None} or None
+        for parts in zip(*(values[m] for m in names), strict=True)
+    ]
     objects = rows_of_objects(table.n, {m: _number_items(m, values[m]) for m in names})
     return stored, _items("metric_bounds", [None if d is None else t for d, t in zip(stored, objects, strict=True)])
 
@@ -266,13 +284,23 @@ def _run_ids(given: list[str], plan_sha256: str, strata: Texts, arms: list[str],
     head = "[" + value_text(plan_sha256) + ","
     arm_text = {a: value_text(a) for a in set(arms)}  # str values: equal only when the same
     replicate_text = {r: value_text(r) for r in set(replicates)}  # int values: likewise
-    return [run_id or imported_run_id(f"{head}{stratum},{arm_text[arm]},{replicate_text[replicate]}]")
-            for run_id, stratum, arm, replicate in zip(given, strata, arms, replicates, strict=True)]
+    return [
+        run_id or imported_run_id(f"{head}{stratum},{arm_text[arm]},{replicate_text[replicate]}]")
+        for run_id, stratum, arm, replicate in zip(given, strata, arms, replicates, strict=True)
+    ]
 
 
 def prepare(
-    table: Table, plan: Plan, plan_sha256: str, source: str, existing: Ledger, *, lock_seal: str | None = None,
-    seen: Seen | None = None, first_row: int = 1, looks_seen: tuple[str, int] | None = None,
+    table: Table,
+    plan: Plan,
+    plan_sha256: str,
+    source: str,
+    existing: Ledger,
+    *,
+    lock_seal: str | None = None,
+    seen: Seen | None = None,
+    first_row: int = 1,
+    looks_seen: tuple[str, int] | None = None,
 ) -> Batch:
     """The rows not yet in ``existing``, ready to append; ``Declined`` (or any error) if they do not all fit.
 
@@ -282,10 +310,12 @@ def prepare(
     if table.n == 0 or check_columns([dict.fromkeys(table.columns)], plan):
         raise Declined("no rows, or a column problem")
     n, factors = table.n, sorted(plan.strata.factors)
-    fields: dict[str, list[Any]] = {"record": [RECORD_FORMAT] * n, "prereg_sha256": [plan_sha256] * n,
-                                    **({"lock_seal": [lock_seal] * n} if lock_seal is not None else {}),
-                                    **({"looks_head": [looks_seen[0]] * n, "looks_count": [looks_seen[1]] * n}
-                                       if looks_seen is not None else {})}
+    fields: dict[str, list[Any]] = {
+        "record": [RECORD_FORMAT] * n,
+        "prereg_sha256": [plan_sha256] * n,
+        **({"lock_seal": [lock_seal] * n} if lock_seal is not None else {}),
+        **({"looks_head": [looks_seen[0]] * n, "looks_count": [looks_seen[1]] * n} if looks_seen is not None else {}),
+    }
     items: dict[str, Texts] = {k: [string_text(k) + ":" + value_text(v[0])] * n for k, v in fields.items()}
     items.update({k: [string_text(k) + ":" + value_text(v)] * n for k, v in _CONSTANT.items()})
     fields["arm"], items["arm"] = _parsed(table.column("arm"), lambda v: arm_cell(v, plan), "arm")
@@ -294,11 +324,14 @@ def prepare(
     for f in factors:
         levels[f], level_items[f] = _parsed(table.column(f), partial(level_cell, factor=f, plan=plan), f)
     order = list(plan.strata.factors)  # the row path's stratum order
-    fields["stratum"] = [dict(zip(order, parts, strict=True)) for parts in zip(*(levels[f] for f in order), strict=True)]
+    fields["stratum"] = [
+        dict(zip(order, parts, strict=True)) for parts in zip(*(levels[f] for f in order), strict=True)
+    ]
     stratum_texts = rows_of_objects(n, level_items)
     items["stratum"] = _items("stratum", stratum_texts)
-    fields["replicate"], items["replicate"] = _parsed(table.column("replicate"), lambda v: replicate_cell(v, plan),
-                                                      "replicate")
+    fields["replicate"], items["replicate"] = _parsed(
+        table.column("replicate"), lambda v: replicate_cell(v, plan), "replicate"
+    )
     fields["status"], items["status"] = _parsed(table.column("status"), status_cell, "status")
     fields["metrics"], metric_texts = _metrics(table, plan)
     items["metrics"] = _items("metrics", metric_texts)
@@ -308,7 +341,8 @@ def prepare(
     if "seed" not in plan.strata.factors and any(s is not None for s in fields["seed"]):
         _check_seeds(fields["seed"], fields["stratum"], fields["replicate"])
     fields["started_at"], items["started_at"] = _parsed(
-        table.column("started_at"), lambda v: parse_time(v, "started_at"), "started_at")
+        table.column("started_at"), lambda v: parse_time(v, "started_at"), "started_at"
+    )
     fields["finished_at"] = [finished_cell(v) for v in table.column("finished_at")]
     items["finished_at"] = _items("finished_at", [None if v is None else string_text(v) for v in fields["finished_at"]])
     given = [str(v or "").strip() for v in table.column("run_id")]
@@ -325,8 +359,14 @@ def prepare(
     data = _records(fields, len(kept))
     for record in data:
         record.update(_CONSTANT)  # shared, as inputs only: the model copies what it validates
-    low = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k < PREV), strict=True)]
-    high = [",".join(filter(None, parts)).encode() for parts in zip(*(items[k] for k in sorted(items) if k > FIELD), strict=True)]
+    low = [
+        ",".join(filter(None, parts)).encode()
+        for parts in zip(*(items[k] for k in sorted(items) if k < PREV), strict=True)
+    ]
+    high = [
+        ",".join(filter(None, parts)).encode()
+        for parts in zip(*(items[k] for k in sorted(items) if k > FIELD), strict=True)
+    ]
     return Batch(data, low, high, skipped)
 
 
@@ -341,13 +381,20 @@ def _check_seeds(seeds: list[Any], strata: list[dict[str, Any]], replicates: lis
 def _cell_keys(fields: dict[str, list[Any]], levels: dict[str, list[Any]], factors: list[str]) -> list[tuple[Any, ...]]:
     """``cell_key_of`` of each row (``factors`` sorted: the key's order), column by column."""
     parts = [[(f, type(v).__name__, v) for v in levels[f]] for f in factors]
-    return list(zip(zip(*parts, strict=True), fields["arm"], fields["replicate"], strict=True)) if parts else [
-        ((), a, r) for a, r in zip(fields["arm"], fields["replicate"], strict=True)]
+    return (
+        list(zip(zip(*parts, strict=True), fields["arm"], fields["replicate"], strict=True))
+        if parts
+        else [((), a, r) for a, r in zip(fields["arm"], fields["replicate"], strict=True)]
+    )
 
 
 def _new_rows(
-    fields: dict[str, list[Any]], keys: list[tuple[Any, ...]], existing: Ledger, plan_sha256: str,
-    seen: Seen | None = None, first_row: int = 1,
+    fields: dict[str, list[Any]],
+    keys: list[tuple[Any, ...]],
+    existing: Ledger,
+    plan_sha256: str,
+    seen: Seen | None = None,
+    first_row: int = 1,
 ) -> tuple[list[int], list[str]]:
     """``(rows to append, ids of rows already in the ledger identically)``; ``Declined`` for a row the
     row path refuses: a cell or run id repeated in the table, or in the ledger with other content."""

@@ -185,8 +185,15 @@ def _plain(value: Any) -> Any:
 
 
 def build_records(
-    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, existing: Ledger,
-    skipped: list[str] | None = None, *, lock_seal: str | None = None, traces: Mapping[str, list[str]] | None = None,
+    rows: list[dict[str, Any]],
+    plan: Plan,
+    plan_sha256: str,
+    source: str,
+    existing: Ledger,
+    skipped: list[str] | None = None,
+    *,
+    lock_seal: str | None = None,
+    traces: Mapping[str, list[str]] | None = None,
 ) -> list[RunRecord]:
     """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
 
@@ -220,8 +227,11 @@ def build_records(
             errors.append(f"row {number}: {message}")
             continue
         key = cell_key_of(record.stratum, record.arm, record.replicate)
-        if (record.run_id in present and seen_ids.get(record.run_id) == "the ledger"
-                and content(present[record.run_id]) == content(record)):
+        if (
+            record.run_id in present
+            and seen_ids.get(record.run_id) == "the ledger"
+            and content(present[record.run_id]) == content(record)
+        ):
             seen_ids[record.run_id] = f"row {number} (already in the ledger)"
             if skipped is not None:
                 skipped.append(record.run_id)
@@ -242,8 +252,10 @@ def build_records(
             errors.append(f"row {cells[0][0]}: {cells[0][1]}")
         else:
             rows_text = ", ".join(str(n) for n, _ in cells[:8]) + (" ..." if len(cells) > 8 else "")
-            errors.append(f"column {column!r}: {len(cells)} of {len(rows)} rows do not fit (rows {rows_text}); "
-                          f"row {cells[0][0]}: {cells[0][1]}")
+            errors.append(
+                f"column {column!r}: {len(cells)} of {len(rows)} rows do not fit (rows {rows_text}); "
+                f"row {cells[0][0]}: {cells[0][1]}"
+            )
     if errors:
         extra = [f"... and {len(errors) - MAX_ERRORS} more"] if len(errors) > MAX_ERRORS else []
         raise ImportProblem(errors[:MAX_ERRORS] + extra)
@@ -256,9 +268,16 @@ def _pydantic_message(err: Any) -> str:
 
 
 def import_table(
-    table: Path, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None = None,
-    chain: Collection[str] | None = None, *, lock_seal: str | None = None,
-    seals: Mapping[str, Collection[str]] | None = None, telemetry: TelemetryLogs | None = None,
+    table: Path,
+    plan: Plan,
+    plan_sha256: str,
+    runs_dir: Path,
+    skipped: list[str] | None = None,
+    chain: Collection[str] | None = None,
+    *,
+    lock_seal: str | None = None,
+    seals: Mapping[str, Collection[str]] | None = None,
+    telemetry: TelemetryLogs | None = None,
     keep: bool = True,
 ) -> list[Any]:
     """Validate the whole table against the plan, then append the rows not yet in, in one batch.
@@ -273,8 +292,18 @@ def import_table(
     each run's power log fills its telemetry columns and is kept as its trace (``collect.importing.logs``).
     """
     with _gc_paused():
-        return _import_table(table, plan, plan_sha256, runs_dir, skipped, chain=chain, lock_seal=lock_seal,
-                             seals=seals, telemetry=telemetry, keep=keep)
+        return _import_table(
+            table,
+            plan,
+            plan_sha256,
+            runs_dir,
+            skipped,
+            chain=chain,
+            lock_seal=lock_seal,
+            seals=seals,
+            telemetry=telemetry,
+            keep=keep,
+        )
 
 
 @contextmanager
@@ -307,8 +336,15 @@ def frame_rows(frame: Any) -> list[dict[str, Any]]:
 
 
 def import_rows(
-    rows: list[dict[str, Any]], source: str, plan: Plan, plan_sha256: str, runs_dir: Path,
-    skipped: list[str] | None = None, chain: Collection[str] | None = None, *, lock_seal: str | None = None,
+    rows: list[dict[str, Any]],
+    source: str,
+    plan: Plan,
+    plan_sha256: str,
+    runs_dir: Path,
+    skipped: list[str] | None = None,
+    chain: Collection[str] | None = None,
+    *,
+    lock_seal: str | None = None,
     seals: Mapping[str, Collection[str]] | None = None,
 ) -> list[RunRecord]:
     """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records."""
@@ -317,10 +353,17 @@ def import_rows(
 
 
 def _import_table(
-    table: Path | None, plan: Plan, plan_sha256: str, runs_dir: Path, skipped: list[str] | None,
-    given: tuple[list[dict[str, Any]], str] | None = None, chain: Collection[str] | None = None,
-    lock_seal: str | None = None, seals: Mapping[str, Collection[str]] | None = None,
-    telemetry: TelemetryLogs | None = None, keep: bool = True,
+    table: Path | None,
+    plan: Plan,
+    plan_sha256: str,
+    runs_dir: Path,
+    skipped: list[str] | None,
+    given: tuple[list[dict[str, Any]], str] | None = None,
+    chain: Collection[str] | None = None,
+    lock_seal: str | None = None,
+    seals: Mapping[str, Collection[str]] | None = None,
+    telemetry: TelemetryLogs | None = None,
+    keep: bool = True,
 ) -> list[Any]:
     rows: list[dict[str, Any]] | None
     if given is not None:
@@ -337,8 +380,9 @@ def _import_table(
     if telemetry is not None:  # each row's log read and summarised before the folder is locked
         from collect.importing.logs import attach_logs  # lazy: numpy
 
-        rows, traces, log_errors = attach_logs((rows or []) if columns is None else columns.rows(), plan,
-                                               plan_sha256, name, telemetry)
+        rows, traces, log_errors = attach_logs(
+            (rows or []) if columns is None else columns.rows(), plan, plan_sha256, name, telemetry
+        )
         columns = None
         if log_errors:
             raise ImportProblem(log_errors[:MAX_ERRORS])
@@ -352,8 +396,9 @@ def _import_table(
                 check_folder_seals(existing, Path(runs_dir), seals)  # not under a resealed lock
             if telemetry is not None:
                 out: list[RunRecord] = []
-                _append_with_traces(rows or [], plan, plan_sha256, name, Path(runs_dir), existing, skipped,
-                                    lock_seal, traces, out)
+                _append_with_traces(
+                    rows or [], plan, plan_sha256, name, Path(runs_dir), existing, skipped, lock_seal, traces, out
+                )
                 return out
             fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal, keep)
             if fast is not None:
@@ -362,8 +407,7 @@ def _import_table(
                     skipped += already
             else:  # row by row: what does not fit is said there, in its words
                 rows = rows if columns is None else columns.rows()
-                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped,
-                                        lock_seal=lock_seal)
+                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped, lock_seal=lock_seal)
                 if records:
                     records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:
@@ -373,9 +417,18 @@ def _import_table(
     return records
 
 
-def _append_with_traces(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, name: str, runs_dir: Path,
-                        existing: Ledger, skipped: list[str] | None, lock_seal: str | None, traces: dict[str, Any],
-                        out: list[RunRecord]) -> None:
+def _append_with_traces(
+    rows: list[dict[str, Any]],
+    plan: Plan,
+    plan_sha256: str,
+    name: str,
+    runs_dir: Path,
+    existing: Ledger,
+    skipped: list[str] | None,
+    lock_seal: str | None,
+    traces: dict[str, Any],
+    out: list[RunRecord],
+) -> None:
     """The row path for rows with power logs: their traces staged, listed in the records, moved into
     ``traces/`` and hashed as the records are appended (``collect.importing.logs``); into ``out``."""
     from collect.importing.logs import drop_staging, install_traces, stage_traces  # lazy: numpy
@@ -447,8 +500,14 @@ class _NotFast(ToolkitError):
 
 
 def _append_fast(
-    table: Table | list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, runs_dir: Path,
-    existing: Ledger, lock_seal: str | None = None, keep: bool = True,
+    table: Table | list[dict[str, Any]],
+    plan: Plan,
+    plan_sha256: str,
+    source: str,
+    runs_dir: Path,
+    existing: Ledger,
+    lock_seal: str | None = None,
+    keep: bool = True,
 ) -> tuple[list[Any], list[str]] | None:
     """The column-wise path (``collect.importing.columns``): ``(records as written -- or, ``keep=False``,
     their ``Appended`` entries --, ids skipped)``, or None -- nothing written -- when the table does not fit
@@ -467,16 +526,25 @@ def _append_fast(
     try:
         looks_seen = looks_evidence(runs_dir)  # what every record carries, as the row path's appender does
     except OSError as err:
-        raise InputError(f"{err.filename or runs_dir}: the look ledger cannot be read ({err.strerror or err}); "
-                         "nothing was imported") from None
+        raise InputError(
+            f"{err.filename or runs_dir}: the look ledger cannot be read ({err.strerror or err}); nothing was imported"
+        ) from None
 
     def chunks() -> Iterator[bytes]:
         nonlocal head
         for start in range(0, whole.n, CHUNK_ROWS):
             try:
-                batch = prepare(whole.slice(start, start + CHUNK_ROWS) if whole.n > CHUNK_ROWS else whole, plan,
-                                plan_sha256, source, existing, lock_seal=lock_seal, seen=seen, first_row=start + 1,
-                                looks_seen=looks_seen)
+                batch = prepare(
+                    whole.slice(start, start + CHUNK_ROWS) if whole.n > CHUNK_ROWS else whole,
+                    plan,
+                    plan_sha256,
+                    source,
+                    existing,
+                    lock_seal=lock_seal,
+                    seen=seen,
+                    first_row=start + 1,
+                    looks_seen=looks_seen,
+                )
                 payload, records, head = seal(batch, head)
             except (Declined, ValueError, TypeError, ArithmeticError) as err:  # cell, model and encoder
                 raise _NotFast(str(err)) from err  # refusals: what does not fit, the row path says in its own words
@@ -504,5 +572,16 @@ def _remove_if_only_lock(runs_dir: Path) -> None:
         pass
 
 
-__all__ = ["RESERVED", "TELEMETRY_FIELDS", "CellError", "ImportProblem", "build_records", "check_columns",
-           "expected_columns", "frame_rows", "import_rows", "import_table", "read_table"]
+__all__ = [
+    "RESERVED",
+    "TELEMETRY_FIELDS",
+    "CellError",
+    "ImportProblem",
+    "build_records",
+    "check_columns",
+    "expected_columns",
+    "frame_rows",
+    "import_rows",
+    "import_table",
+    "read_table",
+]

@@ -47,14 +47,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from collect.importing.rows import (
-    TELEMETRY_FIELDS,
-    CellError,
-    metric_bound_columns,
-    metrics_on,
-    row_record,
-    signals_of,
-)
+from collect.importing.rows import TELEMETRY_FIELDS, CellError, metric_bound_columns, metrics_on, row_record, signals_of
 from collect.ledger.store import TRACES_DIR, RunRecord, run_id
 from collect.telemetry.analysis.energy import run_energy
 from collect.telemetry.logs.common import LogError, LogOptions, with_meter
@@ -95,7 +88,8 @@ def find_log(logs: TelemetryLogs, ids: list[str]) -> tuple[Path | None, str]:
                 return found[0], ""
     wanted = " or ".join(f"{rid}.*" for rid in ids)
     return None, f"no telemetry log {wanted} in {logs.folder}" + (
-        f" (known suffixes: {', '.join(SUFFIXES)})" if logs.fmt is None else "")
+        f" (known suffixes: {', '.join(SUFFIXES)})" if logs.fmt is None else ""
+    )
 
 
 def _fill(row: dict[str, Any], trace: Trace, plan: Plan, number: int, source: Path) -> tuple[dict[str, Any], list[str]]:
@@ -105,12 +99,16 @@ def _fill(row: dict[str, Any], trace: Trace, plan: Plan, number: int, source: Pa
     per_metric = metric_bound_columns(plan)
     for signal in signals_of(plan):
         if signal not in trace.signals or trace.rows(signal)["value"].size == 0:
-            errors.append(f"row {number}: the log {source.name} has no {signal} readings (it has "
-                          f"{', '.join(trace.signals)})")
+            errors.append(
+                f"row {number}: the log {source.name} has no {signal} readings (it has {', '.join(trace.signals)})"
+            )
             continue
         energy = run_energy(trace, signal, p_min, p_max)
-        cells: dict[str, Any] = {f"{signal}.{f}": energy.summary[f] for f in sorted(TELEMETRY_FIELDS - {"bound"})
-                                 if energy.summary.get(f) is not None}
+        cells: dict[str, Any] = {
+            f"{signal}.{f}": energy.summary[f]
+            for f in sorted(TELEMETRY_FIELDS - {"bound"})
+            if energy.summary.get(f) is not None
+        }
         names = metrics_on(plan, signal)
         for metric in names:
             bound = energy.summary["metric_bounds"].get(metric)
@@ -121,8 +119,10 @@ def _fill(row: dict[str, Any], trace: Trace, plan: Plan, number: int, source: Pa
                 cells[metric] = energy.metrics[metric]
         given = [c for c in cells if c in row and row[c] not in (None, "") and c not in names]
         if given:
-            errors.append(f"row {number}: column(s) {', '.join(given)} are given in the table and filled from the "
-                          f"telemetry log {source.name}; drop them from the table (or import without --telemetry)")
+            errors.append(
+                f"row {number}: column(s) {', '.join(given)} are given in the table and filled from the "
+                f"telemetry log {source.name}; drop them from the table (or import without --telemetry)"
+            )
         out.update(cells)
     return out, errors
 
@@ -136,8 +136,9 @@ def plan_meter(options: LogOptions, plan: Plan) -> LogOptions:
     return options
 
 
-def attach_logs(rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str,
-                logs: TelemetryLogs) -> tuple[list[dict[str, Any]], dict[str, Trace], list[str]]:
+def attach_logs(
+    rows: list[dict[str, Any]], plan: Plan, plan_sha256: str, source: str, logs: TelemetryLogs
+) -> tuple[list[dict[str, Any]], dict[str, Trace], list[str]]:
     """Each row with its log's telemetry (module doc): ``(rows, run id -> trace, errors naming rows)``.
     A row whose cells do not fit the plan is passed on as it is (the import names what is wrong)."""
     if logs.fmt is not None and logs.fmt not in FORMATS:
@@ -196,8 +197,11 @@ def _warn_meter(traces: dict[str, Trace], plan: Plan) -> None:
             if info.period_ms is not None:
                 said.setdefault(signal, set()).add(f"counter update period {info.period_ms:g} ms ({info.period_basis})")
             if info.power_model is not None:
-                how = ("a true mean over its window" if info.power_model == "average"
-                       else "part-time samples (only the power range bounds the rest)")
+                how = (
+                    "a true mean over its window"
+                    if info.power_model == "average"
+                    else "part-time samples (only the power range bounds the rest)"
+                )
                 said.setdefault(signal, set()).add(f"power read as {how} (power_model {info.power_model})")
     for signal, texts in said.items():
         warnings.warn(LogNote(f"{signal}: bounds use " + "; ".join(sorted(texts))), stacklevel=2)

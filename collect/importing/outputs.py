@@ -23,11 +23,13 @@ def is_plan_listing(path: Path) -> bool:
     head = file_head(path)
     first = head.split(b"\n", 1)[0]
     return (first.startswith(b"run_id,") and first.endswith(b",params")) or (
-        head.startswith(b'{\n  "prereg_sha256": "') and b'"seed_column": ' in head)
+        head.startswith(b'{\n  "prereg_sha256": "') and b'"seed_column": ' in head
+    )
 
 
-def write_plan_listing(lock: str | os.PathLike[str], path: str | os.PathLike[str], fmt: str = "csv",
-                       force: bool = False) -> None:
+def write_plan_listing(
+    lock: str | os.PathLike[str], path: str | os.PathLike[str], fmt: str = "csv", force: bool = False
+) -> None:
     """Write ``collect plan``'s listing of ``lock`` (``csv`` or ``json``) to ``path`` under the output rule."""
     from collect.api import plan_listing  # lazy: pydantic
 

@@ -48,8 +48,16 @@ def planned_runs(plan: Plan, plan_sha256: str) -> list[PlannedRun]:
                     params = run_params(plan, collector, stratum, arm)
                 else:
                     params = {**defaults, **{k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS}, **settings}
-                runs.append(PlannedRun(run_id(plan_sha256, stratum, arm, replicate), dict(stratum), arm, replicate,
-                                       stratum_seed(stratum, replicate), params))
+                runs.append(
+                    PlannedRun(
+                        run_id(plan_sha256, stratum, arm, replicate),
+                        dict(stratum),
+                        arm,
+                        replicate,
+                        stratum_seed(stratum, replicate),
+                        params,
+                    )
+                )
     return runs
 
 
@@ -76,8 +84,16 @@ def plan_csv(plan: Plan, plan_sha256: str) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(plan_columns(plan))
     for run in planned_runs(plan, plan_sha256):
-        writer.writerow([run.run_id, *(_level_text(run.stratum[f]) for f in plan.strata.factors), run.arm,
-                         run.replicate, run.seed, canonical_text(run.params)])
+        writer.writerow(
+            [
+                run.run_id,
+                *(_level_text(run.stratum[f]) for f in plan.strata.factors),
+                run.arm,
+                run.replicate,
+                run.seed,
+                canonical_text(run.params),
+            ]
+        )
     return out.getvalue()
 
 
@@ -85,9 +101,20 @@ def plan_json(plan: Plan, plan_sha256: str) -> dict[str, Any]:
     """The listing as JSON data: ``{prereg_sha256, study, seed_column, runs: [...]}``, each run with
     ``run_id``, ``stratum``, ``arm``, ``replicate``, ``seed`` and ``params``."""
     return {
-        "prereg_sha256": plan_sha256, "study": plan.study, "seed_column": seed_column(plan),
-        "runs": [{"run_id": r.run_id, "stratum": r.stratum, "arm": r.arm, "replicate": r.replicate, "seed": r.seed,
-                  "params": r.params} for r in planned_runs(plan, plan_sha256)],
+        "prereg_sha256": plan_sha256,
+        "study": plan.study,
+        "seed_column": seed_column(plan),
+        "runs": [
+            {
+                "run_id": r.run_id,
+                "stratum": r.stratum,
+                "arm": r.arm,
+                "replicate": r.replicate,
+                "seed": r.seed,
+                "params": r.params,
+            }
+            for r in planned_runs(plan, plan_sha256)
+        ],
     }
 
 

@@ -43,8 +43,7 @@ def metric_bound_columns(plan: Plan) -> dict[str, tuple[str, str]]:
     """``<metric>.bound`` column -> (its signal, the metric), for every signal-backed metric whose
     name is not itself a signal's (such a metric's bound column is ``<signal>.bound``)."""
     signals = set(signals_of(plan))
-    return {f"{name}.bound": (m.signal, name) for name, m in plan.metrics.items()
-            if m.signal and name not in signals}
+    return {f"{name}.bound": (m.signal, name) for name, m in plan.metrics.items() if m.signal and name not in signals}
 
 
 def signal_fields(plan: Plan, signal: str) -> list[str]:
@@ -58,8 +57,13 @@ def expected_columns(plan: Plan) -> list[str]:
     """Every column the plan accepts: arm, factors, reserved, metrics, telemetry ``<signal>.<field>``
     and ``<metric>.bound``."""
     signals = list(signals_of(plan))
-    columns = (["arm", *plan.strata.factors] + sorted(RESERVED - {"arm"}) + list(plan.metrics)
-               + [f"{s}.{f}" for s in signals for f in signal_fields(plan, s)] + list(metric_bound_columns(plan)))
+    columns = (
+        ["arm", *plan.strata.factors]
+        + sorted(RESERVED - {"arm"})
+        + list(plan.metrics)
+        + [f"{s}.{f}" for s in signals for f in signal_fields(plan, s)]
+        + list(metric_bound_columns(plan))
+    )
     return list(dict.fromkeys(columns))
 
 
@@ -77,7 +81,8 @@ def _bound_column_errors(seen: list[str], plan: Plan) -> tuple[list[str], set[st
                 f"column {column!r}: signal {signal} backs several metrics ({', '.join(names)}), whose bounds "
                 "differ (a phase's bound is not the total's), so one bound cannot say which metric it belongs to; "
                 "give each metric's measurement bound in its own column: "
-                + ", ".join(f"{m}.bound" for m in names if f"{m}.bound" in per_metric))
+                + ", ".join(f"{m}.bound" for m in names if f"{m}.bound" in per_metric)
+            )
         elif column in seen and own:
             errors.append(f"columns {column!r} and {own[0]!r} both give {names[0]}'s bound; keep one")
     return errors, covered
@@ -138,8 +143,14 @@ def parse_number(value: Any, what: str) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
     text = str(value).strip().lower()
-    special = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
-               "-infinity": -math.inf}
+    special = {
+        "nan": math.nan,
+        "inf": math.inf,
+        "+inf": math.inf,
+        "-inf": -math.inf,
+        "infinity": math.inf,
+        "-infinity": -math.inf,
+    }
     if text in special:
         return special[text]
     try:
@@ -179,8 +190,11 @@ def parse_time(value: Any, column: str) -> str | None:
         raise CellError(column, f"{column} = {text!r} has no time zone; write UTC with a Z (e.g. {text}Z)")
     now = datetime.now(UTC)
     if parsed > now + FUTURE_TOLERANCE:
-        raise CellError(column, f"{column} = {text!r} is in the future (now {now.replace(microsecond=0).isoformat()}"
-                                "): a run cannot have started or finished yet; check the clock and the time zone")
+        raise CellError(
+            column,
+            f"{column} = {text!r} is in the future (now {now.replace(microsecond=0).isoformat()}"
+            "): a run cannot have started or finished yet; check the clock and the time zone",
+        )
     return text
 
 
@@ -204,8 +218,10 @@ def level_cell(value: Any, factor: str, plan: Plan) -> Any:
         text = str(value).strip()
         hint = ""
         if text.endswith(".0") and match_level(text[:-2], lookup)[0]:
-            hint = (f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
-                    "them without '.0' (pandas writes integer columns with gaps as floats)")
+            hint = (
+                f"; the column holds whole numbers written as decimals ({text} for {text[:-2]}): write "
+                "them without '.0' (pandas writes integer columns with gaps as floats)"
+            )
         shown = ", ".join(map(str, levels[:20])) + (f", ... ({len(levels)} levels)" if len(levels) > 20 else "")
         raise CellError(factor, f"{factor} = {brief_value(value)} is not a level of the plan ({shown}){hint}")
     return level
@@ -254,8 +270,11 @@ def check_range(number: float | None, name: str, plan: Plan) -> None:
         return
     low, high = metric.range
     if not low <= number <= high:
-        raise CellError(name, f"{name} = {number:g} is outside the plan's range [{low:g}, {high:g}] {metric.unit} "
-                              "(a value in another unit, or transformed, e.g. a logarithm?)")
+        raise CellError(
+            name,
+            f"{name} = {number:g} is outside the plan's range [{low:g}, {high:g}] {metric.unit} "
+            "(a value in another unit, or transformed, e.g. a logarithm?)",
+        )
 
 
 def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
@@ -268,9 +287,12 @@ def evidence_cell(value: Any, signal: str, plan: Plan) -> str:
         raise CellError(column, f"{column} = {evidence!r} is not an evidence class ({', '.join(EVIDENCE_ORDER)})")
     if stronger(metric.evidence, evidence):
         backed = [n for n, m in plan.metrics.items() if m.signal == signal]
-        raise CellError(column, f"{column} = {evidence!r}, but the plan declares "
-                                f"{', '.join(backed)} '{metric.evidence}': a plan cannot claim stronger "
-                                f"evidence than its data carry; declare 'evidence: {evidence}'")
+        raise CellError(
+            column,
+            f"{column} = {evidence!r}, but the plan declares "
+            f"{', '.join(backed)} '{metric.evidence}': a plan cannot claim stronger "
+            f"evidence than its data carry; declare 'evidence: {evidence}'",
+        )
     return evidence
 
 
@@ -284,7 +306,10 @@ def telemetry_cell(value: Any, signal: str, field: str) -> int | float | None:
         return parse_number(value, what)
     count = parse_integer(value, what, None)
     if count is not None and not 0 <= count <= MAX_COUNT:
-        raise CellError(what, f"{what}: {brief_integer(count)} is not a count of sensor updates (a whole number from 0 to 2**63 - 1)")
+        raise CellError(
+            what,
+            f"{what}: {brief_integer(count)} is not a count of sensor updates (a whole number from 0 to 2**63 - 1)",
+        )
     return count
 
 
@@ -314,9 +339,12 @@ def seed_cell(value: Any, stratum: dict[str, Any], replicate: int, plan: Plan) -
         return seed
     derived = stratum_seed(stratum, replicate)
     if seed != derived:
-        raise CellError("seed", f"seed {brief_integer(seed)} is not the plan's seed for stratum {stratum} replicate {replicate}: "
-                                f"collect run derives {derived} from the stratum and replicate (never the arm); "
-                                "'collect plan LOCK' lists every planned run's seed")
+        raise CellError(
+            "seed",
+            f"seed {brief_integer(seed)} is not the plan's seed for stratum {stratum} replicate {replicate}: "
+            f"collect run derives {derived} from the stratum and replicate (never the arm); "
+            "'collect plan LOCK' lists every planned run's seed",
+        )
     return seed
 
 
@@ -358,12 +386,20 @@ def row_record(
     given_id = str(row.get("run_id") or "").strip()
     return RunRecord.model_validate(
         {
-            "run_id": given_id or run_id(plan_sha256, stratum, arm, replicate, imported=True), "prereg_sha256": plan_sha256, "stratum": stratum, "arm": arm,
-            "replicate": replicate, "status": status, "metrics": metrics, "telemetry": telemetry,
+            "run_id": given_id or run_id(plan_sha256, stratum, arm, replicate, imported=True),
+            "prereg_sha256": plan_sha256,
+            "stratum": stratum,
+            "arm": arm,
+            "replicate": replicate,
+            "status": status,
+            "metrics": metrics,
+            "telemetry": telemetry,
             "seed": seed_cell(row.get("seed"), stratum, replicate, plan),
             "started_at": parse_time(row.get("started_at"), "started_at"),
             "finished_at": finished_cell(row.get("finished_at")),
-            "code": {"imported": True}, "env": {}, "source": f"import:{source} row {number}",
+            "code": {"imported": True},
+            "env": {},
+            "source": f"import:{source} row {number}",
             **({"lock_seal": lock_seal} if lock_seal is not None else {}),
         }
     )

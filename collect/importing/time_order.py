@@ -23,8 +23,9 @@ class EarlyRunsWarning(UserWarning):
     """Imported runs started before the plan version they are judged under (``collect.importing.time_order``)."""
 
 
-def early_runs_message(records: Sequence[RunRecord], lock_data: Mapping[str, Any], plan: Plan,
-                       lock_path: str = "LOCK") -> str | None:
+def early_runs_message(
+    records: Sequence[RunRecord], lock_data: Mapping[str, Any], plan: Plan, lock_path: str = "LOCK"
+) -> str | None:
     """The warning for ``records`` that started before the freeze or the last amendment, or None
     (none did, or the plan declares pre-existing data)."""
     if plan.data is not None and plan.data.pre_existing:
@@ -48,11 +49,13 @@ def early_runs_message(records: Sequence[RunRecord], lock_data: Mapping[str, Any
         return None
     parts = []
     if before_freeze:
-        parts.append(f"{before_freeze} of the {len(records)} rows imported started before the plan was frozen "
-                     f"({frozen_text})")
+        parts.append(
+            f"{before_freeze} of the {len(records)} rows imported started before the plan was frozen ({frozen_text})"
+        )
     if before_amendment:
-        parts.append(f"{before_amendment} started before amendment v{version} ({amended_text}) "
-                     "under which they are judged")
+        parts.append(
+            f"{before_amendment} started before amendment v{version} ({amended_text}) under which they are judged"
+        )
     return (
         "; ".join(parts) + ". 'gates evaluate' will refuse the decision on them: the plan does not declare "
         "pre-existing data. If this study does analyse runs made before its plan, say so: add 'data: "

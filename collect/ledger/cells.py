@@ -37,8 +37,10 @@ class _Run(Protocol):
 R = TypeVar("R", bound=_Run)  # a RunRecord, or a row read column-wise (collect.ledger.columns)
 
 
-def split_repeats(records: Iterable[R], key: Callable[[R], Hashable] = cell_of,  # type: ignore[assignment]
-                  ) -> tuple[dict[Hashable, R], list[tuple[R, R]]]:
+def split_repeats(
+    records: Iterable[R],
+    key: Callable[[R], Hashable] = cell_of,  # type: ignore[assignment]
+) -> tuple[dict[Hashable, R], list[tuple[R, R]]]:
     """The rule: (the first complete record of each cell, [(a later complete record, the first)]).
     ``key`` names the cell (default :func:`cell_of`; gates key by the plan's own level forms)."""
     first: dict[Hashable, R] = {}
@@ -60,9 +62,11 @@ class DuplicateCell(InputError):
 
 def _refuse(record: RunRecord, first: RunRecord) -> DuplicateCell:
     where = ", ".join(f"{k}={v}" for k, v in record.stratum.items()) or "no factors"
-    return DuplicateCell(f"arm {record.arm} in stratum {where}, replicate {record.replicate} is recorded complete "
-                         f"twice (runs {first.run_id} and {record.run_id}): the ledger does not say which is the "
-                         "real one, so it is not drawn (gates evaluate refuses the gates using it too)")
+    return DuplicateCell(
+        f"arm {record.arm} in stratum {where}, replicate {record.replicate} is recorded complete "
+        f"twice (runs {first.run_id} and {record.run_id}): the ledger does not say which is the "
+        "real one, so it is not drawn (gates evaluate refuses the gates using it too)"
+    )
 
 
 def standing(records: Iterable[RunRecord]) -> dict[Hashable, RunRecord]:

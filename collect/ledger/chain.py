@@ -53,8 +53,11 @@ def verify_chain(ledger: Ledger | LedgerColumns, check_traces: bool = True) -> C
             report.problems += _trace_problems(ledger.path.parent, record, who)
         expected = digest
     if ledger.stopped_at_line is not None:
-        report.problems.insert(0, f"ledger line {ledger.stopped_at_line}: reading stopped there, too many lines before "
-                               "it are refused or break the chain; the rest was not checked")
+        report.problems.insert(
+            0,
+            f"ledger line {ledger.stopped_at_line}: reading stopped there, too many lines before "
+            "it are refused or break the chain; the rest was not checked",
+        )
     for line in ledger.refused_lines:
         report.problems.append(f"ledger line {line}: complete but not a valid record (edited or forged)")
     if report.problems:

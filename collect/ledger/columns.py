@@ -53,8 +53,9 @@ def _column_model() -> type[BaseModel]:
 
 
 def _defaults() -> dict[str, Any]:
-    return {n: f.get_default(call_default_factory=True) for n, f in RunRecord.model_fields.items()
-            if not f.is_required()}
+    return {
+        n: f.get_default(call_default_factory=True) for n, f in RunRecord.model_fields.items() if not f.is_required()
+    }
 
 
 @dataclass
@@ -96,9 +97,18 @@ class LedgerColumns(LedgerLines):
     @classmethod
     def from_ledger(cls, ledger: Ledger) -> LedgerColumns:
         """The columns of a ledger read record by record (the same lines, problems and hashes)."""
-        out = cls(path=ledger.path, problems=ledger.problems, sha256=ledger.sha256, lines=ledger.lines,
-                  torn_tail=ledger.torn_tail, hashes=ledger.hashes, record_lines=ledger.record_lines,
-                  refused_lines=ledger.refused_lines, pending=ledger.pending, stopped_at_line=ledger.stopped_at_line)
+        out = cls(
+            path=ledger.path,
+            problems=ledger.problems,
+            sha256=ledger.sha256,
+            lines=ledger.lines,
+            torn_tail=ledger.torn_tail,
+            hashes=ledger.hashes,
+            record_lines=ledger.record_lines,
+            refused_lines=ledger.refused_lines,
+            pending=ledger.pending,
+            stopped_at_line=ledger.stopped_at_line,
+        )
         out.columns = {name: [getattr(r, name) for r in ledger.records] for name in FIELDS}
         return out
 
@@ -179,30 +189,30 @@ class RecordRow:
         prev_sha256: str | None
         record_sha256: str | None
     else:
-        record = _field('record')
-        run_id = _field('run_id')
-        prereg_sha256 = _field('prereg_sha256')
-        lock_seal = _field('lock_seal')
-        stratum = _field('stratum')
-        arm = _field('arm')
-        replicate = _field('replicate')
-        status = _field('status')
-        metrics = _field('metrics')
-        telemetry = _field('telemetry')
-        evidence = _field('evidence')
-        started_at = _field('started_at')
-        finished_at = _field('finished_at')
-        seed = _field('seed')
-        code = _field('code')
-        env = _field('env')
-        source = _field('source')
-        error = _field('error')
-        traces = _field('traces')
-        trace_sha256 = _field('trace_sha256')
-        looks_head = _field('looks_head')
-        looks_count = _field('looks_count')
-        prev_sha256 = _field('prev_sha256')
-        record_sha256 = _field('record_sha256')
+        record = _field("record")
+        run_id = _field("run_id")
+        prereg_sha256 = _field("prereg_sha256")
+        lock_seal = _field("lock_seal")
+        stratum = _field("stratum")
+        arm = _field("arm")
+        replicate = _field("replicate")
+        status = _field("status")
+        metrics = _field("metrics")
+        telemetry = _field("telemetry")
+        evidence = _field("evidence")
+        started_at = _field("started_at")
+        finished_at = _field("finished_at")
+        seed = _field("seed")
+        code = _field("code")
+        env = _field("env")
+        source = _field("source")
+        error = _field("error")
+        traces = _field("traces")
+        trace_sha256 = _field("trace_sha256")
+        looks_head = _field("looks_head")
+        looks_count = _field("looks_count")
+        prev_sha256 = _field("prev_sha256")
+        record_sha256 = _field("record_sha256")
 
     def metric(self, name: str) -> float | None:
         """A metric as a float (NaN/inf restored), or None when not recorded (``RunRecord.metric``)."""

@@ -60,8 +60,14 @@ class FailedRun:
 
     def to_json(self) -> dict[str, Any]:
         """``{run_id, arm, stratum, replicate, reason, stderr_tail}``."""
-        return {"run_id": self.run_id, "arm": self.arm, "stratum": dict(self.stratum), "replicate": self.replicate,
-                "reason": self.reason, "stderr_tail": list(self.stderr_tail)}
+        return {
+            "run_id": self.run_id,
+            "arm": self.arm,
+            "stratum": dict(self.stratum),
+            "replicate": self.replicate,
+            "reason": self.reason,
+            "stderr_tail": list(self.stderr_tail),
+        }
 
 
 def _quoted_stderr(text: str) -> str | None:
@@ -91,7 +97,7 @@ def failure_words(error: str | None, lines: int = STDERR_LINES) -> tuple[str, li
     head = head.removesuffix(NOTHING_ON_STDERR)
     reason = _SOURCE_LOCATION.sub("", head.splitlines()[0].rstrip() if head.strip() else text.splitlines()[0])
     if len(reason) > REASON_CHARS:
-        reason = reason[:REASON_CHARS - 3] + "..."
+        reason = reason[: REASON_CHARS - 3] + "..."
     return reason, tail
 
 
@@ -112,8 +118,9 @@ def stratum_words(stratum: Mapping[str, Any], replicate: int) -> str:
     return f"{levels} #{replicate}" if levels else f"#{replicate}"
 
 
-def failed_run_lines(failed: list[FailedRun], limit: int | None = SHOWN_FAILED, indent: str = "    ",
-                     more: str = "") -> list[str]:
+def failed_run_lines(
+    failed: list[FailedRun], limit: int | None = SHOWN_FAILED, indent: str = "    ", more: str = ""
+) -> list[str]:
     """One line per failed run (its id, arm, stratum, reason), each followed by its stderr tail,
     indented; the first ``limit`` runs (None: all), then a line counting the rest (``more``: where
     they are all listed)."""
@@ -133,8 +140,9 @@ def undeclared_metrics(record: _Record) -> dict[str, float | None]:
     kept = record.code.get("undeclared_metrics") if isinstance(record.code, Mapping) else None
     if not isinstance(kept, dict):
         return {}
-    return {str(k): (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
-            for k, v in kept.items()}
+    return {
+        str(k): (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None) for k, v in kept.items()
+    }
 
 
 def undeclared_words(records: Iterable[_Record], named: int = 2) -> list[str]:
@@ -150,11 +158,23 @@ def undeclared_words(records: Iterable[_Record], named: int = 2) -> list[str]:
         groups.setdefault(shown, []).append(r.run_id)
     out = []
     for shown, runs in groups.items():
-        who = (f"run {runs[0]}" if len(runs) == 1 else f"{len(runs)} runs ({', '.join(runs[:named])}"
-               + (f" and {len(runs) - named} more)" if len(runs) > named else ")"))
+        who = (
+            f"run {runs[0]}"
+            if len(runs) == 1
+            else f"{len(runs)} runs ({', '.join(runs[:named])}"
+            + (f" and {len(runs) - named} more)" if len(runs) > named else ")")
+        )
         out.append(f"{who} wrote metric(s) {shown} the plan does not declare: kept as descriptive, not analysed")
     return out
 
 
-__all__ = ["FailedRun", "STDERR_LINES", "failed_run_lines", "failed_runs", "failure_words", "stratum_words",
-           "undeclared_metrics", "undeclared_words"]
+__all__ = [
+    "FailedRun",
+    "STDERR_LINES",
+    "failed_run_lines",
+    "failed_runs",
+    "failure_words",
+    "stratum_words",
+    "undeclared_metrics",
+    "undeclared_words",
+]

@@ -33,8 +33,11 @@ def trace_path(runs_dir: str | os.PathLike[str], name: str) -> Path:
     folder = Path(runs_dir)
     for depth in range(1, len(parts) + 1):
         if (folder.joinpath(*parts[:depth])).is_symlink():
-            raise OSError(errno.ELOOP, "is a symbolic link; never followed out of the runs folder",
-                          str(folder.joinpath(*parts[:depth])))
+            raise OSError(
+                errno.ELOOP,
+                "is a symbolic link; never followed out of the runs folder",
+                str(folder.joinpath(*parts[:depth])),
+            )
     return folder / name
 
 

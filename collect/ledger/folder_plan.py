@@ -34,8 +34,9 @@ def lineage(lock_data: Mapping[str, Any]) -> set[str]:
     return {str(lock_data["plan_sha256"])} | {str(a["parent_plan_sha256"]) for a in lock_data.get("amendments") or []}
 
 
-def check_folder_plan(existing: Ledger, runs_dir: Path, plan_sha256: str, study: str,
-                      chain: Collection[str] | None = None) -> None:
+def check_folder_plan(
+    existing: Ledger, runs_dir: Path, plan_sha256: str, study: str, chain: Collection[str] | None = None
+) -> None:
     """Refuse (``OtherPlanRuns``) when ``existing`` holds records of a plan not in ``chain`` (default:
     only ``plan_sha256``); the message names the folder's plan(s) and the way on."""
     allowed = set(chain or ()) | {plan_sha256}
@@ -47,7 +48,8 @@ def check_folder_plan(existing: Ledger, runs_dir: Path, plan_sha256: str, study:
         f"{runs_dir}: refused, nothing appended: this runs folder holds {'; '.join(named)}, which is not "
         f"study {study!r} (plan {plan_sha256[:12]}) nor a version in its lock's amendment chain. A ledger is "
         "append-only: one folder holds one plan's runs. Write these runs into a folder of their own "
-        "(--out NEW_RUNS)")
+        "(--out NEW_RUNS)"
+    )
 
 
 def _study_of(sha: str, runs_dir: Path) -> str:
@@ -95,14 +97,18 @@ def check_folder_seals(existing: Ledger, runs_dir: Path, seals: Mapping[str, Col
     same plans do not carry (``seals``: :func:`lock_seals` of the lock): the lock was resealed (its
     freeze time or amendment chain rewritten) after those runs were recorded. Unsealed records are
     left to ``gates evaluate``, which refuses them."""
-    foreign = [r.run_id for r in existing.records if r.lock_seal is not None and r.prereg_sha256 in seals
-               and r.lock_seal not in seals[r.prereg_sha256]]
+    foreign = [
+        r.run_id
+        for r in existing.records
+        if r.lock_seal is not None and r.prereg_sha256 in seals and r.lock_seal not in seals[r.prereg_sha256]
+    ]
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise IntegrityError(
             f"{runs_dir}: refused, nothing appended: {len(foreign)} run(s) here ({shown}) carry another seal than "
             "this lock's for their plan version: the lock was resealed (its freeze time or amendment chain "
-            "rewritten) after they were recorded, or they belong to another freeze of the same plan")
+            "rewritten) after they were recorded, or they belong to another freeze of the same plan"
+        )
 
 
 __all__ = ["OtherPlanRuns", "check_folder_plan", "check_folder_seals", "lineage", "lock_seals"]

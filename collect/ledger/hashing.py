@@ -35,6 +35,7 @@ FIELD = "record_sha256"
 PREV = "prev_sha256"
 _STORED_ITEM = re.compile(rb'"record_sha256":"([0-9a-f]{64})"')
 
+
 def canonical_items(data: dict[str, Any]) -> bytes:
     """The canonical JSON of the object ``data`` without its braces: its items, joined (b"" for {})."""
     return canonical_text(data)[1:-1].encode()

@@ -111,8 +111,10 @@ def completed_view(raw: bytes, pending: Pending | None) -> tuple[bytes, str | No
         return raw, pending.problem or f"{pending.path}: does not continue the ledger; ignored"
     if not missing:
         return raw, None
-    return raw + missing, (f"{pending.path}: a committed batch ({len(pending.data)} bytes) whose writer stopped "
-                           f"before it was all written, read whole; the next writer completes it on disk")
+    return raw + missing, (
+        f"{pending.path}: a committed batch ({len(pending.data)} bytes) whose writer stopped "
+        f"before it was all written, read whole; the next writer completes it on disk"
+    )
 
 
 def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
@@ -129,8 +131,12 @@ def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
     there = os.pread(fd, len(pending.data) + 1, pending.offset) if size >= pending.offset else b""
     missing = _missing(size, there, pending)
     if missing is None:
-        raise OSError(errno.EINVAL, "a journal of a batch that does not continue the ledger: look at it, and remove "
-                      "it if the ledger is as it should be; nothing is appended until then", str(pending.path))
+        raise OSError(
+            errno.EINVAL,
+            "a journal of a batch that does not continue the ledger: look at it, and remove "
+            "it if the ledger is as it should be; nothing is appended until then",
+            str(pending.path),
+        )
     if missing:
         write_all(fd, missing, folder / LEDGER_NAME)
         os.fsync(fd)
@@ -139,8 +145,9 @@ def complete_on_disk(fd: int, folder: Path, limit: int) -> None:
 
 def commit(folder: Path, offset: int, data: bytes) -> None:
     """Step 1: the journal of ``data``, to be appended at ``offset``, durably in place."""
-    header = json.dumps({"format": FORMAT, "offset": offset, "length": len(data),
-                         "sha256": hashlib.sha256(data).hexdigest()}).encode()
+    header = json.dumps(
+        {"format": FORMAT, "offset": offset, "length": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    ).encode()
     tmp = pending_path(folder).with_name(PENDING_NAME + ".tmp")
     fd = open_no_follow(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
@@ -216,5 +223,18 @@ def finish(folder: Path) -> None:
     fsync_dir(folder)
 
 
-__all__ = ["PENDING_NAME", "Pending", "commit", "commit_staged", "complete_on_disk", "completed_view",
-           "committed_pieces", "drop_staged", "finish", "lock", "pending_path", "read_pending", "stage_chunks"]
+__all__ = [
+    "PENDING_NAME",
+    "Pending",
+    "commit",
+    "commit_staged",
+    "complete_on_disk",
+    "completed_view",
+    "committed_pieces",
+    "drop_staged",
+    "finish",
+    "lock",
+    "pending_path",
+    "read_pending",
+    "stage_chunks",
+]

@@ -169,8 +169,10 @@ def append_look(runs_dir: str | os.PathLike[str], fields: dict[str, Any]) -> Loo
     try:
         fd = open_no_follow(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     except OSError as err:
-        raise InputError(f"{path}: cannot record this look ({err.strerror or err}); a monitored plan is evaluated "
-                         "only where its look is recorded") from None
+        raise InputError(
+            f"{path}: cannot record this look ({err.strerror or err}); a monitored plan is evaluated "
+            "only where its look is recorded"
+        ) from None
     try:
         journal.lock(fd, exclusive=True)
         current = read_looks_fd(fd, path)
@@ -184,8 +186,9 @@ def append_look(runs_dir: str | os.PathLike[str], fields: dict[str, Any]) -> Loo
         except OSError as err:
             os.ftruncate(fd, size)
             os.fsync(fd)
-            raise InputError(f"{path}: the look could not be recorded ({err.strerror or err}); nothing was "
-                             "appended") from None
+            raise InputError(
+                f"{path}: the look could not be recorded ({err.strerror or err}); nothing was appended"
+            ) from None
     finally:
         os.close(fd)
     if created:
@@ -257,16 +260,19 @@ def verify_looks(looks: LookLedger, ledger_hashes: list[str], seen_by_runs: Iter
         if record.record_sha256 != digest:
             report.problems.append(f"{who}: changed after it was written (its content no longer matches its hash)")
         if record.prev_sha256 != expected:
-            report.problems.append(f"{who}: the chain is broken before it (a look record was removed, inserted or "
-                                   "reordered)")
+            report.problems.append(
+                f"{who}: the chain is broken before it (a look record was removed, inserted or reordered)"
+            )
         if record.seq != i + 1:
             report.problems.append(f"{who}: sequence number {record.seq} where {i + 1} was expected")
         if record.evaluated_at < last_time:
             report.problems.append(f"{who}: its time goes backwards ({record.evaluated_at} after {last_time})")
         seen = 0 if record.ledger_head == GENESIS else position.get(record.ledger_head)
         if seen is None:
-            report.problems.append(f"{who}: the run ledger head it saw ({record.ledger_head[:12]}) is not in the run "
-                                   "ledger's chain: the run ledger was truncated or rewritten after this look")
+            report.problems.append(
+                f"{who}: the run ledger head it saw ({record.ledger_head[:12]}) is not in the run "
+                "ledger's chain: the run ledger was truncated or rewritten after this look"
+            )
         elif seen != record.ledger_records:
             report.problems.append(f"{who}: says it saw {record.ledger_records} runs, but its head is record {seen}")
         elif seen < last_seen:
@@ -285,16 +291,21 @@ def _vanished(looks: LookLedger, seen_by_runs: Iterable[LooksSeen]) -> list[str]
     """The look records run-ledger records saw (hash-chained there, so they cannot be stripped) that
     the look ledger no longer holds: it was deleted, emptied, cut back or replaced after them."""
     held = {r.seq: r.record_sha256 for r in looks.records}
-    missing = [(run, head, count) for run, head, count in seen_by_runs
-               if head is not None and count is not None and held.get(count) != head]
+    missing = [
+        (run, head, count)
+        for run, head, count in seen_by_runs
+        if head is not None and count is not None and held.get(count) != head
+    ]
     if not missing:
         return []
     run, head, count = max(missing, key=lambda m: m[2] or 0)
     now = f"holds {len(looks.records)} look record(s)" if looks.records else "is missing or holds no look record"
     named = ", ".join(m[0] for m in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    return [f"run record(s) {named} were appended after look record {count} ({head[:12] if head else '?'}), which "
-            f"the look ledger no longer holds (it {now}): looks.jsonl was deleted, emptied, cut back or replaced "
-            "after those looks were taken"]
+    return [
+        f"run record(s) {named} were appended after look record {count} ({head[:12] if head else '?'}), which "
+        f"the look ledger no longer holds (it {now}): looks.jsonl was deleted, emptied, cut back or replaced "
+        "after those looks were taken"
+    ]
 
 
 def looks_sha256(runs_dir: str | os.PathLike[str]) -> str | None:
@@ -307,5 +318,18 @@ def looks_sha256(runs_dir: str | os.PathLike[str]) -> str | None:
         return hashlib.sha256(fh.read(MAX_LOOKS_BYTES + 1)).hexdigest()
 
 
-__all__ = ["LOOKS_FORMAT", "LOOKS_NAME", "LookLedger", "LookRecord", "LooksReport", "LooksSeen", "append_look",
-           "look_sha256", "looks_evidence", "looks_path", "looks_sha256", "read_looks", "verify_looks"]
+__all__ = [
+    "LOOKS_FORMAT",
+    "LOOKS_NAME",
+    "LookLedger",
+    "LookRecord",
+    "LooksReport",
+    "LooksSeen",
+    "append_look",
+    "look_sha256",
+    "looks_evidence",
+    "looks_path",
+    "looks_sha256",
+    "read_looks",
+    "verify_looks",
+]

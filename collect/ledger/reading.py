@@ -132,10 +132,15 @@ def read_lines(ledger: LedgerLines, source: IO[bytes], sink: Sink) -> None:
             continue  # hashed and counted only
         if breaks + len(ledger.problems) > MAX_BAD_LINES:
             ledger.stopped_at_line = number
-            ledger.problems.append(LedgerProblem(number, f"reading stopped here: more than {MAX_BAD_LINES} lines "
-                                                         "before it are refused or break the hash chain, so the "
-                                                         "rest is hashed but not parsed (a ledger this damaged is "
-                                                         "refused whole)"))
+            ledger.problems.append(
+                LedgerProblem(
+                    number,
+                    f"reading stopped here: more than {MAX_BAD_LINES} lines "
+                    "before it are refused or break the hash chain, so the "
+                    "rest is hashed but not parsed (a ledger this damaged is "
+                    "refused whole)",
+                )
+            )
             continue
         line = line[:-1]
         if not line.strip():
@@ -145,8 +150,9 @@ def read_lines(ledger: LedgerLines, source: IO[bytes], sink: Sink) -> None:
             first = seen.setdefault(key, number)
             if first != number:
                 ledger.refused_lines.append(number)
-                ledger.problems.append(LedgerProblem(number, f"a copy of line {first} (the chain cannot hold one record "
-                                                             "twice): refused"))
+                ledger.problems.append(
+                    LedgerProblem(number, f"a copy of line {first} (the chain cannot hold one record twice): refused")
+                )
                 continue
         data = _parse_into(ledger, number, line, sink)
         if data is not None:  # a record (its chain fields are strings: the sink validated them)
@@ -170,19 +176,29 @@ def _parse_into(ledger: LedgerLines, number: int, line: bytes, sink: Sink) -> di
         if not isinstance(data, dict):
             raise ValueError("not an object")
         if data.get("record") in RETIRED_RECORD_FORMATS:
-            raise RetiredFormat(f"{ledger.path} line {number}", str(data["record"]), RECORD_FORMAT,
-                                "collect the runs again with 'collect run LOCK --out NEW_FOLDER' (or import their "
-                                "table with 'collect import'), then evaluate the new folder")
+            raise RetiredFormat(
+                f"{ledger.path} line {number}",
+                str(data["record"]),
+                RECORD_FORMAT,
+                "collect the runs again with 'collect run LOCK --out NEW_FOLDER' (or import their "
+                "table with 'collect import'), then evaluate the new folder",
+            )
         missing = [k for k in ("record_sha256", "prev_sha256") if data.get(k) is None]
         if missing:
             ledger.refused_lines.append(number)
-            ledger.problems.append(LedgerProblem(number, f"not a valid run record: no {' or '.join(missing)} "
-                                                 "(every stored record carries the hash chain): refused"))
+            ledger.problems.append(
+                LedgerProblem(
+                    number,
+                    f"not a valid run record: no {' or '.join(missing)} "
+                    "(every stored record carries the hash chain): refused",
+                )
+            )
             return None
         sink(data)
         stored = stored_line_hash(line)  # the line's own hash, when it is the form that was hashed
-        ledger.hashes.append(stored if stored is not None and data.get("record_sha256") == stored
-                             else record_hash(data))
+        ledger.hashes.append(
+            stored if stored is not None and data.get("record_sha256") == stored else record_hash(data)
+        )
         ledger.record_lines.append(number)
         return data
     except DuplicateKey as err:

@@ -30,6 +30,7 @@ RunId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
+
 class PhaseSupport(_Strict):
     """How well one phase of a run is covered by the signal (``collect.telemetry.analysis.phases``)."""
 
@@ -46,27 +47,40 @@ class TelemetrySummary(_Strict):
     requested_poll_ms: float | None = Field(default=None, gt=0, description="Poll interval asked for, ms.")
     achieved_poll_ms: float | None = Field(default=None, ge=0, description="Median poll interval achieved, ms.")
     achieved_poll_worst_ms: float | None = Field(
-        default=None, ge=0, description="Mean poll interval over the run's worst stretch (the polls the requested "
-        "rate fits in one second, at least ten), ms; logger_calibration judges it when present.")
+        default=None,
+        ge=0,
+        description="Mean poll interval over the run's worst stretch (the polls the requested "
+        "rate fits in one second, at least ten), ms; logger_calibration judges it when present.",
+    )
     bound: float | None = Field(
         default=None, ge=0, description="Measurement bound of the backed metric's value, in that metric's unit."
     )
     evidence: Evidence = "measured"
     metric_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
-        default=None, description="Metric -> its own measurement bound (metric units). When recorded it is "
+        default=None,
+        description="Metric -> its own measurement bound (metric units). When recorded it is "
         "the whole list: a metric of this signal absent from it has no bound (its gates are unresolvable); "
-        "``bound`` is then never used for it.")
+        "``bound`` is then never used for it.",
+    )
     phases: dict[str, PhaseSupport] | None = Field(
-        default=None, description="Phase -> the signal's support in it (updates, intervals, duration).")
+        default=None, description="Phase -> the signal's support in it (updates, intervals, duration)."
+    )
     systematic_bound: float | None = Field(
-        default=None, ge=0, description="The part of ``bound`` whose mean may differ by arm (edge power, a "
+        default=None,
+        ge=0,
+        description="The part of ``bound`` whose mean may differ by arm (edge power, a "
         "coarse averaging window); the rest is reading error independent of the arm, which the paired "
-        "sampling variance carries (docs/estimators.md, measurement error). None: all of ``bound``.")
+        "sampling variance carries (docs/estimators.md, measurement error). None: all of ``bound``.",
+    )
     metric_systematic_bounds: dict[str, Annotated[float, Field(ge=0)]] | None = Field(
-        default=None, description="Metric -> the arm-dependent part of its own bound (as ``metric_bounds``).")
+        default=None, description="Metric -> the arm-dependent part of its own bound (as ``metric_bounds``)."
+    )
     counter_period_ms: float | None = Field(
-        default=None, gt=0, description="The energy counter's update period the bounds were computed with, ms "
-        "(declared in the plan, given on the command line or a default; None: undeclared).")
+        default=None,
+        gt=0,
+        description="The energy counter's update period the bounds were computed with, ms "
+        "(declared in the plan, given on the command line or a default; None: undeclared).",
+    )
 
     def bound_of(self, metric: str) -> float | None:
         """The measurement bound of ``metric`` (its unit), or None when it has none.
@@ -101,9 +115,11 @@ class RunRecord(_Strict):
     run_id: RunId
     prereg_sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
     lock_seal: Sha256 | None = Field(
-        default=None, description="The seal of the lock version the run was collected or imported under "
+        default=None,
+        description="The seal of the lock version the run was collected or imported under "
         "(``prereg.lock_seal``: freeze time and amendment chain); None: collected without a lock (library use), "
-        "which refuses any decision on it.")
+        "which refuses any decision on it.",
+    )
     stratum: dict[str, Scalar]
     arm: str
     replicate: int = Field(ge=0)
@@ -121,19 +137,33 @@ class RunRecord(_Strict):
     code: dict[str, Any] = Field(default_factory=dict, description="Code identity (toolkit version, git commit).")
     env: dict[str, Any] = Field(default_factory=dict, description="Environment identity (python, platform, device).")
     source: str | None = Field(default=None, description="Where the run came from, e.g. 'import:runs.csv row 3'.")
-    error: str | None = Field(default=None, description="Why a failed run failed: the toolkit's reason in words, or an "
-                                 "exception of the collector's own code with its type and line.")
+    error: str | None = Field(
+        default=None,
+        description="Why a failed run failed: the toolkit's reason in words, or an "
+        "exception of the collector's own code with its type and line.",
+    )
     traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
     trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
-    looks_head: Sha256 | None = Field(default=None, description="The runs folder's look ledger head (its last "
-                                      "look record's hash) when this record was appended; None: no look recorded "
-                                      "yet (``collect.ledger.looks``: evidence that those looks existed).")
-    looks_count: int | None = Field(default=None, ge=1, description="How many look records the look ledger held "
-                                    "then (``looks_head`` is record number ``looks_count``); None with it.")
-    prev_sha256: Sha256 | None = Field(default=None, description="The previous record's hash (the chain); None "
-                                       "only before the record is appended (a stored line without it is refused).")
-    record_sha256: Sha256 | None = Field(default=None, description="SHA-256 of this record without this field; "
-                                         "None only before the record is appended.")
+    looks_head: Sha256 | None = Field(
+        default=None,
+        description="The runs folder's look ledger head (its last "
+        "look record's hash) when this record was appended; None: no look recorded "
+        "yet (``collect.ledger.looks``: evidence that those looks existed).",
+    )
+    looks_count: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many look records the look ledger held "
+        "then (``looks_head`` is record number ``looks_count``); None with it.",
+    )
+    prev_sha256: Sha256 | None = Field(
+        default=None,
+        description="The previous record's hash (the chain); None "
+        "only before the record is appended (a stored line without it is refused).",
+    )
+    record_sha256: Sha256 | None = Field(
+        default=None, description="SHA-256 of this record without this field; None only before the record is appended."
+    )
 
     def metric(self, name: str) -> float | None:
         """A metric as a float (NaN/inf restored), or None when not recorded."""
@@ -146,8 +176,6 @@ class RunRecord(_Strict):
 def encode_metric(value: float | None) -> float | str | None:
     """A metric value as stored: non-finite floats become their string names (``prereg.jsoncodec``)."""
     return None if value is None else encode_float(value)
-
-
 
 
 def parse_utc(text: str | None) -> datetime | None:

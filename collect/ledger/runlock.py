@@ -64,8 +64,7 @@ def _describe(fd: int) -> str:
         info = loads(raw) if raw else {}
         if not isinstance(info, dict):
             return "an unknown process"
-        return (f"pid {info.get('pid')} on {info.get('host')}, '{info.get('command')}', "
-                f"since {info.get('since')}")
+        return f"pid {info.get('pid')} on {info.get('host')}, '{info.get('command')}', since {info.get('since')}"
     except (ValueError, OSError):
         return "an unknown process"
 
@@ -79,8 +78,12 @@ def _lock_folder(folder: Path) -> int | None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise RunsBusy(errno.EBUSY, f"another writer is using this runs folder ({_describe_file(folder)}); wait for "
-                       "it to finish (the lock goes away with its holder)", str(folder)) from None
+        raise RunsBusy(
+            errno.EBUSY,
+            f"another writer is using this runs folder ({_describe_file(folder)}); wait for "
+            "it to finish (the lock goes away with its holder)",
+            str(folder),
+        ) from None
     except OSError as err:
         os.close(fd)
         if err.errno in (errno.EBADF, errno.ENOLCK, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
@@ -111,8 +114,9 @@ def _lock_file(folder: Path, command: str) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as err:
         if err.errno == errno.ELOOP:
-            raise OSError(err.errno, "is a symbolic link; refusing to use it as the runs folder's lock",
-                          str(path)) from None
+            raise OSError(
+                err.errno, "is a symbolic link; refusing to use it as the runs folder's lock", str(path)
+            ) from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -123,11 +127,16 @@ def _lock_file(folder: Path, command: str) -> int:
             raise RunsBusy(
                 errno.EBUSY,
                 f"another writer is using this runs folder ({_describe(fd)}); wait for it to finish "
-                "(the lock goes away with its holder)", str(folder),
+                "(the lock goes away with its holder)",
+                str(folder),
             ) from None
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "command": command[:200],
-                "since": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-                "python": sys.executable}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command[:200],
+            "since": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+            "python": sys.executable,
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
     except BaseException:

@@ -64,14 +64,7 @@ from collect.ledger.chain import ChainReport, trace_problems, verify_chain
 from collect.ledger.files import hash_trace, open_no_follow, trace_path, write_all
 from collect.ledger.hashing import record_hash, sealed_line
 from collect.ledger.looks import looks_evidence
-from collect.ledger.reading import (
-    MAX_BAD_LINES,
-    MAX_LEDGER_BYTES,
-    Ledger,
-    LedgerProblem,
-    ledger_path,
-    read_ledger,
-)
+from collect.ledger.reading import MAX_BAD_LINES, MAX_LEDGER_BYTES, Ledger, LedgerProblem, ledger_path, read_ledger
 from collect.ledger.records import (
     GENESIS,
     LEDGER_NAME,
@@ -119,8 +112,13 @@ class LedgerAppender:
         data["prev_sha256"] = self.head
         line, digest = sealed_line(data)
         chained = record.model_copy(
-            update={"prev_sha256": self.head, "record_sha256": digest, "trace_sha256": data.get("trace_sha256", {}),
-                    "looks_head": data.get("looks_head"), "looks_count": data.get("looks_count")}
+            update={
+                "prev_sha256": self.head,
+                "record_sha256": digest,
+                "trace_sha256": data.get("trace_sha256", {}),
+                "looks_head": data.get("looks_head"),
+                "looks_count": data.get("looks_count"),
+            }
         )
         return line + b"\n", chained
 
@@ -159,9 +157,13 @@ class LedgerAppender:
                 try:
                     batch_journal.commit(self.folder, size, data)
                 except OSError as err:  # the journal could not be written: the ledger was not touched
-                    raise AppendFailed(err.errno or errno.EIO, f"the batch's journal could not be written "
-                                       f"({err.strerror or err}); nothing was appended: the ledger is exactly as "
-                                       "it was before it", str(path)) from None
+                    raise AppendFailed(
+                        err.errno or errno.EIO,
+                        f"the batch's journal could not be written "
+                        f"({err.strerror or err}); nothing was appended: the ledger is exactly as "
+                        "it was before it",
+                        str(path),
+                    ) from None
             try:
                 write_all(fd, data, path)
                 os.fsync(fd)
@@ -174,7 +176,6 @@ class LedgerAppender:
         self.head = head
         if created:
             fsync_dir(self.folder)
-
 
     def write_chunks(self, chunks: Iterable[bytes]) -> None:
         """Append a batch made chunk by chunk (whole lines chained from ``self.head``; the caller sets
@@ -203,8 +204,9 @@ class LedgerAppender:
             batch_journal.lock(fd, exclusive=True)
             if os.fstat(fd).st_size != size:
                 batch_journal.drop_staged(self.folder)
-                raise AppendFailed(errno.EAGAIN, "the ledger changed while the batch was made; nothing was appended",
-                                   str(path))
+                raise AppendFailed(
+                    errno.EAGAIN, "the ledger changed while the batch was made; nothing was appended", str(path)
+                )
             batch_journal.commit_staged(self.folder)
             try:
                 for piece in batch_journal.committed_pieces(self.folder):
@@ -240,12 +242,18 @@ def _roll_back(fd: int, size: int, path: Path, journaled: Path | None, err: OSEr
         os.fsync(fd)
     except OSError as undo:
         kept = " (its journal completes it whole)" if journaled else "; a torn last line may remain"
-        raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}) and could not be undone "
-                           f"({undo.strerror or undo}){kept}", str(path)) from None
+        raise AppendFailed(
+            err.errno or errno.EIO,
+            f"the append failed ({reason}) and could not be undone ({undo.strerror or undo}){kept}",
+            str(path),
+        ) from None
     if journaled is not None:
         batch_journal.finish(journaled)
-    raise AppendFailed(err.errno or errno.EIO, f"the append failed ({reason}); nothing was appended: the ledger is "
-                       "exactly as it was before it", str(path)) from None
+    raise AppendFailed(
+        err.errno or errno.EIO,
+        f"the append failed ({reason}); nothing was appended: the ledger is exactly as it was before it",
+        str(path),
+    ) from None
 
 
 def _looks_now(folder: Path) -> tuple[str, int] | None:
@@ -254,8 +262,9 @@ def _looks_now(folder: Path) -> tuple[str, int] | None:
     try:
         return looks_evidence(folder)
     except OSError as err:
-        raise InputError(f"{err.filename or folder}: the look ledger cannot be read ({err.strerror or err}); "
-                         "nothing was recorded") from None
+        raise InputError(
+            f"{err.filename or folder}: the look ledger cannot be read ({err.strerror or err}); nothing was recorded"
+        ) from None
 
 
 def head_of(ledger: Ledger) -> str:
@@ -278,7 +287,9 @@ def complete_pending(runs_dir: str | os.PathLike[str]) -> None:
 
 
 def append_records(
-    runs_dir: str | os.PathLike[str], records: list[RunRecord], current: Ledger | None = None,
+    runs_dir: str | os.PathLike[str],
+    records: list[RunRecord],
+    current: Ledger | None = None,
     journal: bool | None = None,
 ) -> list[RunRecord]:
     """Append records durably, chained to the ledger's head (``current``: the ledger as just read
@@ -288,11 +299,35 @@ def append_records(
 
 
 __all__ = [
-    "AppendFailed", "GENESIS", "LEDGER_NAME", "MAX_BAD_LINES", "MAX_LEDGER_BYTES", "RECORD_FORMAT", "TRACES_DIR",
+    "AppendFailed",
+    "GENESIS",
+    "LEDGER_NAME",
+    "MAX_BAD_LINES",
+    "MAX_LEDGER_BYTES",
+    "RECORD_FORMAT",
+    "TRACES_DIR",
     "ChainReport",
-    "Ledger", "LedgerAppender", "LedgerProblem", "NonFinite", "PhaseSupport", "RunId", "RunRecord", "Scalar",
-    "Sha256", "TelemetrySummary", "append_records", "complete_pending", "encode_metric",
-    "hash_trace", "head_of", "imported_run_id", "ledger_path", "read_ledger", "record_hash", "run_id", "trace_path",
+    "Ledger",
+    "LedgerAppender",
+    "LedgerProblem",
+    "NonFinite",
+    "PhaseSupport",
+    "RunId",
+    "RunRecord",
+    "Scalar",
+    "Sha256",
+    "TelemetrySummary",
+    "append_records",
+    "complete_pending",
+    "encode_metric",
+    "hash_trace",
+    "head_of",
+    "imported_run_id",
+    "ledger_path",
+    "read_ledger",
+    "record_hash",
+    "run_id",
+    "trace_path",
     "trace_problems",
     "verify_chain",
 ]

@@ -32,7 +32,8 @@ def refuse_try_folder(folder: str | os.PathLike[str], doing: str = "this command
         raise TryFolder(
             f"{folder}: refused by {doing}: it is a 'collect try' scratch folder (it holds {TRY_MARKER}), a smoke "
             "run of one cell, never a study's runs folder. Collect the study into a runs folder of its own: "
-            "collect run LOCK --out NEW_RUNS")
+            "collect run LOCK --out NEW_RUNS"
+        )
 
 
 __all__ = ["TRY_MARKER", "TryFolder", "is_try_folder", "refuse_try_folder"]

@@ -65,12 +65,16 @@ def trace_problems(runs_dir: str | os.PathLike[str], record: Record) -> list[tup
 
 
 def _refused(runs_dir: str | os.PathLike[str], record: Record, name: str, why: str) -> IntegrityError:
-    return IntegrityError(f"run {record.run_id}: trace {Path(runs_dir) / name} {why}; refusing to read it "
-                          "(the ledger record holds the SHA-256 the run recorded)", details=[name])
+    return IntegrityError(
+        f"run {record.run_id}: trace {Path(runs_dir) / name} {why}; refusing to read it "
+        "(the ledger record holds the SHA-256 the run recorded)",
+        details=[name],
+    )
 
 
-def read_verified_trace(runs_dir: str | os.PathLike[str], record: Record, name: str,
-                        limit: int = MAX_TRACE_BYTES) -> bytes:
+def read_verified_trace(
+    runs_dir: str | os.PathLike[str], record: Record, name: str, limit: int = MAX_TRACE_BYTES
+) -> bytes:
     """The bytes of ``record``'s trace ``name``, after they hash to the SHA-256 its record holds
     (``IntegrityError``, exit 3, naming the file, otherwise)."""
     why = _uncheckable(record, name)
@@ -132,8 +136,11 @@ def trace_record(runs_dir: Path, path: str | os.PathLike[str], records: list[Run
     for record in reversed(records):
         if name in record.traces:
             return record, name
-    raise IntegrityError(f"{runs_dir / name}: no record in {runs_dir / LEDGER_NAME} lists this trace, so it cannot "
-                         "be checked against the ledger; refusing to read it", details=[name])
+    raise IntegrityError(
+        f"{runs_dir / name}: no record in {runs_dir / LEDGER_NAME} lists this trace, so it cannot "
+        "be checked against the ledger; refusing to read it",
+        details=[name],
+    )
 
 
 def no_link(path: str | os.PathLike[str], what: str) -> None:
@@ -148,5 +155,13 @@ def no_link(path: str | os.PathLike[str], what: str) -> None:
         raise IntegrityError(f"{path}: {what} is not a folder")
 
 
-__all__ = ["MAX_TRACE_BYTES", "no_link", "read_verified_trace", "runs_folder_of", "trace_problem",
-           "trace_problems", "trace_record", "verified_loader"]
+__all__ = [
+    "MAX_TRACE_BYTES",
+    "no_link",
+    "read_verified_trace",
+    "runs_folder_of",
+    "trace_problem",
+    "trace_problems",
+    "trace_record",
+    "verified_loader",
+]

@@ -52,8 +52,9 @@ class LineError(InputError, ValueError):
         self.number = number
 
 
-def parsed_rows(path: Path, data: bytes | None, what: str, row_name: str,
-                parse: Callable[[dict[str, Any]], T]) -> list[T]:
+def parsed_rows(
+    path: Path, data: bytes | None, what: str, row_name: str, parse: Callable[[dict[str, Any]], T]
+) -> list[T]:
     """``parse`` of each row of a JSON-lines trace (:func:`trace_text`, :func:`json_rows`); a row
     ``parse`` refuses (``ValueError``/``TypeError``) or a line that is not one object is one
     ``InputError``: ``PATH: line N: malformed <row_name> (why)``."""

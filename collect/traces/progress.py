@@ -64,9 +64,15 @@ def write_progress(path: Path, rows: Iterable[Progress]) -> None:
     w = csv.writer(buffer)
     w.writerow(COLUMNS)
     for row in rows:
-        w.writerow([repr(float(row.t_s)), row.attempt, row.step,
-                    "" if row.tokens is None else row.tokens,
-                    "" if row.loss is None else repr(float(row.loss))])
+        w.writerow(
+            [
+                repr(float(row.t_s)),
+                row.attempt,
+                row.step,
+                "" if row.tokens is None else row.tokens,
+                "" if row.loss is None else repr(float(row.loss)),
+            ]
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, buffer.getvalue().encode("utf-8"))
 
@@ -91,8 +97,13 @@ def _row(row: dict[str, str | None]) -> Progress:
         loss = float(loss_text) if loss_text else None
     except ValueError:
         raise ValueError(f"loss must be a number or empty (got {loss_text!r})") from None
-    return Progress(t_s, _integer(row["attempt"], "attempt"), _integer(row["step"], "step"),
-                    _integer(tokens_text, "tokens") if tokens_text else None, loss)
+    return Progress(
+        t_s,
+        _integer(row["attempt"], "attempt"),
+        _integer(row["step"], "step"),
+        _integer(tokens_text, "tokens") if tokens_text else None,
+        loss,
+    )
 
 
 def read_progress(path: Path, data: bytes | None = None) -> list[Progress]:
@@ -104,14 +115,17 @@ def read_progress(path: Path, data: bytes | None = None) -> list[Progress]:
             columns = reader.fieldnames or []
             missing = [c for c in REQUIRED if c not in columns]
             if missing:
-                raise InputError(f"{path}: not a progress trace (missing column {', '.join(missing)}; "
-                                 f"expected {','.join(COLUMNS)})")
+                raise InputError(
+                    f"{path}: not a progress trace (missing column {', '.join(missing)}; expected {','.join(COLUMNS)})"
+                )
             rows = []
             for row in reader:
                 number = reader.line_num
                 if None in row or any(value is None for value in row.values()):
-                    raise InputError(f"{path}: line {number}: malformed progress row "
-                                     f"(expected the {len(columns)} columns of the header)")
+                    raise InputError(
+                        f"{path}: line {number}: malformed progress row "
+                        f"(expected the {len(columns)} columns of the header)"
+                    )
                 try:
                     rows.append(_row(row))
                 except ValueError as err:

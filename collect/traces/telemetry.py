@@ -75,12 +75,19 @@ class Trace:
     evidence: str = "measured"
     power_range_w: tuple[float, float] | None = None  # the sensor's physical power bounds (W)
     _row_cache: dict[tuple[str, bool], tuple[Any, Any, Any, np.ndarray | None]] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_readings(
-        cls, readings: list[Reading], signals: dict[str, SignalInfo], requested_poll_ms: float,
-        poll_ns: list[int], phases: list[Phase], sensor: str, evidence: str,
+        cls,
+        readings: list[Reading],
+        signals: dict[str, SignalInfo],
+        requested_poll_ms: float,
+        poll_ns: list[int],
+        phases: list[Phase],
+        sensor: str,
+        evidence: str,
     ) -> Trace:
         """Build the columns from a list of readings."""
         return cls(
@@ -89,10 +96,15 @@ class Trace:
             t_after_ns=np.array([r.t_after_ns for r in readings], dtype=np.int64),
             value=np.array([np.nan if r.value is None else r.value for r in readings], dtype=np.float64),
             status=np.array([r.status for r in readings], dtype=object),
-            driver_ts_us=np.array([np.nan if r.driver_ts_us is None else r.driver_ts_us for r in readings],
-                                  dtype=np.float64),
-            signals=signals, requested_poll_ms=requested_poll_ms, poll_ns=np.array(poll_ns, dtype=np.int64),
-            phases=phases, sensor=sensor, evidence=evidence,
+            driver_ts_us=np.array(
+                [np.nan if r.driver_ts_us is None else r.driver_ts_us for r in readings], dtype=np.float64
+            ),
+            signals=signals,
+            requested_poll_ms=requested_poll_ms,
+            poll_ns=np.array(poll_ns, dtype=np.int64),
+            phases=phases,
+            sensor=sensor,
+            evidence=evidence,
         )
 
     def rows(self, signal: str, ok_only: bool = True) -> dict[str, np.ndarray]:
@@ -118,11 +130,17 @@ class Trace:
                 idx = None  # every row, in order: copies, no gather
             self._row_cache[key] = (self.signal, self.status, self.t_before_ns, idx)
         if idx is None:
-            return {"t_before_ns": self.t_before_ns.copy(), "t_after_ns": self.t_after_ns.copy(),
-                    "value": self.value.copy(), "driver_ts_us": self.driver_ts_us.copy()}
+            return {
+                "t_before_ns": self.t_before_ns.copy(),
+                "t_after_ns": self.t_after_ns.copy(),
+                "value": self.value.copy(),
+                "driver_ts_us": self.driver_ts_us.copy(),
+            }
         return {
-            "t_before_ns": self.t_before_ns[idx], "t_after_ns": self.t_after_ns[idx],
-            "value": self.value[idx], "driver_ts_us": self.driver_ts_us[idx],
+            "t_before_ns": self.t_before_ns[idx],
+            "t_after_ns": self.t_after_ns[idx],
+            "value": self.value[idx],
+            "driver_ts_us": self.driver_ts_us[idx],
         }
 
     def phase(self, name: str) -> Phase:
@@ -146,12 +164,16 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
     except ImportError:
         pa = None
     if pa is not None:
-        table = pa.table({
-            "signal": pa.array(list(trace.signal), pa.string()),
-            "t_before_ns": trace.t_before_ns, "t_after_ns": trace.t_after_ns,
-            "value": trace.value, "status": pa.array(list(trace.status), pa.string()),
-            "driver_ts_us": trace.driver_ts_us,
-        })
+        table = pa.table(
+            {
+                "signal": pa.array(list(trace.signal), pa.string()),
+                "t_before_ns": trace.t_before_ns,
+                "t_after_ns": trace.t_after_ns,
+                "value": trace.value,
+                "status": pa.array(list(trace.status), pa.string()),
+                "driver_ts_us": trace.driver_ts_us,
+            }
+        )
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
         polls = base.with_name(base.name + ".polls.parquet")
@@ -163,19 +185,36 @@ def write_trace(trace: Trace, base: str | Path) -> list[Path]:
         for i in range(trace.signal.size):
             value = "" if np.isnan(trace.value[i]) else repr(float(trace.value[i]))
             stamp = "" if np.isnan(trace.driver_ts_us[i]) else str(int(trace.driver_ts_us[i]))
-            writer.writerow([trace.signal[i], int(trace.t_before_ns[i]), int(trace.t_after_ns[i]), value,
-                             trace.status[i], stamp])
+            writer.writerow(
+                [trace.signal[i], int(trace.t_before_ns[i]), int(trace.t_after_ns[i]), value, trace.status[i], stamp]
+            )
         polls = base.with_name(base.name + ".polls.csv.gz")
         atomic_write(polls, gzip.compress(text.getvalue().encode(), mtime=0))
     meta = {
-        "format": TRACE_FORMAT, "sensor": trace.sensor, "evidence": trace.evidence,
-        "signals": {n: {"unit": s.unit, "kind": s.kind, "evidence": s.evidence,
-                        **{k: v for k, v in (("window_ms", s.window_ms), ("period_ms", s.period_ms),
-                                             ("period_basis", s.period_basis), ("power_model", s.power_model),
-                                             ("lossy_joins", s.lossy_joins or None))
-                           if v is not None}}
-                    for n, s in trace.signals.items()},
-        "requested_poll_ms": trace.requested_poll_ms, "poll_ns": [int(x) for x in trace.poll_ns],
+        "format": TRACE_FORMAT,
+        "sensor": trace.sensor,
+        "evidence": trace.evidence,
+        "signals": {
+            n: {
+                "unit": s.unit,
+                "kind": s.kind,
+                "evidence": s.evidence,
+                **{
+                    k: v
+                    for k, v in (
+                        ("window_ms", s.window_ms),
+                        ("period_ms", s.period_ms),
+                        ("period_basis", s.period_basis),
+                        ("power_model", s.power_model),
+                        ("lossy_joins", s.lossy_joins or None),
+                    )
+                    if v is not None
+                },
+            }
+            for n, s in trace.signals.items()
+        },
+        "requested_poll_ms": trace.requested_poll_ms,
+        "poll_ns": [int(x) for x in trace.poll_ns],
         "phases": [[p.name, p.start_ns, p.end_ns, p.depth] for p in trace.phases],
         "polls_file": polls.name,
         "power_range_w": None if trace.power_range_w is None else [float(x) for x in trace.power_range_w],
@@ -225,8 +264,12 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
     try:
         meta: dict[str, Any] = loads(read(meta_path))
         if isinstance(meta, dict) and meta.get("format") in RETIRED_TRACE_FORMATS:
-            raise RetiredFormat(meta_path, str(meta["format"]), TRACE_FORMAT,
-                                "record the telemetry again (collect run) or replay a trace this toolkit wrote")
+            raise RetiredFormat(
+                meta_path,
+                str(meta["format"]),
+                TRACE_FORMAT,
+                "record the telemetry again (collect run) or replay a trace this toolkit wrote",
+            )
         if not isinstance(meta, dict) or meta.get("format") != TRACE_FORMAT:
             raise TraceError(f"{meta_path}: not a {TRACE_FORMAT} trace")
         polls_name = str(meta["polls_file"])
@@ -249,13 +292,20 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
     except (OSError, ValueError, KeyError, ImportError, TypeError) as err:  # an IntegrityError passes through
         raise TraceError(f"{meta_path}: cannot read the trace ({err})") from None
     try:
-        signals = {n: SignalInfo(n, s["unit"], s["kind"], s["evidence"],
-                                 None if s.get("window_ms") is None else float(s["window_ms"]),
-                                 None if s.get("period_ms") is None else float(s["period_ms"]),
-                                 None if s.get("period_basis") is None else str(s["period_basis"]),
-                                 None if s.get("power_model") is None else str(s["power_model"]),
-                                 s.get("lossy_joins") is True)
-                   for n, s in meta["signals"].items()}
+        signals = {
+            n: SignalInfo(
+                n,
+                s["unit"],
+                s["kind"],
+                s["evidence"],
+                None if s.get("window_ms") is None else float(s["window_ms"]),
+                None if s.get("period_ms") is None else float(s["period_ms"]),
+                None if s.get("period_basis") is None else str(s["period_basis"]),
+                None if s.get("power_model") is None else str(s["power_model"]),
+                s.get("lossy_joins") is True,
+            )
+            for n, s in meta["signals"].items()
+        }
         sensor, evidence = meta["sensor"], meta["evidence"]
         if not isinstance(sensor, str) or not isinstance(evidence, str):
             raise TypeError("'sensor' and 'evidence' must be strings")
@@ -271,10 +321,14 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
         signal=np.array(cols["signal"], dtype=object),
         t_before_ns=np.array([int(v) for v in cols["t_before_ns"]], dtype=np.int64),
         t_after_ns=np.array([int(v) for v in cols["t_after_ns"]], dtype=np.int64),
-        value=floats(cols["value"]), status=np.array(cols["status"], dtype=object),
-        driver_ts_us=floats(cols["driver_ts_us"]), signals=signals,
-        requested_poll_ms=float(meta["requested_poll_ms"]), poll_ns=np.array(meta["poll_ns"], dtype=np.int64),
+        value=floats(cols["value"]),
+        status=np.array(cols["status"], dtype=object),
+        driver_ts_us=floats(cols["driver_ts_us"]),
+        signals=signals,
+        requested_poll_ms=float(meta["requested_poll_ms"]),
+        poll_ns=np.array(meta["poll_ns"], dtype=np.int64),
         phases=[Phase(str(n), int(a), int(b), int(d)) for n, a, b, d in meta["phases"]],
-        sensor=sensor, evidence=evidence,
+        sensor=sensor,
+        evidence=evidence,
         power_range_w=power_range_w,
     )

@@ -42,8 +42,10 @@ def read_trajectory(path: Path, data: bytes | None = None) -> list[tuple[float, 
             columns = reader.fieldnames or []
             missing = [c for c in ("tick", "heldout_nll") if c not in columns]
             if missing:
-                raise InputError(f"{path}: not a trajectory (missing column {', '.join(missing)}; "
-                                 "expected tick, useful_steps, heldout_nll)")
+                raise InputError(
+                    f"{path}: not a trajectory (missing column {', '.join(missing)}; "
+                    "expected tick, useful_steps, heldout_nll)"
+                )
             rows = []
             for number, row in enumerate(reader, start=2):
                 try:

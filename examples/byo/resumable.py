@@ -33,6 +33,7 @@ from torch import nn
 try:  # the toolkit's clients (standard library only; copy collect/marks.py to use them elsewhere)
     from collect.marks import phase, resumed, step
 except ImportError:  # run without the toolkit: no marks, no reports
+
     def phase(name: str) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
@@ -41,6 +42,7 @@ except ImportError:  # run without the toolkit: no marks, no reports
 
     def step(n: int, *, tokens: int | None = None, loss: float | None = None) -> None:
         return None
+
 
 DIM, CLASSES, HIDDEN = 16, 4, 32
 
@@ -54,8 +56,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ckpt-dtype", choices=["float32", "bfloat16"], default="float32")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--ckpt-dir", required=True, help="where the checkpoint lives (kept across restarts)")
-    p.add_argument("--metrics", default=os.environ.get("PREREG_METRICS", ""),
-                   help="metrics JSON file (default: $PREREG_METRICS; stdout without either)")
+    p.add_argument(
+        "--metrics",
+        default=os.environ.get("PREREG_METRICS", ""),
+        help="metrics JSON file (default: $PREREG_METRICS; stdout without either)",
+    )
     return p.parse_args(argv)
 
 
@@ -114,8 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         if done % args.ckpt_every == 0 and done < args.steps:
             with phase("checkpoint"):
                 part = ckpt.with_suffix(".part")
-                torch.save({"step": done, "model": cast_state(model.state_dict(), dtype),
-                            "opt": cast_state(opt.state_dict(), dtype)}, part)
+                torch.save(
+                    {
+                        "step": done,
+                        "model": cast_state(model.state_dict(), dtype),
+                        "opt": cast_state(opt.state_dict(), dtype),
+                    },
+                    part,
+                )
                 os.replace(part, ckpt)
     held_x, held_y = examples(args.seed, 0, 4096)
     with torch.no_grad():

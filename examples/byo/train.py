@@ -39,8 +39,10 @@ from torch import nn
 try:  # the toolkit's phase client (standard library only; copy collect/marks.py to use it elsewhere)
     from collect.marks import phase
 except ImportError:  # run without the toolkit: no marks
+
     def phase(name: str) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
+
 
 DIM, CLASSES, HIDDEN = 16, 4, 32
 
@@ -58,8 +60,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ckpt-every", type=int, default=40)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--ckpt-dir", default="", help="where checkpoints go (default: a temporary folder)")
-    p.add_argument("--metrics", default=os.environ.get("PREREG_METRICS", ""),
-                   help="metrics JSON file (default: $PREREG_METRICS; stdout without either)")
+    p.add_argument(
+        "--metrics",
+        default=os.environ.get("PREREG_METRICS", ""),
+        help="metrics JSON file (default: $PREREG_METRICS; stdout without either)",
+    )
     args = p.parse_args(argv)
     if not (0 <= args.fail_site < args.sites and 0 < args.fail_step < args.steps and args.sites >= 2):
         p.error("need 0 <= --fail-site < --sites, 0 < --fail-step < --steps and at least 2 sites")
@@ -147,8 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     with torch.no_grad():
         final_nll = loss_fn(model(held_x), held_y).item()
     tmp.cleanup()
-    metrics = {"final_nll": round(final_nll, 6), "attempted_steps": attempted_steps,
-               "attempted_examples": attempted_examples, "lost_steps": lost_steps}
+    metrics = {
+        "final_nll": round(final_nll, 6),
+        "attempted_steps": attempted_steps,
+        "attempted_examples": attempted_examples,
+        "lost_steps": lost_steps,
+    }
     if args.metrics:
         Path(args.metrics).write_text(json.dumps(metrics) + "\n")
     else:

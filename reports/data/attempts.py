@@ -83,8 +83,10 @@ def attempt_rows(events: Sequence[Event]) -> list[AttemptRow]:
         ended = [i for i, a in enumerate(spans) if a.end <= r.start + 1e-9 and i not in restart_of]
         if ended:
             restart_of[max(ended, key=lambda i: spans[i].end)] = r
-    return [AttemptRow(n, a.start, a.end, a.aborted, fault_of.get(i), restart_of.get(i))
-            for i, (n, a) in enumerate(zip(numbers, spans, strict=True))]
+    return [
+        AttemptRow(n, a.start, a.end, a.aborted, fault_of.get(i), restart_of.get(i))
+        for i, (n, a) in enumerate(zip(numbers, spans, strict=True))
+    ]
 
 
 def attempt_of(event: Event, rows: Sequence[AttemptRow]) -> int | None:
@@ -104,8 +106,7 @@ def story_counts(events: Sequence[Event]) -> str:
     """'3 attempts, 2 faults, 2 restarts'."""
     n = len([e for e in events if e.kind == "attempt"])
     f, r = len(faults(events)), len(restarts(events))
-    return (f"{n} attempt{'s' if n != 1 else ''}, {f} fault{'s' if f != 1 else ''}, "
-            f"{r} restart{'s' if r != 1 else ''}")
+    return f"{n} attempt{'s' if n != 1 else ''}, {f} fault{'s' if f != 1 else ''}, {r} restart{'s' if r != 1 else ''}"
 
 
 def attempt_lines(events: Sequence[Event], fmt: str, width: int) -> list[str]:
@@ -123,8 +124,10 @@ def attempt_lines(events: Sequence[Event], fmt: str, width: int) -> list[str]:
         lines.append(f"{head}{fmt.format(row.start)}-{fmt.format(row.end)} s, {how}")
         if row.restart is not None:
             number = sum(1 for r in rows[: k + 1] if r.restart is not None)
-            lines.append(f"  {'restart ' + str(number):<{width}}{fmt.format(row.restart.start)}-"
-                         f"{fmt.format(row.restart.end)} s (the program started again with PREREG_RESTART={number})")
+            lines.append(
+                f"  {'restart ' + str(number):<{width}}{fmt.format(row.restart.start)}-"
+                f"{fmt.format(row.restart.end)} s (the program started again with PREREG_RESTART={number})"
+            )
     owned = {id(r.fault) for r in rows if r.fault is not None}
     for f in faults(events):
         if id(f) not in owned:
@@ -153,8 +156,10 @@ def _range(values: list[int]) -> str:
 
 def _attempt_progress(attempt: int, rows: list[Progress], before: list[Progress] | None, fmt: str) -> str:
     steps = [p.step for p in rows]
-    line = (f"  attempt {attempt}: {len(rows)} report{'s' if len(rows) != 1 else ''}, "
-            f"{fmt.format(rows[0].t_s)}-{fmt.format(rows[-1].t_s)} s, step {_range(steps)}")
+    line = (
+        f"  attempt {attempt}: {len(rows)} report{'s' if len(rows) != 1 else ''}, "
+        f"{fmt.format(rows[0].t_s)}-{fmt.format(rows[-1].t_s)} s, step {_range(steps)}"
+    )
     if before:
         line += f" (resumed at step {steps[0]}; last report before: step {before[-1].step})"
     tokens = [p.tokens for p in rows if p.tokens is not None]
@@ -180,8 +185,10 @@ def progress_text(block: Block, fmt: str) -> str:
             lines.append(f"{t.arm}: run {t.run_id}{mark}: no progress reported")
             continue
         groups = by_attempt(t.progress)
-        lines.append(f"{t.arm}: run {t.run_id}{mark}: {len(t.progress)} reports in {len(groups)} "
-                     f"attempt{'s' if len(groups) != 1 else ''}")
+        lines.append(
+            f"{t.arm}: run {t.run_id}{mark}: {len(t.progress)} reports in {len(groups)} "
+            f"attempt{'s' if len(groups) != 1 else ''}"
+        )
         previous: list[Progress] | None = None
         for attempt, rows in groups.items():
             lines.append(_attempt_progress(attempt, rows, previous, fmt))
@@ -224,8 +231,10 @@ def loss_text(block: Block) -> str:
     names = [t.arm for t in runs]
     widths = [max(len(n), 8) for n in names]
     step_w = max([4] + [len(str(s)) for s in steps])
-    lines = [f"Training loss the programs reported over steps, {block.title}; each cell is the latest report at or "
-             "before the step (a replayed step: its report after the restart)"]
+    lines = [
+        f"Training loss the programs reported over steps, {block.title}; each cell is the latest report at or "
+        "before the step (a replayed step: its report after the restart)"
+    ]
     lines.append(f"{'step':>{step_w}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)))
     for step in steps:
         cells = [f"{_loss_at(c, step):>{w}}" for c, w in zip(curves, widths, strict=True)]
@@ -233,8 +242,10 @@ def loss_text(block: Block) -> str:
     for t, curve in zip(runs, curves, strict=True):
         reported = [p.step for p in t.progress or [] if p.loss is not None]
         replayed = len(reported) - len(set(reported))
-        lines.append(f"final {t.arm}: step {curve[-1][0]}, loss {_loss(curve[-1][1])} (run {t.run_id}; "
-                     f"{replayed} report{'s' if replayed != 1 else ''} of a step already reported: replayed work)")
+        lines.append(
+            f"final {t.arm}: step {curve[-1][0]}, loss {_loss(curve[-1][1])} (run {t.run_id}; "
+            f"{replayed} report{'s' if replayed != 1 else ''} of a step already reported: replayed work)"
+        )
     kept = {id(t) for t in runs}
     missing = [t.arm for t in block.runs if id(t) not in kept]
     if missing:
@@ -242,6 +253,22 @@ def loss_text(block: Block) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["STORY_KINDS", "AttemptRow", "attempt_lines", "attempt_of", "attempt_rows", "by_attempt", "fault_label", "faults",
-           "has_attempts", "has_loss", "loss_curve", "loss_text", "phase_events", "progress_runs", "progress_text",
-           "restarts", "story_counts"]
+__all__ = [
+    "STORY_KINDS",
+    "AttemptRow",
+    "attempt_lines",
+    "attempt_of",
+    "attempt_rows",
+    "by_attempt",
+    "fault_label",
+    "faults",
+    "has_attempts",
+    "has_loss",
+    "loss_curve",
+    "loss_text",
+    "phase_events",
+    "progress_runs",
+    "progress_text",
+    "restarts",
+    "story_counts",
+]

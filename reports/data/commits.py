@@ -38,9 +38,12 @@ SYNC_CLASSES = ("gradient_sync", "parameter_sync")  # the all-reduces (rejoins a
 WRAP = 100
 #: (state before, state after) at consecutive commits -> the words of the text equivalent
 STATE_WORDS = {
-    ("reachable", "down"): "down", ("partitioned", "down"): "down", ("reachable", "partitioned"):
-    "partitioned (up, unreachable)", ("down", "partitioned"): "back up but unreachable (partitioned)",
-    ("down", "reachable"): "back up", ("partitioned", "reachable"): "reachable again (partition healed)",
+    ("reachable", "down"): "down",
+    ("partitioned", "down"): "down",
+    ("reachable", "partitioned"): "partitioned (up, unreachable)",
+    ("down", "partitioned"): "back up but unreachable (partitioned)",
+    ("down", "reachable"): "back up",
+    ("partitioned", "reachable"): "reachable again (partition healed)",
 }
 
 
@@ -132,13 +135,23 @@ def _stress(code: dict[str, Any]) -> StressInfo | None:
     if not isinstance(raw, dict):
         return None
     try:
-        eps = tuple(Episode(str(e["kind"]), finite(e["start_ms"], "'start_ms'"), finite(e["end_ms"], "'end_ms'"),
-                            finite(e.get("value", 1.0), "'value'"),
-                            e.get("site") if isinstance(e.get("site"), int) else None)
-                    for e in raw.get("episodes") or [])
+        eps = tuple(
+            Episode(
+                str(e["kind"]),
+                finite(e["start_ms"], "'start_ms'"),
+                finite(e["end_ms"], "'end_ms'"),
+                finite(e.get("value", 1.0), "'value'"),
+                e.get("site") if isinstance(e.get("site"), int) else None,
+            )
+            for e in raw.get("episodes") or []
+        )
         bw, lat = raw.get("base_bandwidth_mbps"), raw.get("base_latency_ms")
-        return StressInfo(str(raw.get("family", "?")), None if bw is None else finite(bw, "'bandwidth'"),
-                          None if lat is None else finite(lat, "'latency'"), eps)
+        return StressInfo(
+            str(raw.get("family", "?")),
+            None if bw is None else finite(bw, "'bandwidth'"),
+            None if lat is None else finite(lat, "'latency'"),
+            eps,
+        )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -150,25 +163,42 @@ def _commit_run(folder: Path, record: RunRecord) -> CommitRun:
     name = next((t for t in record.traces if t.endswith(COMMITS_SUFFIX)), None)
     collector = record.code.get("collector")
     if name is None and record.status == "failed":
-        raise InputError(f"run {record.run_id} (arm {record.arm}) failed ({record.error or 'no error recorded'}) and "
-                         "left no commit ledger to draw")
+        raise InputError(
+            f"run {record.run_id} (arm {record.arm}) failed ({record.error or 'no error recorded'}) and "
+            "left no commit ledger to draw"
+        )
     if name is None:
         made = f" (made by {collector})" if collector else f" (it came from {record.source})" if record.source else ""
-        raise InputError(f"run {record.run_id} (arm {record.arm}){made}: no commit ledger: its record lists no "
-                         f"traces/...{COMMITS_SUFFIX}; only controller runs ({CONTROLLERS}) have a commit ledger")
+        raise InputError(
+            f"run {record.run_id} (arm {record.arm}){made}: no commit ledger: its record lists no "
+            f"traces/...{COMMITS_SUFFIX}; only controller runs ({CONTROLLERS}) have a commit ledger"
+        )
     bad = [(n, why) for n, why in trace_problems(folder, record) if n == name]
     if bad:
-        raise IntegrityError(f"run {record.run_id}: commit ledger {folder / name} {bad[0][1]}; refusing to draw it "
-                             "(the ledger holds the SHA-256 the run recorded)", details=[name])
+        raise IntegrityError(
+            f"run {record.run_id}: commit ledger {folder / name} {bad[0][1]}; refusing to draw it "
+            "(the ledger holds the SHA-256 the run recorded)",
+            details=[name],
+        )
     try:
         path = trace_path(folder, name)  # inside RUNS/traces, never through a link
     except OSError as err:
-        raise IntegrityError(f"run {record.run_id}: commit ledger {folder / name}: {err.strerror or err}",
-                             details=[name]) from None
+        raise IntegrityError(
+            f"run {record.run_id}: commit ledger {folder / name}: {err.strerror or err}", details=[name]
+        ) from None
     data = read_verified_trace(folder, record, name)  # the bytes parsed are the bytes checked
     policy = record.code.get("policy")
-    return CommitRun(record.run_id, record.arm, record.status, dict(record.stratum), record.replicate, name,
-                     read_commits(path, data), _stress(record.code), policy if isinstance(policy, str) else None)
+    return CommitRun(
+        record.run_id,
+        record.arm,
+        record.status,
+        dict(record.stratum),
+        record.replicate,
+        name,
+        read_commits(path, data),
+        _stress(record.code),
+        policy if isinstance(policy, str) else None,
+    )
 
 
 def load_commit_timeline(runs_folder: str | Path, run_ids: list[str], asked: str | None = None) -> CommitTimeline:
@@ -277,8 +307,10 @@ def _stress_lines(stress: StressInfo | None, fmt: str, head: str) -> list[str]:
     if stress.base_latency_ms is not None:
         base.append(f"base latency {stress.base_latency_ms:.3g} ms")
     n = len(stress.episodes)
-    return [f"{head}{', '.join(base)}",
-            *_wrapped(f"  stress episodes ({n}):", _episodes(stress, fmt) or ["none (no stress)"])]
+    return [
+        f"{head}{', '.join(base)}",
+        *_wrapped(f"  stress episodes ({n}):", _episodes(stress, fmt) or ["none (no stress)"]),
+    ]
 
 
 def run_text(run: CommitRun, fmt: str, asked: bool = False, stress: bool = True) -> list[str]:
@@ -287,33 +319,53 @@ def run_text(run: CommitRun, fmt: str, asked: bool = False, stress: bool = True)
     last = run.rows[-1]
     evidence = (last.get("evidence") or {}).get("heldout_nll", "?") if isinstance(last.get("evidence"), dict) else "?"
     policy = f", policy {run.policy}" if run.policy else ""
-    lines = [f"{run.arm}: run {run.run_id}{' (the run asked for)' if asked else ''}, {run.status}{policy}: "
-             f"{len(run.commits)} commits, completed at {fmt.format(run.end_s)} s, final held-out NLL "
-             f"{last['heldout_nll']:.4f} nats/token (commit {last['commit']}, evidence {evidence})"]
-    segs = [f"{fmt.format(a)}–{fmt.format(b)} s {m} ({n} commit{'s' if n != 1 else ''})" for a, b, m, n in
-            mode_segments(run)]
+    lines = [
+        f"{run.arm}: run {run.run_id}{' (the run asked for)' if asked else ''}, {run.status}{policy}: "
+        f"{len(run.commits)} commits, completed at {fmt.format(run.end_s)} s, final held-out NLL "
+        f"{last['heldout_nll']:.4f} nats/token (commit {last['commit']}, evidence {evidence})"
+    ]
+    segs = [
+        f"{fmt.format(a)}–{fmt.format(b)} s {m} ({n} commit{'s' if n != 1 else ''})"
+        for a, b, m, n in mode_segments(run)
+    ]
     lines += _wrapped("  modes:", segs or ["no commits"])
     abst = [r for r in run.commits if r["action"] == "abstain"]
     if abst:
-        lines += _wrapped(f"  abstentions ({len(abst)}):", [
-            f"commit {r['commit']} at {s(r['wall_start_ms'])}–{s(r['wall_tick_ms'])} s ran the safe mode "
-            f"{r['mode']}: {r['reason']}" for r in abst])
+        lines += _wrapped(
+            f"  abstentions ({len(abst)}):",
+            [
+                f"commit {r['commit']} at {s(r['wall_start_ms'])}–{s(r['wall_tick_ms'])} s ran the safe mode "
+                f"{r['mode']}: {r['reason']}"
+                for r in abst
+            ],
+        )
     else:
         actions = sorted({r["action"] for r in run.commits})
         lines.append(f"  abstentions: none (actions: {', '.join(actions) or 'none'})")
-    changes = [f"site{'s' if len(ss) > 1 else ''} {','.join(map(str, ss))} {what} at commit {r['commit']} "
-               f"({s(r['wall_tick_ms'])} s)" for r, what, ss in membership_changes(run)]
+    changes = [
+        f"site{'s' if len(ss) > 1 else ''} {','.join(map(str, ss))} {what} at commit {r['commit']} "
+        f"({s(r['wall_tick_ms'])} s)"
+        for r, what, ss in membership_changes(run)
+    ]
     lines += _wrapped("  membership:", changes or ["no changes (every commit merged the same sites)"])
-    avail = [f"site {site} {STATE_WORDS[(before, after)]} at commit {r['commit']} ({s(r['wall_tick_ms'])} s)"
-             for r, site, before, after in availability_changes(run)]
+    avail = [
+        f"site {site} {STATE_WORDS[(before, after)]} at commit {r['commit']} ({s(r['wall_tick_ms'])} s)"
+        for r, site, before, after in availability_changes(run)
+    ]
     lines += _wrapped("  partitions and outages:", avail or ["none seen at the commits"])
-    rejoins = [f"{s(r['wall_start_ms'])} s (commit {r['commit']}, {int(r['wan_bytes']['rejoin_transfer']):,} bytes)"
-               for r in run.commits if r["wan_bytes"].get("rejoin_transfer", 0) > 0]
+    rejoins = [
+        f"{s(r['wall_start_ms'])} s (commit {r['commit']}, {int(r['wan_bytes']['rejoin_transfer']):,} bytes)"
+        for r in run.commits
+        if r["wan_bytes"].get("rejoin_transfer", 0) > 0
+    ]
     lines += _wrapped("  rejoin transfers:", rejoins or ["none"])
     seen = [x for x in (throughput_mbps(r) for r in run.commits) if x is not None]
     total = sum(v for r in run.commits for v in r["wan_bytes"].values())
-    wan = (f"effective link throughput {min(seen):.3g}–{max(seen):.3g} Mbit/s over {len(seen)} cycles (latency "
-           "included)" if seen else "no all-reduce between two or more sites")
+    wan = (
+        f"effective link throughput {min(seen):.3g}–{max(seen):.3g} Mbit/s over {len(seen)} cycles (latency included)"
+        if seen
+        else "no all-reduce between two or more sites"
+    )
     lines.append(f"  WAN: {wan}; {int(total):,} bytes in all")
     stalls = [f"{s(r['stall_ms'])} s before commit {r['commit']}" for r in run.commits if r["stall_ms"] > 0]
     if stalls:
@@ -327,8 +379,10 @@ def timeline_text(tl: CommitTimeline) -> list[str]:
     """The commit timeline's text equivalent (see the module doc), one line per item."""
     fmt = seconds_format(tl)
     shared = all(r.stress == tl.runs[0].stress for r in tl.runs)
-    lines = [f"Commit timeline of {tl.title} (run {tl.run_id}); times in seconds of modeled wall time from each "
-             "run's start; each commit's cycle is [wall_start, wall_tick]"]
+    lines = [
+        f"Commit timeline of {tl.title} (run {tl.run_id}); times in seconds of modeled wall time from each "
+        "run's start; each commit's cycle is [wall_start, wall_tick]"
+    ]
     if shared:
         lines += _stress_lines(tl.runs[0].stress, fmt, "Stress (the same for every run shown): ")
     for run in tl.runs:

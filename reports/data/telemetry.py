@@ -108,15 +108,25 @@ def _telemetry_files(folder: Path, record: RunRecord) -> tuple[str, list[str]]:
     if meta is None:
         origin = f" (it came from {record.source})" if record.source else ""
         stray = folder / "traces" / f"{record.run_id}{META_SUFFIX}"
-        note = (f"; {stray} exists but the record does not list it, so it cannot be checked against the "
-                "ledger and is not drawn") if stray.exists() or stray.is_symlink() else ""
-        raise InputError(f"run {record.run_id}: no kept telemetry trace{origin}: its record lists no "
-                         f"traces/...{META_SUFFIX} ({no_telemetry_reason(record)}){note}")
+        note = (
+            (
+                f"; {stray} exists but the record does not list it, so it cannot be checked against the "
+                "ledger and is not drawn"
+            )
+            if stray.exists() or stray.is_symlink()
+            else ""
+        )
+        raise InputError(
+            f"run {record.run_id}: no kept telemetry trace{origin}: its record lists no "
+            f"traces/...{META_SUFFIX} ({no_telemetry_reason(record)}){note}"
+        )
     base = meta[: -len(".meta.json")]
     files = [t for t in record.traces if t.startswith(base + ".")]
     if not any(t.startswith(base + ".polls.") for t in files):
-        raise IntegrityError(f"run {record.run_id}: telemetry trace {folder / meta}: the record lists no polls "
-                             "file beside it, so its readings cannot be checked against the ledger; not drawn")
+        raise IntegrityError(
+            f"run {record.run_id}: telemetry trace {folder / meta}: the record lists no polls "
+            "file beside it, so its readings cannot be checked against the ledger; not drawn"
+        )
     return meta, files
 
 
@@ -148,15 +158,20 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
     bad = [(name, why) for name, why in problems if name in files]
     if bad:
         what = "; ".join(f"{folder / name} {why}" for name, why in bad)
-        raise IntegrityError(f"run {run_id}: telemetry trace does not match the ledger: {what}; refusing to draw "
-                             "it (the ledger holds the SHA-256 the run recorded)", details=[n for n, _ in bad])
+        raise IntegrityError(
+            f"run {run_id}: telemetry trace does not match the ledger: {what}; refusing to draw "
+            "it (the ledger holds the SHA-256 the run recorded)",
+            details=[n for n, _ in bad],
+        )
     trace = read_trace(trace_path(folder, meta), load=verified_loader(folder, record))  # the bytes read are checked
     if trace.poll_ns.size == 0:
         raise InputError(f"{folder / meta}: the telemetry trace has no polls; nothing to draw")
     signal = _energy_signal(trace, record)
     if signal is None:
-        raise InputError(f"{folder / meta}: the trace holds no ok reading of an energy or power signal "
-                         f"(it lists {', '.join(trace.signals) or 'no signals'})")
+        raise InputError(
+            f"{folder / meta}: the trace holds no ok reading of an energy or power signal "
+            f"(it lists {', '.join(trace.signals) or 'no signals'})"
+        )
     recorded = trace.power_range_w is not None
 
     p_min, p_max = trace.power_range_w if trace.power_range_w is not None else DEFAULT_POWER_RANGE_W
@@ -165,15 +180,28 @@ def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
     for name in _phase_names(trace):
         spans = intervals_of(trace, name)
         if spans:
-            total = energy.phases[name] if name in energy.phases else phase_energy_total(trace, signal, name,
-                                                                                         p_min, p_max)
+            total = (
+                energy.phases[name] if name in energy.phases else phase_energy_total(trace, signal, name, p_min, p_max)
+            )
             rows.append(PhaseRow(name, spans, total))
     return TelemetryView(
-        run_id=record.run_id, arm=record.arm, status=record.status, stratum=dict(record.stratum),
-        replicate=record.replicate, trace_name=meta, checked=files, trace=trace, signal=signal,
-        updates=value_changes(trace, signal), period=update_period(trace, signal), phases=rows,
-        energy_j=energy.metrics["energy"], energy_bound_j=energy.bounds["energy"], summary=energy.summary,
-        power_range_w=(p_min, p_max), range_recorded=recorded,
+        run_id=record.run_id,
+        arm=record.arm,
+        status=record.status,
+        stratum=dict(record.stratum),
+        replicate=record.replicate,
+        trace_name=meta,
+        checked=files,
+        trace=trace,
+        signal=signal,
+        updates=value_changes(trace, signal),
+        period=update_period(trace, signal),
+        phases=rows,
+        energy_j=energy.metrics["energy"],
+        energy_bound_j=energy.bounds["energy"],
+        summary=energy.summary,
+        power_range_w=(p_min, p_max),
+        range_recorded=recorded,
         other_problems=[(n, w) for n, w in problems if n not in files],
     )
 
@@ -256,5 +284,4 @@ def drawn(view: TelemetryView, limit: int | None = None) -> Drawn:
     mask = (trace.signal == view.signal) & (trace.status != "ok")
     failed = ((trace.t_before_ns[mask] + trace.t_after_ns[mask]) / 2.0 - t0) / 1e9
     resets = [((a - t0) / 1e9, (b - t0) / 1e9) for a, b in u.resets]
-    return Drawn(x[keep], y[keep], int(x.size), mid, lo, hi, (u.value - offset) / scale, edges, power, failed,
-                 resets)
+    return Drawn(x[keep], y[keep], int(x.size), mid, lo, hi, (u.value - offset) / scale, edges, power, failed, resets)

@@ -38,8 +38,17 @@ if TYPE_CHECKING:
 SPAN_KINDS = ("compute", "checkpoint", "collective", "state_transfer", "restore", "replay", "failure")
 MARK_KINDS = ("failure", "preemption", "restore", "replay", "rejoin")
 # Order of kinds in the text equivalent: recovery first, then the routine work.
-TEXT_ORDER = ("failure", "preemption", "restore", "replay", "state_transfer", "rejoin", "checkpoint",
-              "compute", "collective")
+TEXT_ORDER = (
+    "failure",
+    "preemption",
+    "restore",
+    "replay",
+    "state_transfer",
+    "rejoin",
+    "checkpoint",
+    "compute",
+    "collective",
+)
 TRACE_SUFFIXES = (".events.jsonl", ".trajectory.csv", ".progress.csv")  # the traces a block's plots read
 SUMMARISED = ("compute", "collective")  # too many to list one by one: count, busy time, range
 MAX_LISTED = 40
@@ -137,8 +146,11 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
     """The block of ``run_id`` in the runs folder, with every run's events and trajectory."""
     folder = Path(runs_dir)
     ledger, target = find_run(folder, run_id)
-    same = standing(r for r in ledger.records if r.prereg_sha256 == target.prereg_sha256
-                    and r.stratum == target.stratum and r.replicate == target.replicate)
+    same = standing(
+        r
+        for r in ledger.records
+        if r.prereg_sha256 == target.prereg_sha256 and r.stratum == target.stratum and r.replicate == target.replicate
+    )
     from collect.traces.check import read_verified_trace  # lazy: pydantic
 
     runs, unlisted = [], []
@@ -162,10 +174,18 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
                 trace.progress_path, trace.progress = path, read_progress(path, data)
         runs.append(trace)
     if not any(t.events_path or t.trajectory_path or t.progress_path for t in runs):
-        note = (f"; {', '.join(unlisted)} exist(s) but no record lists them, so they cannot be checked against "
-                "the ledger and are not drawn") if unlisted else ""
-        raise InputError(f"run {run_id}: no event trace, trajectory or progress trace for any run of its block "
-                        f"(looked in {folder / 'traces'}){note}")
+        note = (
+            (
+                f"; {', '.join(unlisted)} exist(s) but no record lists them, so they cannot be checked against "
+                "the ledger and are not drawn"
+            )
+            if unlisted
+            else ""
+        )
+        raise InputError(
+            f"run {run_id}: no event trace, trajectory or progress trace for any run of its block "
+            f"(looked in {folder / 'traces'}){note}"
+        )
     return Block(run_id, dict(target.stratum), target.replicate, runs, unlisted)
 
 
@@ -205,8 +225,10 @@ def event_summary(events: list[Event], fmt: str) -> str:
     busy = sum(e.end - e.start for e in events)
     sites = sorted({"all" if e.site is None else str(e.site) for e in events})
     first, last = min(e.start for e in events), max(e.end for e in events)
-    return (f"{len(events)} spans on site {','.join(sites)}, {fmt.format(busy)} s busy in all, "
-            f"from {fmt.format(first)} to {fmt.format(last)}")
+    return (
+        f"{len(events)} spans on site {','.join(sites)}, {fmt.format(busy)} s busy in all, "
+        f"from {fmt.format(first)} to {fmt.format(last)}"
+    )
 
 
 def kinds_present(block: Block) -> list[str]:
@@ -220,8 +242,10 @@ def timeline_text(block: Block) -> str:
     fmt = seconds_format(block)
     lines = [f"Recovery timeline of {block.title} (run {block.run_id}); times in seconds from each run's start"]
     if any(has_attempts(t.events) for t in block.runs):
-        lines = [f"Timeline of {block.title} (run {block.run_id}): each run's attempts, faults, restarts and phase "
-                 "marks; times in seconds from each run's first start"]
+        lines = [
+            f"Timeline of {block.title} (run {block.run_id}): each run's attempts, faults, restarts and phase "
+            "marks; times in seconds from each run's first start"
+        ]
     width = max((len(k) for k in kinds_present(block)), default=8) + 2
     if any(has_attempts(t.events) for t in block.runs):  # room for 'attempt 12' and 'restart 12'
         width = max(width, 12)
@@ -262,8 +286,10 @@ def _phase_lines(events: list[Event], fmt: str, width: int) -> list[str]:
         head = f"  {kind:<{width}}"
         if kind in SUMMARISED:
             busy = sum(e.end - e.start for e in of_kind)
-            lines.append(f"{head}{len(of_kind)} spans, {fmt.format(busy)} s in all, from "
-                         f"{fmt.format(of_kind[0].start)} to {fmt.format(max(e.end for e in of_kind))}")
+            lines.append(
+                f"{head}{len(of_kind)} spans, {fmt.format(busy)} s in all, from "
+                f"{fmt.format(of_kind[0].start)} to {fmt.format(max(e.end for e in of_kind))}"
+            )
             continue
         entries = []
         for e in of_kind:
@@ -300,8 +326,12 @@ def nll_text(block: Block, max_rows: int = 12) -> str:
     names = [t.arm for t in runs]
     widths = [max(len(n), 8) for n in names]
     tick_w = max([4] + [len(f"{x:g}") for x in ticks])
-    lines = [(f"Held-out NLL (nats/token) over ticks, {block.title}; each cell is the arm's last evaluation at "
-              "or before the tick ('-': not started or already finished)")]
+    lines = [
+        (
+            f"Held-out NLL (nats/token) over ticks, {block.title}; each cell is the arm's last evaluation at "
+            "or before the tick ('-': not started or already finished)"
+        )
+    ]
     lines.append(f"{'tick':>{tick_w}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True)))
     for tick in ticks:
         cells = [f"{_nll_at(t.trajectory or [], tick):>{w}}" for t, w in zip(runs, widths, strict=True)]

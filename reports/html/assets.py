@@ -17,7 +17,8 @@ import hashlib
 
 from reports.words.palette import css_rules
 
-CSS = """
+CSS = (
+    """
 :root { --fg:#1f2328; --line:#d0d7de; --bg:#ffffff; --soft:#f6f8fa; }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
@@ -74,7 +75,9 @@ tr.abstain td { background: var(--soft); }
 ul.tight { margin: 0; padding-left: 1rem; }
 button.draw { font: inherit; padding: .3rem .8rem; border: 1px solid var(--muted); border-radius: 6px; background: var(--soft); cursor: pointer; }
 .trace-figure { min-height: 1rem; }
-""" + css_rules() + """@media (max-width: 640px) {
+"""
+    + css_rules()
+    + """@media (max-width: 640px) {
   main { padding: .6rem .6rem 3rem; }
   h1 { font-size: 1.3rem; }
   .facts { grid-template-columns: 1fr; } .facts dd { margin-bottom: .3rem; }
@@ -94,6 +97,7 @@ button.draw { font: inherit; padding: .3rem .8rem; border: 1px solid var(--muted
   a { color: inherit; text-decoration: none; }
 }
 """
+)
 
 JS = r"""
 (function () {
@@ -242,5 +246,7 @@ def csp_hash(text: str) -> str:
 
 def content_security_policy() -> str:
     """Nothing may load or connect; only this page's own style and script blocks run."""
-    return (f"default-src 'none'; style-src {csp_hash(CSS)}; script-src {csp_hash(JS)}; img-src data:; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; style-src {csp_hash(CSS)}; script-src {csp_hash(JS)}; img-src data:; "
+        "base-uri 'none'; form-action 'none'"
+    )

@@ -77,8 +77,15 @@ def block_points(gate: GateResult, blocks: Sequence[BlockRow]) -> list[tuple[str
 def gate_axis(gate: GateResult, points: Iterable[float] = ()) -> Axis:
     """The axis holding every finite value the gate's figures draw, padded at both ends."""
     log = gate.scale == "ratio"
-    values = [as_float(gate.lower), as_float(gate.upper), as_float(gate.estimate), gate.null, *gate.margin,
-              *(widened_interval(gate) or ()), *points]
+    values = [
+        as_float(gate.lower),
+        as_float(gate.upper),
+        as_float(gate.estimate),
+        gate.null,
+        *gate.margin,
+        *(widened_interval(gate) or ()),
+        *points,
+    ]
     finite = [v for v in values if v is not None and math.isfinite(v) and (v > 0 or not log)]
     lo, hi = min(finite), max(finite)  # the null is always there
     if log:
@@ -132,7 +139,7 @@ def ratio_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
     else:
         ticks = []
         for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-            ticks += [m * 10.0 ** exponent for m in (1, 2, 5) if lo <= m * 10.0 ** exponent <= hi]
+            ticks += [m * 10.0**exponent for m in (1, 2, 5) if lo <= m * 10.0**exponent <= hi]
         if len(ticks) > 8:
             ticks = [t for t in ticks if abs(math.log10(t) - round(math.log10(t))) < 1e-9]
         ticks = [float(f"{t:.12g}") for t in ticks]

@@ -31,8 +31,10 @@ def _title_line(ev: Evaluation, g: GateResult, y: float) -> str:
     v = et.gate_view(g, ev)
     diagnostic = " (DIAGNOSTIC, not evidence)" if not v.is_evidence else ""
     role = "" if g.role == "primary" else " [sensitivity: never decides]"
-    return (f'<text x="0" y="{y:g}" font-size="13" fill="{TEXT_COLOUR}"><tspan font-weight="bold">{esc(v.id)} '
-            f"{esc(v.word)}{esc(diagnostic)}</tspan>{esc(role)}  {esc(v.contrast)}; {esc(v.evidence)}</text>")
+    return (
+        f'<text x="0" y="{y:g}" font-size="13" fill="{TEXT_COLOUR}"><tspan font-weight="bold">{esc(v.id)} '
+        f"{esc(v.word)}{esc(diagnostic)}</tspan>{esc(role)}  {esc(v.contrast)}; {esc(v.evidence)}</text>"
+    )
 
 
 def _document(ev: Evaluation, title: str, rows: list[tuple[GateResult, str]]) -> str:
@@ -44,12 +46,16 @@ def _document(ev: Evaluation, title: str, rows: list[tuple[GateResult, str]]) ->
         parts.append(f'<g transform="translate(0 {y + 8:g})">{drawing}</g>')
         y += height + 34
     word = DECISION_WORDS[ev.decision]
-    head = (f'<text x="0" y="18" font-size="15" font-weight="bold" fill="{TEXT_COLOUR}">{esc(ev.study)}: '
-            f'decision {esc(word)}</text><text x="0" y="38" font-size="12" fill="{TEXT_COLOUR}">{esc(title)}</text>')
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + MARKER + "\n"
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y:g}" viewBox="0 0 {WIDTH} {y:g}" '
-            f'font-family="{esc(FONT)}" role="img"><title>{esc(ev.study)}: {esc(title)}</title>'
-            f'<rect width="100%" height="100%" fill="#ffffff"/>{head}' + "".join(parts) + "</svg>\n")
+    head = (
+        f'<text x="0" y="18" font-size="15" font-weight="bold" fill="{TEXT_COLOUR}">{esc(ev.study)}: '
+        f'decision {esc(word)}</text><text x="0" y="38" font-size="12" fill="{TEXT_COLOUR}">{esc(title)}</text>'
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + MARKER + "\n"
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y:g}" viewBox="0 0 {WIDTH} {y:g}" '
+        f'font-family="{esc(FONT)}" role="img"><title>{esc(ev.study)}: {esc(title)}</title>'
+        f'<rect width="100%" height="100%" fill="#ffffff"/>{head}' + "".join(parts) + "</svg>\n"
+    )
 
 
 def _ordered(ev: Evaluation) -> list[GateResult]:
@@ -61,8 +67,9 @@ def forest_svg(ev: Evaluation) -> str:
     for i, g in enumerate(_ordered(ev)):
         points = [value for _, value in block_points(g, ev.blocks)]
         diagnostic = g.verdict in ("refused", "unresolvable")
-        rows.append((g, forest_row(g, gate_axis(g, points), points, uid=f"f{i}", diagnostic=diagnostic,
-                                   width=str(WIDTH))))
+        rows.append(
+            (g, forest_row(g, gate_axis(g, points), points, uid=f"f{i}", diagnostic=diagnostic, width=str(WIDTH)))
+        )
     return _document(ev, "each gate's interval on its own axis (circles: each stratum's paired contrast)", rows)
 
 
@@ -101,9 +108,11 @@ def write_figures(ev: Evaluation, markdown: Path, force: bool = False) -> list[t
     (``prereg.fileio.write_output``); (alt text, file name) for the links."""
     paths = figure_paths(markdown)
     drawings = {"forest": forest_svg(ev), "strata": strata_svg(ev)}
-    alts = {"forest": "Forest plot: each gate's interval, estimate, margin and null on its own axis, with each "
-                      "stratum's paired contrast",
-            "strata": "Per-stratum paired contrasts of each gate on its axis, the gate's interval shaded"}
+    alts = {
+        "forest": "Forest plot: each gate's interval, estimate, margin and null on its own axis, with each "
+        "stratum's paired contrast",
+        "strata": "Per-stratum paired contrasts of each gate on its axis, the gate's interval shaded",
+    }
     out = []
     for kind in KINDS:
         write_output(paths[kind], drawings[kind].encode("utf-8"), force, is_figure)

@@ -38,8 +38,17 @@ def evaluation_html(ev: Evaluation) -> str:
     rows = []
     for g in ev.gates:
         p_value = g.pvalue_adjusted if g.pvalue_adjusted is not None else g.pvalue
-        cells = (g.id, g.verdict.upper(), _num(g.estimate), f"[{_num(g.lower)}, {_num(g.upper)}]",
-                 f"{g.confidence:g}", g.method, g.n_pairs, _num(p_value), g.evidence)
+        cells = (
+            g.id,
+            g.verdict.upper(),
+            _num(g.estimate),
+            f"[{_num(g.lower)}, {_num(g.upper)}]",
+            f"{g.confidence:g}",
+            g.method,
+            g.n_pairs,
+            _num(p_value),
+            g.evidence,
+        )
         rows.append("<tr>" + "".join(_cell(c) for c in cells) + "</tr>")
     title = html.escape(ev.title, quote=True)
     study = html.escape(ev.study, quote=True)

@@ -51,12 +51,28 @@ if TYPE_CHECKING:
     from reports.html.runs import RunsContext
 
 GENERATOR = "prereg-toolkit reports html"
-NAV_WORDS = {"decision": "Decision", "looks": "Interim looks", "failed-runs": "Failed runs", "metrics": "Metrics per arm",
-             "gates": "Gates", "invalidators": "Invalidators", "meter-support": "Meter support",
-             "sensitivity": "Sensitivity", "comparator": "Comparator", "families": "Families", "ranking": "Ranking",
-             "assumptions": "Assumptions",
-             "diagnostics": "Diagnostics", "notes": "Notes", "reading": "Reading the verdicts", "runs": "Runs",
-             "timeline": "Timeline", "commits": "Commit timeline", "telemetry": "Telemetry", "provenance": "Provenance"}
+NAV_WORDS = {
+    "decision": "Decision",
+    "looks": "Interim looks",
+    "failed-runs": "Failed runs",
+    "metrics": "Metrics per arm",
+    "gates": "Gates",
+    "invalidators": "Invalidators",
+    "meter-support": "Meter support",
+    "sensitivity": "Sensitivity",
+    "comparator": "Comparator",
+    "families": "Families",
+    "ranking": "Ranking",
+    "assumptions": "Assumptions",
+    "diagnostics": "Diagnostics",
+    "notes": "Notes",
+    "reading": "Reading the verdicts",
+    "runs": "Runs",
+    "timeline": "Timeline",
+    "commits": "Commit timeline",
+    "telemetry": "Telemetry",
+    "provenance": "Provenance",
+}
 DEFAULT_NAME = "report.html"
 
 
@@ -79,8 +95,10 @@ def resolve(source: str | Path) -> Source:
     if path.is_dir():
         evaluation = path / "evaluation.json"
         if not (path / LEDGER_NAME).is_file():
-            raise InputError(f"{path}: not a runs folder (no {LEDGER_NAME}); give the folder `collect run` or "
-                             "`collect import` wrote, or an evaluation.json")
+            raise InputError(
+                f"{path}: not a runs folder (no {LEDGER_NAME}); give the folder `collect run` or "
+                "`collect import` wrote, or an evaluation.json"
+            )
         if not evaluation.is_file():
             raise InputError(f"{path}: holds no evaluation.json yet; run 'gates evaluate LOCK {path}' first")
         runs: Path | None = path
@@ -99,29 +117,37 @@ def read_checked(path: Path) -> tuple[Evaluation, str]:
     ev = read_evaluation(path)
     problems = consistency_problems(ev)
     if problems:
-        raise IntegrityError(f"{path}: INCONSISTENT evaluation artifact; refusing to render it:\n- "
-                             + "\n- ".join(problems), details=problems)
+        raise IntegrityError(
+            f"{path}: INCONSISTENT evaluation artifact; refusing to render it:\n- " + "\n- ".join(problems),
+            details=problems,
+        )
     return ev, seal_status(ev)
 
 
 SEAL_WORDS = {
     "sealed": "sealed: the artifact still has the SHA-256 it was sealed with when written",
     "unsealed": "no seal (not written by gates evaluate, or its seal was removed): its consistency was checked, but edits that keep it "
-                "consistent cannot be detected",
+    "consistent cannot be detected",
     "broken": "SEAL BROKEN",
 }
 
 
 def _header(ev: Evaluation) -> str:
     lines = et.run_lines(ev.runs, limit=10)
-    facts = [("Study", esc(ev.study)), ("Plan", esc(et.plan_text(ev))), ("Runs", esc("; ".join(lines))),
-             ("Evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}"))]
+    facts = [
+        ("Study", esc(ev.study)),
+        ("Plan", esc(et.plan_text(ev))),
+        ("Runs", esc("; ".join(lines))),
+        ("Evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}")),
+    ]
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     word = DECISION_WORDS[ev.decision]
-    return (f'<header><p class="study">Preregistered evaluation &middot; decision <strong>{esc(word)}</strong></p>'
-            f'<h1>{esc(ev.title)}</h1><dl class="facts">{dl}</dl>'
-            '<p class="muted">The ledger, its hash chain and every hash are under '
-            '<a href="#provenance">Provenance</a>.</p></header>')
+    return (
+        f'<header><p class="study">Preregistered evaluation &middot; decision <strong>{esc(word)}</strong></p>'
+        f'<h1>{esc(ev.title)}</h1><dl class="facts">{dl}</dl>'
+        '<p class="muted">The ledger, its hash chain and every hash are under '
+        '<a href="#provenance">Provenance</a>.</p></header>'
+    )
 
 
 def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None) -> str:
@@ -134,14 +160,20 @@ def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None)
         ("ledger sha256", f'<span class="hash">{esc(led.sha256 or "none")}</span>'),
         ("ledger chain head", f'<span class="hash">{esc(led.head_sha256 or "none")}</span>'),
         ("ledger chain", esc(et.ledger_text(ev).split("; ", 1)[-1])),  # the words `reports show` prints
-        ("evaluation file", f"{esc(src.evaluation_path)}: sha256 "
-                            f'<span class="hash">{esc(src.evaluation_sha256)}</span>'),
-        ("evaluation seal", esc(SEAL_WORDS[seal]) + (f' <span class="hash">{esc(ev.seal_sha256)}</span>'
-                                                     if ev.seal_sha256 else "")),
+        (
+            "evaluation file",
+            f'{esc(src.evaluation_path)}: sha256 <span class="hash">{esc(src.evaluation_sha256)}</span>',
+        ),
+        (
+            "evaluation seal",
+            esc(SEAL_WORDS[seal]) + (f' <span class="hash">{esc(ev.seal_sha256)}</span>' if ev.seal_sha256 else ""),
+        ),
         ("evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}")),
         ("re-verification", esc(src.verification or "not done")),
-        ("this page", esc(f"written by toolkit {__version__} ({GENERATOR}); it computes nothing, it renders the "
-                          "artifact")),
+        (
+            "this page",
+            esc(f"written by toolkit {__version__} ({GENERATOR}); it computes nothing, it renders the artifact"),
+        ),
     ]
     body = '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
     if ctx is not None:
@@ -158,10 +190,12 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
     if failed:
         sections.append(("failed-runs", rt.FAILED_TITLE, failed))
     primary = et.primary_gates(ev)
-    gates_body = (he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
-                  + he.group_tallies(ev) + he.forest_figure(ev, primary, "forest-primary")
-                  + he.strata_details(ev, [g for g in primary if g.verdict not in ("refused", "unresolvable")],
-                                      "strata-primary"))
+    gates_body = (
+        he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
+        + he.group_tallies(ev)
+        + he.forest_figure(ev, primary, "forest-primary")
+        + he.strata_details(ev, [g for g in primary if g.verdict not in ("refused", "unresolvable")], "strata-primary")
+    )
     sections.append(("gates", f"Primary gates (decide the claim; multiplicity {ev.multiplicity})", gates_body))
     sections.append(("invalidators", "Invalidators", he.invalidators_section(ev)))
     support = he.phase_support_section(ev)
@@ -170,9 +204,11 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
     sensitivity = et.sensitivity_gates(ev)
     if sensitivity:
         evidence = [g for g in sensitivity if g.verdict not in ("refused", "unresolvable")]
-        body = (he.gates_table(ev, sensitivity, "sensitivity-table", "Sensitivity gates")
-                + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
-                + he.strata_details(ev, evidence, "strata-sensitivity"))
+        body = (
+            he.gates_table(ev, sensitivity, "sensitivity-table", "Sensitivity gates")
+            + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
+            + he.strata_details(ev, evidence, "strata-sensitivity")
+        )
         sections.append(("sensitivity", "Sensitivity (reported, never decides)", body))
     descriptive = he.descriptive_section(ev)
     if descriptive:
@@ -186,30 +222,39 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
     later = [("runs", "Runs", runs_body)]
     if ctx is not None:
         if ev.comparator is not None and ev.families:  # controller runs keep commit ledgers, not event traces
-
             later.append(("commits", "Commit timeline of one held-out family", commit_timeline_section(ev, ctx.folder)))
         else:
             later.append(("timeline", "Recovery timeline", timeline_section(ctx, run_id)))
         later.append(("telemetry", "Telemetry traces", telemetry_section(ctx)))
     later.append(("provenance", "Provenance", _provenance(ev, src, seal, ctx)))
     anchors = [a for a, _, _ in sections] + (["diagnostics"] if diagnostics else []) + [a for a, _, _ in tail + later]
-    nav = ('<nav class="toc" aria-label="Sections"><ol>'
-           + "".join(f'<li><a href="#{a}">{esc(NAV_WORDS[a])}</a></li>' for a in anchors) + "</ol></nav>")
+    nav = (
+        '<nav class="toc" aria-label="Sections"><ol>'
+        + "".join(f'<li><a href="#{a}">{esc(NAV_WORDS[a])}</a></li>' for a in anchors)
+        + "</ol></nav>"
+    )
 
     def render(items: list[tuple[str, str, str]]) -> str:
-        return "".join(f'<section id="{a}" aria-labelledby="h-{a}"><h2 id="h-{a}">{esc(h)}</h2>{b}</section>'
-                       for a, h, b in items)
+        return "".join(
+            f'<section id="{a}" aria-labelledby="h-{a}"><h2 id="h-{a}">{esc(h)}</h2>{b}</section>' for a, h, b in items
+        )
 
     word = DECISION_WORDS[ev.decision]
     title = f"{ev.study}: {word} - {ev.title}"
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy())}">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<meta name="generator" content="{GENERATOR}">'
-            f'<meta name="prereg-plan-sha256" content="{esc(ev.prereg_sha256)}">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>"
-            + _header(ev) + nav + render(sections) + diagnostics + render(tail + later)
-            + f"</main><script>{JS}</script></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy())}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="{GENERATOR}">'
+        f'<meta name="prereg-plan-sha256" content="{esc(ev.prereg_sha256)}">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>"
+        + _header(ev)
+        + nav
+        + render(sections)
+        + diagnostics
+        + render(tail + later)
+        + f"</main><script>{JS}</script></body></html>\n"
+    )
 
 
 def is_html_report(path: Path) -> bool:
@@ -230,8 +275,10 @@ def html_report(source: str | Path, run_id: str | None = None, lock: str | Path 
     if "could not be re-verified" in src.verification:
         src.warnings.append(f"{src.evaluation_path} {src.verification}")
     if seal == "unsealed":
-        src.warnings.append(f"{src.evaluation_path} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
-                            "was checked, but edits that keep it consistent cannot be detected")
+        src.warnings.append(
+            f"{src.evaluation_path} carries no seal (not written by gates evaluate, or its seal was removed); its consistency "
+            "was checked, but edits that keep it consistent cannot be detected"
+        )
     ev = clean_model(ev)  # no control characters reach the page
     ctx = None
     if src.runs is not None:
@@ -240,19 +287,28 @@ def html_report(source: str | Path, run_id: str | None = None, lock: str | Path 
         except OSError as err:
             raise InputError(f"{src.runs}: the ledger cannot be read ({err})") from None
         if not ctx.ledger_matches:
-            src.warnings.append(f"{ctx.ledger.path} is not the ledger that was evaluated (its SHA-256 differs); the "
-                                "run sections show it as it is now, and the page says so")
+            src.warnings.append(
+                f"{ctx.ledger.path} is not the ledger that was evaluated (its SHA-256 differs); the "
+                "run sections show it as it is now, and the page says so"
+            )
         bad = sum(len(p) for p in ctx.problems.values())
         if bad:
-            src.warnings.append(f"{bad} trace file(s) do not match the SHA-256 in their record; the page names them "
-                                "and does not draw them")
+            src.warnings.append(
+                f"{bad} trace file(s) do not match the SHA-256 in their record; the page names them "
+                "and does not draw them"
+            )
     elif run_id is not None:
         raise InputError(f"--run needs the runs folder: {src.evaluation_path.parent} holds no ledger.jsonl")
     return build_page(ev, src, seal, ctx, run_id), src
 
 
-def write_html_report(source: str | Path, out: str | Path | None = None, run_id: str | None = None,
-                      force: bool = False, lock: str | Path | None = None) -> tuple[Path, int, list[str]]:
+def write_html_report(
+    source: str | Path,
+    out: str | Path | None = None,
+    run_id: str | None = None,
+    force: bool = False,
+    lock: str | Path | None = None,
+) -> tuple[Path, int, list[str]]:
     """Write the page atomically (default ``report.html`` beside the evaluation); (path, bytes, warnings)."""
     src = resolve(source)
     target = Path(out) if out is not None else src.evaluation_path.parent / DEFAULT_NAME

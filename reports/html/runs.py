@@ -92,8 +92,10 @@ def _num_cell(label: str, value: float | None, as_bytes: bool = False) -> str:
 def _capped(records: list[RunRecord]) -> tuple[list[RunRecord], str]:
     if len(records) <= MAX_ROWS:
         return records, ""
-    return records[:MAX_ROWS], (f"<p class=\"muted\">The first {MAX_ROWS} of {len(records)} runs are listed; "
-                                "<code>gates evaluate --json</code> and the ledger hold all.</p>")
+    return records[:MAX_ROWS], (
+        f'<p class="muted">The first {MAX_ROWS} of {len(records)} runs are listed; '
+        "<code>gates evaluate --json</code> and the ledger hold all.</p>"
+    )
 
 
 def gate_metrics(ev: Evaluation) -> list[tuple[str, str]]:
@@ -108,11 +110,13 @@ def ledger_notice(ctx: RunsContext, ev: Evaluation) -> str:
     """Words when the ledger read now is not the one evaluated (the tables show it as it is now)."""
     if ctx.ledger_matches:
         return ""
-    return (f'<p class="alarm">The runs folder\'s ledger is not the one evaluated: it now has sha256 '
-            f'<span class="hash">{esc(ctx.ledger.sha256 or "none")}</span> and {len(ctx.ledger.records)} records; '
-            f'the evaluation read sha256 <span class="hash">{esc(ev.ledger.sha256 or "none")}</span> with '
-            f"{ev.ledger.records} records. The run tables below show the ledger as it is now; the gates show "
-            "what was evaluated. Run <code>gates evaluate</code> again.</p>")
+    return (
+        f'<p class="alarm">The runs folder\'s ledger is not the one evaluated: it now has sha256 '
+        f'<span class="hash">{esc(ctx.ledger.sha256 or "none")}</span> and {len(ctx.ledger.records)} records; '
+        f'the evaluation read sha256 <span class="hash">{esc(ev.ledger.sha256 or "none")}</span> with '
+        f"{ev.ledger.records} records. The run tables below show the ledger as it is now; the gates show "
+        "what was evaluated. Run <code>gates evaluate</code> again.</p>"
+    )
 
 
 def runs_section(ev: Evaluation, ctx: RunsContext | None) -> str:
@@ -122,28 +126,36 @@ def runs_section(ev: Evaluation, ctx: RunsContext | None) -> str:
     if lines[1:]:
         parts.append("<ul>" + "".join(f'<li class="bad">{esc(x)}</li>' for x in lines[1:]) + "</ul>")
     if ctx is None:
-        parts.append('<p class="notice">No runs folder beside this evaluation: the per-run table, work '
-                     "accounting, recovery timeline and telemetry need <code>reports html RUNS</code> "
-                     "(the folder holding ledger.jsonl and evaluation.json).</p>")
+        parts.append(
+            '<p class="notice">No runs folder beside this evaluation: the per-run table, work '
+            "accounting, recovery timeline and telemetry need <code>reports html RUNS</code> "
+            "(the folder holding ledger.jsonl and evaluation.json).</p>"
+        )
         return "".join(parts)
     parts.append(ledger_notice(ctx, ev))
     factors = list(dict.fromkeys(k for r in ctx.records for k in r.stratum))
     metrics = gate_metrics(ev)
     head = ["run", "arm", *factors, "replicate", "status", "started (UTC)"] + [
-        f"{m} ({u})" if u else m for m, u in metrics]
+        f"{m} ({u})" if u else m for m, u in metrics
+    ]
     rows = []
     shown, more = _capped(ctx.records)
     for r in shown:
         cells = [cell("run", f"<code>{esc(r.run_id)}</code>"), cell("arm", esc(r.arm))]
         cells += [cell(f, esc(r.stratum.get(f, "-"))) for f in factors]
         status = esc(r.status) if r.status == "complete" else f'<strong class="bad">{esc(r.status)}</strong>'
-        cells += [cell("replicate", str(r.replicate), "num", sort=str(r.replicate)), cell("status", status),
-                  cell("started (UTC)", esc(r.started_at or "not recorded"), "nowrap")]
+        cells += [
+            cell("replicate", str(r.replicate), "num", sort=str(r.replicate)),
+            cell("status", status),
+            cell("started (UTC)", esc(r.started_at or "not recorded"), "nowrap"),
+        ]
         cells += [_num_cell(m, r.metric(m)) for m, _ in metrics]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     note = f" ({ctx.other_plan} records under another plan hash are not listed)" if ctx.other_plan else ""
-    parts.append(f"<p>{len(ctx.records)} runs recorded under this plan in <code>{esc(ctx.ledger.path)}</code>"
-                 f"{esc(note)}; select a column header to sort.</p>")
+    parts.append(
+        f"<p>{len(ctx.records)} runs recorded under this plan in <code>{esc(ctx.ledger.path)}</code>"
+        f"{esc(note)}; select a column header to sort.</p>"
+    )
     numeric = set(range(len(factors) + 2, len(factors) + 3)) | set(range(len(head) - len(metrics), len(head)))
     parts.append(table(head, rows, cls="sortable", caption="Every run", table_id="runs-table", num=numeric) + more)
     return "".join(parts)
@@ -158,16 +170,20 @@ def _flagged(text: str, ok: bool) -> str:
     return esc(text) if ok else f'<strong class="bad">{esc(text)}</strong>'
 
 
-def _identity_rows(ctx: RunsContext, columns: list[str], parts: list[str], check: Any,
-                   as_bytes: bool = False) -> tuple[list[str], int, int]:
+def _identity_rows(
+    ctx: RunsContext, columns: list[str], parts: list[str], check: Any, as_bytes: bool = False
+) -> tuple[list[str], int, int]:
     rows, held, counted = [], 0, 0
     for r in _capped([r for r in ctx.records if all(r.metric(c) is not None for c in columns)])[0]:
         values = {c: r.metric(c) for c in columns}
         ok, words = check(values)
         counted += 1
         held += ok
-        cells = [cell("run", f"<code>{esc(r.run_id)}</code>"), cell("arm", esc(r.arm)),
-                 cell("stratum", esc(stratum_text(r.stratum)))]
+        cells = [
+            cell("run", f"<code>{esc(r.run_id)}</code>"),
+            cell("arm", esc(r.arm)),
+            cell("stratum", esc(stratum_text(r.stratum))),
+        ]
         cells += [_num_cell(label, values[c], as_bytes) for c, label in zip(columns, parts, strict=True)]
         cells.append(cell("check", esc(words) if ok else f'<strong class="bad">{esc(words)}</strong>'))
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -178,8 +194,9 @@ def conservation_section(ctx: RunsContext) -> str:
     """Work conservation (attempted = retained + lost) and the traffic classes, when the runs record them."""
     out = []
     for name, unit, attempted, retained, lost, replayed in WORK_FAMILIES:
-        cols = [attempted, retained, lost] + ([replayed] if any(r.metric(replayed) is not None for r in ctx.records)
-                                              else [])
+        cols = [attempted, retained, lost] + (
+            [replayed] if any(r.metric(replayed) is not None for r in ctx.records) else []
+        )
         if not any(all(r.metric(c) is not None for c in cols[:3]) for r in ctx.records):
             continue
 
@@ -190,13 +207,26 @@ def conservation_section(ctx: RunsContext) -> str:
             return gap == 0, words
 
         rows, held, counted = _identity_rows(ctx, cols, cols, work_check)
-        verdict = (f"attempted = retained + lost holds for all {counted} runs" if held == counted else
-                   f"attempted = retained + lost DOES NOT HOLD for {counted - held} of {counted} runs")
-        out.append(f'<h3 id="work-{esc(name)}">Work conservation ({esc(unit)})</h3>'
-                   f"<p>{_flagged(verdict, held == counted)}; replayed work is lost work done again.</p>"
-                   + _collapsed(f"Work accounting of every run in {unit}", held == counted,
-                                table(["run", "arm", "stratum", *cols, "check"], rows, cls="sortable",
-                                      caption=f"Work accounting in {unit}", num=set(range(3, 3 + len(cols))))))
+        verdict = (
+            f"attempted = retained + lost holds for all {counted} runs"
+            if held == counted
+            else f"attempted = retained + lost DOES NOT HOLD for {counted - held} of {counted} runs"
+        )
+        out.append(
+            f'<h3 id="work-{esc(name)}">Work conservation ({esc(unit)})</h3>'
+            f"<p>{_flagged(verdict, held == counted)}; replayed work is lost work done again.</p>"
+            + _collapsed(
+                f"Work accounting of every run in {unit}",
+                held == counted,
+                table(
+                    ["run", "arm", "stratum", *cols, "check"],
+                    rows,
+                    cls="sortable",
+                    caption=f"Work accounting in {unit}",
+                    num=set(range(3, 3 + len(cols))),
+                ),
+            )
+        )
     classes = sorted({m for r in ctx.records for m in r.metrics if m.startswith(TRAFFIC_PREFIX)})
     if classes and any(r.metric(TRAFFIC_TOTAL) is not None for r in ctx.records):
         cols = [*classes, TRAFFIC_TOTAL]
@@ -205,15 +235,28 @@ def conservation_section(ctx: RunsContext) -> str:
             gap = (v[TRAFFIC_TOTAL] or 0.0) - sum(v[c] or 0.0 for c in classes)
             return (gap == 0, "classes add up" if gap == 0 else f"DOES NOT ADD UP: total - classes = {et.fmt_num(gap)}")
 
-        labels = [c[len(TRAFFIC_PREFIX):] for c in classes] + ["total"]
+        labels = [c[len(TRAFFIC_PREFIX) :] for c in classes] + ["total"]
         rows, held, counted = _identity_rows(ctx, cols, labels, traffic_check, as_bytes=True)
-        verdict = (f"the disjoint classes add up to the total in all {counted} runs" if held == counted else
-                   f"the classes DO NOT ADD UP to the total in {counted - held} of {counted} runs")
-        out.append('<h3 id="traffic">Inter-site traffic by class (bytes)</h3>'
-                   f"<p>{_flagged(verdict, held == counted)}.</p>"
-                   + _collapsed("Inter-site bytes of every run, per traffic class", held == counted,
-                                table(["run", "arm", "stratum", *labels, "check"], rows, cls="sortable",
-                                      caption="Inter-site bytes per traffic class", num=set(range(3, 3 + len(cols))))))
+        verdict = (
+            f"the disjoint classes add up to the total in all {counted} runs"
+            if held == counted
+            else f"the classes DO NOT ADD UP to the total in {counted - held} of {counted} runs"
+        )
+        out.append(
+            '<h3 id="traffic">Inter-site traffic by class (bytes)</h3>'
+            f"<p>{_flagged(verdict, held == counted)}.</p>"
+            + _collapsed(
+                "Inter-site bytes of every run, per traffic class",
+                held == counted,
+                table(
+                    ["run", "arm", "stratum", *labels, "check"],
+                    rows,
+                    cls="sortable",
+                    caption="Inter-site bytes per traffic class",
+                    num=set(range(3, 3 + len(cols))),
+                ),
+            )
+        )
     return "".join(out)
 
 
@@ -248,21 +291,37 @@ def traces_table(ctx: RunsContext) -> str:
             problem = ctx.problem_of(r.run_id, name)
             status = f'<strong class="bad">{esc(problem)}</strong>' if problem else "matches the ledger"
             digest = esc(r.trace_sha256.get(name, "none"))
-            rows.append("<tr>" + cell("run", f"<code>{esc(r.run_id)}</code>")
-                        + cell("trace", f"<code>{esc(name)}</code>")
-                        + cell("sha256 in the record", f'<span class="hash">{digest}</span>')
-                        + cell("check", status) + "</tr>")
+            rows.append(
+                "<tr>"
+                + cell("run", f"<code>{esc(r.run_id)}</code>")
+                + cell("trace", f"<code>{esc(name)}</code>")
+                + cell("sha256 in the record", f'<span class="hash">{digest}</span>')
+                + cell("check", status)
+                + "</tr>"
+            )
     if not rows:
         return f"<p>No run kept a trace file (none of its {esc(origins_text(ctx.records))} did).</p>"
     bad = sum(len(p) for p in ctx.problems.values())
-    summary = (f"{len(rows)} trace files, each re-hashed now: " +
-               ("all match the SHA-256 in their record" if not bad else f"{bad} DO NOT MATCH their record"))
-    return (f"<details><summary>{esc(summary)}</summary>"
-            + table(["run", "trace", "sha256 in the record", "check"], rows[:MAX_ROWS], cls="sortable",
-                    caption="Trace files and their hashes") + "</details>")
+    summary = f"{len(rows)} trace files, each re-hashed now: " + (
+        "all match the SHA-256 in their record" if not bad else f"{bad} DO NOT MATCH their record"
+    )
+    return (
+        f"<details><summary>{esc(summary)}</summary>"
+        + table(
+            ["run", "trace", "sha256 in the record", "check"],
+            rows[:MAX_ROWS],
+            cls="sortable",
+            caption="Trace files and their hashes",
+        )
+        + "</details>"
+    )
 
 
 def runs_provenance(ctx: RunsContext) -> str:
     """Trace hashes and the environment the runs recorded."""
-    return ("<h3 id=\"trace-hashes\">Trace hashes</h3>" + traces_table(ctx)
-            + "<h3 id=\"environment\">Environment of the runs</h3>" + _environment(ctx))
+    return (
+        '<h3 id="trace-hashes">Trace hashes</h3>'
+        + traces_table(ctx)
+        + '<h3 id="environment">Environment of the runs</h3>'
+        + _environment(ctx)
+    )

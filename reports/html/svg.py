@@ -46,15 +46,27 @@ def _anchor(frac: float) -> str:
     return "start" if frac < 0.1 else "end" if frac > 0.9 else "middle"
 
 
-def _text(x: str, y: float, text: str, *, size: int = 12, anchor: str = "middle", fill: str = TEXT_COLOUR,
-          weight: str = "normal") -> str:
-    return (f'<text x="{x}" y="{y:g}" font-size="{size}" text-anchor="{anchor}" fill="{fill}" '
-            f'font-weight="{weight}">{esc(text)}</text>')
+def _text(
+    x: str,
+    y: float,
+    text: str,
+    *,
+    size: int = 12,
+    anchor: str = "middle",
+    fill: str = TEXT_COLOUR,
+    weight: str = "normal",
+) -> str:
+    return (
+        f'<text x="{x}" y="{y:g}" font-size="{size}" text-anchor="{anchor}" fill="{fill}" '
+        f'font-weight="{weight}">{esc(text)}</text>'
+    )
 
 
 def _vline(frac: float, y0: float, y1: float, colour: str, dash: str, width: float = 1.5) -> str:
-    return (f'<line x1="{x_at(frac)}" x2="{x_at(frac)}" y1="{y0:g}" y2="{y1:g}" stroke="{colour}" '
-            f'stroke-width="{width:g}" stroke-dasharray="{dash}"/>')
+    return (
+        f'<line x1="{x_at(frac)}" x2="{x_at(frac)}" y1="{y0:g}" y2="{y1:g}" stroke="{colour}" '
+        f'stroke-width="{width:g}" stroke-dasharray="{dash}"/>'
+    )
 
 
 def _glyph(frac: float, y: float, shape: str, fill: str, stroke: str = "none", size: float = 6.0) -> str:
@@ -65,8 +77,10 @@ def _glyph(frac: float, y: float, shape: str, fill: str, stroke: str = "none", s
         "right": f"M{-s},{-s} L{s},0 L{-s},{s} Z",
         "left": f"M{s},{-s} L{-s},0 L{s},{s} Z",
     }
-    return (f'<svg x="{x_at(frac)}" y="{y:g}" width="1" height="1" overflow="visible">'
-            f'<path d="{paths[shape]}" fill="{fill}" stroke="{stroke}" stroke-width="1"/></svg>')
+    return (
+        f'<svg x="{x_at(frac)}" y="{y:g}" width="1" height="1" overflow="visible">'
+        f'<path d="{paths[shape]}" fill="{fill}" stroke="{stroke}" stroke-width="1"/></svg>'
+    )
 
 
 def _label_rows(labels: list[tuple[float, str, str]]) -> list[tuple[float, str, str, int]]:
@@ -86,8 +100,9 @@ def _label_rows(labels: list[tuple[float, str, str]]) -> list[tuple[float, str, 
 
 
 def _label_texts(labels: list[tuple[float, str, str, int]]) -> list[str]:
-    return [_text(x_at(f), 12 + LABEL_ROW * row, text, size=11, anchor=_anchor(f), fill=c)
-            for f, text, c, row in labels]
+    return [
+        _text(x_at(f), 12 + LABEL_ROW * row, text, size=11, anchor=_anchor(f), fill=c) for f, text, c, row in labels
+    ]
 
 
 def axis_marks(gate: GateResult, axis: Axis, y: float) -> tuple[list[str], float]:
@@ -104,8 +119,13 @@ def axis_marks(gate: GateResult, axis: Axis, y: float) -> tuple[list[str], float
         if axis.log:
             out.append(_text(x_at(f), y + 31, pct_change(t), size=10, anchor=_anchor(f), fill=NULL_COLOUR))
     caption_y = y + (46 if axis.log else 33)
-    caption = (f"ratio {gate.contrast} (log axis; second row: % change)" if axis.log
-               else f"{gate.contrast}, {gate.unit}" if gate.unit else gate.contrast)
+    caption = (
+        f"ratio {gate.contrast} (log axis; second row: % change)"
+        if axis.log
+        else f"{gate.contrast}, {gate.unit}"
+        if gate.unit
+        else gate.contrast
+    )
     out.append(_text(x_at(0.5), caption_y, caption, size=11, fill=NULL_COLOUR))
     return out, caption_y + 6 - y
 
@@ -118,8 +138,9 @@ def _reference_labels(gate: GateResult, axis: Axis) -> list[tuple[float, str, st
             labels.append((f, f"margin {value_label(m, gate)}", MARGIN_COLOUR))
     f = axis.frac(gate.null)
     if f is not None:
-        labels.append((f, f"null {ratio_label(gate.null) if gate.scale == 'ratio' else number_label(gate.null)}",
-                       NULL_COLOUR))
+        labels.append(
+            (f, f"null {ratio_label(gate.null) if gate.scale == 'ratio' else number_label(gate.null)}", NULL_COLOUR)
+        )
     return _label_rows(labels)
 
 
@@ -131,8 +152,10 @@ def _widened_band(gate: GateResult, axis: Axis, y: float) -> list[str]:
     a, b = axis.frac(widened[0]), axis.frac(widened[1])
     if a is None or b is None:
         return []
-    return [f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{y - 11:g}" height="22" '
-            f'fill="#f6e7b4" stroke="{VERDICT_COLOURS["unresolvable"]}" stroke-dasharray="3 2"/>']
+    return [
+        f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{y - 11:g}" height="22" '
+        f'fill="#f6e7b4" stroke="{VERDICT_COLOURS["unresolvable"]}" stroke-dasharray="3 2"/>'
+    ]
 
 
 def _interval_marks(gate: GateResult, axis: Axis, y: float, colour: str, diagnostic: bool) -> list[str]:
@@ -146,8 +169,10 @@ def _interval_marks(gate: GateResult, axis: Axis, y: float, colour: str, diagnos
         assert a is not None and b is not None
         dash = ' stroke-dasharray="4 2"' if diagnostic else ""
         fill = "#d9d9d9" if diagnostic else colour
-        out.append(f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{y - 5:g}" height="10" '
-                   f'fill="{fill}" stroke="{colour}"{dash}/>')
+        out.append(
+            f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{y - 5:g}" height="10" '
+            f'fill="{fill}" stroke="{colour}"{dash}/>'
+        )
         for end, f, shape in ((lower, a, "left"), (upper, b, "right")):
             if math.isinf(end) or (axis.log and end <= 0):
                 out.append(_glyph(f, y, shape, colour, size=7))
@@ -162,16 +187,22 @@ def _interval_marks(gate: GateResult, axis: Axis, y: float, colour: str, diagnos
 
 def _open(uid: str, height: float, width: str, title: str, desc: str) -> str:
     xmlns = ' xmlns="http://www.w3.org/2000/svg"' if width != "100%" else ""
-    return (f'<svg{xmlns} class="figure" width="{width}" height="{height:g}" role="img" '
-            f'aria-labelledby="{uid}-t {uid}-d" font-family="{esc(FONT)}">'
-            f'<title id="{uid}-t">{esc(title)}</title><desc id="{uid}-d">{esc(desc)}</desc>')
+    return (
+        f'<svg{xmlns} class="figure" width="{width}" height="{height:g}" role="img" '
+        f'aria-labelledby="{uid}-t {uid}-d" font-family="{esc(FONT)}">'
+        f'<title id="{uid}-t">{esc(title)}</title><desc id="{uid}-d">{esc(desc)}</desc>'
+    )
 
 
 def describe(gate: GateResult, n_points: int) -> str:
     """The figure's content in words (its ``desc``)."""
-    words = [f"{gate.id}: {VERDICT_WORDS[gate.verdict]}", f"estimate {et.with_unit(gate.estimate, gate)}",
-             et.interval_text(gate), f"rule {et.rule_text(gate)}",
-             f"null {ratio_label(gate.null) if gate.scale == 'ratio' else number_label(gate.null)}"]
+    words = [
+        f"{gate.id}: {VERDICT_WORDS[gate.verdict]}",
+        f"estimate {et.with_unit(gate.estimate, gate)}",
+        et.interval_text(gate),
+        f"rule {et.rule_text(gate)}",
+        f"null {ratio_label(gate.null) if gate.scale == 'ratio' else number_label(gate.null)}",
+    ]
     widened = widened_interval(gate)
     if widened is not None:
         words.append(f"interval widened by the meter's bounds: [{et.fmt_num(widened[0])}, {et.fmt_num(widened[1])}]")
@@ -180,8 +211,9 @@ def describe(gate: GateResult, n_points: int) -> str:
     return "; ".join(words)
 
 
-def forest_row(gate: GateResult, axis: Axis, points: Sequence[float], *, uid: str, diagnostic: bool = False,
-               width: str = "100%") -> str:
+def forest_row(
+    gate: GateResult, axis: Axis, points: Sequence[float], *, uid: str, diagnostic: bool = False, width: str = "100%"
+) -> str:
     """One gate's forest row: margin and null labelled, interval, estimate, the strata's points, its axis."""
     colour = DIAGNOSTIC_GREY if diagnostic else VERDICT_COLOURS[gate.verdict]
     labels = _reference_labels(gate, axis)
@@ -196,8 +228,10 @@ def forest_row(gate: GateResult, axis: Axis, points: Sequence[float], *, uid: st
     for value in points:
         f = axis.frac(value)
         if f is not None:
-            body.append(f'<circle cx="{x_at(f)}" cy="{dots_y:g}" r="3.5" fill="#ffffff" fill-opacity="0.6" '
-                        f'stroke="{TEXT_COLOUR}" stroke-width="1"/>')
+            body.append(
+                f'<circle cx="{x_at(f)}" cy="{dots_y:g}" r="3.5" fill="#ffffff" fill-opacity="0.6" '
+                f'stroke="{TEXT_COLOUR}" stroke-width="1"/>'
+            )
     marks, used = axis_marks(gate, axis, axis_y)
     height = axis_y + used
     title = f"Forest row of gate {gate.id}" + (" (diagnostic, not evidence)" if diagnostic else "")
@@ -217,8 +251,9 @@ def _reference_lines(gate: GateResult, axis: Axis, top: float, bottom: float) ->
     return lines
 
 
-def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]], *, uid: str,
-                width: str = "100%") -> str:
+def strata_plot(
+    gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]], *, uid: str, width: str = "100%"
+) -> str:
     """Each block's paired contrast on the gate's axis, one labelled row per block (a strip beyond
     ``MAX_LABELLED_ROWS``), over a light band for the gate's interval, with margin and null lines."""
     labelled = len(points) <= MAX_LABELLED_ROWS
@@ -231,8 +266,10 @@ def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]
     if lower is not None and upper is not None:
         a, b = axis.frac(lower), axis.frac(upper)
         if a is not None and b is not None:
-            body.append(f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{top:g}" '
-                        f'height="{axis_y - top:g}" fill="#eaeef2"/>')
+            body.append(
+                f'<rect x="{x_at(a)}" width="{XW * max(b - a, 0.004):.3f}%" y="{top:g}" '
+                f'height="{axis_y - top:g}" fill="#eaeef2"/>'
+            )
     body += _reference_lines(gate, axis, top, axis_y)
 
     for i, (label, value) in enumerate(points):
@@ -241,17 +278,25 @@ def strata_plot(gate: GateResult, axis: Axis, points: Sequence[tuple[str, float]
             continue
         y = top + row_h * i + 21 if labelled else top + 12
         if labelled:
-            body.append(f'<line x1="{x_at(0)}" x2="{x_at(1)}" y1="{y:g}" y2="{y:g}" stroke="#d0d7de" '
-                        'stroke-width="0.8"/>')
+            body.append(
+                f'<line x1="{x_at(0)}" x2="{x_at(1)}" y1="{y:g}" y2="{y:g}" stroke="#d0d7de" stroke-width="0.8"/>'
+            )
             body.append(_text(x_at(0), y - 7, f"{label}: {et.with_unit(value, gate)}", size=11, anchor="start"))
-        body.append(f'<circle cx="{x_at(f)}" cy="{y:g}" r="4.5" fill="{TEXT_COLOUR}" fill-opacity="0.75" '
-                    'stroke="#ffffff" stroke-width="1"/>')
+        body.append(
+            f'<circle cx="{x_at(f)}" cy="{y:g}" r="4.5" fill="{TEXT_COLOUR}" fill-opacity="0.75" '
+            'stroke="#ffffff" stroke-width="1"/>'
+        )
     marks, used = axis_marks(gate, axis, axis_y)
     layout = "one row each" if labelled else "one strip"
-    desc = (f"{len(points)} blocks' paired contrasts of gate {gate.id} on its axis ({layout}), "
-            f"the gate's interval as a shaded band, margin and null as lines; the table beside lists each value")
-    return (_open(uid, axis_y + used, width, f"Per-stratum paired contrasts of gate {gate.id}", desc)
-            + "".join(body + marks) + "</svg>")
+    desc = (
+        f"{len(points)} blocks' paired contrasts of gate {gate.id} on its axis ({layout}), "
+        f"the gate's interval as a shaded band, margin and null as lines; the table beside lists each value"
+    )
+    return (
+        _open(uid, axis_y + used, width, f"Per-stratum paired contrasts of gate {gate.id}", desc)
+        + "".join(body + marks)
+        + "</svg>"
+    )
 
 
 def linear_axis(end: float, y: float, label: str, fx: Callable[[float], float]) -> list[str]:
@@ -263,8 +308,12 @@ def linear_axis(end: float, y: float, label: str, fx: Callable[[float], float]) 
         f = fx(tick)
         anchor = "start" if f < 0.05 else "end" if f > 0.95 else "middle"
         body.append(f'<line x1="{x_at(f)}" x2="{x_at(f)}" y1="{y:g}" y2="{y + 5:g}" stroke="{AXIS_COLOUR}"/>')
-        body.append(f'<text x="{x_at(f)}" y="{y + 18:g}" font-size="11" text-anchor="{anchor}" fill="{TEXT_COLOUR}">'
-                    f"{esc(number_label(tick, ticks))}</text>")
-    body.append(f'<text x="{x_at(0.5)}" y="{y + 34:g}" font-size="11" text-anchor="middle" fill="{NULL_COLOUR}">'
-                f"{esc(label)}</text>")
+        body.append(
+            f'<text x="{x_at(f)}" y="{y + 18:g}" font-size="11" text-anchor="{anchor}" fill="{TEXT_COLOUR}">'
+            f"{esc(number_label(tick, ticks))}</text>"
+        )
+    body.append(
+        f'<text x="{x_at(0.5)}" y="{y + 34:g}" font-size="11" text-anchor="middle" fill="{NULL_COLOUR}">'
+        f"{esc(label)}</text>"
+    )
     return body

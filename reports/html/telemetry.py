@@ -66,11 +66,18 @@ def payload(view: TelemetryView, shown: Drawn) -> dict[str, Any]:
         ylabel = f"{view.signal} ({view.unit})"
     return {
         "label": f"Telemetry trace of {view.title}: {view.signal}, every poll and every update",
-        "x": [x_lo, x_hi], "y": [y_lo - pad, y_hi + pad],
-        "px": _round(shown.poll_x), "py": _round(shown.poll_y),
-        "ux": _round(shown.update_x), "ulo": _round(shown.update_lo), "uhi": _round(shown.update_hi),
-        "uy": _round(shown.update_y), "phases": phases, "phase_labels": labels,
-        "xlabel": "time since the first poll (s)", "ylabel": ylabel,
+        "x": [x_lo, x_hi],
+        "y": [y_lo - pad, y_hi + pad],
+        "px": _round(shown.poll_x),
+        "py": _round(shown.poll_y),
+        "ux": _round(shown.update_x),
+        "ulo": _round(shown.update_lo),
+        "uhi": _round(shown.update_hi),
+        "uy": _round(shown.update_y),
+        "phases": phases,
+        "phase_labels": labels,
+        "xlabel": "time since the first poll (s)",
+        "ylabel": ylabel,
     }
 
 
@@ -84,27 +91,33 @@ def _summary(view: TelemetryView, shown: Drawn) -> str:
     period = view.period.effective_period_ms
     where = ", ".join(f"{k}={v}" for k, v in view.stratum.items()) or "no factors"
     every = f" every {period:.4g} ms" if period is not None and math.isfinite(period) else ""
-    return (f"{view.arm} ({where}, replicate {view.replicate}), run {view.run_id}: {view.signal}, "
-            f"{shown.polls} readings, {view.updates.lo_ns.size} updates{every}")
+    return (
+        f"{view.arm} ({where}, replicate {view.replicate}), run {view.run_id}: {view.signal}, "
+        f"{shown.polls} readings, {view.updates.lo_ns.size} updates{every}"
+    )
 
 
-LEGEND = ('<ul class="legend"><li><svg width="26" height="14" aria-hidden="true" focusable="false"><path '
-          'd="M1,11 L9,11 L9,6 L17,6 L17,3 L25,3" fill="none" stroke="#555"/></svg>every poll (faint step line)</li>'
-          '<li><svg width="26" height="14" aria-hidden="true" focusable="false"><line x1="3" x2="23" y1="7" y2="7" '
-          'stroke="#08306b" stroke-width="1.4"/><circle cx="13" cy="7" r="3" fill="#fff" stroke="#08306b"/></svg>'
-          "update: circle at the window's midpoint, bar across the update window</li>"
-          '<li><svg width="26" height="14" aria-hidden="true" focusable="false"><rect x="1" y="1" width="24" '
-          'height="12" fill="#9ecae1" fill-opacity="0.5"/></svg>phase band (named on wide bands; the text lists '
-          "every interval)</li></ul>")
+LEGEND = (
+    '<ul class="legend"><li><svg width="26" height="14" aria-hidden="true" focusable="false"><path '
+    'd="M1,11 L9,11 L9,6 L17,6 L17,3 L25,3" fill="none" stroke="#555"/></svg>every poll (faint step line)</li>'
+    '<li><svg width="26" height="14" aria-hidden="true" focusable="false"><line x1="3" x2="23" y1="7" y2="7" '
+    'stroke="#08306b" stroke-width="1.4"/><circle cx="13" cy="7" r="3" fill="#fff" stroke="#08306b"/></svg>'
+    "update: circle at the window's midpoint, bar across the update window</li>"
+    '<li><svg width="26" height="14" aria-hidden="true" focusable="false"><rect x="1" y="1" width="24" '
+    'height="12" fill="#9ecae1" fill-opacity="0.5"/></svg>phase band (named on wide bands; the text lists '
+    "every interval)</li></ul>"
+)
 
 
 def telemetry_section(ctx: RunsContext) -> str:
     """One collapsed entry per run that kept a telemetry trace: its text, and its points on demand."""
     kept = [r for r in ctx.records if any(t.endswith(META_SUFFIX) for t in r.traces)]
     if not kept:
-        return (f"<p>No run of this plan kept a raw telemetry trace (none of its {esc(origins_text(ctx.records))} "
-                "did; runs collected with a sensor keep one: torch.multisite, or command with <code>sensor</code> "
-                "set).</p>")
+        return (
+            f"<p>No run of this plan kept a raw telemetry trace (none of its {esc(origins_text(ctx.records))} "
+            "did; runs collected with a sensor keep one: torch.multisite, or command with <code>sensor</code> "
+            "set).</p>"
+        )
     used, parts, skipped = 0, [], []
     for i, r in enumerate(kept):
         try:
@@ -124,21 +137,29 @@ def telemetry_section(ctx: RunsContext) -> str:
         used += len(blob)
         ident = f"tm{i}"
         if blob:
-            draw = (f'<p><button type="button" class="draw" data-source="{ident}-data" data-target="{ident}-fig" '
-                    f'data-status="{ident}-status">Draw this trace</button> <span id="{ident}-status" '
-                    'class="muted" role="status"></span></p>'
-                    f'<div id="{ident}-fig" class="trace-figure"></div>{LEGEND}'
-                    f'<script type="application/gzip+base64" id="{ident}-data">{blob}</script>')
+            draw = (
+                f'<p><button type="button" class="draw" data-source="{ident}-data" data-target="{ident}-fig" '
+                f'data-status="{ident}-status">Draw this trace</button> <span id="{ident}-status" '
+                'class="muted" role="status"></span></p>'
+                f'<div id="{ident}-fig" class="trace-figure"></div>{LEGEND}'
+                f'<script type="application/gzip+base64" id="{ident}-data">{blob}</script>'
+            )
         else:
-            draw = (f"<p class=\"muted\">Not embedded (the page's {EMBED_BUDGET >> 20} MiB budget for traces is "
-                    f"spent): <code>reports plot RUNS --run {esc(r.run_id)} --telemetry</code> draws it.</p>")
-        parts.append(f"<details><summary>{esc(_summary(view, shown))}</summary>{draw}"
-                     f"<p>Text equivalent (as <code>reports plot RUNS --run ID --telemetry</code> prints it):</p>"
-                     f"<pre>{esc(text)}</pre></details>")
-    intro = (f"<p>{len(kept)} runs kept their raw telemetry trace, each checked against the SHA-256 in its "
-             f"record. The points are embedded compressed ({used / 1024:.0f} KiB in all) and drawn only when "
-             "asked: every poll as a faint step line, every update as a circle at its window's midpoint with a "
-             "bar across the window, phases as bands.</p>")
+            draw = (
+                f'<p class="muted">Not embedded (the page\'s {EMBED_BUDGET >> 20} MiB budget for traces is '
+                f"spent): <code>reports plot RUNS --run {esc(r.run_id)} --telemetry</code> draws it.</p>"
+            )
+        parts.append(
+            f"<details><summary>{esc(_summary(view, shown))}</summary>{draw}"
+            f"<p>Text equivalent (as <code>reports plot RUNS --run ID --telemetry</code> prints it):</p>"
+            f"<pre>{esc(text)}</pre></details>"
+        )
+    intro = (
+        f"<p>{len(kept)} runs kept their raw telemetry trace, each checked against the SHA-256 in its "
+        f"record. The points are embedded compressed ({used / 1024:.0f} KiB in all) and drawn only when "
+        "asked: every poll as a faint step line, every update as a circle at its window's midpoint with a "
+        "bar across the window, phases as bands.</p>"
+    )
     if skipped:
-        intro += f"<p class=\"notice\">{len(skipped)} traces are not embedded (size budget); their text is.</p>"
+        intro += f'<p class="notice">{len(skipped)} traces are not embedded (size budget); their text is.</p>'
     return intro + "".join(parts)

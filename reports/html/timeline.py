@@ -52,8 +52,10 @@ HATCHES = {  # the PNG's hatch strings as SVG patterns
 MARK_PATHS = {  # the PNG's marker shapes (X, v, square, >, o), 12 px across
     "failure": ('<path d="M-5,-5 L5,5 M-5,5 L5,-5" stroke="#000" stroke-width="2.2"/>', "cross"),
     "preemption": ('<path d="M-5,-4 L5,-4 L0,5 Z" fill="#000"/>', "down triangle"),
-    "restore": ('<rect x="-4.5" y="-4.5" width="9" height="9" fill="#fff" stroke="#000" stroke-width="1.5"/>',
-                "hollow square"),
+    "restore": (
+        '<rect x="-4.5" y="-4.5" width="9" height="9" fill="#fff" stroke="#000" stroke-width="1.5"/>',
+        "hollow square",
+    ),
     "replay": ('<path d="M-4,-5 L5,0 L-4,5 Z" fill="#000"/>', "right triangle"),
     "rejoin": ('<circle r="4.5" fill="#fff" stroke="#000" stroke-width="1.5"/>', "hollow circle"),
 }
@@ -73,8 +75,10 @@ def choose_block(ctx: RunsContext, run_id: str | None) -> tuple[Block | None, st
     else:
         candidates = with_events
     if not candidates or not with_events:
-        return None, (f"No run of this plan kept an event trace (none of its {origins_text(ctx.records)} did), "
-                      "so there is no timeline.")
+        return None, (
+            f"No run of this plan kept an event trace (none of its {origins_text(ctx.records)} did), "
+            "so there is no timeline."
+        )
     seen: set[tuple[str, int]] = set()
     first: Block | None = None
     for r in candidates:
@@ -89,8 +93,10 @@ def choose_block(ctx: RunsContext, run_id: str | None) -> tuple[Block | None, st
             return block, f"The block of run {run_id} (chosen with --run)."
         first = first or block
         if _has_failure(block):
-            return block, ("The first block in the ledger whose runs met a failure; "
-                           "<code>reports html RUNS --run ID</code> draws another.")
+            return block, (
+                "The first block in the ledger whose runs met a failure; "
+                "<code>reports html RUNS --run ID</code> draws another."
+            )
     return first, "No block met a failure; the first block is drawn."
 
 
@@ -98,11 +104,16 @@ def _load_checked(ctx: RunsContext, run_id: str) -> Block | str:
     """The block, or why it is not drawn: a trace of its runs that does not match its record."""
     target = next(r for r in ctx.records if r.run_id == run_id)
     mates = [r for r in ctx.records if r.stratum == target.stratum and r.replicate == target.replicate]
-    bad = [(r.run_id, name, why) for r in mates for name, why in ctx.problems.get(r.run_id, [])
-           if name.endswith(TRACE_SUFFIXES)]
+    bad = [
+        (r.run_id, name, why)
+        for r in mates
+        for name, why in ctx.problems.get(r.run_id, [])
+        if name.endswith(TRACE_SUFFIXES)
+    ]
     if bad:
-        return ("NOT DRAWN: the block's traces do not match the ledger: "
-                + "; ".join(f"run {rid}: {name} {why}" for rid, name, why in bad))
+        return "NOT DRAWN: the block's traces do not match the ledger: " + "; ".join(
+            f"run {rid}: {name} {why}" for rid, name, why in bad
+        )
     try:
         return load_block(ctx.folder, run_id)  # reads each trace only after it matches its record
     except (InputError, IntegrityError) as err:
@@ -110,8 +121,10 @@ def _load_checked(ctx: RunsContext, run_id: str) -> Block | str:
 
 
 def _defs() -> str:
-    pats = "".join(f'<pattern id="tl-h{i}" width="8" height="8" patternUnits="userSpaceOnUse">{body}</pattern>'
-                   for i, body in enumerate(HATCHES.values()))
+    pats = "".join(
+        f'<pattern id="tl-h{i}" width="8" height="8" patternUnits="userSpaceOnUse">{body}</pattern>'
+        for i, body in enumerate(HATCHES.values())
+    )
     return f"<defs>{pats}</defs>"
 
 
@@ -149,8 +162,10 @@ def timeline_svg(block: Block) -> str:
             if kind in MARK_STYLE and kind in MARK_PATHS:
                 for start in sorted({e.start for e in events if e.kind == kind}):
                     dy = -6 if kind == "preemption" else 0
-                    body.append(f'<svg x="{x_at(fx(start))}" y="{top + 23 + dy}" width="1" height="1" '
-                                f'overflow="visible">{MARK_PATHS[kind][0]}</svg>')
+                    body.append(
+                        f'<svg x="{x_at(fx(start))}" y="{top + 23 + dy}" width="1" height="1" '
+                        f'overflow="visible">{MARK_PATHS[kind][0]}</svg>'
+                    )
     for i, t in enumerate(block.runs):
         ys = [y for y, lane in enumerate(lanes) if lane[1] == i]
         y0, y1 = 4 + LANE * min(ys) + 13, 4 + LANE * max(ys) + 33
@@ -159,15 +174,19 @@ def timeline_svg(block: Block) -> str:
         if t.events:
             f = fx(t.end)
             body.append(f'<line x1="{x_at(f)}" x2="{x_at(f)}" y1="{y0}" y2="{y1}" stroke="#000" stroke-width="2"/>')
-            body.append(f'<text x="{x_at(f)}" y="{y0 - 1}" font-size="11" text-anchor="end" fill="{TEXT_COLOUR}">'
-                        f"{esc(t.arm)} done {t.end:.4g} s</text>")
+            body.append(
+                f'<text x="{x_at(f)}" y="{y0 - 1}" font-size="11" text-anchor="end" fill="{TEXT_COLOUR}">'
+                f"{esc(t.arm)} done {t.end:.4g} s</text>"
+            )
     axis_y = 4 + LANE * len(lanes) + 4
     body += linear_axis(end, axis_y, "time since the start of the run (s)", fx)
     title = f"Recovery timeline of {block.title}: every arm on one time axis"
     desc = f"{len(lanes)} lanes (arm and site); the event list after the figure gives every event's times"
-    return (f'<svg class="figure" width="100%" height="{axis_y + 40}" role="img" aria-labelledby="tl-t tl-d" '
-            f'font-family="system-ui, sans-serif"><title id="tl-t">{esc(title)}</title><desc id="tl-d">{esc(desc)}'
-            f"</desc>{_defs()}" + "".join(body) + "</svg>")
+    return (
+        f'<svg class="figure" width="100%" height="{axis_y + 40}" role="img" aria-labelledby="tl-t tl-d" '
+        f'font-family="system-ui, sans-serif"><title id="tl-t">{esc(title)}</title><desc id="tl-d">{esc(desc)}'
+        f"</desc>{_defs()}" + "".join(body) + "</svg>"
+    )
 
 
 def _legend(block: Block) -> str:
@@ -177,22 +196,34 @@ def _legend(block: Block) -> str:
             colour, hatch = SPAN_STYLE.get(kind, OTHER_SPAN)
             pattern = _pattern(hatch)
             over = f'<rect x="1" y="2" width="24" height="10" fill="{pattern}"/>' if pattern else ""
-            swatch = (f'<svg width="26" height="14" aria-hidden="true" focusable="false">{_defs()}'
-                      f'<rect x="1" y="2" width="24" height="10" fill="{colour}"/>{over}</svg>')
+            swatch = (
+                f'<svg width="26" height="14" aria-hidden="true" focusable="false">{_defs()}'
+                f'<rect x="1" y="2" width="24" height="10" fill="{colour}"/>{over}</svg>'
+            )
             items.append(f"<li>{swatch}{esc(kind)} (span{', ' + _hatch_words(hatch) if hatch else ''})</li>")
         if kind in MARK_PATHS:
             path, words = MARK_PATHS[kind]
-            swatch = (f'<svg width="16" height="14" aria-hidden="true" focusable="false">'
-                      f'<g transform="translate(8 7)">{path}</g></svg>')
+            swatch = (
+                f'<svg width="16" height="14" aria-hidden="true" focusable="false">'
+                f'<g transform="translate(8 7)">{path}</g></svg>'
+            )
             items.append(f"<li>{swatch}{esc(kind)} (mark at its start: {esc(words)})</li>")
-    items.append('<li><svg width="10" height="14" aria-hidden="true" focusable="false"><line x1="5" x2="5" y1="0" '
-                 'y2="14" stroke="#000" stroke-width="2"/></svg>run done</li>')
+    items.append(
+        '<li><svg width="10" height="14" aria-hidden="true" focusable="false"><line x1="5" x2="5" y1="0" '
+        'y2="14" stroke="#000" stroke-width="2"/></svg>run done</li>'
+    )
     return '<ul class="legend">' + "".join(items) + "</ul>"
 
 
 def _hatch_words(hatch: str) -> str:
-    return {"////": "hatched /", "\\\\\\\\": "hatched \\", "xxxx": "cross-hatched", "xx": "cross-hatched",
-            "....": "dotted", "++": "gridded"}.get(hatch, "patterned")
+    return {
+        "////": "hatched /",
+        "\\\\\\\\": "hatched \\",
+        "xxxx": "cross-hatched",
+        "xx": "cross-hatched",
+        "....": "dotted",
+        "++": "gridded",
+    }.get(hatch, "patterned")
 
 
 def event_list(block: Block) -> str:
@@ -202,8 +233,10 @@ def event_list(block: Block) -> str:
     for t in block.runs:
         mark = " (the run asked for)" if t.run_id == block.run_id else ""
         if not t.events:
-            out.append(f"<h3>{esc(t.arm)}</h3><p>run <code>{esc(t.run_id)}</code>{esc(mark)}, {esc(t.status)}: "
-                       "no event trace</p>")
+            out.append(
+                f"<h3>{esc(t.arm)}</h3><p>run <code>{esc(t.run_id)}</code>{esc(mark)}, {esc(t.status)}: "
+                "no event trace</p>"
+            )
             continue
         kinds = [k for k in TEXT_ORDER if any(e.kind == k for e in t.events)]
         kinds += sorted({e.kind for e in t.events} - set(TEXT_ORDER))
@@ -217,9 +250,11 @@ def event_list(block: Block) -> str:
             more = len(entries) - MAX_LISTED
             shown = "; ".join(entries[:MAX_LISTED]) + (f"; and {more} more" if more > 0 else "")
             items.append(f"<li><strong>{esc(kind)}</strong> ({len(events)}): {esc(shown)}</li>")
-        out.append(f"<h3>{esc(t.arm)}</h3><p>run <code>{esc(t.run_id)}</code>{esc(mark)}, {esc(t.status)}, "
-                   f"ends at {esc(fmt.format(t.end))} s; times in seconds from the run's start:</p>"
-                   f"<ul>{''.join(items)}</ul>")
+        out.append(
+            f"<h3>{esc(t.arm)}</h3><p>run <code>{esc(t.run_id)}</code>{esc(mark)}, {esc(t.status)}, "
+            f"ends at {esc(fmt.format(t.end))} s; times in seconds from the run's start:</p>"
+            f"<ul>{''.join(items)}</ul>"
+        )
     return "".join(out)
 
 
@@ -234,12 +269,15 @@ def timeline_section(ctx: RunsContext, run_id: str | None) -> str:
         return f'<p class="{cls}">{esc(why)}</p>'
     parts = [f"<p><strong>{esc(block.title)}</strong>. {_why_html(why)}</p>"]
     if any(t.events for t in block.runs):
-        parts.append(f"<figure>{timeline_svg(block)}<figcaption>Every policy of the block on one time axis; the "
-                     "event list below gives the same events in words.</figcaption>" + _legend(block) + "</figure>")
+        parts.append(
+            f"<figure>{timeline_svg(block)}<figcaption>Every policy of the block on one time axis; the "
+            "event list below gives the same events in words.</figcaption>" + _legend(block) + "</figure>"
+        )
     parts.append(event_list(block))
     if has_trajectories(block):
-        parts.append("<details><summary>Held-out NLL over ticks (table)</summary>"
-                     f"<pre>{esc(nll_text(block))}</pre></details>")
+        parts.append(
+            f"<details><summary>Held-out NLL over ticks (table)</summary><pre>{esc(nll_text(block))}</pre></details>"
+        )
     return "".join(parts)
 
 

@@ -34,8 +34,18 @@ if TYPE_CHECKING:
     from gates.artifact import Evaluation
 
 MD_BAR_WIDTH = 44
-GATE_COLUMNS = ["verdict", "gate", "metric, evidence", "contrast", "estimate", "interval", "rule",
-                "method, n", "p", "group"]
+GATE_COLUMNS = [
+    "verdict",
+    "gate",
+    "metric, evidence",
+    "contrast",
+    "estimate",
+    "interval",
+    "rule",
+    "method, n",
+    "p",
+    "group",
+]
 _SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~])")
 
 
@@ -67,11 +77,20 @@ def _gate_rows(ev: Evaluation, views: list[et.GateView]) -> list[list[str]]:
             estimate, interval = md_escape(v.estimate), md_escape(v.interval)
         else:
             estimate, interval = "see Diagnostics, not evidence", md_escape(v.meaning)
-        rows.append([
-            _verdict_md(v.word), md_code(v.id), md_escape(f"{v.metric}, {v.evidence}"), md_escape(v.contrast),
-            estimate, interval, md_escape(v.rule), md_escape(v.test), md_escape(v.p or "none") if v.is_evidence else "see Diagnostics",
-            md_escape(v.group or "-"),
-        ])
+        rows.append(
+            [
+                _verdict_md(v.word),
+                md_code(v.id),
+                md_escape(f"{v.metric}, {v.evidence}"),
+                md_escape(v.contrast),
+                estimate,
+                interval,
+                md_escape(v.rule),
+                md_escape(v.test),
+                md_escape(v.p or "none") if v.is_evidence else "see Diagnostics",
+                md_escape(v.group or "-"),
+            ]
+        )
     return rows
 
 
@@ -95,15 +114,17 @@ def _header(ev: Evaluation) -> list[str]:
     for a in ev.amendments:
         flag = et.amendment_flag(a)
         flag = f"**{flag}**" if a.post_data else flag
-        lines.append(f"- Amended: v{a.version} {md_escape(a.amended_at)}: {flag} (\"{md_escape(a.reason)}\")")
+        lines.append(f'- Amended: v{a.version} {md_escape(a.amended_at)}: {flag} ("{md_escape(a.reason)}")')
     lines.append(f"- Ledger: {md_escape(et.ledger_text(ev))}")
     run_lines = et.run_lines(ev.runs, limit=None)
     lines.append(f"- Runs: {md_escape(run_lines[0])}")
     lines += [f"  - {md_escape(line)}" for line in run_lines[1:]]
     for label, text, alarm in pt.provenance_lines(ev, limit=None):
         lines.append(f"- {label}: " + (f"**{md_escape(text)}**" if alarm else md_escape(text)))
-    lines.append(f"- Evaluated {md_escape(ev.evaluated_at)} with toolkit {md_escape(ev.toolkit_version)}; "
-                 f"multiplicity {ev.multiplicity}")
+    lines.append(
+        f"- Evaluated {md_escape(ev.evaluated_at)} with toolkit {md_escape(ev.toolkit_version)}; "
+        f"multiplicity {ev.multiplicity}"
+    )
     return lines
 
 
@@ -138,9 +159,18 @@ def _invalidators(ev: Evaluation) -> list[str]:
         return lines + ["none in the plan"]
     return lines + md_table(
         ["status", "invalidator", "kind", "observed", "threshold", "refuses", "detail"],
-        [[f"**{r['status']}**" if r["status"] == "FIRED" else r["status"], md_code(r["id"]), md_escape(r["kind"]),
-          md_escape(r["observed"]), md_escape(r["threshold"]), md_escape(r["blocks"]), md_escape(r["detail"])]
-         for r in rows],
+        [
+            [
+                f"**{r['status']}**" if r["status"] == "FIRED" else r["status"],
+                md_code(r["id"]),
+                md_escape(r["kind"]),
+                md_escape(r["observed"]),
+                md_escape(r["threshold"]),
+                md_escape(r["blocks"]),
+                md_escape(r["detail"]),
+            ]
+            for r in rows
+        ],
     )
 
 
@@ -158,36 +188,74 @@ def _controller(ev: Evaluation) -> list[str]:
     lines: list[str] = []
     if ev.comparator is not None:
         chosen = md_escape(ct.comparator_chosen(ev))
-        lines += ["", "## Comparator choice (calibration runs only)", "",
-                  f"**{chosen}**", ""] + [f"- {md_escape(line)}" for line in ct.comparator_lines(ev)]
+        lines += ["", "## Comparator choice (calibration runs only)", "", f"**{chosen}**", ""] + [
+            f"- {md_escape(line)}" for line in ct.comparator_lines(ev)
+        ]
         header, rows = ct.comparator_table(ev)
         if rows:
             lines += ["", "Candidates on the calibration strata:", ""]
-            lines += md_table([md_escape(h) for h in header],
-                              [[md_escape(c) if i else md_code(c) for i, c in enumerate(r[:-1])]
-                               + [f"**{r[-1]}**" if r[-1] else ""] for r in rows])
+            lines += md_table(
+                [md_escape(h) for h in header],
+                [
+                    [md_escape(c) if i else md_code(c) for i, c in enumerate(r[:-1])]
+                    + [f"**{r[-1]}**" if r[-1] else ""]
+                    for r in rows
+                ],
+            )
     families = ct.family_rows(ev)
     if families:
         lines += ["", "## Per-family ledger (each held-out family judged alone)", ""]
         lines += md_table(
-            ["family", "decision", "gates: verdict, estimate [interval]",
-             f"descriptive ({md_escape(ct.DESCRIPTIVE_NOTE)})", f"hindsight ({ct.YARDSTICK})", "regions"],
-            [[md_code(r.family), f"**{r.decision_word}**: " + md_escape(r.reason) + f"<br>{r.blocks} blocks"
-              + "".join(f"<br>**{md_escape(x)}**" for x in r.invalidators),
-              "<br>".join(f"{md_code(gid)} **{word}**" + (" " if rest.startswith(" ") else "") + md_escape(rest)
-                         for gid, word, rest in r.gate_parts) or "-",
-              "<br>".join(md_escape(x) for x in r.descriptive) or "none recorded", md_escape(r.hindsight),
-              md_escape(r.regions)] for r in families])
+            [
+                "family",
+                "decision",
+                "gates: verdict, estimate [interval]",
+                f"descriptive ({md_escape(ct.DESCRIPTIVE_NOTE)})",
+                f"hindsight ({ct.YARDSTICK})",
+                "regions",
+            ],
+            [
+                [
+                    md_code(r.family),
+                    f"**{r.decision_word}**: "
+                    + md_escape(r.reason)
+                    + f"<br>{r.blocks} blocks"
+                    + "".join(f"<br>**{md_escape(x)}**" for x in r.invalidators),
+                    "<br>".join(
+                        f"{md_code(gid)} **{word}**" + (" " if rest.startswith(" ") else "") + md_escape(rest)
+                        for gid, word, rest in r.gate_parts
+                    )
+                    or "-",
+                    "<br>".join(md_escape(x) for x in r.descriptive) or "none recorded",
+                    md_escape(r.hindsight),
+                    md_escape(r.regions),
+                ]
+                for r in families
+            ],
+        )
     ranking = ct.ranking_rows(ev)
     if ranking:
-        lines += ["", "## Ranking (challenger vs comparator per family and region)", "",
-                  md_escape(ct.ranking_intro(ev)), ""]
+        lines += [
+            "",
+            "## Ranking (challenger vs comparator per family and region)",
+            "",
+            md_escape(ct.ranking_intro(ev)),
+            "",
+        ]
         lines += md_table(
             ["family", "region", "ranking", "sampling interval", "infrastructure spread (separate)", "reason"],
-            [[md_code(r.family), md_escape(r.region),
-              (f"_{r.word}_" if r.abstain else f"**{r.word}**") + f"<br>{md_escape(r.meaning)}",
-              md_escape(r.sampling), "<br>".join(md_escape(x) for x in r.infrastructure), md_escape(r.reason)]
-             for r in ranking])
+            [
+                [
+                    md_code(r.family),
+                    md_escape(r.region),
+                    (f"_{r.word}_" if r.abstain else f"**{r.word}**") + f"<br>{md_escape(r.meaning)}",
+                    md_escape(r.sampling),
+                    "<br>".join(md_escape(x) for x in r.infrastructure),
+                    md_escape(r.reason),
+                ]
+                for r in ranking
+            ],
+        )
     assumptions = ct.assumption_lines(ev)
     if assumptions:
         lines += ["", "## Assumptions, uncertainty and missing evidence", ""]
@@ -216,8 +284,11 @@ def _descriptive(ev: Evaluation) -> list[str]:
         for i, row in enumerate(arm_rows):
             label = f"{md_code(name)} ({md_escape(use)})" if i == 0 else ""
             rows.append([label, *(md_escape(c) for c in row)])
-    return (["", f"## {rt.DESCRIPTIVE_TITLE}", ""] + md_table(rt.DESCRIPTIVE_COLUMNS, rows)
-            + ["", md_escape(rt.descriptive_note(ev))])
+    return (
+        ["", f"## {rt.DESCRIPTIVE_TITLE}", ""]
+        + md_table(rt.DESCRIPTIVE_COLUMNS, rows)
+        + ["", md_escape(rt.descriptive_note(ev))]
+    )
 
 
 def _diagnostics(ev: Evaluation) -> list[str]:
@@ -227,12 +298,31 @@ def _diagnostics(ev: Evaluation) -> list[str]:
     views = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in gates]
     lines = ["", "## Diagnostics, not evidence (refused or unresolvable gates)", ""]
     lines += md_table(
-        ["verdict", "gate", "role", "metric, evidence", "why", "arm medians", "estimate (diagnostic)",
-         "interval (diagnostic)", "test (diagnostic)"],
-        [[_verdict_md(v.word), md_code(v.id), v.role, md_escape(f"{v.metric}, {v.evidence}"),
-          md_escape("; ".join(v.refused_by + ([v.resolution] if v.resolution else [])) or v.meaning),
-          md_escape(v.arm_medians), md_escape(v.estimate), md_escape(v.interval),
-          md_escape("; ".join(x for x in (v.test, v.p) if x))] for v in views],
+        [
+            "verdict",
+            "gate",
+            "role",
+            "metric, evidence",
+            "why",
+            "arm medians",
+            "estimate (diagnostic)",
+            "interval (diagnostic)",
+            "test (diagnostic)",
+        ],
+        [
+            [
+                _verdict_md(v.word),
+                md_code(v.id),
+                v.role,
+                md_escape(f"{v.metric}, {v.evidence}"),
+                md_escape("; ".join(v.refused_by + ([v.resolution] if v.resolution else [])) or v.meaning),
+                md_escape(v.arm_medians),
+                md_escape(v.estimate),
+                md_escape(v.interval),
+                md_escape("; ".join(x for x in (v.test, v.p) if x)),
+            ]
+            for v in views
+        ],
     )
     return lines + _forest_block(views)
 
@@ -262,9 +352,15 @@ def _blocks(ev: Evaluation) -> list[str]:
         return lines + ["no paired rows recorded"]
     return lines + md_table(
         ["block", "replicate", "contrast per gate", "arms' values"],
-        [[md_escape(r["block"]), r["replicate"],
-          "<br>".join(f"{md_code(g)}: {md_escape(val)}" for g, val in r["contrasts"]) or "-",
-          "<br>".join(f"{md_escape(m)}: {md_escape(vals)}" for m, vals in r["values"]) or "-"] for r in rows],
+        [
+            [
+                md_escape(r["block"]),
+                r["replicate"],
+                "<br>".join(f"{md_code(g)}: {md_escape(val)}" for g, val in r["contrasts"]) or "-",
+                "<br>".join(f"{md_escape(m)}: {md_escape(vals)}" for m, vals in r["values"]) or "-",
+            ]
+            for r in rows
+        ],
     )
 
 
@@ -272,13 +368,16 @@ def _figures(figures: Sequence[tuple[str, str]]) -> list[str]:
     """Links to the SVG figures written beside the Markdown (``reports.html.figures``)."""
     if not figures:
         return []
-    lines = ["", "Figures (SVG files beside this report, the same drawings as `reports html`; the tables here give "
-                 "their numbers):", ""]
+    lines = [
+        "",
+        "Figures (SVG files beside this report, the same drawings as `reports html`; the tables here give "
+        "their numbers):",
+        "",
+    ]
     return lines + [f"![{md_escape(alt)}]({quote(name)})" for alt, name in figures]
 
 
-def evaluation_markdown(ev: Evaluation, show_blocks: bool = False,
-                        figures: Sequence[tuple[str, str]] = ()) -> str:
+def evaluation_markdown(ev: Evaluation, show_blocks: bool = False, figures: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report as GitHub-flavoured Markdown (ends with a newline); ``figures``: (alt text, file
     name) of figures written beside it, linked after the primary gates."""
     ev = clean_model(ev)  # no control characters from the plan or ledger reach a viewer

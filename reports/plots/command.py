@@ -75,12 +75,7 @@ def _print_paths(title: str, paths: list[Path]) -> None:
 def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
     from gates.api import read_evaluation  # lazy: pydantic
     from reports.terminal.console import make_console  # lazy: rich
-    from reports.terminal.evaluation import (  # lazy: pydantic
-        BAR_WIDTH,
-        diagnostics_section,
-        forest_section,
-        gate_table,
-    )
+    from reports.terminal.evaluation import BAR_WIDTH, diagnostics_section, forest_section, gate_table  # lazy: pydantic
 
     ev = clean_model(read_evaluation(source))  # no control characters reach the terminal
     out = _out_dir(args, source.parent)
@@ -103,23 +98,36 @@ def _plot_evaluation(args: argparse.Namespace, source: Path) -> int:
 def _plot_runs(args: argparse.Namespace, source: Path) -> int:
     block = load_block(source, args.run)  # every trace checked against its record's SHA-256 first
     for stray in block.unlisted:
-        print(f"reports: warning: {clean(stray, True)} is not listed in its run's record, so it cannot be checked "
-              "against the ledger; not drawn", file=sys.stderr)
+        print(
+            f"reports: warning: {clean(stray, True)} is not listed in its run's record, so it cannot be checked "
+            "against the ledger; not drawn",
+            file=sys.stderr,
+        )
     out = _out_dir(args, source)
     written: list[tuple[str, list[Path], str]] = []
     story = any(has_attempts(t.events) for t in block.runs)  # command runs: attempts, faults, restarts
     if story:
         paths = save_figure(attempt_timeline_figure(block), out, f"timeline-{args.run}", args.format)
-        written.append(("timeline of attempts, faults, restarts and phases (every arm on one time axis)", paths,
-                        timeline_text(block)))
+        written.append(
+            (
+                "timeline of attempts, faults, restarts and phases (every arm on one time axis)",
+                paths,
+                timeline_text(block),
+            )
+        )
     elif any(t.events for t in block.runs):
         paths = save_figure(timeline_figure(block), out, f"timeline-{args.run}", args.format)
         written.append(("recovery timeline (every arm of the block on one time axis)", paths, timeline_text(block)))
     if progress_runs(block):
         paths = save_figure(progress_figure(block), out, f"progress-{args.run}", args.format)
         text = progress_text(block, seconds_format(block))
-        written.append(("progress the programs reported (step over time" + (", loss over steps)" if has_loss(block)
-                                                                           else ")"), paths, text))
+        written.append(
+            (
+                "progress the programs reported (step over time" + (", loss over steps)" if has_loss(block) else ")"),
+                paths,
+                text,
+            )
+        )
         if has_loss(block):
             written.append(("training loss over steps (the lower panel of the progress figure)", [], loss_text(block)))
     if has_trajectories(block):
@@ -131,8 +139,10 @@ def _plot_runs(args: argparse.Namespace, source: Path) -> int:
     if not has_trajectories(block) and not story:  # command runs report their loss as progress instead
         print(f"no NLL plot: no run of the block left a trajectory.csv ({clean(block.title)})")
     if story and not progress_runs(block):
-        print(f"no progress plot: no run of the block left a progress.csv (its program reported no progress; "
-              f"{clean(block.title)})")
+        print(
+            f"no progress plot: no run of the block left a progress.csv (its program reported no progress; "
+            f"{clean(block.title)})"
+        )
     for title, _, text in written:
         print(f"\nText equivalent of the {title.split(' (')[0]}:")
         print(clean(text))
@@ -144,8 +154,11 @@ def _plot_telemetry(args: argparse.Namespace, source: Path) -> int:
     shown = drawn(view)
     text = clean(telemetry_text(view, shown))
     for name, why in view.other_problems:
-        print(f"reports: warning: run {view.run_id}: trace {clean(name, True)} {why} (the telemetry trace itself "
-              "matches the ledger)", file=sys.stderr)
+        print(
+            f"reports: warning: run {view.run_id}: trace {clean(name, True)} {why} (the telemetry trace itself "
+            "matches the ledger)",
+            file=sys.stderr,
+        )
     try:
         require_matplotlib()
     except InputError:
@@ -208,11 +221,14 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise InputError("--arms needs RUNS --run ID --commits (with --family the evaluation chooses the arms)")
     if source.is_dir():
         if family is not None:
-            raise InputError(f"--family needs the evaluation.json (EVALUATION_JSON --family F), not the folder "
-                             f"{source}")
+            raise InputError(
+                f"--family needs the evaluation.json (EVALUATION_JSON --family F), not the folder {source}"
+            )
         if not args.run:
-            raise InputError(f"{source}: a runs folder needs --run ID (a run in its ledger.jsonl); "
-                            "for the forest plot give the evaluation.json itself")
+            raise InputError(
+                f"{source}: a runs folder needs --run ID (a run in its ledger.jsonl); "
+                "for the forest plot give the evaluation.json itself"
+            )
         if telemetry:  # the text equivalent is printed even without matplotlib
             return _plot_telemetry(args, source)
         if commits:
@@ -224,8 +240,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
         raise InputError(f"{flag} needs a runs folder and --run ID (RUNS --run ID {flag}), not the file {source}")
     if family is not None:
         if args.run:
-            raise InputError("--family reads the runs from the evaluation: give EVALUATION_JSON --family F "
-                             "without --run")
+            raise InputError(
+                "--family reads the runs from the evaluation: give EVALUATION_JSON --family F without --run"
+            )
         return _plot_family(args, source)
     if args.run:
         raise InputError(f"--run needs a runs folder (the one holding ledger.jsonl), not the file {source}")

@@ -38,12 +38,7 @@ from reports.html.axes import (
     value_label,
     widened_interval,
 )
-from reports.words.evaluation import (
-    EVIDENCE_WORDS,
-    contrast_text,
-    fmt_num,
-    interval_text,
-)
+from reports.words.evaluation import EVIDENCE_WORDS, contrast_text, fmt_num, interval_text
 from reports.words.palette import DECISION_WORDS, VERDICT_COLOURS, VERDICT_WORDS
 
 if TYPE_CHECKING:
@@ -53,8 +48,12 @@ INSTALL_HINT = "pip install 'prereg-toolkit[plot]'"
 FORMATS = {"png": ("png",), "svg": ("svg",), "both": ("png", "svg")}
 # Event kinds: (colour, hatch) for spans, marker shape for marks.
 SPAN_STYLE = {
-    "compute": ("#9ecae1", ""), "checkpoint": ("#3182bd", "////"), "collective": ("#c7c7c7", ""),
-    "state_transfer": ("#fdae6b", "...."), "restore": ("#756bb1", "xxxx"), "replay": ("#e6550d", "\\\\\\\\"),
+    "compute": ("#9ecae1", ""),
+    "checkpoint": ("#3182bd", "////"),
+    "collective": ("#c7c7c7", ""),
+    "state_transfer": ("#fdae6b", "...."),
+    "restore": ("#756bb1", "xxxx"),
+    "replay": ("#e6550d", "\\\\\\\\"),
     "failure": ("#636363", "xx"),
 }
 MARK_STYLE = {"failure": "X", "preemption": "v", "restore": "s", "replay": ">", "rejoin": "o"}
@@ -139,38 +138,78 @@ def _gate_row(ax: Any, gate: GateResult, colour: str, points: list[float] | None
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="x", labelsize=8)
-    ax.set_xlabel("ratio (log axis; % change below each ratio)" if log else gate.unit or "difference", fontsize=8,
-                  labelpad=1)
+    ax.set_xlabel(
+        "ratio (log axis; % change below each ratio)" if log else gate.unit or "difference", fontsize=8, labelpad=1
+    )
     widened = widened_interval(gate)
     if widened is not None:  # the interval widened by the meter's bounds (the resolution check)
-        ax.axvspan(max(widened[0], x0), min(widened[1], x1), ymin=0.3, ymax=0.7, facecolor="#f6e7b4",
-                   edgecolor=VERDICT_COLOURS["unresolvable"], linestyle="--", linewidth=0.8, zorder=0)
+        ax.axvspan(
+            max(widened[0], x0),
+            min(widened[1], x1),
+            ymin=0.3,
+            ymax=0.7,
+            facecolor="#f6e7b4",
+            edgecolor=VERDICT_COLOURS["unresolvable"],
+            linestyle="--",
+            linewidth=0.8,
+            zorder=0,
+        )
     ax.axvline(gate.null, color="#555555", linestyle=":", linewidth=1.2)
-    ax.annotate(f"null {fmt_num(gate.null)}{'x' if log else ''}", (gate.null, 0.95), fontsize=7, color="#555555",
-                ha="center", va="top", xycoords=("data", "axes fraction"))
+    ax.annotate(
+        f"null {fmt_num(gate.null)}{'x' if log else ''}",
+        (gate.null, 0.95),
+        fontsize=7,
+        color="#555555",
+        ha="center",
+        va="top",
+        xycoords=("data", "axes fraction"),
+    )
     for m in gate.margin:
         ax.axvline(m, color="#b35806", linestyle="--", linewidth=1.4)
-        ax.annotate(f"margin {value_label(m, gate)}", (m, 0.05), fontsize=7, color="#b35806", ha="center",
-                    va="bottom", xycoords=("data", "axes fraction"))
+        ax.annotate(
+            f"margin {value_label(m, gate)}",
+            (m, 0.05),
+            fontsize=7,
+            color="#b35806",
+            ha="center",
+            va="bottom",
+            xycoords=("data", "axes fraction"),
+        )
     if points:  # each stratum's paired contrast, below the interval
-        ax.plot(points, [-0.5] * len(points), linestyle="none", marker="o", markersize=4.5, markerfacecolor="white",
-                markeredgecolor="#1f2328", markeredgewidth=0.9, alpha=0.9, zorder=4)
+        ax.plot(
+            points,
+            [-0.5] * len(points),
+            linestyle="none",
+            marker="o",
+            markersize=4.5,
+            markerfacecolor="white",
+            markeredgecolor="#1f2328",
+            markeredgewidth=0.9,
+            alpha=0.9,
+            zorder=4,
+        )
     lower, upper, est = as_float(gate.lower), as_float(gate.upper), as_float(gate.estimate)
     if log and lower is not None and lower <= 0:  # a ratio of 0 is minus infinity on the log axis
         lower = -math.inf
     if lower is None or upper is None:
-        ax.text(0.5, 0.0, "no interval", transform=ax.transAxes, ha="center", va="center", fontsize=8,
-                style="italic")
+        ax.text(0.5, 0.0, "no interval", transform=ax.transAxes, ha="center", va="center", fontsize=8, style="italic")
     else:
         left = x0 if math.isinf(lower) else lower
         right = x1 if math.isinf(upper) else upper
         ax.plot([left, right], [0, 0], color=colour, linewidth=4, solid_capstyle="butt")
         for end, inf, edge in ((lower, math.isinf(lower), x0), (upper, math.isinf(upper), x1)):
             if inf:  # an arrow to the axis edge: the interval goes on to infinity
-                inner = left + (right - left) * (0.85 if edge == x0 else 0.15) if not log else \
-                    math.exp(math.log(left) + (math.log(right) - math.log(left)) * (0.85 if edge == x0 else 0.15))
-                ax.annotate("", xy=(edge, 0), xytext=(inner, 0),
-                            arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2, "mutation_scale": 14})
+                inner = (
+                    left + (right - left) * (0.85 if edge == x0 else 0.15)
+                    if not log
+                    else math.exp(math.log(left) + (math.log(right) - math.log(left)) * (0.85 if edge == x0 else 0.15))
+                )
+                ax.annotate(
+                    "",
+                    xy=(edge, 0),
+                    xytext=(inner, 0),
+                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2, "mutation_scale": 14},
+                )
             else:
                 ax.plot([end, end], [-0.3, 0.3], color=colour, linewidth=2)
     if est is not None and math.isfinite(est):
@@ -184,11 +223,14 @@ def forest_figure(ev: Evaluation) -> Any:
     gates = [g for g in ev.gates if g.role == "primary"] + [g for g in ev.gates if g.role != "primary"]
     n = max(len(gates), 1)
     fig = new_figure(10, 1.15 * n + 1.6)
-    fig.subplots_adjust(left=0.30, right=0.80, top=1 - 0.75 / (1.15 * n + 1.6), bottom=0.9 / (1.15 * n + 1.6),
-                        hspace=1.1)
-    fig.suptitle(f"{ev.study}: each gate's interval against its margin and null\n"
-                 f"decision: {DECISION_WORDS[ev.decision]} (primary gates decide; sensitivity gates never do)",
-                 fontsize=10)
+    fig.subplots_adjust(
+        left=0.30, right=0.80, top=1 - 0.75 / (1.15 * n + 1.6), bottom=0.9 / (1.15 * n + 1.6), hspace=1.1
+    )
+    fig.suptitle(
+        f"{ev.study}: each gate's interval against its margin and null\n"
+        f"decision: {DECISION_WORDS[ev.decision]} (primary gates decide; sensitivity gates never do)",
+        fontsize=10,
+    )
     if not gates:
         fig.text(0.5, 0.5, "this evaluation has no gates", ha="center")
         return fig
@@ -200,13 +242,22 @@ def forest_figure(ev: Evaluation) -> Any:
         _gate_row(ax, gate, colour if gate.verdict in ("pass", "fail", "vacuous") else "#8c8c8c", points)
         role = "primary" if gate.role == "primary" else "sensitivity (never decides)"
         role += f"; {EVIDENCE_WORDS[gate.evidence]}"
-        ax.text(-0.03, 0.5, f"{gate.id}\n{contrast_text(gate)}\n{role}", transform=ax.transAxes, ha="right",
-                va="center", fontsize=8, wrap=True)
+        ax.text(
+            -0.03,
+            0.5,
+            f"{gate.id}\n{contrast_text(gate)}\n{role}",
+            transform=ax.transAxes,
+            ha="right",
+            va="center",
+            fontsize=8,
+            wrap=True,
+        )
         word = VERDICT_WORDS[gate.verdict]
         if gate.verdict in ("refused", "unresolvable"):
             word += "\n(diagnostic,\nnot evidence)"
-        ax.text(1.03, 0.62, word, transform=ax.transAxes, ha="left", va="center", fontsize=10, weight="bold",
-                color=colour)
+        ax.text(
+            1.03, 0.62, word, transform=ax.transAxes, ha="left", va="center", fontsize=10, weight="bold", color=colour
+        )
         ax.text(1.03, 0.0, interval_text(gate), transform=ax.transAxes, ha="left", va="center", fontsize=7)
     handles: list[Any] = [
         Line2D([], [], color="#444444", linewidth=4, label="interval"),
@@ -214,14 +265,27 @@ def forest_figure(ev: Evaluation) -> Any:
         Line2D([], [], color="#b35806", linestyle="--", label="margin (the frozen rule)"),
         Line2D([], [], color="#555555", linestyle=":", label="null"),
         Line2D([], [], color="#444444", marker=">", markersize=8, label="end at infinity (arrow)"),
-        Line2D([], [], color="#1f2328", marker="o", markerfacecolor="white", linestyle="none",
-               label="one stratum's paired contrast"),
+        Line2D(
+            [],
+            [],
+            color="#1f2328",
+            marker="o",
+            markerfacecolor="white",
+            linestyle="none",
+            label="one stratum's paired contrast",
+        ),
     ]
     if any(widened_interval(g) is not None for g in gates):
         from matplotlib.patches import Patch  # lazy: matplotlib
 
-        handles.append(Patch(facecolor="#f6e7b4", edgecolor=VERDICT_COLOURS["unresolvable"], linestyle="--",
-                             label="interval widened by the meter's bounds"))
+        handles.append(
+            Patch(
+                facecolor="#f6e7b4",
+                edgecolor=VERDICT_COLOURS["unresolvable"],
+                linestyle="--",
+                label="interval widened by the meter's bounds",
+            )
+        )
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
     return fig
 
@@ -269,23 +333,43 @@ def timeline_figure(block: Block) -> Any:
             if spans and (kind in SPAN_KINDS or kind not in MARK_KINDS):
                 colour, hatch = SPAN_STYLE.get(kind, OTHER_SPAN)
                 height = 0.45 if kind in ("state_transfer", "restore", "replay") else 0.7
-                ax.broken_barh(merge_spans(spans), (y - height / 2, height), facecolors=colour, edgecolor="#333333"
-                               if hatch else "none", hatch=hatch or None, linewidth=0.3, alpha=0.9,
-                               zorder=2 if kind in ("compute", "collective") else 3)
+                ax.broken_barh(
+                    merge_spans(spans),
+                    (y - height / 2, height),
+                    facecolors=colour,
+                    edgecolor="#333333" if hatch else "none",
+                    hatch=hatch or None,
+                    linewidth=0.3,
+                    alpha=0.9,
+                    zorder=2 if kind in ("compute", "collective") else 3,
+                )
             if kind in MARK_STYLE:
                 starts = sorted({e.start for e in events if e.kind == kind})
                 dy = -0.27 if kind == "preemption" else 0.0  # above the restore that starts with it
-                ax.plot(starts, [y + dy] * len(starts), linestyle="none", marker=MARK_STYLE[kind], color="black",
-                        markerfacecolor="white" if kind in ("rejoin", "restore") else "black", markersize=6,
-                        zorder=5)
+                ax.plot(
+                    starts,
+                    [y + dy] * len(starts),
+                    linestyle="none",
+                    marker=MARK_STYLE[kind],
+                    color="black",
+                    markerfacecolor="white" if kind in ("rejoin", "restore") else "black",
+                    markersize=6,
+                    zorder=5,
+                )
     for i, t in enumerate(block.runs):  # arm separators and completion marks
         ys = [y for y, lane in enumerate(lanes) if lane[1] == i]
         if i:
             ax.axhline(min(ys) - 0.5, color="#888888", linewidth=0.8)
         if t.events:
             ax.plot([t.end, t.end], [min(ys) - 0.45, max(ys) + 0.45], color="black", linewidth=1.5, zorder=6)
-            ax.annotate(f"{t.arm} done\n{t.end:.4g} s", (t.end, min(ys) - 0.45), xytext=(3, -1),
-                        textcoords="offset points", fontsize=7, va="top")
+            ax.annotate(
+                f"{t.arm} done\n{t.end:.4g} s",
+                (t.end, min(ys) - 0.45),
+                xytext=(3, -1),
+                textcoords="offset points",
+                fontsize=7,
+                va="top",
+            )
         else:
             ax.text(0, min(ys), f"  {t.arm}: no event trace", va="center", fontsize=8, style="italic")
     ax.set_yticks(range(len(lanes)), [lane[0] for lane in lanes], fontsize=8)
@@ -293,19 +377,33 @@ def timeline_figure(block: Block) -> Any:
     ax.set_xlim(0, max([t.end for t in block.runs] + [1e-9]) * 1.1)
     ax.set_xlabel("time since the start of the run (s)")
     ax.grid(axis="x", color="#dddddd", linewidth=0.6, zorder=0)
-    ax.set_title(f"Recovery timeline, {block.title}: every policy on one time axis (run {block.run_id})",
-                 fontsize=10)
+    ax.set_title(f"Recovery timeline, {block.title}: every policy on one time axis (run {block.run_id})", fontsize=10)
     handles: list[Any] = []
     for kind in [k for k in SPAN_KINDS if k in kinds] + sorted(kinds - set(SPAN_KINDS) - set(MARK_KINDS)):
         colour, hatch = SPAN_STYLE.get(kind, OTHER_SPAN)
         handles.append(Patch(facecolor=colour, hatch=hatch or None, edgecolor="#333333", label=f"{kind} (span)"))
     for kind in [k for k in MARK_KINDS if k in kinds]:
-        handles.append(Line2D([], [], linestyle="none", marker=MARK_STYLE[kind], color="black",
-                              markerfacecolor="white" if kind in ("rejoin", "restore") else "black",
-                              label=f"{kind} (mark at start)"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker=MARK_STYLE[kind],
+                color="black",
+                markerfacecolor="white" if kind in ("rejoin", "restore") else "black",
+                label=f"{kind} (mark at start)",
+            )
+        )
     handles.append(Line2D([], [], color="black", linewidth=1.5, label="run done"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=4.5, ncol=5,
-              fontsize=8, frameon=False)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0),
+        borderaxespad=4.5,
+        ncol=5,
+        fontsize=8,
+        frameon=False,
+    )
     return fig
 
 
@@ -316,8 +414,15 @@ def nll_figure(block: Block) -> Any:
     markers = "os^Dv<>P*X"
     for i, t in enumerate(r for r in block.runs if r.trajectory):
         rows = t.trajectory or []
-        ax.plot([a for a, _ in rows], [b for _, b in rows], marker=markers[i % len(markers)], markersize=4,
-                markevery=max(1, len(rows) // 12), linewidth=1.4, label=f"{t.arm} (run {t.run_id})")
+        ax.plot(
+            [a for a, _ in rows],
+            [b for _, b in rows],
+            marker=markers[i % len(markers)],
+            markersize=4,
+            markevery=max(1, len(rows) // 12),
+            linewidth=1.4,
+            label=f"{t.arm} (run {t.run_id})",
+        )
     ax.set_xlabel("tick")
     ax.set_ylabel("held-out NLL (nats/token)")
     ax.grid(color="#dddddd", linewidth=0.6)

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from gates.artifact import Evaluation
 
 
-
 def _heading(text: str) -> Any:
     return Text(f"\n{text}", style="bold underline")
 
@@ -39,8 +38,10 @@ def comparator_section(ev: Evaluation) -> list[Any]:
     if ev.comparator is None:
         return []
     refused = ev.comparator.arm is None
-    parts: list[Any] = [_heading("Comparator choice (calibration runs only)"),
-                        Text(ct.comparator_chosen(ev), style="bold magenta" if refused else "bold")]
+    parts: list[Any] = [
+        _heading("Comparator choice (calibration runs only)"),
+        Text(ct.comparator_chosen(ev), style="bold magenta" if refused else "bold"),
+    ]
     parts += [Text(line) for line in ct.comparator_lines(ev)]
     header, rows = ct.comparator_table(ev)
     if rows:
@@ -57,8 +58,7 @@ def families_section(ev: Evaluation) -> list[Any]:
     rows = ct.family_rows(ev)
     if not rows:
         return []
-    table = Table(title="Per-family ledger (each held-out family judged alone)", title_justify="left",
-                  show_lines=True)
+    table = Table(title="Per-family ledger (each held-out family judged alone)", title_justify="left", show_lines=True)
     table.add_column("family, decision", max_width=22, overflow="fold")
     table.add_column("gates: verdict, estimate [interval]", ratio=1)
     table.add_column("descriptive medians; hindsight; regions", ratio=1)
@@ -74,8 +74,12 @@ def families_section(ev: Evaluation) -> list[Any]:
             gates.append(("\n" if i else "") + f"{gid} ")
             gates.append(word, style=VERDICT_WORD_STYLES.get(word, ""))
             gates.append(rest)
-        other = Text(f"{ct.DESCRIPTIVE_NOTE}:\n" + "\n".join(r.descriptive) if r.descriptive
-                     else "no descriptive medians recorded", style="")
+        other = Text(
+            f"{ct.DESCRIPTIVE_NOTE}:\n" + "\n".join(r.descriptive)
+            if r.descriptive
+            else "no descriptive medians recorded",
+            style="",
+        )
         other.append(f"\n{r.hindsight}", style="dim")
         other.append(f"\nregions: {r.regions}")
         table.add_row(head, gates, other)

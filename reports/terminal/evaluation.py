@@ -61,8 +61,9 @@ def _header(ev: Evaluation, verbose: bool = False) -> list[Any]:
         line.append(f' ("{a.reason}")')
         rows.append(("Amended", line))
     rows.append(("Ledger", Text(et.ledger_text(ev), style="bold red" if ev.ledger.torn_tail else "")))
-    run_lines = et.run_lines(ev.runs, limit=None if verbose else 10,
-                             collapse_other=bool(ev.other_plan_note) and not verbose)
+    run_lines = et.run_lines(
+        ev.runs, limit=None if verbose else 10, collapse_other=bool(ev.other_plan_note) and not verbose
+    )
     runs = Text(run_lines[0])
     for run_line in run_lines[1:]:
         runs.append("\n")
@@ -255,9 +256,12 @@ def _predecessors(ev: Evaluation) -> list[Any]:
     rows = et.predecessor_lines(ev)
     if not rows:
         return [Text("\nPredecessors: none")]
-    return [_heading("Predecessors"), _fields([
-        (Text(status, style="green" if status == "VERIFIED" else "bold red"), Text(line)) for status, line in rows
-    ])]
+    return [
+        _heading("Predecessors"),
+        _fields(
+            [(Text(status, style="green" if status == "VERIFIED" else "bold red"), Text(line)) for status, line in rows]
+        ),
+    ]
 
 
 def _blocks(ev: Evaluation) -> list[Any]:
@@ -290,7 +294,11 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     parts += _phase_support(ev)
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:
-        parts += [Text(""), gate_table("Sensitivity (reported, never decides)", sensitivity), forest_section(sensitivity)]
+        parts += [
+            Text(""),
+            gate_table("Sensitivity (reported, never decides)", sensitivity),
+            forest_section(sensitivity),
+        ]
     parts += descriptive_section(ev)
 
     parts += controller_sections(ev)  # nothing without a comparator, families or a ranking

@@ -76,8 +76,10 @@ def gate_sentence(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     elif "resamples" in gate:
         text += f" ({gate['resamples']} resamples, seed {gate['seed']})"
     elif gate["method"] == "betting":
-        text += (" (a betting confidence sequence: valid for any distribution inside the metric's declared range, "
-                 "at the planned n and at every look)")
+        text += (
+            " (a betting confidence sequence: valid for any distribution inside the metric's declared range, "
+            "at the planned n and at every look)"
+        )
     if gate.get("confidence_reason") and confidence < 0.80:
         alpha = (1 - confidence) / 2
         text += (
@@ -103,8 +105,10 @@ def direction_words(gate: dict[str, Any], metrics: dict[str, Any]) -> str:
     if means is None:
         return f"two-sided: a pass shows {first} and {other} differ by less than the margin"
     if gate.get("direction") == "first_arm_worse":
-        return (f"DECLARED INTENT first_arm_worse: a pass shows {first} is WORSE than {other} "
-                f"({gate['metric']}: {better} is better), on purpose")
+        return (
+            f"DECLARED INTENT first_arm_worse: a pass shows {first} is WORSE than {other} "
+            f"({gate['metric']}: {better} is better), on purpose"
+        )
     null = 1.0 if contrast.scale == "ratio" else 0.0
     threshold = float(rule.threshold if rule.threshold is not None else math.nan)
     worse_is_large = (better == "lower") == (means == "first_arm_better")
@@ -143,8 +147,10 @@ def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
         high = _num(inv["max"]) if "max" in inv else "+inf"
         text = f"fires if any {inv['metric']} is non-finite or outside [{low}, {high}] {unit}".rstrip()
     elif kind == "faults_landed":
-        text = ("fires unless every arm of each block met the same planned faults (experiment.failures) "
-                "and each of them landed (fired while the program ran, and the program started again)")
+        text = (
+            "fires unless every arm of each block met the same planned faults (experiment.failures) "
+            "and each of them landed (fired while the program ran, and the program started again)"
+        )
     else:
         where = ", ".join(f"{k} = {v}" for k, v in inv["where"].items())
         text = f"fires unless all arms agree exactly on {inv['metric']} in the control strata where {where}"
@@ -200,11 +206,19 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
         if strata.get(section):
             parts.append(Text(f"  {section.replace('_', ' ')}: {strata[section]}"))
     if strata.get("family_factor"):
-        parts.append(Text(f"  families: the levels of '{strata['family_factor']}'; every gate is judged on each "
-                          "held-out family alone as well as pooled, and the claim needs every family"))
+        parts.append(
+            Text(
+                f"  families: the levels of '{strata['family_factor']}'; every gate is judged on each "
+                "held-out family alone as well as pooled, and the claim needs every family"
+            )
+        )
     for factor, metric in (strata.get("region_factors") or {}).items():
-        parts.append(Text(f"  uncertainty region: '{factor}' (where a run fell inside it: metric {metric}); the "
-                          "ranking is given per family x region"))
+        parts.append(
+            Text(
+                f"  uncertainty region: '{factor}' (where a run fell inside it: metric {metric}); the "
+                "ranking is given per family x region"
+            )
+        )
     comparator = plan.get("comparator")
     if comparator:
         from prereg.family_checks import rule_words  # lazy: pydantic
@@ -212,12 +226,15 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
 
         ranking = comparator.get("ranking", {})
         op = "/" if ranking.get("scale", "ratio") == "ratio" else "-"
-        parts.append(Text(
-            f"Comparator '{comparator.get('name', 'comparator')}', chosen from the calibration strata ONLY (held-out "
-            f"strata never enter the choice): {rule_words(plan_from_canonical(plan))}. Ranked per family x region: "
-            f"{comparator['challenger']} {op} comparator on {ranking.get('metric') or comparator['metric']} "
-            f"({ranking.get('method', 't')}, {ranking.get('confidence', 0.9):g}) as challenger, comparator, flip (the "
-            "order changes across the region) or abstain."))
+        parts.append(
+            Text(
+                f"Comparator '{comparator.get('name', 'comparator')}', chosen from the calibration strata ONLY (held-out "
+                f"strata never enter the choice): {rule_words(plan_from_canonical(plan))}. Ranked per family x region: "
+                f"{comparator['challenger']} {op} comparator on {ranking.get('metric') or comparator['metric']} "
+                f"({ranking.get('method', 't')}, {ranking.get('confidence', 0.9):g}) as challenger, comparator, flip (the "
+                "order changes across the region) or abstain."
+            )
+        )
     if strata.get("analysis_unit") == "replicate":
         parts.append(Text("  unit of analysis: every replicate pair is an independent block (as the plan states)"))
     else:
@@ -226,24 +243,45 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
         inv["where"] for inv in plan.get("invalidators", []) if inv.get("kind") == "controls_identical"
     ]
     if controls:
-        paired = ("they ALSO give pairs to the gates (pair_controls: true)" if strata.get("pair_controls")
-                  else "checked by invalidators, they give no pairs to the gates")
+        paired = (
+            "they ALSO give pairs to the gates (pair_controls: true)"
+            if strata.get("pair_controls")
+            else "checked by invalidators, they give no pairs to the gates"
+        )
         parts.append(Text(f"  no-failure controls: {controls}; {paired}"))
     data = plan.get("data")
     if data and data.get("pre_existing"):
-        parts.append(Text(f"Data: PRE-EXISTING DATA declared: runs may have started before this plan was frozen "
-                          f"(\"{data.get('reason')}\"); every report says so", style="bold yellow"))
+        parts.append(
+            Text(
+                f"Data: PRE-EXISTING DATA declared: runs may have started before this plan was frozen "
+                f'("{data.get("reason")}"); every report says so',
+                style="bold yellow",
+            )
+        )
     else:
-        parts.append(Text("Data: every run must start after the plan was frozen (and after any amendment it is "
-                          "judged under); an earlier run refuses the decision"))
+        parts.append(
+            Text(
+                "Data: every run must start after the plan was frozen (and after any amendment it is "
+                "judged under); an earlier run refuses the decision"
+            )
+        )
     code = plan.get("code_identity")
     if code:
-        parts.append(Text(f"Code: MAY DIFFER between runs in {', '.join(code.get('may_differ', []))} "
-                          f"(\"{code.get('reason')}\"); every report says so; any other part that differs refuses "
-                          "the decision", style="bold yellow"))
+        parts.append(
+            Text(
+                f"Code: MAY DIFFER between runs in {', '.join(code.get('may_differ', []))} "
+                f'("{code.get("reason")}"); every report says so; any other part that differs refuses '
+                "the decision",
+                style="bold yellow",
+            )
+        )
     else:
-        parts.append(Text("Code: every run must be made by the same code (files, git, Python, packages, toolkit, "
-                          "as recorded); a difference refuses the decision"))
+        parts.append(
+            Text(
+                "Code: every run must be made by the same code (files, git, Python, packages, toolkit, "
+                "as recorded); a difference refuses the decision"
+            )
+        )
     experiment = plan.get("experiment")
     if experiment:
         params = ", ".join(f"{k}: {v}" for k, v in experiment.get("params", {}).items())
@@ -255,17 +293,25 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     for col in ("metric", "unit", "better", "evidence", "signal"):
         mtable.add_column(col)
     for name, m in metrics.items():
-        mtable.add_row(*(Text(x) for x in (name, m["unit"], m["better"], EVIDENCE_WORDS[m["evidence"]], m.get("signal", "-"))))
+        mtable.add_row(
+            *(Text(x) for x in (name, m["unit"], m["better"], EVIDENCE_WORDS[m["evidence"]], m.get("signal", "-")))
+        )
     parts.append(mtable)
-    parts.append(Text("Evidence rule: a gate reports the weakest of the class declared here and what the collector "
-                      "or sensor records; collect run refuses a declaration stronger than its collector gives."))
+    parts.append(
+        Text(
+            "Evidence rule: a gate reports the weakest of the class declared here and what the collector "
+            "or sensor records; collect run refuses a declaration stronger than its collector gives."
+        )
+    )
 
     sentences = plan_sentences(lock)
     gtable = Table(title="Gates", title_justify="left", show_lines=True)
     gtable.add_column("gate", no_wrap=True)
     gtable.add_column("passes if ...", ratio=1)
     for gate in plan.get("gates", []):
-        label = f"{gate['id']}\n{gate.get('role', 'primary')}" + (f"\ngroup {gate['group']}" if gate.get("group") else "")
+        label = f"{gate['id']}\n{gate.get('role', 'primary')}" + (
+            f"\ngroup {gate['group']}" if gate.get("group") else ""
+        )
         gtable.add_row(Text(label), Text(sentences["gates"][gate["id"]].removeprefix("passes if ")))
     parts.append(gtable)
     if plan.get("invalidators"):
@@ -273,7 +319,9 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
         itable.add_column("invalidator", no_wrap=True)
         itable.add_column("fires when ... / refuses", ratio=1)
         for inv in plan["invalidators"]:
-            itable.add_row(Text(f"{inv['id']}\n{inv['kind']}"), Text(sentences["invalidators"][inv["id"]].removeprefix("fires ")))
+            itable.add_row(
+                Text(f"{inv['id']}\n{inv['kind']}"), Text(sentences["invalidators"][inv["id"]].removeprefix("fires "))
+            )
         parts.append(itable)
     else:
         parts.append(Text("Invalidators: none"))
@@ -282,7 +330,7 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
     parts.append(Text("Decision", style="bold"))
     parts.append(
         Text(
-            f"  Claim: \"{decision.get('claim')}\"\n  Supported only if every primary gate passes "
+            f'  Claim: "{decision.get("claim")}"\n  Supported only if every primary gate passes '
             f"(require: {decision.get('require')}, an intersection-union test); multiplicity: "
             f"{decision.get('multiplicity')}; refused if any invalidator blocking a primary gate fires."
         )
@@ -310,6 +358,6 @@ def render_lock(lock: dict[str, Any], report: Any) -> Any:
                 when.append("not checked against a runs folder", style="yellow")
             changed_paths = entry.get("changed")
             changed = ", ".join(map(str, changed_paths)) if isinstance(changed_paths, list) else str(changed_paths)
-            atable.add_row(Text(f"v{entry.get('version')}"), when, Text(f"\"{entry.get('reason')}\"\nchanged: {changed}"))
+            atable.add_row(Text(f"v{entry.get('version')}"), when, Text(f'"{entry.get("reason")}"\nchanged: {changed}'))
         parts.append(atable)
     return Group(*parts)

@@ -27,11 +27,12 @@ if TYPE_CHECKING:
 
 DESCRIPTIVE_METRICS = ("completion_time", "replayed_tokens", "energy", "wan_bytes")
 YARDSTICK = "yardstick, not a gate"
-HELD_OUT_SENTENCE = ("The held-out strata never entered the choice: the rule read the calibration runs "
-                     "only.")
-SEPARATE_SENTENCE = ("Each cell's sampling interval (over its pairs) and its infrastructure spread (the contrast "
-                     "fitted at the lowest and highest drawn value) are separate uncertainties, shown apart and "
-                     "never combined into one number.")
+HELD_OUT_SENTENCE = "The held-out strata never entered the choice: the rule read the calibration runs only."
+SEPARATE_SENTENCE = (
+    "Each cell's sampling interval (over its pairs) and its infrastructure spread (the contrast "
+    "fitted at the lowest and highest drawn value) are separate uncertainties, shown apart and "
+    "never combined into one number."
+)
 
 
 def has_controller(ev: Evaluation) -> bool:
@@ -49,9 +50,12 @@ def ranking_meaning(cell: RankingCell, ev: Evaluation) -> str:
     """What a ranking word means in this study ('adaptive is better than local16')."""
     challenger, arm = _arms(ev)
     challenger, arm = challenger or "the challenger", arm or "the comparator"
-    return {"challenger": f"{challenger} is better than {arm}", "comparator": f"{arm} is better than {challenger}",
-            "flip": "the order changes across the region", "abstain": "no ranking: the evidence cannot order them"
-            }[cell.ranking]
+    return {
+        "challenger": f"{challenger} is better than {arm}",
+        "comparator": f"{arm} is better than {challenger}",
+        "flip": "the order changes across the region",
+        "abstain": "no ranking: the evidence cannot order them",
+    }[cell.ranking]
 
 
 # --- the comparator ----------------------------------------------------------------------------------
@@ -79,8 +83,11 @@ def comparator_lines(ev: Evaluation) -> list[str]:
     elif c.arm is not None:
         best = "lowest" if c.better == "lower" else "highest"
         lines.append(f"No tie: {c.arm} had the {best} {c.statistic} {c.metric} outright.")
-    lines.append(f"Calibration: {c.runs_used} runs of the candidates on {len(c.calibration_strata)} strata"
-                 + (f" ({'; '.join(c.calibration_strata)})" if c.calibration_strata else "") + ".")
+    lines.append(
+        f"Calibration: {c.runs_used} runs of the candidates on {len(c.calibration_strata)} strata"
+        + (f" ({'; '.join(c.calibration_strata)})" if c.calibration_strata else "")
+        + "."
+    )
     lines.append(HELD_OUT_SENTENCE)
     return lines
 
@@ -93,10 +100,15 @@ def comparator_table(ev: Evaluation) -> tuple[list[str], list[list[str]]]:
     metrics: list[str] = []
     for values in c.values.values():
         metrics += [m for m in values if m not in metrics]
-    header = ["candidate", *(f"{c.statistic} {m}" + (" (selects)" if m == c.metric else " (tie-break)")
-                             for m in metrics), "chosen"]
-    rows = [[arm, *(fmt_num(values.get(m)) for m in metrics), "CHOSEN" if arm == c.arm else ""]
-            for arm, values in c.values.items()]
+    header = [
+        "candidate",
+        *(f"{c.statistic} {m}" + (" (selects)" if m == c.metric else " (tie-break)") for m in metrics),
+        "chosen",
+    ]
+    rows = [
+        [arm, *(fmt_num(values.get(m)) for m in metrics), "CHOSEN" if arm == c.arm else ""]
+        for arm, values in c.values.items()
+    ]
     return header, rows
 
 
@@ -120,8 +132,11 @@ def _value(x: Any, scale: str, unit: str = "") -> str:
 def _interval(estimate: Any, lower: Any, upper: Any, scale: str, unit: str = "") -> str:
     if lower is None or upper is None:
         return f"{_value(estimate, scale, unit)} [no interval]"
-    ends = f"[{_value(lower, scale)}, {_value(upper, scale)}]" if scale == "ratio" else \
-        f"[{fmt_num(lower)}, {fmt_num(upper)}]"
+    ends = (
+        f"[{_value(lower, scale)}, {_value(upper, scale)}]"
+        if scale == "ratio"
+        else f"[{fmt_num(lower)}, {fmt_num(upper)}]"
+    )
     return f"{_value(estimate, scale, unit)} {ends}"
 
 
@@ -129,7 +144,9 @@ def family_gate_parts(fg: FamilyGate, ev: Evaluation) -> tuple[str, str]:
     """(verdict word, the rest): ('FAIL', ' 1.18x [1.07x, 1.3x] (90%, 6 pairs)'); refused: its reasons only."""
     word = VERDICT_WORDS.get(fg.verdict, fg.verdict.upper())
     if fg.verdict == "refused":
-        return word, ": " + ("; ".join(r.reason for r in fg.refused_by) or "no reason recorded") + " (no claim either way)"
+        return word, ": " + (
+            "; ".join(r.reason for r in fg.refused_by) or "no reason recorded"
+        ) + " (no claim either way)"
     if fg.verdict == "unresolvable":
         return word, f": the instrument cannot resolve its margin ({fg.n_pairs} pairs)"
     pooled = _pooled(ev, fg.id)
@@ -180,8 +197,10 @@ def hindsight_text(fam: FamilyResult, ev: Evaluation) -> str:
     challenger, arm = _arms(ev)
     unit = _units(ev).get(h.metric, "")
     best = h.best_arm or "none"
-    parts = [f"best fixed arm in hindsight ({YARDSTICK}): {best}"
-             + (f" {_value(h.values.get(best), 'difference', unit)}" if h.best_arm else "")]
+    parts = [
+        f"best fixed arm in hindsight ({YARDSTICK}): {best}"
+        + (f" {_value(h.values.get(best), 'difference', unit)}" if h.best_arm else "")
+    ]
     for label, name in (("comparator", arm), ("challenger", challenger)):
         if name is not None and name in h.values:
             parts.append(f"{label} {name} {_value(h.values[name], 'difference', unit)}")
@@ -226,13 +245,21 @@ class FamilyRow:
 def family_rows(ev: Evaluation) -> list[FamilyRow]:
     rows = []
     for fam in ev.families:
-        rows.append(FamilyRow(
-            family=str(fam.family), decision=fam.decision, decision_word=DECISION_WORDS[fam.decision],
-            reason=fam.decision_reason, blocks=fam.blocks, gates=[family_gate_text(g, ev) for g in fam.gates],
-            gate_parts=[(g.id, *family_gate_parts(g, ev)) for g in fam.gates],
-            descriptive=descriptive_lines(fam, ev), hindsight=hindsight_text(fam, ev),
-            regions=region_summary(fam, ev),
-            invalidators=[f"invalidator {i} fired on this family's runs" for i in fam.invalidators_fired]))
+        rows.append(
+            FamilyRow(
+                family=str(fam.family),
+                decision=fam.decision,
+                decision_word=DECISION_WORDS[fam.decision],
+                reason=fam.decision_reason,
+                blocks=fam.blocks,
+                gates=[family_gate_text(g, ev) for g in fam.gates],
+                gate_parts=[(g.id, *family_gate_parts(g, ev)) for g in fam.gates],
+                descriptive=descriptive_lines(fam, ev),
+                hindsight=hindsight_text(fam, ev),
+                regions=region_summary(fam, ev),
+                invalidators=[f"invalidator {i} fired on this family's runs" for i in fam.invalidators_fired],
+            )
+        )
     return rows
 
 
@@ -264,15 +291,19 @@ def spread_text(spread: InfrastructureSpread, cell: RankingCell, ev: Evaluation)
     """Where the drawn infrastructure fell and the contrast fitted at the two ends."""
     unit = _units(ev).get(cell.metric, "")
     if spread.drawn:
-        drawn = f"{spread.parameter} drawn {fmt_num(min(spread.drawn))} to {fmt_num(max(spread.drawn))} " \
-                f"({len(spread.drawn)} draws)"
+        drawn = (
+            f"{spread.parameter} drawn {fmt_num(min(spread.drawn))} to {fmt_num(max(spread.drawn))} "
+            f"({len(spread.drawn)} draws)"
+        )
     else:
         drawn = f"{spread.parameter}: no drawn values recorded"
     parts = [drawn]
     for label, end in (("low end", spread.low_end), ("high end", spread.high_end)):
         if end is not None:
-            parts.append(f"fitted at {label} {fmt_num(end.at)}: "
-                         + _interval(end.estimate, end.lower, end.upper, cell.scale, unit))
+            parts.append(
+                f"fitted at {label} {fmt_num(end.at)}: "
+                + _interval(end.estimate, end.lower, end.upper, cell.scale, unit)
+            )
     if spread.low_end is None and spread.high_end is None:
         parts.append("no fitted contrast")
     if spread.note:
@@ -303,18 +334,30 @@ class RankingRow:
 
 
 def ranking_rows(ev: Evaluation) -> list[RankingRow]:
-    return [RankingRow(family=str(c.family), region=region_label(c), ranking=c.ranking, word=RANKING_WORDS[c.ranking],
-                       meaning=ranking_meaning(c, ev), sampling=sampling_text(c, ev),
-                       infrastructure=infrastructure_lines(c, ev), reason=c.reason, abstain=c.ranking == "abstain")
-            for c in ev.ranking]
+    return [
+        RankingRow(
+            family=str(c.family),
+            region=region_label(c),
+            ranking=c.ranking,
+            word=RANKING_WORDS[c.ranking],
+            meaning=ranking_meaning(c, ev),
+            sampling=sampling_text(c, ev),
+            infrastructure=infrastructure_lines(c, ev),
+            reason=c.reason,
+            abstain=c.ranking == "abstain",
+        )
+        for c in ev.ranking
+    ]
 
 
 def ranking_intro(ev: Evaluation) -> str:
     c = ev.ranking[0] if ev.ranking else None
     if c is None:
         return ""
-    return (f"The order of the challenger and the comparator on {c.metric} ({c.contrast}, {c.scale}) per held-out "
-            f"family and uncertainty region. {SEPARATE_SENTENCE}")
+    return (
+        f"The order of the challenger and the comparator on {c.metric} ({c.contrast}, {c.scale}) per held-out "
+        f"family and uncertainty region. {SEPARATE_SENTENCE}"
+    )
 
 
 # --- assumptions, uncertainty and missing evidence -----------------------------------------------------
@@ -333,34 +376,44 @@ def assumption_lines(ev: Evaluation) -> list[str]:
     c = ev.comparator
     if c is not None:
         if c.arm is None:
-            lines.append(f"No comparator could be chosen ({'; '.join(r.reason for r in c.refused_by) or 'no reason recorded'}): "
-                         "every contrast against it is missing evidence.")
+            lines.append(
+                f"No comparator could be chosen ({'; '.join(r.reason for r in c.refused_by) or 'no reason recorded'}): "
+                "every contrast against it is missing evidence."
+            )
         else:
-            lines.append(f"The comparator ({c.arm}) was chosen on {len(c.calibration_strata)} calibration strata "
-                         f"only ({c.runs_used} runs), by {c.statistic} {c.metric}; the held-out strata never "
-                         "entered the choice.")
+            lines.append(
+                f"The comparator ({c.arm}) was chosen on {len(c.calibration_strata)} calibration strata "
+                f"only ({c.runs_used} runs), by {c.statistic} {c.metric}; the held-out strata never "
+                "entered the choice."
+            )
     if ev.families:
         pairs = [g.n_pairs for f in ev.families for g in f.gates]
-        lines.append(f"Each of the {len(ev.families)} held-out families is judged alone on its own pairs: "
-                     f"{_counts(pairs) if pairs else 0} pairs per gate, so per-family intervals are wider than "
-                     "the pooled ones.")
+        lines.append(
+            f"Each of the {len(ev.families)} held-out families is judged alone on its own pairs: "
+            f"{_counts(pairs) if pairs else 0} pairs per gate, so per-family intervals are wider than "
+            "the pooled ones."
+        )
     if ev.ranking:
         lines.append(f"Each ranking region rests on {_counts([r.n_pairs for r in ev.ranking])} pairs.")
     classes: dict[str, list[str]] = {}
     for g in ev.gates:
         classes.setdefault(EVIDENCE_WORDS.get(g.evidence, g.evidence), []).append(f"{g.id} ({g.metric})")
     if classes:
-        lines.append("Evidence class of each gate: " + "; ".join(f"{w}: {', '.join(ids)}" for w, ids in classes.items())
-                     + ".")
+        lines.append(
+            "Evidence class of each gate: " + "; ".join(f"{w}: {', '.join(ids)}" for w, ids in classes.items()) + "."
+        )
     metric = ev.ranking[0].metric if ev.ranking else None
     ranked = next((g for g in ev.gates if g.metric == metric), None)
     if ranked is not None and ranked.evidence != "measured":
-        lines.append(f"The ranking metric {metric} is {EVIDENCE_WORDS.get(ranked.evidence, ranked.evidence)} "
-                     "evidence: the infrastructure behind every ranking cell is modeled, not measured.")
+        lines.append(
+            f"The ranking metric {metric} is {EVIDENCE_WORDS.get(ranked.evidence, ranked.evidence)} "
+            "evidence: the infrastructure behind every ranking cell is modeled, not measured."
+        )
     abstain = [f"{r.family} / {region_label(r)}" for r in ev.ranking if r.ranking == "abstain"]
     if ev.ranking:
-        lines.append(f"Cells that abstain ({len(abstain)} of {len(ev.ranking)}): " + (", ".join(abstain) or "none")
-                     + ".")
+        lines.append(
+            f"Cells that abstain ({len(abstain)} of {len(ev.ranking)}): " + (", ".join(abstain) or "none") + "."
+        )
     flips = [f"{r.family} / {region_label(r)}" for r in ev.ranking if r.ranking == "flip"]
     if flips:
         lines.append("Cells whose order flips across their region: " + ", ".join(flips) + ".")
@@ -374,12 +427,17 @@ def assumption_lines(ev: Evaluation) -> list[str]:
     if spreads:
         n = _counts([k for _, k in spreads])
         logs = {_log_fit(s) for s, _ in spreads}
-        line = "in log(parameter)" if logs == {True} else \
-            "in the parameter (its log where every drawn value is positive)"
+        line = (
+            "in log(parameter)" if logs == {True} else "in the parameter (its log where every drawn value is positive)"
+        )
         df = _counts([max(k - 2, 0) for _, k in spreads])
-        lines.append(f"The flip test fits a straight line {line} over each cell's {n} pairs (df n-2 = {df}); "
-                     "it reads the drawn infrastructure, not a designed sweep, so few draws make its ends uncertain.")
+        lines.append(
+            f"The flip test fits a straight line {line} over each cell's {n} pairs (df n-2 = {df}); "
+            "it reads the drawn infrastructure, not a designed sweep, so few draws make its ends uncertain."
+        )
     if ev.families:
-        lines.append(f"The best fixed arm in hindsight is a {YARDSTICK}: it was picked after seeing each family's "
-                     "runs and decides nothing. The medians per family are descriptive, not tests.")
+        lines.append(
+            f"The best fixed arm in hindsight is a {YARDSTICK}: it was picked after seeing each family's "
+            "runs and decides nothing. The medians per family are descriptive, not tests."
+        )
     return lines

@@ -25,8 +25,10 @@ def decision_explanation(ev: Evaluation) -> str:
     if ev.families and not ev.decision_refused_by:
         return families_explanation(ev)
     if ev.decision == "refused" and ev.other_plan_note and ev.runs.matched == 0 and not ev.decision_refused_by:
-        return ("no claim either way: none of the runs in the ledger was collected under this plan version "
-                "(see 'Other plan' for what happened and the next step)")
+        return (
+            "no claim either way: none of the runs in the ledger was collected under this plan version "
+            "(see 'Other plan' for what happened and the next step)"
+        )
     if ev.decision == "refused":
         parts = [r.reason for r in ev.decision_refused_by]
         for g in primary:
@@ -56,7 +58,11 @@ def modeled_note(ev: Evaluation) -> str:
     classes = sorted({g.evidence for g in et.primary_gates(ev) if g.evidence != "measured"})
     if not classes:
         return ""
-    return "Evidence: this claim rests on " + ", ".join(et.EVIDENCE_WORDS[c] for c in classes) + " numbers, not measured ones only."
+    return (
+        "Evidence: this claim rests on "
+        + ", ".join(et.EVIDENCE_WORDS[c] for c in classes)
+        + " numbers, not measured ones only."
+    )
 
 
 def decision_sentence(ev: Evaluation) -> tuple[str, str]:
@@ -65,8 +71,10 @@ def decision_sentence(ev: Evaluation) -> tuple[str, str]:
 
     explanation = decision_explanation(ev)
     if "WARNING:" not in explanation:  # a primary gate's likely unit mix-up is never left to the notes alone
-        explanation += decision_warning([(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates],
-                                        {g.id for g in ev.gates if g.verdict == "pass"})
+        explanation += decision_warning(
+            [(g.id, g.role, list(g.notes) + list(g.warnings)) for g in ev.gates],
+            {g.id for g in ev.gates if g.verdict == "pass"},
+        )
     rest = f': "{ev.claim.strip()}" {et.EM_DASH} {explanation}'
     if ev.monitoring is not None and ev.monitoring.status == "interim_reading":  # never a decision (gates.looks)
         return INTERIM_WORD + pt.decision_flag(ev), rest.rstrip(".") + "."
@@ -92,7 +100,8 @@ def families_explanation(ev: Evaluation) -> str:
         vacuous = [(f.family, _primary_ids(f.gates, ("vacuous",))) for f in ev.families]
         pooled_vacuous = _primary_ids(ev.gates, ("vacuous",))
         flags = ([f"pooled: {', '.join(pooled_vacuous)}"] if pooled_vacuous else []) + [
-            f"family {fam}: {', '.join(ids)}" for fam, ids in vacuous if ids]
+            f"family {fam}: {', '.join(ids)}" for fam, ids in vacuous if ids
+        ]
         extra = f" (vacuous, could not have failed -- {'; '.join(flags)})" if flags else ""
         return f"all {n_primary} primary gates passed, pooled and in each of the {k} held-out families{extra}"
     parts = []
@@ -107,5 +116,7 @@ def families_explanation(ev: Evaluation) -> str:
     verb = "refused or unresolvable" if ev.decision == "refused" else "failed"
     if not parts:
         return ev.decision_reason
-    return (f"primary gates {verb} -- " + "; ".join(parts) + f" ({len(hit)} of {k} held-out families; the claim needs "
-            "the pooled gates and every family)")
+    return (
+        f"primary gates {verb} -- " + "; ".join(parts) + f" ({len(hit)} of {k} held-out families; the claim needs "
+        "the pooled gates and every family)"
+    )

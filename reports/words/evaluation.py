@@ -173,7 +173,9 @@ def arm_medians_text(gate: GateResult) -> str:
     """'fixed 2.5 nats, adaptive 2.51 nats' (medians over the blocks, metric units)."""
     if not gate.arm_medians:
         return "none recorded"
-    return ", ".join(f"{arm} {fmt_num(v)}" + ("" if v is None else f" {gate.unit}") for arm, v in gate.arm_medians.items())
+    return ", ".join(
+        f"{arm} {fmt_num(v)}" + ("" if v is None else f" {gate.unit}") for arm, v in gate.arm_medians.items()
+    )
 
 
 def bar_for(gate: GateResult, width: int) -> tuple[str, str, str]:
@@ -323,9 +325,16 @@ def group_lines(ev: Evaluation) -> list[str]:
     for name, tally in ev.groups.items():
         counts = tally.counts
         passed = counts.get("pass", 0) + counts.get("vacuous", 0)
-        extra = [f"{counts[v]} {w}" for v, w in (
-            ("vacuous", "vacuous"), ("fail", "failed"), ("refused", "refused"), ("unresolvable", "unresolvable"),
-        ) if counts.get(v)]
+        extra = [
+            f"{counts[v]} {w}"
+            for v, w in (
+                ("vacuous", "vacuous"),
+                ("fail", "failed"),
+                ("refused", "refused"),
+                ("unresolvable", "unresolvable"),
+            )
+            if counts.get(v)
+        ]
         lines.append(f"{name} {passed}/{tally.total} passed" + "".join(f", {x}" for x in extra))
     return lines
 
@@ -341,15 +350,17 @@ def invalidator_rows(ev: Evaluation) -> list[dict[str, str]]:
     """Per invalidator: status word, observed vs threshold, what it blocks, detail."""
     rows = []
     for inv in ev.invalidators:
-        rows.append({
-            "id": inv.id,
-            "kind": inv.kind,
-            "status": "FIRED" if inv.fired else "not fired",
-            "observed": _observed(inv.observed),
-            "threshold": _observed(inv.threshold),
-            "blocks": ", ".join(inv.blocks) if inv.blocks else "no gate",
-            "detail": inv.detail,
-        })
+        rows.append(
+            {
+                "id": inv.id,
+                "kind": inv.kind,
+                "status": "FIRED" if inv.fired else "not fired",
+                "observed": _observed(inv.observed),
+                "threshold": _observed(inv.threshold),
+                "blocks": ", ".join(inv.blocks) if inv.blocks else "no gate",
+                "detail": inv.detail,
+            }
+        )
     return rows
 
 
@@ -367,9 +378,7 @@ def block_rows(ev: Evaluation) -> list[dict[str, Any]]:
     gates = {g.id: g for g in ev.gates}
     rows = []
     for b in ev.blocks:
-        contrasts = [
-            (gid, with_unit(v, gates[gid]) if gid in gates else fmt_num(v)) for gid, v in b.contrasts.items()
-        ]
+        contrasts = [(gid, with_unit(v, gates[gid]) if gid in gates else fmt_num(v)) for gid, v in b.contrasts.items()]
         values = [
             (metric, ", ".join(f"{arm} {fmt_num(v)}" for arm, v in arms.items())) for metric, arms in b.values.items()
         ]

@@ -24,8 +24,13 @@ ACTION_WORDS = {
     "none": "no decision",
 }
 LOOK_COLUMNS = ["look", "blocks", "gate", "bound: nominal alpha", "spent", "futility p", "recorded"]
-SHORT_ACTIONS = {"stop_success": "stop: success", "stop_futility": "stop: futility", "continue": "continue",
-                 "final": "final", "none": "-"}
+SHORT_ACTIONS = {
+    "stop_success": "stop: success",
+    "stop_futility": "stop: futility",
+    "continue": "continue",
+    "final": "final",
+    "none": "-",
+}
 
 
 def status_word(ev: Evaluation) -> str | None:
@@ -41,10 +46,12 @@ def status_word(ev: Evaluation) -> str | None:
 
 def status_sentence(m: MonitoringResult) -> str:
     """The status and what the plan says now, in one sentence (with the runs a stop saved)."""
-    saved = (f"; {m.runs_saved} of {m.runs_planned} planned runs are not needed (saved)" if m.runs_saved else "")
-    return (f"{m.reason} (point: {m.point_blocks} of {m.total_blocks} blocks, {m.strata_evaluated} of "
-            f"{m.strata_total} strata in the frozen run order; {m.spending} spending, futility {m.futility}; "
-            f"action: {ACTION_WORDS[m.action]}){saved}.")
+    saved = f"; {m.runs_saved} of {m.runs_planned} planned runs are not needed (saved)" if m.runs_saved else ""
+    return (
+        f"{m.reason} (point: {m.point_blocks} of {m.total_blocks} blocks, {m.strata_evaluated} of "
+        f"{m.strata_total} strata in the frozen run order; {m.spending} spending, futility {m.futility}; "
+        f"action: {ACTION_WORDS[m.action]}){saved}."
+    )
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -72,8 +79,17 @@ def look_rows(m: MonitoringResult) -> list[list[str]]:
     for gate in m.gates:
         for b in gate.looks:
             bound = f"z >= {float(b.z_bound):.3f}: " if b.z_bound is not None else "increment: "
-            rows.append([str(b.look), str(b.blocks), gate.id, bound + _fmt(b.nominal_alpha), _fmt(b.cumulative_alpha),
-                         _fmt(b.futility_p), _recorded(m, b.look)])
+            rows.append(
+                [
+                    str(b.look),
+                    str(b.blocks),
+                    gate.id,
+                    bound + _fmt(b.nominal_alpha),
+                    _fmt(b.cumulative_alpha),
+                    _fmt(b.futility_p),
+                    _recorded(m, b.look),
+                ]
+            )
     return rows
 
 
@@ -82,14 +98,21 @@ def gate_lines(m: MonitoringResult) -> list[str]:
     the look ledger's head once this look is recorded (to publish with the ledger head)."""
     out = []
     for g in m.gates:
-        basis = ("the group-sequential boundary on the information fractions" if g.kind == "boundary" else
-                 "the alpha increments of the spending (valid for any level-alpha test; conservative)")
+        basis = (
+            "the group-sequential boundary on the information fractions"
+            if g.kind == "boundary"
+            else "the alpha increments of the spending (valid for any level-alpha test; conservative)"
+        )
         level = next((b for b in g.looks if b.look == m.levels_from_look), None)
-        here = (f"; here p = {_fmt(g.pvalue)} against {_fmt(level.nominal_alpha if level else None)}"
-                if g.pvalue is not None else "")
+        here = (
+            f"; here p = {_fmt(g.pvalue)} against {_fmt(level.nominal_alpha if level else None)}"
+            if g.pvalue is not None
+            else ""
+        )
         futile = "; above its futility bound" if g.futile else ""
-        out.append(f"gate {g.id} ({g.method}): one-sided alpha {g.alpha:.4g} spent over the looks by {basis}"
-                   f"{here}{futile}")
+        out.append(
+            f"gate {g.id} ({g.method}): one-sided alpha {g.alpha:.4g} spent over the looks by {basis}{here}{futile}"
+        )
     if m.sensitivity_note:
         out.append(m.sensitivity_note)
     if m.looks_head:
@@ -101,11 +124,22 @@ def history_lines(m: MonitoringResult) -> list[str]:
     """The looks recorded before this evaluation, one line each."""
     out = []
     for e in m.history:
-        what = (f"look {e.look}: {e.decision.replace('_', ' ')}, {ACTION_WORDS[e.action]}" if e.status == "decision"
-                else f"interim reading at {e.point_blocks} blocks (not a decision)")
+        what = (
+            f"look {e.look}: {e.decision.replace('_', ' ')}, {ACTION_WORDS[e.action]}"
+            if e.status == "decision"
+            else f"interim reading at {e.point_blocks} blocks (not a decision)"
+        )
         out.append(f"#{e.seq} {e.evaluated_at}: {what} ({e.ledger_records} runs seen)")
     return out
 
 
-__all__ = ["ACTION_WORDS", "INTERIM_WORD", "LOOK_COLUMNS", "gate_lines", "history_lines", "look_rows", "status_sentence",
-           "status_word"]
+__all__ = [
+    "ACTION_WORDS",
+    "INTERIM_WORD",
+    "LOOK_COLUMNS",
+    "gate_lines",
+    "history_lines",
+    "look_rows",
+    "status_sentence",
+    "status_word",
+]

@@ -42,12 +42,19 @@ VERDICT_PALETTE: Final = {
 }
 MUTED: Final = Swatch("#57606a", "dim")
 #: a decision wears the colour of the verdict that makes it
-DECISION_PALETTE: Final = {"supported": VERDICT_PALETTE["pass"], "not_supported": VERDICT_PALETTE["fail"],
-                           "refused": VERDICT_PALETTE["refused"]}
+DECISION_PALETTE: Final = {
+    "supported": VERDICT_PALETTE["pass"],
+    "not_supported": VERDICT_PALETTE["fail"],
+    "refused": VERDICT_PALETTE["refused"],
+}
 #: a ranking outcome: the challenger better (pass's colour), the comparator better (fail's), a flip
 #: (unresolvable's: the order depends on where the region fell), abstain (muted)
-RANKING_PALETTE: Final = {"challenger": VERDICT_PALETTE["pass"], "comparator": VERDICT_PALETTE["fail"],
-                          "flip": VERDICT_PALETTE["unresolvable"], "abstain": MUTED}
+RANKING_PALETTE: Final = {
+    "challenger": VERDICT_PALETTE["pass"],
+    "comparator": VERDICT_PALETTE["fail"],
+    "flip": VERDICT_PALETTE["unresolvable"],
+    "abstain": MUTED,
+}
 
 #: verdict -> hex, for HTML, SVG and matplotlib
 VERDICT_COLOURS: Final = {v: s.hex for v, s in VERDICT_PALETTE.items()}
@@ -79,12 +86,28 @@ def css_rules() -> str:
     verdicts = " ".join(f".v-{v} {{ color: var(--{v}); }}" for v in VERDICT_PALETTE)
     decisions = " ".join(f".decision-{d} {{ border-color: {s.hex}; }}" for d, s in DECISION_PALETTE.items())
     ranks = " ".join(f".rank-{r} {{ color: {s.hex}; }}" for r, s in RANKING_PALETTE.items())
-    return (f":root {{ --muted:{MUTED.hex}; --focus:{FOCUS_COLOUR}; {props} }}\n{verdicts}\n{decisions}\n{ranks}\n"
-            ".rank-abstain { font-style: italic; border-style: dashed; }\n")
+    return (
+        f":root {{ --muted:{MUTED.hex}; --focus:{FOCUS_COLOUR}; {props} }}\n{verdicts}\n{decisions}\n{ranks}\n"
+        ".rank-abstain { font-style: italic; border-style: dashed; }\n"
+    )
 
 
 __all__ = [
-    "ALARM_COLOUR", "DECISION_PALETTE", "DECISION_STYLES", "FOCUS_COLOUR", "DECISION_WORDS", "MUTED", "RANKING_PALETTE", "RANKING_STYLES",
-    "RANKING_WORDS", "VERDICT_COLOURS", "VERDICT_PALETTE", "VERDICT_STYLES", "VERDICT_WORDS", "VERDICT_WORD_STYLES",
-    "Swatch", "css_rules", "terminal_style",
+    "ALARM_COLOUR",
+    "DECISION_PALETTE",
+    "DECISION_STYLES",
+    "FOCUS_COLOUR",
+    "DECISION_WORDS",
+    "MUTED",
+    "RANKING_PALETTE",
+    "RANKING_STYLES",
+    "RANKING_WORDS",
+    "VERDICT_COLOURS",
+    "VERDICT_PALETTE",
+    "VERDICT_STYLES",
+    "VERDICT_WORDS",
+    "VERDICT_WORD_STYLES",
+    "Swatch",
+    "css_rules",
+    "terminal_style",
 ]

@@ -40,10 +40,11 @@ def phase_support_lines(ev: Evaluation) -> list[str]:
         if r.runs == 0:
             lines.append(f"- {r.phase} ({r.signal}): never occurred ({r.runs_without} runs)")
             continue
-        need = "" if r.required is None else (
-            f"; required >= {r.required}: {'enough' if r.enough else 'NOT ENOUGH'}")
+        need = "" if r.required is None else (f"; required >= {r.required}: {'enough' if r.enough else 'NOT ENOUGH'}")
         absent = f"; absent in {r.runs_without} runs" if r.runs_without else ""
         duration = f", median {r.median_duration_ms:.4g} ms" if r.median_duration_ms is not None else ""
-        lines.append(f"- {r.phase} ({r.signal}): {r.min_updates}-{r.max_updates} updates per run "
-                     f"(median {r.median_updates:g}) over {r.runs} runs{duration}{need}{absent}")
+        lines.append(
+            f"- {r.phase} ({r.signal}): {r.min_updates}-{r.max_updates} updates per run "
+            f"(median {r.median_updates:g}) over {r.runs} runs{duration}{need}{absent}"
+        )
     return lines

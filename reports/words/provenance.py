@@ -29,31 +29,55 @@ def provenance_lines(ev: Evaluation, limit: int | None = 5) -> list[tuple[str, s
     """Header lines: data and time order, the plan YAML notice, controls, runs of other plans."""
     lines: list[tuple[str, str, bool]] = []
     if ev.superseded_by:
-        lines.append(("Superseded", "this evaluation uses an EARLIER VERSION of the plan, later amended: "
-                                    + "; ".join(ev.superseded_by), True))
+        lines.append(
+            (
+                "Superseded",
+                "this evaluation uses an EARLIER VERSION of the plan, later amended: " + "; ".join(ev.superseded_by),
+                True,
+            )
+        )
     t = ev.time_order
     if t is not None:
         early = t.before_freeze + t.before_amendment
         if t.pre_existing:
-            lines.append(("Data", f"{PRE_EXISTING}: the plan declares that runs may predate it (\"{t.reason}\"); "
-                                  f"{len(early)} run(s) started before the plan version they are judged under", True))
+            lines.append(
+                (
+                    "Data",
+                    f'{PRE_EXISTING}: the plan declares that runs may predate it ("{t.reason}"); '
+                    f"{len(early)} run(s) started before the plan version they are judged under",
+                    True,
+                )
+            )
         elif early:
             lines.append(("Data", f"RUNS STARTED BEFORE THE PLAN: {_names(early, limit)}", True))
         elif len(t.unknown_start) < ev.runs.matched:
             lines.append(("Data", "every run with a recorded start began after the plan was frozen", False))
         if t.unknown_start:
-            lines.append(("Data", f"{len(t.unknown_start)} run(s) with the {UNKNOWN_START}: "
-                                  f"{_names(t.unknown_start, limit)}", True))
+            lines.append(
+                (
+                    "Data",
+                    f"{len(t.unknown_start)} run(s) with the {UNKNOWN_START}: {_names(t.unknown_start, limit)}",
+                    True,
+                )
+            )
         for problem in t.unreadable_start[: limit or None]:
             lines.append(("Data", problem, True))
     lines += code_identity_lines(ev)
     if ev.plan_yaml is not None and ev.plan_yaml.status != "matches":
         lines.append(("Plan YAML", ev.plan_yaml.notice, ev.plan_yaml.status in ("changed", "invalid")))
     if ev.controls is not None:
-        how = ("ALSO give pairs to the gates (the plan says pair_controls: true)" if ev.controls.paired
-               else "give no pairs to the gates (checked by invalidators only)")
-        lines.append(("Controls", f"{len(ev.controls.blocks)} no-failure control block(s) {how}: "
-                                  f"{_names(ev.controls.blocks, limit)}", False))
+        how = (
+            "ALSO give pairs to the gates (the plan says pair_controls: true)"
+            if ev.controls.paired
+            else "give no pairs to the gates (checked by invalidators only)"
+        )
+        lines.append(
+            (
+                "Controls",
+                f"{len(ev.controls.blocks)} no-failure control block(s) {how}: {_names(ev.controls.blocks, limit)}",
+                False,
+            )
+        )
     if ev.other_plan_note:
         lines.append(("Other plan", ev.other_plan_note, True))
     return lines
@@ -67,13 +91,25 @@ def code_identity_lines(ev: Evaluation) -> list[tuple[str, str, bool]]:
         return []
     differences = "; ".join(e.words() for e in c.examples)
     if c.status == "differs_declared":
-        lines = [("Code", f"CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: {', '.join(c.declared)}): "
-                          f"{differences}; the plan's reason: \"{c.reason}\"", True)]
+        lines = [
+            (
+                "Code",
+                f"CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: {', '.join(c.declared)}): "
+                f'{differences}; the plan\'s reason: "{c.reason}"',
+                True,
+            )
+        ]
     elif c.status == "differs":
         lines = [("Code", f"CODE DIFFERS BETWEEN RUNS (the decision is refused): {differences}", True)]
     elif c.status == "same":
-        lines = [("Code", f"all {c.runs} run(s) with a code identity were made by the same code (compared: "
-                          f"{', '.join(c.compared) or 'nothing recorded'})", False)]
+        lines = [
+            (
+                "Code",
+                f"all {c.runs} run(s) with a code identity were made by the same code (compared: "
+                f"{', '.join(c.compared) or 'nothing recorded'})",
+                False,
+            )
+        ]
     else:
         lines = []
     mixed = bool(c.without_identity and c.runs)  # then the first note counts the runs not compared
@@ -97,8 +133,10 @@ def direction_note(gate: GateResult) -> str | None:
     """A declared direction intent in words, or None."""
     if gate.direction == "first_arm_worse":
         first = gate.contrast.split("/")[0].split(" - ")[0].strip("() ")
-        return (f"declared intent first_arm_worse: a pass shows {first} is WORSE by {gate.metric}, on purpose "
-                "(the plan says so explicitly)")
+        return (
+            f"declared intent first_arm_worse: a pass shows {first} is WORSE by {gate.metric}, on purpose "
+            "(the plan says so explicitly)"
+        )
     return None
 
 

@@ -14,7 +14,7 @@ def reading_lines(ev: Evaluation) -> list[str]:
     lines = [
         "Decision rule: a gate with a tested rule (upper, lower, within) passes exactly when its rule's one-sided "
         "p-value is at most alpha = (1 - confidence) / 2; the interval holds every threshold the test does not reject, so a rule whose threshold "
-        "equals an interval end fails ('<=' and '<' are the same test).",
+        "equals an interval end fails ('<=' and '<' are the same test)."
     ]
     if any(str(g.rule).startswith("estimate") for g in ev.gates):
         lines.append(

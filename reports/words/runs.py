@@ -30,7 +30,9 @@ def stratum_text(stratum: Mapping[str, object], replicate: int) -> str:
 
 def failed_run_head(f: FailedRunEntry) -> str:
     """``run-ab12 (arm b, site=1 #0): the program exited with status 1``, and whether a retry completed the cell."""
-    retried = " (retried: a complete run of this cell stands, so this failure refuses nothing)" if f.cell_complete else ""
+    retried = (
+        " (retried: a complete run of this cell stands, so this failure refuses nothing)" if f.cell_complete else ""
+    )
     return f"{f.run_id} (arm {f.arm}, {stratum_text(f.stratum, f.replicate)}): {f.reason}{retried}"
 
 
@@ -71,8 +73,11 @@ def metric_label(m: DescriptiveMetric) -> tuple[str, str]:
 
 def summary_cells(s: ArmSummary, failed: int = 0) -> list[str]:
     """n, mean, median, sd, min - max of one arm, as text (n says what was left out)."""
-    left = [f"{s.non_finite} not a finite number" if s.non_finite else "", f"{s.missing} missing" if s.missing else "",
-            f"{failed} failed" if failed else ""]
+    left = [
+        f"{s.non_finite} not a finite number" if s.non_finite else "",
+        f"{s.missing} missing" if s.missing else "",
+        f"{failed} failed" if failed else "",
+    ]
     extra = ", ".join(x for x in left if x)
     n = f"{s.n}" + (f" ({extra})" if extra else "")
     if s.n == 0:
@@ -94,12 +99,27 @@ def descriptive_rows(ev: Evaluation) -> list[tuple[DescriptiveMetric, list[list[
 def descriptive_note(ev: Evaluation) -> str:
     """What the table is and is not, in one sentence."""
     undeclared = any(not m.declared for m in ev.descriptive_metrics)
-    return ("Descriptive, not a test: each arm's matched complete runs (calibration and control strata included); "
-            "failed runs are excluded (counted beside n); sd is the sample standard deviation. Only the gates "
-            "analyse; a metric with no gate is described here alone"
-            + ("; an undeclared metric was written by the program but not declared by the plan: kept, never "
-               "analysed." if undeclared else "."))
+    return (
+        "Descriptive, not a test: each arm's matched complete runs (calibration and control strata included); "
+        "failed runs are excluded (counted beside n); sd is the sample standard deviation. Only the gates "
+        "analyse; a metric with no gate is described here alone"
+        + (
+            "; an undeclared metric was written by the program but not declared by the plan: kept, never analysed."
+            if undeclared
+            else "."
+        )
+    )
 
 
-__all__ = ["DESCRIPTIVE_COLUMNS", "DESCRIPTIVE_TITLE", "FAILED_TITLE", "descriptive_note", "descriptive_rows",
-           "failed_run_head", "failed_run_lines", "failed_runs_shown", "metric_label", "summary_cells"]
+__all__ = [
+    "DESCRIPTIVE_COLUMNS",
+    "DESCRIPTIVE_TITLE",
+    "FAILED_TITLE",
+    "descriptive_note",
+    "descriptive_rows",
+    "failed_run_head",
+    "failed_run_lines",
+    "failed_runs_shown",
+    "metric_label",
+    "summary_cells",
+]

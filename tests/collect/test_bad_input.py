@@ -36,27 +36,33 @@ def test_plan_expansion_is_bounded_at_validate(tmp_path):
         _bad(run("prereg", command, str(plan)), "expands into", "at most 100,000")
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--sensor", "sim", "--poll-ms", "1e-7"], "--poll-ms must be"),
-    (["--sensor", "sim", "--seconds", "1e12"], "--seconds must be"),
-    (["--sensor", "sim", "--window-s", "nan"], "--window-s must be"),
-    (["--sensor", "sim", "--poll-ms", "0.1", "--seconds", "3600"], "polls"),
-    (["--sensor", "sim:cell_ms=1e-4"], "at least 0.1 ms"),
-    (["--sensor", "sim:update_ms=inf"], "finite"),
-    (["--sensor", "sim:noise_w=nan"], "finite"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--sensor", "sim", "--poll-ms", "1e-7"], "--poll-ms must be"),
+        (["--sensor", "sim", "--seconds", "1e12"], "--seconds must be"),
+        (["--sensor", "sim", "--window-s", "nan"], "--window-s must be"),
+        (["--sensor", "sim", "--poll-ms", "0.1", "--seconds", "3600"], "polls"),
+        (["--sensor", "sim:cell_ms=1e-4"], "at least 0.1 ms"),
+        (["--sensor", "sim:update_ms=inf"], "finite"),
+        (["--sensor", "sim:noise_w=nan"], "finite"),
+    ],
+)
 def test_probe_options_are_bounded(args, words):
     _bad(run("collect", "probe", *args), words)
 
 
-@pytest.mark.parametrize("args", [
-    ["--mtbf-s", "1e-300", "--checkpoint-s", "1", "--restart-s", "1"],
-    ["--mtbf-s", "100", "--checkpoint-s", "1e300", "--restart-s", "1"],
-    ["--mtbf-s", "100", "--checkpoint-s", "1", "--restart-s", "1e308"],
-    ["--mtbf-s", "100", "--checkpoint-s", "1", "--restart-s", "1", "--workers", "1000000000"],
-    ["--mtbf-s", "100", "--checkpoint-s", "1", "--restart-s", "1", "--segments", "1000000000"],
-    ["--mtbf-s", "1", "--checkpoint-s", "100", "--restart-s", "1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--mtbf-s", "1e-300", "--checkpoint-s", "1", "--restart-s", "1"],
+        ["--mtbf-s", "100", "--checkpoint-s", "1e300", "--restart-s", "1"],
+        ["--mtbf-s", "100", "--checkpoint-s", "1", "--restart-s", "1e308"],
+        ["--mtbf-s", "100", "--checkpoint-s", "1", "--restart-s", "1", "--workers", "1000000000"],
+        ["--mtbf-s", "100", "--checkpoint-s", "1", "--restart-s", "1", "--segments", "1000000000"],
+        ["--mtbf-s", "1", "--checkpoint-s", "100", "--restart-s", "1"],
+    ],
+)
 def test_churn_refuses_extreme_numbers(args):
     _bad(run("collect", "churn", *args))
 
@@ -68,8 +74,10 @@ def test_deeply_nested_json_everywhere(tmp_path, lock):
     (tmp_path / "deep.json").write_text('{"a": ' + DEEP + "}")
     _bad(run("reports", "show", str(tmp_path / "deep.json")), "nested too deeply")
     (tmp_path / "deep.jsonl").write_text('{"a": ' + DEEP + "}\n")
-    _bad(run("collect", "import", str(tmp_path / "deep.jsonl"), "--lock", str(lock), "--out", str(tmp_path / "r")),
-         "nested too deeply")
+    _bad(
+        run("collect", "import", str(tmp_path / "deep.jsonl"), "--lock", str(lock), "--out", str(tmp_path / "r")),
+        "nested too deeply",
+    )
     runs = tmp_path / "runs"
     table = write_csv(tmp_path / "t.csv", equal_work_rows())
     assert run("collect", "import", str(table), "--lock", str(lock), "--out", str(runs)).returncode == 0
@@ -81,8 +89,10 @@ def test_deeply_nested_json_everywhere(tmp_path, lock):
 
 def test_junk_parquet_and_gzip_bomb(tmp_path, lock):
     (tmp_path / "junk.parquet").write_bytes(b"PAR1" + os.urandom(2000) + b"PAR1")
-    _bad(run("collect", "import", str(tmp_path / "junk.parquet"), "--lock", str(lock), "--out", str(tmp_path / "r")),
-         "not a readable Parquet file")
+    _bad(
+        run("collect", "import", str(tmp_path / "junk.parquet"), "--lock", str(lock), "--out", str(tmp_path / "r")),
+        "not a readable Parquet file",
+    )
     bomb = tmp_path / "bomb.csv.gz"
     with gzip.open(bomb, "wb", compresslevel=9) as fh:
         chunk = b"0" * (1 << 20)

@@ -11,8 +11,15 @@ from reports.data.timeline import find_run, load_block
 
 
 def rec(run_id: str, arm: str = "a", status: str = "complete", plan: str = "a" * 64, **stratum) -> RunRecord:
-    return RunRecord(run_id=run_id, prereg_sha256=plan, stratum=stratum or {"site": 1}, arm=arm, replicate=0,
-                     status=status, metrics={"m": 1.0} if status == "complete" else {})
+    return RunRecord(
+        run_id=run_id,
+        prereg_sha256=plan,
+        stratum=stratum or {"site": 1},
+        arm=arm,
+        replicate=0,
+        status=status,
+        metrics={"m": 1.0} if status == "complete" else {},
+    )
 
 
 def test_the_first_complete_record_stands_and_later_ones_are_repeats():

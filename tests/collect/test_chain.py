@@ -30,8 +30,9 @@ def _lines(runs: Path) -> list[dict]:
 
 
 def _write(runs: Path, lines: list[dict | str]) -> None:
-    text = "".join((x if isinstance(x, str) else json.dumps(x, sort_keys=True, separators=(",", ":"))) + "\n"
-                   for x in lines)
+    text = "".join(
+        (x if isinstance(x, str) else json.dumps(x, sort_keys=True, separators=(",", ":"))) + "\n" for x in lines
+    )
     (runs / "ledger.jsonl").write_text(text)
 
 
@@ -96,8 +97,8 @@ def test_structural_edits_are_detected(runs):
         "swapped lines": [original[1], original[0], *original[2:]],
         "metrics swapped between arms": [a, b, *original[2:]],
         "fabricated record inserted": original[:6] + [fabricated] + original[6:],
-        "fabricated record appended without hashes": original + [
-            {k: v for k, v in fabricated.items() if k not in ("record_sha256", "prev_sha256")}],
+        "fabricated record appended without hashes": original
+        + [{k: v for k, v in fabricated.items() if k not in ("record_sha256", "prev_sha256")}],
         "key written twice": raw[:2] + [raw[2][:-1] + ',"status":"complete"}'] + raw[3:],
         "a record replaced by junk JSON": original[:2] + ['{"note": "deleted"}'] + original[3:],
     }

@@ -27,7 +27,7 @@ TARGET = "collect.collectors.command.collector:CommandCollector"
 REPO = Path(__file__).resolve().parents[2]
 COLLECT = str(Path(sys.executable).parent / "collect")  # the console script
 
-PROGRAM = r'''
+PROGRAM = r"""
 import json, math, os, subprocess, sys, time
 from collect.marks import phase
 
@@ -60,7 +60,7 @@ if mode == "malformed":
 if mode != "nometrics":
     with open(os.environ["PREREG_METRICS"], "w") as f:
         json.dump(metrics, f)
-'''
+"""
 
 PLAN = """schema: prereg/v1
 study: command-test
@@ -86,10 +86,21 @@ decision: {{claim: b is higher}}
 """
 
 
-def plan_text(collector: str = "command", timeout: float = 30, extra: str = "", factors: str = "    site: [0, 1]\n",
-              metrics: str = "") -> str:
-    return PLAN.format(collector=collector, python=json.dumps(sys.executable), timeout=timeout, extra=extra,
-                       factors=factors, metrics=metrics)
+def plan_text(
+    collector: str = "command",
+    timeout: float = 30,
+    extra: str = "",
+    factors: str = "    site: [0, 1]\n",
+    metrics: str = "",
+) -> str:
+    return PLAN.format(
+        collector=collector,
+        python=json.dumps(sys.executable),
+        timeout=timeout,
+        extra=extra,
+        factors=factors,
+        metrics=metrics,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -121,16 +132,31 @@ def test_a_plan_runs_the_program_with_its_metrics_traces_and_code_identity(proje
         assert r.metrics["value"] == pytest.approx(offset + (r.seed % 1000) / 1000.0)
         assert r.evidence == {"value": "measured"} and r.code["collector"] == "command"
         folder = f"traces/{r.run_id}.run"
-        assert sorted(r.traces) == sorted([*(f"{folder}/{n}" for n in
-                                           ("ckpt.txt", "marks.txt", "metrics.json", "run.json", "stderr.txt",
-                                            "stdout.txt")), f"traces/{r.run_id}.events.jsonl"])  # its story
+        assert sorted(r.traces) == sorted(
+            [
+                *(
+                    f"{folder}/{n}"
+                    for n in ("ckpt.txt", "marks.txt", "metrics.json", "run.json", "stderr.txt", "stdout.txt")
+                ),
+                f"traces/{r.run_id}.events.jsonl",
+            ]
+        )  # its story
         assert set(r.trace_sha256) == set(r.traces)  # every file of the run's folder hashed in the record
         stdout = (project / "runs" / folder / "stdout.txt").read_text()
         site = r.stratum["site"]
-        assert f"arm {r.arm} argv ['--arm', '{r.arm}', '--seed', '{r.seed}', '--site', '{site}', '{{literal}}']" in stdout
+        assert (
+            f"arm {r.arm} argv ['--arm', '{r.arm}', '--seed', '{r.seed}', '--site', '{site}', '{{literal}}']" in stdout
+        )
         run_json = json.loads((project / "runs" / folder / "run.json").read_text())
-        assert run_json == {"run_id": r.run_id, "prereg_sha256": sha, "stratum": r.stratum, "arm": r.arm,
-                            "replicate": 0, "seed": r.seed, "params": {"offset": offset, "site": site}}
+        assert run_json == {
+            "run_id": r.run_id,
+            "prereg_sha256": sha,
+            "stratum": r.stratum,
+            "arm": r.arm,
+            "replicate": 0,
+            "seed": r.seed,
+            "params": {"offset": offset, "site": site},
+        }
         marks = read_marks(project / "runs" / folder / "marks.txt")
         assert [p.name for p in phases_of(marks)] == ["compute", "checkpoint"]
         ident = r.code["command"]
@@ -181,16 +207,19 @@ def test_failures_are_recorded_with_their_reason_and_the_other_runs_go_on(projec
             time.sleep(0.05)
 
 
-@pytest.mark.parametrize(("change", "words"), [
-    (('"{arm}"', '"{nope}"'), "unknown placeholder {nope}"),
-    (('"{arm}"', '"{arm:>3}"'), "must be a plain {name}"),
-    (('"{arm}"', '"{arm"'), "literal brace"),
-    (('"{arm}"', '"{}"'), "must be a plain {name}"),
-    (("lib/**/*.py", "nothing/*.py"), "matches no file"),
-    (("lib/**/*.py", "../*.py"), "stay inside it"),
-    (("timeout_s: 30", "timeout_s: 0"), "timeout_s = 0.0 must be in"),
-    (("argv: [", "argv: []\n    old: ["), "argv = [] must be a non-empty list"),
-])
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (('"{arm}"', '"{nope}"'), "unknown placeholder {nope}"),
+        (('"{arm}"', '"{arm:>3}"'), "must be a plain {name}"),
+        (('"{arm}"', '"{arm"'), "literal brace"),
+        (('"{arm}"', '"{}"'), "must be a plain {name}"),
+        (("lib/**/*.py", "nothing/*.py"), "matches no file"),
+        (("lib/**/*.py", "../*.py"), "stay inside it"),
+        (("timeout_s: 30", "timeout_s: 0"), "timeout_s = 0.0 must be in"),
+        (("argv: [", "argv: []\n    old: ["), "argv = [] must be a non-empty list"),
+    ],
+)
 def test_bad_params_refuse_the_plan_before_anything_runs(project, change, words):
     plan, sha = loaded(plan_text().replace(*change))
     with pytest.raises(engine.EngineError, match=__import__("re").escape(words)):
@@ -221,17 +250,23 @@ def test_refused_names_and_sensors(project):
 @pytest.mark.slow  # a plan of programs under a sensor: ~3 s on the virtual clock, more on the real one
 @pytest.mark.parametrize("clock", ["virtual", "real"])
 def test_telemetry_is_sampled_outside_the_program_and_marks_become_phases(project, clock):
-    energy = ("  energy: {unit: J, better: lower, evidence: modeled, signal: energy_counter}\n"
-              "  energy_checkpoint: {unit: J, better: lower, evidence: modeled}\n"
-              "  idle_power: {unit: W, better: lower, evidence: modeled}\n")
+    energy = (
+        "  energy: {unit: J, better: lower, evidence: modeled, signal: energy_counter}\n"
+        "  energy_checkpoint: {unit: J, better: lower, evidence: modeled}\n"
+        "  idle_power: {unit: W, better: lower, evidence: modeled}\n"
+    )
     sensor = f"sim:clock={clock},update_ms=10,counter_update_ms=10,window_ms=5,noise_w=0"
     extra = f"    sensor: '{sensor}'\n    poll_ms: 5\n    idle_baseline_ms: 300\n    work_s: 0.3\n"
     plan, sha = loaded(plan_text(extra=extra, metrics=energy))
     summary = engine.run_plan(plan, sha, project / "runs")
     assert (summary.completed, summary.failed) == (4, 0), [r.error for r in read_ledger(project / "runs").records]
     for r in read_ledger(project / "runs").records:
-        assert r.evidence == {"value": "measured", "energy": "modeled", "energy_checkpoint": "modeled",
-                              "idle_power": "modeled"}
+        assert r.evidence == {
+            "value": "measured",
+            "energy": "modeled",
+            "energy_checkpoint": "modeled",
+            "idle_power": "modeled",
+        }
         summary_ = r.telemetry["energy_counter"]
         assert summary_.evidence == "modeled" and "energy_checkpoint" in (summary_.metric_bounds or {})
         trace = read_trace(project / "runs" / "traces" / f"{r.run_id}.telemetry")
@@ -266,7 +301,7 @@ def _counter_bound_limit_w(trace, phase: str) -> float:
     u = value_changes(trace, "energy_counter")
     assert u.lo_ns.size >= 2, "the counter never updated twice"
     span_s = float(max((u.hi_ns[1:] - u.lo_ns[:-1]).max(), u.hi_ns[0] - trace.t_before_ns[0])) / 1e9
-    (a_ns, b_ns), = [(p.start_ns, p.end_ns) for p in trace.phases if p.name == phase]
+    ((a_ns, b_ns),) = [(p.start_ns, p.end_ns) for p in trace.phases if p.name == phase]
     p_max_w = trace.power_range_w[1]
     return 2 * (1e-3 + p_max_w * span_s) / ((b_ns - a_ns) / 1e9)
 
@@ -276,8 +311,12 @@ def test_marks_parsing_and_the_client(tmp_path, monkeypatch):
     m = parse_mark("begin eval 10 12", 3)
     assert m is not None and (m.kind, m.name, m.before_ns, m.after_ns) == ("begin", "eval", 10, 12)
     assert parse_mark("end eval 20", 4).after_ns == 20  # type: ignore[union-attr]
-    for bad, words in [("start eval 1 2", "is not 'begin|end"), ("begin e/v 1 2", "phase name"),
-                       ("begin eval x", "integer nanoseconds"), ("begin eval 5 4", "T_AFTER_NS must be")]:
+    for bad, words in [
+        ("start eval 1 2", "is not 'begin|end"),
+        ("begin e/v 1 2", "phase name"),
+        ("begin eval x", "integer nanoseconds"),
+        ("begin eval 5 4", "T_AFTER_NS must be"),
+    ]:
         with pytest.raises(RunFailure, match=words):
             parse_mark(bad, 1)
     nested = [parse_mark(t, i) for i, t in enumerate(["begin a 1 2", "begin b 3 4", "end b 5 6", "end a 7 8"])]
@@ -300,17 +339,28 @@ def test_marks_parsing_and_the_client(tmp_path, monkeypatch):
     with marks.phase("eval"), marks.phase("inner"):
         pass
     written = read_marks(path)
-    assert [(m.kind, m.name) for m in written] == [("begin", "eval"), ("begin", "inner"), ("end", "inner"),
-                                                   ("end", "eval")]
+    assert [(m.kind, m.name) for m in written] == [
+        ("begin", "eval"),
+        ("begin", "inner"),
+        ("end", "inner"),
+        ("end", "eval"),
+    ]
     assert all(t0 <= m.before_ns <= m.after_ns <= time.monotonic_ns() for m in written)
     with pytest.raises(ValueError, match="phase name"):
         marks.mark("begin", "no spaces allowed")
 
 
 def test_placeholders_render_and_nvml_follows_cuda_visible_devices():
-    assert format_argv(["{a}", "x{b}y", "{{c}}", "{d}"], {"a": "s", "b": 0.5, "d": True}) == ["s", "x0.5y", "{c}", "true"]
+    assert format_argv(["{a}", "x{b}y", "{{c}}", "{d}"], {"a": "s", "b": 0.5, "d": True}) == [
+        "s",
+        "x0.5y",
+        "{c}",
+        "true",
+    ]
     assert sensor_for_env("nvml", {"CUDA_VISIBLE_DEVICES": "3"}) == (
-        "nvml:index=3", {"cuda_visible_devices": "3", "nvml_index": 3, "cuda_device_order": None})
+        "nvml:index=3",
+        {"cuda_visible_devices": "3", "nvml_index": 3, "cuda_device_order": None},
+    )
     assert sensor_for_env("nvml:index=1", {"CUDA_VISIBLE_DEVICES": "3"}) == ("nvml:index=1", {})
     assert sensor_for_env("nvml", {}) == ("nvml", {})
     for visible in ("0,1", "GPU-1234", ""):
@@ -333,7 +383,7 @@ def _poll(condition, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-SLEEPER = r'''
+SLEEPER = r"""
 import json, os, subprocess, sys, time
 run = json.load(open(os.environ["PREREG_RUN"]))
 if run["params"]["site"] == 1 and os.path.exists(os.environ["ARM_FILE"]):
@@ -342,7 +392,7 @@ if run["params"]["site"] == 1 and os.path.exists(os.environ["ARM_FILE"]):
         f.write(f"{os.getpgid(0)} {os.getpid()} {child.pid}")
     time.sleep(600)
 json.dump({"value": run["params"]["offset"] + run["seed"] % 7}, open(os.environ["PREREG_METRICS"], "w"))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -357,13 +407,15 @@ def test_killing_collect_run_leaves_no_process_and_resume_gives_the_same_records
     lock = project / "plan.lock.json"
     armed = project / "armed"
     env = {**os.environ, "PYTHONPATH": str(REPO), "ARM_FILE": str(armed)}
-    clean = subprocess.run([COLLECT, "run", str(lock), "--out", "clean"], env=env,
-                           capture_output=True, text=True, timeout=300)
+    clean = subprocess.run(
+        [COLLECT, "run", str(lock), "--out", "clean"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert clean.returncode == 0, clean.stderr
     armed.write_text("1")
     with interruptible_children():
-        proc = subprocess.Popen([COLLECT, "run", str(lock), "--out", "runs"], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [COLLECT, "run", str(lock), "--out", "runs"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
     pgid_file = Path(str(armed) + ".pgid")
     _poll(lambda: pgid_file.exists() and len(pgid_file.read_text().split()) == 3 or proc.poll() is not None)
     assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
@@ -373,8 +425,9 @@ def test_killing_collect_run_leaves_no_process_and_resume_gives_the_same_records
     assert proc.wait(60) == (130 if sig == signal.SIGINT else -sig)
     _poll(lambda: not _group_alive(pgid) and not alive(program) and not alive(grandchild))
     armed.unlink()
-    again = subprocess.run([COLLECT, "run", str(lock), "--out", "runs", "--resume"],
-                           env=env, capture_output=True, text=True, timeout=300)
+    again = subprocess.run(
+        [COLLECT, "run", str(lock), "--out", "runs", "--resume"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert again.returncode == 0, again.stderr
     assert contents(project / "runs") == contents(project / "clean")
     assert len(contents(project / "runs")) == 4

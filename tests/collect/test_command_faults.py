@@ -47,16 +47,40 @@ PROGRAM = textwrap.dedent("""
 WORK = ["attempted_steps", "retained_steps", "lost_steps", "replayed_steps", "faults_landed", "restarts"]
 
 
-def _run(tmp_path: Path, failures: dict[str, Any] | None, mode: str = "plain", steps: int = 20,
-         metrics: list[str] | None = None, sensor: str = "none") -> RunResult:
+def _run(
+    tmp_path: Path,
+    failures: dict[str, Any] | None,
+    mode: str = "plain",
+    steps: int = 20,
+    metrics: list[str] | None = None,
+    sensor: str = "none",
+) -> RunResult:
     (tmp_path / "prog.py").write_text(PROGRAM)
     (tmp_path / "traces").mkdir(exist_ok=True)
-    spec = None if failures is None else {"unit": "step", "at": None, "fractions": None, "poisson_rate": None,
-                                          "horizon": None, "action": "kill_tree", "rank": 0, "max_restarts": 10,
-                                          **failures}
-    params = {"argv": [sys.executable, "prog.py", str(steps), "5", mode], "workdir": str(tmp_path),
-              "code": ["prog.py"], "timeout_s": 120.0, "sensor": sensor,
-              "metrics": metrics or ["final", "starts", *WORK], "failures": spec}
+    spec = (
+        None
+        if failures is None
+        else {
+            "unit": "step",
+            "at": None,
+            "fractions": None,
+            "poisson_rate": None,
+            "horizon": None,
+            "action": "kill_tree",
+            "rank": 0,
+            "max_restarts": 10,
+            **failures,
+        }
+    )
+    params = {
+        "argv": [sys.executable, "prog.py", str(steps), "5", mode],
+        "workdir": str(tmp_path),
+        "code": ["prog.py"],
+        "timeout_s": 120.0,
+        "sensor": sensor,
+        "metrics": metrics or ["final", "starts", *WORK],
+        "failures": spec,
+    }
     checked = CommandCollector.check_run(params, {"k": 1})
     return CommandCollector().run(RunContext("r1", checked, 5, {"k": 1}, "a", 0, tmp_path / "traces"))
 
@@ -71,8 +95,15 @@ def test_step_faults_land_exactly_and_the_work_adds_up(tmp_path: Path) -> None:
     record = result.info["faults"]["record"]
     assert [(r["step"], r["attempt"], r["restart"], r["landed"]) for r in record] == [(7, 0, 1, True), (13, 1, 2, True)]
     events = read_events(tmp_path / "traces" / "r1.events.jsonl")
-    assert [e.kind for e in events if e.kind in ("attempt", "failure", "restart")] == \
-        ["attempt", "failure", "restart", "attempt", "failure", "restart", "attempt"]
+    assert [e.kind for e in events if e.kind in ("attempt", "failure", "restart")] == [
+        "attempt",
+        "failure",
+        "restart",
+        "attempt",
+        "failure",
+        "restart",
+        "attempt",
+    ]
     assert [e.aborted for e in events if e.kind == "attempt"] == [True, True, False]
     progress = read_progress(tmp_path / "traces" / "r1.progress.csv")
     assert [p.step for p in progress if p.attempt == 1] == list(range(6, 14))
@@ -111,8 +142,13 @@ def test_kill_rank_kills_only_the_process_with_that_rank(tmp_path: Path) -> None
 
 def test_a_sensor_records_the_whole_run_across_its_restarts(tmp_path: Path) -> None:
     """One telemetry recording spans every start: the energy is the run's, faults and restarts included."""
-    result = _run(tmp_path, {"at": [7]}, mode="slow", metrics=["final", "starts", "energy", "lost_steps"],
-                  sensor="sim:clock=virtual")
+    result = _run(
+        tmp_path,
+        {"at": [7]},
+        mode="slow",
+        metrics=["final", "starts", "energy", "lost_steps"],
+        sensor="sim:clock=virtual",
+    )
     assert result.metrics["starts"] == 2 and result.metrics["lost_steps"] == 2
     assert result.metrics["energy"] > 0 and result.info["faults"]["record"][0]["landed"]
     assert "r1.telemetry.meta.json" in result.traces

@@ -53,13 +53,38 @@ DDP = textwrap.dedent("""
 def test_kill_rank_of_a_torchrun_job_restarts_it_and_it_resumes_to_the_same_result(tmp_path: Path) -> None:
     (tmp_path / "ddp.py").write_text(DDP)
     (tmp_path / "traces").mkdir()
-    failures = {"unit": "step", "at": [15], "fractions": None, "poisson_rate": None, "horizon": None,
-                "action": "kill_rank", "rank": 1, "max_restarts": 3}
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-            "--max-restarts", "0", "ddp.py"]
-    params = CommandCollector.check_run({"argv": argv, "workdir": str(tmp_path), "code": ["ddp.py"],
-                                         "timeout_s": 600.0, "failures": failures,
-                                         "metrics": ["w0", "starts", "lost_steps", "attempted_steps"]}, {})
+    failures = {
+        "unit": "step",
+        "at": [15],
+        "fractions": None,
+        "poisson_rate": None,
+        "horizon": None,
+        "action": "kill_rank",
+        "rank": 1,
+        "max_restarts": 3,
+    }
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "--max-restarts",
+        "0",
+        "ddp.py",
+    ]
+    params = CommandCollector.check_run(
+        {
+            "argv": argv,
+            "workdir": str(tmp_path),
+            "code": ["ddp.py"],
+            "timeout_s": 600.0,
+            "failures": failures,
+            "metrics": ["w0", "starts", "lost_steps", "attempted_steps"],
+        },
+        {},
+    )
     result = CommandCollector().run(RunContext("r1", params, 1, {}, "a", 0, tmp_path / "traces"))
     (fault,) = result.info["faults"]["record"]
     assert fault["landed"] and fault["step"] == 15 and fault["restart"] == 1, fault

@@ -15,8 +15,12 @@ from collect.collectors.command import identity
 from collect.collectors.command.identity import ASKED, package_versions, program_identity, python_interpreter
 from collect.collectors.command.threads import THREAD_VARIABLES, inherited_threads, run_threads, thread_env
 
-FAKE_ANSWER = {"executable": "/opt/fake/bin/python3", "version": "3.9.1", "implementation": "CPython",
-               "packages": {"numpy": "1.21.0", "torch": None}}
+FAKE_ANSWER = {
+    "executable": "/opt/fake/bin/python3",
+    "version": "3.9.1",
+    "implementation": "CPython",
+    "packages": {"numpy": "1.21.0", "torch": None},
+}
 
 
 def _executable(path: Path, text: str) -> Path:
@@ -30,8 +34,11 @@ def _fake_python(bin_dir: Path, answer: dict | None, count: Path) -> Path:
     """A 'python3' that counts its calls in ``count`` and prints ``answer`` as the identity snippet would
     (None: fails as an old Python without importlib.metadata would)."""
     marker = identity.ANSWER_MARKER
-    body = ("echo 'ModuleNotFoundError: importlib.metadata' >&2; exit 1" if answer is None
-            else f"echo 'a banner a sitecustomize printed'; echo '{marker}{json.dumps(answer)}'")
+    body = (
+        "echo 'ModuleNotFoundError: importlib.metadata' >&2; exit 1"
+        if answer is None
+        else f"echo 'a banner a sitecustomize printed'; echo '{marker}{json.dumps(answer)}'"
+    )
     return _executable(bin_dir / "python3", f"#!/bin/sh\necho asked >> '{count}'\n{body}\n")
 
 
@@ -44,8 +51,13 @@ def fresh_cache():
 
 def test_thread_env_gives_each_library_the_runs_cpus_unless_the_user_set_it():
     assert thread_env(4, {}) == {name: "4" for name in THREAD_VARIABLES}
-    assert set(THREAD_VARIABLES) == {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"}
+    assert set(THREAD_VARIABLES) == {
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+    }
     assert [run_threads(x) for x in (0, 0.5, 1, 2.9, 16)] == [1, 1, 1, 2, 16]  # an integer, at least 1
     user = {"OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "", "PATH": "/bin"}
     added = thread_env(2, user)
@@ -62,8 +74,10 @@ def test_a_program_that_is_not_python_records_the_collectors_python_and_says_why
     got = program_identity(["./run.sh"], tmp_path, {"PATH": "/usr/bin:/bin"}, ["numpy"])
     assert got["python"] == {"version": platform.python_version(), "implementation": platform.python_implementation()}
     assert got["packages"] == package_versions(["numpy"]) and got["interpreter"] is None
-    assert got["source"] == (f"the collector's Python (the program's interpreter was not asked: {script} is not a "
-                             "Python interpreter or a Python script (its #! line names /bin/sh))")
+    assert got["source"] == (
+        f"the collector's Python (the program's interpreter was not asked: {script} is not a "
+        "Python interpreter or a Python script (its #! line names /bin/sh))"
+    )
     missing = program_identity(["no-such-program"], tmp_path, {"PATH": str(tmp_path / "empty")}, [])
     assert "'no-such-program' is not an executable found in" in missing["source"]
     assert missing["source"].startswith("the collector's Python (the program's interpreter was not asked: ")
@@ -88,8 +102,12 @@ def test_the_programs_interpreter_is_asked_once_per_process(tmp_path):
     fake = _fake_python(bin_dir, FAKE_ANSWER, count)
     env = {"PATH": str(bin_dir)}
     got = program_identity(["python3", "train.py"], tmp_path, env, ["numpy", "torch"])
-    assert got == {"interpreter": "/opt/fake/bin/python3", "python": {"version": "3.9.1", "implementation": "CPython"},
-                   "packages": {"numpy": "1.21.0", "torch": None}, "source": ASKED}
+    assert got == {
+        "interpreter": "/opt/fake/bin/python3",
+        "python": {"version": "3.9.1", "implementation": "CPython"},
+        "packages": {"numpy": "1.21.0", "torch": None},
+        "source": ASKED,
+    }
     for _ in range(3):
         assert program_identity(["python3", "other.py"], tmp_path, env, ["numpy", "torch"]) == got
     assert count.read_text().split() == ["asked"]  # one question for many runs
@@ -106,8 +124,10 @@ def test_an_interpreter_that_cannot_answer_leaves_the_collectors_python_said_pla
     _fake_python(bin_dir, None, tmp_path / "asked.txt")
     got = program_identity(["python3", "train.py"], tmp_path, {"PATH": str(bin_dir)}, ["numpy"])
     assert got["python"]["version"] == platform.python_version() and got["interpreter"] is None
-    assert got["source"] == (f"the collector's Python (the program's interpreter was not asked: {bin_dir / 'python3'} "
-                             "could not say (exit status 1: ModuleNotFoundError: importlib.metadata))")
+    assert got["source"] == (
+        f"the collector's Python (the program's interpreter was not asked: {bin_dir / 'python3'} "
+        "could not say (exit status 1: ModuleNotFoundError: importlib.metadata))"
+    )
 
 
 @pytest.mark.subprocess

@@ -25,10 +25,13 @@ PROGRAM = textwrap.dedent("""
 def _run(tmp_path: Path, num_cpus: float) -> tuple[dict, dict]:
     (tmp_path / "prog.py").write_text(PROGRAM)
     (tmp_path / "traces").mkdir(exist_ok=True)
-    params = CommandCollector.check_run({"argv": [sys.executable, "prog.py"], "workdir": str(tmp_path),
-                                         "code": ["prog.py"], "metrics": ["omp", "mkl"]}, {})
-    result = CommandCollector().run(RunContext("r1", params, 1, {}, "a", 0, tmp_path / "traces",
-                                               resources={"num_cpus": num_cpus}))
+    params = CommandCollector.check_run(
+        {"argv": [sys.executable, "prog.py"], "workdir": str(tmp_path), "code": ["prog.py"], "metrics": ["omp", "mkl"]},
+        {},
+    )
+    result = CommandCollector().run(
+        RunContext("r1", params, 1, {}, "a", 0, tmp_path / "traces", resources={"num_cpus": num_cpus})
+    )
     return result.metrics, result.info
 
 

@@ -77,7 +77,9 @@ def test_files_read_back_are_regular_single_link_and_bounded_before_reading(tmp_
         os.unlink(folder.path / "metrics.json")
         with open(folder.path / "marks.txt", "wb") as fh:  # 5 GiB, sparse: refused by its size, never read
             fh.truncate(5 << 30)
-        with pytest.raises(RunFailure, match=f"marks.txt is {5 << 30} bytes, more than the {64 << 20} allowed; not read"):
+        with pytest.raises(
+            RunFailure, match=f"marks.txt is {5 << 30} bytes, more than the {64 << 20} allowed; not read"
+        ):
             read_marks_in(folder)
         os.unlink(folder.path / "marks.txt")
         os.mkfifo(folder.path / "marks.txt")  # never blocks the reader
@@ -115,14 +117,17 @@ def test_a_replaced_folder_or_a_replaced_toolkit_file_is_a_run_failure(tmp_path)
 # ---------------------------------------------------------------- reasons in words, never Python's
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ('{"x": ' + "1" * 4301 + "}", "an integer with more than 4300 digits"),
-    ('{"x": ' + "9" * 400 + "}", "metric x = <a 400-digit integer> is beyond the range of a double"),
-    ('{"x": -' + "9" * 400 + "}", "metric x = <a 400-digit integer> is beyond the range of a double"),
-    ('{"x": 1e400}', "metric x = 1e400 is beyond the range of a double"),
-    ("[" * 100_000 + "]" * 100_000, "nested too deeply (arrays or objects deeper than about"),
-    ('{"x": "' + "a" * 10_000 + '"}', "is not a number"),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"x": ' + "1" * 4301 + "}", "an integer with more than 4300 digits"),
+        ('{"x": ' + "9" * 400 + "}", "metric x = <a 400-digit integer> is beyond the range of a double"),
+        ('{"x": -' + "9" * 400 + "}", "metric x = <a 400-digit integer> is beyond the range of a double"),
+        ('{"x": 1e400}', "metric x = 1e400 is beyond the range of a double"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply (arrays or objects deeper than about"),
+        ('{"x": "' + "a" * 10_000 + '"}', "is not a number"),
+    ],
+)
 def test_metrics_python_cannot_hold_fail_the_run_in_words(text, words):
     with pytest.raises(RunFailure) as err:
         parse_metrics(text.encode(), ["x"])
@@ -138,7 +143,10 @@ def test_the_codec_refuses_what_python_cannot_hold_as_a_format_error():
 
 
 def test_mark_times_past_64_bits_are_refused_in_words():
-    for line, words in [(f"begin a {1 << 63}", "past the 64-bit range"), ("begin a " + "1" * 5000, "more than 19 digits")]:
+    for line, words in [
+        (f"begin a {1 << 63}", "past the 64-bit range"),
+        ("begin a " + "1" * 5000, "more than 19 digits"),
+    ]:
         with pytest.raises(RunFailure, match=words):
             parse_mark(line, 1)
 
@@ -183,7 +191,7 @@ def test_cli_error_messages_escape_control_characters(capsys):
 
 # ---------------------------------------------------------------- a program tampering with its folder
 
-TAMPER = r'''
+TAMPER = r"""
 import json, os, sys
 run = json.load(open(os.environ["PREREG_RUN"]))
 folder = os.environ["PREREG_RUN_DIR"]
@@ -204,7 +212,7 @@ elif mode == "metrics_link":
     os.unlink(os.environ["PREREG_METRICS"]); os.symlink(os.environ["VICTIM"], os.environ["PREREG_METRICS"])
 elif mode == "folder_link":
     os.rename(folder, folder + ".moved"); os.symlink(os.path.dirname(os.environ["VICTIM"]), folder)
-'''
+"""
 
 PLAN = """schema: prereg/v1
 study: tamper
@@ -233,13 +241,16 @@ decision: {{claim: b is higher}}
 
 
 @pytest.mark.slow  # six runs of a program (four, then a resume of two): about 1 s
-@pytest.mark.parametrize(("mode", "words"), [
-    ("symlink_ledger", "stdout.txt in the run's folder was replaced by the program (now a symbolic link)"),
-    ("hardlink_ledger", "stdout.txt in the run's folder was replaced by the program (now another file)"),
-    ("symlink_outside", "stdout.txt in the run's folder was replaced by the program (now a symbolic link)"),
-    ("metrics_link", "metrics file metrics.json is a symbolic link; never followed"),
-    ("folder_link", "was replaced (now a symbolic link) while the program ran"),
-])
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("symlink_ledger", "stdout.txt in the run's folder was replaced by the program (now a symbolic link)"),
+        ("hardlink_ledger", "stdout.txt in the run's folder was replaced by the program (now another file)"),
+        ("symlink_outside", "stdout.txt in the run's folder was replaced by the program (now a symbolic link)"),
+        ("metrics_link", "metrics file metrics.json is a symbolic link; never followed"),
+        ("folder_link", "was replaced (now a symbolic link) while the program ran"),
+    ],
+)
 def test_a_program_cannot_make_the_toolkit_write_or_read_through_its_folder(tmp_path, monkeypatch, mode, words):
     (tmp_path / "prog.py").write_text(TAMPER)
     victim = tmp_path / "victim" / "precious.txt"
@@ -270,7 +281,7 @@ def test_a_program_cannot_make_the_toolkit_write_or_read_through_its_folder(tmp_
 # ---------------------------------------------------------------- the program's whole tree
 
 
-GRANDCHILD = r'''
+GRANDCHILD = r"""
 import os, sys, time
 pids = os.environ["PIDS"]
 if os.fork() == 0:  # a child; with DAEMON it leaves the session and its parent exits (a daemon)
@@ -288,7 +299,7 @@ while not os.path.exists(pids):
 if os.environ.get("DAEMON"):
     sys.exit(0)
 time.sleep(300)
-'''
+"""
 
 
 def _wait_for(condition, timeout_s: float = 60.0) -> None:
@@ -313,8 +324,9 @@ def test_killing_the_supervisor_leaves_no_grandchild(tmp_path):
     pids = tmp_path / "pids"
     env = {**os.environ, "PIDS": str(pids)}
     result: list[Finished] = []
-    thread = threading.Thread(target=lambda: result.append(
-        run_program([sys.executable, "prog.py"], str(tmp_path), env, 120)), daemon=True)
+    thread = threading.Thread(
+        target=lambda: result.append(run_program([sys.executable, "prog.py"], str(tmp_path), env, 120)), daemon=True
+    )
     thread.start()
     _wait_for(pids.exists)
     program, grandchild = (int(x) for x in pids.read_text().split())

@@ -14,15 +14,18 @@ import pytest
 from collect.engine.workers import process_identity
 
 REPO = Path(__file__).resolve().parents[2]
-WORKER = ("import sys, time; from collect.engine.workers import watch_driver; "
-          "watch_driver(int(sys.argv[1]), int(sys.argv[2])); print('watching', flush=True); time.sleep(600)")
+WORKER = (
+    "import sys, time; from collect.engine.workers import watch_driver; "
+    "watch_driver(int(sys.argv[1]), int(sys.argv[2])); print('watching', flush=True); time.sleep(600)"
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
 def _worker(pid: int, start: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WORKER, str(pid), str(start)], cwd=REPO,
-                            stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(pid), str(start)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
 
 
 def _ends(proc: subprocess.Popen) -> int | None:

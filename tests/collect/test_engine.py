@@ -106,8 +106,13 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     with interruptible_children():
-        proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     _wait_for(lambda: _ledger_lines(runs) >= 2 or proc.poll() is not None)
     assert proc.poll() is None, "the plan finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
@@ -118,8 +123,13 @@ def test_ctrl_c_says_what_was_kept_and_how_to_resume(tmp_path):
     kept = sum(1 for r in read_ledger(runs).records if r.status == "complete")
     assert f"{kept} complete run{'s' if kept != 1 else ''} of this plan are kept" in err and kept >= 2
     assert f"collect run {lock} --out {runs} --resume" in err and "Traceback" not in err
-    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--resume"), env=env,
-                           capture_output=True, text=True, timeout=120)
+    final = subprocess.run(
+        collect_cli("run", str(lock), "--out", str(runs), "--resume"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert final.returncode == 0, final.stderr
     assert f"24 runs planned, {kept}" in final.stderr  # the resume starts from what was kept
     ids = [r.run_id for r in read_ledger(runs).records if r.status == "complete"]
@@ -139,8 +149,12 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     kills = 0
     for _ in range(6):
         before = _ledger_lines(runs)
-        proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"), env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            collect_cli("run", str(lock), "--out", str(runs), "--jobs", "2"),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         # kill at a random moment after this attempt appended something (not by the clock alone, so a
         # slow start on a busy machine cannot let the whole plan finish or leave nothing to kill)
         _wait_for(lambda: _ledger_lines(runs) > before or proc.poll() is not None)  # noqa: B023 - called within this iteration
@@ -149,8 +163,13 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--resume", "--json"), env=env,
-                           capture_output=True, text=True, timeout=120)
+    final = subprocess.run(
+        collect_cli("run", str(lock), "--out", str(runs), "--resume", "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert final.returncode == 0, final.stderr
     assert kills >= 3
     ledger = read_ledger(runs)
@@ -159,8 +178,9 @@ def test_kill_9_at_random_moments_then_resume(tmp_path):
     assert not ledger.torn_tail or ledger.problems  # a torn line is reported, never data
     # the evaluation equals an uninterrupted run's
     clean = tmp_path / "clean"
-    subprocess.run(collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True, capture_output=True
+    )
     a = json.loads(run("gates", "evaluate", str(lock), str(runs), "--json").stdout)
     b = json.loads(run("gates", "evaluate", str(lock), str(clean), "--json").stdout)
     assert a["decision"] == b["decision"] == "supported"
@@ -175,7 +195,12 @@ def test_collect_run_console_refusals(tmp_path):
     assert run("prereg", "freeze", str(plan_file)).returncode == 0
     proc = run("collect", "run", str(tmp_path / "imported.lock.json"), "--out", str(tmp_path / "runs"))
     assert proc.returncode == 2 and "runs are imported" in proc.stderr
-    assert run("collect", "run", str(tmp_path / "imported.lock.json"), "--out", str(tmp_path / "r"), "--jobs", "0").returncode == 2
+    assert (
+        run(
+            "collect", "run", str(tmp_path / "imported.lock.json"), "--out", str(tmp_path / "r"), "--jobs", "0"
+        ).returncode
+        == 2
+    )
 
 
 @pytest.mark.slow
@@ -214,8 +239,13 @@ def test_ray_batches_stream_back_and_a_dead_worker_redoes_only_unreported_runs(t
     monkeypatch.setattr(ray_executor, "GROUP_S", 0.0)  # each record sent as soon as its run ends
     marks = tmp_path / "marks"
     marks.mkdir()
-    text = plan_text().replace("collector: test.slow", "collector: test.crash_once").replace(
-        "params: {sleep_ms: 0.0}", f"params: {{sleep_ms: 0.0, marks: '{marks}', crash_site: 1, crash_seed: 2}}")
+    text = (
+        plan_text()
+        .replace("collector: test.slow", "collector: test.crash_once")
+        .replace(
+            "params: {sleep_ms: 0.0}", f"params: {{sleep_ms: 0.0, marks: '{marks}', crash_site: 1, crash_seed: 2}}"
+        )
+    )
     plan, sha = loaded(text)
     _, planned = engine.expand_plan(plan, sha)
     crashing = {p.run_id for p in planned if p.stratum == {"site": 1, "seed": 2}}
@@ -271,8 +301,12 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen(collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2"),
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     tree: set[int] = set()
     try:
         ledger = runs / "ledger.jsonl"
@@ -300,8 +334,13 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
                 os.kill(p, signal.SIGKILL)
 
     done_before = len(read_ledger(runs).records)
-    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2",
-                                "--resume", "--json"), env=env, capture_output=True, text=True, timeout=300)
+    final = subprocess.run(
+        collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--jobs", "2", "--resume", "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert final.returncode == 0, final.stderr[-3000:]
     assert json.loads(final.stdout)["skipped"] == done_before > 0
     clean = tmp_path / "clean"
@@ -310,7 +349,6 @@ def test_ray_kill_9_then_resume_loses_nothing_and_leaves_no_worker(tmp_path, mon
     assert [r["run_id"] for r in resumed] == sorted({r["run_id"] for r in resumed})  # each exactly once
     assert resumed == contents(clean) and len(resumed) == 24
     assert run("gates", "evaluate", str(lock), str(runs), "--json").returncode != 3  # the chain verifies
-
 
 
 def test_a_failed_run_s_reason_is_words_or_the_collector_s_own_exception() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.helpers import run
 
-PROGRAM = r'''
+PROGRAM = r"""
 import json, os, sys
 run = json.load(open(os.environ["PREREG_RUN"]))
 p = run["params"]
@@ -23,7 +23,7 @@ metrics = {"value": p["offset"] + p["site"] / 10, "lost_steps": 3 * p["site"]}
 if p["write_extra"]:
     metrics["tokens_per_s"] = 1000.0 + p["site"]
 json.dump(metrics, open(os.environ["PREREG_METRICS"], "w"))
-'''
+"""
 
 PLAN = """schema: prereg/v1
 study: failed-runs-cli
@@ -70,7 +70,7 @@ def test_a_failed_run_says_why_in_collect_run_its_json_gates_evaluate_and_the_re
     found = LINE.search(out)
     assert found, out
     run_id = found.group(1)
-    after = out[found.end():].splitlines()[1:4]
+    after = out[found.end() :].splitlines()[1:4]
     assert after == ["      step 1 ok", "      loading shard 7", "      RuntimeError: CUDA error: out of memory"]
     assert out.index("ledger head sha256") < found.start()  # after the summary
 
@@ -78,10 +78,16 @@ def test_a_failed_run_says_why_in_collect_run_its_json_gates_evaluate_and_the_re
     assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     assert (data["completed"], data["failed"], data["skipped"]) == (0, 1, 5)
-    assert data["failed_runs"] == [{"run_id": run_id, "arm": "a", "stratum": {"site": 1}, "replicate": 0,
-                                    "reason": "the program exited with status 1",
-                                    "stderr_tail": ["step 1 ok", "loading shard 7",
-                                                    "RuntimeError: CUDA error: out of memory"]}]
+    assert data["failed_runs"] == [
+        {
+            "run_id": run_id,
+            "arm": "a",
+            "stratum": {"site": 1},
+            "replicate": 0,
+            "reason": "the program exited with status 1",
+            "stderr_tail": ["step 1 ok", "loading shard 7", "RuntimeError: CUDA error: out of memory"],
+        }
+    ]
 
     proc = run("gates", "evaluate", "plan.lock.json", "runs", env={"COLUMNS": "100"}, cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr  # refused: the cell stays missing
@@ -89,8 +95,9 @@ def test_a_failed_run_says_why_in_collect_run_its_json_gates_evaluate_and_the_re
     assert "stderr: RuntimeError: CUDA error: out of memory" in proc.stdout
     assert "Every metric per arm (descriptive, not a test)" in proc.stdout and "lost_steps" in proc.stdout
     artifact = json.loads((tmp_path / "runs" / "evaluation.json").read_text())
-    assert [(f["run_id"], f["reason"], f["cell_complete"]) for f in artifact["failed_runs"]] == \
-        [(run_id, "the program exited with status 1", False)] * 2  # the first sweep's failure and the retry's
+    assert [(f["run_id"], f["reason"], f["cell_complete"]) for f in artifact["failed_runs"]] == [
+        (run_id, "the program exited with status 1", False)
+    ] * 2  # the first sweep's failure and the retry's
     lost = next(m for m in artifact["descriptive_metrics"] if m["metric"] == "lost_steps")
     assert lost["gates"] == [] and lost["arms"]["a"]["n"] == 2 and lost["arms"]["b"]["mean"] == 3.0
 
@@ -109,8 +116,11 @@ def test_an_undeclared_metric_is_kept_as_descriptive_with_a_warning_and_fails_no
     assert (data["completed"], data["failed"]) == (5, 1)
     assert len(data["undeclared_metrics"]) == 5
     assert all(set(kept) == {"tokens_per_s"} for kept in data["undeclared_metrics"].values())
-    assert len(data["warnings"]) == 1 and "wrote metric(s) tokens_per_s the plan does not declare: kept as " \
-        "descriptive, not analysed" in data["warnings"][0]
+    assert (
+        len(data["warnings"]) == 1
+        and "wrote metric(s) tokens_per_s the plan does not declare: kept as descriptive, not analysed"
+        in data["warnings"][0]
+    )
     assert "collect run: warning: 5 runs" in proc.stderr and "tokens_per_s the plan does not declare" in proc.stderr
 
     proc = run("gates", "evaluate", "plan.lock.json", "runs", "--json", cwd=tmp_path)

@@ -25,8 +25,9 @@ def test_exactly_one_schedule_and_a_horizon_where_needed() -> None:
 
 
 def test_cross_references_are_checked_against_the_factors() -> None:
-    f = Failures.model_validate({"poisson_rate": "{rate}", "horizon": 100, "when": {"kind": ["crash"]},
-                                 "fractions": None})
+    f = Failures.model_validate(
+        {"poisson_rate": "{rate}", "horizon": 100, "when": {"kind": ["crash"]}, "fractions": None}
+    )
     assert failure_problems(f, {"rate": [0.1, 0.2], "kind": ["crash", "none"]}) == []
     problems = [msg for _, msg in failure_problems(f, {"rat": [0.1], "kind": ["none"]})]
     assert any("names factor 'rate'" in m for m in problems)
@@ -58,8 +59,9 @@ def test_schedules_in_steps_and_seconds() -> None:
 
 
 def test_poisson_draw_depends_on_the_seed_alone_and_has_the_planned_rate() -> None:
-    spec = failure_spec(Failures.model_validate({"poisson_rate": 0.02, "horizon": 200, "unit": "s",
-                                                 "max_restarts": 1000}), {})
+    spec = failure_spec(
+        Failures.model_validate({"poisson_rate": 0.02, "horizon": 200, "unit": "s", "max_restarts": 1000}), {}
+    )
     assert planned_faults(spec, 11) == planned_faults(dict(spec), 11)  # every arm of the stratum: the same
     assert planned_faults(spec, 11) != planned_faults(spec, 12)
     counts = [len(planned_faults(spec, seed)) for seed in range(2000)]

@@ -68,7 +68,10 @@ def test_parquet(tmp_path, lock):
         (lambda rows: rows[5].update(final_nll="abc"), "row 6: final_nll: 'abc' is not a number"),
         (lambda rows: rows[1].update(replicate=1), "row 2: replicate 1 is outside"),
         (lambda rows: [r.update(mystery=1) for r in rows], "column 'mystery' is not a column of this plan"),
-        (lambda rows: [r.update({"power.updates": 1}) for r in rows], "column 'power.updates' is not a column of this plan"),
+        (
+            lambda rows: [r.update({"power.updates": 1}) for r in rows],
+            "column 'power.updates' is not a column of this plan",
+        ),
         (lambda rows: rows[2].update(status="crashed"), "row 3: status 'crashed'"),
         (lambda rows: rows.append(dict(rows[0])), "row 13: arm fixed in stratum"),
         (lambda rows: rows[4].update({"energy_counter.updates": "2.5"}), "row 5: energy_counter.updates"),
@@ -123,7 +126,11 @@ def test_non_finite_and_missing_values_are_kept(tmp_path, lock):
     rows[1]["energy"] = ""
     assert do_import(write_csv(tmp_path / "runs.csv", rows), lock, tmp_path / "runs").returncode == 0
     records = read_ledger(tmp_path / "runs").records
-    assert records[0].metrics["final_nll"] == "NaN" and "energy" not in records[1].metrics or records[1].metrics["energy"] is None
+    assert (
+        records[0].metrics["final_nll"] == "NaN"
+        and "energy" not in records[1].metrics
+        or records[1].metrics["energy"] is None
+    )
 
 
 def test_bad_inputs(tmp_path, lock):

@@ -50,13 +50,16 @@ def rows(**bounds: float) -> list[dict]:
     for site in range(8):
         for arm in ("fixed", "adaptive"):
             adaptive = arm == "adaptive"
-            out.append({
-                "arm": arm, "site": site,
-                "energy": 5000.0 * ((0.85 + JITTER[site]) if adaptive else 1 + JITTER[(site + 3) % 8]),
-                "energy_checkpoint": 900.0 + (40.0 * JITTER[site] * 100 if adaptive else 0.0),
-                "energy_counter.updates": 50,
-                **bounds,
-            })
+            out.append(
+                {
+                    "arm": arm,
+                    "site": site,
+                    "energy": 5000.0 * ((0.85 + JITTER[site]) if adaptive else 1 + JITTER[(site + 3) % 8]),
+                    "energy_checkpoint": 900.0 + (40.0 * JITTER[site] * 100 if adaptive else 0.0),
+                    "energy_counter.updates": 50,
+                    **bounds,
+                }
+            )
     return out
 
 
@@ -115,8 +118,9 @@ def test_a_metric_without_its_bound_is_unresolvable_not_given_anothers(tmp_path,
     assert "no measurement bound" in " ".join(gates["checkpoint_equivalent"]["notes"])
 
 
-@pytest.mark.parametrize("cell, words", [("-1", "finite number >= 0"), ("inf", "finite number >= 0"),
-                                         ("x", "is not a number")])
+@pytest.mark.parametrize(
+    "cell, words", [("-1", "finite number >= 0"), ("inf", "finite number >= 0"), ("x", "is not a number")]
+)
 def test_a_bad_bound_cell_is_named(tmp_path, lock, cell, words):
     table = rows(**{"energy.bound": 60.0, "energy_checkpoint.bound": 600.0})
     table[3]["energy_checkpoint.bound"] = cell
@@ -127,8 +131,10 @@ def test_a_bad_bound_cell_is_named(tmp_path, lock, cell, words):
 
 def test_single_metric_signal_keeps_its_signal_column(tmp_path):
     """With one metric on the signal, ``<signal>.bound`` is that metric's (and giving both is refused)."""
-    single = PLAN.replace("  energy_checkpoint: {unit: J, better: lower, evidence: measured, signal: energy_counter}\n",
-                          "  energy_checkpoint: {unit: J, better: lower, evidence: measured}\n")
+    single = PLAN.replace(
+        "  energy_checkpoint: {unit: J, better: lower, evidence: measured, signal: energy_counter}\n",
+        "  energy_checkpoint: {unit: J, better: lower, evidence: measured}\n",
+    )
     lock = frozen_shared(tmp_path, "single.yaml", single)
     proc, runs = do_import(tmp_path, lock, rows(**{"energy_counter.bound": 60.0}))
     assert proc.returncode == 0, proc.stderr

@@ -74,9 +74,34 @@ number_text = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.floats(allow_nan=False, allow_infinity=False).map(lambda f: f"{f:.17g}"),
     st.integers(-(10**40), 10**40).map(str),
-    st.sampled_from(["", " ", "nan", "NaN", "-nan", "inf", "-inf", "+inf", "Infinity", "-Infinity", "INF",
-                     "1_000", " 2.50 ", "1e308", "1e309", "-0", "-0.0", "0.1", "1E-320", "x", "１２", "1,5",
-                     "0x10", "True"]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "nan",
+            "NaN",
+            "-nan",
+            "inf",
+            "-inf",
+            "+inf",
+            "Infinity",
+            "-Infinity",
+            "INF",
+            "1_000",
+            " 2.50 ",
+            "1e308",
+            "1e309",
+            "-0",
+            "-0.0",
+            "0.1",
+            "1E-320",
+            "x",
+            "１２",
+            "1,5",
+            "0x10",
+            "True",
+        ]
+    ),
 )
 DERIVED = "<derived>"  # a seed cell to fill with the plan's derived seed of its row's cell (with_seeds)
 CSV_CELLS: dict[str, st.SearchStrategy[str]] = {
@@ -120,8 +145,10 @@ def json_tables(draw: Any) -> list[dict[str, Any]]:
     rows = draw(csv_tables())
     out = []
     for row in rows:  # typed JSON values in place of some cells (levels, numbers, anything)
-        typed = {c: draw(st.one_of(st.just(v), json_cell, st.sampled_from([0, 1, True, 2.5, 1.0, 7, -0.0])))
-                 for c, v in row.items()}
+        typed = {
+            c: draw(st.one_of(st.just(v), json_cell, st.sampled_from([0, 1, True, 2.5, 1.0, 7, -0.0])))
+            for c, v in row.items()
+        }
         out.append(typed)
     return out
 
@@ -129,24 +156,58 @@ def json_tables(draw: Any) -> list[dict[str, Any]]:
 @st.composite
 def valid_tables(draw: Any) -> list[dict[str, str]]:
     """Tables both paths import: distinct cells, valid values (numbers in every spelling)."""
-    cells = draw(st.lists(st.tuples(st.sampled_from(["a", "B_2"]), st.sampled_from(["0", "1", "x", 'ü€"\\', "true",
-                                                                                        "2.5"]),
-                                    st.sampled_from(["north", "süd"]), st.sampled_from(["0", "1", "2"])),
-                          min_size=1, max_size=12, unique=True))
-    optional = draw(st.lists(st.sampled_from(["replicate", "nll", "Flop", "_energy", "energy_counter.updates",
-                                              "energy_counter.bound", "energy_counter.evidence", "seed",
-                                              "started_at", "finished_at", "status", "e_total.bound",
-                                              "e_ckpt.bound", "power_meter.updates"]), unique=True))
+    cells = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["a", "B_2"]),
+                st.sampled_from(["0", "1", "x", 'ü€"\\', "true", "2.5"]),
+                st.sampled_from(["north", "süd"]),
+                st.sampled_from(["0", "1", "2"]),
+            ),
+            min_size=1,
+            max_size=12,
+            unique=True,
+        )
+    )
+    optional = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "replicate",
+                    "nll",
+                    "Flop",
+                    "_energy",
+                    "energy_counter.updates",
+                    "energy_counter.bound",
+                    "energy_counter.evidence",
+                    "seed",
+                    "started_at",
+                    "finished_at",
+                    "status",
+                    "e_total.bound",
+                    "e_ckpt.bound",
+                    "power_meter.updates",
+                ]
+            ),
+            unique=True,
+        )
+    )
     good_number = number_text.filter(lambda t: t.strip() == "" or _is_number(t))
-    valid = {"nll": good_number, "Flop": good_number, "_energy": good_number,
-             "energy_counter.updates": st.sampled_from(["", "0", "5", "5.0", "1e3"]),
-             "energy_counter.bound": st.sampled_from(["", "0.5", "1e-9", "12345.678901234567"]),
-             "energy_counter.evidence": st.sampled_from(["", "measured", "modeled"]),
-             "e_total.bound": st.sampled_from(["", "0", "60", "1e-9", "12345.678901234567"]),
-             "e_ckpt.bound": st.sampled_from(["", "600", "0.5"]), "power_meter.updates": st.sampled_from(["", "5"]),
-             "seed": st.sampled_from(["", DERIVED]),
-             "started_at": st.sampled_from(["", "2026-01-01T00:00:00Z"]), "finished_at": st.text(max_size=8),
-             "status": st.sampled_from(["", "complete", "failed"])}
+    valid = {
+        "nll": good_number,
+        "Flop": good_number,
+        "_energy": good_number,
+        "energy_counter.updates": st.sampled_from(["", "0", "5", "5.0", "1e3"]),
+        "energy_counter.bound": st.sampled_from(["", "0.5", "1e-9", "12345.678901234567"]),
+        "energy_counter.evidence": st.sampled_from(["", "measured", "modeled"]),
+        "e_total.bound": st.sampled_from(["", "0", "60", "1e-9", "12345.678901234567"]),
+        "e_ckpt.bound": st.sampled_from(["", "600", "0.5"]),
+        "power_meter.updates": st.sampled_from(["", "5"]),
+        "seed": st.sampled_from(["", DERIVED]),
+        "started_at": st.sampled_from(["", "2026-01-01T00:00:00Z"]),
+        "finished_at": st.text(max_size=8),
+        "status": st.sampled_from(["", "complete", "failed"]),
+    }
     rows = []
     for arm, site, zone, rep in cells:
         row = {"arm": arm, "site": site, "Zone": zone}
@@ -190,6 +251,7 @@ def _is_number(text: str) -> bool:
 
 
 # -- both paths ----------------------------------------------------------------------------------
+
 
 def _write(rows: list[dict[str, Any]], folder: Path, kind: str) -> Path:
     if kind == "csv":
@@ -238,8 +300,9 @@ def with_seeds(rows: list[dict[str, Any]], plan: Any, kind: str) -> list[dict[st
     return out
 
 
-def _same_both_ways(rows: list[dict[str, Any]], plan: Any, kind: str, already: int = 0,
-                    only_fast: bool = False) -> tuple[Any, ...]:
+def _same_both_ways(
+    rows: list[dict[str, Any]], plan: Any, kind: str, already: int = 0, only_fast: bool = False
+) -> tuple[Any, ...]:
     """Import ``rows`` both ways (after the first ``already`` rows went in row by row); the outcome.
     ``only_fast``: the fast way must take the table (not hand it to the row path). ``DERIVED`` seed
     cells are filled in first (``with_seeds``)."""
@@ -288,8 +351,9 @@ def test_the_scale_benchmark_table_byte_for_byte(plan, tmp_path):
     """The table bench_scale.py imports (2 000 rows here): identical ledgers, and the fast path is taken."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_scale", Path(__file__).parents[2] / "benchmarks" /
-                                                  "bench_scale.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_scale", Path(__file__).parents[2] / "benchmarks" / "bench_scale.py"
+    )
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -313,15 +377,19 @@ def test_declines_rather_than_guess(plan):
     with pytest.raises(Declined):
         Table.of_rows([{"arm": "a"}, {"arm": "a", "site": "0"}])
     with pytest.raises(Declined):  # a repeated cell: the row path names it
-        prepare(Table.of_rows([{"arm": "a", "site": "0", "Zone": "north"}] * 2), *plan, "t.csv",
-                Ledger(path=Path("x")))
+        prepare(Table.of_rows([{"arm": "a", "site": "0", "Zone": "north"}] * 2), *plan, "t.csv", Ledger(path=Path("x")))
 
 
 # -- the pieces ----------------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(10**30), 10**30),
-              st.floats(allow_nan=False, allow_infinity=False), st.text()),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**30), 10**30),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(),
+    ),
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
     max_leaves=12,
 )
@@ -332,7 +400,9 @@ json_values = st.recursive(
 @given(value=json_values)
 def test_the_codec_is_json_dumps_with_the_canonical_settings(value):
     try:  # the reference: the standard library's encoder with the settings the formats document
-        expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        expected = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
     except (ValueError, UnicodeEncodeError) as err:  # a lone surrogate: both refuse it
         with pytest.raises(type(err)):
             canonical_bytes(value)
@@ -341,9 +411,12 @@ def test_the_codec_is_json_dumps_with_the_canonical_settings(value):
 
 
 @settings(max_examples=300, deadline=None)
-@given(data=st.dictionaries(st.text(max_size=14).filter(lambda k: k not in (FIELD, "prev_sha256")), json_values,
-                            max_size=8),
-       prev=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64))
+@given(
+    data=st.dictionaries(
+        st.text(max_size=14).filter(lambda k: k not in (FIELD, "prev_sha256")), json_values, max_size=8
+    ),
+    prev=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+)
 @pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_sealing_from_item_runs_is_the_canonical_line_and_hash(data, prev):
     try:
@@ -361,8 +434,7 @@ def test_sealing_from_item_runs_is_the_canonical_line_and_hash(data, prev):
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=st.one_of(st.floats(), st.sampled_from(["NaN", "Infinity", "-Infinity"]), st.none()),
-       text=st.text())
+@given(value=st.one_of(st.floats(), st.sampled_from(["NaN", "Infinity", "-Infinity"]), st.none()), text=st.text())
 def test_pieces_are_the_encoder_s_texts(value, text):
     stored = value if not isinstance(value, float) or math.isfinite(value) else "NaN"
     assert float_text(stored) == value_text(stored)
@@ -370,7 +442,8 @@ def test_pieces_are_the_encoder_s_texts(value, text):
     columns = {"b": ['"b":1', None], "a": ['"a":' + string_text(text), '"a":null'], "B": ['"B":true', '"B":[]']}
     assert rows_of_objects(2, columns) == [
         json.dumps({"b": 1, "a": text, "B": True}, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
-        json.dumps({"a": None, "B": []}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)]
+        json.dumps({"a": None, "B": []}, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+    ]
 
 
 @settings(max_examples=500, deadline=None)
@@ -393,8 +466,10 @@ def test_seal_chains_from_the_head(plan):
     payload, records, head = seal(prepare(Table.of_rows(rows), *plan, "t.csv", Ledger(path=Path("x"))), GENESIS)
     lines = payload.splitlines()
     assert [r.prev_sha256 for r in records] == [GENESIS, records[0].record_sha256] and head == records[1].record_sha256
-    assert [hashlib.sha256(canonical_bytes({k: v for k, v in json.loads(line).items() if k != FIELD})).hexdigest()
-            for line in lines] == [r.record_sha256 for r in records]
+    assert [
+        hashlib.sha256(canonical_bytes({k: v for k, v in json.loads(line).items() if k != FIELD})).hexdigest()
+        for line in lines
+    ] == [r.record_sha256 for r in records]
 
 
 csv_text = st.lists(
@@ -428,8 +503,10 @@ def test_both_paths_carry_the_look_ledger_head_the_same_way(plan, tmp_path):
     and count (evidence that those looks existed), in the same bytes."""
     seen = ("ab" * 32, 2)
     rows = [{"arm": arm, "site": "0", "Zone": "north", "nll": "0.5"} for arm in ("a", "B_2")]
-    with mock.patch.object(importer, "looks_evidence", return_value=seen), \
-            mock.patch("collect.ledger.store.looks_evidence", return_value=seen):
+    with (
+        mock.patch.object(importer, "looks_evidence", return_value=seen),
+        mock.patch("collect.ledger.store.looks_evidence", return_value=seen),
+    ):
         fast = _outcome(_write(rows, tmp_path, "csv"), plan, tmp_path / "fast", fast=True, only_fast=True)
         slow = _outcome(_write(rows, tmp_path, "csv"), plan, tmp_path / "slow", fast=False)
     assert fast[0] == "ok" and fast == slow

@@ -20,8 +20,11 @@ def do_import(table: Path, lock: Path, runs: Path, *extra: str):
 
 def other_plan(tmp_path: Path) -> Path:
     """An unrelated plan with the same columns (another study)."""
-    text = shared_example_path("equal-work.yaml").read_text().replace(
-        "study: equal-work-continuation", "study: another-study")
+    text = (
+        shared_example_path("equal-work.yaml")
+        .read_text()
+        .replace("study: equal-work-continuation", "study: another-study")
+    )
     return frozen_shared(tmp_path, "other.yaml", text)
 
 
@@ -84,8 +87,12 @@ def test_runs_started_before_the_freeze_are_warned_about_at_import(tmp_path):
     # the advice can be followed once frozen: amend to declare pre-existing data, import into a new folder
     plan = tmp_path / "equal-work.yaml"
     plan.write_text(plan.read_text() + "data:\n  pre_existing: true\n  reason: the runs were made last year\n")
-    assert run("prereg", "amend", str(plan), "--reason", "declare pre-existing data",
-               "--runs", str(tmp_path / "runs")).returncode == 0
+    assert (
+        run(
+            "prereg", "amend", str(plan), "--reason", "declare pre-existing data", "--runs", str(tmp_path / "runs")
+        ).returncode
+        == 0
+    )
     again = do_import(write_csv(tmp_path / "runs.csv", rows), lock, tmp_path / "new")
     assert again.returncode == 0 and "warning" not in again.stderr, again.stderr
     ev = run("gates", "evaluate", str(lock), str(tmp_path / "new"), "--json")
@@ -138,7 +145,14 @@ def test_a_start_in_the_future_is_refused_naming_the_rows(tmp_path):
     stamp meant to look later than the freeze) is refused, exit 2, nothing written."""
     lock = frozen_shared(tmp_path)
     rows = [{**r, "started_at": "2099-01-01T00:00:00Z" if i == 3 else ""} for i, r in enumerate(equal_work_rows())]
-    proc = run("collect", "import", str(write_csv(tmp_path / "t.csv", rows)), "--lock", str(lock),
-               "--out", str(tmp_path / "runs"))
+    proc = run(
+        "collect",
+        "import",
+        str(write_csv(tmp_path / "t.csv", rows)),
+        "--lock",
+        str(lock),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert proc.returncode == 2 and "row 4" in proc.stderr and "is in the future" in proc.stderr, proc.stderr
     assert not (tmp_path / "runs").exists()

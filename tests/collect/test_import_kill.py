@@ -85,8 +85,13 @@ def study(tmp_path_factory):
     ref = folder / "ref"
     for t in (first, table):
         assert _import(t, lock, ref).returncode == 0
-    return {"lock": lock, "table": table, "first": first, "before": _ledger(folder, first, lock),
-            "reference": (ref / "ledger.jsonl").read_bytes()}
+    return {
+        "lock": lock,
+        "table": table,
+        "first": first,
+        "before": _ledger(folder, first, lock),
+        "reference": (ref / "ledger.jsonl").read_bytes(),
+    }
 
 
 def _import(table: Path, lock: Path, runs: Path) -> subprocess.CompletedProcess:
@@ -129,20 +134,22 @@ def _check_rerun(runs: Path, study: dict) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("point", "arg", "whole"), [
-    ("journal-write", "0.5", False),  # not committed: absent
-    ("after-commit", "0", True),  # committed, not a byte appended: whole
-    ("ledger-write", "0", True),
-    ("ledger-write", "0.37", True),  # torn in the middle of a line
-    ("ledger-write", "line", True),  # cut at a line boundary: complete lines of a part of the batch
-    ("ledger-write", "1", True),  # all of it written, killed before the fsync
-    ("before-finish", "0", True),  # appended and fsynced, the journal still there
-])
+@pytest.mark.parametrize(
+    ("point", "arg", "whole"),
+    [
+        ("journal-write", "0.5", False),  # not committed: absent
+        ("after-commit", "0", True),  # committed, not a byte appended: whole
+        ("ledger-write", "0", True),
+        ("ledger-write", "0.37", True),  # torn in the middle of a line
+        ("ledger-write", "line", True),  # cut at a line boundary: complete lines of a part of the batch
+        ("ledger-write", "1", True),  # all of it written, killed before the fsync
+        ("before-finish", "0", True),  # appended and fsynced, the journal still there
+    ],
+)
 def test_kill_9_at_each_step_of_the_append(tmp_path, study, point, arg, whole):
     runs = _fresh(tmp_path, study)
     argv = ["import", str(study["table"]), "--lock", str(study["lock"]), "--out", str(runs)]
-    proc = subprocess.run([sys.executable, "-c", CHILD, point, arg, *argv], env=ENV, capture_output=True,
-                          timeout=600)
+    proc = subprocess.run([sys.executable, "-c", CHILD, point, arg, *argv], env=ENV, capture_output=True, timeout=600)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     _check_after_kill(runs, study, whole)
     _check_rerun(runs, study)
@@ -156,8 +163,17 @@ def test_kill_9_at_random_moments_of_a_real_import(tmp_path, study):
     for trial in range(6):
         (tmp_path / str(trial)).mkdir()
         runs = _fresh(tmp_path / str(trial), study)
-        cmd = [sys.executable, "-m", "prereg_toolkit_cli.collect", "import", str(study["table"]), "--lock", str(study["lock"]),
-               "--out", str(runs)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "prereg_toolkit_cli.collect",
+            "import",
+            str(study["table"]),
+            "--lock",
+            str(study["lock"]),
+            "--out",
+            str(runs),
+        ]
         proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if trial % 2:
             while proc.poll() is None and not pending_path(runs).exists():
@@ -184,8 +200,12 @@ def test_a_reader_never_sees_a_batch_half_written(tmp_path, study):
         "sys.stdin.readline()\n"
         "os.ftruncate(fd, int(sys.argv[2]))\n"
     )
-    child = subprocess.Popen([sys.executable, "-c", holder, str(runs / "ledger.jsonl"), str(len(study["before"]))],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", holder, str(runs / "ledger.jsonl"), str(len(study["before"]))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None and child.stdin is not None
     assert child.stdout.readline().strip() == "held"
     seen = []
@@ -202,8 +222,9 @@ def test_a_reader_never_sees_a_batch_half_written(tmp_path, study):
 
 def test_a_journal_that_does_not_continue_the_ledger_is_never_applied(tmp_path, study):
     runs = _fresh(tmp_path, study)
-    pending_path(runs).write_bytes(b'{"format": "collect/ledger-pending/v1", "offset": 5, "length": 3, '
-                                   b'"sha256": "0"}\nabc')
+    pending_path(runs).write_bytes(
+        b'{"format": "collect/ledger-pending/v1", "offset": 5, "length": 3, "sha256": "0"}\nabc'
+    )
     ledger = read_ledger(runs)
     assert len(ledger.records) == ACKNOWLEDGED and ledger.pending and "ignored" in ledger.pending
     with pytest.raises(OSError, match="does not continue the ledger") as caught:

@@ -22,9 +22,17 @@ def _rows(**split: float) -> list[dict]:
     for i, (site, seed) in enumerate((s, d) for s in range(4) for d in (101, 102)):
         for arm in ("restart", "continue"):
             energy = 180_000.0 * (SAVING[i] if arm == "continue" else 1.0)
-            out.append({"arm": arm, "site": site, "seed": seed, "final_nll": 2.9, "energy": energy,
-                        "energy.bound": 0.033 * energy,
-                        **{k: v * energy for k, v in split.items()}})
+            out.append(
+                {
+                    "arm": arm,
+                    "site": site,
+                    "seed": seed,
+                    "final_nll": 2.9,
+                    "energy": energy,
+                    "energy.bound": 0.033 * energy,
+                    **{k: v * energy for k, v in split.items()},
+                }
+            )
     return out
 
 

@@ -8,21 +8,21 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from collect.ledger.store import (
-    RunRecord,
-    append_records,
-    encode_metric,
-    ledger_path,
-    read_ledger,
-)
+from collect.ledger.store import RunRecord, append_records, encode_metric, ledger_path, read_ledger
 
 HASH = "a" * 64
 
 
 def record(run_id: str = "r1", **overrides) -> RunRecord:
     data = {
-        "run_id": run_id, "prereg_sha256": HASH, "stratum": {"seed": 1}, "arm": "a", "replicate": 0,
-        "status": "complete", "metrics": {"loss": 1.5}, "telemetry": {"energy_counter": {"updates": 3}},
+        "run_id": run_id,
+        "prereg_sha256": HASH,
+        "stratum": {"seed": 1},
+        "arm": "a",
+        "replicate": 0,
+        "status": "complete",
+        "metrics": {"loss": 1.5},
+        "telemetry": {"energy_counter": {"updates": 3}},
     }
     data.update(overrides)
     return RunRecord.model_validate(data)
@@ -35,7 +35,9 @@ def test_append_and_read_back(tmp_path):
     assert [r.run_id for r in ledger.records] == ["r1", "r2", "r3"]
     assert ledger.problems == [] and ledger.lines == 3 and len(ledger.sha256) == 64
     assert ledger.records[0].telemetry["energy_counter"].updates == 3
-    assert all(json.loads(line)["record"] == "collect/run/v2" for line in ledger_path(tmp_path).read_text().splitlines())
+    assert all(
+        json.loads(line)["record"] == "collect/run/v2" for line in ledger_path(tmp_path).read_text().splitlines()
+    )
 
 
 def test_appends_never_rewrite_earlier_bytes(tmp_path):
@@ -81,8 +83,15 @@ def test_non_finite_metrics_round_trip(tmp_path):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"status": "done"}, {"replicate": -1}, {"prereg_sha256": "xyz"}, {"run_id": "../escape"}, {"extra": 1},
-     {"metrics": {"loss": "1.5"}}, {"telemetry": {"s": {"updates": -1}}}],
+    [
+        {"status": "done"},
+        {"replicate": -1},
+        {"prereg_sha256": "xyz"},
+        {"run_id": "../escape"},
+        {"extra": 1},
+        {"metrics": {"loss": "1.5"}},
+        {"telemetry": {"s": {"updates": -1}}},
+    ],
 )
 def test_invalid_records_are_refused_before_writing(tmp_path, overrides):
     with pytest.raises(ValidationError):

@@ -16,12 +16,21 @@ SHA = "c" * 64
 
 
 def _record(i: int, **extra) -> RunRecord:
-    fields = dict(run_id=f"run-{i}", prereg_sha256=SHA, stratum={"seed": i, "site": "a" if i % 2 else 1.5},
-                  arm="ab"[i % 2], replicate=i % 3, status="complete" if i % 7 else "failed",
-                  metrics={"x": float(i), "y": None if i % 5 == 0 else ("NaN" if i % 11 == 0 else -i)},
-                  telemetry={"e": TelemetrySummary(updates=i, bound=0.5, evidence="measured")} if i % 4 else {},
-                  evidence={"x": "modeled"} if i % 6 == 0 else None, started_at="2026-01-01T00:00:00Z",
-                  seed=i, code={"toolkit": "0.2"}, source=f"row {i}")
+    fields = dict(
+        run_id=f"run-{i}",
+        prereg_sha256=SHA,
+        stratum={"seed": i, "site": "a" if i % 2 else 1.5},
+        arm="ab"[i % 2],
+        replicate=i % 3,
+        status="complete" if i % 7 else "failed",
+        metrics={"x": float(i), "y": None if i % 5 == 0 else ("NaN" if i % 11 == 0 else -i)},
+        telemetry={"e": TelemetrySummary(updates=i, bound=0.5, evidence="measured")} if i % 4 else {},
+        evidence={"x": "modeled"} if i % 6 == 0 else None,
+        started_at="2026-01-01T00:00:00Z",
+        seed=i,
+        code={"toolkit": "0.2"},
+        source=f"row {i}",
+    )
     fields.update(extra)
     return RunRecord(**fields)
 
@@ -30,8 +39,17 @@ def _same(runs) -> LedgerColumns:
     """Both readers on ``runs``: everything they report must agree; returns the columns."""
     ledger, cols = read_ledger(runs), read_ledger_columns(runs)
     expected = LedgerColumns.from_ledger(ledger)
-    for name in ("problems", "sha256", "lines", "torn_tail", "hashes", "record_lines", "refused_lines", "pending",
-                 "stopped_at_line"):
+    for name in (
+        "problems",
+        "sha256",
+        "lines",
+        "torn_tail",
+        "hashes",
+        "record_lines",
+        "refused_lines",
+        "pending",
+        "stopped_at_line",
+    ):
         assert getattr(cols, name) == getattr(expected, name), name
     assert cols.columns.keys() == expected.columns.keys() == set(FIELDS)
     for name in FIELDS:  # == and the same types (an int metric stays what the model makes of it)
@@ -49,8 +67,10 @@ def runs(tmp_path):
 
 def test_a_clean_ledger_gives_the_records_fields_as_columns(runs, monkeypatch):
     monkeypatch.setattr(columns_module, "CHUNK", 7)  # several chunks, the last one short
+
     def no_fallback(_runs):
         raise AssertionError("a clean ledger is read column-wise, not record by record")
+
     with monkeypatch.context() as m:
         m.setattr(columns_module, "read_ledger", no_fallback)
         read_ledger_columns(runs)
@@ -66,8 +86,9 @@ def test_a_clean_ledger_gives_the_records_fields_as_columns(runs, monkeypatch):
             assert a == b or (a is not None and b is not None and math.isnan(a) and math.isnan(b))
         assert row.as_record() == record
     floats = cols.metric_floats("y")
-    assert [math.isnan(v) for v in floats] == [r.metric("y") is None or math.isnan(r.metric("y"))
-                                               for r in ledger.records]
+    assert [math.isnan(v) for v in floats] == [
+        r.metric("y") is None or math.isnan(r.metric("y")) for r in ledger.records
+    ]
 
 
 def _edit(runs, index: int, change) -> None:
@@ -86,6 +107,7 @@ def _field(name, value):
         else:
             data[name] = value
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
     return change
 
 

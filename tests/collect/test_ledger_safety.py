@@ -21,8 +21,15 @@ SHA = "b" * 64
 
 
 def _record(i: int) -> RunRecord:
-    return RunRecord(run_id=f"run-{i}", prereg_sha256=SHA, stratum={"seed": i}, arm="a", replicate=0,
-                     status="complete", metrics={"x": float(i)})
+    return RunRecord(
+        run_id=f"run-{i}",
+        prereg_sha256=SHA,
+        stratum={"seed": i},
+        arm="a",
+        replicate=0,
+        status="complete",
+        metrics={"x": float(i)},
+    )
 
 
 def _disk_full_after(monkeypatch, keep: int, skip: int = 0) -> None:
@@ -103,12 +110,19 @@ def test_a_padded_ledger_is_refused_in_bounded_memory(tmp_path, padding):
         print(report.status, len(ledger.records), len(ledger.problems), ledger.stopped_at_line, ledger.lines,
               hwm // 1024, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert proc.returncode == 0, proc.stderr
     status, records, problems, stopped, counted, peak_mb, maxrss_mb = proc.stdout.split()
-    print(f"ledger of {size / 1e6:.0f} MB ({padding}): peak RSS {peak_mb} MB, parsing stopped at line {stopped} "
-          f"(getrusage ru_maxrss {maxrss_mb} MB, which includes the parent's peak before exec)")
+    print(
+        f"ledger of {size / 1e6:.0f} MB ({padding}): peak RSS {peak_mb} MB, parsing stopped at line {stopped} "
+        f"(getrusage ru_maxrss {maxrss_mb} MB, which includes the parent's peak before exec)"
+    )
     assert status == "broken" and stopped != "None" and int(counted) >= 200_000  # every line hashed and counted
     assert int(records) <= len(lines) + MAX_BAD_LINES + 1 and int(problems) <= MAX_BAD_LINES + 2
     assert int(peak_mb) < 300
@@ -124,14 +138,17 @@ def fifo(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("args", [
-    ["reports", "html", "{input}"],
-    ["reports", "html", "{input}", "-o", "{tmp}/r.html"],
-    ["reports", "show", "{input}"],
-    ["reports", "plot", "{input}"],
-    ["prereg", "verify", "{input}"],
-    ["prereg", "freeze", "{input}"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reports", "html", "{input}"],
+        ["reports", "html", "{input}", "-o", "{tmp}/r.html"],
+        ["reports", "show", "{input}"],
+        ["reports", "plot", "{input}"],
+        ["prereg", "verify", "{input}"],
+        ["prereg", "freeze", "{input}"],
+    ],
+)
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
 def test_no_reader_blocks_on_a_fifo_or_reads_a_device(tmp_path, fifo, args, kind):
     source = str(fifo) if kind == "fifo" else "/dev/zero"

@@ -40,18 +40,24 @@ def _jsonl(path: Path, rows: list[dict], row: int, column: str, literal: str) ->
     return path
 
 
-@pytest.mark.parametrize(("kind", "literal", "shown"), [
-    ("csv", DIGITS_400, "<a 401-digit number>"),
-    ("csv", "1e400", "1e400"),
-    ("csv", "-1.5E+999", "-1.5E+999"),
-    ("jsonl", DIGITS_400, "<a 401-digit integer>"),  # JSON reads it exactly, as an int
-    ("jsonl", "1e400", "1e400"),  # JSON's float reader gives inf: marked, then refused
-    ("rows", DIGITS_400, "<a 401-digit integer>"),  # a DataFrame's or list's Python int
-], ids=["csv-digits", "csv-exponent", "csv-negative", "jsonl-int", "jsonl-exponent", "dataframe-int"])
+@pytest.mark.parametrize(
+    ("kind", "literal", "shown"),
+    [
+        ("csv", DIGITS_400, "<a 401-digit number>"),
+        ("csv", "1e400", "1e400"),
+        ("csv", "-1.5E+999", "-1.5E+999"),
+        ("jsonl", DIGITS_400, "<a 401-digit integer>"),  # JSON reads it exactly, as an int
+        ("jsonl", "1e400", "1e400"),  # JSON's float reader gives inf: marked, then refused
+        ("rows", DIGITS_400, "<a 401-digit integer>"),  # a DataFrame's or list's Python int
+    ],
+    ids=["csv-digits", "csv-exponent", "csv-negative", "jsonl-int", "jsonl-exponent", "dataframe-int"],
+)
 def test_an_import_refuses_the_row_naming_the_metric_and_the_size(tmp_path, lock, kind, literal, shown):
     rows = equal_work_rows()
     if kind == "csv":
-        table = write_csv(tmp_path / "t.csv", [{**r, "final_nll": literal} if i == 2 else r for i, r in enumerate(rows)])
+        table = write_csv(
+            tmp_path / "t.csv", [{**r, "final_nll": literal} if i == 2 else r for i, r in enumerate(rows)]
+        )
     elif kind == "jsonl":
         table = _jsonl(tmp_path / "t.jsonl", rows, 2, "final_nll", literal)
     else:
@@ -94,13 +100,18 @@ def test_infinity_written_as_such_is_still_kept(tmp_path, lock):
         assert read_ledger(tmp_path / runs).records[2].metrics["final_nll"] == "Infinity"
 
 
-@pytest.mark.parametrize(("literal", "shown"), [
-    (DIGITS_400, "<a 401-digit integer>"), (DIGITS_400 + ".5", "<a 402-digit number>"), ("1e400", "1e400"),
-], ids=["int", "decimal", "exponent"])
+@pytest.mark.parametrize(
+    ("literal", "shown"),
+    [(DIGITS_400, "<a 401-digit integer>"), (DIGITS_400 + ".5", "<a 402-digit number>"), ("1e400", "1e400")],
+    ids=["int", "decimal", "exponent"],
+)
 def test_a_command_programs_metrics_file_fails_the_run_naming_the_metric(literal, shown):
     with pytest.raises(RunFailure) as err:
         parse_metrics(('{"value": ' + literal + "}").encode(), ["value"])
-    assert str(err.value) == f"metrics file metrics.json: metric value = {shown} {TOO_LARGE}, so not a number the formats hold"
+    assert (
+        str(err.value)
+        == f"metrics file metrics.json: metric value = {shown} {TOO_LARGE}, so not a number the formats hold"
+    )
 
 
 class HugeMetricCollector(SlowCollector):
@@ -115,5 +126,7 @@ def test_a_python_collectors_huge_metric_fails_the_run_in_words(tmp_path, monkey
     planned = PlannedRun("run-1", {"site": 0}, "a", 0, 7, {"sleep_ms": 0.0, "offset": 0.0, "fail": False, "site": 0})
     record = execute_run("test.huge", planned, "0" * 64, str(tmp_path), {})
     assert record["status"] == "failed" and record["metrics"] == {}
-    assert record["error"] == f"the collector returned metric value = <a 401-digit integer> {TOO_LARGE}, so not a " \
-                              "number the formats hold"
+    assert (
+        record["error"] == f"the collector returned metric value = <a 401-digit integer> {TOO_LARGE}, so not a "
+        "number the formats hold"
+    )

@@ -70,8 +70,13 @@ def _protected(tmp_path: Path, runs: Path) -> list[Path]:
     for path, data in files.items():
         path.write_bytes(data)
     (outside / "study.lock.json").chmod(0o444)
-    return [*files, runs / "ledger.jsonl", runs / ".collect.lock", runs / "looks.jsonl",
-            runs / "traces" / "run-1.telemetry.meta.json"]
+    return [
+        *files,
+        runs / "ledger.jsonl",
+        runs / ".collect.lock",
+        runs / "looks.jsonl",
+        runs / "traces" / "run-1.telemetry.meta.json",
+    ]
 
 
 def test_protected_kinds_are_never_written_over_even_with_force(tmp_path: Path, runs: Path) -> None:
@@ -92,8 +97,14 @@ def test_links_folders_fifos_devices_and_sockets_are_never_written_over(tmp_path
     (tmp_path / "folder").mkdir()
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(tmp_path / "sock"))
-        for target in (tmp_path / "to-ledger", tmp_path / "dangling", tmp_path / "fifo", tmp_path / "folder",
-                       tmp_path / "sock", Path("/dev/null")):
+        for target in (
+            tmp_path / "to-ledger",
+            tmp_path / "dangling",
+            tmp_path / "fifo",
+            tmp_path / "folder",
+            tmp_path / "sock",
+            Path("/dev/null"),
+        ):
             with pytest.raises(OutputRefused, match="never written over"):
                 fileio.write_output(target, b"x", force=True, ours=_always)
     assert (runs / "ledger.jsonl").read_bytes() == LEDGER_LINE
@@ -111,7 +122,10 @@ def test_nothing_in_a_runs_folder_is_written_over_but_an_earlier_output_of_the_s
     fileio.write_output(runs / "notes.txt", b"a new report\n", ours=_always)  # an earlier output of this kind
     fileio.write_output(runs / "runs" / "report.md", b"new\n")  # a new file: created
     assert (runs / "notes.txt").read_bytes() == b"a new report\n" and (runs / "runs" / "report.md").is_file()
-    assert fileio.runs_folder_of(runs / "traces" / "x") == runs and fileio.runs_folder_of(runs / "runs" / "run-1" / "y") == runs
+    assert (
+        fileio.runs_folder_of(runs / "traces" / "x") == runs
+        and fileio.runs_folder_of(runs / "runs" / "run-1" / "y") == runs
+    )
 
 
 def test_a_runs_folder_reached_through_a_link_is_still_a_runs_folder(tmp_path: Path, runs: Path) -> None:
@@ -148,7 +162,8 @@ def _racing(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None
 
 
 def test_a_file_that_appears_or_is_swapped_while_writing_is_never_written_over(
-        tmp_path: Path, runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, runs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     new = tmp_path / "new.md"
     _racing(monkeypatch, lambda: os.link(runs / "ledger.jsonl", new))  # a hard link to the ledger appears
     with pytest.raises(OutputRefused, match="appeared"):
@@ -175,8 +190,13 @@ def test_collect_plan_refuses_its_output_before_reading_the_lock(tmp_path: Path,
 
     missing_lock = tmp_path / "no-such.lock.json"  # never read: the output is refused first
     write_evaluation(runs / "evaluation.json", realistic_evaluation())
-    for target in (runs / "ledger.jsonl", runs / "notes.txt", runs / "evaluation.json", runs / "traces",
-                   Path("/dev/null")):
+    for target in (
+        runs / "ledger.jsonl",
+        runs / "notes.txt",
+        runs / "evaluation.json",
+        runs / "traces",
+        Path("/dev/null"),
+    ):
         with pytest.raises(OutputRefused):
             write_plan_listing(missing_lock, target, force=True)
     assert (runs / "ledger.jsonl").read_bytes() == LEDGER_LINE

@@ -68,9 +68,9 @@ def _lock(tmp_path: Path, title: str | None = None) -> Path:
     return freeze(folder / "equal-work.yaml").path
 
 
-def test_collect_plan_never_writes_over_a_ledger_lock_evaluation_fifo_or_device(tmp_path: Path, runs: Path,
-                                                                                 capsys: pytest.CaptureFixture[str]
-                                                                                 ) -> None:
+def test_collect_plan_never_writes_over_a_ledger_lock_evaluation_fifo_or_device(
+    tmp_path: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lock = _lock(tmp_path)
     write_evaluation(runs / "evaluation.json", realistic_evaluation())
     os.mkfifo(tmp_path / "fifo")
@@ -105,7 +105,8 @@ def test_prereg_freeze_never_writes_its_lock_through_a_link(tmp_path: Path, caps
 
 
 def test_gates_evaluate_with_another_studys_lock_leaves_the_runs_folders_evaluation(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     lock = _lock(tmp_path)
     runs = tmp_path / "runs"
     import_table(lock, write_csv(tmp_path / "runs.csv", equal_work_rows()), runs)
@@ -128,7 +129,8 @@ def artifact(tmp_path: Path) -> Path:
 
 
 def test_reports_never_write_over_a_foreign_file_in_a_runs_folder_even_with_force(
-        artifact: Path, runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    artifact: Path, runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = _snapshot(runs)
     notes = runs / "notes.txt"
     _refused(reports_main(["show", str(artifact), "--markdown", str(notes), "--force"]), capsys, notes)
@@ -138,7 +140,8 @@ def test_reports_never_write_over_a_foreign_file_in_a_runs_folder_even_with_forc
 
 @pytest.mark.slow  # matplotlib draws the forest plot: ~3 s
 def test_reports_plot_replaces_its_own_plots_never_a_foreign_image_in_a_runs_folder(
-        artifact: Path, runs: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    artifact: Path, runs: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     before = _snapshot(runs)
     _refused(reports_main(["plot", str(artifact), "--out", str(runs), "--format", "png"]), capsys, runs / "forest.png")

@@ -24,8 +24,9 @@ ROOT_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.fixture(scope="module")
 def churn(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The simulator plan (its collector checks every run's parameters)."""
-    return frozen_shared(tmp_path_factory.mktemp("churn"), "churn.yaml",
-                         (ROOT_EXAMPLES / "churn-cadence.yaml").read_text())
+    return frozen_shared(
+        tmp_path_factory.mktemp("churn"), "churn.yaml", (ROOT_EXAMPLES / "churn-cadence.yaml").read_text()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,17 +72,20 @@ def _table(lock_path: Path, folder: Path) -> list[dict[str, str]]:
     """The cadence plan's runs as a table a harness would write: its listing's seeds, and metrics."""
     lock = load_lock(lock_path)
     rows = list(csv.DictReader(io.StringIO(plan_csv(lock.plan, lock.plan_sha256))))
-    return [{"arm": r["arm"], "block": r["block"], "seed": r["seed"], "final_nll": "2.5", "energy": "5000"}
-            for r in rows]
+    return [
+        {"arm": r["arm"], "block": r["block"], "seed": r["seed"], "final_nll": "2.5", "energy": "5000"} for r in rows
+    ]
 
 
 def _import_both_ways(table: Path, lock_path: Path, runs: Path, path: str) -> tuple[str, object]:
     """Import ``table``: ``path`` ``fast`` (the row path must not be taken), ``rows`` (the fast path
     switched off) or ``any``; ("ok", seeds) or ("refused", message)."""
     lock = load_lock(lock_path)
-    patch = {"rows": mock.patch.object(importer, "_append_fast", return_value=None),
-             "fast": mock.patch.object(importer, "build_records", side_effect=AssertionError("the row path was taken")),
-             "any": contextlib.nullcontext()}[path]
+    patch = {
+        "rows": mock.patch.object(importer, "_append_fast", return_value=None),
+        "fast": mock.patch.object(importer, "build_records", side_effect=AssertionError("the row path was taken")),
+        "any": contextlib.nullcontext(),
+    }[path]
     with patch:
         try:
             records = importer.import_table(table, lock.plan, lock.plan_sha256, runs)
@@ -111,8 +115,7 @@ def test_a_seed_that_is_not_the_plans_is_refused_naming_the_row(cadence: Path, t
     # the fast path declines and the row path says why: the same refusal either way
     refused = _import_both_ways(table, cadence, tmp_path / "a", path="any")
     assert refused[0] == "refused" and "row 3: seed" in str(refused[1])
-    assert refused == _import_both_ways(
-        table, cadence, tmp_path / "b", path="rows")
+    assert refused == _import_both_ways(table, cadence, tmp_path / "b", path="rows")
 
 
 def test_a_seed_column_that_is_a_stratum_factor_is_not_checked(tmp_path: Path) -> None:

@@ -33,13 +33,16 @@ def test_a_class_named_directly_loads_like_an_entry_point() -> None:
     assert is_target("a.b:C") and not is_target("sim.churn") and not is_target("a.b:C:d")
 
 
-@pytest.mark.parametrize(("name", "words"), [
-    ("mylab.train_gpt", "unknown collector 'mylab.train_gpt'; installed: command, sim.churn"),
-    ("collect.no_such_module:X", "is not available here"),
-    ("collect.collectors.base:NoSuchClass", "has no 'NoSuchClass'"),
-    ("collect.collectors.base:check_params", "is not a subclass of collect.collectors.base.Collector"),
-    ("collect.telemetry.sensors.sim:SimSensor", "is not a subclass of collect.collectors.base.Collector"),
-])
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("mylab.train_gpt", "unknown collector 'mylab.train_gpt'; installed: command, sim.churn"),
+        ("collect.no_such_module:X", "is not available here"),
+        ("collect.collectors.base:NoSuchClass", "has no 'NoSuchClass'"),
+        ("collect.collectors.base:check_params", "is not a subclass of collect.collectors.base.Collector"),
+        ("collect.telemetry.sensors.sim:SimSensor", "is not a subclass of collect.collectors.base.Collector"),
+    ],
+)
 def test_a_bad_collector_name_is_one_clear_error(name: str, words: str) -> None:
     with pytest.raises(EngineError) as err:
         load_collector(name)
@@ -65,9 +68,13 @@ def test_sensor_specs_keep_working_and_take_classes_named_directly() -> None:
     assert split_spec("nvml:index=1") == ("nvml", "index=1")
     assert split_spec("replay:/tmp/a:b.csv") == ("replay", "/tmp/a:b.csv")
     assert split_spec("collect.telemetry.sensors.sim:SimSensor:clock=virtual") == (
-        "collect.telemetry.sensors.sim:SimSensor", "clock=virtual")
-    with open_sensor("collect.telemetry.sensors.sim:SimSensor:clock=virtual") as direct, \
-            open_sensor("sim:clock=virtual") as named:
+        "collect.telemetry.sensors.sim:SimSensor",
+        "clock=virtual",
+    )
+    with (
+        open_sensor("collect.telemetry.sensors.sim:SimSensor:clock=virtual") as direct,
+        open_sensor("sim:clock=virtual") as named,
+    ):
         assert type(direct) is type(named)
     with pytest.raises(SensorError, match="unknown sensor 'dcgm'"):
         open_sensor("dcgm")
@@ -84,9 +91,25 @@ def test_a_separately_installed_distribution_registers_a_collector_that_runs_a_p
     """tests/fixtures/plugin_dist is built and installed into its own folder (not this venv, no network);
     prereg freeze, collect run and gates evaluate find its collector through its entry point."""
     site = tmp_path / "site"
-    built = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                            "--no-index", "--target", str(site), str(DIST)],
-                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(DIST),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert built.returncode == 0, built.stderr
     assert list(site.glob("toy_collector-0.1.0.dist-info/entry_points.txt"))
     plan, lock, runs = DIST / "plan.yaml", tmp_path / "toy.lock.json", tmp_path / "runs"
@@ -95,9 +118,11 @@ def test_a_separately_installed_distribution_registers_a_collector_that_runs_a_p
     assert refused.returncode == 2 and "unknown collector 'toy.latency'" in refused.stderr
     assert not lock.exists()
     env = {**without, "PYTHONPATH": str(site)}
-    for args in (("prereg", "freeze", str(plan), "-o", str(lock)),
-                 ("collect", "run", str(lock), "--out", str(runs), "--jobs", "2"),
-                 ("gates", "evaluate", str(lock), str(runs), "--json")):
+    for args in (
+        ("prereg", "freeze", str(plan), "-o", str(lock)),
+        ("collect", "run", str(lock), "--out", str(runs), "--jobs", "2"),
+        ("gates", "evaluate", str(lock), str(runs), "--json"),
+    ):
         done = _cli(*args, env=env, cwd=tmp_path)
         assert done.returncode == 0, (args, done.stdout, done.stderr)
     records = [json.loads(line) for line in (runs / "ledger.jsonl").read_text().splitlines()]

@@ -60,9 +60,14 @@ def fake_collectors(monkeypatch):
 
 
 def _where_plan(marks: Path, sleep_ms: float = 0.0, trace_bytes: int = 0, resources: str = "") -> str:
-    text = plan_text().replace("collector: test.slow", "collector: test.where").replace(
-        "  params: {sleep_ms: 0.0}\n",
-        f"  params: {{sleep_ms: {sleep_ms}, marks: '{marks}', trace_bytes: {trace_bytes}}}\n{resources}")
+    text = (
+        plan_text()
+        .replace("collector: test.slow", "collector: test.where")
+        .replace(
+            "  params: {sleep_ms: 0.0}\n",
+            f"  params: {{sleep_ms: {sleep_ms}, marks: '{marks}', trace_bytes: {trace_bytes}}}\n{resources}",
+        )
+    )
     return text
 
 
@@ -74,8 +79,7 @@ def _sweep_folders(cluster) -> list[Path]:
     return list(cluster.root.glob("node-*/prereg-sweep-*"))
 
 
-def test_the_multisite_example_across_three_nodes_records_what_the_local_executor_does(cluster, tmp_path,
-                                                                                       monkeypatch):
+def test_the_multisite_example_across_three_nodes_records_what_the_local_executor_does(cluster, tmp_path, monkeypatch):
     from tests.conftest import OWN_EXAMPLES
 
     lock = freeze(OWN_EXAMPLES / "multisite-recovery.yaml", tmp_path / "ms.lock.json")
@@ -90,7 +94,8 @@ def test_the_multisite_example_across_three_nodes_records_what_the_local_executo
     assert ours == local and len(ours) == 48 and all(r["trace_sha256"] for r in ours)  # trace hashes included
     assert not _sweep_folders(cluster)  # each worker's private folder removed after its batch
     assert sorted(p.name for p in (tmp_path / "ray" / "traces").iterdir()) == sorted(
-        p.name for p in (tmp_path / "local" / "traces").iterdir())  # no partial file left
+        p.name for p in (tmp_path / "local" / "traces").iterdir()
+    )  # no partial file left
 
 
 def test_a_gpu_run_lands_only_on_the_node_with_a_gpu_and_large_traces_arrive_intact(cluster, tmp_path, monkeypatch):
@@ -193,14 +198,16 @@ def test_a_driver_killed_mid_sweep_leaves_no_task_and_resume_completes(cluster, 
         time.sleep(0.1)
     assert not _task_workers()
     done_before = len(read_ledger(runs).records)
-    final = subprocess.run(collect_cli(*args, "--resume", "--json"), env=env, capture_output=True, text=True,
-                           timeout=300)
+    final = subprocess.run(
+        collect_cli(*args, "--resume", "--json"), env=env, capture_output=True, text=True, timeout=300
+    )
     assert final.returncode == 0, final.stderr[-3000:]
-    summary = json.loads(final.stdout[final.stdout.index("{"):])  # after whatever Ray printed on stdout first
+    summary = json.loads(final.stdout[final.stdout.index("{") :])  # after whatever Ray printed on stdout first
     assert "still running" not in final.stderr and summary["skipped"] == done_before > 0, final.stdout
     clean = tmp_path / "clean"
-    subprocess.run(collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True, capture_output=True
+    )
     resumed = contents(runs)
     assert [r["run_id"] for r in resumed] == sorted({r["run_id"] for r in resumed})  # each exactly once
     assert resumed == contents(clean) and len(resumed) == 24
@@ -221,10 +228,15 @@ def test_a_command_program_runs_on_the_nodes_from_its_code_files_sent_through_ra
     project.mkdir()
     (project / "prog.py").write_text(PROGRAM)
     (project / "helper.py").write_text("OFFSET = 0.5\n")
-    text = plan_text().replace("collector: test.slow", "collector: command").replace(
-        "  params: {sleep_ms: 0.0}\n",
-        f"  params: {{argv: [{json.dumps(sys.executable)}, prog.py], code: [prog.py, helper.py], "
-        f"workdir: '{project}', cwd_log: '{tmp_path / 'cwd.log'}'}}\n")
+    text = (
+        plan_text()
+        .replace("collector: test.slow", "collector: command")
+        .replace(
+            "  params: {sleep_ms: 0.0}\n",
+            f"  params: {{argv: [{json.dumps(sys.executable)}, prog.py], code: [prog.py, helper.py], "
+            f"workdir: '{project}', cwd_log: '{tmp_path / 'cwd.log'}'}}\n",
+        )
+    )
     text = text.replace("site: [0, 1, 2]", "site: [0]").replace("seed: [1, 2, 3, 4]", "seed: [1, 2]")
     plan, sha = loaded(text)
     summary = engine.run_plan(plan, sha, tmp_path / "ray", executor="ray", address=cluster.address)
@@ -239,8 +251,9 @@ def test_a_command_program_runs_on_the_nodes_from_its_code_files_sent_through_ra
 
 
 @pytest.mark.parametrize("warm_runners", ["1", "0"])
-def test_an_early_join_starts_a_worker_per_cpu_and_a_refused_sweep_disconnects_it(cluster, tmp_path, monkeypatch,
-                                                                                  warm_runners):
+def test_an_early_join_starts_a_worker_per_cpu_and_a_refused_sweep_disconnects_it(
+    cluster, tmp_path, monkeypatch, warm_runners
+):
     from collect.api import run_plan
     from collect.engine import ray_warm
     from tests.conftest import OWN_EXAMPLES
@@ -281,8 +294,10 @@ def test_warm_runners_serve_the_next_sweep_and_a_runner_whose_code_changed_hands
         summary = engine.run_plan(plan, sha, tmp_path / name, executor="ray", address=cluster.address)
         assert (summary.completed, summary.failed) == (24, 0)
         # each plan names its own marks folder (so its hash and run ids differ): compare what was measured
-        measured = sorted((json.dumps(r["stratum"], sort_keys=True), r["arm"], r["metrics"], r["status"])
-                          for r in contents(tmp_path / name))
+        measured = sorted(
+            (json.dumps(r["stratum"], sort_keys=True), r["arm"], r["metrics"], r["status"])
+            for r in contents(tmp_path / name)
+        )
         return measured, pids_ran(marks)
 
     first, pids = sweep("one")
@@ -319,8 +334,12 @@ def test_a_sweep_that_needs_other_resources_ends_the_warm_runners_first(cluster,
     gpu_marks.mkdir()
     plan, sha = loaded(_where_plan(gpu_marks, resources="  resources: {num_gpus: 1}\n"))
     done: list[object] = []
-    sweep = threading.Thread(target=lambda: done.append(
-        engine.run_plan(plan, sha, tmp_path / "gpu", executor="ray", address=cluster.address)), daemon=True)
+    sweep = threading.Thread(
+        target=lambda: done.append(
+            engine.run_plan(plan, sha, tmp_path / "gpu", executor="ray", address=cluster.address)
+        ),
+        daemon=True,
+    )
     sweep.start()
     sweep.join(timeout=300)  # without ending the runners its tasks would wait for their CPUs for an hour;
     assert done and done[0].completed == 24  # a generous timeout, only to catch that hang
@@ -347,8 +366,11 @@ def test_a_runner_whose_cpu_another_job_holds_is_ended_and_the_sweep_goes_on(clu
     try:
         ray_pool.release()  # earlier tests' runners: one node's CPU is to be taken by another job
         node = next(n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU"))
-        holder = ray.remote(hold).options(num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            node["NodeID"], soft=False)).remote(str(held))
+        holder = (
+            ray.remote(hold)
+            .options(num_cpus=1, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))
+            .remote(str(held))
+        )
         for _ in range(600):  # until it holds the CPU; a generous wait, only to catch a hang
             if held.exists():
                 break
@@ -356,14 +378,23 @@ def test_a_runner_whose_cpu_another_job_holds_is_ended_and_the_sweep_goes_on(clu
         assert held.exists()
         # the runner of that node waits for its CPU for ten minutes: without ending it, the batches given
         # to it would wait as long (a generous timeout, only to catch that hang)
-        proc = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--executor", "ray", "--address",
-                                          cluster.address, "--json"), env=env, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(
+            collect_cli(
+                "run", str(lock), "--out", str(runs), "--executor", "ray", "--address", cluster.address, "--json"
+            ),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
-        summary = json.loads(proc.stdout[proc.stdout.index("{"):])
+        summary = json.loads(proc.stdout[proc.stdout.index("{") :])
         assert summary["completed"] == 24
-        names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
-                 if a.get("namespace") == ray_pool.NAMESPACE]
+        names = [
+            a["name"]
+            for a in ray.util.list_named_actors(all_namespaces=True)
+            if a.get("namespace") == ray_pool.NAMESPACE
+        ]
         assert len(names) == 2 and not any(node["NodeID"][:16] in n for n in names)  # the held node's was ended
     finally:
         if holder is not None:

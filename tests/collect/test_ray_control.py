@@ -82,7 +82,8 @@ def test_an_endpoint_that_answers_again_starts_its_grace_afresh():
 
 
 def test_a_lost_control_plane_keeps_every_finished_run_and_names_the_head_the_rest_and_the_resume(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     plan, sha = loaded(plan_text())
     runs = tmp_path / "runs"
 
@@ -104,7 +105,9 @@ def test_a_lost_control_plane_keeps_every_finished_run_and_names_the_head_the_re
     recorded = {r.run_id for r in records}
     missing = err.details["not_recorded"]
     assert len(missing) == 19 and not recorded & set(missing)
-    assert "19 planned run(s) not recorded" in err.message and missing[0] in err.message and "and 14 more" in err.message
+    assert (
+        "19 planned run(s) not recorded" in err.message and missing[0] in err.message and "and 14 more" in err.message
+    )
     assert f"collect run study.lock.json --out {runs} --resume" in err.message
     assert err.details["ledger_head_sha256"] == chain.head
 
@@ -124,8 +127,11 @@ def test_without_the_lock_path_the_resume_command_names_a_placeholder(tmp_path, 
         yield []  # a generator, as the executor is
 
     monkeypatch.setattr(engine, "_ray", lost_at_once)
-    with pytest.raises(ControlPlaneLost, match=r"0 run\(s\) of this plan recorded .*\nledger head sha256 None\n24 "
-                                               r"planned run\(s\) not recorded") as caught:
+    with pytest.raises(
+        ControlPlaneLost,
+        match=r"0 run\(s\) of this plan recorded .*\nledger head sha256 None\n24 "
+        r"planned run\(s\) not recorded",
+    ) as caught:
         engine.run_plan(plan, sha, tmp_path / "runs", executor="ray")
     assert f"collect run LOCK --out {Path(tmp_path / 'runs')} --resume" in caught.value.message
 

@@ -57,8 +57,11 @@ def cluster():
 def _collect(*args: str) -> list[str]:
     """``collect ARGS`` in a python child (``test.slow`` registered), whose warm runners would stay idle for
     an hour: only the driver's stop can end them within the test."""
-    return [*collect_cli(*args)[:2], "import collect.engine.ray_pool as p; p.IDLE_S = 3600.0; "
-            + collect_cli(*args)[2], *args]
+    return [
+        *collect_cli(*args)[:2],
+        "import collect.engine.ray_pool as p; p.IDLE_S = 3600.0; " + collect_cli(*args)[2],
+        *args,
+    ]
 
 
 def _sweep_workers(cluster) -> set[int]:
@@ -84,19 +87,25 @@ def _gone(pids: set[int]) -> bool:
     return False
 
 
-@pytest.mark.parametrize(("process", "lost"), [("gcs_server", "the Ray GCS at"),
-                                               ("raylet", "the raylet of this driver's node")])
-def test_a_lost_control_plane_stops_the_sweep_with_the_ledger_head_and_the_resume_command(cluster, tmp_path,
-                                                                                         process, lost):
+@pytest.mark.parametrize(
+    ("process", "lost"), [("gcs_server", "the Ray GCS at"), ("raylet", "the raylet of this driver's node")]
+)
+def test_a_lost_control_plane_stops_the_sweep_with_the_ledger_head_and_the_resume_command(
+    cluster, tmp_path, process, lost
+):
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text(plan_text(sleep=800.0))  # 24 runs on 2 CPUs: seconds longer than the watch needs
     freeze(plan_file)
     lock, runs = tmp_path / "plan.lock.json", tmp_path / "runs"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     target = cluster.cluster.head_node.all_processes[process][0].process.pid
-    proc = subprocess.Popen(_collect("run", str(lock), "--out", str(runs), "--executor", "ray", "--address",
-                                     cluster.address), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        _collect("run", str(lock), "--out", str(runs), "--executor", "ray", "--address", cluster.address),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         ledger = runs / "ledger.jsonl"
         for _ in range(WAIT_S * 10):  # kill once some runs are in the ledger
@@ -121,14 +130,24 @@ def test_a_lost_control_plane_stops_the_sweep_with_the_ledger_head_and_the_resum
     assert f"finish the remaining runs with: collect run {lock} --out {runs} --resume" in stderr
     assert len(records) < 24  # stopped mid-sweep: the rest is the resume's
 
-    final = subprocess.run(collect_cli("run", str(lock), "--out", str(runs), "--resume", "--jobs", "2", "--json"),
-                           env=env, capture_output=True, text=True, timeout=WAIT_S)
+    final = subprocess.run(
+        collect_cli("run", str(lock), "--out", str(runs), "--resume", "--jobs", "2", "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
     assert final.returncode == 0, final.stderr[-3000:]
     summary = json.loads(final.stdout)
     assert (summary["skipped"], summary["completed"], summary["failed"]) == (len(records), 24 - len(records), 0)
     clean = tmp_path / "clean"
-    subprocess.run(collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"), env=env, check=True,
-                   capture_output=True, timeout=WAIT_S)
+    subprocess.run(
+        collect_cli("run", str(lock), "--out", str(clean), "--jobs", "2"),
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=WAIT_S,
+    )
     resumed = contents(runs)
     assert [r["run_id"] for r in resumed] == sorted({r["run_id"] for r in resumed})  # each exactly once
     assert resumed == contents(clean) and len(resumed) == 24  # metrics, seeds, traces' hashes, by run id

@@ -15,22 +15,17 @@ import collect.engine.runner as engine
 from collect.collectors.base import Shipped
 from collect.engine import ray_reaper
 from collect.engine.ray_worker import Inputs, SharedInputMismatch, place_inputs, run_private
-from collect.engine.resources import (
-    ResourcesMissing,
-    capacity,
-    check_cluster,
-    check_local,
-    demand_key,
-    visible_gpus,
-)
+from collect.engine.resources import ResourcesMissing, capacity, check_cluster, check_local, demand_key, visible_gpus
 from collect.engine.runs import Job
 from collect.engine.transfer import Leftovers, Receiver
 from prereg.plan import PlanError
 from tests.helpers.collectors import SLOW, WHERE
 from tests.helpers.engine import loaded, plan_text
 
-RESOURCES = ("  resources:\n    num_cpus: 1\n    custom: {lab: 1}\n    overrides:\n"
-             "      - {when: {site: 2}, num_gpus: 1}\n      - {when: {arm: b, site: 2}, num_cpus: 2, custom: {lab: 0}}\n")
+RESOURCES = (
+    "  resources:\n    num_cpus: 1\n    custom: {lab: 1}\n    overrides:\n"
+    "      - {when: {site: 2}, num_gpus: 1}\n      - {when: {arm: b, site: 2}, num_cpus: 2, custom: {lab: 0}}\n"
+)
 
 
 def _with_resources(text: str, block: str = RESOURCES) -> str:
@@ -57,14 +52,17 @@ def test_each_run_carries_its_demand_overrides_in_order():
     assert {demand_key(r.resources) for r in engine.expand_plan(plain, sha2)[1]} == {(1.0, 0.0, ())}
 
 
-@pytest.mark.parametrize(("block", "message"), [
-    ("  resources: {overrides: [{when: {arm: c}, num_gpus: 1}]}\n", "unknown arm 'c'"),
-    ("  resources: {overrides: [{when: {site: 7}, num_gpus: 1}]}\n", "7 is not a level of factor 'site'"),
-    ("  resources: {overrides: [{when: {speed: 1}, num_gpus: 1}]}\n", "unknown factor 'speed'"),
-    ("  resources: {overrides: [{when: {site: 1}}]}\n", "sets no amount"),
-    ("  resources: {num_gpus: -1}\n", "greater than or equal to 0"),
-    ("  resources: {gpus: 1}\n", "unknown key 'gpus'"),
-])
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("  resources: {overrides: [{when: {arm: c}, num_gpus: 1}]}\n", "unknown arm 'c'"),
+        ("  resources: {overrides: [{when: {site: 7}, num_gpus: 1}]}\n", "7 is not a level of factor 'site'"),
+        ("  resources: {overrides: [{when: {speed: 1}, num_gpus: 1}]}\n", "unknown factor 'speed'"),
+        ("  resources: {overrides: [{when: {site: 1}}]}\n", "sets no amount"),
+        ("  resources: {num_gpus: -1}\n", "greater than or equal to 0"),
+        ("  resources: {gpus: 1}\n", "unknown key 'gpus'"),
+    ],
+)
 def test_bad_resources_are_refused_at_freeze(block, message):
     with pytest.raises(PlanError, match=message):
         loaded(_with_resources(plan_text(), block))
@@ -107,8 +105,11 @@ def _worker_side(tmp_path: Path, trace_bytes: int, chunk_bytes: int) -> tuple[li
     """A batch run as a Ray task would run it (private folder, stream items), without Ray."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    text = plan_text().replace("collector: test.slow", "collector: test.where").replace(
-        "params: {sleep_ms: 0.0}", f"params: {{sleep_ms: 0.0, marks: '{marks}', trace_bytes: {trace_bytes}}}")
+    text = (
+        plan_text()
+        .replace("collector: test.slow", "collector: test.where")
+        .replace("params: {sleep_ms: 0.0}", f"params: {{sleep_ms: 0.0, marks: '{marks}', trace_bytes: {trace_bytes}}}")
+    )
     plan, sha = loaded(text)
     _, runs = engine.expand_plan(plan, sha)
     job = Job("test.where", WHERE, sha, "", {"git": None, "python": "", "platform": ""})
@@ -187,19 +188,32 @@ def test_collectors_name_their_shared_inputs(tmp_path):
     from collect.collectors.torchrun.collector import validate as torch_params
     from collect.collectors.torchrun.warmstart import warm_key
 
-    p = torch_params({"sites": 3, "useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384,
-                      "heldout_tokens": 2048, "width": 32, "warm_start_steps": 3, "policy": "restart"})
+    p = torch_params(
+        {
+            "sites": 3,
+            "useful_tokens": 6144,
+            "micro_batch": 64,
+            "train_tokens": 16384,
+            "heldout_tokens": 2048,
+            "width": 32,
+            "warm_start_steps": 3,
+            "policy": "restart",
+        }
+    )
     shared = TorchMultisiteCollector.shared_inputs([p, {**p, "policy": "continue"}], tmp_path / "runs")
     key = warm_key(p)
-    assert shared.files == {f"shared/warmstart-{key}.pt": tmp_path / "runs" / "shared" / f"warmstart-{key}.pt",
-                            f"shared/warmstart-{key}.json": tmp_path / "runs" / "shared" / f"warmstart-{key}.json"}
+    assert shared.files == {
+        f"shared/warmstart-{key}.pt": tmp_path / "runs" / "shared" / f"warmstart-{key}.pt",
+        f"shared/warmstart-{key}.json": tmp_path / "runs" / "shared" / f"warmstart-{key}.json",
+    }
     assert TorchMultisiteCollector.shared_inputs([{**p, "warm_start_steps": 0}], tmp_path).files == {}
 
     (tmp_path / "prog.py").write_text("print(1)\n")
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "util.py").write_text("X = 1\n")
-    params = validate({"argv": ["python", "prog.py"], "code": ["prog.py", "lib/*.py"], "workdir": str(tmp_path),
-                       "metrics": ["value"]})
+    params = validate(
+        {"argv": ["python", "prog.py"], "code": ["prog.py", "lib/*.py"], "workdir": str(tmp_path), "metrics": ["value"]}
+    )
     shared = CommandCollector.shared_inputs([params, params], tmp_path / "runs")
     names = sorted(name.split("/", 2)[2] for name in shared.files)
     assert names == ["lib/util.py", "prog.py"] and len(shared.facts) == 1
@@ -254,14 +268,29 @@ def test_an_address_nobody_answers_is_refused_naming_it_not_waited_on(tmp_path):
     assert answers(f"127.0.0.1:{port}", 5.0) is False
     assert answers("auto", 5.0) is None and answers("ray://head:10001", 5.0) is None
     plan = tmp_path / "study.yaml"
-    plan.write_text((Path(__file__).resolve().parents[2] / "examples" / "multisite-recovery.yaml").read_text(
-        encoding="utf-8"), encoding="utf-8")
+    plan.write_text(
+        (Path(__file__).resolve().parents[2] / "examples" / "multisite-recovery.yaml").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
     bin_dir = Path(sys.executable).parent
     subprocess.run([str(bin_dir / "prereg"), "freeze", str(plan)], check=True, capture_output=True, timeout=300)
     lock = tmp_path / "study.lock.json"
-    done = subprocess.run([str(bin_dir / "collect"), "run", str(lock), "--out",
-                           str(tmp_path / "runs"), "--executor", "ray", "--address", f"127.0.0.1:{port}"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            str(bin_dir / "collect"),
+            "run",
+            str(lock),
+            "--out",
+            str(tmp_path / "runs"),
+            "--executor",
+            "ray",
+            "--address",
+            f"127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr
     assert f"could not join the Ray cluster at 127.0.0.1:{port}: nothing accepts a connection" in done.stderr
     assert "Traceback" not in done.stderr
@@ -300,7 +329,9 @@ def test_a_warm_runner_refuses_once_a_module_it_loaded_changed_or_without_the_dr
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("warm_probe_module")
     exits: list[float] = []
-    monkeypatch.setattr(threading, "Timer", lambda delay, *a, **k: type("T", (), {"start": lambda self: exits.append(delay)})())
+    monkeypatch.setattr(
+        threading, "Timer", lambda delay, *a, **k: type("T", (), {"start": lambda self: exits.append(delay)})()
+    )
     runner = ray_pool.WarmRunner(idle_s=1e9)  # its idle watch never fires here
     assert runner.stale() is None
     guard = Guard(None, "folder", "job-1")

@@ -57,8 +57,11 @@ def sha(text: str) -> str:
 
 
 def _record(run_id: str, files: dict[str, str] | None, git: dict | None = None) -> SimpleNamespace:
-    code = {"collector": "command"} if files is None else {
-        "collector": "command", "command": {"files": files, "files_git": git}}
+    code = (
+        {"collector": "command"}
+        if files is None
+        else {"collector": "command", "command": {"files": files, "files_git": git}}
+    )
     return SimpleNamespace(run_id=run_id, code=code, started_at="2026-01-02T03:04:05Z")
 
 

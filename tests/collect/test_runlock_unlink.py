@@ -20,10 +20,12 @@ import collect.ledger.runlock as runlock
 from collect.ledger.runlock import RunsBusy, held_descriptors, runs_lock
 
 ROOT = Path(__file__).resolve().parents[2]
-HOLD = ("import os, sys, time; from collect.ledger.runlock import runs_lock\n"
-        "with runs_lock(sys.argv[1], 'test holder'):\n"
-        "    os.unlink(os.path.join(sys.argv[1], '.collect.lock'))\n"
-        "    print('held', flush=True); time.sleep(600)")
+HOLD = (
+    "import os, sys, time; from collect.ledger.runlock import runs_lock\n"
+    "with runs_lock(sys.argv[1], 'test holder'):\n"
+    "    os.unlink(os.path.join(sys.argv[1], '.collect.lock'))\n"
+    "    print('held', flush=True); time.sleep(600)"
+)
 
 
 def _second_writer(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
@@ -44,8 +46,9 @@ def test_a_deleted_lock_file_does_not_let_a_second_writer_in(tmp_path: Path, mon
     _second_writer(monkeypatch, runs)  # the holder gone, the folder is free again
 
 
-def test_a_replaced_lock_file_or_a_renamed_folder_keeps_the_writer_alone(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replaced_lock_file_or_a_renamed_folder_keeps_the_writer_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     runs = tmp_path / "runs"
     with runs_lock(runs, "first writer"):
         (runs / ".collect.lock").unlink()

@@ -111,11 +111,17 @@ def _kept_trace(folder: Path, run_id: str) -> list[str]:
     n = 40
     t = np.arange(n, dtype=np.int64) * 100_000_000
     trace = Trace(
-        signal=np.array(["energy_counter"] * n, dtype=object), t_before_ns=t, t_after_ns=t + 1000,
-        value=np.cumsum(np.full(n, 30_000.0)), status=np.array(["ok"] * n, dtype=object),
-        driver_ts_us=np.full(n, np.nan), signals={"energy_counter": SignalInfo("energy_counter", "mJ", "counter",
-                                                                               "modeled")},
-        requested_poll_ms=100.0, poll_ns=t, phases=[Phase("train", 0, int(t[-1]), 0)], sensor="sim",
+        signal=np.array(["energy_counter"] * n, dtype=object),
+        t_before_ns=t,
+        t_after_ns=t + 1000,
+        value=np.cumsum(np.full(n, 30_000.0)),
+        status=np.array(["ok"] * n, dtype=object),
+        driver_ts_us=np.full(n, np.nan),
+        signals={"energy_counter": SignalInfo("energy_counter", "mJ", "counter", "modeled")},
+        requested_poll_ms=100.0,
+        poll_ns=t,
+        phases=[Phase("train", 0, int(t[-1]), 0)],
+        sensor="sim",
         evidence="modeled",
     )
     folder.mkdir(parents=True, exist_ok=True)
@@ -127,8 +133,21 @@ def replay_runs(tmp_path: Path) -> tuple[Path, Path]:
     """A runs folder whose one record lists a kept telemetry trace: (runs, the trace's meta file)."""
     runs = tmp_path / "runs"
     names = _kept_trace(runs / "traces", "run-1")
-    append_records(runs, [RunRecord(run_id="run-1", prereg_sha256=SHA, stratum={}, arm="a", replicate=0,
-                                    status="complete", metrics={}, traces=[f"traces/{n}" for n in names])])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="run-1",
+                prereg_sha256=SHA,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                traces=[f"traces/{n}" for n in names],
+            )
+        ],
+    )
     return runs, next(runs / "traces" / n for n in names if n.endswith(".meta.json"))
 
 

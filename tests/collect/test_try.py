@@ -26,7 +26,7 @@ from tests.helpers.gates import freeze as freeze_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
-PROGRAM = r'''
+PROGRAM = r"""
 import json, os, sys
 run = json.load(open(os.environ["PREREG_RUN"]))
 p = run["params"]
@@ -36,7 +36,7 @@ if p.get("mode") == "fail":
     sys.exit(1)
 with open(os.environ["PREREG_METRICS"], "w") as f:
     json.dump({"loss": p["steps"] + run["seed"] % 7, "steps": p["steps"], "seed_seen": run["seed"] % 1000}, f)
-'''
+"""
 
 PLAN = """schema: prereg/v1
 study: try-test
@@ -81,6 +81,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def collect_try(*argv: str) -> int:
     """``collect try ARGV`` in this process (the parser ``prereg_toolkit_cli.collect_try.add_try_parser`` builds)."""
+
     def build() -> ArgumentParser:
         parser = ArgumentParser(prog="collect")
         add_try_parser(parser.add_subparsers())
@@ -154,13 +155,16 @@ def test_a_lock_is_tried_too(project):
     assert result.ok and result.source == "lock" and result.plan_sha256 == lock.plan_sha256
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--stratum", "blok=1"], "no factor 'blok'; factors: block"),
-    (["--stratum", "block=9"], "'9' is not a level of block; levels: 1, 2, 3"),
-    (["--set", "block=2"], "is a stratum factor; choose the cell with --stratum block=LEVEL"),
-    (["--set", "steps"], "expected KEY=VALUE"),
-    (["--set", "timeout_s=10m"], "timeout_s is in seconds: write 600"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--stratum", "blok=1"], "no factor 'blok'; factors: block"),
+        (["--stratum", "block=9"], "'9' is not a level of block; levels: 1, 2, 3"),
+        (["--set", "block=2"], "is a stratum factor; choose the cell with --stratum block=LEVEL"),
+        (["--set", "steps"], "expected KEY=VALUE"),
+        (["--set", "timeout_s=10m"], "timeout_s is in seconds: write 600"),
+    ],
+)
 def test_bad_input_is_refused_before_anything_runs(project, capsys, argv, words):
     assert collect_try("plan.yaml", "--out", "scratch", *argv) == 2
     assert words in capsys.readouterr().err
@@ -181,8 +185,9 @@ def test_a_sensor_this_machine_cannot_open_refuses_the_try(project, capsys, monk
         raise ParamError("sensor 'nvml': cannot open NVML: NVML library libnvidia-ml.so.1 not found")
 
     monkeypatch.setattr(CommandCollector, "signals", classmethod(no_driver))
-    (project / "plan.yaml").write_text(plan_text().replace("    code: [train.py]\n", "    code: [train.py]\n"
-                                                           "    sensor: nvml\n"))
+    (project / "plan.yaml").write_text(
+        plan_text().replace("    code: [train.py]\n", "    code: [train.py]\n    sensor: nvml\n")
+    )
     assert collect_try("plan.yaml", "--out", "scratch") == 2
     assert "the sensor cannot be opened on this machine (nothing was run): sensor 'nvml'" in capsys.readouterr().err
     assert not (project / "scratch").exists()
@@ -215,7 +220,19 @@ def test_the_example_tried_then_refused_as_a_study(tmp_path, capsys, monkeypatch
     assert (scratch / "ledger.jsonl").read_bytes() == before
 
 
-@pytest.mark.parametrize("text, value", [("20", 20), ("-3", -3), ("0.5", 0.5), ("1e-3", 0.001), ("true", True),
-                                         ("null", None), ("abc", "abc"), ("nan", "nan"), ("1_000", "1_000")])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("20", 20),
+        ("-3", -3),
+        ("0.5", 0.5),
+        ("1e-3", 0.001),
+        ("true", True),
+        ("null", None),
+        ("abc", "abc"),
+        ("nan", "nan"),
+        ("1_000", "1_000"),
+    ],
+)
 def test_a_set_value_is_a_number_or_a_word_or_text(text, value):
     assert parse_value(text) == value and type(parse_value(text)) is type(value)

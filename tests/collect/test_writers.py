@@ -21,8 +21,10 @@ from tests.helpers.engine import collect_cli, loaded, plan_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-HOLD = "import sys, time; from collect.ledger.runlock import runs_lock\nwith runs_lock(sys.argv[1], 'test holder'):\n" \
-       "    print('held', flush=True); time.sleep(600)"
+HOLD = (
+    "import sys, time; from collect.ledger.runlock import runs_lock\nwith runs_lock(sys.argv[1], 'test holder'):\n"
+    "    print('held', flush=True); time.sleep(600)"
+)
 
 
 def _hold(folder: Path) -> subprocess.Popen:
@@ -41,8 +43,9 @@ def test_a_second_writer_is_refused_naming_the_holder_and_the_lock_dies_with_it(
         lock = tmp_path / "plan.lock.json"
         (tmp_path / "plan.yaml").write_text(plan_text())
         freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-        proc = subprocess.run(collect_cli("run", str(lock), "--out", str(runs)), env=ENV, capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            collect_cli("run", str(lock), "--out", str(runs)), env=ENV, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 2 and "another writer" in proc.stderr and f"pid {holder.pid}" in proc.stderr
         assert "Traceback" not in proc.stderr and not read_ledger(runs).records
     finally:
@@ -54,8 +57,9 @@ def test_a_second_writer_is_refused_naming_the_holder_and_the_lock_dies_with_it(
 
 def test_the_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path):
     with runs_lock(tmp_path, "outer"), runs_lock(tmp_path, "inner"):
-        proc = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path)], env=ENV, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", HOLD, str(tmp_path)], env=ENV, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode != 0 and "another writer" in proc.stderr
 
 
@@ -63,8 +67,12 @@ def test_the_lock_is_reentrant_in_one_process_and_exclusive_across(tmp_path):
 def test_pool_workers_exit_when_collect_run_dies(tmp_path, sig):
     (tmp_path / "plan.yaml").write_text(plan_text(sleep=2000.0))
     freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-    proc = subprocess.Popen(collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"),
-                                 "--jobs", "2"), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "runs"), "--jobs", "2"),
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     workers: list[int] = []
     for _ in range(600):  # wait for both workers (a generous bound, only to catch a hang)
         workers = children(proc.pid)
@@ -90,8 +98,13 @@ def test_pool_workers_exit_when_collect_run_dies(tmp_path, sig):
 def test_jobs_is_bounded(tmp_path):
     (tmp_path / "plan.yaml").write_text(plan_text())
     freeze(tmp_path / "plan.yaml")  # the library: the CLI refuses a collector only this test registers
-    proc = subprocess.run(collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "r"), "--jobs",
-                               "100000"), env=ENV, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        collect_cli("run", str(tmp_path / "plan.lock.json"), "--out", str(tmp_path / "r"), "--jobs", "100000"),
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "--jobs must be between 1 and" in proc.stderr and "CPU" in proc.stderr
 
 

@@ -22,9 +22,13 @@ def sim_twin() -> str:
     text = text.replace("collector: torch.controller", "collector: sim.controller")
     text = text.replace("    heldout_tokens: 4096\n", "")
     # the twin's learning is the declared prior, fixed by its design: equal in both arms of a block
-    text = text.replace("final_nll:           {unit: nats/token, better: lower, evidence: measured}",
-                        "final_nll:           {unit: nats/token, better: lower, evidence: prior, deterministic: true}")
-    return text.replace("evidence: measured}", "evidence: modeled}").replace("evidence: measured,", "evidence: modeled,")
+    text = text.replace(
+        "final_nll:           {unit: nats/token, better: lower, evidence: measured}",
+        "final_nll:           {unit: nats/token, better: lower, evidence: prior, deterministic: true}",
+    )
+    return text.replace("evidence: measured}", "evidence: modeled}").replace(
+        "evidence: measured,", "evidence: modeled,"
+    )
 
 
 def test_the_example_freezes_as_written(tmp_path: Path) -> None:
@@ -48,18 +52,39 @@ def test_the_sim_twin_runs_and_evaluates_with_every_part(tmp_path: Path) -> None
     ev = json.loads((tmp_path / "runs" / "evaluation.json").read_text())
     c = ev["comparator"]
     assert c["arm"] in ("sync", "local4", "local16") and c["runs_used"] == 3 * 24
-    assert all(any(f"family={fam}" in s for fam in ("calm", "congestion", "compound", "rolling_outages"))
-               for s in c["calibration_strata"])
+    assert all(
+        any(f"family={fam}" in s for fam in ("calm", "congestion", "compound", "rolling_outages"))
+        for s in c["calibration_strata"]
+    )
     families = [f["family"] for f in ev["families"]]
-    assert families == ["bandwidth_collapse", "latency_spikes", "site_outage", "straggler", "flapping_membership",
-                        "partition_heals"]
+    assert families == [
+        "bandwidth_collapse",
+        "latency_spikes",
+        "site_outage",
+        "straggler",
+        "flapping_membership",
+        "partition_heals",
+    ]
     assert all(f["blocks"] == 6 and f["hindsight"]["best_arm"] for f in ev["families"])
-    assert len(ev["ranking"]) == 12 and {r["ranking"] for r in ev["ranking"]} <= {"adaptive", "comparator", "flip",
-                                                                                  "abstain"}
+    assert len(ev["ranking"]) == 12 and {r["ranking"] for r in ev["ranking"]} <= {
+        "adaptive",
+        "comparator",
+        "flip",
+        "abstain",
+    }
     assert all(r["reason"] and r["infrastructure"][0]["parameter"] == "base_bandwidth_mbps" for r in ev["ranking"])
     # one held-out family's timeline, adaptive and comparator on one axis, with its text equivalent
-    proc = run("reports", "plot", str(tmp_path / "runs" / "evaluation.json"), "--family", "site_outage",
-               "--out", str(tmp_path / "plots"), "--format", "svg")
+    proc = run(
+        "reports",
+        "plot",
+        str(tmp_path / "runs" / "evaluation.json"),
+        "--family",
+        "site_outage",
+        "--out",
+        str(tmp_path / "plots"),
+        "--format",
+        "svg",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "abstentions" in proc.stdout and f"{c['arm']}: run" in proc.stdout
     # the web report carries the same timeline in words, and the ranking table

@@ -26,8 +26,15 @@ SMALL = {"useful_tokens": 12288, "micro_batch": 64, "stress_horizon_s": 8.0}
 
 
 def _run(tmp: Path, policy: str, family: str, seed: int = 11, **kw: object):
-    ctx = RunContext(f"run-{family}-{policy.replace(':', '')}-{seed}", {**SMALL, "policy": policy, "family": family,
-                                                                         **kw}, seed, {}, policy, 0, tmp)
+    ctx = RunContext(
+        f"run-{family}-{policy.replace(':', '')}-{seed}",
+        {**SMALL, "policy": policy, "family": family, **kw},
+        seed,
+        {},
+        policy,
+        0,
+        tmp,
+    )
     return SimControllerCollector().run(ctx), ctx
 
 
@@ -53,12 +60,19 @@ def test_uncertainty_regions_split_the_ranges() -> None:
 
 
 def _cfg(**kw: object) -> ControllerConfig:
-    return ControllerConfig(modes=("sync", "local:4", "local:16"), safe_mode="local:4", sync_cycle_steps=8,
-                            sync_bytes=51840, outer_bytes=51840, **kw)  # type: ignore[arg-type]
+    return ControllerConfig(
+        modes=("sync", "local:4", "local:16"),
+        safe_mode="local:4",
+        sync_cycle_steps=8,
+        sync_bytes=51840,
+        outer_bytes=51840,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
-def _report(bw: float | None, lat: float = 30.0, members: tuple[int, ...] = (0, 1, 2), mode: str = "local:4",
-            dis: float = 0.01) -> CycleReport:
+def _report(
+    bw: float | None, lat: float = 30.0, members: tuple[int, ...] = (0, 1, 2), mode: str = "local:4", dis: float = 0.01
+) -> CycleReport:
     return CycleReport(0, mode, parse_mode(mode), 50.0, bw, None if bw is None else lat, members, 4, dis)
 
 
@@ -143,16 +157,19 @@ def test_check_ledger_catches_broken_accounting() -> None:
         check_ledger(dataclasses.replace(r2, useful_units=r2.useful_units - 1), cfg)
 
 
-@pytest.mark.parametrize("params, text", [
-    ({"policy": "sync", "bogus_ms": 1}, "does not read"),
-    ({"policy": "local:1"}, "must be sync"),
-    ({"policy": "adaptive", "controller_safe_mode": "local:8"}, "not one of controller_modes"),
-    ({"policy": "sync", "useful_tokens": 1000}, "multiple of micro_batch"),
-    ({"policy": "sync", "family": "meteor"}, "must be one of"),
-    ({"policy": "sync", "bandwidth_region": "middle"}, "must be one of"),
-    ({"policy": "sync", "bandwidth_mbps_min": 10.0, "bandwidth_mbps_max": 1.0}, "must be <="),
-    ({"policy": "adaptive", "controller_modes": "sync,sync"}, "no repeats"),
-])
+@pytest.mark.parametrize(
+    "params, text",
+    [
+        ({"policy": "sync", "bogus_ms": 1}, "does not read"),
+        ({"policy": "local:1"}, "must be sync"),
+        ({"policy": "adaptive", "controller_safe_mode": "local:8"}, "not one of controller_modes"),
+        ({"policy": "sync", "useful_tokens": 1000}, "multiple of micro_batch"),
+        ({"policy": "sync", "family": "meteor"}, "must be one of"),
+        ({"policy": "sync", "bandwidth_region": "middle"}, "must be one of"),
+        ({"policy": "sync", "bandwidth_mbps_min": 10.0, "bandwidth_mbps_max": 1.0}, "must be <="),
+        ({"policy": "adaptive", "controller_modes": "sync,sync"}, "no repeats"),
+    ],
+)
 def test_bad_params_are_refused(params: dict[str, object], text: str) -> None:
     with pytest.raises(ParamError, match=text):
         validate(params)
@@ -171,7 +188,9 @@ def test_registered_and_params_documented_with_units() -> None:
 
 @pytest.mark.subprocess(quick=True)
 def test_loading_the_collectors_does_not_import_torch() -> None:
-    code = ("import sys; from collect.engine.runner import load_collector; load_collector('torch.controller'); "
-            "load_collector('sim.controller'); import prereg_toolkit_cli.collect; print(json.dumps('torch' in sys.modules))")
+    code = (
+        "import sys; from collect.engine.runner import load_collector; load_collector('torch.controller'); "
+        "load_collector('sim.controller'); import prereg_toolkit_cli.collect; print(json.dumps('torch' in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) is False

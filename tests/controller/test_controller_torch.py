@@ -14,13 +14,26 @@ from collect.traces.commits import read_commits
 
 pytestmark = pytest.mark.usefixtures("torch")  # skips where torch is missing
 
-SMALL = {"useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384, "heldout_tokens": 1024, "width": 32,
-         "stress_horizon_s": 6.0}
+SMALL = {
+    "useful_tokens": 6144,
+    "micro_batch": 64,
+    "train_tokens": 16384,
+    "heldout_tokens": 1024,
+    "width": 32,
+    "stress_horizon_s": 6.0,
+}
 
 
 def _run(tmp: Path, policy: str, family: str = "calm", seed: int = 21):
-    ctx = RunContext(f"run-{family}-{policy.replace(':', '')}", {**SMALL, "policy": policy, "family": family},
-                     seed, {}, policy, 0, tmp)
+    ctx = RunContext(
+        f"run-{family}-{policy.replace(':', '')}",
+        {**SMALL, "policy": policy, "family": family},
+        seed,
+        {},
+        policy,
+        0,
+        tmp,
+    )
     return TorchControllerCollector().run(ctx), ctx
 
 
@@ -32,8 +45,13 @@ def test_merge_is_real_parameter_averaging(torch) -> None:
 
     c = make_corpora(SourceSpec(), 3, 4, 2048, 1, 64)
     torch.manual_seed(0)
-    w = Replicas(WindowMLP(32, 4, 8, 16), Batches(c.train, 4, 16, 3), 0.01, torch.zeros(1, 4, dtype=torch.long),
-                 torch.zeros(1, dtype=torch.long))
+    w = Replicas(
+        WindowMLP(32, 4, 8, 16),
+        Batches(c.train, 4, 16, 3),
+        0.01,
+        torch.zeros(1, 4, dtype=torch.long),
+        torch.zeros(1, dtype=torch.long),
+    )
     for site in (0, 1):
         w.fork(site)
         for k in range(3):
@@ -80,12 +98,17 @@ def small_controller_plan() -> str:
     text = (Path(__file__).resolve().parents[2] / "examples" / "controller.yaml").read_text()
     for old, new in (
         ("useful_tokens: 49152", "useful_tokens: 6144\n    train_tokens: 16384\n    width: 32"),
-        ("micro_batch: 128", "micro_batch: 64"), ("heldout_tokens: 4096", "heldout_tokens: 1024"),
-        ("stress_horizon_s: 20", "stress_horizon_s: 6"), ("min: 49151", "min: 6143"), ("max: 49153", "max: 6145"),
+        ("micro_batch: 128", "micro_batch: 64"),
+        ("heldout_tokens: 4096", "heldout_tokens: 1024"),
+        ("stress_horizon_s: 20", "stress_horizon_s: 6"),
+        ("min: 49151", "min: 6143"),
+        ("max: 49153", "max: 6145"),
         ("range: [49152, 98304]", "range: [6144, 12288]"),
-        ("    family: [calm, congestion, compound, rolling_outages,\n             bandwidth_collapse, latency_spikes, "
-         "site_outage, straggler, flapping_membership, partition_heals]", "    family: [calm, site_outage, "
-         "partition_heals]"),
+        (
+            "    family: [calm, congestion, compound, rolling_outages,\n             bandwidth_collapse, latency_spikes, "
+            "site_outage, straggler, flapping_membership, partition_heals]",
+            "    family: [calm, site_outage, partition_heals]",
+        ),
         ("  replicates: 3", "  replicates: 1"),
         ("  region_factors:\n    bandwidth_region: base_bandwidth_mbps\n", ""),  # one ranking cell per family
         ("    - {family: congestion}\n    - {family: compound}\n    - {family: rolling_outages}\n", ""),
@@ -111,8 +134,10 @@ def test_the_controller_study_freezes_runs_and_evaluates(tmp_path: Path) -> None
     ev = evaluate(tmp_path / "plan.lock.json", tmp_path / "runs")
     assert ev.decision in ("supported", "not_supported")
     assert ev.comparator is not None and ev.comparator.arm in ("sync", "local4", "local16")
-    assert ev.comparator.calibration_strata == ["bandwidth_region=low, family=calm",
-                                                "bandwidth_region=high, family=calm"]
+    assert ev.comparator.calibration_strata == [
+        "bandwidth_region=low, family=calm",
+        "bandwidth_region=high, family=calm",
+    ]
     assert [f.family for f in ev.families] == ["site_outage", "partition_heals"]
     assert all(f.blocks == 2 and len(f.gates) == 4 for f in ev.families)
     assert [(c.family, c.region, c.n_pairs) for c in ev.ranking] == [("site_outage", {}, 2), ("partition_heals", {}, 2)]

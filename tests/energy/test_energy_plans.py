@@ -58,8 +58,9 @@ decision:
 POWER_ONLY = "sim:clock=virtual,signals=power_average,update_ms=100,window_ms=100"
 
 
-def _study(tmp: Path, sensor: str = POWER_ONLY, energy_signal: str = "power_average",
-           metric_signal: str = "power_average") -> tuple[Path, Path]:
+def _study(
+    tmp: Path, sensor: str = POWER_ONLY, energy_signal: str = "power_average", metric_signal: str = "power_average"
+) -> tuple[Path, Path]:
     plan = tmp / "plan.yaml"
     plan.write_text(PLAN.format(sensor=sensor, energy_signal=energy_signal, metric_signal=metric_signal))
     lock = tmp / "plan.lock.json"
@@ -134,8 +135,14 @@ def test_a_tampered_telemetry_trace_refuses_only_the_gates_relying_on_it(power_r
     assert proc.returncode == 3, proc.stdout + proc.stderr
     ev = json.loads((copy / "evaluation.json").read_text())
     by_id = {g["id"]: g for g in ev["gates"]}
-    assert by_id["energy_lower"]["verdict"] == "refused" and {"kind": "invalidator", "id": "trace_integrity", "reason": "invalidator trace_integrity fired"} in by_id["energy_lower"]["refused_by"]
-    assert by_id["nll_close"]["verdict"] in ("pass", "fail") and "trace_integrity" not in [r["id"] for r in by_id["nll_close"]["refused_by"]]
+    assert (
+        by_id["energy_lower"]["verdict"] == "refused"
+        and {"kind": "invalidator", "id": "trace_integrity", "reason": "invalidator trace_integrity fired"}
+        in by_id["energy_lower"]["refused_by"]
+    )
+    assert by_id["nll_close"]["verdict"] in ("pass", "fail") and "trace_integrity" not in [
+        r["id"] for r in by_id["nll_close"]["refused_by"]
+    ]
     check = next(i for i in ev["invalidators"] if i["id"] == "trace_integrity")
     assert check["fired"] and record["run_id"] in check["detail"] and polls.name in check["detail"]
 
@@ -164,10 +171,11 @@ def test_a_changed_event_trace_is_reported_but_refuses_no_gate(power_runs, tmp_p
 def test_a_plan_naming_a_signal_its_runs_will_not_record_is_refused_before_the_freeze(tmp_path):
     """The collector's own checks run at prereg freeze: nothing is frozen, so no amendment is needed."""
     for where, sensor, energy_signal, metric_signal, words in (
-            # energy from the counter, but the metrics and the invalidator name power_average
-            ("a", "sim:clock=virtual", "energy_counter", "power_average", ("power_average", "records energy_counter")),
-            # a power-only meter cannot give the counter the plan asks for
-            ("b", POWER_ONLY, "energy_counter", "energy_counter", ("energy_counter", "offer"))):
+        # energy from the counter, but the metrics and the invalidator name power_average
+        ("a", "sim:clock=virtual", "energy_counter", "power_average", ("power_average", "records energy_counter")),
+        # a power-only meter cannot give the counter the plan asks for
+        ("b", POWER_ONLY, "energy_counter", "energy_counter", ("energy_counter", "offer")),
+    ):
         folder = tmp_path / where
         folder.mkdir()
         plan = folder / "plan.yaml"

@@ -41,8 +41,13 @@ schedules = st.lists(st.tuples(st.sampled_from(PHASES), st.floats(5.0, 900.0)), 
 
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None)
-@given(meter=st.sampled_from(sorted(METERS)), schedule=schedules, idle_ms=st.sampled_from([0.0, 300.0, 2000.0]),
-       poll_ms=st.sampled_from([1.0, 7.0, 20.0]), seed=st.integers(0, 2**16))
+@given(
+    meter=st.sampled_from(sorted(METERS)),
+    schedule=schedules,
+    idle_ms=st.sampled_from([0.0, 300.0, 2000.0]),
+    poll_ms=st.sampled_from([1.0, 7.0, 20.0]),
+    seed=st.integers(0, 2**16),
+)
 def test_phase_bounds_contain_the_true_phase_energy(meter, schedule, idle_ms, poll_ms, seed):
     sensor, signal, trace = _record(meter, schedule, idle_ms, poll_ms, seed)
     p_min, p_max = sensor.power_range_w()

@@ -36,7 +36,8 @@ SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_ch
 # rescaled data in [0, 1] on a grid (ties and exact bounds included), mapped to bounds (-2, 3)
 LO, HI = -2.0, 3.0
 samples = st.lists(st.integers(0, 40), min_size=1, max_size=25).map(
-    lambda v: LO + (HI - LO) * np.array(v, dtype=np.float64) / 40.0)
+    lambda v: LO + (HI - LO) * np.array(v, dtype=np.float64) / 40.0
+)
 levels = st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.99])
 
 
@@ -77,8 +78,9 @@ def test_interval_ends_within_confseq_grid_step(case: dict) -> None:
 def test_p_values_are_reciprocal_of_confseq_running_max_capital(case: dict) -> None:
     lo, hi = case["bounds"]
     for m, plus, minus in zip(case["m"], case["capital_plus"], case["capital_minus"], strict=True):
-        pg, pl = betting_one_sided(case["d"], lo + m * (hi - lo), bounds=(lo, hi),
-                                   confidence=case["confidence"], horizon=case["horizon"])
+        pg, pl = betting_one_sided(
+            case["d"], lo + m * (hi - lo), bounds=(lo, hi), confidence=case["confidence"], horizon=case["horizon"]
+        )
         assert pg == pytest.approx(min(1.0, 1.0 / max(plus)), rel=1e-9)
         assert pl == pytest.approx(min(1.0, 1.0 / max(minus)), rel=1e-9)
 
@@ -126,8 +128,12 @@ def test_higher_confidence_gives_a_wider_interval(d: np.ndarray, confs: list[flo
 
 
 @SETTINGS
-@given(rows=st.lists(st.lists(st.integers(0, 40), min_size=6, max_size=6), min_size=1, max_size=3),
-       frac=st.floats(-0.1, 1.1), conf=levels, horizon=st.integers(1, 12))
+@given(
+    rows=st.lists(st.lists(st.integers(0, 40), min_size=6, max_size=6), min_size=1, max_size=3),
+    frac=st.floats(-0.1, 1.1),
+    conf=levels,
+    horizon=st.integers(1, 12),
+)
 def test_vectorised_equals_scalar(rows: list[list[int]], frac: float, conf: float, horizon: int) -> None:
     x = LO + (HI - LO) * np.array(rows, dtype=np.float64) / 40.0
     mu = LO + frac * (HI - LO)
@@ -181,10 +187,10 @@ def test_constant_zeros_no_tighter_than_exact_bound() -> None:
 def test_p_values_beyond_the_range() -> None:
     d = [0.2, 0.4, 0.3]
     kw = {"bounds": (0.0, 1.0), "confidence": 0.9}
-    assert betting_one_sided(d, -0.5, **kw) == (0.0, 1.0)   # theta <= -0.5 impossible; theta >= -0.5 certain
+    assert betting_one_sided(d, -0.5, **kw) == (0.0, 1.0)  # theta <= -0.5 impossible; theta >= -0.5 certain
     assert betting_one_sided(d, 1.5, **kw) == (1.0, 0.0)
     assert betting_one_sided(d, 0.0, **kw)[1] == 1.0 and betting_one_sided(d, 1.0, **kw)[0] == 1.0
-    assert betting_one_sided(d, 1.0, **kw)[1] < 0.05       # theta >= hi: every unit would be hi
+    assert betting_one_sided(d, 1.0, **kw)[1] < 0.05  # theta >= hi: every unit would be hi
 
 
 def test_ratio_scale_is_the_exponentiated_log_interval() -> None:
@@ -194,7 +200,8 @@ def test_ratio_scale_is_the_exponentiated_log_interval() -> None:
     diff = betting_interval(logr, 0.9, bounds=box)
     assert r.scale == "ratio" and r.null == 1.0
     assert (r.estimate, r.lower, r.upper) == pytest.approx(
-        (math.exp(diff.estimate), math.exp(diff.lower), math.exp(diff.upper)), rel=1e-14)
+        (math.exp(diff.estimate), math.exp(diff.lower), math.exp(diff.upper)), rel=1e-14
+    )
 
 
 def test_pvalue_is_two_sided_test_of_zero() -> None:
@@ -214,18 +221,21 @@ def test_contrast_bounds_by_interval_arithmetic() -> None:
         contrast_bounds((0.0, 5.0), [0, 0], "difference")
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"d": [0.1, 2.5, 9.0], "bounds": (0.0, 1.0)}, r"contrast 2 = 2\.5 lies outside"),
-    ({"d": [0.1, -0.5], "bounds": (0.0, 1.0)}, r"contrast 2 = -0\.5 lies outside"),
-    ({"d": [0.1], "bounds": (1.0, 1.0)}, "lo < hi"),
-    ({"d": [0.1], "bounds": (2.0, 1.0)}, "lo < hi"),
-    ({"d": [0.1], "bounds": (0.0, math.inf)}, "finite"),
-    ({"d": [0.1], "bounds": (0.0, 1.0), "horizon": 0}, "horizon"),
-    ({"d": [0.1], "bounds": (0.0, 1.0), "horizon": 2.5}, "horizon"),
-    ({"d": [0.1, math.nan], "bounds": (0.0, 1.0)}, "NaN"),
-    ({"d": [], "bounds": (0.0, 1.0)}, "at least 1"),
-    ({"d": [0.1], "bounds": (0.0, 1.0), "confidence": 1.0}, "confidence"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"d": [0.1, 2.5, 9.0], "bounds": (0.0, 1.0)}, r"contrast 2 = 2\.5 lies outside"),
+        ({"d": [0.1, -0.5], "bounds": (0.0, 1.0)}, r"contrast 2 = -0\.5 lies outside"),
+        ({"d": [0.1], "bounds": (1.0, 1.0)}, "lo < hi"),
+        ({"d": [0.1], "bounds": (2.0, 1.0)}, "lo < hi"),
+        ({"d": [0.1], "bounds": (0.0, math.inf)}, "finite"),
+        ({"d": [0.1], "bounds": (0.0, 1.0), "horizon": 0}, "horizon"),
+        ({"d": [0.1], "bounds": (0.0, 1.0), "horizon": 2.5}, "horizon"),
+        ({"d": [0.1, math.nan], "bounds": (0.0, 1.0)}, "NaN"),
+        ({"d": [], "bounds": (0.0, 1.0)}, "at least 1"),
+        ({"d": [0.1], "bounds": (0.0, 1.0), "confidence": 1.0}, "confidence"),
+    ],
+)
 def test_bad_input_is_a_value_error(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         betting_interval(**kwargs)
@@ -249,6 +259,8 @@ def test_rare_adverse_coverage_and_width() -> None:
     p = betting_pass_rates(x, 0.2, bounds=(-20.0, 20.0), confidence=0.9)
     limit = 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
     assert np.mean(p.p_less <= 0.05) <= limit and np.mean(p.p_greater <= 0.05) <= limit
-    widths = [(r.upper - r.lower) for r in
-              (betting_interval(np.clip(rng.normal(0, 1, 20), -5, 5), 0.9, bounds=(-5.0, 5.0)) for _ in range(50))]
+    widths = [
+        (r.upper - r.lower)
+        for r in (betting_interval(np.clip(rng.normal(0, 1, 20), -5, 5), 0.9, bounds=(-5.0, 5.0)) for _ in range(50))
+    ]
     assert max(widths) < 0.5 * 10.0 and np.mean(widths) < 3.0

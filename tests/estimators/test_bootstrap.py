@@ -14,8 +14,9 @@ def test_bca_matches_scipy_within_monte_carlo_error() -> None:
     d = np.random.default_rng(12).lognormal(0.0, 0.8, 300)
     ours = [E.bca_interval(d, 0.9, resamples=4000, seed=s) for s in range(4)]
     ref = [
-        stats.bootstrap((d,), np.mean, n_resamples=4000, method="BCa", confidence_level=0.9,
-                        rng=np.random.default_rng(100 + s)).confidence_interval
+        stats.bootstrap(
+            (d,), np.mean, n_resamples=4000, method="BCa", confidence_level=0.9, rng=np.random.default_rng(100 + s)
+        ).confidence_interval
         for s in range(4)
     ]
     ol, ou = np.array([r.lower for r in ours]), np.array([r.upper for r in ours])
@@ -29,8 +30,9 @@ def test_bca_matches_scipy_within_monte_carlo_error() -> None:
 def test_percentile_matches_scipy_within_monte_carlo_error() -> None:
     d = np.random.default_rng(13).normal(1.0, 2.0, 200)
     ours = E.bootstrap_interval(d, 0.95, resamples=20000, seed=1)
-    ref = stats.bootstrap((d,), np.mean, n_resamples=20000, method="percentile",
-                          rng=np.random.default_rng(2)).confidence_interval
+    ref = stats.bootstrap(
+        (d,), np.mean, n_resamples=20000, method="percentile", rng=np.random.default_rng(2)
+    ).confidence_interval
     se_mean = np.std(d) / np.sqrt(d.size)
     # quantile MC sd ~ sqrt(q(1-q)/B) / phi(z_q) * se; 5 sd of the difference
     tol = 5 * np.sqrt(2) * np.sqrt(0.025 * 0.975 / 20000) / stats.norm.pdf(1.96) * se_mean

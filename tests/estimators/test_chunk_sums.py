@@ -112,10 +112,7 @@ def test_bootstrap_means_are_the_old_ones_across_acceptance_regimes(n: int) -> N
 
 @settings(max_examples=25, deadline=None)
 @given(
-    n=st.integers(2, 2100),
-    resamples=st.integers(100, 2200),
-    seed=st.integers(0, 2**32 - 1),
-    scale=st.floats(1e-3, 1e3),
+    n=st.integers(2, 2100), resamples=st.integers(100, 2200), seed=st.integers(0, 2**32 - 1), scale=st.floats(1e-3, 1e3)
 )
 def test_bootstrap_means_are_the_old_ones_property(n: int, resamples: int, seed: int, scale: float) -> None:
     d = np.random.default_rng(seed).standard_t(3, n) * scale

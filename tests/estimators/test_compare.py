@@ -34,8 +34,16 @@ def _log_ratios(df: pd.DataFrame) -> np.ndarray:
 
 def test_ratio_rule_matches_scipy_one_sided_t_test_on_log_ratios():
     df = _table()
-    res = E.compare(df, metric="energy_j", arm="policy", block="seed", contrast="continue / restart",
-                    rule="upper < 1.05", method="t", confidence=0.90)
+    res = E.compare(
+        df,
+        metric="energy_j",
+        arm="policy",
+        block="seed",
+        contrast="continue / restart",
+        rule="upper < 1.05",
+        method="t",
+        confidence=0.90,
+    )
     ref = stats.ttest_1samp(_log_ratios(df), np.log(1.05), alternative="less")
     assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
     assert res.statistic == pytest.approx(ref.statistic, rel=1e-10)
@@ -50,8 +58,16 @@ def test_within_rule_is_tost_and_matches_statsmodels():
 
     df = _table(n=10, seed=3)
     wide = df.pivot(index="seed", columns="policy", values="energy_j")
-    res = E.compare(df, metric="energy_j", arm="policy", block="seed", contrast="continue - restart",
-                    rule="within [-60, 60]", method="t", confidence=0.90)
+    res = E.compare(
+        df,
+        metric="energy_j",
+        arm="policy",
+        block="seed",
+        contrast="continue - restart",
+        rule="within [-60, 60]",
+        method="t",
+        confidence=0.90,
+    )
     p, lower_side, upper_side = ttost_paired(wide["continue"].to_numpy(), wide["restart"].to_numpy(), -60, 60)
     assert res.pvalue == pytest.approx(p, rel=1e-10)
     binding = lower_side if lower_side[1] >= upper_side[1] else upper_side
@@ -60,8 +76,9 @@ def test_within_rule_is_tost_and_matches_statsmodels():
 
 def test_the_repr_shows_the_rules_p_value_not_a_test_of_zero():
     df = _table()
-    res = E.compare(df, metric="energy_j", arm="policy", block="seed", contrast="continue / restart",
-                    rule="upper < 1.05")
+    res = E.compare(
+        df, metric="energy_j", arm="policy", block="seed", contrast="continue / restart", rule="upper < 1.05"
+    )
     assert f"pvalue={res.pvalue:.4g}" in repr(res) and "verdict='pass'" in repr(res)
     two_sided = E.t_interval(_log_ratios(df), 0.90, scale="ratio").pvalue
     assert two_sided is not None and abs(two_sided - res.pvalue) > 0.1  # a different test, named differently
@@ -100,8 +117,9 @@ def test_plain_mapping_and_several_block_columns():
         "arm": ["a", "b"] * 6,
         "nll": [1.00, 1.02, 1.10, 1.11, 0.95, 0.99, 1.05, 1.06, 0.99, 1.03, 1.20, 1.22],
     }
-    res = E.compare(data, metric="nll", arm="arm", block=["site", "seed"], contrast="a - b",
-                    rule="upper < 0.05", method="wilcoxon")
+    res = E.compare(
+        data, metric="nll", arm="arm", block=["site", "seed"], contrast="a - b", rule="upper < 0.05", method="wilcoxon"
+    )
     assert res.n == 6 and res.blocks[0] == (0, 1)
     assert res.contrasts == pytest.approx([-0.02, -0.01, -0.04, -0.01, -0.04, -0.02])
     assert res.statistic is None and res.pvalue is not None
@@ -132,8 +150,15 @@ def test_constant_contrasts_are_vacuous_only_when_deterministic_and_too_few_bloc
     assert res.verdict == "vacuous" and res.pvalue is None
     res = E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="lower > 0.5")
     assert res.verdict == "unresolvable" and res.pvalue is None and "deterministic=True" in (res.reason or "")
-    res = E.compare(_table(n=8), metric="energy_j", arm="policy", block="seed", contrast="continue / restart",
-                    rule="upper < 1.05", method="bootstrap")
+    res = E.compare(
+        _table(n=8),
+        metric="energy_j",
+        arm="policy",
+        block="seed",
+        contrast="continue / restart",
+        rule="upper < 1.05",
+        method="bootstrap",
+    )
     assert res.verdict == "refused" and "needs at least 20" in (res.reason or "")
 
 

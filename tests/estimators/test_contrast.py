@@ -45,8 +45,7 @@ def test_propagate_bounds() -> None:
     assert np.allclose(got, [-np.log(0.9) - np.log(7 / 8), -np.log(0.75) - np.log(0.8)])
     # worst case is attained: moving each value to a bound end reaches it
     x, b = 10.0, 1.0
-    assert -np.log(1 - b / x) == pytest.approx(max(abs(np.log((x + b) / x)),
-                                                    abs(np.log((x - b) / x))))
+    assert -np.log(1 - b / x) == pytest.approx(max(abs(np.log((x + b) / x)), abs(np.log((x - b) / x))))
     assert np.isinf(E.propagate_bounds(y, [1, -1], [[5.0, 0.0]], "ratio")).tolist() == [False, True]
     with pytest.raises(ValueError):
         E.propagate_bounds(y, [1, -1], -0.1)
@@ -77,7 +76,8 @@ def test_unknown_method_and_bad_resamples() -> None:
 
 @pytest.mark.parametrize("method", E.UNBOUNDED_METHODS)
 @pytest.mark.parametrize(
-    "d", [np.full(6, 0.02), np.zeros(4), np.array([1e-320, 2e-320, 1e-320, 2e-320])]  # last: std underflows to 0
+    "d",
+    [np.full(6, 0.02), np.zeros(4), np.array([1e-320, 2e-320, 1e-320, 2e-320])],  # last: std underflows to 0
 )
 def test_constant_contrasts_give_marked_degenerate_interval(method: str, d: np.ndarray) -> None:
     res = E.interval(method, d, 0.9, resamples=500)

@@ -75,9 +75,7 @@ def coverage_table() -> dict[tuple[str, int, str], float]:
             x, mean, pm = sample(kind, n)
             for method in E.UNBOUNDED_METHODS:
                 if method == "signflip" and n == 20:
-                    out[(kind, n, method)] = float(
-                        np.mean([signflip_covers(x[i], mean, CONF) for i in range(R)])
-                    )
+                    out[(kind, n, method)] = float(np.mean([signflip_covers(x[i], mean, CONF) for i in range(R)]))
                 else:
                     target = pm if method == "wilcoxon" else mean
                     out[(kind, n, method)] = coverage(method, x[:R], target)

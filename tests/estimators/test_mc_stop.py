@@ -15,8 +15,9 @@ def _full_decision(rule: str, d: np.ndarray, resamples: int, seed: int, level: f
     return full.pvalue <= level * (1 + 1e-12), full.pvalue
 
 
-@pytest.mark.parametrize(("m", "a", "rest", "c"), [(1024, 20, 18_976, 999), (2048, 60, 17_952, 999),
-                                                    (1024, 3, 8_976, 99)])
+@pytest.mark.parametrize(
+    ("m", "a", "rest", "c"), [(1024, 20, 18_976, 999), (2048, 60, 17_952, 999), (1024, 3, 8_976, 99)]
+)
 def test_bound_for_covers_the_exact_risk_at_every_p(m: int, a: int, rest: int, c: int) -> None:
     """P(C_m <= a, C_N > c) computed exactly by convolution, at many p, is below the grid bound."""
     grid = mc_stop.p_grid([0.05])
@@ -24,8 +25,9 @@ def test_bound_for_covers_the_exact_risk_at_every_p(m: int, a: int, rest: int, c
     sp = special()
     for p in np.linspace(0.0005, 0.2, 400):
         s = np.arange(a + 1)
-        head = np.exp(sp.gammaln(m + 1) - sp.gammaln(s + 1) - sp.gammaln(m - s + 1)
-                      + s * np.log(p) + (m - s) * np.log1p(-p))
+        head = np.exp(
+            sp.gammaln(m + 1) - sp.gammaln(s + 1) - sp.gammaln(m - s + 1) + s * np.log(p) + (m - s) * np.log1p(-p)
+        )
         exact = float(np.sum(head * sp.bdtrc(c - s, rest, p)))
         assert exact <= bound * (1 + 1e-9) + 1e-300
 
@@ -73,12 +75,17 @@ def test_gate_decisions_agree_with_the_full_draw_on_many_seeds() -> None:
         d = np.random.default_rng(seed).normal(0.0, 1.0, 40)
         # thresholds placing the full-draw p-value at about 0.003, 0.01, 0.05, 0.2 and 0.5
         for quantile in (0.003, 0.01, 0.05, 0.2, 0.5):
-            u = float(d.mean() + np.quantile(np.random.default_rng(seed).standard_normal(4000), 1 - quantile)
-                      * d.std(ddof=1) / np.sqrt(d.size))
+            u = float(
+                d.mean()
+                + np.quantile(np.random.default_rng(seed).standard_normal(4000), 1 - quantile)
+                * d.std(ddof=1)
+                / np.sqrt(d.size)
+            )
             rule = f"upper < {u!r}"
             with cache.disabled():
-                seq = decide_rule(Rule.parse(rule), d, 0.90, "signflip", "difference", 20_000, seed,
-                                  levels=(0.01, 0.05))
+                seq = decide_rule(
+                    Rule.parse(rule), d, 0.90, "signflip", "difference", 20_000, seed, levels=(0.01, 0.05)
+                )
             for level in (0.01, 0.05):
                 full_holds, full_p = _full_decision(rule, d, 20_000, seed, level)
                 assert (seq.pvalue <= level * (1 + 1e-12)) == full_holds, (seed, quantile, level, seq.pvalue, full_p)

@@ -18,8 +18,9 @@ def test_toster_power_t_tost_paired_golden() -> None:
     assert P.t_tost_power(10, 0.0, math.sqrt(2), -1.5, 1.5, 0.05) == pytest.approx(0.8509744, abs=1e-6)
 
 
-@pytest.mark.parametrize(("n", "delta", "sd", "low", "high"), [(3, 0.1, 1.0, -1.0, 1.2), (6, -0.2, 0.5, -0.6, 0.6),
-                                                               (2, 0.0, 0.5, -1.0, 1.2)])
+@pytest.mark.parametrize(
+    ("n", "delta", "sd", "low", "high"), [(3, 0.1, 1.0, -1.0, 1.2), (6, -0.2, 0.5, -0.6, 0.6), (2, 0.0, 0.5, -1.0, 1.2)]
+)
 def test_tost_power_against_simulation(n: int, delta: float, sd: float, low: float, high: float) -> None:
     rng = np.random.default_rng(n)
     x = rng.standard_normal((200_000, n)) * sd + delta
@@ -66,7 +67,8 @@ def test_sd_upper_limit_and_expected_power() -> None:
     assert exp < P.t_power(27, 0.0, 1.0, target, 0.05)  # uncertainty about the SD costs power here
     tost = P.Target("within", -0.8, 0.8)
     assert P.expected_t_power(20, 0.0, 0.6, 9, tost, 0.05) == pytest.approx(
-        P.expected_power(lambda s: P.t_power(20, 0.0, s, tost, 0.05), 0.6, 9), abs=1e-9)
+        P.expected_power(lambda s: P.t_power(20, 0.0, s, tost, 0.05), 0.6, 9), abs=1e-9
+    )
 
 
 def test_detectable_margin_gives_the_target_power() -> None:

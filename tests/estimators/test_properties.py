@@ -20,9 +20,7 @@ methods = st.sampled_from(E.UNBOUNDED_METHODS)
 levels = st.sampled_from([0.5, 0.8, 0.9, 0.95])
 # more examples locally: ESTIMATORS_HYPOTHESIS_EXAMPLES=600 python -m pytest tests/estimators
 MAX_EXAMPLES = int(os.environ.get("ESTIMATORS_HYPOTHESIS_EXAMPLES", "60"))
-SETTINGS = settings(
-    max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=MAX_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RESAMPLES = 400
 
 
@@ -79,8 +77,7 @@ def test_scale_equivariance(d: np.ndarray, method: str, conf: float, s: float) -
 def test_ratio_scale_is_exp_of_log_scale(d: np.ndarray, method: str, conf: float) -> None:
     logs = d / 100.0  # log ratios within about +-1
     r, l = run(method, logs, conf, "ratio"), run(method, logs, conf, "difference")
-    assert np.allclose([r.estimate, r.lower, r.upper], np.exp([l.estimate, l.lower, l.upper]),
-                       rtol=1e-12, atol=0)
+    assert np.allclose([r.estimate, r.lower, r.upper], np.exp([l.estimate, l.lower, l.upper]), rtol=1e-12, atol=0)
     assert r.lower <= r.estimate <= r.upper and r.lower >= 0.0
 
 

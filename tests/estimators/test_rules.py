@@ -43,8 +43,7 @@ def test_bad_rules_rejected(kwargs: dict) -> None:
         E.Rule(**kwargs)
 
 
-@pytest.mark.parametrize("rule", [E.Rule("estimate", "<", 1.0), E.Rule("upper", ">", 0.0),
-                                  E.Rule("lower", "<=", 0.0)])
+@pytest.mark.parametrize("rule", [E.Rule("estimate", "<", 1.0), E.Rule("upper", ">", 0.0), E.Rule("lower", "<=", 0.0)])
 def test_rules_without_a_null_have_no_p_value(rule: E.Rule) -> None:
     with pytest.raises(ValueError, match="no one-sided null"):
         E.rule_pvalue(rule, contrasts(), 0.9, "t")
@@ -106,8 +105,12 @@ def test_adjust_p_values_match_statsmodels(method: str) -> None:
     from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
 
     rng = np.random.default_rng(0)
-    cases = [rng.uniform(0, 0.2, 7), np.array([0.01, 0.04, 0.04, 0.03, 0.5]),
-             np.array([0.3]), np.array([0.0, 1.0, 0.02, 0.02])]
+    cases = [
+        rng.uniform(0, 0.2, 7),
+        np.array([0.01, 0.04, 0.04, 0.03, 0.5]),
+        np.array([0.3]),
+        np.array([0.0, 1.0, 0.02, 0.02]),
+    ]
     for p in cases:
         ours = E.adjust_p_values(p, method)
         if method == "none":
@@ -168,14 +171,13 @@ def test_resolution_from_outcomes_ratio_and_infinite_bound() -> None:
     a = np.array([100.0, 120.0, 95.0, 110.0, 104.0, 125.0])
     b = np.array([110.0, 131.0, 104.0, 119.0, 115.0, 137.0])
     rule = E.Rule("upper", "<", 0.97)
-    fine = E.resolution_check_outcomes(rule, np.column_stack([a, b]), [1, -1], 0.01,
-                                       0.9, "t", "ratio")
-    coarse = E.resolution_check_outcomes(rule, np.column_stack([a, b]), [1, -1], 5.0,
-                                         0.9, "t", "ratio")
+    fine = E.resolution_check_outcomes(rule, np.column_stack([a, b]), [1, -1], 0.01, 0.9, "t", "ratio")
+    coarse = E.resolution_check_outcomes(rule, np.column_stack([a, b]), [1, -1], 5.0, 0.9, "t", "ratio")
     assert fine.holds and not fine.could_change
     assert coarse.could_change
-    hopeless = E.resolution_check_outcomes(rule, np.column_stack([a, b]), [1, -1],
-                                           [[0.0, 200.0]], 0.9, "signflip", "ratio")
+    hopeless = E.resolution_check_outcomes(
+        rule, np.column_stack([a, b]), [1, -1], [[0.0, 200.0]], 0.9, "signflip", "ratio"
+    )
     assert hopeless.interval_bound == np.inf and hopeless.could_change
 
 

@@ -30,8 +30,9 @@ def test_gsdesign_obrien_fleming_golden() -> None:
     assert np.allclose([b.nominal_alpha for b in d.looks], stats.norm.sf(d.z_bounds), rtol=1e-12)
 
 
-@pytest.mark.parametrize(("k", "pocock", "obf"), [(2, 2.178, 1.977), (3, 2.289, 2.004),
-                                                  (4, 2.361, 2.024), (5, 2.413, 2.040)])
+@pytest.mark.parametrize(
+    ("k", "pocock", "obf"), [(2, 2.178, 1.977), (3, 2.289, 2.004), (4, 2.361, 2.024), (5, 2.413, 2.040)]
+)
 def test_classical_constants_of_jennison_turnbull(k: int, pocock: float, obf: float) -> None:
     """Classical (not Lan-DeMets) two-sided 0.05 designs with equal spacing, Jennison & Turnbull
     Table 2.1 (C_P and C_B): the recursion's two-sided crossing probability at those constants."""
@@ -139,8 +140,9 @@ def test_look_errors(bad: list[float]) -> None:
         SP.information_fractions(bad)
 
 
-looks_strategy = st.lists(st.integers(1, 60), min_size=1, max_size=6, unique=True).map(sorted).filter(
-    lambda v: v[-1] >= 2)
+looks_strategy = (
+    st.lists(st.integers(1, 60), min_size=1, max_size=6, unique=True).map(sorted).filter(lambda v: v[-1] >= 2)
+)
 specs = st.sampled_from(["obrien_fleming", "pocock", "power:1", "power:2", "power:3", "power:0.7"])
 alphas = st.sampled_from([0.005, 0.025, 0.05, 0.1])
 

@@ -16,8 +16,9 @@ from estimators.look_levels import gate_levels
 RULE = Rule("upper", "<", 0.0)
 
 
-def _false_supported(method: str, looks: list[int], spending: str, sequences: int, seed: int,
-                     naive: bool = False) -> float:
+def _false_supported(
+    method: str, looks: list[int], spending: str, sequences: int, seed: int, naive: bool = False
+) -> float:
     levels = gate_levels(method, 0.90, looks, spending)
     rng = np.random.default_rng(seed)
     passes = 0
@@ -36,11 +37,14 @@ def _false_supported(method: str, looks: list[int], spending: str, sequences: in
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("method", "looks", "sequences"), [
-    ("t", [6, 12, 18, 24, 30], 3000),
-    ("signflip", [8, 10, 12, 14, 16], 2000),
-    ("wilcoxon", [8, 10, 12, 14, 16], 2000),
-])
+@pytest.mark.parametrize(
+    ("method", "looks", "sequences"),
+    [
+        ("t", [6, 12, 18, 24, 30], 3000),
+        ("signflip", [8, 10, 12, 14, 16], 2000),
+        ("wilcoxon", [8, 10, 12, 14, 16], 2000),
+    ],
+)
 def test_five_looks_hold_alpha(method: str, looks: list[int], sequences: int) -> None:
     rate = _false_supported(method, looks, "pocock", sequences, seed=sequences + len(method))
     assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / sequences)

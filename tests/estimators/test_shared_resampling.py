@@ -35,8 +35,9 @@ def _gate(method: str, d: np.ndarray, rule: E.Rule, b: np.ndarray) -> tuple:
 
 @pytest.mark.parametrize("method", ["bootstrap", "bca", "signflip", "wilcoxon", "t"])
 @pytest.mark.parametrize("n", [12, 40])
-@pytest.mark.parametrize("rule", [E.Rule("upper", "<", 0.6), E.Rule("lower", ">", -0.1),
-                                  E.Rule("within", low=-0.2, high=0.9)])
+@pytest.mark.parametrize(
+    "rule", [E.Rule("upper", "<", 0.6), E.Rule("lower", ">", -0.1), E.Rule("within", low=-0.2, high=0.9)]
+)
 def test_shared_results_equal_fresh_ones(method: str, n: int, rule: E.Rule) -> None:
     d = np.random.default_rng(n).normal(0.3, 1.0, n)
     b = np.full(n, 0.01)
@@ -88,11 +89,18 @@ def test_cache_is_bounded() -> None:
 def test_import_needs_no_scipy() -> None:
     import subprocess
 
-    code = ("import sys, numpy as np, estimators as E; E.decide_rule; "
-            "E.decide_rule(E.Rule('upper', '<', 0.5), np.arange(8.0) - 3, 0.9, 'signflip'); "
-            "print('scipy' in sys.modules, 'scipy.stats' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2])
+    code = (
+        "import sys, numpy as np, estimators as E; E.decide_rule; "
+        "E.decide_rule(E.Rule('upper', '<', 0.5), np.arange(8.0) - 3, 0.9, 'signflip'); "
+        "print('scipy' in sys.modules, 'scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.split() == ["False", "False"]
 
 

@@ -54,9 +54,7 @@ def test_one_sided_p_values_equal_enumeration() -> None:
 
 def test_subset_means_are_all_nonempty_subset_means() -> None:
     d = np.array([0.3, -1.1, 2.0, 0.7])
-    expected = sorted(
-        np.mean(c) for r in range(1, 5) for c in itertools.combinations(d, r)
-    )
+    expected = sorted(np.mean(c) for r in range(1, 5) for c in itertools.combinations(d, r))
     assert np.allclose(np.sort(subset_means(d)), expected, atol=1e-14)
 
 

@@ -11,8 +11,12 @@ from estimators import trend_ends
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(3, 30), seed=st.integers(0, 2**31 - 1), confidence=st.sampled_from([0.8, 0.9, 0.95]),
-       slope=st.floats(-2, 2))
+@given(
+    n=st.integers(3, 30),
+    seed=st.integers(0, 2**31 - 1),
+    confidence=st.sampled_from([0.8, 0.9, 0.95]),
+    slope=st.floats(-2, 2),
+)
 @pytest.mark.slow  # many generated cases or a reference library: the slow tier
 def test_ends_equal_statsmodels_mean_prediction_interval(n: int, seed: int, confidence: float, slope: float) -> None:
     import statsmodels.api as sm

@@ -23,8 +23,13 @@ def test_thirty_zeros_bound_the_mean_at_1_9_on_a_range_of_plus_minus_20():
 
 
 @settings(max_examples=300, deadline=None)
-@given(atoms=st.lists(st.floats(-20, 19.5), min_size=1, max_size=4), weights=st.lists(st.floats(0.01, 1), min_size=5,
-       max_size=5), n=st.integers(2, 40), conf=st.sampled_from([0.8, 0.9, 0.95, 0.99]), mu=st.floats(-19, 19.9))
+@given(
+    atoms=st.lists(st.floats(-20, 19.5), min_size=1, max_size=4),
+    weights=st.lists(st.floats(0.01, 1), min_size=5, max_size=5),
+    n=st.integers(2, 40),
+    conf=st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+    mu=st.floats(-19, 19.9),
+)
 def test_a_constant_sample_rejects_a_true_null_at_most_alpha_of_the_time(atoms, weights, n, conf, mu):
     """Exact, not simulated: a distribution on the range with atoms below ``mu`` and the rest of its mass at
     the range's top, its mean at least ``mu`` (H0 of ``upper < mu`` true). The test rejects only when all n
@@ -44,14 +49,17 @@ def test_a_constant_sample_rejects_a_true_null_at_most_alpha_of_the_time(atoms, 
 
 
 @settings(max_examples=200, deadline=None)
-@given(value=st.floats(-19, 19), n=st.integers(2, 60), conf=st.sampled_from([0.8, 0.9, 0.95]),
-       offset=st.floats(-3, 3))
+@given(value=st.floats(-19, 19), n=st.integers(2, 60), conf=st.sampled_from([0.8, 0.9, 0.95]), offset=st.floats(-3, 3))
 def test_the_interval_is_the_set_of_thresholds_its_p_value_does_not_reject(value, n, conf, offset):
     d = np.full(n, value)
     res = unseen_interval(d, conf, "difference", "t", RANGE)
     alpha = (1 - conf) / 2
     for threshold in (res.upper + offset, res.lower + offset):
-        if not RANGE[0] < threshold < RANGE[1] or abs(threshold - res.upper) < 1e-9 or abs(threshold - res.lower) < 1e-9:
+        if (
+            not RANGE[0] < threshold < RANGE[1]
+            or abs(threshold - res.upper) < 1e-9
+            or abs(threshold - res.lower) < 1e-9
+        ):
             continue
         dec = E.decide_rule(E.Rule("upper", "<", threshold), d, conf, "t", bounds=RANGE)
         assert dec.unseen and dec.constant and dec.pvalue is not None

@@ -59,9 +59,12 @@ def test_every_rank_is_selected_exactly(d: np.ndarray) -> None:
 def test_large_n_iterative_path_equals_the_materialised_one(n: int, kind: str) -> None:
     """Beyond the materialise cap the sampling/pivot loop runs; still the same order statistics."""
     rng = np.random.default_rng(n)
-    d = {"normal": rng.standard_t(3, n), "ties": rng.integers(-3, 4, n) / 4.0,
-         "zeros": np.where(rng.random(n) < 0.7, 0.0, rng.normal(size=n)),
-         "huge": rng.normal(size=n) * 1e300}[kind]
+    d = {
+        "normal": rng.standard_t(3, n),
+        "ties": rng.integers(-3, 4, n) / 4.0,
+        "zeros": np.where(rng.random(n) < 0.7, 0.0, rng.normal(size=n)),
+        "huge": rng.normal(size=n) * 1e300,
+    }[kind]
     m = n * (n + 1) // 2
     implicit = W.WalshAverages(d)
     assert not implicit.direct

@@ -60,9 +60,7 @@ def test_ties_interval_equals_brute_force_inversion(d: np.ndarray, conf: float) 
 def test_ties_p_values_equal_enumeration() -> None:
     d = np.array([1.0, 1.0, 2.0, -0.5, 3.0, 3.0, 0.0, 1.5, 2.0])
     for mu in (0.0, 1.0, 0.25, 1.5, -0.5, 2.75):
-        assert E.one_sided_p_values("wilcoxon", d, mu) == pytest.approx(
-            brute_signed_rank_p(d, mu), abs=1e-12
-        )
+        assert E.one_sided_p_values("wilcoxon", d, mu) == pytest.approx(brute_signed_rank_p(d, mu), abs=1e-12)
 
 
 @pytest.mark.parametrize("d", TIED)

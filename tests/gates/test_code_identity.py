@@ -30,9 +30,16 @@ from tests.helpers.gates import gate_line, plan_text
 
 BLOCKS = 4
 CODE: dict[str, Any] = {
-    "toolkit_version": "0.9.0", "collector": "command", "git": {"commit": "a" * 40, "dirty": False},
-    "command": {"files": {"prog.py": "1" * 64}, "files_sha256": "1a2b" * 16, "files_git": {"commit": "c" * 40, "dirty": False},
-                "python": {"version": "3.12.1", "implementation": "CPython"}, "packages": {"torch": "2.3.0", "numpy": "2.0.0"}},
+    "toolkit_version": "0.9.0",
+    "collector": "command",
+    "git": {"commit": "a" * 40, "dirty": False},
+    "command": {
+        "files": {"prog.py": "1" * 64},
+        "files_sha256": "1a2b" * 16,
+        "files_git": {"commit": "c" * 40, "dirty": False},
+        "python": {"version": "3.12.1", "implementation": "CPython"},
+        "packages": {"torch": "2.3.0", "numpy": "2.0.0"},
+    },
 }
 #: one change per part, applied to one run's code
 CHANGES = {
@@ -64,9 +71,21 @@ def ledger(tmp_path: Path, lock: Path, code_of: Any = None) -> Path:
         for arm, loss in (("a", 2.0 + 0.01 * block), ("b", 2.0)):
             stratum = {"block": block}
             code = code_of(len(records), block, arm) if code_of else copy.deepcopy(CODE)
-            records.append(RunRecord(run_id=run_id(sha, stratum, arm, 0), prereg_sha256=sha, lock_seal=seal,
-                                     stratum=stratum, arm=arm, replicate=0, status="complete", metrics={"loss": loss},
-                                     started_at=utc_now(), finished_at=utc_now(), code=code))
+            records.append(
+                RunRecord(
+                    run_id=run_id(sha, stratum, arm, 0),
+                    prereg_sha256=sha,
+                    lock_seal=seal,
+                    stratum=stratum,
+                    arm=arm,
+                    replicate=0,
+                    status="complete",
+                    metrics={"loss": loss},
+                    started_at=utc_now(),
+                    finished_at=utc_now(),
+                    code=code,
+                )
+            )
     runs = tmp_path / "runs"
     append_records(runs, records)
     return runs
@@ -74,11 +93,13 @@ def ledger(tmp_path: Path, lock: Path, code_of: Any = None) -> Path:
 
 def changed(part: str, index: int = 7) -> Any:
     """A ``code_of`` changing ``part`` in the run at ``index`` (the last by default)."""
+
     def code_of(i: int, block: int, arm: str) -> dict[str, Any]:
         code = copy.deepcopy(CODE)
         if i == index:
             CHANGES[part](code)
         return code
+
     return code_of
 
 
@@ -88,9 +109,11 @@ def reports_of(ev: Any, runs: Path) -> dict[str, str]:
     console.print(render_evaluation(ev))
     write_evaluation(runs / "evaluation.json", ev)
     page, _ = html_report(runs / "evaluation.json")
-    return {"terminal": " ".join(console.file.getvalue().replace("│", " ").split()),
-            "markdown": " ".join(evaluation_markdown(ev).split()).replace("\\", ""),
-            "html": " ".join(page.split()).replace("&quot;", '"').replace("&#x27;", "'")}
+    return {
+        "terminal": " ".join(console.file.getvalue().replace("│", " ").split()),
+        "markdown": " ".join(evaluation_markdown(ev).split()).replace("\\", ""),
+        "html": " ".join(page.split()).replace("&quot;", '"').replace("&#x27;", "'"),
+    }
 
 
 def test_every_part_has_a_change_here():
@@ -116,8 +139,10 @@ def test_a_changed_files_sha256_refuses_the_decision_naming_the_part_and_two_run
     (refusal,) = ev.decision_refused_by
     first, last = read_ledger(runs).records[0].run_id, read_ledger(runs).records[-1].run_id
     assert refusal.kind == "code_identity" and refusal.id is None
-    assert refusal.reason.startswith(f"code identity differs between runs: files_sha256 differs ({first}: 1a2b1a2b1a2b, "
-                                     f"{last}: 3c4d3c4d3c4d); the study's runs were not made by the same code")
+    assert refusal.reason.startswith(
+        f"code identity differs between runs: files_sha256 differs ({first}: 1a2b1a2b1a2b, "
+        f"{last}: 3c4d3c4d3c4d); the study's runs were not made by the same code"
+    )
     assert "code_identity: {may_differ: [files], reason: ...}" in refusal.reason
     c = ev.code_identity
     assert c is not None and c.status == "differs" and c.parts == ["files"]
@@ -132,8 +157,14 @@ def test_every_part_is_compared(tmp_path, part):
     lock = lock_of(tmp_path)
     ev = evaluate(lock, ledger(tmp_path, lock, changed(part, index=3)))
     assert ev.decision == "refused" and ev.code_identity is not None and ev.code_identity.parts == [part]
-    words = {"files": "files_sha256 differs", "files_git": "files_git differs", "python": "python.version differs",
-             "packages": "packages differs", "toolkit": "toolkit_version differs", "git": "git differs"}
+    words = {
+        "files": "files_sha256 differs",
+        "files_git": "files_git differs",
+        "python": "python.version differs",
+        "packages": "packages differs",
+        "toolkit": "toolkit_version differs",
+        "git": "git differs",
+    }
     assert words[part] in ev.decision_refused_by[0].reason
     example = ev.code_identity.examples[0]
     if part == "packages":  # only the packages whose versions differ are named
@@ -168,8 +199,10 @@ def test_a_declared_difference_does_not_refuse_and_every_report_says_so(tmp_path
     assert c is not None and c.status == "differs_declared" and c.parts == c.declared == ["files"]
     assert c.reason is not None and c.reason.startswith("The data loader's off-by-one was fixed")
     for name, text in reports_of(ev, runs).items():
-        assert ("CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: files): files_sha256 differs" in text
-                and "the plan's reason: \"The data loader's off-by-one was fixed" in text), name
+        assert (
+            "CODE DIFFERED BETWEEN RUNS, AS THE PLAN DECLARES (may differ: files): files_sha256 differs" in text
+            and "the plan's reason: \"The data loader's off-by-one was fixed" in text
+        ), name
 
 
 def test_a_declaration_covers_only_the_parts_it_names(tmp_path):
@@ -200,19 +233,24 @@ def test_imported_runs_are_not_compared_and_a_mix_says_so(tmp_path):
     runs = ledger(mixed, lock, lambda i, b, a: {"imported": True} if i < 2 else copy.deepcopy(CODE))
     ev = evaluate(lock, runs)
     c = ev.code_identity
-    assert ev.decision == "supported" and c is not None and c.status == "same" and (c.runs, c.without_identity) == (6, 2)
-    assert c.notes == ["2 of the 8 matched run(s) carry no code identity (imported: made elsewhere); only the other 6 "
-                       "were compared"]
+    assert (
+        ev.decision == "supported" and c is not None and c.status == "same" and (c.runs, c.without_identity) == (6, 2)
+    )
+    assert c.notes == [
+        "2 of the 8 matched run(s) carry no code identity (imported: made elsewhere); only the other 6 were compared"
+    ]
     assert c.notes[0] in reports_of(ev, runs)["markdown"]
 
 
 def test_a_declaration_needs_parts_and_a_reason(tmp_path):
     base = plan_text(BLOCKS, gate_line("no_worse", "t", "upper < 0.5")).decode()
-    for extra, words in (("code_identity: {may_differ: [files]}\n", "reason"),
-                         ("code_identity: {may_differ: [files], reason: '  '}\n", "white space"),
-                         ("code_identity: {may_differ: [], reason: why}\n", "at least 1"),
-                         ("code_identity: {may_differ: [source], reason: why}\n", "files"),
-                         ("code_identity: {may_differ: [git, git], reason: why}\n", "named twice")):
+    for extra, words in (
+        ("code_identity: {may_differ: [files]}\n", "reason"),
+        ("code_identity: {may_differ: [files], reason: '  '}\n", "white space"),
+        ("code_identity: {may_differ: [], reason: why}\n", "at least 1"),
+        ("code_identity: {may_differ: [source], reason: why}\n", "files"),
+        ("code_identity: {may_differ: [git, git], reason: why}\n", "named twice"),
+    ):
         (tmp_path / "plan.yaml").write_text(base + extra)
         with pytest.raises(PlanError) as err:
             load_plan(tmp_path / "plan.yaml")
@@ -221,8 +259,9 @@ def test_a_declaration_needs_parts_and_a_reason(tmp_path):
 
 @pytest.mark.subprocess(quick=True)
 def test_freeze_refuses_a_declaration_without_a_reason_and_evaluate_exits_3(tmp_path):
-    (tmp_path / "bad.yaml").write_text(plan_text(BLOCKS, gate_line("no_worse", "t", "upper < 0.5")).decode()
-                                       + "code_identity: {may_differ: [files]}\n")
+    (tmp_path / "bad.yaml").write_text(
+        plan_text(BLOCKS, gate_line("no_worse", "t", "upper < 0.5")).decode() + "code_identity: {may_differ: [files]}\n"
+    )
     proc = run("prereg", "freeze", str(tmp_path / "bad.yaml"))
     assert proc.returncode == 2 and "code_identity" in proc.stderr and "reason" in proc.stderr, proc.stderr
     lock = lock_of(tmp_path)
@@ -232,7 +271,7 @@ def test_freeze_refuses_a_declaration_without_a_reason_and_evaluate_exits_3(tmp_
     assert "code identity differs between runs: files_sha256 differs" in " ".join(proc.stdout.split())
 
 
-COUNTER = r'''
+COUNTER = r"""
 import json, os, sys
 sys.path.insert(0, os.getcwd())
 from lib import util
@@ -240,7 +279,7 @@ run = json.load(open(os.environ["PREREG_RUN"]))
 if run["params"]["site"] == 1 and os.path.exists("broken"):
     sys.exit("site 1 is broken until the fix")
 json.dump({"value": run["params"]["offset"] + util.X}, open(os.environ["PREREG_METRICS"], "w"))
-'''
+"""
 COMMAND_PLAN = """schema: prereg/v1
 study: command-identity
 title: Command identity
@@ -276,8 +315,9 @@ def test_a_code_file_edited_between_collect_runs_refuses_unless_declared(tmp_pat
     (tmp_path / "lib" / "util.py").write_text("X = 0.0\n")
     (tmp_path / "broken").write_text("")
     extra = "code_identity: {may_differ: [files], reason: The fix of site 1 touched lib/util.py only.}\n"
-    (tmp_path / "study.yaml").write_text(COMMAND_PLAN.format(python=json.dumps(sys.executable),
-                                                             extra=extra if declared else ""))
+    (tmp_path / "study.yaml").write_text(
+        COMMAND_PLAN.format(python=json.dumps(sys.executable), extra=extra if declared else "")
+    )
     assert run("prereg", "freeze", "study.yaml", cwd=tmp_path).returncode == 0
     first = run("collect", "run", "study.lock.json", "--out", "runs", cwd=tmp_path, timeout=300)
     assert first.returncode == 1 and "2 runs completed, 2 failed" in first.stdout, first.stdout + first.stderr

@@ -12,10 +12,15 @@ from gates import code_identity
 from gates.code_identity import check_code_identity
 from reports.words.provenance import code_identity_lines
 
-NOT_ASKED = ("the collector's Python (the program's interpreter was not asked: /usr/bin/bash is not a Python "
-             "interpreter or a Python script)")
-COMMAND: dict[str, Any] = {"files_sha256": "1a2b" * 16, "python": {"version": "3.11.2", "implementation": "CPython"},
-                           "packages": {"numpy": None}}
+NOT_ASKED = (
+    "the collector's Python (the program's interpreter was not asked: /usr/bin/bash is not a Python "
+    "interpreter or a Python script)"
+)
+COMMAND: dict[str, Any] = {
+    "files_sha256": "1a2b" * 16,
+    "python": {"version": "3.11.2", "implementation": "CPython"},
+    "packages": {"numpy": None},
+}
 
 
 def _runs(*sources: str | None, interpreter: str = "/usr/bin/python3") -> list[SimpleNamespace]:
@@ -38,17 +43,20 @@ def test_gates_reads_the_words_the_collector_records():
 def test_runs_that_asked_their_interpreter_say_so_and_name_it():
     c = check_code_identity(PLAN, _runs(ASKED, ASKED))
     assert c.status == "same"
-    assert c.notes == ["2 run(s) record the Python and packages of the program's own interpreter, asked "
-                       "(/usr/bin/python3)"]
+    assert c.notes == [
+        "2 run(s) record the Python and packages of the program's own interpreter, asked (/usr/bin/python3)"
+    ]
     lines = code_identity_lines(SimpleNamespace(code_identity=c))
     assert ("Code", c.notes[0], False) in lines
 
 
 def test_runs_that_record_the_collectors_python_say_why():
     c = check_code_identity(PLAN, _runs(ASKED, NOT_ASKED))
-    assert c.notes == ["1 run(s) record the Python and packages of the program's own interpreter, asked "
-                       "(/usr/bin/python3); 1 run(s) record the collector's Python and packages, which need not be "
-                       f"the program's (e.g. run-1: {NOT_ASKED})"]
+    assert c.notes == [
+        "1 run(s) record the Python and packages of the program's own interpreter, asked "
+        "(/usr/bin/python3); 1 run(s) record the collector's Python and packages, which need not be "
+        f"the program's (e.g. run-1: {NOT_ASKED})"
+    ]
 
 
 def test_records_that_do_not_say_give_no_note():

@@ -40,13 +40,15 @@ def test_a_constant_sample_of_a_metric_not_declared_deterministic_is_unresolvabl
 
 
 def test_a_deterministic_metric_may_be_vacuous(tmp_path):
-    ev, g = _evaluate(tmp_path, plan_text(6, gate_line("g", "t", "upper < 0.5"), metric_extra=", deterministic: true"),
-                      [0.0] * 6)
+    ev, g = _evaluate(
+        tmp_path, plan_text(6, gate_line("g", "t", "upper < 0.5"), metric_extra=", deterministic: true"), [0.0] * 6
+    )
     assert g["g"].verdict == "vacuous" and ev.decision == "supported" and "could not have failed" in ev.decision_reason
 
 
-@pytest.mark.parametrize(("n", "rule", "verdict"), [(6, "upper < 0.5", "fail"), (30, "upper < 0.5", "fail"),
-                                                     (30, "upper < 3", "pass")])
+@pytest.mark.parametrize(
+    ("n", "rule", "verdict"), [(6, "upper < 0.5", "fail"), (30, "upper < 0.5", "fail"), (30, "upper < 3", "pass")]
+)
 def test_with_a_range_a_constant_sample_is_judged_on_what_it_cannot_rule_out(tmp_path, n, rule, verdict):
     """30 zeros inside [-20, 20] bound the mean at 1.90 (90%): 'upper < 0.5' fails, 'upper < 3' passes with
     p = (17 / 20)^30 = 0.0076."""

@@ -30,7 +30,10 @@ def test_supported_exit_0(tmp_path, equal_work):
     assert data["runs"]["planned"] == data["runs"]["matched"] == 12
     assert len(data["blocks"]) == 6 and data["blocks"][0]["contrasts"]["work_saved"] > 0
     assert data["ledger"]["sha256"] == read_ledger(tmp_path / "runs").sha256
-    assert data["schema"] == "gates/evaluation/v2" and data["prereg_sha256"] == json.loads(equal_work.read_text())["plan_sha256"]
+    assert (
+        data["schema"] == "gates/evaluation/v2"
+        and data["prereg_sha256"] == json.loads(equal_work.read_text())["plan_sha256"]
+    )
 
 
 @pytest.mark.subprocess(quick=True)
@@ -47,7 +50,8 @@ def test_counter_support_fires_and_refuses_exit_3(tmp_path, equal_work):
     assert rc == 3 and data["decision"] == "refused"
     g = gates_by_id(data)
     assert g["energy_saving"]["verdict"] == "refused" and g["energy_saving"]["refused_by"] == [
-        {"kind": "invalidator", "id": "counter_support", "reason": "invalidator counter_support fired"}]
+        {"kind": "invalidator", "id": "counter_support", "reason": "invalidator counter_support fired"}
+    ]
     assert g["learning_noninferior"]["verdict"] == "pass"
     assert g["energy_saving"]["estimate"] is not None  # diagnostics still computed
     inv = {i["id"]: i for i in data["invalidators"]}
@@ -61,7 +65,11 @@ def test_missing_telemetry_fires_conservatively(tmp_path, equal_work):
         del r["energy_counter.updates"]
     rc, data = evaluate(equal_work, imported(tmp_path, equal_work, rows))
     inv = {i["id"]: i for i in data["invalidators"]}
-    assert rc == 3 and inv["counter_support"]["fired"] and "no telemetry for energy_counter" in inv["counter_support"]["detail"]
+    assert (
+        rc == 3
+        and inv["counter_support"]["fired"]
+        and "no telemetry for energy_counter" in inv["counter_support"]["detail"]
+    )
 
 
 def test_metric_bounds_fires_on_out_of_range_and_non_finite(tmp_path, equal_work):
@@ -86,7 +94,9 @@ def test_missing_run_refuses_the_gates_it_touches(tmp_path, equal_work):
     assert data["runs"]["missing"] == ["arm adaptive in outage_site=2, seed=102 #0"]
     for g in data["gates"]:
         assert g["verdict"] == "refused"
-        assert {"kind": "run", "id": None, "reason": "missing run: arm adaptive in outage_site=2, seed=102 #0"} in g["refused_by"]
+        assert {"kind": "run", "id": None, "reason": "missing run: arm adaptive in outage_site=2, seed=102 #0"} in g[
+            "refused_by"
+        ]
 
 
 def test_duplicate_and_other_plan_runs_are_named(tmp_path, equal_work):

@@ -14,7 +14,9 @@ from tests.helpers import run
 def evaluate_example(tmp_path: Path, plan: Path, table: str, *extra: str):
     lock = tmp_path / (plan.stem + ".lock.json")
     assert run("prereg", "freeze", str(plan), "-o", str(lock)).returncode == 0
-    proc = run("collect", "import", str(OWN_EXAMPLES / "runs" / table), "--lock", str(lock), "--out", str(tmp_path / "runs"))
+    proc = run(
+        "collect", "import", str(OWN_EXAMPLES / "runs" / table), "--lock", str(lock), "--out", str(tmp_path / "runs")
+    )
     assert proc.returncode == 0, proc.stderr
     return run("gates", "evaluate", str(lock), str(tmp_path / "runs"), *extra, env={"NO_COLOR": "1", "COLUMNS": "80"})
 
@@ -36,7 +38,11 @@ def test_example_decisions(tmp_path, plan, table, code, words):
     report = [line for line in proc.stdout.splitlines() if not line.startswith("evaluation written to")]
     assert max(len(line.rstrip()) for line in report) <= 80
     markdown = (tmp_path / "report.md").read_text()
-    gate_rows = [line for line in markdown.splitlines() if line.startswith("| ") and ("PASS" in line or "FAIL" in line or "REFUSED" in line)]
+    gate_rows = [
+        line
+        for line in markdown.splitlines()
+        if line.startswith("| ") and ("PASS" in line or "FAIL" in line or "REFUSED" in line)
+    ]
     assert len(gate_rows) >= 3
     reprint = run("reports", "show", str(tmp_path / "runs" / "evaluation.json"), env={"NO_COLOR": "1", "COLUMNS": "80"})
     assert reprint.returncode == 0 and words in " ".join(reprint.stdout.split())

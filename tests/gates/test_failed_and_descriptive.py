@@ -44,16 +44,25 @@ gates:
   - {id: offset, metric: value, contrast: b - a, method: t, confidence: 0.9, pass_if: lower > 0.5}
 decision: {claim: b is higher}
 """
-STDERR_ERROR = ("the program exited with status 1; stderr ends: "
-                + repr("Traceback (most recent call last):\n  File \"train.py\", line 3\nloading shard 7\n"
-                       "RuntimeError: CUDA error: out of memory\n"))
+STDERR_ERROR = "the program exited with status 1; stderr ends: " + repr(
+    'Traceback (most recent call last):\n  File "train.py", line 3\nloading shard 7\n'
+    "RuntimeError: CUDA error: out of memory\n"
+)
 CODE_ERROR = "KeyError: 'lr' at trainer.py:212"
 
 
 def _record(sha: str, seal: str, site: int, arm: str, status: str = "complete", **fields: object) -> RunRecord:
-    base = {"run_id": f"run-{arm}{site}{status[0]}", "prereg_sha256": sha, "lock_seal": seal,
-            "stratum": {"site": site}, "arm": arm, "replicate": 0, "status": status,
-            "started_at": "2099-01-01T00:00:00Z", "metrics": {}}
+    base = {
+        "run_id": f"run-{arm}{site}{status[0]}",
+        "prereg_sha256": sha,
+        "lock_seal": seal,
+        "stratum": {"site": site},
+        "arm": arm,
+        "replicate": 0,
+        "status": status,
+        "started_at": "2099-01-01T00:00:00Z",
+        "metrics": {},
+    }
     return RunRecord.model_validate({**base, **fields})
 
 
@@ -68,15 +77,32 @@ def evaluated(tmp_path: Path) -> tuple[Evaluation, Path]:
         for arm, offset in (("a", 0.0), ("b", 1.0)):
             if (site, arm) in ((3, "a"), (3, "b")):
                 continue
-            undeclared = {"code": {"undeclared_metrics": {"tokens_per_s": 100.0 + site, "note": None}}} \
-                if arm == "b" else {}
-            records.append(_record(sha, seal, site, arm, metrics={"value": offset + site / 10,
-                                                                  "lost_steps": 10.0 * site + offset},
-                                   **undeclared))
+            undeclared = (
+                {"code": {"undeclared_metrics": {"tokens_per_s": 100.0 + site, "note": None}}} if arm == "b" else {}
+            )
+            records.append(
+                _record(
+                    sha,
+                    seal,
+                    site,
+                    arm,
+                    metrics={"value": offset + site / 10, "lost_steps": 10.0 * site + offset},
+                    **undeclared,
+                )
+            )
     records.append(_record(sha, seal, 3, "a", "failed", error=STDERR_ERROR))
     records.append(_record(sha, seal, 3, "b", "failed", error=CODE_ERROR))
-    records.append(_record(sha, seal, 0, "a", "failed", run_id="run-retried", error="timed out after 5 s (timeout_s); "
-                           "its process group was killed (nothing on stderr)"))
+    records.append(
+        _record(
+            sha,
+            seal,
+            0,
+            "a",
+            "failed",
+            run_id="run-retried",
+            error="timed out after 5 s (timeout_s); its process group was killed (nothing on stderr)",
+        )
+    )
     runs = tmp_path / "runs"
     append_records(runs, records)
     return evaluate(lock, runs, out=runs / "evaluation.json"), runs
@@ -95,11 +121,17 @@ def test_the_artifact_lists_each_failed_run_with_its_reason_in_words(evaluated):
     oom = failed["run-a3f"]
     assert (oom["arm"], oom["stratum"], oom["replicate"]) == ("a", {"site": 3}, 0)
     assert oom["reason"] == "the program exited with status 1" and not oom["cell_complete"]
-    assert oom["stderr_tail"] == ["  File \"train.py\", line 3", "loading shard 7",
-                                  "RuntimeError: CUDA error: out of memory"]
+    assert oom["stderr_tail"] == [
+        '  File "train.py", line 3',
+        "loading shard 7",
+        "RuntimeError: CUDA error: out of memory",
+    ]
     assert failed["run-b3f"]["reason"] == "KeyError: 'lr'" and failed["run-b3f"]["stderr_tail"] == []
     retried = failed["run-retried"]
-    assert retried["cell_complete"] and retried["reason"] == "timed out after 5 s (timeout_s); its process group was killed"
+    assert (
+        retried["cell_complete"]
+        and retried["reason"] == "timed out after 5 s (timeout_s); its process group was killed"
+    )
     assert read_evaluation(runs / "evaluation.json").failed_runs == ev.failed_runs
 
 
@@ -128,7 +160,7 @@ def test_the_terminal_report_shows_reasons_stderr_and_the_per_arm_table(evaluate
     assert "  stderr: RuntimeError: CUDA error: out of memory" in text
     assert re.search(r"run-b3f \(arm b, site=3 #0\): KeyError: 'lr' *\n", text) and "trainer.py:212" not in text
     assert "refuses nothing" in text  # the retried cell's failure
-    table = text[text.index("Every metric per arm (descriptive, not a test)"):]
+    table = text[text.index("Every metric per arm (descriptive, not a test)") :]
     assert re.search(r"lost_steps .*│ a +│ +3 \(1 failed\) │ +10 │ +10 │ +10 │ +0 - 20 │", table)
     assert "steps; no gate" in table and re.search(r"tokens_per_s +│ a +│ +0 \(3 missing\) │", table)
     assert "undeclared" in table
@@ -137,8 +169,9 @@ def test_the_terminal_report_shows_reasons_stderr_and_the_per_arm_table(evaluate
 
 def test_without_verbose_the_terminal_names_ten_failed_runs_and_counts_the_rest(evaluated):
     ev, _ = evaluated
-    many = ev.model_copy(update={"failed_runs": [ev.failed_runs[0].model_copy(update={"run_id": f"run-x{i}"})
-                                                 for i in range(12)]})
+    many = ev.model_copy(
+        update={"failed_runs": [ev.failed_runs[0].model_copy(update={"run_id": f"run-x{i}"}) for i in range(12)]}
+    )
     short, full = _terminal(many), _terminal(many, verbose=True)
     assert "run-x9 " in short and "run-x10 " not in short and "... and 2 more (--verbose" in short
     assert "run-x11 " in full and "... and" not in full
@@ -181,5 +214,8 @@ def test_a_summary_counts_what_it_leaves_out_and_never_overflows():
     assert (s.n, s.missing, s.non_finite) == (2, 1, 2)
     assert s.mean == pytest.approx(1.35e308) and s.median == pytest.approx(1.35e308) and s.max == 1.7e308
     assert summarise([2.0]).sd is None and summarise([]).mean is None
-    assert summarise(np.array([1.0, np.nan, np.nan]), missing=1).model_dump(include={"n", "missing", "non_finite"}) \
-        == {"n": 1, "missing": 1, "non_finite": 1}  # of the gates' array, one NaN was never recorded
+    assert summarise(np.array([1.0, np.nan, np.nan]), missing=1).model_dump(include={"n", "missing", "non_finite"}) == {
+        "n": 1,
+        "missing": 1,
+        "non_finite": 1,
+    }  # of the gates' array, one NaN was never recorded

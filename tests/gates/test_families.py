@@ -54,8 +54,11 @@ def test_ties_are_broken_by_the_frozen_tie_break_then_candidate_order(tmp_path: 
     table = rows(times={"slow": 10.0})
     for r in table:
         if r["arm"] == "slow":
-            r["nll"] = next(x["nll"] for x in table if x["arm"] == "fast" and all(
-                x[k] == r[k] for k in ("family", "region", "replicate")))
+            r["nll"] = next(
+                x["nll"]
+                for x in table
+                if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region", "replicate"))
+            )
     c = evaluate(tmp_path, table, "tie2")["comparator"]
     assert c["arm"] == "slow" and c["ties_broken_by"] == "candidate order"  # slow is listed first
 
@@ -90,7 +93,9 @@ def test_a_family_with_a_missing_run_is_refused_by_itself(tmp_path: Path) -> Non
     fams = {f["family"]: f for f in ev["families"]}
     assert fams["held_z"]["decision"] == "refused"
     assert all(g["verdict"] == "refused" for g in fams["held_z"]["gates"])
-    assert any(r["kind"] == "run" and "missing run" in r["reason"] for g in fams["held_z"]["gates"] for r in g["refused_by"])
+    assert any(
+        r["kind"] == "run" and "missing run" in r["reason"] for g in fams["held_z"]["gates"] for r in g["refused_by"]
+    )
     for other in ("held_x", "held_y"):
         assert fams[other]["decision"] == "supported"
         assert all(g["verdict"] == "pass" for g in fams[other]["gates"])
@@ -114,7 +119,7 @@ def test_the_ranking_abstains_when_the_interval_crosses_the_null(tmp_path: Path)
 def test_sampling_and_infrastructure_stay_separate_and_a_flip_is_found(tmp_path: Path) -> None:
     # held_z: the challenger is 30% faster at 1 Mbit/s and 30% slower at 4 Mbit/s (inside the low region),
     # and the same trend continues in the high region (slower still)
-    ev = evaluate(tmp_path, rows(trend={"held_z": (0.7, 1.0 / 0.7 ** 4)}))
+    ev = evaluate(tmp_path, rows(trend={"held_z": (0.7, 1.0 / 0.7**4)}))
     cells = {(c["family"], c["region"]["region"]): c for c in ev["ranking"]}
     low = cells[("held_z", "low")]
     assert low["ranking"] == "flip", low
@@ -129,17 +134,23 @@ def test_sampling_and_infrastructure_stay_separate_and_a_flip_is_found(tmp_path:
 
 def test_plan_checks_refuse_broken_family_and_comparator_declarations(tmp_path: Path) -> None:
     cases = {
-        "held_out: [{family: held_x}, {family: held_y}, {family: held_z}]":
-            ("held_out: [{family: held_x}, {family: held_y}]", "neither calibration nor held out"),
-        "calibration: [{family: cal_a}, {family: cal_b}]":
-            ("calibration: [{family: cal_a}, {family: cal_b}, {family: held_x, region: low}]", "both calibration"),
+        "held_out: [{family: held_x}, {family: held_y}, {family: held_z}]": (
+            "held_out: [{family: held_x}, {family: held_y}]",
+            "neither calibration nor held out",
+        ),
+        "calibration: [{family: cal_a}, {family: cal_b}]": (
+            "calibration: [{family: cal_a}, {family: cal_b}, {family: held_x, region: low}]",
+            "both calibration",
+        ),
         "candidates: [slow, fast]": ("candidates: [slow, fast, ctl]", "challenger cannot also be a candidate"),
         "contrast: ctl / comparator": ("contrast: ctl / comparatr", "unknown arm"),
         "metric: time\n  tie_break": ("metric: tme\n  tie_break", "unknown metric 'tme'"),
         "region_factors: {region: bandwidth}": ("region_factors: {region: bandwith}", "unknown metric 'bandwith'"),
         "  replicates: 3": ("  replicates: 1", "judged per family"),  # + signflip below: 2 pairs per family
-        "  replicates: 3\n  analysis_unit: replicate": ("  replicates: 1\n  analysis_unit: replicate",
-                                                       "could never order a cell"),  # t, 1 pair per cell
+        "  replicates: 3\n  analysis_unit: replicate": (
+            "  replicates: 1\n  analysis_unit: replicate",
+            "could never order a cell",
+        ),  # t, 1 pair per cell
     }
     for old, (new, message) in cases.items():
         plan = tmp_path / "bad.yaml"
@@ -168,9 +179,13 @@ def test_an_invalidator_on_calibration_runs_refuses_the_choice(tmp_path: Path) -
     next(r for r in table if r["family"] == "cal_a" and r["arm"] == "slow")["nll"] = 50.0  # beyond sane_nll
     ev = evaluate(tmp_path, table)
     c = ev["comparator"]
-    assert c["arm"] is None and any(r["id"] == "sane_nll" and "sane_nll fired on the calibration runs" in r["reason"] for r in c["refused_by"])
-    assert all(any(r["kind"] == "comparator" and "the comparator could not be chosen" in r["reason"] for r in g["refused_by"])
-               for g in ev["gates"])
+    assert c["arm"] is None and any(
+        r["id"] == "sane_nll" and "sane_nll fired on the calibration runs" in r["reason"] for r in c["refused_by"]
+    )
+    assert all(
+        any(r["kind"] == "comparator" and "the comparator could not be chosen" in r["reason"] for r in g["refused_by"])
+        for g in ev["gates"]
+    )
 
 
 def test_an_invalidator_on_one_held_out_family_refuses_that_family_only(tmp_path: Path) -> None:
@@ -181,4 +196,6 @@ def test_an_invalidator_on_one_held_out_family_refuses_that_family_only(tmp_path
     assert fams["held_y"]["decision"] == "refused" and fams["held_y"]["invalidators_fired"] == ["sane_nll"]
     assert fams["held_x"]["decision"] == "supported" and fams["held_z"]["decision"] == "supported"
     assert ev["comparator"]["arm"] == "fast"  # the choice never looked at held_y
-    assert all(c["ranking"] == "abstain" and "sane_nll" in c["reason"] for c in ev["ranking"] if c["family"] == "held_y")
+    assert all(
+        c["ranking"] == "abstain" and "sane_nll" in c["reason"] for c in ev["ranking"] if c["family"] == "held_y"
+    )

@@ -8,8 +8,10 @@ from tests.helpers import run
 from tests.helpers.families import PLAN, evaluate, rows
 
 #: the plan with its time declared fixed by the design, so that an exact fit may be vacuous
-DETERMINISTIC_TIME = PLAN.replace("  time: {unit: s, better: lower, evidence: measured}",
-                                  "  time: {unit: s, better: lower, evidence: measured, deterministic: true}")
+DETERMINISTIC_TIME = PLAN.replace(
+    "  time: {unit: s, better: lower, evidence: measured}",
+    "  time: {unit: s, better: lower, evidence: measured, deterministic: true}",
+)
 
 
 def _validate(tmp_path: Path, text: str) -> str:
@@ -22,8 +24,10 @@ def _validate(tmp_path: Path, text: str) -> str:
 
 def test_a_controls_check_whose_blocks_lie_elsewhere_keeps_its_whole_match_result(tmp_path: Path) -> None:
     text = PLAN.replace("  analysis_unit: replicate", "  analysis_unit: replicate\n  pair_controls: true").replace(
-        "invalidators:\n", "invalidators:\n  - {id: same_bw, kind: controls_identical, metric: bandwidth, "
-        "where: {family: cal_a}, blocks: all}\n")
+        "invalidators:\n",
+        "invalidators:\n  - {id: same_bw, kind: controls_identical, metric: bandwidth, "
+        "where: {family: cal_a}, blocks: all}\n",
+    )
     (tmp_path / "plan.yaml").write_text(text)
     assert run("prereg", "freeze", str(tmp_path / "plan.yaml")).returncode == 0
     ev = evaluate(tmp_path, rows())
@@ -33,21 +37,29 @@ def test_a_controls_check_whose_blocks_lie_elsewhere_keeps_its_whole_match_resul
 
 
 def test_multiplicity_is_part_of_the_freeze_time_power_check(tmp_path: Path) -> None:
-    text = PLAN.replace("method: t, confidence: 0.9, pass_if: upper < 1.0",
-                        "method: signflip, confidence: 0.9, pass_if: upper < 1.0").replace(
-        "method: t, confidence: 0.9, pass_if: upper < 0.1", "method: signflip, confidence: 0.9, pass_if: upper < 0.1")
+    text = PLAN.replace(
+        "method: t, confidence: 0.9, pass_if: upper < 1.0", "method: signflip, confidence: 0.9, pass_if: upper < 1.0"
+    ).replace(
+        "method: t, confidence: 0.9, pass_if: upper < 0.1", "method: signflip, confidence: 0.9, pass_if: upper < 0.1"
+    )
     # 6 pairs a family: 2^-6 = 0.0156 clears alpha 0.05 on its own, but not 0.05 / 4 under Holm
     text = text.replace("decision:\n  claim:", "decision:\n  multiplicity: holm\n  claim:")
-    text = text.replace("gates:\n", "gates:\n  - {id: extra1, metric: time, contrast: ctl / comparator, method: "
-                        "signflip, confidence: 0.9, pass_if: upper < 1.1}\n  - {id: extra2, metric: nll, contrast: "
-                        "ctl - comparator, method: signflip, confidence: 0.9, pass_if: upper < 0.2}\n")
+    text = text.replace(
+        "gates:\n",
+        "gates:\n  - {id: extra1, metric: time, contrast: ctl / comparator, method: "
+        "signflip, confidence: 0.9, pass_if: upper < 1.1}\n  - {id: extra2, metric: nll, contrast: "
+        "ctl - comparator, method: signflip, confidence: 0.9, pass_if: upper < 0.2}\n",
+    )
     err = _validate(tmp_path, text)
     assert "under holm over 4 primary gates" in err and "could never be supported" in err
 
 
 def test_a_contrast_that_degenerates_once_the_comparator_is_chosen_is_refused_at_freeze(tmp_path: Path) -> None:
-    text = PLAN.replace("gates:\n", "gates:\n  - {id: odd, metric: time, contrast: comparator / fast, method: t, "
-                        "confidence: 0.9, pass_if: upper < 2.0, role: sensitivity}\n")
+    text = PLAN.replace(
+        "gates:\n",
+        "gates:\n  - {id: odd, metric: time, contrast: comparator / fast, method: t, "
+        "confidence: 0.9, pass_if: upper < 2.0, role: sensitivity}\n",
+    )
     assert "with the comparator chosen as 'fast'" in _validate(tmp_path, text)
 
 
@@ -61,16 +73,19 @@ def test_constant_contrasts_and_exact_fits_are_flagged_not_ranked_as_evidence(tm
     table = rows()
     for r in table:
         if r["family"] == "held_x" and r["arm"] == "ctl":
-            fast = next(x for x in table if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region",
-                                                                                                 "replicate")))
+            fast = next(
+                x for x in table if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region", "replicate"))
+            )
             r["time"] = fast["time"] * 0.8  # exactly 0.8x in every pair
     (tmp_path / "plan.yaml").write_text(DETERMINISTIC_TIME)
     assert run("prereg", "freeze", str(tmp_path / "plan.yaml")).returncode == 0
     ev = evaluate(tmp_path, table)
     cells = [c for c in ev["ranking"] if c["family"] == "held_x"]
     assert all("no sampling variability" in c["reason"] for c in cells)
-    assert all(c["infrastructure"][0]["note"] and "passes through every unit exactly" in c["infrastructure"][0]["note"]
-               for c in cells)
+    assert all(
+        c["infrastructure"][0]["note"] and "passes through every unit exactly" in c["infrastructure"][0]["note"]
+        for c in cells
+    )
     assert all(c["ranking"] != "flip" for c in cells)
     fam = next(f for f in ev["families"] if f["family"] == "held_x")
     assert next(g for g in fam["gates"] if g["id"] == "sooner")["verdict"] == "vacuous"
@@ -80,8 +95,9 @@ def test_vacuous_family_gates_are_named_beside_a_supported_decision(tmp_path: Pa
     table = rows()
     for r in table:
         if r["family"] == "held_z" and r["arm"] == "ctl":
-            fast = next(x for x in table if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region",
-                                                                                                 "replicate")))
+            fast = next(
+                x for x in table if x["arm"] == "fast" and all(x[k] == r[k] for k in ("family", "region", "replicate"))
+            )
             r["time"] = fast["time"] * 0.8
     (tmp_path / "plan.yaml").write_text(DETERMINISTIC_TIME)
     assert run("prereg", "freeze", str(tmp_path / "plan.yaml")).returncode == 0

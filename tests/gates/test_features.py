@@ -47,8 +47,14 @@ def feature_rows(control_gap: float = 0.0) -> list[dict]:
     noise = {"none": 0.0, "a": 0.01, "b": -0.012, "c": 0.004, "d": -0.003, "e": 0.008, "f": 0.0}
     for outage, eps in noise.items():
         rows.append({"arm": "restart", "outage": outage, "loss": 2.0 + abs(eps), "steps": 100})
-        rows.append({"arm": "cont", "outage": outage,
-                     "loss": 2.0 + abs(eps) + eps + (control_gap if outage == "none" else 0.0), "steps": 100})
+        rows.append(
+            {
+                "arm": "cont",
+                "outage": outage,
+                "loss": 2.0 + abs(eps) + eps + (control_gap if outage == "none" else 0.0),
+                "steps": 100,
+            }
+        )
     return rows
 
 
@@ -88,13 +94,20 @@ def cadence_rows(period_ms: float = 100.0, achieved_ms: float = 10.0) -> list[di
         base = 1000 + 50 * rng.standard_normal()
         cells = {"dense_restart": 1.30, "dense_sparse": 1.0, "sparse_restart": 1.10, "sparse_sparse": 0.95}
         for arm, factor in cells.items():
-            rows.append({
-                "arm": arm, "block": block,
-                "final_nll": round(2.0 + 0.001 * rng.standard_normal() - (0.002 if arm == "sparse_sparse" else 0), 6),
-                "energy": base * factor * (1 + 0.02 * rng.standard_normal()),
-                "energy_counter.effective_period_ms": period_ms, "energy_counter.requested_poll_ms": 10.0,
-                "energy_counter.achieved_poll_ms": achieved_ms, "energy_counter.bound": 0.5,
-            })
+            rows.append(
+                {
+                    "arm": arm,
+                    "block": block,
+                    "final_nll": round(
+                        2.0 + 0.001 * rng.standard_normal() - (0.002 if arm == "sparse_sparse" else 0), 6
+                    ),
+                    "energy": base * factor * (1 + 0.02 * rng.standard_normal()),
+                    "energy_counter.effective_period_ms": period_ms,
+                    "energy_counter.requested_poll_ms": 10.0,
+                    "energy_counter.achieved_poll_ms": achieved_ms,
+                    "energy_counter.bound": 0.5,
+                }
+            )
     return rows
 
 
@@ -108,6 +121,7 @@ def test_cadence_plan_signflip_wilcoxon_interaction_holm(tmp_path, cadence):
     raw = [g[k]["pvalue"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
     adjusted = [g[k]["pvalue_adjusted"] for k in ("energy_interaction", "sparse_saves_energy", "sparse_keeps_learning")]
     from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
+
     assert adjusted == pytest.approx(list(multipletests(raw, method="holm")[1]), abs=1e-12)
     inv = {i["id"]: i for i in data["invalidators"]}
     assert not inv["counter_period"]["fired"] and not inv["logger_keeps_up"]["fired"]
@@ -130,7 +144,12 @@ def _outcome(gid: str, p: float | None, verdict: str = "pass", role: str = "prim
 
 
 def test_holm_demotes_a_pass_that_does_not_survive():
-    outcomes = [_outcome("a", 0.04), _outcome("b", 0.045), _outcome("c", 0.001), _outcome("s", 0.2, "fail", "sensitivity")]
+    outcomes = [
+        _outcome("a", 0.04),
+        _outcome("b", 0.045),
+        _outcome("c", 0.001),
+        _outcome("s", 0.2, "fail", "sensitivity"),
+    ]
     apply_multiplicity(outcomes, "holm")
     assert [o.verdict for o in outcomes] == ["fail", "fail", "pass", "fail"]
     assert [o.pvalue_adjusted for o in outcomes[:3]] == pytest.approx([0.08, 0.08, 0.003])  # Holm by hand

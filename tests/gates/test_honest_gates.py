@@ -38,8 +38,9 @@ def test_estimate_rule_on_primary_gate_is_refused_at_freeze(tmp_path):
 
 
 def test_estimate_rule_on_sensitivity_gate_is_descriptive_and_outside_multiplicity(tmp_path):
-    gates = "\n".join([gate_line("real", "t", "upper < 0.5"),
-                       gate_line("desc", "t", "estimate < 0", extra=", role: sensitivity")])
+    gates = "\n".join(
+        [gate_line("real", "t", "upper < 0.5"), gate_line("desc", "t", "estimate < 0", extra=", role: sensitivity")]
+    )
     lock = frozen(tmp_path, plan_text(8, gates, multiplicity="holm"))
     runs = imported(tmp_path, lock, rows_for(NOISE))
     rc, data = evaluate(lock, runs)
@@ -104,8 +105,11 @@ def test_ordinary_confidence_needs_no_reason(tmp_path):
 
 
 def test_too_few_resamples_are_refused_at_freeze(tmp_path):
-    for method, resamples, conf, need in (("bootstrap", 99, 0.9, 100), ("signflip", 99, 0.9, 100),
-                                          ("bca", 150, 0.99, 199)):
+    for method, resamples, conf, need in (
+        ("bootstrap", 99, 0.9, 100),
+        ("signflip", 99, 0.9, 100),
+        ("bca", 150, 0.99, 199),
+    ):
         gate = gate_line("g", method, "upper < 0", conf=conf, extra=f", resamples: {resamples}")
         rc, out, lock = freeze_text(tmp_path, plan_text(25, gate))
         assert rc == 2 and not lock.exists(), out
@@ -158,8 +162,10 @@ def test_mean_targeting_gate_below_skew_check_n_says_symmetry_is_unchecked(tmp_p
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.5")))
     runs = imported(tmp_path, lock, rows_for(NOISE))
     rc, data = evaluate(lock, runs)
-    assert any("coverage rests on near-symmetric contrasts that n = 8 cannot check" in n
-               for n in gates_by_id(data)["g"]["notes"])
+    assert any(
+        "coverage rests on near-symmetric contrasts that n = 8 cannot check" in n
+        for n in gates_by_id(data)["g"]["notes"]
+    )
     assert "symmetry unchecked at this n" in report(lock, runs)
 
 

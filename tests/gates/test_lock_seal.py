@@ -32,8 +32,9 @@ def forge(lock: Path, edit) -> None:
     previous = None
     for entry in data["amendments"]:
         entry["parent_entry_sha256"] = previous
-        entry["entry_sha256"] = hashlib.sha256(_canonical({k: v for k, v in entry.items()
-                                                           if k != "entry_sha256"})).hexdigest()
+        entry["entry_sha256"] = hashlib.sha256(
+            _canonical({k: v for k, v in entry.items() if k != "entry_sha256"})
+        ).hexdigest()
         previous = entry["entry_sha256"]
     data["lock_sha256"] = hashlib.sha256(_canonical({k: v for k, v in data.items() if k != "lock_sha256"})).hexdigest()
     os.chmod(lock, 0o644)
@@ -104,7 +105,9 @@ def test_a_freeze_moved_earlier_no_longer_matches_its_runs(tmp_path):
     assert not data["time_order"]["before_freeze"]  # the forged clock hides the early runs ...
     assert all(g["verdict"] == "pass" for g in data["gates"])  # ... so without the seal: SUPPORTED
     assert len(data["decision_refused_by"]) == 1
-    assert data["decision_refused_by"][0]["reason"].startswith("the lock was resealed after these runs were recorded: 12 run(s)")
+    assert data["decision_refused_by"][0]["reason"].startswith(
+        "the lock was resealed after these runs were recorded: 12 run(s)"
+    )
     assert data["decision_refused_by"][0]["kind"] == "seal"
     # runs imported under the forged lock carry its seal: the published seal is what catches that
     fresh = imported(lock, tmp_path / "fresh", started_at=shifted(frozen_at, days=-1))
@@ -145,10 +148,18 @@ def test_an_amendment_that_hides_earlier_runs_of_its_folder_is_refused(tmp_path)
     runs = imported(lock, tmp_path / "runs", started_at=frozen_at)  # version 1 runs, right after the freeze
     time.sleep(1.1)  # the amendment is a later second than the runs' start
     (tmp_path / "equal-work.yaml").write_text(_amended_text())
-    assert run("prereg", "amend", str(tmp_path / "equal-work.yaml"), "--reason", "looser margin", "--runs",
-               str(runs)).returncode == 0
-    forge(lock, lambda d: d["amendments"][0].update(post_data=False,
-                                                    runs={"dir": str(runs), "ledger_sha256": None, "ledger_lines": 0}))
+    assert (
+        run(
+            "prereg", "amend", str(tmp_path / "equal-work.yaml"), "--reason", "looser margin", "--runs", str(runs)
+        ).returncode
+        == 0
+    )
+    forge(
+        lock,
+        lambda d: d["amendments"][0].update(
+            post_data=False, runs={"dir": str(runs), "ledger_sha256": None, "ledger_lines": 0}
+        ),
+    )
     assert run("prereg", "verify", str(lock)).returncode == 0
     imported(lock, runs)  # version 2 runs, recorded under the forged lock: they carry its seal
     rc, data = evaluate(lock, runs)
@@ -162,8 +173,13 @@ def test_records_without_a_seal_are_refused(tmp_path):
     lock, _ = freeze(tmp_path)
     runs = imported(lock, tmp_path / "runs")
     bare = tmp_path / "bare"
-    append_records(bare, [r.model_copy(update={"lock_seal": None, "prev_sha256": None, "record_sha256": None})
-                          for r in read_ledger(runs).records])
+    append_records(
+        bare,
+        [
+            r.model_copy(update={"lock_seal": None, "prev_sha256": None, "record_sha256": None})
+            for r in read_ledger(runs).records
+        ],
+    )
     rc, data = evaluate(lock, bare)
     assert rc == 3 and data["decision_refused_by"][0]["reason"].startswith("12 run(s) carry no lock seal")
 

@@ -46,8 +46,10 @@ def _logger_check(study: str):
     plan = load_plan(EXAMPLES / f"{study}.yaml").plan
     params = plan.experiment.params  # type: ignore[union-attr]
     summary = TelemetrySummary(**_recorded_summary(params))
-    runs = [SimpleNamespace(run_id=f"r{i}", telemetry={params["energy_signal"]: summary}, metric=lambda name: None)
-            for i in range(3)]
+    runs = [
+        SimpleNamespace(run_id=f"r{i}", telemetry={params["energy_signal"]: summary}, metric=lambda name: None)
+        for i in range(3)
+    ]
     checks = {c.id: c for c in check_invalidators(plan, SimpleNamespace(records=lambda: runs))}  # type: ignore[arg-type]
     return checks["logger_keeps_up"], summary
 
@@ -79,8 +81,9 @@ def test_the_ratio_prefers_the_worst_stretch_when_recorded() -> None:
     assert logger_ratio(stalled) == pytest.approx(4.0)  # type: ignore[arg-type]
 
 
-def _schedule(rng: np.random.Generator, poll_ms: float, seconds: float, late_ms: float,
-              stall: tuple[float, float] | None = None) -> np.ndarray:
+def _schedule(
+    rng: np.random.Generator, poll_ms: float, seconds: float, late_ms: float, stall: tuple[float, float] | None = None
+) -> np.ndarray:
     """Poll starts of the sampler's schedule (fixed deadlines, a late poll taken at once, no
     bursts), each wake-up late by up to ``late_ms``; ``stall``: (start, length) in ms of a stretch
     in which the logger got no CPU at all."""

@@ -22,27 +22,34 @@ def problems(text: str) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize(("kwargs", "words"), [
-    ({"looks": "[4, 8, 10]"}, "the last look must be the plan's full 12"),
-    ({"looks": "[4, 4, 12]"}, "strictly increasing"),
-    ({"looks": "[0, 6, 12]"}, "greater than or equal to 1"),
-    ({"looks": "[12]"}, "at least 2"),
-    ({"spending": "linear"}, "unknown spending function"),
-    ({"spending": "power:0"}, "power spending needs rho > 0"),
-    ({"futility": "binding"}, "'none' or 'nonbinding'"),
-    ({"method": "wilcoxon", "spending": "obrien_fleming"}, "gate 'sooner' could never pass at look 1 (4 blocks)"),
-    ({"method": "t", "multiplicity": "none", "looks": "[1, 12]"}, "could never pass at look 1"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"looks": "[4, 8, 10]"}, "the last look must be the plan's full 12"),
+        ({"looks": "[4, 4, 12]"}, "strictly increasing"),
+        ({"looks": "[0, 6, 12]"}, "greater than or equal to 1"),
+        ({"looks": "[12]"}, "at least 2"),
+        ({"spending": "linear"}, "unknown spending function"),
+        ({"spending": "power:0"}, "power spending needs rho > 0"),
+        ({"futility": "binding"}, "'none' or 'nonbinding'"),
+        ({"method": "wilcoxon", "spending": "obrien_fleming"}, "gate 'sooner' could never pass at look 1 (4 blocks)"),
+        ({"method": "t", "multiplicity": "none", "looks": "[1, 12]"}, "could never pass at look 1"),
+    ],
+)
 def test_freeze_refuses_what_a_look_cannot_do(kwargs, words):
     assert words in problems(plan_text(**kwargs))
 
 
 def test_freeze_refuses_monitoring_with_families_and_uneven_replicate_looks():
-    family = plan_text().replace("    seed: [1, 2, 3, 4]", "    seed: [1, 2, 3, 4]\n  family_factor: outage_site\n"
-                                 "  calibration: [{outage_site: 0}]\n  held_out: [{outage_site: 1}, {outage_site: 2}]")
+    family = plan_text().replace(
+        "    seed: [1, 2, 3, 4]",
+        "    seed: [1, 2, 3, 4]\n  family_factor: outage_site\n"
+        "  calibration: [{outage_site: 0}]\n  held_out: [{outage_site: 1}, {outage_site: 2}]",
+    )
     assert "monitoring cannot be combined with 'strata.family_factor'" in problems(family)
-    replicates = plan_text(looks="[9, 24]").replace("    seed: [1, 2, 3, 4]", "    seed: [1, 2, 3, 4]\n  replicates: 2\n"
-                                                      "  analysis_unit: replicate")
+    replicates = plan_text(looks="[9, 24]").replace(
+        "    seed: [1, 2, 3, 4]", "    seed: [1, 2, 3, 4]\n  replicates: 2\n  analysis_unit: replicate"
+    )
     assert "does not fall on whole strata" in problems(replicates)
 
 
@@ -90,7 +97,11 @@ def test_an_unplanned_point_is_never_a_decision(tmp_path):
     assert seen[7].gates[0].verdict == "pass" and seen[7].decision == "refused"
     records = read_looks(runs).records
     assert [(r.point_blocks, r.status, r.look) for r in records] == [
-        (3, "interim_reading", None), (4, "decision", 1), (6, "interim_reading", None), (7, "interim_reading", None)]
+        (3, "interim_reading", None),
+        (4, "decision", 1),
+        (6, "interim_reading", None),
+        (7, "interim_reading", None),
+    ]
     assert [r.seq for r in records] == [1, 2, 3, 4] and seen[7].monitoring.sequence == 4
     assert len(seen[7].monitoring.history) == 3
 
@@ -142,9 +153,11 @@ def test_the_look_ledger_is_checked_like_the_run_ledger(tmp_path):
     path = runs / "looks.jsonl"
     original = path.read_bytes()
     lines = original.splitlines(keepends=True)
-    for forged in (original.replace(b'"decision":"not_supported"', b'"decision":"supported"'),  # edited
-                   lines[1],  # the first look removed
-                   lines[1] + lines[0]):  # reordered
+    for forged in (
+        original.replace(b'"decision":"not_supported"', b'"decision":"supported"'),  # edited
+        lines[1],  # the first look removed
+        lines[1] + lines[0],
+    ):  # reordered
         path.write_bytes(forged)
         with pytest.raises(LooksTampered):
             gates.evaluate(lock, runs)
@@ -190,8 +203,10 @@ def test_an_unmonitored_plan_writes_no_look_ledger(tmp_path):
 
 def test_multiplicity_composes_with_the_look_level(tmp_path):
     text = plan_text(multiplicity="bonferroni").replace(
-        "decision:", "  - {id: less_work, metric: attempted_work, contrast: continue - restart, method: t, "
-        "confidence: 0.9, pass_if: \"upper < 0\"}\ndecision:")
+        "decision:",
+        "  - {id: less_work, metric: attempted_work, contrast: continue - restart, method: t, "
+        'confidence: 0.9, pass_if: "upper < 0"}\ndecision:',
+    )
     lock = frozen(tmp_path, text)
     runs = tmp_path / "runs"
     run_strata(lock, runs, 8)

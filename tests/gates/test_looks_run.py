@@ -27,8 +27,9 @@ CLI = "import sys; from prereg_toolkit_cli.collect import main; sys.exit(main(sy
 
 
 def collect(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kw
+    )
 
 
 def test_the_example_stops_early(tmp_path):

@@ -97,8 +97,15 @@ def test_a_declared_range_refuses_log_values_at_import_naming_the_rows(tmp_path)
     assert not (tmp_path / "runs").exists()
     one = energies()
     one[6]["energy"] = 3.2
-    proc = run("collect", "import", str(write_csv(tmp_path / "one.csv", one)), "--lock", str(lock),
-               "--out", str(tmp_path / "runs"))
+    proc = run(
+        "collect",
+        "import",
+        str(write_csv(tmp_path / "one.csv", one)),
+        "--lock",
+        str(lock),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert proc.returncode == 2 and "row 7: energy = 3.2 is outside the plan's range" in proc.stderr
 
 
@@ -116,12 +123,15 @@ def test_values_outside_the_range_in_a_ledger_refuse_the_gate(tmp_path):
     proc = run("gates", "evaluate", str(ranged.path), str(tmp_path / "runs"), "--json")
     gate = json.loads(proc.stdout)["gates"][0]
     assert proc.returncode == 3 and gate["verdict"] == "refused"
-    assert any("1 energy value(s) outside the plan's range [10, 1e+07] J: 6.9 for arm a" in r["reason"]
-               for r in gate["refused_by"]), gate["refused_by"]
+    assert any(
+        "1 energy value(s) outside the plan's range [10, 1e+07] J: 6.9 for arm a" in r["reason"]
+        for r in gate["refused_by"]
+    ), gate["refused_by"]
 
 
-@pytest.mark.parametrize("bad, words", [("[5, 5]", "min (5) must be below max (5)"),
-                                        ("[1]", "at least 2 items"), ("[0, .inf]", "finite")])
+@pytest.mark.parametrize(
+    "bad, words", [("[5, 5]", "min (5) must be below max (5)"), ("[1]", "at least 2 items"), ("[0, .inf]", "finite")]
+)
 def test_a_range_must_be_ordered_and_finite_at_freeze(tmp_path, bad, words):
     plan = tmp_path / "plan.yaml"
     plan.write_text(PLAN.replace("{range}", f", range: {bad}"))
@@ -130,21 +140,40 @@ def test_a_range_must_be_ordered_and_finite_at_freeze(tmp_path, bad, words):
 
 
 def _variant_plan(contrast: str, rule: str, unit: str = "J") -> str:
-    return (PLAN.replace("contrast: a / b", f"contrast: {contrast}").replace("pass_if: upper < 1.02", f"pass_if: {rule}")
-            .replace("{unit: J,", f"{{unit: {unit},"))
+    return (
+        PLAN.replace("contrast: a / b", f"contrast: {contrast}")
+        .replace("pass_if: upper < 1.02", f"pass_if: {rule}")
+        .replace("{unit: J,", f"{{unit: {unit},")
+    )
 
 
-@pytest.mark.parametrize("name, contrast, rule, unit, rows, kind", [
-    # one arm in kJ on a difference gate: a large "saving" in J that is a unit mix-up
-    ("kj_vs_j_difference", "a - b", "upper < 0", "J", energies(a_factor=0.97, a_scale=0.001), "likely unit mix-up"),
-    # minutes against seconds: 60x
-    ("minutes_vs_seconds", "a / b", "upper < 0.95", "s", energies(a_factor=1.0, a_scale=1 / 60), "likely unit mix-up"),
-    # natural logs on a difference gate
-    ("logs_difference", "a - b", "upper < 1", "J", energies(logs=True), "likely transformed values"),
-    # natural logs of about 1e25 FLOP (about 57.6)
-    ("logs_of_flop", "a / b", "upper < 1.02", "FLOP",
-     [{**r, "energy": math.log(math.exp(r["energy"]) * 1e22)} for r in energies(logs=True)], "likely transformed values"),
-])
+@pytest.mark.parametrize(
+    "name, contrast, rule, unit, rows, kind",
+    [
+        # one arm in kJ on a difference gate: a large "saving" in J that is a unit mix-up
+        ("kj_vs_j_difference", "a - b", "upper < 0", "J", energies(a_factor=0.97, a_scale=0.001), "likely unit mix-up"),
+        # minutes against seconds: 60x
+        (
+            "minutes_vs_seconds",
+            "a / b",
+            "upper < 0.95",
+            "s",
+            energies(a_factor=1.0, a_scale=1 / 60),
+            "likely unit mix-up",
+        ),
+        # natural logs on a difference gate
+        ("logs_difference", "a - b", "upper < 1", "J", energies(logs=True), "likely transformed values"),
+        # natural logs of about 1e25 FLOP (about 57.6)
+        (
+            "logs_of_flop",
+            "a / b",
+            "upper < 1.02",
+            "FLOP",
+            [{**r, "energy": math.log(math.exp(r["energy"]) * 1e22)} for r in energies(logs=True)],
+            "likely transformed values",
+        ),
+    ],
+)
 def test_unit_mix_ups_on_other_contrasts_and_units_carry_the_warning(tmp_path, name, contrast, rule, unit, rows, kind):
     lock = frozen_shared(tmp_path, "plan.yaml", _variant_plan(contrast, rule, unit).replace("{range}", ""))
     code, ev = evaluate(tmp_path, lock, rows)
@@ -158,7 +187,10 @@ def test_unit_mix_ups_on_other_contrasts_and_units_carry_the_warning(tmp_path, n
 def test_genuine_seconds_spread_over_more_than_half_again_carry_no_log_warning(tmp_path):
     """Completion times of 12 to 30 s (a 2.5x spread) are amounts, not logs: no warning."""
     lock = frozen_shared(tmp_path, "plan.yaml", _variant_plan("a / b", "upper < 1.5", "s").replace("{range}", ""))
-    rows = [{"arm": arm, "site": site, "energy": 12.0 + 2.0 * site + (0.5 if arm == "a" else 0.0)}
-            for site in range(10) for arm in ("a", "b")]
+    rows = [
+        {"arm": arm, "site": site, "energy": 12.0 + 2.0 * site + (0.5 if arm == "a" else 0.0)}
+        for site in range(10)
+        for arm in ("a", "b")
+    ]
     code, ev = evaluate(tmp_path, lock, rows)
     assert code in (0, 1) and not any(n.startswith("likely") for n in ev["gates"][0]["notes"])

@@ -72,15 +72,18 @@ def test_logs_of_amounts_under_a_generic_unit_warn_a_ratio_gate(unit, level, spr
     assert decision_warning([("noninferior", "primary", warnings)]) == ""  # it stays with its gate
 
 
-@pytest.mark.parametrize(("unit", "values"), [
-    ("units", amounts(150.0, 200.0 / 150.0)),  # completion times of 100-200 s
-    ("units", amounts(100.0, 2.0)),
-    ("score", amounts(12.0, 2.5)),  # 12-30: spread 2.5x
-    ("count", amounts(1e6, 3.0)),  # token counts
-    ("units", amounts(5000.0, 30.0)),  # energies in J
-    ("percent", amounts(60.0, 1.5, a_factor=1.0)),  # 60-90 %: logs of amounts 1e13-fold apart, not logs
-    ("nats", amounts(2.3, 1.1, a_factor=1.01)),  # a loss declared in nats: logs by declaration
-])
+@pytest.mark.parametrize(
+    ("unit", "values"),
+    [
+        ("units", amounts(150.0, 200.0 / 150.0)),  # completion times of 100-200 s
+        ("units", amounts(100.0, 2.0)),
+        ("score", amounts(12.0, 2.5)),  # 12-30: spread 2.5x
+        ("count", amounts(1e6, 3.0)),  # token counts
+        ("units", amounts(5000.0, 30.0)),  # energies in J
+        ("percent", amounts(60.0, 1.5, a_factor=1.0)),  # 60-90 %: logs of amounts 1e13-fold apart, not logs
+        ("nats", amounts(2.3, 1.1, a_factor=1.01)),  # a loss declared in nats: logs by declaration
+    ],
+)
 def test_plain_positive_metrics_of_a_generic_unit_get_no_log_warning(unit, values):
     assert not any(w.startswith(TRANSFORMED) for w in warnings_for(unit, values))
 
@@ -97,8 +100,9 @@ def test_the_warning_reaches_the_gate_not_the_decision_line_of_an_evaluation(tmp
     gate's notes; the decision line carries no guess read from the values alone."""
     lock = frozen_shared(tmp_path, "plan.yaml", plan_text("units"))
     values = amounts(logs=True)
-    rows = [{"arm": arm, "site": site, "amount": float(values[site, j])} for site in range(10)
-            for j, arm in enumerate("ab")]
+    rows = [
+        {"arm": arm, "site": site, "amount": float(values[site, j])} for site in range(10) for j, arm in enumerate("ab")
+    ]
     table = write_csv(tmp_path / "runs.csv", rows)
     assert run("collect", "import", str(table), "--lock", str(lock), "--out", str(tmp_path / "runs")).returncode == 0
     proc = run("gates", "evaluate", str(lock), str(tmp_path / "runs"), "--json")

@@ -53,8 +53,9 @@ def test_amounts_spread_too_far_apart_to_be_logs_carry_no_log_warning(unit):
     assert not any(w.startswith(TRANSFORMED) for w in warnings_for(unit, table(60.0, 78.0)))
 
 
-@pytest.mark.parametrize(("unit", "level"), [("s", 150.0), ("s", 3600.0), ("ms", 150.0), ("J", 5000.0),
-                                             ("FLOP", 1e25), ("tokens", 1e9)])
+@pytest.mark.parametrize(
+    ("unit", "level"), [("s", 150.0), ("s", 3600.0), ("ms", 150.0), ("J", 5000.0), ("FLOP", 1e25), ("tokens", 1e9)]
+)
 @pytest.mark.parametrize("contrast", ["a / b", "a - b"])
 def test_logs_of_times_energies_and_flop_still_warn(unit, level, contrast):
     logs = np.log(table(level, level * 1.6, a_factor=1.05))
@@ -68,4 +69,6 @@ def test_the_log_guess_stays_out_of_the_decision_line_and_a_mix_up_does_not():
     assert decision_warning([("g", "primary", logged)]) == ""
     mixed = warnings_for("s", np.column_stack([np.linspace(60, 80, 6) / 60, np.linspace(60, 80, 6)]))
     assert mixed[0].startswith(MIX_UP)
-    assert decision_warning([("g", "primary", mixed)]) == f"; WARNING: gate g: {MIX_UP} (its notes and warnings say why)"
+    assert (
+        decision_warning([("g", "primary", mixed)]) == f"; WARNING: gate g: {MIX_UP} (its notes and warnings say why)"
+    )

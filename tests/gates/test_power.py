@@ -15,8 +15,13 @@ from prereg.plan import load_plan
 from tests.helpers import run
 from tests.helpers.gates import frozen, gate_line, imported, plan_text, rows_for
 
-GATES = "\n".join([gate_line("g1", "t", "upper < 0.5"), gate_line("g2", "wilcoxon", "upper < 0.5"),
-                   gate_line("g3", "t", "within [-0.8, 0.8]")])
+GATES = "\n".join(
+    [
+        gate_line("g1", "t", "upper < 0.5"),
+        gate_line("g2", "wilcoxon", "upper < 0.5"),
+        gate_line("g3", "t", "within [-0.8, 0.8]"),
+    ]
+)
 PILOT = [0.31, -0.52, 0.12, 0.9, -0.2, -0.75, 0.44, 0.05, -0.1, 0.6]
 
 
@@ -60,12 +65,15 @@ def test_power_cli_table_and_json(pilot: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("change", "words"), [
-    ("folder", "no such pilot runs folder"),
-    ("metric", "needs metric 'energy'"),
-    ("pairs", "planning needs at least 3"),
-    ("assume", "expected GATE=NUMBER"),
-])
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ("folder", "no such pilot runs folder"),
+        ("metric", "needs metric 'energy'"),
+        ("pairs", "planning needs at least 3"),
+        ("assume", "expected GATE=NUMBER"),
+    ],
+)
 def test_power_cli_errors(pilot: tuple[Path, Path], tmp_path: Path, change: str, words: str) -> None:
     runs, plan = pilot
     args = [str(plan), "--pilot", str(runs)]

@@ -35,8 +35,10 @@ gates:
   - {{id: lower_loss, metric: loss, contrast: "a - b", method: t, confidence: 0.9, pass_if: "upper < 0"}}
 {extra}decision: {{claim: a lowers the loss.}}
 """
-ENERGY_GATE = ('  - {id: energy, metric: energy, contrast: "a / b", method: t, confidence: 0.9, pass_if: "upper < 1.05", '
-               "role: sensitivity}\n")
+ENERGY_GATE = (
+    '  - {id: energy, metric: energy, contrast: "a / b", method: t, confidence: 0.9, pass_if: "upper < 1.05", '
+    "role: sensitivity}\n"
+)
 
 
 def _pilot(tmp_path: Path) -> Path:
@@ -47,9 +49,17 @@ def _pilot(tmp_path: Path) -> Path:
         for block, contrast in enumerate(FAILURE_CONTRASTS, start=1):
             for arm, loss in (("a", 3.0 - (contrast if rate else 0.0)), ("b", 3.0)):
                 stratum = {"rate": rate, "block": block}
-                records.append(RunRecord(run_id=run_id(PILOT_SHA, stratum, arm, 0), prereg_sha256=PILOT_SHA,
-                                         stratum=stratum, arm=arm, replicate=0, status="complete",
-                                         metrics={"loss": loss}))
+                records.append(
+                    RunRecord(
+                        run_id=run_id(PILOT_SHA, stratum, arm, 0),
+                        prereg_sha256=PILOT_SHA,
+                        stratum=stratum,
+                        arm=arm,
+                        replicate=0,
+                        status="complete",
+                        metrics={"loss": loss},
+                    )
+                )
     append_records(tmp_path / "pilot", records)
     return tmp_path / "pilot"
 
@@ -71,8 +81,9 @@ def test_control_strata_give_the_planning_no_pairs(tmp_path):
     target = P.Target("upper", high=0.0)
     assert g.blocks_needed == P.blocks_needed(lambda n: P.t_power(n, g.delta, g.sd, target, 0.05), 0.8)
     with_zeros = -np.array(FAILURE_CONTRASTS + [0.0] * 6)  # what counting the controls gave
-    counted = P.blocks_needed(lambda n: P.t_power(n, float(with_zeros.mean()), float(with_zeros.std(ddof=1)),
-                                                  target, 0.05), 0.8)
+    counted = P.blocks_needed(
+        lambda n: P.t_power(n, float(with_zeros.mean()), float(with_zeros.std(ddof=1)), target, 0.05), 0.8
+    )
     assert counted is not None and g.blocks_needed is not None and g.blocks_needed < counted
     assert "6 pilot strata left out: the plan's calibration and no-failure control strata" in " ".join(report.notes)
 
@@ -93,12 +104,16 @@ def test_a_gate_whose_metric_the_pilot_lacks_is_noted_and_the_others_planned(tmp
 
 def test_no_gate_to_plan_is_still_an_error_naming_each_reason(tmp_path):
     pilot = _pilot(tmp_path)
-    only_energy = PLAN.replace('  - {{id: lower_loss, metric: loss, contrast: "a - b", method: t, confidence: 0.9, '
-                               'pass_if: "upper < 0"}}\n', "")
+    only_energy = PLAN.replace(
+        '  - {{id: lower_loss, metric: loss, contrast: "a - b", method: t, confidence: 0.9, pass_if: "upper < 0"}}\n',
+        "",
+    )
     assert "lower_loss" not in only_energy
     path = tmp_path / "energy.yaml"
     path.write_text(only_energy.format(blocks="1, 2, 3", extra=ENERGY_GATE.replace(", role: sensitivity", "")))
-    with pytest.raises(GateNotPlanned, match=r"no tested gate can be planned from this pilot: .*needs metric 'energy'") as err:
+    with pytest.raises(
+        GateNotPlanned, match=r"no tested gate can be planned from this pilot: .*needs metric 'energy'"
+    ) as err:
         plan_power(path, pilot, sims=100)
     assert err.value.exit_code == 2
 

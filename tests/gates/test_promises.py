@@ -90,8 +90,15 @@ def test_import_reads_started_at_and_refuses_a_time_without_zone(tmp_path, equal
     runs = imported(tmp_path, lock, _with_start(equal_work_rows(), later))
     first = json.loads((runs / "ledger.jsonl").read_text().splitlines()[0])
     assert first["started_at"] == later
-    proc = run("collect", "import", str(write_csv(tmp_path / "t.csv", _with_start(equal_work_rows(), "2026-01-01 10:00"))),
-               "--lock", str(lock), "--out", str(tmp_path / "other"))
+    proc = run(
+        "collect",
+        "import",
+        str(write_csv(tmp_path / "t.csv", _with_start(equal_work_rows(), "2026-01-01 10:00"))),
+        "--lock",
+        str(lock),
+        "--out",
+        str(tmp_path / "other"),
+    )
     assert proc.returncode == 2 and "has no time zone" in proc.stderr and proc.stderr.count("row ") == 1
 
 
@@ -144,7 +151,9 @@ decision: {{claim: Async is no worse.}}
 """
 
 
-def _direction_plan(tmp_path: Path, better="lower", contrast="async - baseline", rule="lower > -0.01", extra="") -> Path:
+def _direction_plan(
+    tmp_path: Path, better="lower", contrast="async - baseline", rule="lower > -0.01", extra=""
+) -> Path:
     path = tmp_path / "direction.yaml"
     path.write_text(DIRECTION.format(better=better, contrast=contrast, rule=rule, extra=extra))
     return path
@@ -184,8 +193,10 @@ def test_interaction_gates_of_the_shared_examples_still_validate(tmp_path, caden
     sentences = json.loads(shown.stdout)["sentences"]["gates"]
     assert shown.returncode == 0 and "an interaction (a difference of differences)" in sentences["energy_interaction"]
     assert "a pass shows sparse_sparse is better than sparse_restart" in sentences["sparse_saves_energy"]
-    assert "sparse_sparse is at most 0.01 nats worse than sparse_restart (noninferiority)" in \
-        sentences["sparse_keeps_learning"]
+    assert (
+        "sparse_sparse is at most 0.01 nats worse than sparse_restart (noninferiority)"
+        in sentences["sparse_keeps_learning"]
+    )
 
 
 # -- 3. margins ---------------------------------------------------------------------------------
@@ -216,8 +227,11 @@ def test_shared_examples_are_accepted_and_warn_only_of_what_collect_run_would_re
         proc = run("prereg", "validate", str(shared_example_path(name)))
         warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning")]
         assert proc.returncode == 0 and len(warnings) == expected, proc.stderr
-        assert all("metric energy is declared 'measured', but collector torch.multisite gives 'modeled'" in w
-                   and "collect run refuses the plan as written" in w for w in warnings)
+        assert all(
+            "metric energy is declared 'measured', but collector torch.multisite gives 'modeled'" in w
+            and "collect run refuses the plan as written" in w
+            for w in warnings
+        )
 
 
 # -- 4. evidence --------------------------------------------------------------------------------
@@ -225,8 +239,10 @@ def test_shared_examples_are_accepted_and_warn_only_of_what_collect_run_would_re
 
 def test_collect_run_refuses_a_plan_claiming_more_than_its_collector_gives(tmp_path):
     text = (OWN_EXAMPLES / "multisite-recovery.yaml").read_text()
-    text = text.replace("completion_time: {unit: s,    better: lower,  evidence: modeled}",
-                        "completion_time: {unit: s,    better: lower,  evidence: measured}")
+    text = text.replace(
+        "completion_time: {unit: s,    better: lower,  evidence: modeled}",
+        "completion_time: {unit: s,    better: lower,  evidence: measured}",
+    )
     assert "evidence: measured" in text
     plan = tmp_path / "ms.yaml"
     plan.write_text(text)
@@ -240,8 +256,15 @@ def test_collect_run_refuses_a_plan_claiming_more_than_its_collector_gives(tmp_p
 def test_import_refuses_an_evidence_column_weaker_than_the_plan(tmp_path, equal_work_bytes):
     lock = freeze(tmp_path, equal_work_bytes)
     rows = [{**r, "energy_counter.evidence": "modeled"} for r in equal_work_rows()]
-    proc = run("collect", "import", str(write_csv(tmp_path / "t.csv", rows)), "--lock", str(lock),
-               "--out", str(tmp_path / "runs"))
+    proc = run(
+        "collect",
+        "import",
+        str(write_csv(tmp_path / "t.csv", rows)),
+        "--lock",
+        str(lock),
+        "--out",
+        str(tmp_path / "runs"),
+    )
     assert proc.returncode == 2 and "column 'energy_counter.evidence': 12 of 12 rows" in proc.stderr
     assert "the plan declares energy 'measured'" in proc.stderr and proc.stderr.count("energy_counter.evidence =") == 1
 
@@ -253,8 +276,9 @@ def test_a_gate_reports_the_weakest_of_plan_and_recorded_evidence(tmp_path, equa
     runs = imported(tmp_path, lock, equal_work_rows())
     records = read_ledger(runs).records
     shutil.rmtree(runs)
-    append_records(runs, [RunRecord.model_validate({**r.model_dump(), "evidence": {"final_nll": "modeled"}})
-                          for r in records])
+    append_records(
+        runs, [RunRecord.model_validate({**r.model_dump(), "evidence": {"final_nll": "modeled"}}) for r in records]
+    )
     rc, data = evaluate(lock, runs)
     gate = gates_by_id(data)["learning_noninferior"]
     assert gate["evidence"] == "modeled" and gate["evidence_declared"] == "measured"
@@ -266,12 +290,15 @@ def test_a_gate_reports_the_weakest_of_plan_and_recorded_evidence(tmp_path, equa
 
 
 def _with_predecessor(plan_bytes: bytes, path: str, sha: str) -> bytes:
-    return plan_bytes + f"""
+    return (
+        plan_bytes
+        + f"""
 predecessors:
   - path: {path}
     sha256: {sha}
     changes: Same plan, new runs.
 """.encode()
+    )
 
 
 def test_a_mismatched_or_missing_predecessor_refuses_and_its_conclusion_is_shown(tmp_path, equal_work_bytes):
@@ -302,7 +329,9 @@ def test_a_mismatched_or_missing_predecessor_refuses_and_its_conclusion_is_shown
     missing.mkdir()
     lock3 = freeze(missing, _with_predecessor(equal_work_bytes, "gone.json", good))
     rc, data = evaluate(lock3, imported(missing, lock3, equal_work_rows()))
-    assert rc == 3 and data["predecessors"][0]["status"] == "missing" and "gone.json is missing" in data["decision_reason"]
+    assert (
+        rc == 3 and data["predecessors"][0]["status"] == "missing" and "gone.json is missing" in data["decision_reason"]
+    )
 
 
 # -- 6. an edited YAML --------------------------------------------------------------------------
@@ -315,7 +344,9 @@ def test_an_edited_yaml_beside_the_lock_is_said_in_report_and_artifact(tmp_path,
     verify = run("prereg", "verify", str(lock))
     assert verify.returncode == 3 and "gates[0].pass_if" in verify.stderr
     md = tmp_path / "r.md"
-    proc = run("gates", "evaluate", str(lock), str(runs), "--markdown", str(md), env={"NO_COLOR": "1", "COLUMNS": "200"})
+    proc = run(
+        "gates", "evaluate", str(lock), str(runs), "--markdown", str(md), env={"NO_COLOR": "1", "COLUMNS": "200"}
+    )
     assert proc.returncode == 0  # the locked plan is what is evaluated
     flat = " ".join(proc.stdout.split())
     assert "no longer matches the lock" in flat and "changed: gates[0].pass_if" in flat
@@ -352,7 +383,9 @@ def test_no_failure_controls_give_no_pairs_unless_the_plan_says_so(tmp_path):
 
 
 def test_declared_control_strata_give_no_pairs(tmp_path, equal_work_bytes):
-    plan = equal_work_bytes.replace(b"    seed: [101, 102]\n", b"    seed: [101, 102]\n  controls: [{outage_site: 2}]\n")
+    plan = equal_work_bytes.replace(
+        b"    seed: [101, 102]\n", b"    seed: [101, 102]\n  controls: [{outage_site: 2}]\n"
+    )
     assert b"controls:" in plan
     lock = freeze(tmp_path, plan)
     rc, data = evaluate(lock, imported(tmp_path, lock, equal_work_rows()))
@@ -386,8 +419,17 @@ def test_post_data_amendment_is_explained_once_with_the_next_step(tmp_path, equa
     assert all(i in verbose.stdout for i in ids)
     assert "--plan-version 1" in note
     out = tmp_path / "v1.json"
-    proc = run("gates", "evaluate", str(lock), str(runs), "--plan-version", "1", "--out", str(out),
-               env={"NO_COLOR": "1", "COLUMNS": "200"})
+    proc = run(
+        "gates",
+        "evaluate",
+        str(lock),
+        str(runs),
+        "--plan-version",
+        "1",
+        "--out",
+        str(out),
+        env={"NO_COLOR": "1", "COLUMNS": "200"},
+    )
     flat = " ".join(proc.stdout.split())
     assert proc.returncode == 0 and "EARLIER VERSION of the plan, later amended: v2" in flat
     v1 = json.loads(out.read_text())
@@ -403,12 +445,21 @@ def test_whole_column_import_problems_are_said_once_with_did_you_mean(tmp_path, 
     lock = freeze(tmp_path, equal_work_bytes)
 
     def attempt(rows: list[dict]) -> str:
-        proc = run("collect", "import", str(write_csv(tmp_path / "t.csv", rows)), "--lock", str(lock),
-                   "--out", str(tmp_path / "runs"))
+        proc = run(
+            "collect",
+            "import",
+            str(write_csv(tmp_path / "t.csv", rows)),
+            "--lock",
+            str(lock),
+            "--out",
+            str(tmp_path / "runs"),
+        )
         assert proc.returncode == 2 and not (tmp_path / "runs").exists()
         return proc.stderr
 
-    units = attempt([{("final_nll (nats)" if k == "final_nll" else k): v for k, v in r.items()} for r in equal_work_rows()])
+    units = attempt(
+        [{("final_nll (nats)" if k == "final_nll" else k): v for k, v in r.items()} for r in equal_work_rows()]
+    )
     assert units.count("final_nll (nats)") == 1 and "did you mean 'final_nll'? Units belong in the plan" in units
     assert "expected columns: arm, outage_site, seed" in units and "row " not in units
     index = attempt([{"Unnamed: 0": i, **r} for i, r in enumerate(equal_work_rows())])
@@ -427,7 +478,9 @@ def test_wrong_files_get_what_the_command_expects(tmp_path, equal_work_bytes):
     proc = run("gates", "evaluate", str(tmp_path / "plan.yaml"), str(runs))
     assert proc.returncode == 2 and "run 'prereg freeze" in proc.stderr
     proc = run("reports", "show", str(runs / "ledger.jsonl"))
-    assert proc.returncode == 2 and "is a run ledger, not an evaluation" in proc.stderr and "gates evaluate" in proc.stderr
+    assert (
+        proc.returncode == 2 and "is a run ledger, not an evaluation" in proc.stderr and "gates evaluate" in proc.stderr
+    )
     proc = run("reports", "show", str(runs))
     assert proc.returncode == 2 and "is a folder" in proc.stderr and "evaluation.json" in proc.stderr
     proc = run("gates", "evaluate", str(lock), str(table))

@@ -15,7 +15,7 @@ from prereg.api import freeze
 
 pytestmark = [pytest.mark.slow]  # it runs the program once per planned run
 
-PROGRAM = r'''
+PROGRAM = r"""
 import glob, json, os
 run = json.load(open(os.environ["PREREG_RUN"]))
 here = os.environ["PREREG_RUN_DIR"]
@@ -24,7 +24,7 @@ for other in glob.glob(os.path.join(os.path.dirname(here), "*.run", "metrics.jso
         text = open(other).read()
         open(other, "w").write(text + " ")  # the same numbers, other bytes
 json.dump({"value": run["params"]["offset"] + (run["seed"] % 1000) / 1000.0}, open(os.environ["PREREG_METRICS"], "w"))
-'''
+"""
 
 PLAN = """schema: prereg/v1
 study: rewrites

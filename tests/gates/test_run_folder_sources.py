@@ -30,15 +30,32 @@ def command_like_runs(tmp_path: Path) -> tuple[Lock, Path]:
         folder = runs / "traces" / f"{p.run_id}.run"
         folder.mkdir(parents=True)
         loss = 1.0 + 0.01 * p.stratum["block"] if p.arm == "a" else 2.0
-        contents = {"metrics.json": f'{{"loss": {loss}}}', "marks.txt": "", "stdout.txt": "step 1\n",
-                    "stderr.txt": "", "run.json": "{}"}
+        contents = {
+            "metrics.json": f'{{"loss": {loss}}}',
+            "marks.txt": "",
+            "stdout.txt": "step 1\n",
+            "stderr.txt": "",
+            "run.json": "{}",
+        }
         for name, text in contents.items():
             (folder / name).write_text(text)
         now = utc_now()
-        records.append(RunRecord(
-            run_id=p.run_id, prereg_sha256=lock.plan_sha256, lock_seal=lock_seal(lock.data), stratum=p.stratum,
-            arm=p.arm, replicate=p.replicate, status="complete", metrics={"loss": loss}, started_at=now,
-            finished_at=now, seed=p.seed, traces=[f"traces/{p.run_id}.run/{name}" for name in FILES]))
+        records.append(
+            RunRecord(
+                run_id=p.run_id,
+                prereg_sha256=lock.plan_sha256,
+                lock_seal=lock_seal(lock.data),
+                stratum=p.stratum,
+                arm=p.arm,
+                replicate=p.replicate,
+                status="complete",
+                metrics={"loss": loss},
+                started_at=now,
+                finished_at=now,
+                seed=p.seed,
+                traces=[f"traces/{p.run_id}.run/{name}" for name in FILES],
+            )
+        )
     append_records(runs, records)
     return lock, runs
 
@@ -49,8 +66,13 @@ def test_roles_are_decided_by_name_in_one_place():
     assert trace_role("traces/run-1.run/metrics.json") == "program"
     assert trace_role("traces/run-1.run/marks.txt") == "sensor"
     assert trace_role("traces/run-1.telemetry.polls.jsonl") == "sensor"
-    for name in ("traces/run-1.run/stdout.txt", "traces/run-1.run/stderr.txt", "traces/run-1.run/run.json",
-                 "traces/run-1.run/sub/metrics.json", "traces/run-1.events.jsonl"):
+    for name in (
+        "traces/run-1.run/stdout.txt",
+        "traces/run-1.run/stderr.txt",
+        "traces/run-1.run/run.json",
+        "traces/run-1.run/sub/metrics.json",
+        "traces/run-1.events.jsonl",
+    ):
         assert trace_role(name) is None, name
 
 

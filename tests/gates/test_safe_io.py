@@ -101,10 +101,12 @@ def test_reports_show_refuses_an_edited_or_inconsistent_artifact(study):
     flip = {"supported": "not_supported", "not_supported": "supported", "refused": "supported"}
     edits = {
         "decision": lambda d: d.update(decision=flip[d["decision"]]),
-        "verdict": lambda d: d["gates"][gate].update(verdict="pass" if d["gates"][gate]["verdict"] == "fail" else "fail",
-                                                       refused_by=[]),
-        "interval": lambda d: d["gates"][gate].update(upper=d["gates"][gate]["upper"] + 1e6,
-                                                        lower=d["gates"][gate]["lower"] - 1e6),
+        "verdict": lambda d: d["gates"][gate].update(
+            verdict="pass" if d["gates"][gate]["verdict"] == "fail" else "fail", refused_by=[]
+        ),
+        "interval": lambda d: d["gates"][gate].update(
+            upper=d["gates"][gate]["upper"] + 1e6, lower=d["gates"][gate]["lower"] - 1e6
+        ),
     }
     for name, edit in edits.items():
         for reseal in (False, True):
@@ -131,7 +133,12 @@ def test_trace_paths_never_leave_the_runs_folder(tmp_path):
     (tmp_path / "traces" / "ok.events.jsonl").write_text("{}\n")
     (tmp_path / "traces" / "link.events.jsonl").symlink_to("/etc/hostname")
     assert trace_path(tmp_path, "traces/ok.events.jsonl") == tmp_path / "traces" / "ok.events.jsonl"
-    for bad in ("../secret.events.jsonl", "traces/../../secret", "/etc/hostname", "traces/link.events.jsonl",
-                "ledger.jsonl"):
+    for bad in (
+        "../secret.events.jsonl",
+        "traces/../../secret",
+        "/etc/hostname",
+        "traces/link.events.jsonl",
+        "ledger.jsonl",
+    ):
         with pytest.raises(OSError):
             trace_path(tmp_path, bad)

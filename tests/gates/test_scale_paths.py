@@ -35,8 +35,9 @@ def _plain_sampled_means(d, resamples, seed):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(21, 3000), resamples=st.integers(100, 3000), seed=st.integers(0, 2**32 - 1),
-       scale=st.floats(-6, 6))
+@given(
+    n=st.integers(21, 3000), resamples=st.integers(100, 3000), seed=st.integers(0, 2**32 - 1), scale=st.floats(-6, 6)
+)
 def test_signflip_draws_are_the_documented_patterns(n, resamples, seed, scale):
     """The lookup-table sums are the plain mask sums (up to rounding: another order of additions)."""
     from estimators._signs import sampled_means
@@ -48,9 +49,16 @@ def test_signflip_draws_are_the_documented_patterns(n, resamples, seed, scale):
     assert np.allclose(new, plain, rtol=1e-9, atol=1e-12 * 10**scale * np.abs(d).max() * n)
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-                    | st.text(max_size=5),
-                    lambda kids: st.lists(kids, max_size=30) | st.dictionaries(st.text(max_size=4), kids, max_size=5),
-                    max_leaves=60))
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=5),
+        lambda kids: st.lists(kids, max_size=30) | st.dictionaries(st.text(max_size=4), kids, max_size=5),
+        max_leaves=60,
+    )
+)
 def test_readable_json_reads_back_as_the_same_value(value):
     assert json.loads(readable_json(value)) == value

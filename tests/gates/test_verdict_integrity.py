@@ -79,9 +79,12 @@ def test_constant_contrast_with_wide_meter_bound_is_unresolvable(tmp_path):
 
 
 def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
-    gates = "\n".join([gate_line("flat", "t", "upper < 0.1"),
-                       gate_line("real", "t", "upper < 0.5", extra=", description: second")])
-    text = plan_text(6, gates, multiplicity="holm", metric_extra=", deterministic: true").replace(b"  - {id: real, metric: loss", b"  - {id: real, metric: other")
+    gates = "\n".join(
+        [gate_line("flat", "t", "upper < 0.1"), gate_line("real", "t", "upper < 0.5", extra=", description: second")]
+    )
+    text = plan_text(6, gates, multiplicity="holm", metric_extra=", deterministic: true").replace(
+        b"  - {id: real, metric: loss", b"  - {id: real, metric: other"
+    )
     text = text.replace(b"metrics:\n", b"metrics:\n  other: {unit: nats, better: lower, evidence: measured}\n")
     lock = frozen(tmp_path, text)
     contrasts = [0.1, 0.2, 0.05, 0.15, 0.12, 0.08]
@@ -92,6 +95,7 @@ def test_vacuous_gate_enters_holm_with_p_one(tmp_path):
     g = gates_by_id(data)
     assert g["flat"]["verdict"] == "vacuous" and g["flat"]["pvalue"] is None
     from statsmodels.stats.multitest import multipletests  # lazy: statsmodels takes a second to import
+
     expected = multipletests([1.0, g["real"]["pvalue"]], method="holm")[1][1]
     assert g["real"]["pvalue_adjusted"] == pytest.approx(expected)
 
@@ -136,8 +140,12 @@ def test_freeze_refuses_gates_that_cannot_reach_their_level(tmp_path, method, ne
 
 def test_freeze_counts_strata_not_replicates_by_default(tmp_path):
     rc, out, _ = freeze_text(tmp_path, plan_text(4, gate_line("g", "signflip", "upper < 0"), replicates=3))
-    assert rc == 2 and "needs at least 5 pairing strata (not calibration or control; replicates averaged) and has 4" in out
-    text = plan_text(4, gate_line("g", "signflip", "upper < 0"), replicates=3, extra_strata="  analysis_unit: replicate\n")
+    assert (
+        rc == 2 and "needs at least 5 pairing strata (not calibration or control; replicates averaged) and has 4" in out
+    )
+    text = plan_text(
+        4, gate_line("g", "signflip", "upper < 0"), replicates=3, extra_strata="  analysis_unit: replicate\n"
+    )
     rc, out, _ = freeze_text(tmp_path, text)
     assert rc == 0, out
 

@@ -42,8 +42,10 @@ def _retitled(d: dict) -> None:
     d.update(claim="Continuing halves the energy bill.", title="A much bigger result")
 
 
-FORGERIES = {"fail_to_pass": (_fail_to_pass, "gates[energy_saving].verdict: the artifact says 'pass'"),
-             "claim": (_retitled, "claim: the artifact says 'Continuing halves the energy bill.'")}
+FORGERIES = {
+    "fail_to_pass": (_fail_to_pass, "gates[energy_saving].verdict: the artifact says 'pass'"),
+    "claim": (_retitled, "claim: the artifact says 'Continuing halves the energy bill.'"),
+}
 
 
 def _forged(study, tmp_path: Path, edit, reseal: bool = True) -> tuple[Path, Path]:
@@ -63,7 +65,9 @@ def _forged(study, tmp_path: Path, edit, reseal: bool = True) -> tuple[Path, Pat
 def test_gates_verify_accepts_the_genuine_artifact(study):
     lock, runs = study
     proc = run("gates", "verify", str(runs / "evaluation.json"), str(lock), str(runs))
-    assert proc.returncode == 0 and "re-verified" in proc.stdout and "same decision, verdicts and numbers" in proc.stdout
+    assert (
+        proc.returncode == 0 and "re-verified" in proc.stdout and "same decision, verdicts and numbers" in proc.stdout
+    )
     proc = run("reports", "show", str(runs / "evaluation.json"))
     assert proc.returncode == 0 and "re-verified" in proc.stderr
 

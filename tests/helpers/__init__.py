@@ -23,12 +23,18 @@ def requires(module: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=f"{module} is not installed")
 
 
-def run(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """Run an installed console script; never accept a traceback (``timeout`` only catches a hang)."""
     exe = BIN / args[0] if (BIN / args[0]).exists() else shutil.which(args[0])
     assert exe, f"console script {args[0]} is not installed"
     proc = subprocess.run(
-        [str(exe), *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        [str(exe), *args[1:]],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
     )
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
@@ -69,16 +75,21 @@ def equal_work_rows(nll_shift: float = 0.005, energy_ratio: float = 0.9, updates
             base = 2.5 + jitter[i]
             for arm in ("fixed", "adaptive"):
                 adaptive = arm == "adaptive"
-                rows.append({
-                    "arm": arm, "outage_site": site, "seed": seed,
-                    "final_nll": round(base + (nll_shift + jitter[5 - i] / 4 if adaptive else 0.0), 6),
-                    "attempted_flop": 1e15 * (0.9 * (1 + jitter[(i + 1) % 6]) if adaptive else 1 + jitter[i]),
-                    "ticks": 100 + i,
-                    "energy": 5000.0 * (energy_ratio * (1 + jitter[(i + 3) % 6]) if adaptive else 1 + jitter[(i + 2) % 6]),
-                    "energy_counter.updates": updates,
-                    "energy_counter.effective_period_ms": 100,
-                    "energy_counter.bound": 1.0,
-                })
+                rows.append(
+                    {
+                        "arm": arm,
+                        "outage_site": site,
+                        "seed": seed,
+                        "final_nll": round(base + (nll_shift + jitter[5 - i] / 4 if adaptive else 0.0), 6),
+                        "attempted_flop": 1e15 * (0.9 * (1 + jitter[(i + 1) % 6]) if adaptive else 1 + jitter[i]),
+                        "ticks": 100 + i,
+                        "energy": 5000.0
+                        * (energy_ratio * (1 + jitter[(i + 3) % 6]) if adaptive else 1 + jitter[(i + 2) % 6]),
+                        "energy_counter.updates": updates,
+                        "energy_counter.effective_period_ms": 100,
+                        "energy_counter.bound": 1.0,
+                    }
+                )
             i += 1
     return rows
 

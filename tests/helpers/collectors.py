@@ -34,8 +34,7 @@ class SlowCollector(Collector):
         path = ctx.trace_path("events.jsonl")
         path.write_text('{"kind": "compute"}\n')
         return RunResult(
-            metrics={"value": noise + ctx.params["offset"], "seed_echo": float(ctx.seed % 1000)},
-            traces=[path.name],
+            metrics={"value": noise + ctx.params["offset"], "seed_echo": float(ctx.seed % 1000)}, traces=[path.name]
         )
 
 

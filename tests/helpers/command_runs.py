@@ -29,8 +29,9 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
-def command_run(checkpoint_every: int, faults: tuple[float, ...], end_step: int = 400
-                ) -> tuple[list[dict], list[Progress]]:
+def command_run(
+    checkpoint_every: int, faults: tuple[float, ...], end_step: int = 400
+) -> tuple[list[dict], list[Progress]]:
     """(event rows, progress rows) of one run: ``faults`` in seconds from the first start, a checkpoint
     every ``checkpoint_every`` steps, resumed from the last one after each fault, to ``end_step``."""
     events: list[dict] = []
@@ -38,8 +39,9 @@ def command_run(checkpoint_every: int, faults: tuple[float, ...], end_step: int 
     t, step, durable, attempt = 0.0, 0, 0, 0
 
     def add(kind: str, start: float, end: float, **extra: object) -> None:  # the collector's row shape
-        events.append({"id": len(events), "kind": kind, "site": None, "start_ns": _ns(start), "end_ns": _ns(end),
-                       **extra})
+        events.append(
+            {"id": len(events), "kind": kind, "site": None, "start_ns": _ns(start), "end_ns": _ns(end), **extra}
+        )
 
     pending = list(faults)
     while True:
@@ -91,17 +93,29 @@ def command_runs_folder(root: Path, with_progress: bool = True) -> Path:
     runs = root / "runs"
     (runs / "traces").mkdir(parents=True)
     records = []
-    for run_id, arm, seed, faults in (("run-cmd-a", "ckpt_25", 1, FAULT_TIMES_S),
-                                      ("run-cmd-b", "ckpt_100", 1, FAULT_TIMES_S),
-                                      ("run-cmd-c", "ckpt_25", 2, ())):
+    for run_id, arm, seed, faults in (
+        ("run-cmd-a", "ckpt_25", 1, FAULT_TIMES_S),
+        ("run-cmd-b", "ckpt_100", 1, FAULT_TIMES_S),
+        ("run-cmd-c", "ckpt_25", 2, ()),
+    ):
         events, progress = command_run(int(arm.split("_")[1]), faults)
         names = [f"traces/{run_id}.events.jsonl"]
         (runs / names[0]).write_text("".join(json.dumps(e) + "\n" for e in events))
         if with_progress:
             names.append(f"traces/{run_id}.progress.csv")
             write_progress(runs / names[1], progress)
-        records.append(RunRecord(run_id=run_id, prereg_sha256=SHA, stratum={"seed": seed}, arm=arm, replicate=0,
-                                 status="complete", metrics={"final_loss": progress[-1].loss or 0.0},
-                                 code={"collector": "command"}, traces=names))
+        records.append(
+            RunRecord(
+                run_id=run_id,
+                prereg_sha256=SHA,
+                stratum={"seed": seed},
+                arm=arm,
+                replicate=0,
+                status="complete",
+                metrics={"final_loss": progress[-1].loss or 0.0},
+                code={"collector": "command"},
+                traces=names,
+            )
+        )
     append_records(runs, records)
     return runs

@@ -72,8 +72,13 @@ def run_page(page: Path, folder: Path) -> PageRun:
     console scripts first on PATH); the run stops after the first runnable block that fails."""
     for copied in COPIED:
         shutil.copytree(ROOT / copied, folder / copied)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "NO_COLOR": "1", "COLUMNS": "80", "MPLBACKEND": "Agg"}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "NO_COLOR": "1",
+        "COLUMNS": "80",
+        "MPLBACKEND": "Agg",
+    }
     result = PageRun(page, folder)
     for number, (kind, name, body) in enumerate(marked_blocks(page.read_text(encoding="utf-8")), start=1):
         block = Block(number, kind, name, body)
@@ -83,8 +88,14 @@ def run_page(page: Path, folder: Path) -> PageRun:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(body, encoding="utf-8")
         elif kind == "runnable":
-            block.proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + block.commands], cwd=folder, env=env,
-                                        capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+            block.proc = subprocess.run(
+                ["bash", "-c", "set -euo pipefail\n" + block.commands],
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=BLOCK_TIMEOUT_S,
+            )
             if block.proc.returncode != 0:
                 break
     return result

@@ -56,8 +56,9 @@ def comparable(record: RunRecord) -> dict:
     data["code"].pop("timing_s", None)
     data["code"].pop("threads", None)  # Ray presets OMP_NUM_THREADS on its workers (kept there, set here)
     if data["code"].get("collector") == "command":
-        data["trace_sha256"] = {k: v for k, v in data.get("trace_sha256", {}).items()
-                                if not k.endswith((".events.jsonl", ".progress.csv"))}
+        data["trace_sha256"] = {
+            k: v for k, v in data.get("trace_sha256", {}).items() if not k.endswith((".events.jsonl", ".progress.csv"))
+        }
     return data
 
 

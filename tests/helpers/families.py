@@ -59,8 +59,12 @@ BW = {"low": [1.0, 2.0, 4.0], "high": [8.0, 16.0, 32.0]}
 JITTER = [0.01, -0.02, 0.015, -0.005, 0.02, -0.01]
 
 
-def rows(ratio: dict[str, float] | None = None, times: dict[str, float] | None = None,
-         trend: dict[str, tuple[float, float]] | None = None, drop: tuple | None = None) -> list[dict]:
+def rows(
+    ratio: dict[str, float] | None = None,
+    times: dict[str, float] | None = None,
+    trend: dict[str, tuple[float, float]] | None = None,
+    drop: tuple | None = None,
+) -> list[dict]:
     """Runs for every cell: ``times`` per arm (base), the challenger's ``ratio`` to fast per family,
     ``trend`` (family -> (ratio at the lowest bandwidth, at the highest)) and ``drop`` one cell."""
     ratio = ratio or {}
@@ -77,15 +81,29 @@ def rows(ratio: dict[str, float] | None = None, times: dict[str, float] | None =
                         continue
                     t = times.get(arm, times["fast"]) * (1 + j) if arm != "ctl" else times["fast"] * (1 + j)
                     if arm == "ctl":
-                        r = ratio.get(fam, 0.8) * (1 + JITTER[(FAMILIES.index(fam) + rep + 3 * REGIONS.index(reg)) % 6] / 3)
+                        r = ratio.get(fam, 0.8) * (
+                            1 + JITTER[(FAMILIES.index(fam) + rep + 3 * REGIONS.index(reg)) % 6] / 3
+                        )
                         if trend and fam in trend:
                             lo, hi = trend[fam]
                             x = (math.log(bw) - math.log(1.0)) / (math.log(32.0) - math.log(1.0))
                             r = lo * (hi / lo) ** x * (1 + j / 10)
                         t = times["fast"] * (1 + j) * r
-                    out.append({**base, "arm": arm, "time": round(t, 9), "nll": 2.0 + j / 10 + (
+                    out.append(
+                        {
+                            **base,
+                            "arm": arm,
+                            "time": round(t, 9),
+                            "nll": 2.0
+                            + j / 10
+                            + (
                                 0.01 + JITTER[(FAMILIES.index(fam) + rep + 1 + REGIONS.index(reg)) % 6] / 20
-                                if arm == "ctl" else 0), "bandwidth": bw})
+                                if arm == "ctl"
+                                else 0
+                            ),
+                            "bandwidth": bw,
+                        }
+                    )
     return out
 
 

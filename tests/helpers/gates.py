@@ -22,7 +22,9 @@ def freeze(tmp_path: Path, text: bytes, name: str = "plan.yaml") -> Path:
 def imported(tmp_path: Path, lock: Path, rows: list[dict]) -> Path:
     """``collect import`` of ``rows`` (as a CSV table) under ``lock`` into ``tmp_path/runs``."""
     runs = tmp_path / "runs"
-    proc = run("collect", "import", str(write_csv(tmp_path / "runs.csv", rows)), "--lock", str(lock), "--out", str(runs))
+    proc = run(
+        "collect", "import", str(write_csv(tmp_path / "runs.csv", rows)), "--lock", str(lock), "--out", str(runs)
+    )
     assert proc.returncode == 0, proc.stderr
     return runs
 
@@ -41,8 +43,17 @@ def gates_by_id(data: dict) -> dict:
     return {g["id"]: g for g in data["gates"]}
 
 
-def plan_text(blocks: int, gates: str, replicates: int = 1, signal: bool = False, extra_strata: str = "",
-              multiplicity: str = "none", better: str = "lower", metric_extra: str = "", tail: str = "") -> bytes:
+def plan_text(
+    blocks: int,
+    gates: str,
+    replicates: int = 1,
+    signal: bool = False,
+    extra_strata: str = "",
+    multiplicity: str = "none",
+    better: str = "lower",
+    metric_extra: str = "",
+    tail: str = "",
+) -> bytes:
     """A plan of arms ``a`` vs ``b`` over ``blocks`` blocks, metric ``loss`` (nats), the given gate lines;
     ``metric_extra`` adds fields to the metric (``", range: [0, 20]"``), ``tail`` sections at the end."""
     sig = ", signal: energy_counter" if signal else ""
@@ -78,8 +89,9 @@ def frozen(tmp_path: Path, text: bytes) -> Path:
     return lock
 
 
-def rows_for(contrasts: list[float], base: float = 2.0, replicates: int = 1, bound: float | None = None,
-             ratio: bool = False) -> list[dict]:
+def rows_for(
+    contrasts: list[float], base: float = 2.0, replicates: int = 1, bound: float | None = None, ratio: bool = False
+) -> list[dict]:
     """Rows whose per-block contrast a - b (or a / b) is the given list, block-major."""
     rows = []
     for i, c in enumerate(contrasts):
@@ -88,8 +100,13 @@ def rows_for(contrasts: list[float], base: float = 2.0, replicates: int = 1, bou
         for arm, value in (("a", a), ("b", base)):
             row = {"arm": arm, "block": block, "replicate": rep, "loss": value}
             if bound is not None:
-                row.update({"energy_counter.updates": 50, "energy_counter.effective_period_ms": 100,
-                            "energy_counter.bound": bound})
+                row.update(
+                    {
+                        "energy_counter.updates": 50,
+                        "energy_counter.effective_period_ms": 100,
+                        "energy_counter.bound": bound,
+                    }
+                )
             rows.append(row)
     return rows
 

@@ -22,7 +22,9 @@ arms:
   continue: {{policy: continue}}
 """
 
-PLAN = SIM_HEAD + """strata:
+PLAN = (
+    SIM_HEAD
+    + """strata:
   factors:
     outage_site: [0, 1, 2]
     seed: [1, 2, 3, 4]
@@ -39,13 +41,21 @@ monitoring:
   futility: {futility}
   first_look_reason: "a test of the look mechanics, on simulated completion times"
 """
+)
 
 
-def plan_text(looks: str = "[4, 8, 12]", spending: str = "pocock", futility: str = "none", method: str = "t",
-              margin: str = "1.0", multiplicity: str = "none") -> str:
+def plan_text(
+    looks: str = "[4, 8, 12]",
+    spending: str = "pocock",
+    futility: str = "none",
+    method: str = "t",
+    margin: str = "1.0",
+    multiplicity: str = "none",
+) -> str:
     """The test plan: 2 arms x 12 strata of the multi-site simulator, with ``monitoring:``."""
-    return PLAN.format(looks=looks, spending=spending, futility=futility, method=method, margin=margin,
-                       multiplicity=multiplicity)
+    return PLAN.format(
+        looks=looks, spending=spending, futility=futility, method=method, margin=margin, multiplicity=multiplicity
+    )
 
 
 def frozen(tmp: Path, text: str | None = None, name: str = "looks") -> Lock:

@@ -24,7 +24,9 @@ def tables(md: str) -> dict[str, tuple[list[str], list[list[str]]]]:
             in_code = not in_code
         elif not in_code and line.startswith("#"):
             heading = line.lstrip("# ")
-        elif not in_code and line.startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|( --- \|)+", lines[i + 1]):
+        elif (
+            not in_code and line.startswith("|") and i + 1 < len(lines) and re.fullmatch(r"\|( --- \|)+", lines[i + 1])
+        ):
             split = lambda row: [c.strip() for c in UNESCAPED_PIPE.split(row)[1:-1]]  # noqa: E731
             header, rows = split(line), []
             i += 2

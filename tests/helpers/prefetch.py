@@ -57,9 +57,12 @@ def _save(results: Path, number: int, proc: subprocess.CompletedProcess) -> None
 
 
 def _load(results: Path, number: int, args: object) -> subprocess.CompletedProcess:
-    return subprocess.CompletedProcess(args, int((results / f"{number:03d}.rc").read_text()),
-                                       (results / f"{number:03d}.out").read_text(encoding="utf-8"),
-                                       (results / f"{number:03d}.err").read_text(encoding="utf-8"))
+    return subprocess.CompletedProcess(
+        args,
+        int((results / f"{number:03d}.rc").read_text()),
+        (results / f"{number:03d}.out").read_text(encoding="utf-8"),
+        (results / f"{number:03d}.err").read_text(encoding="utf-8"),
+    )
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,14 @@ class StepsJob:
         work.mkdir(parents=True)
         results.mkdir()
         for number, step in enumerate(self.steps, start=1):
-            proc = subprocess.run(self.argv(step, work), cwd=self.cwd or work, capture_output=True, text=True,
-                                  timeout=STEP_TIMEOUT_S, env={**os.environ, **dict(step.env)})
+            proc = subprocess.run(
+                self.argv(step, work),
+                cwd=self.cwd or work,
+                capture_output=True,
+                text=True,
+                timeout=STEP_TIMEOUT_S,
+                env={**os.environ, **dict(step.env)},
+            )
             _save(results, number, proc)
 
     def load(self, folder: Path) -> tuple[Path, list[subprocess.CompletedProcess]]:
@@ -143,10 +152,15 @@ EXAMPLES = ROOT / "examples"
 def _study(name: str) -> StepsJob:
     """An example plan frozen, collected with two jobs and evaluated, as its header says."""
     lock = f"{{work}}/{name}.lock.json"
-    return StepsJob((Step(("prereg", "freeze", str(EXAMPLES / f"{name}.yaml"), "-o", lock)),
-                     Step(("collect", "run", lock, "--out", f"{{work}}/{name}", "--jobs", "2")),
-                     Step(("gates", "evaluate", lock, f"{{work}}/{name}"), PLAIN)),
-                    requires=("torch",), unless_env=("SKIP_DEMO", "1"))
+    return StepsJob(
+        (
+            Step(("prereg", "freeze", str(EXAMPLES / f"{name}.yaml"), "-o", lock)),
+            Step(("collect", "run", lock, "--out", f"{{work}}/{name}", "--jobs", "2")),
+            Step(("gates", "evaluate", lock, f"{{work}}/{name}"), PLAIN),
+        ),
+        requires=("torch",),
+        unless_env=("SKIP_DEMO", "1"),
+    )
 
 
 def _pages() -> dict[str, Job]:
@@ -159,13 +173,18 @@ JOBS: dict[str, Job] = {
     **_pages(),
     "energy-study1": _study("energy-study1"),
     "energy-study2": _study("energy-study2"),
-    "demo": StepsJob((Step(("prereg", "freeze", str(EXAMPLES / "equal-work-torch.yaml"), "-o",
-                            "{work}/equal-work.lock.json")),
-                      Step(("collect", "run", "{work}/equal-work.lock.json", "--out", "{work}/runs", "--jobs", "2")),
-                      Step(("gates", "evaluate", "{work}/equal-work.lock.json", "{work}/runs"), PLAIN)),
-                     requires=("torch",), unless_env=("SKIP_DEMO", "1")),
-    "mypy": StepsJob((Step((sys.executable, "-m", "mypy", "--cache-dir", "{work}/mypy-cache")),),
-                     cwd=ROOT, requires=("mypy",)),
+    "demo": StepsJob(
+        (
+            Step(("prereg", "freeze", str(EXAMPLES / "equal-work-torch.yaml"), "-o", "{work}/equal-work.lock.json")),
+            Step(("collect", "run", "{work}/equal-work.lock.json", "--out", "{work}/runs", "--jobs", "2")),
+            Step(("gates", "evaluate", "{work}/equal-work.lock.json", "{work}/runs"), PLAIN),
+        ),
+        requires=("torch",),
+        unless_env=("SKIP_DEMO", "1"),
+    ),
+    "mypy": StepsJob(
+        (Step((sys.executable, "-m", "mypy", "--cache-dir", "{work}/mypy-cache")),), cwd=ROOT, requires=("mypy",)
+    ),
 }
 
 
@@ -187,9 +206,14 @@ class Prefetcher:
             return
         self.base.mkdir(parents=True, exist_ok=True)
         with open(self.base / "runner.log", "wb") as log:
-            self.runner = subprocess.Popen([sys.executable, "-m", "tests.helpers.prefetch", str(self.base),
-                                            *self.started], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log,
-                                           stderr=subprocess.STDOUT, start_new_session=True)
+            self.runner = subprocess.Popen(
+                [sys.executable, "-m", "tests.helpers.prefetch", str(self.base), *self.started],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def result(self, name: str):  # type: ignore[no-untyped-def]
         """The job's outcome (``StepsJob.load`` or ``PageJob.load``): the runner's, once it is done, or

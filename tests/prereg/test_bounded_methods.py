@@ -24,13 +24,16 @@ def _freeze(tmp_path: Path, text: bytes):
     return freeze(plan)
 
 
-@pytest.mark.parametrize(("contrast", "extra", "says"), [
-    ("a - b", "", "needs the metric's 'range'"),
-    ("a / b", ", range: [0, 20]", "needs a positive range"),
-])
+@pytest.mark.parametrize(
+    ("contrast", "extra", "says"),
+    [("a - b", "", "needs the metric's 'range'"), ("a / b", ", range: [0, 20]", "needs a positive range")],
+)
 def test_betting_without_a_usable_range_is_refused_at_freeze(tmp_path, contrast, extra, says):
-    text = plan_text(10, gate_line("g", "betting", "upper < 1" if "/" in contrast else "upper < 0", contrast=contrast),
-                     metric_extra=extra)
+    text = plan_text(
+        10,
+        gate_line("g", "betting", "upper < 1" if "/" in contrast else "upper < 0", contrast=contrast),
+        metric_extra=extra,
+    )
     with pytest.raises(ToolkitError, match=says):
         _freeze(tmp_path, text)
 
@@ -64,8 +67,10 @@ def _hash_order(blocks: int) -> list[int]:
     them: by the SHA-256 of each stratum's canonical form (gates.unit_order)."""
     from prereg.jsoncodec import canonical_bytes
 
-    return sorted(range(1, blocks + 1), key=lambda b: hashlib.sha256(
-        canonical_bytes({"seed": 0, "stratum": {"block": b}})).hexdigest())
+    return sorted(
+        range(1, blocks + 1),
+        key=lambda b: hashlib.sha256(canonical_bytes({"seed": 0, "stratum": {"block": b}})).hexdigest(),
+    )
 
 
 def test_units_that_drift_over_the_run_order_refuse_a_betting_gate(tmp_path):
@@ -92,16 +97,29 @@ def _rows_in_range(contrasts: list[float]) -> list[dict]:
     rows = []
     for i, c in enumerate(contrasts):
         a, b = (10.0, 0.0) if c > 0 else (0.0, 10.0)
-        rows += [{"arm": "a", "block": i + 1, "replicate": 0, "loss": a}, {"arm": "b", "block": i + 1, "replicate": 0,
-                                                                          "loss": b}]
+        rows += [
+            {"arm": "a", "block": i + 1, "replicate": 0, "loss": a},
+            {"arm": "b", "block": i + 1, "replicate": 0, "loss": b},
+        ]
     return rows
 
 
 def test_compare_takes_a_metric_range_for_betting():
-    data = {"b": list(range(12)) * 2, "arm": ["x"] * 12 + ["y"] * 12,
-            "v": [5.0 - 3.0 + 0.1 * i for i in range(12)] + [5.0] * 12}
-    res = E.compare(data, metric="v", arm="arm", block="b", contrast="x - y", rule="upper < 0", method="betting",
-                    metric_range=(0.0, 10.0))
+    data = {
+        "b": list(range(12)) * 2,
+        "arm": ["x"] * 12 + ["y"] * 12,
+        "v": [5.0 - 3.0 + 0.1 * i for i in range(12)] + [5.0] * 12,
+    }
+    res = E.compare(
+        data,
+        metric="v",
+        arm="arm",
+        block="b",
+        contrast="x - y",
+        rule="upper < 0",
+        method="betting",
+        metric_range=(0.0, 10.0),
+    )
     assert res.verdict in ("pass", "fail") and res.pvalue is not None and res.result is not None
     assert res.result.bounds == (-10.0, 10.0)
     with pytest.raises(ValueError, match="needs the contrasts' range"):

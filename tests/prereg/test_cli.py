@@ -41,8 +41,12 @@ def test_validate_reports_line_and_field(study):
     assert f"{study}:54:14: gates[0].pass_if:" in proc.stderr
     data = json.loads(run("prereg", "validate", str(study), "--json").stdout)
     assert data["ok"] is False and data["exit_code"] == 2
-    assert data["details"][0] == {"field": "gates[0].pass_if", "line": 54, "column": 14,
-                                  "message": data["details"][0]["message"]}
+    assert data["details"][0] == {
+        "field": "gates[0].pass_if",
+        "line": 54,
+        "column": 14,
+        "message": data["details"][0]["message"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -82,8 +86,16 @@ def test_freeze_writes_a_read_only_lock_and_is_idempotent(study):
     assert proc.returncode == 0, proc.stderr
     lock_path = study.with_name("equal-work.lock.json")
     lock = json.loads(lock_path.read_text())
-    assert set(lock) >= {"format", "plan", "plan_sha256", "yaml_sha256", "frozen_at", "toolkit_version",
-                         "environment", "amendments"}
+    assert set(lock) >= {
+        "format",
+        "plan",
+        "plan_sha256",
+        "yaml_sha256",
+        "frozen_at",
+        "toolkit_version",
+        "environment",
+        "amendments",
+    }
     assert lock["plan_sha256"] in proc.stdout and lock["amendments"] == []
     assert lock["frozen_at"].endswith("Z") and lock["environment"]["python"]
     assert not lock_path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
@@ -178,7 +190,9 @@ def test_amend_chain(study, tmp_path):
     edit(study, "upper < 0.02", "upper < 0.03")
     runs = tmp_path / "runs"
     runs.mkdir()
-    out = json.loads(run("prereg", "amend", str(study), "--reason", "before data", "--runs", str(runs), "--json").stdout)
+    out = json.loads(
+        run("prereg", "amend", str(study), "--reason", "before data", "--runs", str(runs), "--json").stdout
+    )
     assert out["post_data"] is False and out["runs_checked"] is True and out["changed"] == ["gates[0].pass_if"]
     assert out["parent_plan_sha256"] == first and out["version"] == 2
     (runs / "ledger.jsonl").write_text('{"run_id": "r1"}\n')
@@ -245,8 +259,14 @@ def test_show_own_examples_with_every_sentence_kind(tmp_path):
         proc = run("prereg", "show", str(out), env={"COLUMNS": "80"})
         assert proc.returncode == 0 and "passes if" in proc.stdout
     churn = sentences(tmp_path / "churn-cadence.lock.json")
-    assert "interval of exact - young efficiency [fraction] lies within [-0.005, 0.005]" in churn["exact_equivalent_to_young"]
-    assert "one-sided 95% lower bound of exact - young efficiency [fraction] is above -0.005" in churn["exact_noninferior_to_young"]
+    assert (
+        "interval of exact - young efficiency [fraction] lies within [-0.005, 0.005]"
+        in churn["exact_equivalent_to_young"]
+    )
+    assert (
+        "one-sided 95% lower bound of exact - young efficiency [fraction] is above -0.005"
+        in churn["exact_noninferior_to_young"]
+    )
     assert "one-sided 97.5% upper bound of the ratio exact / doubled" in churn["exact_beats_doubled"]
     multi = sentences(tmp_path / "multisite-recovery.lock.json")
     assert "agree exactly on completion_time in the control strata where outage_site = none" in multi["controls_agree"]

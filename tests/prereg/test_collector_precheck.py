@@ -42,19 +42,30 @@ decision: {{claim: b is no worse}}
 
 #: each planted mistake: (how the plan text changes, words its message must hold)
 MISTAKES = {
-    "placeholder typo": (("\"{ckpt_every}\"", "\"{ckpt_evry}\""),
-                         ["argv[3] = '{ckpt_evry}': unknown placeholder {ckpt_evry}", "did you mean {ckpt_every}?",
-                          "known: "]),
-    "duration string": (("timeout_s: 600", "timeout_s: 10m"),
-                        ["parameter timeout_s = '10m' is a duration string", "timeout_s is in seconds: write 600"]),
-    "reserved arm setting": (("a: {policy: x}", "a: {policy: x, seed: 3}"),
-                             ["arm a: parameter 'seed' is the run's own placeholder", "another name"]),
-    "evidence above the sensor": (("sensor: none", "sensor: \"sim:power_w=200\""),
-                                  ["metric energy is declared 'measured', but collector command gives 'modeled'",
-                                   "declare 'evidence: modeled'"]),
-    "code glob matching nothing": (("code: [train.py]", "code: [train.py, \"model/*.py\"]"),
-                                   ["code glob 'model/*.py' matches no file under", "relative to workdir",
-                                    "the folder the command is started from"]),
+    "placeholder typo": (
+        ('"{ckpt_every}"', '"{ckpt_evry}"'),
+        ["argv[3] = '{ckpt_evry}': unknown placeholder {ckpt_evry}", "did you mean {ckpt_every}?", "known: "],
+    ),
+    "duration string": (
+        ("timeout_s: 600", "timeout_s: 10m"),
+        ["parameter timeout_s = '10m' is a duration string", "timeout_s is in seconds: write 600"],
+    ),
+    "reserved arm setting": (
+        ("a: {policy: x}", "a: {policy: x, seed: 3}"),
+        ["arm a: parameter 'seed' is the run's own placeholder", "another name"],
+    ),
+    "evidence above the sensor": (
+        ("sensor: none", 'sensor: "sim:power_w=200"'),
+        ["metric energy is declared 'measured', but collector command gives 'modeled'", "declare 'evidence: modeled'"],
+    ),
+    "code glob matching nothing": (
+        ("code: [train.py]", 'code: [train.py, "model/*.py"]'),
+        [
+            "code glob 'model/*.py' matches no file under",
+            "relative to workdir",
+            "the folder the command is started from",
+        ],
+    ),
 }
 
 
@@ -143,19 +154,25 @@ def test_a_sensor_this_machine_cannot_open_is_a_warning(project, capsys, monkeyp
     assert (project / "plan.lock.json").is_file() == (command == "freeze")
 
 
-THREE = (("contrast: b - a", "contrast: b - c"), ("metric: loss,", "metric: los,"),
-         ("pass_if: upper < 0.1", "pass_if: uper << 0.1"))
+THREE = (
+    ("contrast: b - a", "contrast: b - c"),
+    ("metric: loss,", "metric: los,"),
+    ("pass_if: upper < 0.1", "pass_if: uper << 0.1"),
+)
 
 
 @pytest.mark.parametrize("command", ["validate", "freeze"])
 def test_three_semantic_mistakes_in_one_message(project, capsys, command):
     """An unknown arm in a contrast, a gate naming an unknown metric and a bad rule: one message, three lines,
     in the order of the file (the bad rule fails the schema; the rest of the plan is still cross-checked)."""
-    gates = ("  - {id: g1, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n"
-             "  - {id: g2, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n"
-             "  - {id: g3, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n")
+    gates = (
+        "  - {id: g1, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n"
+        "  - {id: g2, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n"
+        "  - {id: g3, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n"
+    )
     text = plan_text().replace(
-        "  - {id: g, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n", "")
+        "  - {id: g, metric: loss, contrast: b - a, method: t, confidence: 0.9, pass_if: upper < 0.1}\n", ""
+    )
     lines = gates.splitlines(keepends=True)
     for i, (old, new) in enumerate(THREE):
         lines[i] = lines[i].replace(old, new)
@@ -172,8 +189,10 @@ def test_three_semantic_mistakes_in_one_message(project, capsys, command):
 def test_a_part_set_aside_gives_no_echo(project, capsys):
     """A metric that fails the schema is set aside to cross-check the rest; the gate naming it is not reported
     as naming an unknown metric (that problem is the metric's own)."""
-    text = plan_text().replace("loss: {unit: nats, better: lower, evidence: measured}",
-                                           "loss: {unit: nats, better: lowest, evidence: measured}")
+    text = plan_text().replace(
+        "loss: {unit: nats, better: lower, evidence: measured}",
+        "loss: {unit: nats, better: lowest, evidence: measured}",
+    )
     (project / "plan.yaml").write_text(text)
     assert main(["validate", "plan.yaml"]) == 2
     err = capsys.readouterr().err

@@ -18,12 +18,17 @@ from tests.conftest import shared_example_path
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
 )
 json_like = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

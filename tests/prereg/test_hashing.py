@@ -9,13 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prereg.plan import (
-    PlanError,
-    canonical_bytes,
-    canonical_plan,
-    parse_plan,
-    plan_hash,
-)
+from prereg.plan import PlanError, canonical_bytes, canonical_plan, parse_plan, plan_hash
 from prereg.schema import Plan
 
 

@@ -24,8 +24,13 @@ from prereg.jsoncodec import (
 )
 
 values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20),
-              st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**20), 10**20),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=8),
+    ),
     lambda inner: st.one_of(st.lists(inner, max_size=25), st.dictionaries(st.text(max_size=5), inner, max_size=4)),
     max_leaves=30,
 )
@@ -45,16 +50,19 @@ def test_every_form_reads_back_to_the_value_and_canonical_is_the_reference_encod
     assert loads(readable_json(value)) == value
 
 
-@pytest.mark.parametrize("text, error, words", [
-    ('{"a": 1, "a": 2}', DuplicateKey, "a"),
-    ('{"x": {"k": 1, "k": 1}}', DuplicateKey, "k"),
-    ('{"a": NaN}', NonFiniteLiteral, "NaN"),
-    ('[Infinity]', NonFiniteLiteral, "Infinity"),
-    ('[-Infinity]', NonFiniteLiteral, "-Infinity"),
-    ('{"a": 1', NotJSON, "not JSON"),
-    (b'\xff\xfe', NotJSON, "not UTF-8"),
-    ("[" * 100_000 + "]" * 100_000, NestedTooDeep, "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "text, error, words",
+    [
+        ('{"a": 1, "a": 2}', DuplicateKey, "a"),
+        ('{"x": {"k": 1, "k": 1}}', DuplicateKey, "k"),
+        ('{"a": NaN}', NonFiniteLiteral, "NaN"),
+        ("[Infinity]", NonFiniteLiteral, "Infinity"),
+        ("[-Infinity]", NonFiniteLiteral, "-Infinity"),
+        ('{"a": 1', NotJSON, "not JSON"),
+        (b"\xff\xfe", NotJSON, "not UTF-8"),
+        ("[" * 100_000 + "]" * 100_000, NestedTooDeep, "nested too deeply"),
+    ],
+)
 def test_what_the_codec_refuses(text, error, words):
     with pytest.raises(error) as err:
         loads(text)

@@ -16,7 +16,9 @@ from prereg.plan import PlanError, parse_plan
 from tests.helpers import run
 from tests.helpers.looks import SIM_HEAD
 
-PLAN = SIM_HEAD + """strata:
+PLAN = (
+    SIM_HEAD
+    + """strata:
   factors:
     seed: {seeds}
 metrics:
@@ -30,17 +32,26 @@ monitoring:
   spending: {spending}
   futility: {futility}
 {reason}"""
+)
 
 #: the plan states why its first look is small (mean-targeting methods are refused a first look under 15
 #: units without one), so what is tested here is the spending alone
 REASON = '  first_look_reason: "pilot-calibrated"\n'
 
 
-def plan_text(looks: list[int], confidence: float, method: str = "t", spending: str = "obrien_fleming",
-              futility: str = "none") -> str:
+def plan_text(
+    looks: list[int], confidence: float, method: str = "t", spending: str = "obrien_fleming", futility: str = "none"
+) -> str:
     """A single-gate plan with ``looks[-1]`` pairing strata (one per seed) and the given monitoring."""
-    return PLAN.format(seeds=list(range(looks[-1])), method=method, confidence=confidence, looks=looks,
-                       spending=spending, futility=futility, reason=REASON)
+    return PLAN.format(
+        seeds=list(range(looks[-1])),
+        method=method,
+        confidence=confidence,
+        looks=looks,
+        spending=spending,
+        futility=futility,
+        reason=REASON,
+    )
 
 
 # -- the two plans of the report: O'Brien-Fleming spends 6.9e-19 and 7e-27 at their first looks ---------

@@ -38,7 +38,10 @@ def test_shared_examples_are_accepted(equal_work_bytes, cadence_bytes):
     ce = parse_plan(cadence_bytes)
     assert ce.plan.decision.multiplicity == "holm"
     assert ce.plan.gates[0].contrast.coefficients == {
-        "dense_restart": 1.0, "dense_sparse": -1.0, "sparse_restart": -1.0, "sparse_sparse": 1.0
+        "dense_restart": 1.0,
+        "dense_sparse": -1.0,
+        "sparse_restart": -1.0,
+        "sparse_sparse": 1.0,
     }
     # signflip gates get their resampling settings pinned at freeze time
     assert (ce.plan.gates[2].resamples, ce.plan.gates[2].seed) == (100_000, 0)
@@ -79,7 +82,9 @@ def test_missing_key(equal_work_bytes):
 
 
 def test_duplicate_yaml_key(equal_work_bytes):
-    raw = replace(equal_work_bytes, "    confidence: 0.90             #", "    confidence: 0.90\n    confidence: 0.99 #")
+    raw = replace(
+        equal_work_bytes, "    confidence: 0.90             #", "    confidence: 0.90\n    confidence: 0.99 #"
+    )
     one_problem(raw, "", "duplicate key 'confidence'", line=54)
 
 
@@ -117,12 +122,16 @@ def test_bad_contrast_and_rule_named(equal_work_bytes):
 
 
 def test_mixed_contrast_forms(cadence_bytes):
-    raw = replace(cadence_bytes, "contrast: sparse_sparse / sparse_restart", "contrast: sparse_sparse / sparse_restart - 1")
+    raw = replace(
+        cadence_bytes, "contrast: sparse_sparse / sparse_restart", "contrast: sparse_sparse / sparse_restart - 1"
+    )
     one_problem(raw, "gates[1].contrast", "mixes")
 
 
 def test_coefficients_must_sum_to_zero(cadence_bytes):
-    raw = replace(cadence_bytes, "contrast: sparse_sparse - sparse_restart", "contrast: sparse_sparse - 2*sparse_restart")
+    raw = replace(
+        cadence_bytes, "contrast: sparse_sparse - sparse_restart", "contrast: sparse_sparse - 2*sparse_restart"
+    )
     one_problem(raw, "gates[2].contrast", "sum to zero")
 
 
@@ -180,8 +189,14 @@ def test_duplicate_ids(equal_work_bytes):
 
 
 def test_empty_factor_and_repeated_level(equal_work_bytes):
-    one_problem(replace(equal_work_bytes, "outage_site: [0, 1, 2]", "outage_site: []"), "strata.factors.outage_site", "at least 1")
-    one_problem(replace(equal_work_bytes, "seed: [101, 102]", "seed: [101, 101]"), "strata.factors.seed[1]", "listed twice")
+    one_problem(
+        replace(equal_work_bytes, "outage_site: [0, 1, 2]", "outage_site: []"),
+        "strata.factors.outage_site",
+        "at least 1",
+    )
+    one_problem(
+        replace(equal_work_bytes, "seed: [101, 102]", "seed: [101, 101]"), "strata.factors.seed[1]", "listed twice"
+    )
 
 
 def test_levels_are_typed(equal_work_bytes):
@@ -191,9 +206,17 @@ def test_levels_are_typed(equal_work_bytes):
 
 
 def test_calibration_and_held_out_overlap(equal_work_bytes):
-    ok = replace(equal_work_bytes, "  replicates: 1\n", "  replicates: 1\n  calibration: [{seed: 101}]\n  held_out: [{seed: 102}]\n")
+    ok = replace(
+        equal_work_bytes,
+        "  replicates: 1\n",
+        "  replicates: 1\n  calibration: [{seed: 101}]\n  held_out: [{seed: 102}]\n",
+    )
     assert parse_plan(ok).plan.strata.calibration == [{"seed": 101}]
-    bad = replace(equal_work_bytes, "  replicates: 1\n", "  replicates: 1\n  calibration: [{seed: 101}]\n  held_out: [{outage_site: 0}]\n")
+    bad = replace(
+        equal_work_bytes,
+        "  replicates: 1\n",
+        "  replicates: 1\n  calibration: [{seed: 101}]\n  held_out: [{outage_site: 0}]\n",
+    )
     one_problem(bad, "strata.held_out", "both calibration and held out")
     bad = replace(equal_work_bytes, "  replicates: 1\n", "  replicates: 1\n  calibration: [{seed: 103}]\n")
     one_problem(bad, "strata.calibration[0].seed", "not a level")

@@ -20,8 +20,17 @@ def error(text: str | bytes) -> YamlError:
 def test_yaml_12_core_scalars():
     data = load("a: yes\nb: no\nc: on\nd: 1e-3\ne: 1:20\nf: 0777\ng: true\nh: ~\ni: 0x1F\nj: -2.5\nk: '3'\n")
     assert data == {
-        "a": "yes", "b": "no", "c": "on", "d": 0.001, "e": "1:20", "f": 777,
-        "g": True, "h": None, "i": 31, "j": -2.5, "k": "3",
+        "a": "yes",
+        "b": "no",
+        "c": "on",
+        "d": 0.001,
+        "e": "1:20",
+        "f": 777,
+        "g": True,
+        "h": None,
+        "i": 31,
+        "j": -2.5,
+        "k": "3",
     }
     assert isinstance(data["f"], int) and isinstance(data["d"], float)
 

@@ -21,8 +21,10 @@ def small_torch_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pa
     pytest.importorskip("torch")
     root = tmp_path_factory.mktemp("small-torch")
     lock = root / "small.lock.json"
-    for args in (("prereg", "freeze", str(SMALL_TORCH_PLAN), "-o", str(lock)),
-                 ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "1")):
+    for args in (
+        ("prereg", "freeze", str(SMALL_TORCH_PLAN), "-o", str(lock)),
+        ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "1"),
+    ):
         proc = run(*args, env=PLAIN)
         assert proc.returncode == 0, proc.stderr
     return lock, root / "runs"

@@ -13,8 +13,11 @@ from tests.helpers.evaluations import CLAIM, realistic_evaluation
 
 PLAIN = {"NO_COLOR": "1", "COLUMNS": "80"}
 FIGURES = [
-    ("Forest plot: each gate's interval, estimate, margin and null on its own axis, with each stratum's paired "
-     "contrast", "report.forest.svg"),
+    (
+        "Forest plot: each gate's interval, estimate, margin and null on its own axis, with each stratum's paired "
+        "contrast",
+        "report.forest.svg",
+    ),
     ("Per-stratum paired contrasts of each gate on its axis, the gate's interval shaded", "report.strata.svg"),
 ]
 
@@ -32,8 +35,16 @@ def test_show_prints_the_plain_report(artifact):
     out = proc.stdout
     assert "\x1b" not in out
     assert max(len(line) for line in out.splitlines()) <= 80
-    for word in ("PASS", "FAIL", "REFUSED", "UNRESOLVABLE", "VACUOUS", "POST-DATA AMENDMENT",
-                 "Sensitivity (reported, never decides)", "Diagnostics, not evidence"):
+    for word in (
+        "PASS",
+        "FAIL",
+        "REFUSED",
+        "UNRESOLVABLE",
+        "VACUOUS",
+        "POST-DATA AMENDMENT",
+        "Sensitivity (reported, never decides)",
+        "Diagnostics, not evidence",
+    ):
         assert word in out
     assert f'REFUSED: "{CLAIM}"' in " ".join(out.split())
     assert "outage_site=0,seed=101" not in out
@@ -46,8 +57,9 @@ def test_markdown_written_atomically_and_json(artifact, tmp_path):
     proc = run("reports", "show", str(artifact), "--blocks", "--markdown", str(target), env=PLAIN)
     assert proc.returncode == 0, proc.stderr
     figures = [(alt, name) for alt, name in FIGURES]
-    assert target.read_text(encoding="utf-8") == evaluation_markdown(realistic_evaluation(), show_blocks=True,
-                                                                     figures=figures)
+    assert target.read_text(encoding="utf-8") == evaluation_markdown(
+        realistic_evaluation(), show_blocks=True, figures=figures
+    )
     # the SVG figures beside it (reports.html.figures), and no temporary file left behind
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.forest.svg", "report.md", "report.strata.svg"]
     assert "PASS" in proc.stdout  # the terminal report is still printed
@@ -125,8 +137,11 @@ def test_a_v1_artifact_is_refused_in_process_with_the_one_message(tmp_path):
 
 def test_a_v1_artifact_exits_2_with_one_message_from_the_console_scripts(tmp_path):
     path = _v1_file(tmp_path)
-    for tool, args in (("reports", ("show", str(path))), ("reports", ("html", str(path), "-o", str(tmp_path / "r.html"))),
-                       ("gates", ("verify", str(path), str(tmp_path / "x.lock.json"), str(tmp_path)))):
+    for tool, args in (
+        ("reports", ("show", str(path))),
+        ("reports", ("html", str(path), "-o", str(tmp_path / "r.html"))),
+        ("gates", ("verify", str(path), str(tmp_path / "x.lock.json"), str(tmp_path))),
+    ):
         proc = run(tool, *args)
         assert proc.returncode == 2, (tool, args, proc.stderr)
         assert proc.stdout == "" and proc.stderr.strip() == f"{tool}: {v1_message(path)}", proc.stderr

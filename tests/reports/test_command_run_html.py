@@ -35,8 +35,10 @@ def context(runs: Path) -> RunsContext:
 
 def figures(html: str) -> list[ET.Element]:
     """Every top-level inline SVG figure, parsed as XML (it must be well formed)."""
-    return [ET.fromstring(m) for m in re.findall(r'<svg class="figure".*?</svg>(?=<svg class="figure"|<figcaption)',
-                                                   html, re.S)]
+    return [
+        ET.fromstring(m)
+        for m in re.findall(r'<svg class="figure".*?</svg>(?=<svg class="figure"|<figcaption)', html, re.S)
+    ]
 
 
 def texts(svg: ET.Element) -> list[tuple[str, str | None]]:
@@ -84,8 +86,11 @@ def test_every_block_shows_its_faults_and_restarts(runs):
     html = timeline_section(context(runs), None)
     blocks = [d for d in details(html) if d[0].startswith("stratum")]
     assert blocks == [
-        ("stratum seed=1, replicate 0: ckpt_100: 3 attempts, 2 faults, 2 restarts; "
-         "ckpt_25: 3 attempts, 2 faults, 2 restarts", True),
+        (
+            "stratum seed=1, replicate 0: ckpt_100: 3 attempts, 2 faults, 2 restarts; "
+            "ckpt_25: 3 attempts, 2 faults, 2 restarts",
+            True,
+        ),
         ("stratum seed=2, replicate 0: ckpt_25: 1 attempt, 0 faults, 0 restarts", False),
     ]
     svgs = figures(html)
@@ -107,7 +112,9 @@ def test_every_block_shows_its_faults_and_restarts(runs):
 def test_the_run_asked_for_comes_first_and_open(runs):
     html = timeline_section(context(runs), "run-cmd-c")
     assert [d for d in details(html) if d[0].startswith("stratum")][0] == (
-        "stratum seed=2, replicate 0: ckpt_25: 1 attempt, 0 faults, 0 restarts", True)
+        "stratum seed=2, replicate 0: ckpt_25: 1 attempt, 0 faults, 0 restarts",
+        True,
+    )
 
 
 def test_a_changed_trace_is_named_and_its_block_not_drawn(runs):
@@ -117,27 +124,67 @@ def test_a_changed_trace_is_named_and_its_block_not_drawn(runs):
     assert "NOT DRAWN: the traces of the block of run <code>run-cmd-a</code> do not match the ledger" in html
     assert "run-cmd-b: traces/run-cmd-b.progress.csv changed after the run" in html
     assert [d[0] for d in details(html) if d[0].startswith("stratum")] == [
-        "stratum seed=2, replicate 0: ckpt_25: 1 attempt, 0 faults, 0 restarts"]
+        "stratum seed=2, replicate 0: ckpt_25: 1 attempt, 0 faults, 0 restarts"
+    ]
 
 
 def test_the_page_says_what_the_runs_are(tmp_path):
     runs = tmp_path / "runs"
-    append_records(runs, [RunRecord(run_id=f"run-{i}", prereg_sha256=SHA, stratum={"seed": i}, arm="a", replicate=0,
-                                    status="complete", metrics={}, code={"collector": "command", "sensor": "none"})
-                          for i in range(3)])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id=f"run-{i}",
+                prereg_sha256=SHA,
+                stratum={"seed": i},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"collector": "command", "sensor": "none"},
+            )
+            for i in range(3)
+        ],
+    )
     ctx = context(runs)
     assert "none of its 3 runs collected by command did" in timeline_section(ctx, None)
     assert "none of its 3 runs collected by command did" in telemetry_section(ctx)
     assert "No run kept a trace file (none of its 3 runs collected by command did)" in traces_table(ctx)
     imported = tmp_path / "imported"
-    append_records(imported, [RunRecord(run_id="imp-1", prereg_sha256=SHA, stratum={}, arm="a", replicate=0,
-                                        status="complete", metrics={}, code={"imported": True},
-                                        source="import:runs.csv row 2")])
+    append_records(
+        imported,
+        [
+            RunRecord(
+                run_id="imp-1",
+                prereg_sha256=SHA,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"imported": True},
+                source="import:runs.csv row 2",
+            )
+        ],
+    )
     ctx = context(imported)
     assert "none of its 1 imported run did" in timeline_section(ctx, None)
     sim = tmp_path / "sim"
-    append_records(sim, [RunRecord(run_id="run-s", prereg_sha256=SHA, stratum={}, arm="a", replicate=0,
-                                   status="complete", metrics={}, code={"collector": "sim.multisite"})])
+    append_records(
+        sim,
+        [
+            RunRecord(
+                run_id="run-s",
+                prereg_sha256=SHA,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"collector": "sim.multisite"},
+            )
+        ],
+    )
     assert "none of its 1 run collected by sim.multisite did" in telemetry_section(context(sim))
 
 
@@ -151,12 +198,28 @@ def test_the_whole_page_carries_the_story(runs):
 
 
 def test_a_run_without_an_event_trace_is_said_so_not_drawn_as_done(runs):
-    append_records(runs, [RunRecord(run_id="run-cmd-g", prereg_sha256=SHA, stratum={"seed": 1}, arm="ckpt_50",
-                                    replicate=0, status="failed", metrics={}, code={"collector": "command"},
-                                    error="the program exited with status 1")])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="run-cmd-g",
+                prereg_sha256=SHA,
+                stratum={"seed": 1},
+                arm="ckpt_50",
+                replicate=0,
+                status="failed",
+                metrics={},
+                code={"collector": "command"},
+                error="the program exited with status 1",
+            )
+        ],
+    )
     html = timeline_section(context(runs), "run-cmd-g")
-    assert details(html)[0] == ("stratum seed=1, replicate 0: ckpt_100: 3 attempts, 2 faults, 2 restarts; "
-                                "ckpt_25: 3 attempts, 2 faults, 2 restarts; ckpt_50: no event trace", True)
+    assert details(html)[0] == (
+        "stratum seed=1, replicate 0: ckpt_100: 3 attempts, 2 faults, 2 restarts; "
+        "ckpt_25: 3 attempts, 2 faults, 2 restarts; ckpt_50: no event trace",
+        True,
+    )
     labels = [t for t, _ in texts(figures(html)[0])]
     assert "ckpt_50: no event trace (failed)" in labels
     assert not any(label.startswith("ckpt_50 done") for label in labels)

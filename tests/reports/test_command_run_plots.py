@@ -65,16 +65,20 @@ def test_timeline_and_progress_are_drawn_with_their_text(runs, capsys):
     assert "attempt 2" in timeline and "checkpoint (phase)" in timeline
     assert "fault at step" in svg_text(runs / "progress-run-cmd-a.svg")
     story = text.split("Text equivalent of the timeline of attempts")[1].split("Text equivalent of the progress")[0]
-    assert "ckpt_25: run run-cmd-a (the run asked for), complete, ends at 13.72 s: 3 attempts, 2 faults, 2 restarts" \
+    assert (
+        "ckpt_25: run run-cmd-a (the run asked for), complete, ends at 13.72 s: 3 attempts, 2 faults, 2 restarts"
         in story
+    )
     assert "  restart 1   3.00-3.50 s (the program started again with PREREG_RESTART=1)" in story
     assert "  attempt 2   7.00-13.72 s, ran to its end" in story
     assert "site" not in story  # a command run's phases say their attempt, never a site
     assert re.search(r"  replay      2: 3\.70-3\.80 attempt 1; 7\.20-7\.80 attempt 2", story)
     progress = text.split("Text equivalent of the progress the programs reported:")[1]
     assert "ckpt_25: run run-cmd-a (the run asked for): 84 reports in 3 attempts" in progress
-    assert "  attempt 1: 19 reports, 3.83-6.38 s, step 105-195 (resumed at step 105; last report before: step 100)" \
+    assert (
+        "  attempt 1: 19 reports, 3.83-6.38 s, step 105-195 (resumed at step 105; last report before: step 100)"
         in progress
+    )
     loss = text.split("Text equivalent of the training loss over steps:")[1]
     assert re.search(r"^ 400 +0\.5556 +0\.5556$", loss, re.M)
     assert "final ckpt_25: step 400, loss 0.5556 (run run-cmd-a; 4 reports of a step already reported" in loss
@@ -95,12 +99,33 @@ def test_a_run_with_only_a_progress_trace_is_drawn(tmp_path, capsys):
     runs = command_runs_folder(tmp_path)
     name = "traces/run-cmd-d.progress.csv"
     (runs / name).write_bytes((runs / "traces" / "run-cmd-c.progress.csv").read_bytes())
-    append_records(runs, [
-        RunRecord(run_id="run-cmd-d", prereg_sha256=SHA, stratum={"seed": 3}, arm="ckpt_25", replicate=0,
-                  status="complete", metrics={}, code={"collector": "command"}, traces=[name]),
-        RunRecord(run_id="run-cmd-f", prereg_sha256=SHA, stratum={"seed": 5}, arm="ckpt_25", replicate=0,
-                  status="complete", metrics={}, code={"collector": "command"}, traces=[]),
-    ])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="run-cmd-d",
+                prereg_sha256=SHA,
+                stratum={"seed": 3},
+                arm="ckpt_25",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"collector": "command"},
+                traces=[name],
+            ),
+            RunRecord(
+                run_id="run-cmd-f",
+                prereg_sha256=SHA,
+                stratum={"seed": 5},
+                arm="ckpt_25",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"collector": "command"},
+                traces=[],
+            ),
+        ],
+    )
     assert main(["plot", str(runs), "--run", "run-cmd-d", "--format", "svg"]) == 0
     text = capsys.readouterr().out
     assert (runs / "progress-run-cmd-d.svg").is_file() and not (runs / "timeline-run-cmd-d.svg").exists()
@@ -118,8 +143,21 @@ def test_a_changed_or_malformed_progress_trace_is_refused(runs, capsys):
     trace.write_text(good)
     bad = runs / "traces" / "run-cmd-e.progress.csv"  # malformed as recorded (the record's hash matches it)
     bad.write_text("t_s,attempt,step,tokens,loss\n0.5,0,3,,\n0.7,zero,4,,\n")
-    append_records(runs, [RunRecord(run_id="run-cmd-e", prereg_sha256=SHA, stratum={"seed": 4}, arm="ckpt_25",
-                                    replicate=0, status="complete", metrics={}, traces=["traces/run-cmd-e.progress.csv"])])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="run-cmd-e",
+                prereg_sha256=SHA,
+                stratum={"seed": 4},
+                arm="ckpt_25",
+                replicate=0,
+                status="complete",
+                metrics={},
+                traces=["traces/run-cmd-e.progress.csv"],
+            )
+        ],
+    )
     assert main(["plot", str(runs), "--run", "run-cmd-e"]) == 2
     err = capsys.readouterr().err
     assert "run-cmd-e.progress.csv: line 3: malformed progress row (attempt must be an integer >= 0" in err
@@ -129,16 +167,38 @@ def test_a_changed_or_malformed_progress_trace_is_refused(runs, capsys):
 def test_a_run_without_telemetry_is_told_what_it_is(runs, capsys):
     """``--telemetry`` of a run that kept none says what the run is: collected by command with its sensor,
     or imported from its table's row -- never that a collected run was imported."""
-    append_records(runs, [
-        RunRecord(run_id="run-cmd-s", prereg_sha256=SHA, stratum={"seed": 6}, arm="ckpt_25", replicate=0,
-                  status="complete", metrics={}, code={"collector": "command", "sensor": "none"}),
-        RunRecord(run_id="imp-1", prereg_sha256=SHA, stratum={"seed": 7}, arm="ckpt_25", replicate=0,
-                  status="complete", metrics={}, code={"imported": True}, source="import:runs.csv row 2"),
-    ])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="run-cmd-s",
+                prereg_sha256=SHA,
+                stratum={"seed": 6},
+                arm="ckpt_25",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"collector": "command", "sensor": "none"},
+            ),
+            RunRecord(
+                run_id="imp-1",
+                prereg_sha256=SHA,
+                stratum={"seed": 7},
+                arm="ckpt_25",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"imported": True},
+                source="import:runs.csv row 2",
+            ),
+        ],
+    )
     assert main(["plot", str(runs), "--run", "run-cmd-s", "--telemetry"]) == 2
     err = capsys.readouterr().err
-    assert "run run-cmd-s: no kept telemetry trace: its record lists no traces/....telemetry.meta.json (it was " \
-           "collected by command with sensor none, and no telemetry trace was kept)" in " ".join(err.split())
+    assert (
+        "run run-cmd-s: no kept telemetry trace: its record lists no traces/....telemetry.meta.json (it was "
+        "collected by command with sensor none, and no telemetry trace was kept)" in " ".join(err.split())
+    )
     assert "imported" not in err
     assert main(["plot", str(runs), "--run", "imp-1", "--telemetry"]) == 2
     err = " ".join(capsys.readouterr().err.split())

@@ -63,8 +63,10 @@ def runs(tmp_path_factory) -> Path:
     """A real sim.controller runs folder (freeze + collect run), shared read-only."""
     root = tmp_path_factory.mktemp("commit-timeline")
     (root / "plan.yaml").write_text(PLAN)
-    for args in (("prereg", "freeze", str(root / "plan.yaml"), "-o", str(root / "plan.lock.json")),
-                 ("collect", "run", str(root / "plan.lock.json"), "--out", str(root / "runs"), "--jobs", "1")):
+    for args in (
+        ("prereg", "freeze", str(root / "plan.yaml"), "-o", str(root / "plan.lock.json")),
+        ("collect", "run", str(root / "plan.lock.json"), "--out", str(root / "runs"), "--jobs", "1"),
+    ):
         proc = run(*args, env=PLAIN)
         assert proc.returncode == 0, proc.stderr
     return root / "runs"
@@ -149,8 +151,24 @@ def test_arms_are_drawn_in_the_order_given(runs, tmp_path, capsys) -> None:
     ids = block_run_ids(runs, asked.run_id, ["sync", "adaptive"])
     assert [r.arm for r in load_commit_timeline(runs, ids).runs] == ["sync", "adaptive"]
     out = tmp_path / "plots"
-    assert main(["plot", str(runs), "--run", asked.run_id, "--commits", "--arms", "sync,adaptive", "--out",
-                 str(out), "--format", "png"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                str(runs),
+                "--run",
+                asked.run_id,
+                "--commits",
+                "--arms",
+                "sync,adaptive",
+                "--out",
+                str(out),
+                "--format",
+                "png",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert text.index("\nsync: run ") < text.index("\nadaptive: run ") and "\nlocal4: run " not in text
     assert (out / f"commits-{asked.run_id}.png").is_file()  # named after the run asked for
@@ -170,17 +188,34 @@ def test_a_changed_commit_ledger_is_refused_with_exit_3(runs_copy, tmp_path, cap
     captured = capsys.readouterr()
     assert str(path) in captured.err and "SHA-256" in captured.err and "Traceback" not in captured.err
     assert not out.exists() or not any(out.iterdir())  # nothing drawn
-    assert main(["plot", str(runs_copy), "--run", asked.run_id, "--commits", "--arms", "adaptive,local4",
-                 "--out", str(out)]) == 0  # the other runs still draw
+    assert (
+        main(
+            ["plot", str(runs_copy), "--run", asked.run_id, "--commits", "--arms", "adaptive,local4", "--out", str(out)]
+        )
+        == 0
+    )  # the other runs still draw
 
 
 def test_a_run_without_a_commit_ledger_exits_2(tmp_path, capsys) -> None:
     other = tmp_path / "other"
     (other / "traces").mkdir(parents=True)
     (other / "traces" / "run-sim.events.jsonl").write_text("")
-    append_records(other, [RunRecord(run_id="run-sim", prereg_sha256="cd" * 32, stratum={}, arm="a", replicate=0,
-                                     status="complete", metrics={}, traces=["traces/run-sim.events.jsonl"],
-                                     code={"collector": "sim.multisite"})])
+    append_records(
+        other,
+        [
+            RunRecord(
+                run_id="run-sim",
+                prereg_sha256="cd" * 32,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                traces=["traces/run-sim.events.jsonl"],
+                code={"collector": "sim.multisite"},
+            )
+        ],
+    )
     assert main(["plot", str(other), "--run", "run-sim", "--commits"]) == 2
     err = capsys.readouterr().err
     assert "run run-sim (arm a) (made by sim.multisite): no commit ledger" in err
@@ -201,17 +236,23 @@ def evaluation_stub(runs: Path, arm: str | None = "sync", comparator: bool = Tru
     rec = record(runs, "adaptive", "site_outage")
     blocks = [SimpleNamespace(stratum={"family": f}, replicate=0) for f in ("flapping_membership", "site_outage")]
     comp = SimpleNamespace(arm=arm, challenger="adaptive", family_factor="family") if comparator else None
-    return SimpleNamespace(comparator=comp, blocks=blocks, ledger=SimpleNamespace(path=str(runs / "ledger.jsonl")),
-                           prereg_sha256=rec.prereg_sha256)
+    return SimpleNamespace(
+        comparator=comp,
+        blocks=blocks,
+        ledger=SimpleNamespace(path=str(runs / "ledger.jsonl")),
+        prereg_sha256=rec.prereg_sha256,
+    )
 
 
 def test_family_block_runs_picks_the_challenger_and_the_comparator(runs) -> None:
     folder, ids = family_block_runs(evaluation_stub(runs), "site_outage")
     assert folder == runs
     assert ids == [record(runs, "adaptive", "site_outage").run_id, record(runs, "sync", "site_outage").run_id]
-    for stub, family, words in ((evaluation_stub(runs, comparator=False), "site_outage", "has no comparator"),
-                                (evaluation_stub(runs, arm=None), "site_outage", "could not be chosen"),
-                                (evaluation_stub(runs), "calm", "no block with family=calm")):
+    for stub, family, words in (
+        (evaluation_stub(runs, comparator=False), "site_outage", "has no comparator"),
+        (evaluation_stub(runs, arm=None), "site_outage", "could not be chosen"),
+        (evaluation_stub(runs), "calm", "no block with family=calm"),
+    ):
         with pytest.raises(InputError, match=words):
             family_block_runs(stub, family)
 
@@ -235,13 +276,18 @@ def test_family_through_the_cli(runs, tmp_path, monkeypatch, capsys) -> None:
     assert "--family needs the evaluation.json" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("line, words", [
-    ("not json", "line 1: malformed commit row"),
-    ('{"commit": 0, "wall_start_ms": 5, "wall_tick_ms": 1, "mode": "sync", "action": "init"}', "before"),
-    ('{"commit": 0, "wall_start_ms": 0, "wall_tick_ms": 1, "mode": "sync", "action": "init", "members": "0"}',
-     "'members' is not a list"),
-    ("", "holds no rows"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("not json", "line 1: malformed commit row"),
+        ('{"commit": 0, "wall_start_ms": 5, "wall_tick_ms": 1, "mode": "sync", "action": "init"}', "before"),
+        (
+            '{"commit": 0, "wall_start_ms": 0, "wall_tick_ms": 1, "mode": "sync", "action": "init", "members": "0"}',
+            "'members' is not a list",
+        ),
+        ("", "holds no rows"),
+    ],
+)
 def test_malformed_commit_rows_are_one_input_error(tmp_path, line: str, words: str) -> None:
     from collect.traces.commits import read_commits
 

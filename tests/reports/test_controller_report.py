@@ -28,8 +28,12 @@ from tests.helpers.evaluations import realistic_evaluation
 from tests.helpers.markdown import tables, unescape
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "controller-evaluation.json"
-HEADINGS = ("Comparator choice (calibration runs only)", "Per-family ledger (each held-out family judged alone)",
-            "Ranking (challenger vs comparator per family and region)", "Assumptions, uncertainty and missing evidence")
+HEADINGS = (
+    "Comparator choice (calibration runs only)",
+    "Per-family ledger (each held-out family judged alone)",
+    "Ranking (challenger vs comparator per family and region)",
+    "Assumptions, uncertainty and missing evidence",
+)
 RANKING_HEAD = ["family", "region", "ranking", "sampling interval", "infrastructure spread (separate)", "reason"]
 
 
@@ -104,23 +108,41 @@ def page_tables(text: str) -> dict[str, list[tuple[dict[str, Any], list[str]]]]:
 
 def refused_comparator(ev: Evaluation) -> Evaluation:
     assert ev.comparator is not None
-    choice = ev.comparator.model_copy(update={"arm": None, "refused_by": [
-        Refusal(kind="run", reason="candidate local4 has no calibration runs"),
-        Refusal(kind="data", reason="the calibration strata recorded no completion_time")]})
+    choice = ev.comparator.model_copy(
+        update={
+            "arm": None,
+            "refused_by": [
+                Refusal(kind="run", reason="candidate local4 has no calibration runs"),
+                Refusal(kind="data", reason="the calibration strata recorded no completion_time"),
+            ],
+        }
+    )
     return ev.model_copy(update={"comparator": choice})
 
 
 def refused_family(ev: Evaluation) -> Evaluation:
     fam = ev.families[1]
-    gates = [g.model_copy(update={"verdict": "refused", "refused_by": [invalidator_fired("sane_nll")]}) for g in fam.gates]
-    fam = fam.model_copy(update={"decision": "refused", "gates": gates, "invalidators_fired": ["sane_nll"],
-                                 "decision_reason": "invalidator sane_nll fired on this family's runs"})
+    gates = [
+        g.model_copy(update={"verdict": "refused", "refused_by": [invalidator_fired("sane_nll")]}) for g in fam.gates
+    ]
+    fam = fam.model_copy(
+        update={
+            "decision": "refused",
+            "gates": gates,
+            "invalidators_fired": ["sane_nll"],
+            "decision_reason": "invalidator sane_nll fired on this family's runs",
+        }
+    )
     return ev.model_copy(update={"families": [ev.families[0], fam, *ev.families[2:]]})
 
 
 def flip_cell(ev: Evaluation) -> Evaluation:
-    cell = ev.ranking[0].model_copy(update={
-        "ranking": "flip", "reason": "the fitted contrast is above 1 at the low end and below 1 at the high end"})
+    cell = ev.ranking[0].model_copy(
+        update={
+            "ranking": "flip",
+            "reason": "the fitted contrast is above 1 at the low end and below 1 at the high end",
+        }
+    )
     return ev.model_copy(update={"ranking": [cell, *ev.ranking[1:]]})
 
 
@@ -154,7 +176,7 @@ def test_the_terminal_report_shows_every_controller_section(ev):
 def test_the_terminal_report_fits_80_columns(ev):
     lines = terminal(ev, width=80).splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert "…" not in "\n".join(lines[lines.index(next(x for x in lines if x.startswith("Comparator choice"))):])
+    assert "…" not in "\n".join(lines[lines.index(next(x for x in lines if x.startswith("Comparator choice"))) :])
 
 
 def test_the_markdown_tables_parse_back(ev):
@@ -174,8 +196,10 @@ def test_the_markdown_tables_parse_back(ev):
     assert [r[0] for r in rows] == [f"`{f.family}`" for f in ev.families]
     first = dict(zip(header, (unescape(c) for c in rows[0]), strict=True))
     assert first["decision"].startswith("**NOT SUPPORTED**: gate faster_than_comparator failed")
-    assert "`faster_than_comparator` **FAIL** 1.182x [1.074x, 1.299x] (90%, 6 pairs)" in first[
-        "gates: verdict, estimate [interval]"]
+    assert (
+        "`faster_than_comparator` **FAIL** 1.182x [1.074x, 1.299x] (90%, 6 pairs)"
+        in first["gates: verdict, estimate [interval]"]
+    )
     assert first["hindsight (yardstick, not a gate)"].startswith("median completion_time: best fixed arm in hindsight")
     header, rows = found["Comparator choice (calibration runs only)"]
     assert [r[0] for r in rows] == ["`sync`", "`local4`", "`local16`"] and rows[2][-1] == "**CHOSEN**"
@@ -218,10 +242,14 @@ def test_a_refused_comparator_says_why_in_all_three(ev, tmp_path):
 def test_a_refused_family_renders_with_its_reason(ev, tmp_path):
     bad = refused_family(ev)
     row = ct.family_rows(bad)[1]
-    assert row.decision_word == "REFUSED" and row.gates[0] == \
-        "faster_than_comparator REFUSED: invalidator sane_nll fired (no claim either way)"
-    assert "Families refused: latency_spikes (invalidator sane_nll fired on this family's runs)." in \
-        ct.assumption_lines(bad)
+    assert (
+        row.decision_word == "REFUSED"
+        and row.gates[0] == "faster_than_comparator REFUSED: invalidator sane_nll fired (no claim either way)"
+    )
+    assert (
+        "Families refused: latency_spikes (invalidator sane_nll fired on this family's runs)."
+        in ct.assumption_lines(bad)
+    )
     text = terminal(bad)
     assert "invalidator sane_nll fired on this family's runs" in text and row.gates[0] in text
     md = unescape(evaluation_markdown(bad))
@@ -234,8 +262,10 @@ def test_a_refused_family_renders_with_its_reason(ev, tmp_path):
 def test_a_flip_cell_is_named(ev, tmp_path):
     odd = flip_cell(ev)
     assert "FLIP" in terminal(odd)
-    assert "Cells whose order flips across their region: bandwidth_collapse / bandwidth_region=low." in \
-        ct.assumption_lines(odd)
+    assert (
+        "Cells whose order flips across their region: bandwidth_collapse / bandwidth_region=low."
+        in ct.assumption_lines(odd)
+    )
     rows = tables(evaluation_markdown(odd))["Ranking (challenger vs comparator per family and region)"][1]
     assert rows[0][2].startswith("**FLIP**")
     assert page_tables(page(odd, tmp_path))["ranking-table"][0][0]["data-ranking"] == "flip"

@@ -9,13 +9,7 @@ from rich.console import Console
 
 from gates.artifact import AmendmentSummary
 from reports.terminal.evaluation import render_evaluation
-from tests.helpers.evaluations import (
-    CLAIM,
-    gate,
-    not_supported_evaluation,
-    realistic_evaluation,
-    supported_evaluation,
-)
+from tests.helpers.evaluations import CLAIM, gate, not_supported_evaluation, realistic_evaluation, supported_evaluation
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -53,7 +47,7 @@ def table_cells(section: str, column: int) -> list[str]:
 
 def after(text: str, heading: str) -> str:
     assert heading in text, heading
-    return text[text.index(heading):]
+    return text[text.index(heading) :]
 
 
 def test_every_verdict_word_and_the_decision_sentence_quoting_the_claim():
@@ -61,8 +55,10 @@ def test_every_verdict_word_and_the_decision_sentence_quoting_the_claim():
     for word in ("PASS", "FAIL", "REFUSED", "UNRESOLVABLE", "VACUOUS"):
         assert re.search(rf"\b{word}\b", out), word
     text = flat(out)
-    assert f'REFUSED: "{CLAIM}" \u2014 no claim either way, because gate energy_saving was refused ' \
-           "(invalidator counter_support fired); gate phase_energy is unresolvable" in text
+    assert (
+        f'REFUSED: "{CLAIM}" \u2014 no claim either way, because gate energy_saving was refused '
+        "(invalidator counter_support fired); gate phase_energy is unresolvable" in text
+    )
     assert "Scope (not covered by this evidence): Two-site clusters only;" in text
 
 
@@ -112,10 +108,14 @@ def test_header_hashes_amendments_and_run_accounting():
 
 def test_unchecked_amendment_and_torn_ledger_said_in_words():
     ev = realistic_evaluation()
-    ev = ev.model_copy(update={
-        "amendments": [AmendmentSummary(version=2, amended_at="t", reason="r", post_data=False, runs_checked=False)],
-        "ledger": ev.ledger.model_copy(update={"torn_tail": True}),
-    })
+    ev = ev.model_copy(
+        update={
+            "amendments": [
+                AmendmentSummary(version=2, amended_at="t", reason="r", post_data=False, runs_checked=False)
+            ],
+            "ledger": ev.ledger.model_copy(update={"torn_tail": True}),
+        }
+    )
     text = flat(render(ev))
     assert "not checked against the runs" in text and "POST-DATA" not in text
     assert "TORN TAIL" in text
@@ -123,7 +123,7 @@ def test_unchecked_amendment_and_torn_ledger_said_in_words():
 
 def test_gate_tables_units_rules_and_evidence():
     out = render(realistic_evaluation())
-    primary = out[out.index("Primary gates"):out.index("Invalidators")]
+    primary = out[out.index("Primary gates") : out.index("Invalidators")]
     assert "multiplicity holm" in primary
     verdicts = table_cells(primary, 0)
     assert verdicts == ["PASS", "FAIL", "REFUSED", "VACUOUS (could not have failed)", "UNRESOLVABLE"]
@@ -136,9 +136,17 @@ def test_gate_tables_units_rules_and_evidence():
     assert numbers[2] == "no claim either way: see Diagnostics, not evidence"
     assert numbers[4] == "the instrument cannot resolve the margin: see Diagnostics, not evidence"
     tests = table_cells(primary, 3)
-    assert tests[0] == "upper < 0.02 nats t, n = 6 strata; symmetry unchecked at this n (see notes) p = 0.0031; holm-adjusted 0.012"
-    assert tests[1] == "upper < 0.0 FLOP signflip, n = 6 strata, attained 93.75%; symmetry unchecked at this n (see notes) p = 0.094; holm-adjusted 0.28"
-    assert tests[2] == "upper < 1.0 (ratio: requires lower) wilcoxon, n = 3 strata"  # its p-value is a diagnostic: shown there
+    assert (
+        tests[0]
+        == "upper < 0.02 nats t, n = 6 strata; symmetry unchecked at this n (see notes) p = 0.0031; holm-adjusted 0.012"
+    )
+    assert (
+        tests[1]
+        == "upper < 0.0 FLOP signflip, n = 6 strata, attained 93.75%; symmetry unchecked at this n (see notes) p = 0.094; holm-adjusted 0.28"
+    )
+    assert (
+        tests[2] == "upper < 1.0 (ratio: requires lower) wilcoxon, n = 3 strata"
+    )  # its p-value is a diagnostic: shown there
     assert tests[4].startswith("within [-2.0, 2.0] J")
     sens = after(out, "Sensitivity (reported, never decides)")
     assert table_cells(sens, 0) == ["PASS"]
@@ -160,7 +168,7 @@ def test_groups_invalidators_diagnostics_notes_predecessors():
     out = render(realistic_evaluation())
     text = flat(out)
     assert "quality 1/1 passed; mechanism 1/3 passed, 1 vacuous, 1 failed, 1 refused" in text
-    inv = out[out.index("Invalidators"):out.index("Sensitivity")]
+    inv = out[out.index("Invalidators") : out.index("Sensitivity")]
     assert table_cells(inv, 0) == ["counter_support counter_support", "nll_bounds metric_bounds"]
     assert table_cells(inv, 1) == ["FIRED", "not fired"]
     assert table_cells(inv, 2) == ["12 vs 50", "2.61 vs [0, 10]"]
@@ -183,8 +191,10 @@ def test_blocks_only_when_asked():
     out = render(realistic_evaluation(), show_blocks=True)
     blocks = after(out, "Blocks (paired rows)")
     assert table_cells(blocks, 0) == ["outage_site=0,seed=101 replicate 1", "outage_site=1,seed=101 replicate 1"]
-    assert table_cells(blocks, 1) == ["nll_noninferior: 0.004 nats energy_saving: 0.9x",
-                                      "nll_noninferior: n/a energy_saving: n/a"]
+    assert table_cells(blocks, 1) == [
+        "nll_noninferior: 0.004 nats energy_saving: 0.9x",
+        "nll_noninferior: n/a energy_saving: n/a",
+    ]
     assert table_cells(blocks, 2)[0] == "final_nll: fixed 2.503, adaptive 2.507 energy: fixed 5000, adaptive 4500"
 
 
@@ -209,7 +219,9 @@ def test_long_run_lists_are_cut_in_the_terminal_but_complete_in_markdown():
 
     ev = realistic_evaluation()
     missing = [f"run-{i:02d}" for i in range(15)]
-    ev = ev.model_copy(update={"runs": ev.runs.model_copy(update={"missing": missing, "ledger_problems": ["line 7: not JSON"]})})
+    ev = ev.model_copy(
+        update={"runs": ev.runs.model_copy(update={"missing": missing, "ledger_problems": ["line 7: not JSON"]})}
+    )
     text = flat(render(ev))
     assert "missing (15): run-00, run-01" in text and "run-09 and 5 more (reports show --json lists all)" in text
     assert "run-10" not in text

@@ -68,14 +68,33 @@ class Browser:
     def __init__(self, exe: str, profile: Path) -> None:
         to_browser_r, self._to_browser = (_high(fd) for fd in os.pipe())
         self._from_browser, from_browser_w = (_high(fd) for fd in os.pipe())
-        flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
-                 "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
-                 "--hide-scrollbars", "--disable-dev-shm-usage", f"--user-data-dir={profile}", "about:blank"]
+        flags = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--remote-debugging-pipe",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--mute-audio",
+            "--hide-scrollbars",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            "about:blank",
+        ]
         command = f'exec "$0" "$@" 3<&{to_browser_r} 4>&{from_browser_w} {to_browser_r}<&- {from_browser_w}>&-'
-        self.proc = subprocess.Popen(["bash", "-c", command, exe, *flags], pass_fds=(to_browser_r, from_browser_w),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["bash", "-c", command, exe, *flags],
+            pass_fds=(to_browser_r, from_browser_w),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self._next = 0
@@ -144,8 +163,7 @@ class Browser:
         self.wait_event("Page.loadEventFired")
 
     def viewport(self, width: int, height: int, mobile: bool = False) -> None:
-        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
-                  mobile=mobile)
+        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=mobile)
 
     def js(self, expression: str) -> Any:
         result = self.page("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
@@ -212,8 +230,10 @@ class Browser:
 def browser() -> Iterator[Browser]:
     exe = chromium_path()
     if exe is None:
-        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium package with apt-get before the "
-                    "tests; it could not here), so the HTML report is not checked in a browser")
+        pytest.skip(
+            "chromium is not installed (.ci/run installs Debian's chromium package with apt-get before the "
+            "tests; it could not here), so the HTML report is not checked in a browser"
+        )
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         b = Browser(exe, Path(profile))
         try:
@@ -240,9 +260,18 @@ def torch_report(tmp_path_factory, small_torch_runs) -> tuple[Path, Path]:
 def imported_report(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("html-imported")
     lock = root / "continuation.lock.json"
-    for args in (("prereg", "freeze", str(REPO / "examples" / "continuation.yaml"), "-o", str(lock)),
-                 ("collect", "import", str(REPO / "examples" / "runs" / "continuation.csv"), "--lock", str(lock),
-                  "--out", str(root / "runs"))):
+    for args in (
+        ("prereg", "freeze", str(REPO / "examples" / "continuation.yaml"), "-o", str(lock)),
+        (
+            "collect",
+            "import",
+            str(REPO / "examples" / "runs" / "continuation.csv"),
+            "--lock",
+            str(lock),
+            "--out",
+            str(root / "runs"),
+        ),
+    ):
         proc = run(*args, env=PLAIN)
         assert proc.returncode == 0, proc.stderr
     proc = run("gates", "evaluate", str(lock), str(root / "runs"), env=PLAIN)
@@ -306,8 +335,10 @@ def check_page(b: Browser, page: Path, runs: Path, shots: Path, name: str) -> di
     assert b.js("document.documentElement.scrollWidth") <= 360  # nothing widens the page on a phone
     narrow = b.screenshot(shots / f"{name}-360.png")
     assert int.from_bytes(narrow[16:20], "big") == 360
-    b.js("window.addEventListener('beforeprint', () => { window.closedWhenPrinting ="
-         " document.querySelectorAll('details:not([open])').length; })")
+    b.js(
+        "window.addEventListener('beforeprint', () => { window.closedWhenPrinting ="
+        " document.querySelectorAll('details:not([open])').length; })"
+    )
     assert b.pdf()[:5] == b"%PDF-"
     assert b.js("window.closedWhenPrinting") == 0  # every <details> is open on paper
     assert b.js("document.querySelectorAll('details[open]').length") == 0  # and closed again afterwards
@@ -320,8 +351,10 @@ def test_torch_report_in_chromium(browser, torch_report, tmp_path):
     browser.viewport(1280, 900)
     buttons = browser.js("document.querySelectorAll('button.draw').length")
     assert buttons == 4  # every run kept its telemetry trace
-    browser.js("document.querySelectorAll('details').forEach(d => d.open = true);"
-               "document.querySelectorAll('button.draw').forEach(b => b.click())")
+    browser.js(
+        "document.querySelectorAll('details').forEach(d => d.open = true);"
+        "document.querySelectorAll('button.draw').forEach(b => b.click())"
+    )
     drawn = browser.js("""new Promise(done => { const t0 = Date.now(); (function poll() {
         const figs = document.querySelectorAll('.trace-figure svg');
         if (figs.length === document.querySelectorAll('button.draw').length || Date.now() - t0 > 20000) {
@@ -334,8 +367,10 @@ def test_torch_report_in_chromium(browser, torch_report, tmp_path):
     browser.js("document.querySelector('#runs-table thead th:nth-child(2) button').click()")
     arms = browser.js("Array.from(document.querySelectorAll('#runs-table tbody tr')).map(r => r.cells[1].textContent)")
     assert arms == sorted(arms)
-    assert browser.js("document.querySelector('#runs-table thead th:nth-child(2)').getAttribute('aria-sort')") \
+    assert (
+        browser.js("document.querySelector('#runs-table thead th:nth-child(2)').getAttribute('aria-sort')")
         == "ascending"
+    )
     browser.screenshot(tmp_path / "torch-drawn.png")
     assert browser.problems() == []
     assert set(browser.requests()) == {page.resolve().as_uri()}  # the page itself, nothing else
@@ -379,8 +414,9 @@ def test_kept_traces_travel_compressed_with_every_update(torch_report):
     page, runs = torch_report
     text = page.read_text()
     assert len(text.encode()) < 5 << 20
-    blobs = dict(re.findall(r'<script type="application/gzip\+base64" id="(tm\d+)-data">([A-Za-z0-9+/=]+)</script>',
-                            text))
+    blobs = dict(
+        re.findall(r'<script type="application/gzip\+base64" id="(tm\d+)-data">([A-Za-z0-9+/=]+)</script>', text)
+    )
     records = [r for r in read_ledger(runs).records if any(t.endswith(".telemetry.meta.json") for t in r.traces)]
     assert len(blobs) == len(records) == 4
     for i, record in enumerate(records):
@@ -406,11 +442,21 @@ def test_controller_ranking_table_in_chromium(browser, tmp_path):
         r.dataset.family, r.dataset.ranking, r.classList.contains('abstain'),
         r.cells[2].querySelector('.rank').textContent, r.cells[3].textContent, r.cells[5].textContent,
         getComputedStyle(r.cells[2].querySelector('.rank')).borderTopStyle])""")
-    assert rows == [[str(c.family), c.ranking, c.ranking == "abstain", palette.RANKING_WORDS[c.ranking],
-                     ct.sampling_text(c, ev), c.reason, "dashed" if c.ranking == "abstain" else "solid"]
-                    for c in ev.ranking]
-    families = browser.js("Array.from(document.querySelectorAll('#families-table tbody tr'))"
-                          ".map(r => r.dataset.family)")
+    assert rows == [
+        [
+            str(c.family),
+            c.ranking,
+            c.ranking == "abstain",
+            palette.RANKING_WORDS[c.ranking],
+            ct.sampling_text(c, ev),
+            c.reason,
+            "dashed" if c.ranking == "abstain" else "solid",
+        ]
+        for c in ev.ranking
+    ]
+    families = browser.js(
+        "Array.from(document.querySelectorAll('#families-table tbody tr')).map(r => r.dataset.family)"
+    )
     assert families == [str(f.family) for f in ev.families]
     levels = browser.js("Array.from(document.querySelectorAll('h1,h2,h3,h4')).map(h => Number(h.tagName[1]))")
     assert levels[0] == 1 and all(b2 - a <= 1 for a, b2 in pairwise(levels)), levels

@@ -124,9 +124,9 @@ def test_refused_numbers_appear_only_as_diagnostics(sample_page):
     unresolvable = next(g for g in ev.gates if g.verdict == "unresolvable")
     lo, hi = widened_interval(unresolvable) or (0, 0)
     assert (lo, hi) == (-5.0, 2.2)
-    diagnostics = page[page.index('id="diagnostics"'):page.index('id="notes"')]
+    diagnostics = page[page.index('id="diagnostics"') : page.index('id="notes"')]
     assert 'fill="#f6e7b4"' in diagnostics and f"[{et.fmt_num(lo)}, {et.fmt_num(hi)}]" in diagnostics
-    primary = page[page.index('id="forest-primary"'):page.index('id="invalidators"')]
+    primary = page[page.index('id="forest-primary"') : page.index('id="invalidators"')]
     assert "Forest row of gate energy_saving" not in primary  # no refused bar among the evidence
 
 
@@ -201,13 +201,16 @@ def multisite(tmp_path_factory) -> Path:
     """A small sim.multisite runs folder (the example plan with fewer steps), evaluated."""
     root = tmp_path_factory.mktemp("html-multisite")
     text = (REPO / "examples" / "multisite-recovery.yaml").read_text()
-    text = text.replace("target_steps: 2000", "target_steps: 300").replace("checkpoint_every_steps: 100",
-                                                                           "checkpoint_every_steps: 30")
+    text = text.replace("target_steps: 2000", "target_steps: 300").replace(
+        "checkpoint_every_steps: 100", "checkpoint_every_steps: 30"
+    )
     plan = root / "ms.yaml"
     plan.write_text(text)
     lock = root / "ms.lock.json"
-    for args in (("prereg", "freeze", str(plan), "-o", str(lock)),
-                 ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "1")):
+    for args in (
+        ("prereg", "freeze", str(plan), "-o", str(lock)),
+        ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "1"),
+    ):
         proc = run(*args, env=PLAIN)
         assert proc.returncode == 0, proc.stderr
     proc = run("gates", "evaluate", str(lock), str(root / "runs"), env=PLAIN)
@@ -245,13 +248,20 @@ def test_multisite_runs_folder(multisite, tmp_path):
 
 def test_a_changed_trace_is_named_and_not_drawn(multisite, tmp_path):
     runs = Path(shutil.copytree(multisite, tmp_path / "runs"))
-    record = next(json.loads(line) for line in (runs / "ledger.jsonl").read_text().splitlines()
-                  if json.loads(line)["stratum"]["outage_site"] not in ("none",))
+    record = next(
+        json.loads(line)
+        for line in (runs / "ledger.jsonl").read_text().splitlines()
+        if json.loads(line)["stratum"]["outage_site"] not in ("none",)
+    )
     trace = runs / record["traces"][0]
     trace.write_text(trace.read_text().replace('"failure"', '"compute"', 1))
     proc = run("reports", "html", str(runs), "--run", record["run_id"], "-o", str(tmp_path / "page.html"), env=PLAIN)
     assert proc.returncode == 3 and "does not match a re-evaluation" in proc.stderr  # evaluated before the edit
-    assert run("gates", "evaluate", str(multisite.parent / "ms.lock.json"), str(runs), env=PLAIN).returncode in (0, 1, 3)
+    assert run("gates", "evaluate", str(multisite.parent / "ms.lock.json"), str(runs), env=PLAIN).returncode in (
+        0,
+        1,
+        3,
+    )
     proc = run("reports", "html", str(runs), "--run", record["run_id"], "-o", str(tmp_path / "page.html"), env=PLAIN)
     assert proc.returncode == 0, proc.stderr
     assert "do not match the SHA-256 in their record" in proc.stderr
@@ -285,14 +295,14 @@ def test_inputs_and_outputs_are_guarded(multisite, tmp_path):
 
 def test_an_evaluation_alone_says_what_is_missing(tmp_path):
     write_evaluation(tmp_path / "evaluation.json", realistic_evaluation())
-    proc = run("reports", "html", str(tmp_path / "evaluation.json"), "-o", str(tmp_path / "out" / "r.html"),
-               env=PLAIN)
+    proc = run("reports", "html", str(tmp_path / "evaluation.json"), "-o", str(tmp_path / "out" / "r.html"), env=PLAIN)
     assert proc.returncode == 0, proc.stderr
     doc = outline((tmp_path / "out" / "r.html").read_text())
     assert "No runs folder beside this evaluation" in doc.words("runs")
     assert "timeline" not in doc.by_section and "telemetry" not in doc.by_section
-    proc = run("reports", "html", str(tmp_path / "evaluation.json"), "--run", "x", "-o", str(tmp_path / "r2.html"),
-               env=PLAIN)
+    proc = run(
+        "reports", "html", str(tmp_path / "evaluation.json"), "--run", "x", "-o", str(tmp_path / "r2.html"), env=PLAIN
+    )
     assert proc.returncode == 2 and "--run needs the runs folder" in proc.stderr
 
 
@@ -301,9 +311,11 @@ def test_html_help_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys, contextlib, io\nfrom prereg_toolkit_cli.reports import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    try:\n        main(['html', '--help'])\n    except SystemExit:\n        pass\n"
-            "print(' '.join(m for m in ('numpy', 'pydantic', 'matplotlib', 'collect.ledger.store') if m in sys.modules))\n")
+    code = (
+        "import sys, contextlib, io\nfrom prereg_toolkit_cli.reports import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main(['html', '--help'])\n    except SystemExit:\n        pass\n"
+        "print(' '.join(m for m in ('numpy', 'pydantic', 'matplotlib', 'collect.ledger.store') if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

@@ -22,8 +22,13 @@ def test_gate_tables_parse_back():
     header, rows = found["Primary gates (decide the claim; multiplicity holm)"]
     assert header == GATE_COLUMNS
     assert [r[0] for r in rows] == ["**PASS**", "**FAIL**", "**REFUSED**", "**VACUOUS**", "**UNRESOLVABLE**"]
-    assert [r[1] for r in rows] == ["`nll_noninferior`", "`work_saved`", "`energy_saving`", "`no_phase_loss`",
-                                    "`phase_energy`"]
+    assert [r[1] for r in rows] == [
+        "`nll_noninferior`",
+        "`work_saved`",
+        "`energy_saving`",
+        "`no_phase_loss`",
+        "`phase_energy`",
+    ]
     first = dict(zip(header, (unescape(c) for c in rows[0]), strict=True))
     assert first["estimate"] == "0.0042 nats"
     assert first["interval"] == "90% CI [-0.0011, 0.0093] nats"
@@ -40,7 +45,10 @@ def test_gate_tables_parse_back():
     diag_header, diag = found["Diagnostics, not evidence (refused or unresolvable gates)"]
     assert [r[1] for r in diag] == ["`energy_saving`", "`phase_energy`"]
     assert unescape(dict(zip(diag_header, diag[0], strict=True))["arm medians"]) == "fixed 5012 J, adaptive 4561 J"
-    assert unescape(dict(zip(diag_header, diag[0], strict=True))["test (diagnostic)"]) == "wilcoxon, n = 3 strata; p = 0.12"
+    assert (
+        unescape(dict(zip(diag_header, diag[0], strict=True))["test (diagnostic)"])
+        == "wilcoxon, n = 3 strata; p = 0.12"
+    )
     assert "Blocks (paired rows)" not in found
 
 
@@ -66,8 +74,9 @@ def test_forest_bars_in_code_blocks_match_the_pure_function():
     blocks = code_blocks(evaluation_markdown(ev))
     assert [len(b) for b in blocks] == [5, 1, 2]  # primary, sensitivity, diagnostics
     for line, g in zip(blocks[0], [g for g in ev.gates if g.role == "primary"], strict=True):
-        expected = forest_bar(as_float(g.lower), as_float(g.upper), as_float(g.estimate), g.margin, g.null, 44,
-                              log=g.scale == "ratio")
+        expected = forest_bar(
+            as_float(g.lower), as_float(g.upper), as_float(g.estimate), g.margin, g.null, 44, log=g.scale == "ratio"
+        )
         assert line.startswith(g.id) and f" {expected} " in line
 
 
@@ -79,7 +88,7 @@ def test_blocks_and_hostile_user_text():
     found = tables(md)
     header, inv_rows = found["Invalidators"]
     assert unescape(dict(zip(header, inv_rows[0], strict=True))["detail"]) == "a | b *c* `d` <e>"
-    assert f"**REFUSED**: \"{md_escape('x | y *z* [link](u)')}\"" in md
+    assert f'**REFUSED**: "{md_escape("x | y *z* [link](u)")}"' in md
     _, blocks = found["Blocks (paired rows)"]
     assert len(blocks) == 2 and blocks[0][0] == "outage\\_site=0,seed=101"
     assert blocks[0][2] == "`nll_noninferior`: 0.004 nats<br>`energy_saving`: 0.9x"

@@ -14,8 +14,12 @@ HEX = re.compile(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b")
 
 
 def _colours() -> set[str]:
-    swatches = [*palette.VERDICT_PALETTE.values(), *palette.DECISION_PALETTE.values(),
-                *palette.RANKING_PALETTE.values(), palette.MUTED]
+    swatches = [
+        *palette.VERDICT_PALETTE.values(),
+        *palette.DECISION_PALETTE.values(),
+        *palette.RANKING_PALETTE.values(),
+        palette.MUTED,
+    ]
     return {s.hex.lower() for s in swatches} | {palette.FOCUS_COLOUR.lower()}
 
 
@@ -37,7 +41,12 @@ def test_every_verdict_decision_and_ranking_has_a_word_and_a_colour():
     assert set(palette.DECISION_WORDS) == set(palette.DECISION_PALETTE) == set(palette.DECISION_STYLES)
     assert set(palette.RANKING_WORDS) == set(palette.RANKING_PALETTE) == set(palette.RANKING_STYLES)
     assert {v: s.terminal for v, s in palette.VERDICT_PALETTE.items()} == {
-        "pass": "green", "fail": "red", "refused": "magenta", "unresolvable": "yellow", "vacuous": "cyan"}
+        "pass": "green",
+        "fail": "red",
+        "refused": "magenta",
+        "unresolvable": "yellow",
+        "vacuous": "cyan",
+    }
 
 
 def test_the_page_css_is_generated_from_the_palette():

@@ -39,8 +39,19 @@ def no_temporary_files(folder: Path) -> bool:
 
 
 def event(i: int, kind: str, site: int | None, start_s: float, end_s: float) -> dict:
-    return {"id": i, "kind": kind, "site": site, "start_ns": int(start_s * 1e9), "end_ns": int(end_s * 1e9),
-            "work": 0, "steps": None, "checkpoint": None, "parent": None, "bytes": {}, "aborted": False}
+    return {
+        "id": i,
+        "kind": kind,
+        "site": site,
+        "start_ns": int(start_s * 1e9),
+        "end_ns": int(end_s * 1e9),
+        "work": 0,
+        "steps": None,
+        "checkpoint": None,
+        "parent": None,
+        "bytes": {},
+        "aborted": False,
+    }
 
 
 @pytest.fixture
@@ -49,12 +60,29 @@ def torch_like_runs(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     (runs / "traces").mkdir(parents=True)
     plans = {
-        "restart": [("compute", 0, 0, 2), ("compute", 1, 0, 2), ("checkpoint", 0, 2, 2.2), ("failure", 1, 2.5, 4),
-                    ("preemption", 0, 2.5, 2.5), ("restore", 0, 2.5, 2.8), ("replay", 0, 2.8, 3.1),
-                    ("restore", 1, 4, 4.3), ("compute", 0, 3.1, 6), ("compute", 1, 4.3, 6), ("collective", None, 6, 6.1)],
-        "continue": [("compute", 0, 0, 2), ("compute", 1, 0, 2), ("checkpoint", 0, 2, 2.2), ("failure", 1, 2.5, 4),
-                     ("compute", 0, 2.2, 5), ("state_transfer", 1, 4, 4.2), ("rejoin", 1, 4, 4.2),
-                     ("compute", 1, 4.2, 5)],
+        "restart": [
+            ("compute", 0, 0, 2),
+            ("compute", 1, 0, 2),
+            ("checkpoint", 0, 2, 2.2),
+            ("failure", 1, 2.5, 4),
+            ("preemption", 0, 2.5, 2.5),
+            ("restore", 0, 2.5, 2.8),
+            ("replay", 0, 2.8, 3.1),
+            ("restore", 1, 4, 4.3),
+            ("compute", 0, 3.1, 6),
+            ("compute", 1, 4.3, 6),
+            ("collective", None, 6, 6.1),
+        ],
+        "continue": [
+            ("compute", 0, 0, 2),
+            ("compute", 1, 0, 2),
+            ("checkpoint", 0, 2, 2.2),
+            ("failure", 1, 2.5, 4),
+            ("compute", 0, 2.2, 5),
+            ("state_transfer", 1, 4, 4.2),
+            ("rejoin", 1, 4, 4.2),
+            ("compute", 1, 4.2, 5),
+        ],
     }
     records = []
     for n, (arm, plan) in enumerate(plans.items()):
@@ -65,15 +93,29 @@ def torch_like_runs(tmp_path: Path) -> Path:
             f"{t},{t * 2},{3.0 - 0.01 * t - 0.05 * n:.4f}" for t in range(0, 60 + 10 * n, 5)
         ]
         (runs / "traces" / f"{run_id}.trajectory.csv").write_text("\n".join(rows) + "\n")
-        records.append(RunRecord(
-            run_id=run_id, prereg_sha256=SHA, stratum={"outage_site": 1, "seed": 3}, arm=arm, replicate=0,
-            status="complete", metrics={"final_nll": 2.4},
-            traces=[f"traces/{run_id}.events.jsonl", f"traces/{run_id}.trajectory.csv"],
-        ))
-    records.append(RunRecord(  # another stratum: must not appear
-        run_id="run-other", prereg_sha256=SHA, stratum={"outage_site": 2, "seed": 3}, arm="restart", replicate=0,
-        status="complete", metrics={},
-    ))
+        records.append(
+            RunRecord(
+                run_id=run_id,
+                prereg_sha256=SHA,
+                stratum={"outage_site": 1, "seed": 3},
+                arm=arm,
+                replicate=0,
+                status="complete",
+                metrics={"final_nll": 2.4},
+                traces=[f"traces/{run_id}.events.jsonl", f"traces/{run_id}.trajectory.csv"],
+            )
+        )
+    records.append(
+        RunRecord(  # another stratum: must not appear
+            run_id="run-other",
+            prereg_sha256=SHA,
+            stratum={"outage_site": 2, "seed": 3},
+            arm="restart",
+            replicate=0,
+            status="complete",
+            metrics={},
+        )
+    )
     append_records(runs, records)
     return runs
 
@@ -112,8 +154,17 @@ def test_timeline_and_nll_of_a_torch_like_block(torch_like_runs, capsys):
         assert str(torch_like_runs / f"{stem}.png") in text
     assert no_temporary_files(torch_like_runs)
     timeline = text.split("Text equivalent of the recovery timeline:")[1].split("Text equivalent of the held")[0]
-    for kind in ("compute", "checkpoint", "collective", "failure", "preemption", "restore", "replay",
-                 "state_transfer", "rejoin"):
+    for kind in (
+        "compute",
+        "checkpoint",
+        "collective",
+        "failure",
+        "preemption",
+        "restore",
+        "replay",
+        "state_transfer",
+        "rejoin",
+    ):
         assert f"  {kind} " in timeline, kind
     assert "continue: run run-continue" in timeline and "restart: run run-restart (the run asked for)" in timeline
     assert "run-other" not in text
@@ -142,10 +193,7 @@ def test_timeline_without_trajectories_says_so(torch_like_runs, capsys):
     assert "no NLL plot" in text
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--run", "run-nope"], "run run-nope: not in"),
-    ([], "needs --run ID"),
-])
+@pytest.mark.parametrize("args, words", [(["--run", "run-nope"], "run run-nope: not in"), ([], "needs --run ID")])
 def test_bad_run_requests_exit_2(torch_like_runs, capsys, args, words):
     assert main(["plot", str(torch_like_runs), *args]) == 2
     err = capsys.readouterr().err
@@ -203,10 +251,12 @@ def test_missing_matplotlib_exits_2_with_the_install_hint(artifact, torch_like_r
 
 
 def test_plot_help_imports_no_matplotlib():
-    code = ("import sys, contextlib, io\nfrom prereg_toolkit_cli.reports import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    try:\n        main(['plot', '--help'])\n    except SystemExit:\n        pass\n"
-            "print('matplotlib' in sys.modules)\n")
+    code = (
+        "import sys, contextlib, io\nfrom prereg_toolkit_cli.reports import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main(['plot', '--help'])\n    except SystemExit:\n        pass\n"
+        "print('matplotlib' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -216,9 +266,11 @@ def multisite_runs(tmp_path_factory) -> Path:
     """A real multi-site run folder made by the console scripts (freeze, collect, evaluate)."""
     root = tmp_path_factory.mktemp("multisite")
     lock = root / "ms.lock.json"
-    for args in (("prereg", "freeze", str(OWN_EXAMPLES / "multisite-recovery.yaml"), "-o", str(lock)),
-                 ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "2"),
-                 ("gates", "evaluate", str(lock), str(root / "runs"))):
+    for args in (
+        ("prereg", "freeze", str(OWN_EXAMPLES / "multisite-recovery.yaml"), "-o", str(lock)),
+        ("collect", "run", str(lock), "--out", str(root / "runs"), "--jobs", "2"),
+        ("gates", "evaluate", str(lock), str(root / "runs")),
+    ):
         proc = run(*args, env=PLAIN)
         assert proc.returncode == 0, proc.stderr
     return root / "runs"

@@ -69,8 +69,13 @@ def runs_copy(torch_runs, tmp_path) -> Path:
 def restart_record(runs: Path) -> RunRecord:
     """The restart-policy run of the stratum whose outage hit a site that restores (has restore and replay)."""
     records = read_ledger(runs).records
-    return next(r for r in records if r.metric("restores") and r.telemetry["energy_counter"].phases
-                and r.telemetry["energy_counter"].phases["replay"].intervals)
+    return next(
+        r
+        for r in records
+        if r.metric("restores")
+        and r.telemetry["energy_counter"].phases
+        and r.telemetry["energy_counter"].phases["replay"].intervals
+    )
 
 
 def phase_line(text: str, phase: str) -> str:
@@ -96,15 +101,27 @@ def synthetic_trace(polls: int, counter: bool, failed: tuple[int, ...] = (), res
     for i in failed:
         status[i], value[i] = "error", np.nan
     end = int(poll_ns[-1])
-    info = SignalInfo(signal, "mJ" if counter else "W", "counter" if counter else "gauge", "modeled",
-                      None if counter else 25.0)
+    info = SignalInfo(
+        signal, "mJ" if counter else "W", "counter" if counter else "gauge", "modeled", None if counter else 25.0
+    )
     return Trace(
-        signal=np.array([signal] * polls, dtype=object), t_before_ns=poll_ns.copy(), t_after_ns=poll_ns + 20_000,
-        value=value.astype(np.float64), status=status, driver_ts_us=np.full(polls, np.nan), signals={signal: info},
-        requested_poll_ms=10.0, poll_ns=poll_ns,
-        phases=[Phase("idle", 0, 1_000_000_000, 0), Phase("compute", 1_000_000_000, end, 0),
-                Phase("checkpoint", 2_000_000_000, 2_600_000_000, 1)],
-        sensor="sim:synthetic", evidence="modeled", power_range_w=(50.0, 400.0),
+        signal=np.array([signal] * polls, dtype=object),
+        t_before_ns=poll_ns.copy(),
+        t_after_ns=poll_ns + 20_000,
+        value=value.astype(np.float64),
+        status=status,
+        driver_ts_us=np.full(polls, np.nan),
+        signals={signal: info},
+        requested_poll_ms=10.0,
+        poll_ns=poll_ns,
+        phases=[
+            Phase("idle", 0, 1_000_000_000, 0),
+            Phase("compute", 1_000_000_000, end, 0),
+            Phase("checkpoint", 2_000_000_000, 2_600_000_000, 1),
+        ],
+        sensor="sim:synthetic",
+        evidence="modeled",
+        power_range_w=(50.0, 400.0),
     )
 
 
@@ -112,11 +129,25 @@ def synthetic_runs(folder: Path, trace: Trace, run_id: str = "run-syn", **record
     """A runs folder holding one record whose telemetry trace is ``trace`` (hashed by the appender)."""
     written = write_trace(trace, folder / "traces" / f"{run_id}.telemetry")
     signal = next(iter(trace.signals))
-    append_records(folder, [RunRecord(**{
-        "run_id": run_id, "prereg_sha256": SHA, "stratum": {"outage_site": 0}, "arm": "fixed", "replicate": 0,
-        "status": "complete", "metrics": {"energy": 1.0}, "telemetry": {signal: {"updates": 1}},
-        "traces": [f"traces/{p.name}" for p in written], **record,
-    })])
+    append_records(
+        folder,
+        [
+            RunRecord(
+                **{
+                    "run_id": run_id,
+                    "prereg_sha256": SHA,
+                    "stratum": {"outage_site": 0},
+                    "arm": "fixed",
+                    "replicate": 0,
+                    "status": "complete",
+                    "metrics": {"energy": 1.0},
+                    "telemetry": {signal: {"updates": 1}},
+                    "traces": [f"traces/{p.name}" for p in written],
+                    **record,
+                }
+            )
+        ],
+    )
     return folder
 
 
@@ -145,8 +176,10 @@ def test_real_run_plot_and_text_match_the_ledger(torch_runs, tmp_path, capsys):
             continue
         line = phase_line(text, phase)
         plural = "s" if support.intervals != 1 else ""
-        assert f" {support.intervals} interval{plural}, {support.duration_ms / 1e3:.3f} s, {support.updates} update" \
-            in line, line
+        assert (
+            f" {support.intervals} interval{plural}, {support.duration_ms / 1e3:.3f} s, {support.updates} update"
+            in line
+        ), line
         if phase != "idle":
             assert f"energy {record.metric(f'energy_{phase}'):.6g} J in [" in line, line
     assert "no interval of: stall" in text
@@ -179,8 +212,19 @@ def test_real_run_figure_draws_every_update_and_phase(torch_runs):
 
 def test_console_script_end_to_end(torch_runs, tmp_path):
     record = restart_record(torch_runs)
-    proc = run("reports", "plot", str(torch_runs), "--run", record.run_id, "--telemetry", "--out", str(tmp_path),
-               "--format", "png", env=PLAIN)
+    proc = run(
+        "reports",
+        "plot",
+        str(torch_runs),
+        "--run",
+        record.run_id,
+        "--telemetry",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "png",
+        env=PLAIN,
+    )
     assert proc.returncode == 0, proc.stderr
     assert_png(tmp_path / f"telemetry-{record.run_id}.png")
     assert "Per phase (collect.telemetry.analysis.phases)" in proc.stdout
@@ -223,9 +267,22 @@ def test_trace_outside_the_traces_folder_is_refused(tmp_path, capsys):
     outside = tmp_path / "x.telemetry.meta.json"
     outside.write_text("{}")
     name, polls = "traces/../../x.telemetry.meta.json", "traces/../../x.telemetry.polls.csv.gz"
-    append_records(runs, [RunRecord(run_id="run-out", prereg_sha256=SHA, stratum={}, arm="a", replicate=0,
-                                    status="complete", metrics={}, traces=[name, polls],
-                                    trace_sha256={name: SHA, polls: SHA})])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="run-out",
+                prereg_sha256=SHA,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                traces=[name, polls],
+                trace_sha256={name: SHA, polls: SHA},
+            )
+        ],
+    )
     assert main(["plot", str(runs), "--run", "run-out", "--telemetry"]) == 3
     err = one_line(capsys.readouterr().err)
     assert "cannot be checked" in err and "outside" in err
@@ -235,9 +292,20 @@ def test_record_without_a_polls_file_is_refused(tmp_path, capsys):
     runs = synthetic_runs(tmp_path / "runs", synthetic_trace(50, counter=True))
     record = read_ledger(runs).records[0]
     meta = next(t for t in record.traces if t.endswith(".meta.json"))
-    append_records(runs, [record.model_copy(update={"run_id": "run-meta-only", "traces": [meta],
-                                                    "trace_sha256": {meta: hash_trace(runs, meta)},
-                                                    "prev_sha256": None, "record_sha256": None})])
+    append_records(
+        runs,
+        [
+            record.model_copy(
+                update={
+                    "run_id": "run-meta-only",
+                    "traces": [meta],
+                    "trace_sha256": {meta: hash_trace(runs, meta)},
+                    "prev_sha256": None,
+                    "record_sha256": None,
+                }
+            )
+        ],
+    )
     assert main(["plot", str(runs), "--run", "run-meta-only", "--telemetry"]) == 3
     assert "lists no polls file" in one_line(capsys.readouterr().err)
 
@@ -253,17 +321,29 @@ def test_runs_without_a_kept_trace_exit_2(tmp_path, capsys):
     (sim / "traces").mkdir(parents=True)
     (sim / "traces" / "run-sim.events.jsonl").write_text("")
     (sim / "traces" / "run-sim.telemetry.meta.json").write_text("{}")
-    append_records(sim, [RunRecord(run_id="run-sim", prereg_sha256=SHA, stratum={}, arm="a", replicate=0,
-                                   status="complete", metrics={}, traces=["traces/run-sim.events.jsonl"])])
+    append_records(
+        sim,
+        [
+            RunRecord(
+                run_id="run-sim",
+                prereg_sha256=SHA,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                traces=["traces/run-sim.events.jsonl"],
+            )
+        ],
+    )
     assert main(["plot", str(sim), "--run", "run-sim", "--telemetry"]) == 2
     err = one_line(capsys.readouterr().err)
     assert "no kept telemetry trace" in err and "exists but the record does not list it" in err
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--run", "run-nope", "--telemetry"], "run run-nope: not in"),
-    (["--telemetry"], "needs --run ID"),
-])
+@pytest.mark.parametrize(
+    "args, words", [(["--run", "run-nope", "--telemetry"], "run run-nope: not in"), (["--telemetry"], "needs --run ID")]
+)
 def test_bad_requests_exit_2(tmp_path, capsys, args, words):
     runs = synthetic_runs(tmp_path / "runs", synthetic_trace(50, counter=True))
     assert main(["plot", str(runs), *args]) == 2
@@ -281,8 +361,22 @@ def test_other_changed_traces_are_reported_not_refused(runs_copy, tmp_path, caps
     record = restart_record(runs_copy)
     events = runs_copy / f"traces/{record.run_id}.events.jsonl"
     events.write_text(events.read_text() + "\n")
-    assert main(["plot", str(runs_copy), "--run", record.run_id, "--telemetry", "--out", str(tmp_path / "p"),
-                 "--format", "png"]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                str(runs_copy),
+                "--run",
+                record.run_id,
+                "--telemetry",
+                "--out",
+                str(tmp_path / "p"),
+                "--format",
+                "png",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     warning = one_line(captured.err)
     assert f"traces/{record.run_id}.events.jsonl changed after the run" in warning and "reports: warning" in warning
@@ -300,8 +394,10 @@ def test_without_matplotlib_the_text_is_printed_and_exit_2(tmp_path, capsys, mon
 
 
 def test_importing_the_module_loads_no_matplotlib_numpy_or_ledger():
-    code = ("import sys\nimport reports.plots.telemetry, reports.plots.command\n"
-            "print(sorted(m for m in ('matplotlib', 'numpy', 'pydantic', 'collect.ledger.store') if m in sys.modules))\n")
+    code = (
+        "import sys\nimport reports.plots.telemetry, reports.plots.command\n"
+        "print(sorted(m for m in ('matplotlib', 'numpy', 'pydantic', 'collect.ledger.store') if m in sys.modules))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

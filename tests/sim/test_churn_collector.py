@@ -11,12 +11,7 @@ import pytest
 
 from collect.collectors.base import ParamError, RunContext, check_params
 from collect.collectors.sim import churn_law as law
-from collect.collectors.sim.churn import (
-    ChurnCollector,
-    churn_table,
-    render_churn_table,
-    resolve_interval,
-)
+from collect.collectors.sim.churn import ChurnCollector, churn_table, render_churn_table, resolve_interval
 
 BASE = {"mtbf_s": 3600, "checkpoint_s": 120, "restart_s": 300}
 
@@ -33,14 +28,22 @@ def test_params_defaults_and_refusals() -> None:
         check_params(ChurnCollector, {**BASE, "policy": "wait"})
     with pytest.raises(ParamError, match="needs parameter mtbf_s"):
         check_params(ChurnCollector, {"checkpoint_s": 1, "restart_s": 0})
-    for bad in ({"mtbf_s": 0}, {"checkpoint_s": -1}, {"restart_s": -1}, {"workers": 0}, {"workers": 2.5},
-                {"work_s": 0}, {"mtbf_s": math.inf}):
+    for bad in (
+        {"mtbf_s": 0},
+        {"checkpoint_s": -1},
+        {"restart_s": -1},
+        {"workers": 0},
+        {"workers": 2.5},
+        {"work_s": 0},
+        {"mtbf_s": math.inf},
+    ):
         with pytest.raises(ParamError):
             check_params(ChurnCollector, {**BASE, **bad})
 
 
-@pytest.mark.parametrize("bad", ["fast", "0x", "-2x", "x", "2xx", "2 x 3", "1e400x", "", "600", 0, -5, math.nan,
-                                 math.inf, True, [2]])
+@pytest.mark.parametrize(
+    "bad", ["fast", "0x", "-2x", "x", "2xx", "2 x 3", "1e400x", "", "600", 0, -5, math.nan, math.inf, True, [2]]
+)
 def test_bad_intervals_are_refused(bad: object) -> None:
     with pytest.raises(ParamError):
         check_params(ChurnCollector, {**BASE, "interval": bad})

@@ -77,10 +77,14 @@ def test_young_daly_and_the_two_x_losses_match_the_closed_forms() -> None:
     for n in (1, 100, 700, 10_000):
         lam = n / M
         w = law.optimal_interval(lam, C)
-        losses.append(f"{_pct(law.efficiency_loss(0.5 * w, lam, C, R))} and {_pct(law.efficiency_loss(2 * w, lam, C, R))}")
-    assert (f"costs {losses[0]} of the optimum's efficiency at lambda C = 0.000139 (sqrt(2 lambda C)/4 = "
-            f"{_pct(math.sqrt(2 * C / M) / 4)}), {losses[1]} at 0.0139, {losses[2]} at 0.0972, and {losses[3]} at 1.39"
-            in text)
+        losses.append(
+            f"{_pct(law.efficiency_loss(0.5 * w, lam, C, R))} and {_pct(law.efficiency_loss(2 * w, lam, C, R))}"
+        )
+    assert (
+        f"costs {losses[0]} of the optimum's efficiency at lambda C = 0.000139 (sqrt(2 lambda C)/4 = "
+        f"{_pct(math.sqrt(2 * C / M) / 4)}), {losses[1]} at 0.0139, {losses[2]} at 0.0972, and {losses[3]} at 1.39"
+        in text
+    )
 
 
 def test_restart_cost_moves_the_efficiency_but_not_the_optimum(capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,8 +106,9 @@ def test_restart_cost_moves_the_efficiency_but_not_the_optimum(capsys: pytest.Ca
     effs = ", ".join(f"{law.optimal_efficiency(700 / M, C, r):.4f}" for r in (0.0, 30.0))
     assert f"{effs} and {law.optimal_efficiency(700 / M, C, 3600.0):.4f} at 700 workers" in text
     half = {r: s["half_efficiency_workers"] for r, s in scans.items()}
-    assert (f"from n = {half[0.0]} workers (R = 0) to n = {half[30.0]} (R = 30 s) and n = {half[3600.0]} "
-            "(R = 3600 s)") in text
+    assert (
+        f"from n = {half[0.0]} workers (R = 0) to n = {half[30.0]} (R = 30 s) and n = {half[3600.0]} (R = 3600 s)"
+    ) in text
 
 
 def test_efficiency_halves_at_700_workers_by_brute_force(capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,15 +118,19 @@ def test_efficiency_halves_at_700_workers_by_brute_force(capsys: pytest.CaptureF
     peak = int(n[np.argmax(n * eff)])
     assert half == 700
     text = _prose()
-    assert (f"falls to 50% at n = {half} workers ({eff[half - 2]:.5f} at {half - 1} workers, {eff[half - 1]:.5f} at "
-            f"{half}, where lambda C = {half * C / M:.3g} and the job's MTBF is {M / half:.6g} s)") in text
+    assert (
+        f"falls to 50% at n = {half} workers ({eff[half - 2]:.5f} at {half - 1} workers, {eff[half - 1]:.5f} at "
+        f"{half}, where lambda C = {half * C / M:.3g} and the job's MTBF is {M / half:.6g} s)"
+    ) in text
     assert f"peaks at n = {peak} workers ({peak * eff[peak - 1]:.5g} worker-equivalents)" in text
     command = next(c for c, _ in _blocks() if "--workers 700" in c)
     mc = json.loads(_run(command, capsys, "--json"))["intervals"]
     exact = mc["exact"]
     assert exact["mc"]["lower"] < exact["efficiency"] < exact["mc"]["upper"]
-    assert (f"{exact['efficiency']:.5f}, lies inside the Monte Carlo's 95% interval [{exact['mc']['lower']:.5f}, "
-            f"{exact['mc']['upper']:.5f}]") in text
+    assert (
+        f"{exact['efficiency']:.5f}, lies inside the Monte Carlo's 95% interval [{exact['mc']['lower']:.5f}, "
+        f"{exact['mc']['upper']:.5f}]"
+    ) in text
     young, daly1 = law.young_interval(700 / M, C), law.daly_first_order_interval(700 / M, C, R)
     assert f"Young's interval ({young:.5g} s) loses {_pct(law.efficiency_loss(young, 700 / M, C, R))}" in text
     assert f"keeps R, loses {_pct(law.efficiency_loss(daly1, 700 / M, C, R))}" in text
@@ -131,10 +140,14 @@ def test_the_flaky_admission_figures_match_the_closed_forms() -> None:
     text = _prose()
     reliable = law.pool_throughput([1e-6] * 600, C, R)
     everyone = law.pool_throughput([1e-6] * 600 + [1e-4] * 200, C, R)
-    assert (f"cuts the throughput from {reliable:.2f} to {everyone:.2f} worker-equivalents, by "
-            f"{_pct(1 - everyone / reliable)}") in text
-    assert (f"falls from {1 / 6e-4:.5g} s to {1 / 0.0206:.5g} s and its efficiency from "
-            f"{law.optimal_efficiency(6e-4, C, R):.4f} to {law.optimal_efficiency(0.0206, C, R):.4f}") in text
+    assert (
+        f"cuts the throughput from {reliable:.2f} to {everyone:.2f} worker-equivalents, by "
+        f"{_pct(1 - everyone / reliable)}"
+    ) in text
+    assert (
+        f"falls from {1 / 6e-4:.5g} s to {1 / 0.0206:.5g} s and its efficiency from "
+        f"{law.optimal_efficiency(6e-4, C, R):.4f} to {law.optimal_efficiency(0.0206, C, R):.4f}"
+    ) in text
     # the mixed pools, by brute force over how many of the milder and the flaky pool to admit
     k2 = np.arange(0, 1001, dtype=float)
     best = (0.0, 0, 0)
@@ -147,6 +160,8 @@ def test_the_flaky_admission_figures_match_the_closed_forms() -> None:
     assert best[1:] == (761, 0)
     all_milder = law.pool_throughput([1e-6] * 600 + [1.5e-5] * 1000, C, R)
     all_three = law.pool_throughput([1e-6] * 600 + [1.5e-5] * 1000 + [1e-3] * 3, C, R)
-    assert (f"761 of the 1000 milder ones ({best[0]:.2f} worker-equivalents, against {all_milder:.2f} with all 1000 "
-            f"and {reliable:.2f} with none)") in text
+    assert (
+        f"761 of the 1000 milder ones ({best[0]:.2f} worker-equivalents, against {all_milder:.2f} with all 1000 "
+        f"and {reliable:.2f} with none)"
+    ) in text
     assert f"cut the throughput to {all_three:.2f}, {_pct(1 - all_three / best[0])} below the best" in text

@@ -32,10 +32,18 @@ def _numeric_optimum(lam: float, C: float, R: float) -> tuple[float, float]:
     Then refine with ``minimize_scalar`` (bounded) of the first-order residual |w d/dw log eff|
     around that point, which has a sharp minimum. Returns (coarse, refined)."""
     hi = 1.0 / lam
-    coarse = minimize_scalar(lambda w: -law.efficiency(w, lam, C, R), bounds=(hi * 1e-12, hi),
-                             method="bounded", options={"xatol": hi * 1e-15, "maxiter": 5000}).x
-    fine = minimize_scalar(lambda u: abs(coarse * (1 + u) * _log_eff_slope(coarse * (1 + u), lam, C)),
-                           bounds=(-1e-3, 1e-3), method="bounded", options={"xatol": 1e-15, "maxiter": 5000}).x
+    coarse = minimize_scalar(
+        lambda w: -law.efficiency(w, lam, C, R),
+        bounds=(hi * 1e-12, hi),
+        method="bounded",
+        options={"xatol": hi * 1e-15, "maxiter": 5000},
+    ).x
+    fine = minimize_scalar(
+        lambda u: abs(coarse * (1 + u) * _log_eff_slope(coarse * (1 + u), lam, C)),
+        bounds=(-1e-3, 1e-3),
+        method="bounded",
+        options={"xatol": 1e-15, "maxiter": 5000},
+    ).x
     return coarse, coarse * (1 + fine)
 
 
@@ -132,21 +140,29 @@ def _brute_best_k(base_rate: float, n_base: int, flaky: float, C: float, R: floa
     out = []
     for k in range(kmax + 1):
         rate = n_base * base_rate + k * flaky
-        res = minimize_scalar(lambda w, rate=rate: -law.efficiency(w, rate, C, R), bounds=(1e-9 / rate, 1 / rate),
-                              method="bounded", options={"xatol": 1e-12 / rate})
+        res = minimize_scalar(
+            lambda w, rate=rate: -law.efficiency(w, rate, C, R),
+            bounds=(1e-9 / rate, 1 / rate),
+            method="bounded",
+            options={"xatol": 1e-12 / rate},
+        )
         out.append((n_base + k) * -res.fun)
     return np.array(out)
 
 
-@pytest.mark.parametrize(("base_rate", "n_base", "flaky", "C", "R"), [
-    (1 / 86_400, 8, 1 / 3_600, 60.0, 120.0),
-    (1 / 86_400, 1, 1 / 20_000, 30.0, 0.0),
-    (1 / 36_000, 8, 1 / 3_600, 120.0, 300.0),
-    (1 / 1e6, 4, 1 / 50_000, 10.0, 600.0),
-    (1 / 500, 2, 1 / 400, 5.0, 5.0),
-])
-def test_admission_threshold_against_brute_force(base_rate: float, n_base: int, flaky: float, C: float,
-                                                 R: float) -> None:
+@pytest.mark.parametrize(
+    ("base_rate", "n_base", "flaky", "C", "R"),
+    [
+        (1 / 86_400, 8, 1 / 3_600, 60.0, 120.0),
+        (1 / 86_400, 1, 1 / 20_000, 30.0, 0.0),
+        (1 / 36_000, 8, 1 / 3_600, 120.0, 300.0),
+        (1 / 1e6, 4, 1 / 50_000, 10.0, 600.0),
+        (1 / 500, 2, 1 / 400, 5.0, 5.0),
+    ],
+)
+def test_admission_threshold_against_brute_force(
+    base_rate: float, n_base: int, flaky: float, C: float, R: float
+) -> None:
     k = law.admission_threshold(base_rate, n_base, flaky, C, R)
     kmax = max(40, 3 * k)
     thr = _brute_best_k(base_rate, n_base, flaky, C, R, kmax)
@@ -212,8 +228,9 @@ def test_monte_carlo_is_seeded_and_narrows_with_segments() -> None:
     assert (big.upper - big.lower) < (small.upper - small.lower) / 6
 
 
-def _event_loop(gaps: np.ndarray, rate: float, T: float, n_full: int, R: float,
-                T_last: float) -> tuple[float, int, list[float]]:
+def _event_loop(
+    gaps: np.ndarray, rate: float, T: float, n_full: int, R: float, T_last: float
+) -> tuple[float, int, list[float]]:
     """Reference: the same history one event at a time (exposed clock; restarts failure-free).
     Returns wall time, failures and each full segment's wall time."""
     t, failures, it, seg, prev = 0.0, 0, iter(gaps / rate), [], 0.0
@@ -230,13 +247,16 @@ def _event_loop(gaps: np.ndarray, rate: float, T: float, n_full: int, R: float,
     return t + R * failures, failures, seg
 
 
-@pytest.mark.parametrize(("rate", "T", "n_full", "R", "T_last"), [
-    (1 / 100, 60.0, 300, 20.0, 0.0),
-    (1 / 100, 60.0, 300, 20.0, 35.0),
-    (1 / 10, 30.0, 50, 0.0, 12.5),
-    (1 / 1000, 1.0, 2000, 5.0, 0.25),
-    (1 / 50, 80.0, 0, 3.0, 70.0),
-])
+@pytest.mark.parametrize(
+    ("rate", "T", "n_full", "R", "T_last"),
+    [
+        (1 / 100, 60.0, 300, 20.0, 0.0),
+        (1 / 100, 60.0, 300, 20.0, 35.0),
+        (1 / 10, 30.0, 50, 0.0, 12.5),
+        (1 / 1000, 1.0, 2000, 5.0, 0.25),
+        (1 / 50, 80.0, 0, 3.0, 70.0),
+    ],
+)
 def test_vectorised_history_equals_an_event_loop(rate: float, T: float, n_full: int, R: float, T_last: float) -> None:
     for seed in range(3):
         hist = law.simulate_job(law.GapStream(seed), rate, T, n_full, R, T_last=T_last, stats=True)

@@ -38,13 +38,19 @@ def _metrics(params: dict[str, Any], seed: int = 0, tmp: Path | None = None) -> 
 
 # --- energy -----------------------------------------------------------------------------------------
 
+
 def test_energy_params_and_metrics_are_declared() -> None:
     for name in ("site_idle_w", "site_compute_w", "transfer_j_per_byte", "facility_pue"):
         assert name in PARAMS and PARAMS[name].help
     assert {k: METRICS[k] for k in ENERGY_METRICS} == {"energy": "J", "energy_base": "J", "energy_compute": "J"}
     assert all(METRIC_EVIDENCE[k] == "modeled" for k in ENERGY_METRICS)
-    for bad in ({"facility_pue": 0.9}, {"site_idle_w": -1.0}, {"site_compute_w": math.nan},
-                {"transfer_j_per_byte": math.inf}, {"site_idle_w": "1 kW"}):
+    for bad in (
+        {"facility_pue": 0.9},
+        {"site_idle_w": -1.0},
+        {"site_compute_w": math.nan},
+        {"transfer_j_per_byte": math.inf},
+        {"site_idle_w": "1 kW"},
+    ):
         with pytest.raises(ParamError):
             run_params({"policy": "wait", **bad}, 0)
 
@@ -58,8 +64,9 @@ def test_energy_is_base_plus_compute_exactly(seed: int) -> None:
         assert m["energy"] == m["energy_base"] + m["energy_compute"]
         assert m["energy_base"] == pytest.approx(1.25 * 750.0 * TICK_S * r.up_site_ticks, rel=1e-15)
         moved = sum(m[f"wan_bytes_{c}"] for c in TRANSFER_CLASSES)
-        assert m["energy_compute"] == pytest.approx(1.25 * (2200.0 * TICK_S * m["attempted_work"] + 3e-9 * moved),
-                                                    rel=1e-15)
+        assert m["energy_compute"] == pytest.approx(
+            1.25 * (2200.0 * TICK_S * m["attempted_work"] + 3e-9 * moved), rel=1e-15
+        )
         assert r.up_site_ticks <= 3 * r.end_tick and (r.failures == 0 or r.up_site_ticks < 3 * r.end_tick)
 
 
@@ -99,7 +106,8 @@ def test_restart_pays_compute_energy_for_lost_and_replayed_work() -> None:
     assert m["energy_base"] == pytest.approx(1000.0 * TICK_S * (3 * 1135 - 100))  # = 330 500 J
     assert m["energy_compute"] - per_site_step * m["retained_work"] == pytest.approx(per_site_step * m["lost_work"])
     assert m["energy_compute"] - per_site_step * (m["attempted_work"] - m["replayed_work"]) == pytest.approx(
-        per_site_step * 90)
+        per_site_step * 90
+    )
     cont = _metrics({"policy": "continue", "outages": SCRIPT_150})
     assert cont["lost_work"] == 0 and cont["energy_compute"] < m["energy_compute"]
     assert _metrics({"policy": "restart", "outages": SCRIPT_150, "site_compute_w": 0.0})["energy_compute"] == 0.0
@@ -113,6 +121,7 @@ def test_energy_model_scales_with_pue() -> None:
 
 # --- work fates in the trace ----------------------------------------------------------------------
 
+
 def _fate_sums(events: list[dict[str, Any]]) -> dict[str, int]:
     out = {"retained": 0, "lost": 0, "replayed": 0}
     for e in events:
@@ -123,9 +132,11 @@ def _fate_sums(events: list[dict[str, Any]]) -> dict[str, int]:
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_event_work_fates_sum_to_the_run_metrics_over_many_seeds(policy: str) -> None:
-    regimes = [{"outage_site": "random", "mtbf_ticks": 600.0},
-               {"outage_site": "random", "mtbf_ticks": 150.0, "outage_duration_ticks": 120.0},  # state losses
-               {"outage_site": 0, "outage_count": 3, "checkpoint_every_steps": 37}]
+    regimes = [
+        {"outage_site": "random", "mtbf_ticks": 600.0},
+        {"outage_site": "random", "mtbf_ticks": 150.0, "outage_duration_ticks": 120.0},  # state losses
+        {"outage_site": 0, "outage_count": 3, "checkpoint_every_steps": 37},
+    ]
     seen_lost = seen_state_loss = 0
     for regime in regimes:
         for seed in range(40):
@@ -133,7 +144,10 @@ def test_event_work_fates_sum_to_the_run_metrics_over_many_seeds(policy: str) ->
             r, _ = run_params(params, seed)
             events = event_records(r, 100.0)
             sums = _fate_sums(events)
-            assert (sums["retained"], sums["lost"], sums["replayed"]) == (r.retained, r.lost, r.replayed), (seed, regime)
+            assert (sums["retained"], sums["lost"], sums["replayed"]) == (r.retained, r.lost, r.replayed), (
+                seed,
+                regime,
+            )
             for e in events:
                 f = e["work_fate"]
                 assert f["retained"] + f["lost"] == e["work"] and 0 <= f["replayed"] <= e["work"]
@@ -150,15 +164,23 @@ def test_event_work_fates_sum_to_the_run_metrics_over_many_seeds(policy: str) ->
 
 
 def test_work_fates_in_the_written_trace(tmp_path: Path) -> None:
-    res = MultisiteCollector().run(RunContext("r1", {"policy": "restart", "outages": SCRIPT_150}, 0, {},
-                                              "restart", 0, tmp_path))
+    res = MultisiteCollector().run(
+        RunContext("r1", {"policy": "restart", "outages": SCRIPT_150}, 0, {}, "restart", 0, tmp_path)
+    )
     events = [json.loads(line) for line in (tmp_path / "r1.events.jsonl").read_text().splitlines()]
     sums = _fate_sums(events)
     m = res.metrics
-    assert (sums["retained"], sums["lost"], sums["replayed"]) == (m["retained_work"], m["lost_work"], m["replayed_work"])
+    assert (sums["retained"], sums["lost"], sums["replayed"]) == (
+        m["retained_work"],
+        m["lost_work"],
+        m["replayed_work"],
+    )
     lost = [e for e in events if e["work_fate"]["lost"]]
     assert {tuple(e["steps"]) for e in lost} == {(101, 145)} and {e["site"] for e in lost} == {0, 1, 2}
     replays = [e for e in events if e["kind"] == "replay"]
     assert replays and all(e["work_fate"]["retained"] == e["work"] == e["work_fate"]["replayed"] for e in replays)
-    assert all(e["work_fate"] == {"retained": 0, "lost": 0, "replayed": 0} for e in events
-               if e["kind"] not in ("compute", "replay"))
+    assert all(
+        e["work_fate"] == {"retained": 0, "lost": 0, "replayed": 0}
+        for e in events
+        if e["kind"] not in ("compute", "replay")
+    )

@@ -13,13 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collect.collectors.base import ParamError, RunContext, check_params
-from collect.collectors.sim.multisite import (
-    METRIC_EVIDENCE,
-    METRICS,
-    PARAMS,
-    MultisiteCollector,
-    run_params,
-)
+from collect.collectors.sim.multisite import METRIC_EVIDENCE, METRICS, PARAMS, MultisiteCollector, run_params
 from collect.collectors.sim.outages import OUTAGE_PARAMS, Outage, draw_outages, normalize
 from collect.collectors.sim.recovery import (
     BYTE_CLASSES,
@@ -39,8 +33,15 @@ PROPS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthC
 
 
 def ctx_for(tmp_path: Path, params: dict[str, Any], seed: int = 11, run_id: str = "r1") -> RunContext:
-    return RunContext(run_id=run_id, params=params, seed=seed, stratum={}, arm=params.get("policy", ""),
-                      replicate=0, trace_dir=tmp_path / "traces")
+    return RunContext(
+        run_id=run_id,
+        params=params,
+        seed=seed,
+        stratum={},
+        arm=params.get("policy", ""),
+        replicate=0,
+        trace_dir=tmp_path / "traces",
+    )
 
 
 def run_all(cfg: SimConfig, outages: list[Outage]) -> dict[str, SimResult]:
@@ -54,11 +55,19 @@ def total_outage(outages: list[Outage], sites: int) -> bool:
 
 
 configs = st.builds(
-    SimConfig, policy=st.just("wait"), sites=st.integers(1, 4), target_steps=st.integers(1, 400),
-    checkpoint_every_steps=st.integers(1, 150), checkpoint_ticks=st.integers(0, 10),
-    restore_ticks=st.integers(0, 30), rejoin_ticks=st.integers(0, 20),
-    gradient_bytes=st.integers(0, 10**6), buffer_bytes=st.integers(0, 10**3),
-    checkpoint_bytes=st.integers(0, 10**6), rejoin_bytes=st.integers(0, 10**6), control_bytes=st.integers(0, 100),
+    SimConfig,
+    policy=st.just("wait"),
+    sites=st.integers(1, 4),
+    target_steps=st.integers(1, 400),
+    checkpoint_every_steps=st.integers(1, 150),
+    checkpoint_ticks=st.integers(0, 10),
+    restore_ticks=st.integers(0, 30),
+    rejoin_ticks=st.integers(0, 20),
+    gradient_bytes=st.integers(0, 10**6),
+    buffer_bytes=st.integers(0, 10**3),
+    checkpoint_bytes=st.integers(0, 10**6),
+    rejoin_bytes=st.integers(0, 10**6),
+    control_bytes=st.integers(0, 100),
 )
 
 
@@ -66,12 +75,22 @@ configs = st.builds(
 def scenarios(draw: st.DrawFn) -> tuple[SimConfig, list[Outage]]:
     cfg = draw(configs)
     horizon = 2 * cfg.target_steps + 50
-    raw = draw(st.lists(st.builds(Outage, site=st.integers(0, cfg.sites - 1), start_tick=st.integers(0, horizon),
-                                  duration_ticks=st.integers(1, 300)), max_size=6))
+    raw = draw(
+        st.lists(
+            st.builds(
+                Outage,
+                site=st.integers(0, cfg.sites - 1),
+                start_tick=st.integers(0, horizon),
+                duration_ticks=st.integers(1, 300),
+            ),
+            max_size=6,
+        )
+    )
     return cfg, normalize(raw, cfg.sites)
 
 
 # --- invariants -------------------------------------------------------------------------------------
+
 
 @pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 @PROPS
@@ -110,12 +129,22 @@ def test_invariants_hold_for_every_policy(scenario: tuple[SimConfig, list[Outage
 
 
 @PROPS
-@given(cfg=configs, seed=st.integers(0, 2**31), mtbf=st.floats(20, 2000), mean=st.floats(1, 200),
-       where=st.sampled_from(["random", "none", 0]))
+@given(
+    cfg=configs,
+    seed=st.integers(0, 2**31),
+    mtbf=st.floats(20, 2000),
+    mean=st.floats(1, 200),
+    where=st.sampled_from(["random", "none", 0]),
+)
 @pytest.mark.slow  # many generated cases or a whole simulation: the slow tier
 def test_invariants_under_poisson_outages(cfg: SimConfig, seed: int, mtbf: float, mean: float, where: Any) -> None:
-    params = {"sites": cfg.sites, "target_steps": cfg.target_steps, "mtbf_ticks": mtbf,
-              "outage_duration_ticks": mean, "outage_site": where}
+    params = {
+        "sites": cfg.sites,
+        "target_steps": cfg.target_steps,
+        "mtbf_ticks": mtbf,
+        "outage_duration_ticks": mean,
+        "outage_site": where,
+    }
     outages = draw_outages(params, seed)
     if where == "none":
         assert outages == []
@@ -137,11 +166,13 @@ def test_restart_loses_exactly_the_undurable_steps(cfg: SimConfig, data: st.Data
     control = simulate(cfg, [])
     t = data.draw(st.integers(0, max(0, control.end_tick - 1)))
     site = data.draw(st.integers(0, cfg.sites - 1))
-    progress = sum(min(e.end, t) - e.start for e in control.events if e.kind == "compute" and e.site == 0
-                   and e.start < t)
+    progress = sum(
+        min(e.end, t) - e.start for e in control.events if e.kind == "compute" and e.site == 0 and e.start < t
+    )
     # events at a tick come before phases starting then: a 0-tick checkpoint at t is not durable at t
-    durable = max(c.step for c in control.lineage if c.tick < t or (c.tick == t and cfg.checkpoint_ticks > 0)
-                  or c.id == 0)
+    durable = max(
+        c.step for c in control.lineage if c.tick < t or (c.tick == t and cfg.checkpoint_ticks > 0) or c.id == 0
+    )
     r = simulate(dataclasses.replace(cfg, policy="restart"), [Outage(site, t, data.draw(st.integers(1, 200)))])
     assert r.lost_steps == progress - durable
     assert r.lost == cfg.sites * (progress - durable)
@@ -155,14 +186,15 @@ def test_restart_loses_exactly_the_undurable_steps(cfg: SimConfig, data: st.Data
 
 # --- worked example (defaults, site 1 down on ticks [150, 250)) -----------------------------------------
 
+
 def test_worked_example_by_hand() -> None:
     """Hand-computed: checkpoints every 100 steps take 5 ticks, restore 20, rejoin 10."""
     got = {p: run_params({"policy": p, "outages": SCRIPT_150}, 0)[0] for p in POLICIES}
     expect = {  # end tick, attempted, retained, lost, replayed (site-steps), stall ticks
-        "wait": (1160, 3000, 3000, 0, 0, 110),       # idle 100, rejoin 10
-        "continue": (1060, 2905, 2905, 0, 0, 10),    # 95 steps on 2 sites, rejoin 10
+        "wait": (1160, 3000, 3000, 0, 0, 110),  # idle 100, rejoin 10
+        "continue": (1060, 2905, 2905, 0, 0, 10),  # 95 steps on 2 sites, rejoin 10
         "restart": (1135, 3035, 2900, 135, 90, 40),  # loses 101..145 on 3 sites, replays them on 2
-        "oracle": (1095, 2840, 2840, 0, 0, 40),      # checkpoints step 140 at ticks 145..150
+        "oracle": (1095, 2840, 2840, 0, 0, 40),  # checkpoints step 140 at ticks 145..150
     }
     for pol, r in got.items():
         assert (r.end_tick, r.attempted, r.retained, r.lost, r.replayed, r.stall_ticks) == expect[pol], pol
@@ -172,10 +204,13 @@ def test_worked_example_by_hand() -> None:
 
 # --- controls, CRN, frontier ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", [11, 12, 13])
 def test_no_outage_controls_are_identical(tmp_path: Path, seed: int) -> None:
-    metrics = [MultisiteCollector().run(ctx_for(tmp_path, {"policy": p, "outage_site": "none"}, seed)).metrics
-               for p in POLICIES]
+    metrics = [
+        MultisiteCollector().run(ctx_for(tmp_path, {"policy": p, "outage_site": "none"}, seed)).metrics
+        for p in POLICIES
+    ]
     assert all(m == metrics[0] for m in metrics)
     assert metrics[0]["lost_work"] == 0 and metrics[0]["stall_time"] == 0 and metrics[0]["failures"] == 0
 
@@ -187,8 +222,16 @@ def test_common_random_numbers(tmp_path: Path) -> None:
     assert len({i["frontier_steps_sha256"] for i in infos}) == 1  # every policy makes the same steps durable ...
     state = {p: i["frontier_sha256"] for p, i in zip(POLICIES, infos, strict=True)}  # ... not always in the same state
     assert state["continue"] != state["wait"] and state["restart"] != state["wait"]
-    policy_specific = {"policy": "oracle", "checkpoint_every_steps": 7, "checkpoint_ticks": 1, "restore_ticks": 2,
-                       "rejoin_ticks": 3, "tick_ms": 5.0, "checkpoint_bytes": 1, "gradient_bytes": 2}
+    policy_specific = {
+        "policy": "oracle",
+        "checkpoint_every_steps": 7,
+        "checkpoint_ticks": 1,
+        "restore_ticks": 2,
+        "rejoin_ticks": 3,
+        "tick_ms": 5.0,
+        "checkpoint_bytes": 1,
+        "gradient_bytes": 2,
+    }
     assert draw_outages(policy_specific, 7) == draw_outages({}, 7)
     schedules = {tuple(draw_outages({}, s)) for s in range(30)}
     assert len(schedules) == 30
@@ -200,8 +243,11 @@ def test_common_random_numbers(tmp_path: Path) -> None:
 
 
 def test_scripted_schedule_and_normalisation() -> None:
-    script = [{"site": 0, "start": 10, "duration": 5}, {"site": 0, "start": 12, "duration": 10},
-              {"site": 2, "start": 3, "duration": 1}]
+    script = [
+        {"site": 0, "start": 10, "duration": 5},
+        {"site": 0, "start": 12, "duration": 10},
+        {"site": 2, "start": 3, "duration": 1},
+    ]
     assert draw_outages({"outages": script}, 1) == [Outage(2, 3, 1), Outage(0, 10, 12)]
     assert draw_outages({"outages": script}, 1) == draw_outages({"outages": script}, 999)
     assert {o.site for o in draw_outages({"outages": script, "outage_site": 1}, 1)} == {1}
@@ -218,17 +264,21 @@ def test_frontier_hash_detects_lost_or_double_counted_work() -> None:
     assert frontier_state_hash("steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 1, 2))]) == full  # batch splits: same state
     assert frontier_state_hash("steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 2))]) != full  # fewer sites: other state
     assert frontier_state_hash("steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (1, 2))]) != frontier_state_hash(
-        "steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 2))])  # which sites, not only how many
+        "steps", 5, [(1, 2, (0, 1, 2)), (3, 5, (0, 2))]
+    )  # which sites, not only how many
     assert frontier_state_hash("tokens", 5, [(1, 5, (0, 1, 2))]) != full
 
 
 def test_invariant_checks_are_live() -> None:
     cfg = SimConfig("restart")
     r = simulate(cfg, [Outage(1, 150, 100)])
-    for change in ({"lost": r.lost + 1}, {"replayed_steps": r.replayed_steps + 1},
-                   {"retained_step_ids": r.retained_step_ids + [cfg.target_steps]},
-                   {"bytes": {**r.bytes, "gradient_sync": r.bytes["gradient_sync"] + 1}},
-                   {"stall_ticks": r.stall_ticks + 1}):
+    for change in (
+        {"lost": r.lost + 1},
+        {"replayed_steps": r.replayed_steps + 1},
+        {"retained_step_ids": r.retained_step_ids + [cfg.target_steps]},
+        {"bytes": {**r.bytes, "gradient_sync": r.bytes["gradient_sync"] + 1}},
+        {"stall_ticks": r.stall_ticks + 1},
+    ):
         with pytest.raises(InvariantError):
             check_invariants(dataclasses.replace(r, **change), cfg)
     oracle = simulate(SimConfig("oracle"), [Outage(1, 150, 100)])
@@ -238,6 +288,7 @@ def test_invariant_checks_are_live() -> None:
 
 
 # --- the collector: trace, bytes, params, determinism, speed ------------------------------------------
+
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_event_trace_and_byte_classes(tmp_path: Path, policy: str) -> None:
@@ -267,8 +318,7 @@ def test_event_trace_and_byte_classes(tmp_path: Path, policy: str) -> None:
 
 
 def test_defaults_show_the_policies_apart(tmp_path: Path) -> None:
-    m = {p: MultisiteCollector().run(ctx_for(tmp_path, {"policy": p, "outage_site": 1}, 11)).metrics
-         for p in POLICIES}
+    m = {p: MultisiteCollector().run(ctx_for(tmp_path, {"policy": p, "outage_site": 1}, 11)).metrics for p in POLICIES}
     assert m["restart"]["lost_work"] > 0 and m["wait"]["lost_work"] == m["continue"]["lost_work"] == 0
     assert m["continue"]["goodput"] > m["restart"]["goodput"]
     assert m["continue"]["completion_time"] < min(m["wait"]["completion_time"], m["restart"]["completion_time"])
@@ -279,13 +329,21 @@ def test_params_are_validated() -> None:
     ok = check_params(MultisiteCollector, {"policy": "wait"})
     assert ok["sites"] == 3 and ok["outage_site"] == "random" and ok["tick_ms"] == 100.0
     bad: list[dict[str, Any]] = [
-        {"policy": "wait", "bogus": 1}, {}, {"policy": "pray"}, {"policy": "wait", "sites": 0},
-        {"policy": "wait", "sites": True}, {"policy": "wait", "target_steps": 2.5},
-        {"policy": "wait", "checkpoint_every_steps": 0}, {"policy": "wait", "outage_site": "site1"},
-        {"policy": "wait", "outage_site": 3}, {"policy": "wait", "outages": [{"site": 0, "start": 1}]},
+        {"policy": "wait", "bogus": 1},
+        {},
+        {"policy": "pray"},
+        {"policy": "wait", "sites": 0},
+        {"policy": "wait", "sites": True},
+        {"policy": "wait", "target_steps": 2.5},
+        {"policy": "wait", "checkpoint_every_steps": 0},
+        {"policy": "wait", "outage_site": "site1"},
+        {"policy": "wait", "outage_site": 3},
+        {"policy": "wait", "outages": [{"site": 0, "start": 1}]},
         {"policy": "wait", "outages": [{"site": 5, "start": 1, "duration": 1}]},
-        {"policy": "wait", "outages": "none"}, {"policy": "wait", "mtbf_ticks": 0},
-        {"policy": "wait", "outage_duration_dist": "weibull"}, {"policy": "wait", "restore_ticks": -1},
+        {"policy": "wait", "outages": "none"},
+        {"policy": "wait", "mtbf_ticks": 0},
+        {"policy": "wait", "outage_duration_dist": "weibull"},
+        {"policy": "wait", "restore_ticks": -1},
     ]
     for params in bad:
         with pytest.raises(ParamError):

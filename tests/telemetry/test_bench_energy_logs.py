@@ -93,7 +93,6 @@ def test_a_tiny_run_of_every_cell() -> None:
     assert {k for k, *_ in without_power} == set(COUNTER_KINDS)
 
 
-
 def test_a_cell_is_flagged_only_when_below_the_goal_beyond_monte_carlo_error() -> None:
     """80% of 200 studies is below 90% (its 95% MC upper bound 85.5%); 80% of 10 is not (104.8%)."""
     few = Cell(studies=10, covered=8, passed=0, runs=120, held=120, systematic_pct=[1.0])

@@ -26,8 +26,9 @@ def _cumulative(t_s: np.ndarray, levels: np.ndarray, step_s: float) -> np.ndarra
     return edges[k] + levels[k] * (t_s - k * step_s)
 
 
-def _trace(read_s: np.ndarray, levels: np.ndarray, step_s: float, period_s: float, phase_s: float,
-           declared_ms: float | None):
+def _trace(
+    read_s: np.ndarray, levels: np.ndarray, step_s: float, period_s: float, phase_s: float, declared_ms: float | None
+):
     """A counter updating every ``period_s`` (first update at ``phase_s``), read at ``read_s`` (1 ms reads)."""
     updates = np.floor((read_s - phase_s) / period_s) * period_s + phase_s
     value_mj = np.floor(_cumulative(np.maximum(updates, 0.0), levels, step_s) * 1000.0)
@@ -38,8 +39,12 @@ def _trace(read_s: np.ndarray, levels: np.ndarray, step_s: float, period_s: floa
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), period_ms=st.sampled_from([20.0, 100.0, 1000.0]),
-       reads=st.integers(2, 40), slack=st.sampled_from([1.0, 1.5]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    period_ms=st.sampled_from([20.0, 100.0, 1000.0]),
+    reads=st.integers(2, 40),
+    slack=st.sampled_from([1.0, 1.5]),
+)
 def test_declared_period_bounds_hold_the_truth(seed: int, period_ms: float, reads: int, slack: float) -> None:
     rng = np.random.default_rng(seed)
     step_s, levels = 0.37, rng.uniform(0.0, P_MAX, 400)  # any power the range allows, changing every 0.37 s
@@ -68,10 +73,14 @@ def test_one_zeus_window_keeps_its_logged_energy() -> None:
 
 
 def test_one_codecarbon_row_keeps_its_logged_energy() -> None:
-    header = ("timestamp,project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,"
-              "cpu_energy,gpu_energy,ram_energy,energy_consumed")
-    row = "2026-12-03T10:16:08,codecarbon,9adda612-4ce8-49d0-9a55-e3b071a7b885,67.1,0.001,1e-06,42.5,300.0,10.0," \
-          "0.0007,0.005,0.0002,0.0059"
+    header = (
+        "timestamp,project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,"
+        "cpu_energy,gpu_energy,ram_energy,energy_consumed"
+    )
+    row = (
+        "2026-12-03T10:16:08,codecarbon,9adda612-4ce8-49d0-9a55-e3b071a7b885,67.1,0.001,1e-06,42.5,300.0,10.0,"
+        "0.0007,0.005,0.0002,0.0059"
+    )
     trace = FORMATS["codecarbon"](f"{header}\n{row}\n", "emissions.csv", LogOptions(counter_period_ms=100.0))
     mark = trace.phase("log")
     e = energy_from_counter(trace, mark.start_ns, mark.end_ns, 0.0, P_MAX)
@@ -86,9 +95,13 @@ def test_a_counter_stalled_longer_than_its_declared_period_is_not_pinned_by_it()
     updates[(updates >= 20.0) & (updates < 23.0)] = 20.0  # the driver stops updating for 3 s
     value_mj = np.floor(_cumulative(updates, levels, 1.0) * 1000.0)
     t = (T0 + np.round(read_s * 1e9)).astype(np.int64)
-    trace = build_trace(t, t + 1_000_000, {"energy_counter": Column(signal("energy_counter", "mJ", "counter"),
-                                                                    value_mj)},
-                        "test", LogOptions(counter_period_ms=100.0))
+    trace = build_trace(
+        t,
+        t + 1_000_000,
+        {"energy_counter": Column(signal("energy_counter", "mJ", "counter"), value_mj)},
+        "test",
+        LogOptions(counter_period_ms=100.0),
+    )
     a, b = T0 + int(21.0e9), T0 + int(22.5e9)
     e = energy_from_counter(trace, a, b, 0.0, P_MAX)
     assert e.lower_j <= 1.5 * 300.0 <= e.upper_j
@@ -101,7 +114,7 @@ def test_the_arm_dependent_part_bounds_the_mean_error_over_the_counter_phase() -
     step_s = 0.05
     base = np.full(int(70 / step_s), 250.0)
     burst = base.copy()
-    burst[int(59.5 / step_s):int(60.0 / step_s)] = 700.0  # the last half second of the run
+    burst[int(59.5 / step_s) : int(60.0 / step_s)] = 700.0  # the last half second of the run
     period_s = 0.1
     mean_error, systematic = {}, {}
     for name, levels in (("plain", base), ("burst", burst)):

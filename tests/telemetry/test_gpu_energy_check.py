@@ -39,8 +39,9 @@ def _polls(t_end_ns: int, poll_ns: float, rng: np.random.Generator, stalls: bool
     return t_before, t_before + 20_000
 
 
-def _counter_reads(period_ms: float, seconds: float, poll_ms: float, rng: np.random.Generator,
-                   stalls: bool = False) -> tuple[np.ndarray, ...]:
+def _counter_reads(
+    period_ms: float, seconds: float, poll_ms: float, rng: np.random.Generator, stalls: bool = False
+) -> tuple[np.ndarray, ...]:
     """A counter at 300 W that updates every ``period_ms`` (from a random phase), read by the polls."""
     t_before, t_after = _polls(int(seconds * 1e9), poll_ms * MS, rng, stalls)
     phase = rng.uniform(0, period_ms * MS)
@@ -85,8 +86,15 @@ def _square_wave(periods_ms: list[float], seconds: float, gap_ms: float = 200.0)
     return np.concatenate(on), np.concatenate(off), np.array(segments, dtype=np.float64), t
 
 
-def _boxcar_sensor(on: np.ndarray, off: np.ndarray, end_ns: float, window_ms: float, period_ms: float,
-                   delay_ms: float, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+def _boxcar_sensor(
+    on: np.ndarray,
+    off: np.ndarray,
+    end_ns: float,
+    window_ms: float,
+    period_ms: float,
+    delay_ms: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, ...]:
     """A power reading updated every ``period_ms``: 80 W + 320 W x the load's duty over the ``window_ms``
     ending ``delay_ms`` before the update (+ 1 W noise), polled every 0.25 ms."""
     updates = rng.uniform(0, period_ms * MS) + np.arange(int(end_ns / (period_ms * MS))) * period_ms * MS
@@ -100,11 +108,13 @@ def _boxcar_sensor(on: np.ndarray, off: np.ndarray, end_ns: float, window_ms: fl
 PERIODS = [10.0, 25.0, 50.0, 100.0, 200.0, 1000.0]
 
 
-@pytest.mark.parametrize(("window_ms", "period_ms", "delay_ms", "expected_coverage"),
-                         [(25.0, 100.0, 10.0, 0.25), (100.0, 100.0, 0.0, 1.0), (1000.0, 100.0, 5.0, 1.0),
-                          (10.0, 20.0, 0.0, 0.5)])
-def test_the_square_wave_fit_recovers_a_known_window_and_coverage(window_ms: float, period_ms: float,
-                                                                   delay_ms: float, expected_coverage: float) -> None:
+@pytest.mark.parametrize(
+    ("window_ms", "period_ms", "delay_ms", "expected_coverage"),
+    [(25.0, 100.0, 10.0, 0.25), (100.0, 100.0, 0.0, 1.0), (1000.0, 100.0, 5.0, 1.0), (10.0, 20.0, 0.0, 0.5)],
+)
+def test_the_square_wave_fit_recovers_a_known_window_and_coverage(
+    window_ms: float, period_ms: float, delay_ms: float, expected_coverage: float
+) -> None:
     rng = np.random.default_rng(int(window_ms + period_ms))
     on, off, _segments, end = _square_wave(PERIODS, 3.0)
     t_before, t_after, value = _boxcar_sensor(on, off, end, window_ms, period_ms, delay_ms, rng)
@@ -152,10 +162,12 @@ def test_part_time_sampling_shows_as_a_mean_off_the_counters() -> None:
     assert abs(ratios[25.0] - 1.0) > 0.3  # a quarter of each period, always the same quarter
 
 
-@pytest.mark.parametrize(("sensor", "device", "evidence"), [("nvml:index=0", "cuda", "measured"),
-                                                          ("sim:clock=virtual", "cpu", "modeled")])
-def test_the_end_to_end_plan_is_valid_and_declares_what_its_sensor_gives(sensor: str, device: str,
-                                                                          evidence: str) -> None:
+@pytest.mark.parametrize(
+    ("sensor", "device", "evidence"), [("nvml:index=0", "cuda", "measured"), ("sim:clock=virtual", "cpu", "modeled")]
+)
+def test_the_end_to_end_plan_is_valid_and_declares_what_its_sensor_gives(
+    sensor: str, device: str, evidence: str
+) -> None:
     """A plan error must not first show on a lent GPU: the plan validates, the collector takes its
     parameters, and the energy's declared evidence is the one the collector reports for the sensor."""
     from benchmarks.gpu_energy_e2e import RUNS, plan_yaml
@@ -178,10 +190,30 @@ def test_without_a_gpu_the_whole_check_runs_on_a_simulated_meter(tmp_path: Path)
     the table and the JSON) on a simulated meter whose counter updates every 100 ms."""
     pytest.importorskip("torch")
     out = tmp_path / "check.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_energy_check.py"), "--sensor",
-                           "sim:clock=real", "--load-device", "cpu", "--e2e-sensor", "sim:clock=virtual",
-                           "--e2e-device", "cpu", "--steady-s", "2", "--square-s", "1", "--out", str(out)],
-                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gpu_energy_check.py"),
+            "--sensor",
+            "sim:clock=real",
+            "--load-device",
+            "cpu",
+            "--e2e-sensor",
+            "sim:clock=virtual",
+            "--e2e-device",
+            "cpu",
+            "--steady-s",
+            "2",
+            "--square-s",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(out.read_text())
     counter = result["counter"]
@@ -215,8 +247,13 @@ def test_it_refuses_cleanly_without_a_gpu(tmp_path: Path) -> None:
         pytest.skip("this machine has an NVIDIA driver: the refusal path cannot be exercised")
     except pynvml.NVMLError:
         pass
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_energy_check.py"), "--out",
-                           str(tmp_path / "out.json")], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gpu_energy_check.py"), "--out", str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "no NVIDIA GPU" in lines[0] and "Traceback" not in proc.stderr

@@ -115,24 +115,33 @@ def test_one_gpu_and_every_gpu_at_once_are_refused(fmt: str) -> None:
 # ---- options a format cannot use ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt, options, flag", [
-    ("zeus", LogOptions(poll_ms=100), "--poll-ms"),
-    ("codecarbon", LogOptions(power_model="part-time"), "--power-model"),
-    ("dcgm", LogOptions(query_fields=SMI_FIELDS), "--query-fields"),
-    ("nvidia-smi", LogOptions(window="step"), "--window"),
-    ("dcgm", LogOptions(max_gap_ms=50), "--max-gap-ms"),
-])
+@pytest.mark.parametrize(
+    "fmt, options, flag",
+    [
+        ("zeus", LogOptions(poll_ms=100), "--poll-ms"),
+        ("codecarbon", LogOptions(power_model="part-time"), "--power-model"),
+        ("dcgm", LogOptions(query_fields=SMI_FIELDS), "--query-fields"),
+        ("nvidia-smi", LogOptions(window="step"), "--window"),
+        ("dcgm", LogOptions(max_gap_ms=50), "--max-gap-ms"),
+    ],
+)
 def test_an_option_the_format_cannot_use_is_refused(fmt: str, options: LogOptions, flag: str) -> None:
     with pytest.raises(LogError, match=rf"{flag} does not apply to {fmt} logs"):
         check_options(fmt, options)
 
 
-@pytest.mark.parametrize("fmt, options", [
-    ("nvidia-smi", LogOptions(poll_ms=100, counter_period_ms=100, power_model="part-time", query_fields=SMI_FIELDS)),
-    ("dcgm", LogOptions(poll_ms=100, counter_period_ms=100, power_window_ms=0, all_gpus=True)),
-    ("zeus", LogOptions(window="step", max_gap_ms=5, counter_period_ms=100, power_range_w=(50, 700))),
-    ("codecarbon", LogOptions(counter_period_ms=100, all_gpus=True, power_range_w=(50, 700))),
-])
+@pytest.mark.parametrize(
+    "fmt, options",
+    [
+        (
+            "nvidia-smi",
+            LogOptions(poll_ms=100, counter_period_ms=100, power_model="part-time", query_fields=SMI_FIELDS),
+        ),
+        ("dcgm", LogOptions(poll_ms=100, counter_period_ms=100, power_window_ms=0, all_gpus=True)),
+        ("zeus", LogOptions(window="step", max_gap_ms=5, counter_period_ms=100, power_range_w=(50, 700))),
+        ("codecarbon", LogOptions(counter_period_ms=100, all_gpus=True, power_range_w=(50, 700))),
+    ],
+)
 def test_the_options_a_format_uses_are_accepted(fmt: str, options: LogOptions) -> None:
     check_options(fmt, options)
 
@@ -144,8 +153,10 @@ CUT = {  # each log with its last line cut inside a cell (no line ending): fewer
     "dcgm": dcgm_log(3).rstrip("\n").rsplit(" ", 1)[0],
     "zeus": zeus_log([(i * 0.5, 0.5, "step") for i in range(10)]).rstrip("\n").rsplit(",", 1)[0],
     "codecarbon": codecarbon_log(60).rstrip("\n")[:-200],
-    "zeus-jsonl": "\n".join(json.dumps({"start_time": START.timestamp() + i, "window_name": "s", "elapsed_time": 1.0,
-                                        "gpu0_energy": 280.0}) for i in range(5))[:-12],
+    "zeus-jsonl": "\n".join(
+        json.dumps({"start_time": START.timestamp() + i, "window_name": "s", "elapsed_time": 1.0, "gpu0_energy": 280.0})
+        for i in range(5)
+    )[:-12],
 }
 
 
@@ -230,8 +241,13 @@ def plan(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-d
     return freeze(path)
 
 
-def _attach(lock, folder: Path, finished_s: float | None = None, fmt: str | None = None,  # type: ignore[no-untyped-def]
-            options: LogOptions | None = None) -> tuple[dict, list[str], list[str]]:
+def _attach(
+    lock,
+    folder: Path,
+    finished_s: float | None = None,
+    fmt: str | None = None,  # type: ignore[no-untyped-def]
+    options: LogOptions | None = None,
+) -> tuple[dict, list[str], list[str]]:
     """Run r1's row through ``attach_logs``: its filled row, the errors and the run's notes (LogNote texts
     naming r1; the once-per-signal note of the meter is checked on its own)."""
     row: dict = {"run_id": "r1", "arm": "dense_restart", "block": 1, "final_nll": 2.5}
@@ -239,8 +255,9 @@ def _attach(lock, folder: Path, finished_s: float | None = None, fmt: str | None
         row["finished_at"] = datetime.fromtimestamp(START.timestamp() + finished_s, UTC).isoformat()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LogNote)
-        rows, _, errors = attach_logs([row], lock.plan, lock.plan_sha256, "t.csv",
-                                      TelemetryLogs(folder, fmt, options or LogOptions()))
+        rows, _, errors = attach_logs(
+            [row], lock.plan, lock.plan_sha256, "t.csv", TelemetryLogs(folder, fmt, options or LogOptions())
+        )
     texts = [str(w.message) for w in caught if w.category is LogNote]
     assert sum(not t.startswith("r1: ") for t in texts) == 1  # the meter, once: "energy_counter: bounds use ..."
     return rows[0], errors, [t for t in texts if t.startswith("r1: ")]
@@ -268,7 +285,9 @@ def test_import_notes_a_truncated_last_line_naming_the_run(tmp_path: Path, plan)
     (tmp_path / "r1.zeus.csv").write_text(CUT["zeus"])
     row, errors, notes = _attach(plan, tmp_path)
     assert not errors and row["energy_counter.updates"] == 9
-    assert len(notes) == 1 and notes[0].startswith(f"r1: dropped the truncated last line 11 of {tmp_path / 'r1.zeus.csv'} ")
+    assert len(notes) == 1 and notes[0].startswith(
+        f"r1: dropped the truncated last line 11 of {tmp_path / 'r1.zeus.csv'} "
+    )
 
 
 def test_import_shows_a_gap_in_the_log_and_a_log_ending_before_the_run(tmp_path: Path, plan) -> None:  # type: ignore[no-untyped-def]
@@ -325,8 +344,17 @@ def test_collect_import_takes_log_options_and_prints_notes(tmp_path: Path) -> No
         (logs / f"{planned['run_id']}.dcgm.txt").write_text(_dcgm_two_gpus(20).rstrip("\n").rsplit(" ", 1)[0])
     rows = [{"arm": r["arm"], "block": r["block"], "seed": r["seed"], "final_nll": 2.5} for r in listing]
     table = write_csv(tmp_path / "runs.csv", rows)
-    base = ["collect", "import", str(table), "--lock", str(lock), "--out", str(tmp_path / "runs"),
-            "--telemetry", str(logs)]
+    base = [
+        "collect",
+        "import",
+        str(table),
+        "--lock",
+        str(lock),
+        "--out",
+        str(tmp_path / "runs"),
+        "--telemetry",
+        str(logs),
+    ]
     refused = run(*base, "--poll-ms", "100", "--window", "step")
     assert refused.returncode == 2 and "--window does not apply to dcgm logs" in refused.stderr
     assert not (tmp_path / "runs").exists()
@@ -346,23 +374,44 @@ def test_collect_import_takes_log_options_and_prints_notes(tmp_path: Path) -> No
 def test_the_command_line_builds_the_log_options() -> None:
     from prereg_toolkit_cli.collect import _log_options, build_parser
 
-    args = build_parser().parse_args(["telemetry", "x.dcgm.txt", "--gpus", "all", "--poll-ms", "100",
-                                      "--counter-period-ms", "50", "--power-model", "part-time",
-                                      "--query-fields", "timestamp, index,power.draw"])
+    args = build_parser().parse_args(
+        [
+            "telemetry",
+            "x.dcgm.txt",
+            "--gpus",
+            "all",
+            "--poll-ms",
+            "100",
+            "--counter-period-ms",
+            "50",
+            "--power-model",
+            "part-time",
+            "--query-fields",
+            "timestamp, index,power.draw",
+        ]
+    )
     options = _log_options(args)
-    assert options == LogOptions(poll_ms=100, all_gpus=True, counter_period_ms=50,
-                                 period_basis="command line (--counter-period-ms)", power_model="part-time",
-                                 query_fields=("timestamp", "index", "power.draw"))
+    assert options == LogOptions(
+        poll_ms=100,
+        all_gpus=True,
+        counter_period_ms=50,
+        period_basis="command line (--counter-period-ms)",
+        power_model="part-time",
+        query_fields=("timestamp", "index", "power.draw"),
+    )
     assert _log_options(build_parser().parse_args(["import", "t.csv", "--lock", "l", "--out", "o"])) == LogOptions()
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"poll_ms": 0.0}, "--poll-ms must be a number from 0.1 to"),
-    ({"counter_period_ms": float("nan")}, "--counter-period-ms must be a number"),
-    ({"power_range_w": "700,50"}, "--power-range-w '700,50' must be 0 <= MIN < MAX"),
-    ({"query_fields": "timestamp,,power.draw"}, "--query-fields 'timestamp,,power.draw' must name"),
-    ({"gpu": 0, "gpus": "all"}, "--gpu 0 and --gpus all contradict each other"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"poll_ms": 0.0}, "--poll-ms must be a number from 0.1 to"),
+        ({"counter_period_ms": float("nan")}, "--counter-period-ms must be a number"),
+        ({"power_range_w": "700,50"}, "--power-range-w '700,50' must be 0 <= MIN < MAX"),
+        ({"query_fields": "timestamp,,power.draw"}, "--query-fields 'timestamp,,power.draw' must name"),
+        ({"gpu": 0, "gpus": "all"}, "--gpu 0 and --gpus all contradict each other"),
+    ],
+)
 def test_command_line_values_no_log_could_use_are_refused(values: dict, message: str) -> None:
     from collect.telemetry.logs.options import options_from
 

@@ -49,8 +49,9 @@ def test_virtual_clock_summary_equals_the_recorders_and_its_bounds_hold() -> Non
     rec = Recorder(sensor, ["energy_counter"], 5, spec=VIRTUAL)
     with rec:
         _timeline(rec)
-    expected = run_energy(rec.trace(), "energy_counter", *sensor.power_range_w(),
-                          phases=["idle", "compute", "allreduce", "checkpoint"])
+    expected = run_energy(
+        rec.trace(), "energy_counter", *sensor.power_range_w(), phases=["idle", "compute", "allreduce", "checkpoint"]
+    )
     assert m.summary == expected.summary and result.metrics == expected.metrics
     assert set(result.phases) == {"idle", "compute", "allreduce", "checkpoint"}
     assert result.summary["phases"]["compute"]["intervals"] == 3 and result.evidence == "modeled"
@@ -92,7 +93,8 @@ def test_the_trace_is_writable_and_replays_to_the_same_summary(tmp_path: Path) -
     write_trace(m.trace, base)
     again = read_trace(base)
     assert again.poll_ns.size == m.trace.poll_ns.size and [p.name for p in again.phases] == [
-        p.name for p in m.trace.phases]
+        p.name for p in m.trace.phases
+    ]
     with collect.measure(f"replay:{base}", poll_ms=5) as r:  # replay: a virtual clock, time passes by advance
         with r.phase("compute"):
             r.advance(100)
@@ -135,7 +137,8 @@ def test_the_sampler_stops_when_the_block_raises(mode: str) -> None:
 
 def test_a_script_without_a_main_guard_runs_to_completion(tmp_path: Path) -> None:
     script = tmp_path / "unguarded.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import time
         import collect
 
@@ -146,10 +149,12 @@ def test_a_script_without_a_main_guard_runs_to_completion(tmp_path: Path) -> Non
         result = m.result()
         print("energy", result.energy.lower_j <= result.energy.estimate_j <= result.energy.upper_j,
               result.phases["compute"].updates > 0, m._rec.mode)
-    """))
+    """)
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=HANG_S)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_S
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("top of the script") == 1
     assert "energy True True process" in proc.stdout

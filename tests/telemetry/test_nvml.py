@@ -233,9 +233,7 @@ def test_fake_mirrors_real_pynvml_names_and_values() -> None:
     assert [n for n, _ in pynvml.c_nvmlFieldValue_t._fields_] == [n for n, _ in FieldValue._fields_]
     assert [n for n, _ in pynvml.c_nvmlValue_t._fields_] == [n for n, _ in Value._fields_]
     real_names = {getattr(pynvml, n): n for n in dir(pynvml) if n.startswith("NVML_ERROR_")}
-    assert {k: v for k, v in NVML_ERROR_NAMES.items() if k} == {
-        k: real_names[k] for k in NVML_ERROR_NAMES if k
-    }
+    assert {k: v for k, v in NVML_ERROR_NAMES.items() if k} == {k: real_names[k] for k in NVML_ERROR_NAMES if k}
 
 
 @pytest.mark.subprocess(quick=True)
@@ -424,9 +422,7 @@ def test_handle_error_is_a_sensor_error(fake: FakeNvml) -> None:
 def test_index_selects_the_device(fake: FakeNvml) -> None:
     fake.count = 4
     sensor = NvmlSensor.from_spec("index=3")
-    assert sensor.index == 3 and fake.called("nvmlDeviceGetHandleByIndex") == [
-        ("nvmlDeviceGetHandleByIndex", 3)
-    ]
+    assert sensor.index == 3 and fake.called("nvmlDeviceGetHandleByIndex") == [("nvmlDeviceGetHandleByIndex", 3)]
     assert all(c[1] == "handle3" for c in fake.called("nvmlDeviceGetPowerUsage"))
 
 
@@ -437,10 +433,7 @@ def test_samples_only_new_ones_and_not_found_is_empty(fake: FakeNvml) -> None:
     assert sensor.read(["power_samples"]) == []  # NOT_FOUND -> nothing new, not an error
     fake.samples += [(300, 220_000), (400, 230_500)]
     got = sensor.read(["power_samples"])
-    assert [(r.driver_ts_us, r.value) for r in got] == [
-        (300, pytest.approx(220.0)),
-        (400, pytest.approx(230.5)),
-    ]
+    assert [(r.driver_ts_us, r.value) for r in got] == [(300, pytest.approx(220.0)), (400, pytest.approx(230.5))]
     assert all(r.status == "ok" and r.unit == "W" for r in got)
     fake.samples += [(500, 240_000)]
     [reading] = sensor.read(["power_samples"])

@@ -28,8 +28,15 @@ COUNTER = {"energy_counter": SignalInfo("energy_counter", "mJ", "counter", "mode
 GAUGE = {"power_average": SignalInfo("power_average", "W", "gauge", "modeled")}
 
 
-def polled_meter(seed: int, poll_ms: float, late_ms: float, stall_p: float, read_ms: float, seconds: float = 6.0,
-                 unchanged_p: float = 0.0) -> Trace:
+def polled_meter(
+    seed: int,
+    poll_ms: float,
+    late_ms: float,
+    stall_p: float,
+    read_ms: float,
+    seconds: float = 6.0,
+    unchanged_p: float = 0.0,
+) -> Trace:
     """A meter updating every 50 ms (from a random phase), polled as the sampler polls (fixed
     deadlines, a late poll taken at once without bursts) on a host that wakes the poller late
     (exponential, mean ``late_ms``; with probability ``stall_p`` a stall of up to 400 ms) and
@@ -61,10 +68,17 @@ def polled_meter(seed: int, poll_ms: float, late_ms: float, stall_p: float, read
             next_ns = now
     n = len(polls)
     return Trace(
-        signal=np.array(["energy_counter"] * n, dtype=object), t_before_ns=np.array(before, dtype=np.int64),
-        t_after_ns=np.array(after, dtype=np.int64), value=np.array(value), status=np.array(["ok"] * n, dtype=object),
-        driver_ts_us=np.full(n, np.nan), signals=COUNTER, requested_poll_ms=poll_ms,
-        poll_ns=np.array(polls, dtype=np.int64), sensor="synthetic", evidence="modeled",
+        signal=np.array(["energy_counter"] * n, dtype=object),
+        t_before_ns=np.array(before, dtype=np.int64),
+        t_after_ns=np.array(after, dtype=np.int64),
+        value=np.array(value),
+        status=np.array(["ok"] * n, dtype=object),
+        driver_ts_us=np.full(n, np.nan),
+        signals=COUNTER,
+        requested_poll_ms=poll_ms,
+        poll_ns=np.array(polls, dtype=np.int64),
+        sensor="synthetic",
+        evidence="modeled",
     )
 
 
@@ -158,7 +172,7 @@ def test_the_sampler_on_a_loaded_fake_clock_never_flatters_the_meter(seed: int, 
     conn = FakeConn(sensor, end_ns=8_000 * _MS)
     signals = ["energy_counter", "power_average", "power_instant"]
     sampler._poll_loop(conn, sensor, signals, 5.0)  # type: ignore[arg-type]
-    (kind, cols, polls, error), = conn.sent
+    ((kind, cols, polls, error),) = conn.sent
     assert kind == "data" and error is None and len(polls) > 50
     trace = trace_from_columns(cols, sim.signals(), 5.0, polls, [], "sim:clock=virtual", "modeled")
     gaps_ms = np.diff(trace.poll_ns) / _MS

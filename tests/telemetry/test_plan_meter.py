@@ -31,13 +31,19 @@ def test_the_import_bounds_with_the_plans_period_and_says_so(tmp_path: Path) -> 
     row = {"run_id": "gpu-0-101-restart", "arm": "restart", "site": 0, "seed": 101, "final_nll": 2.9}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LogNote)
-        rows, traces, errors = attach_logs([row], loaded.plan, loaded.plan_sha256, "t.csv",
-                                           TelemetryLogs(tmp_path, "dcgm", LogOptions()))
+        rows, traces, errors = attach_logs(
+            [row], loaded.plan, loaded.plan_sha256, "t.csv", TelemetryLogs(tmp_path, "dcgm", LogOptions())
+        )
     assert not errors
     assert traces["gpu-0-101-restart"].signals["energy_counter"].period_ms == 100.0
     notes = [str(w.message) for w in caught if w.category is LogNote]
     assert notes == ["energy_counter: bounds use counter update period 100 ms (the plan (meter.counter_period_ms))"]
     assert rows[0]["energy_counter.counter_period_ms"] == 100.0
     with pytest.raises(LogError, match="contradicts the plan"):
-        attach_logs([row], loaded.plan, loaded.plan_sha256, "t.csv",
-                    TelemetryLogs(tmp_path, "dcgm", LogOptions(counter_period_ms=1000.0)))
+        attach_logs(
+            [row],
+            loaded.plan,
+            loaded.plan_sha256,
+            "t.csv",
+            TelemetryLogs(tmp_path, "dcgm", LogOptions(counter_period_ms=1000.0)),
+        )

@@ -28,8 +28,9 @@ def test_converting_a_log_peaks_at_a_small_multiple_of_its_size(tmp_path: Path) 
     path = tmp_path / "gpu.nvidia-smi.csv"
     path.write_text(nvidia_smi_log(15_000, na_lines=(7, 70_000)))  # 150,000 polls, about 12 MB
     size_kib = path.stat().st_size / 1024
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     base, peak, polls = map(int, proc.stdout.split())
     assert polls == 150_000

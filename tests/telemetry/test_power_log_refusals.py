@@ -43,6 +43,7 @@ def _smi_line(text: str, k: int, old: str, new: str) -> str:
 
 # -- readings the power range cannot hold ------------------------------------------------------
 
+
 def test_a_negative_power_reading_is_refused_with_its_line() -> None:
     text = nvidia_smi_log(3)
     cell = _lines(text)[4].split(", ")[2]  # line 5's power.draw cell, "257.17 W"
@@ -119,6 +120,7 @@ def test_a_codecarbon_tracker_jumping_past_the_range_is_refused() -> None:
 
 # -- times no clock holds --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("stamp", ["2300/01/01 10:15:01.103", "NaT", "1969/12/31 23:59:59.000"])
 def test_nvidia_smi_times_past_2262_or_before_1970_are_refused(stamp: str) -> None:
     text = _smi_line(nvidia_smi_log(3), 3, "2026/12/03 10:15:01.103", stamp)
@@ -128,12 +130,21 @@ def test_nvidia_smi_times_past_2262_or_before_1970_are_refused(stamp: str) -> No
 
 def test_nvidia_smi_time_going_backwards_is_refused_with_both_lines() -> None:
     text = _smi_line(nvidia_smi_log(3), 4, "2026/12/03 10:15:01.203", "2026/12/03 10:15:00.203")
-    assert _refused("nvidia-smi", text).startswith("log.txt line 4: its time is earlier than the line before it "
-                                                   "(line 3)")
+    assert _refused("nvidia-smi", text).startswith(
+        "log.txt line 4: its time is earlier than the line before it (line 3)"
+    )
 
 
-@pytest.mark.parametrize("column, value", [("start_time", "1e300"), ("start_time", "-5.0"), ("start_time", "inf"),
-                                           ("elapsed_time", "1e300"), ("start_time", "7258118399.5")])
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("start_time", "1e300"),
+        ("start_time", "-5.0"),
+        ("start_time", "inf"),
+        ("elapsed_time", "1e300"),
+        ("start_time", "7258118399.5"),
+    ],
+)
 def test_zeus_times_out_of_range_are_refused_with_the_line(column: str, value: str) -> None:
     text = zeus_log([(float(i), 1.0, "step") for i in range(3)])
     lines = _lines(text)
@@ -143,8 +154,15 @@ def test_zeus_times_out_of_range_are_refused_with_the_line(column: str, value: s
     assert _refused("zeus", "\n".join(lines) + "\n").startswith("log.txt line 3: ")
 
 
-@pytest.mark.parametrize("column, value", [("timestamp", "9999-12-31T23:59:59"), ("duration", "1e300"),
-                                           ("duration", "1e12"), ("timestamp", "1960-01-01T00:00:00")])
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("timestamp", "9999-12-31T23:59:59"),
+        ("duration", "1e300"),
+        ("duration", "1e12"),
+        ("timestamp", "1960-01-01T00:00:00"),
+    ],
+)
 def test_codecarbon_times_out_of_range_are_refused_with_the_line(column: str, value: str) -> None:
     rows = list(csv.reader(io.StringIO(codecarbon_log(30))))  # a header and saves at 15 s and 30 s
     rows[-1][rows[0].index(column)] = value
@@ -153,15 +171,25 @@ def test_codecarbon_times_out_of_range_are_refused_with_the_line(column: str, va
     assert _refused("codecarbon", out.getvalue()).startswith("log.txt line 3: ")
 
 
-@pytest.mark.parametrize("options", [{"poll_ms": 1e30}, {"poll_ms": 0.0}, {"poll_ms": float("nan")},
-                                     {"power_window_ms": -1.0}, {"power_range_w": (0.0, float("inf"))},
-                                     {"power_range_w": (-5.0, 100.0)}, {"max_gap_ms": float("inf")}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"poll_ms": 1e30},
+        {"poll_ms": 0.0},
+        {"poll_ms": float("nan")},
+        {"power_window_ms": -1.0},
+        {"power_range_w": (0.0, float("inf"))},
+        {"power_range_w": (-5.0, 100.0)},
+        {"max_gap_ms": float("inf")},
+    ],
+)
 def test_options_no_log_could_be_read_with_are_refused(options: dict) -> None:
     with pytest.raises(LogError):
         LogOptions(**options)
 
 
 # -- the same readers, from a file and for collect import --------------------------------------------
+
 
 def test_a_file_is_read_line_by_line_and_refused_alike(tmp_path: Path) -> None:
     from collect.telemetry.logs.reading import log_lines
@@ -191,8 +219,13 @@ def test_collect_import_refuses_the_same_log_naming_row_and_line(tmp_path: Path)
     lines = _lines(text)
     lines[2] = lines[2].replace(lines[2].split(",")[0], "1e300", 1)
     (logs / f"{planned['run_id']}.zeus.csv").write_text("\n".join(lines) + "\n")
-    row = {"run_id": planned["run_id"], "arm": planned["arm"], "block": planned["block"], "seed": planned["seed"],
-           "final_nll": 2.5}
+    row = {
+        "run_id": planned["run_id"],
+        "arm": planned["arm"],
+        "block": planned["block"],
+        "seed": planned["seed"],
+        "final_nll": 2.5,
+    }
     _, traces, errors = attach_logs([row], loaded.plan, loaded.plan_sha256, "runs.csv", TelemetryLogs(logs))
     assert not traces and len(errors) == 1
     assert errors[0].startswith("row 1: ") and ".zeus.csv line 3: start_time 1e+300 s is not a time" in errors[0]

@@ -114,14 +114,17 @@ def test_codecarbon_gpu_energy_only() -> None:
     assert recorded_summaries(trace)["energy_counter"]["metrics"]["energy"] == pytest.approx(truth, rel=0.02)
 
 
-@pytest.mark.parametrize("fmt, text, line", [
-    ("nvidia-smi", nvidia_smi_log(2).replace("1024 MiB", "lots", 1), 2),
-    ("nvidia-smi", nvidia_smi_log(2).replace("2026/12/03 10:15:01.103", "yesterday"), 3),
-    ("nvidia-smi", nvidia_smi_log(2).replace(", 0, ", ", 0, 1, ", 1), 2),
-    ("dcgm", dcgm_log(2).replace("GPU 0", "GPU 0 7", 1), 3),
-    ("zeus", zeus_log([(0.0, 1.0, "s")]).replace(",s,", ",s,x"), 2),
-    ("codecarbon", codecarbon_log(30).replace("2026-12-03T10:15:16", "noon"), 2),
-])
+@pytest.mark.parametrize(
+    "fmt, text, line",
+    [
+        ("nvidia-smi", nvidia_smi_log(2).replace("1024 MiB", "lots", 1), 2),
+        ("nvidia-smi", nvidia_smi_log(2).replace("2026/12/03 10:15:01.103", "yesterday"), 3),
+        ("nvidia-smi", nvidia_smi_log(2).replace(", 0, ", ", 0, 1, ", 1), 2),
+        ("dcgm", dcgm_log(2).replace("GPU 0", "GPU 0 7", 1), 3),
+        ("zeus", zeus_log([(0.0, 1.0, "s")]).replace(",s,", ",s,x"), 2),
+        ("codecarbon", codecarbon_log(30).replace("2026-12-03T10:15:16", "noon"), 2),
+    ],
+)
 def test_a_malformed_line_is_named(tmp_path: Path, fmt: str, text: str, line: int) -> None:
     path = tmp_path / "log.txt"
     path.write_text(text)
@@ -203,7 +206,8 @@ def test_import_fills_telemetry_and_keeps_each_log_as_a_hashed_trace(tmp_path: P
 @pytest.mark.subprocess(quick=True)
 def test_import_without_a_runs_log_names_the_row(tmp_path: Path) -> None:
     lock, table, logs = _logged_runs(tmp_path, drop=4)
-    proc = run("collect", "import", str(table), "--lock", str(lock), "--out", str(tmp_path / "runs"),
-               "--telemetry", str(logs))
+    proc = run(
+        "collect", "import", str(table), "--lock", str(lock), "--out", str(tmp_path / "runs"), "--telemetry", str(logs)
+    )
     assert proc.returncode == 2 and "row 5: no telemetry log" in proc.stderr
     assert not (tmp_path / "runs").exists()

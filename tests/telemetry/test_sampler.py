@@ -177,10 +177,18 @@ def test_no_orphan_when_the_parent_is_killed(tmp_path) -> None:
 def test_trace_columns_match_from_readings() -> None:
     from collect.telemetry.recording.recorder import trace_from_columns
 
-    readings = [Reading("energy_counter", 1, 2, 5.0, "mJ", "ok", 7), Reading("power_average", 3, 4, None, "W",
-                                                                                "error", None)]
-    cols: dict[str, list[Any]] = {"signal": [r.signal for r in readings], "t_before_ns": [1, 3], "t_after_ns": [2, 4],
-            "value": [5.0, None], "status": ["ok", "error"], "driver_ts_us": [7.0, None]}
+    readings = [
+        Reading("energy_counter", 1, 2, 5.0, "mJ", "ok", 7),
+        Reading("power_average", 3, 4, None, "W", "error", None),
+    ]
+    cols: dict[str, list[Any]] = {
+        "signal": [r.signal for r in readings],
+        "t_before_ns": [1, 3],
+        "t_after_ns": [2, 4],
+        "value": [5.0, None],
+        "status": ["ok", "error"],
+        "driver_ts_us": [7.0, None],
+    }
     sensor = SimSensor(clock="virtual")
     a = Trace.from_readings(readings, sensor.signals(), 1.0, [1, 3], [], "s", "modeled")
     b = trace_from_columns(cols, sensor.signals(), 1.0, [1, 3], [], "s", "modeled")

@@ -46,8 +46,9 @@ def test_the_registry_opens_the_registered_class(recording: list[int]) -> None:
     assert recording == [id(sensor)]
 
 
-def test_a_torch_run_that_raises_closes_its_sensor(recording: list[int], tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_torch_run_that_raises_closes_its_sensor(
+    recording: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from collect.collectors.torchrun.collector import TorchMultisiteCollector
 
     stand_in = types.ModuleType("collect.collectors.torchrun.run")

@@ -27,7 +27,9 @@ from prereg.errors import RetiredFormat
 from tests.helpers import run
 
 
-def record(sensor: SimSensor, poll_ms: float, phases: list[tuple[str, float]], signals=("energy_counter", "power_average")):
+def record(
+    sensor: SimSensor, poll_ms: float, phases: list[tuple[str, float]], signals=("energy_counter", "power_average")
+):
     rec = Recorder(sensor, list(signals), poll_ms)
     rec.start()
     for name, ms in phases:
@@ -172,7 +174,9 @@ def test_trace_round_trip(tmp_path, monkeypatch, parquet):
     back = read_trace(tmp_path / "traces" / "run-1")
     assert np.array_equal(back.value, trace.value, equal_nan=True)
     assert np.array_equal(back.t_before_ns, trace.t_before_ns) and list(back.signal) == list(trace.signal)
-    assert [(p.name, p.start_ns, p.end_ns) for p in back.phases] == [(p.name, p.start_ns, p.end_ns) for p in trace.phases]
+    assert [(p.name, p.start_ns, p.end_ns) for p in back.phases] == [
+        (p.name, p.start_ns, p.end_ns) for p in trace.phases
+    ]
     meta = json.loads((tmp_path / "traces" / "run-1.meta.json").read_text())
     assert meta["format"] == "collect/trace/v2" and meta["requested_poll_ms"] == 7
 
@@ -223,8 +227,12 @@ def test_recorder_on_the_real_clock_and_nested_phases():
 
 
 def test_bad_specs_and_signals():
-    for spec, words in [("sim:warp=9", "unknown sensor option"), ("sim:update_ms=abc", "not a valid float"),
-                        ("sim:window_ms=50,update_ms=20", "must not exceed"), ("gpu", "unknown sensor")]:
+    for spec, words in [
+        ("sim:warp=9", "unknown sensor option"),
+        ("sim:update_ms=abc", "not a valid float"),
+        ("sim:window_ms=50,update_ms=20", "must not exceed"),
+        ("gpu", "unknown sensor"),
+    ]:
         with pytest.raises(SensorError, match=words):
             open_sensor(spec)
     with pytest.raises(KeyError):
@@ -233,8 +241,17 @@ def test_bad_specs_and_signals():
 
 @pytest.mark.subprocess(quick=True)
 def test_probe_console_script():
-    proc = run("collect", "probe", "--sensor", "sim:clock=virtual,update_ms=495,counter_update_ms=100",
-               "--poll-ms", "20", "--seconds", "5", "--json")
+    proc = run(
+        "collect",
+        "probe",
+        "--sensor",
+        "sim:clock=virtual,update_ms=495,counter_update_ms=100",
+        "--poll-ms",
+        "20",
+        "--seconds",
+        "5",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     signals = json.loads(proc.stdout)["signals"]
     assert signals["power_average"]["effective_period_ms"] == pytest.approx(495, rel=0.05)

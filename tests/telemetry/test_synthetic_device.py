@@ -69,11 +69,18 @@ def _holds(log: SyntheticLog, pattern: PowerPattern, signal: str, options: LogOp
 
 # --- the device ----------------------------------------------------------------------------------
 
-@given(kind=PATTERNS, run_s=st.floats(1.0, 50.0), a=st.floats(-3.0, 60.0), span=st.floats(0.0, 20.0),
-       phase=st.floats(0.0, 6.28))
+
+@given(
+    kind=PATTERNS,
+    run_s=st.floats(1.0, 50.0),
+    a=st.floats(-3.0, 60.0),
+    span=st.floats(0.0, 20.0),
+    phase=st.floats(0.0, 6.28),
+)
 @SETTINGS
-def test_pattern_energy_is_the_integral_of_its_power(kind: str, run_s: float, a: float, span: float,
-                                                     phase: float) -> None:
+def test_pattern_energy_is_the_integral_of_its_power(
+    kind: str, run_s: float, a: float, span: float, phase: float
+) -> None:
     """The exact energy matches a fine midpoint integral of the power, steps and all."""
     base = _pattern(kind, run_s, 1.1)
     pattern = PowerPattern(**{**base.__dict__, "swing_phase_rad": phase})
@@ -117,11 +124,13 @@ def test_gauge_models() -> None:
     # the square (+200 W) is on in [k 100 + 25, (k + 1) 100) ms; updates at k 100 + 25 ms see it not at all
     assert part.read_w(t)[0] < average.read_w(t)[0] - 100
     ten = PowerGauge(pattern, "part-time", phase_s=0.025, window_s=1.0)  # a 1 s mean of ten such slices
-    assert ten.read_w(t)[0] == pytest.approx(sum(float(pattern.energy(10.0 - k / 10, 10.025 - k / 10))
-                                                 for k in range(10)) / 0.25)
+    assert ten.read_w(t)[0] == pytest.approx(
+        sum(float(pattern.energy(10.0 - k / 10, 10.025 - k / 10)) for k in range(10)) / 0.25
+    )
 
 
 # --- the writers, as the tools lay their logs out --------------------------------------------------
+
 
 def test_logs_have_the_tools_layouts() -> None:
     pattern = PowerPattern(run_s=20.0)
@@ -164,11 +173,19 @@ FRACTION = st.floats(0.0, 0.999)
 SCALE = st.floats(0.8, 1.15)
 
 
-@given(kind=PATTERNS, run_s=RUN_S, period_ms=PERIOD_MS, phase=FRACTION, offset=FRACTION, scale=SCALE,
-       windows=st.sampled_from([None, 1.0, 7.5]))
+@given(
+    kind=PATTERNS,
+    run_s=RUN_S,
+    period_ms=PERIOD_MS,
+    phase=FRACTION,
+    offset=FRACTION,
+    scale=SCALE,
+    windows=st.sampled_from([None, 1.0, 7.5]),
+)
 @SETTINGS
-def test_zeus_bounds_hold_the_truth(kind: str, run_s: float, period_ms: float, phase: float, offset: float,
-                                    scale: float, windows: float | None) -> None:
+def test_zeus_bounds_hold_the_truth(
+    kind: str, run_s: float, period_ms: float, phase: float, offset: float, scale: float, windows: float | None
+) -> None:
     pattern = _pattern(kind, run_s, scale)
     counter = EnergyCounter(pattern, period_ms / 1000, phase * period_ms / 1000)
     log = zeus_csv(counter, window_s=windows, start_offset_s=offset)
@@ -177,19 +194,38 @@ def test_zeus_bounds_hold_the_truth(kind: str, run_s: float, period_ms: float, p
 
 @given(kind=PATTERNS, run_s=RUN_S, period_ms=PERIOD_MS, phase=FRACTION, offset=FRACTION, scale=SCALE)
 @SETTINGS
-def test_codecarbon_bounds_hold_the_truth(kind: str, run_s: float, period_ms: float, phase: float, offset: float,
-                                          scale: float) -> None:
+def test_codecarbon_bounds_hold_the_truth(
+    kind: str, run_s: float, period_ms: float, phase: float, offset: float, scale: float
+) -> None:
     pattern = _pattern(kind, run_s, scale)
     counter = EnergyCounter(pattern, period_ms / 1000, phase * period_ms / 1000)
     log = codecarbon_csv(counter, every_s=15.0, start_offset_s=offset)
     _holds(log, pattern, "energy_counter", LogOptions(power_range_w=RANGE_W, counter_period_ms=period_ms))
 
 
-@given(kind=PATTERNS, run_s=RUN_S, period_ms=PERIOD_MS, phase=FRACTION, offset=FRACTION, scale=SCALE,
-       delay_ms=st.sampled_from([100.0, 1000.0]), gauge_phase=FRACTION, seed=st.integers(0, 2**31))
+@given(
+    kind=PATTERNS,
+    run_s=RUN_S,
+    period_ms=PERIOD_MS,
+    phase=FRACTION,
+    offset=FRACTION,
+    scale=SCALE,
+    delay_ms=st.sampled_from([100.0, 1000.0]),
+    gauge_phase=FRACTION,
+    seed=st.integers(0, 2**31),
+)
 @SETTINGS
-def test_dcgm_bounds_hold_the_truth(kind: str, run_s: float, period_ms: float, phase: float, offset: float,
-                                    scale: float, delay_ms: float, gauge_phase: float, seed: int) -> None:
+def test_dcgm_bounds_hold_the_truth(
+    kind: str,
+    run_s: float,
+    period_ms: float,
+    phase: float,
+    offset: float,
+    scale: float,
+    delay_ms: float,
+    gauge_phase: float,
+    seed: int,
+) -> None:
     """``TOTEC`` with the declared period; ``POWER`` under the ``average`` model (a true 1 s average)."""
     pattern = _pattern(kind, run_s, scale)
     counter = EnergyCounter(pattern, period_ms / 1000, phase * period_ms / 1000)
@@ -201,12 +237,29 @@ def test_dcgm_bounds_hold_the_truth(kind: str, run_s: float, period_ms: float, p
     _holds(log, pattern, "power_average", options)
 
 
-@given(kind=PATTERNS, run_s=RUN_S, model=st.sampled_from(["average", "part-time"]), gauge_phase=FRACTION,
-       latency=st.floats(0.0, 0.02), offset=FRACTION, scale=SCALE, poll_ms=st.sampled_from([100.0, 250.0, 1000.0]),
-       seed=st.integers(0, 2**31))
+@given(
+    kind=PATTERNS,
+    run_s=RUN_S,
+    model=st.sampled_from(["average", "part-time"]),
+    gauge_phase=FRACTION,
+    latency=st.floats(0.0, 0.02),
+    offset=FRACTION,
+    scale=SCALE,
+    poll_ms=st.sampled_from([100.0, 250.0, 1000.0]),
+    seed=st.integers(0, 2**31),
+)
 @SETTINGS
-def test_nvidia_smi_bounds_hold_the_truth(kind: str, run_s: float, model: str, gauge_phase: float, latency: float,
-                                          offset: float, scale: float, poll_ms: float, seed: int) -> None:
+def test_nvidia_smi_bounds_hold_the_truth(
+    kind: str,
+    run_s: float,
+    model: str,
+    gauge_phase: float,
+    latency: float,
+    offset: float,
+    scale: float,
+    poll_ms: float,
+    seed: int,
+) -> None:
     """``power.draw`` under the model the device follows: its guaranteed bounds hold the truth."""
     pattern = _pattern(kind, run_s, scale)
     gauge = PowerGauge(pattern, model, phase_s=gauge_phase * 0.1)  # type: ignore[arg-type]
@@ -220,8 +273,9 @@ def test_a_counter_log_of_a_long_run_is_tight() -> None:
     pattern = _pattern("end-burst", 3600.0, 1.0)
     counter = EnergyCounter(pattern, 0.1, 0.042)
     log = dcgm_dmon(counter, None, 0.1, dmon_sample_times(3600.0, 0.1, 0.03))
-    estimate, lower, upper, a, b = _bounds(log, "energy_counter", LogOptions(power_range_w=RANGE_W,
-                                                                           counter_period_ms=100.0, poll_ms=100.0))
+    estimate, lower, upper, a, b = _bounds(
+        log, "energy_counter", LogOptions(power_range_w=RANGE_W, counter_period_ms=100.0, poll_ms=100.0)
+    )
     truth = log.true_energy_j(pattern, a, b)
     assert lower <= truth <= upper and (upper - lower) / truth < 1e-3
 
@@ -241,8 +295,9 @@ def test_the_legacy_writers_are_byte_identical() -> None:
     reachable from the same module."""
     outputs = {
         "nvidia_smi_log": synthetic.nvidia_smi_log(30.0),
-        "nvidia_smi_log_nounits": synthetic.nvidia_smi_log(12.0, poll_ms=250, units_in_cells=False, gpus=(0, 1),
-                                                           scale=1.5),
+        "nvidia_smi_log_nounits": synthetic.nvidia_smi_log(
+            12.0, poll_ms=250, units_in_cells=False, gpus=(0, 1), scale=1.5
+        ),
         "dcgm_log": synthetic.dcgm_log(30.0, stuck=(5.0, 7.0)),
         "zeus_log": synthetic.zeus_log([(0.0, 8.5, "a"), (8.5, 8.5, "b"), (20.0, 0.05, "c")]),
         "codecarbon_log": synthetic.codecarbon_log(61.0),

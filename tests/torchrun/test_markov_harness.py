@@ -9,12 +9,7 @@ from collect.collectors.sim.harness import Harness
 from collect.collectors.sim.multisite import config_from, validate
 from collect.collectors.sim.outages import Outage, draw_outages
 from collect.collectors.sim.recovery import POLICIES, SimConfig
-from collect.collectors.torchrun.markov import (
-    MarkovSource,
-    SourceSpec,
-    corpus_sha256,
-    make_corpora,
-)
+from collect.collectors.torchrun.markov import MarkovSource, SourceSpec, corpus_sha256, make_corpora
 
 
 def test_entropy_rate_matches_a_long_empirical_estimate() -> None:
@@ -22,7 +17,7 @@ def test_entropy_rate_matches_a_long_empirical_estimate() -> None:
     pi = src.stationary
     assert pi.min() > 0 and abs(pi.sum() - 1) < 1e-12
     # stationarity: pi T = pi, checked through the context update
-    v, n = 32, 32 ** 2
+    v, n = 32, 32**2
     nxt = np.zeros(n)
     for x in range(v):
         np.add.at(nxt, src.next_context(np.arange(n), np.full(n, x)), pi * src.probs[:, x])
@@ -77,8 +72,12 @@ def test_outage_schedule_equals_sim_multisite() -> None:
     from collect.collectors.torchrun.collector import outage_params, target_steps_of
     from collect.collectors.torchrun.collector import validate as torch_validate
 
-    for extra in ({"outage_site": 1}, {"outage_site": "random", "mtbf_ticks": 300.0},
-                  {"outage_count": 3, "outage_duration_dist": "fixed"}, {"outage_site": "none"}):
+    for extra in (
+        {"outage_site": 1},
+        {"outage_site": "random", "mtbf_ticks": 300.0},
+        {"outage_count": 3, "outage_duration_dist": "fixed"},
+        {"outage_site": "none"},
+    ):
         tp = torch_validate({"policy": "restart", "useful_tokens": 16384, "micro_batch": 64, **extra})
         sp = validate({"policy": "restart", "target_steps": target_steps_of(tp), **extra})
         for seed in (1, 2, 12345):

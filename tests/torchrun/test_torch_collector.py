@@ -121,15 +121,32 @@ def test_equal_useful_work_accounting_and_learning(tmp_path: Path) -> None:
     assert res["continue"].metrics["attempted_tokens"] < res["restart"].metrics["attempted_tokens"]
     events = [json.loads(line) for line in (tmp_path / "run-restart-101.events.jsonl").read_text().splitlines()]
     assert {"failure", "preemption", "restore", "replay", "checkpoint"} <= {e["kind"] for e in events}
-    assert set(events[0]) == {"id", "kind", "site", "start_ns", "end_ns", "work", "steps", "checkpoint", "parent",
-                              "bytes", "aborted", "work_fate"}
+    assert set(events[0]) == {
+        "id",
+        "kind",
+        "site",
+        "start_ns",
+        "end_ns",
+        "work",
+        "steps",
+        "checkpoint",
+        "parent",
+        "bytes",
+        "aborted",
+        "work_fate",
+    }
     rows = (tmp_path / "run-restart-101.trajectory.csv").read_text().splitlines()
     assert rows[0] == "tick,useful_steps,heldout_nll,state_tokens" and len(rows) > 10
     for p, r in res.items():  # the trace says what became of every token: per-event fates sum to the metrics
         trace = [json.loads(line) for line in (tmp_path / f"run-{p}-101.events.jsonl").read_text().splitlines()]
-        sums = {k: SMALL["micro_batch"] * sum(e["work_fate"][k] for e in trace) for k in ("retained", "lost", "replayed")}
-        assert sums == {"retained": r.metrics["retained_tokens"], "lost": r.metrics["lost_tokens"],
-                        "replayed": r.metrics["replayed_tokens"]}, p
+        sums = {
+            k: SMALL["micro_batch"] * sum(e["work_fate"][k] for e in trace) for k in ("retained", "lost", "replayed")
+        }
+        assert sums == {
+            "retained": r.metrics["retained_tokens"],
+            "lost": r.metrics["lost_tokens"],
+            "replayed": r.metrics["replayed_tokens"],
+        }, p
     # the durable frontier: equal retained tokens everywhere; equal *state* exactly where the retained steps
     # were made by the same sites (wait always matches the no-outage control; continue and restart do not)
     control = _run(tmp_path / "control", "wait", outage_site="none")

@@ -55,7 +55,11 @@ def _collect(tmp: Path, steps: int) -> tuple[Path, list[dict], object]:
     (tmp / "plan.yaml").write_text(PLAN.format(steps=steps))
     assert run("prereg", "freeze", str(tmp / "plan.yaml"), "-o", str(tmp / "l.json")).returncode == 0
     proc = run("collect", "run", str(tmp / "l.json"), "--out", str(tmp / "runs"), "--jobs", "2")
-    records = [json.loads(x) for x in (tmp / "runs" / "ledger.jsonl").read_text().splitlines()] if proc.returncode == 0 else []
+    records = (
+        [json.loads(x) for x in (tmp / "runs" / "ledger.jsonl").read_text().splitlines()]
+        if proc.returncode == 0
+        else []
+    )
     return tmp / "runs", records, proc
 
 
@@ -105,9 +109,19 @@ def test_a_changed_warm_start_is_refused_before_any_run(warm, tmp_path):
 def _small_params(seed: int = 0) -> dict:
     from collect.collectors.torchrun.collector import validate
 
-    return validate({"sites": 3, "useful_tokens": 6144, "micro_batch": 64, "train_tokens": 16384,
-                     "heldout_tokens": 2048, "width": 32, "warm_start_steps": 3, "warm_start_seed": seed,
-                     "policy": "restart"})
+    return validate(
+        {
+            "sites": 3,
+            "useful_tokens": 6144,
+            "micro_batch": 64,
+            "train_tokens": 16384,
+            "heldout_tokens": 2048,
+            "width": 32,
+            "warm_start_steps": 3,
+            "warm_start_seed": seed,
+            "policy": "restart",
+        }
+    )
 
 
 def _forge(runs: Path, p: dict, tmp: Path) -> None:
@@ -139,8 +153,21 @@ def test_a_forged_warm_start_with_a_matching_sidecar_is_never_used(tmp_path):
     # runs recorded: the ledger's records (chained, single writer) hold the state they started from
     (runs / "shared").rename(tmp_path / "forged-shared")
     genuine = make_warm_start(runs, p)
-    append_records(runs, [RunRecord(run_id="r1", prereg_sha256="c" * 64, stratum={}, arm="a", replicate=0,
-                                    status="complete", metrics={}, code={"warm_start": genuine})])
+    append_records(
+        runs,
+        [
+            RunRecord(
+                run_id="r1",
+                prereg_sha256="c" * 64,
+                stratum={},
+                arm="a",
+                replicate=0,
+                status="complete",
+                metrics={},
+                code={"warm_start": genuine},
+            )
+        ],
+    )
     assert make_warm_start(runs, p) == genuine
     _forge(runs, p, tmp_path)
     with pytest.raises(IntegrityError, match="not the state the runs in the ledger started from"):

@@ -29,8 +29,15 @@ from collect.marks import PROGRESS_ENV, RESTART_ENV
 from collect.traces.progress import Progress
 
 #: the metrics the collector computes when the plan has ``experiment.failures``
-FAULT_METRICS = ("attempted_steps", "retained_steps", "lost_steps", "replayed_steps", "faults_planned",
-                 "faults_landed", "restarts")
+FAULT_METRICS = (
+    "attempted_steps",
+    "retained_steps",
+    "lost_steps",
+    "replayed_steps",
+    "faults_planned",
+    "faults_landed",
+    "restarts",
+)
 
 
 @dataclass
@@ -51,8 +58,7 @@ def _close_open_phases(folder: RunFolder, at_ns: int) -> None:
         elif stack and stack[-1] == m.name:
             stack.pop()
     if stack:
-        folder.append(MARKS_FILE, "".join(f"end {n} {at_ns} {at_ns}\n" for n in reversed(stack)).encode(),
-                      "marks file")
+        folder.append(MARKS_FILE, "".join(f"end {n} {at_ns} {at_ns}\n" for n in reversed(stack)).encode(), "marks file")
 
 
 def _ended_by(injector: FaultInjector | None, attempt: int) -> Fault | None:
@@ -63,18 +69,25 @@ def _ended_by(injector: FaultInjector | None, attempt: int) -> Fault | None:
 
 
 def run_attempts(
-    argv: list[str], cwd: str, env: Mapping[str, str], timeout_s: float, injector: FaultInjector | None,
-    folder: RunFolder, on_tick: Callable[[], None] | None = None,
+    argv: list[str],
+    cwd: str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    injector: FaultInjector | None,
+    folder: RunFolder,
+    on_tick: Callable[[], None] | None = None,
 ) -> list[Attempt]:
     """Every start of the program (see the module doc); the last one is how the run ended."""
     origin = time.monotonic_ns()
     attempts: list[Attempt] = []
     tick = on_tick
     if injector is not None and injector.unit == "s":
+
         def tick() -> None:
             injector.tick()
             if on_tick is not None:
                 on_tick()
+
     while True:
         k = len(attempts)
         left = timeout_s - (time.monotonic_ns() - origin) / 1e9
@@ -82,8 +95,9 @@ def run_attempts(
         if injector is not None:
             run_env[PROGRESS_ENV] = injector.path
             injector.begin_attempt(k, time.monotonic_ns())
-        finished = run_program(argv, cwd, run_env, max(left, 1e-3), tick,
-                               on_pid=None if injector is None else injector.set_pid)
+        finished = run_program(
+            argv, cwd, run_env, max(left, 1e-3), tick, on_pid=None if injector is None else injector.set_pid
+        )
         fault = _ended_by(injector, k)
         attempts.append(Attempt(k, finished, fault))
         if fault is None or finished.timed_out:
@@ -107,13 +121,21 @@ def combined(attempts: list[Attempt]) -> Finished:
         return last
 
     def joined(part: Callable[[Finished], bytes]) -> bytes:
-        data = b"".join(f"--- start {a.index} ({RESTART_ENV}={a.index}) ---\n".encode() + part(a.finished)
-                        for a in attempts)
+        data = b"".join(
+            f"--- start {a.index} ({RESTART_ENV}={a.index}) ---\n".encode() + part(a.finished) for a in attempts
+        )
         return data[-TAIL_BYTES:]
 
-    return Finished(last.returncode, last.timed_out, attempts[0].finished.start_ns, last.end_ns,
-                    joined(lambda f: f.stdout), joined(lambda f: f.stderr),
-                    sum(a.finished.stdout_bytes for a in attempts), sum(a.finished.stderr_bytes for a in attempts))
+    return Finished(
+        last.returncode,
+        last.timed_out,
+        attempts[0].finished.start_ns,
+        last.end_ns,
+        joined(lambda f: f.stdout),
+        joined(lambda f: f.stderr),
+        sum(a.finished.stdout_bytes for a in attempts),
+        sum(a.finished.stderr_bytes for a in attempts),
+    )
 
 
 def _spans(reports: list[Report], n_attempts: int) -> list[tuple[int | None, int | None]]:
@@ -135,8 +157,10 @@ def work_metrics(reports: list[Report], attempts: list[Attempt], record: list[di
     spans = _spans(reports, len(attempts))
     silent = [k for k, (start, last) in enumerate(spans) if start is None or last is None]
     if silent:
-        raise RunFailure(f"start(s) {', '.join(map(str, silent))} of the program reported no progress: the work "
-                         "metrics need collect.marks.step (and resumed) calls (docs/command-collector.md)")
+        raise RunFailure(
+            f"start(s) {', '.join(map(str, silent))} of the program reported no progress: the work "
+            "metrics need collect.marks.step (and resumed) calls (docs/command-collector.md)"
+        )
     attempted = lost = replayed = 0
     high = 0
     for k, (start, last) in enumerate(spans):
@@ -151,9 +175,15 @@ def work_metrics(reports: list[Report], attempts: list[Attempt], record: list[di
     first, final = spans[0][0], spans[-1][1]
     assert first is not None and final is not None
     landed = sum(1 for row in record if row["landed"])
-    return {"attempted_steps": float(attempted), "retained_steps": float(final - first), "lost_steps": float(lost),
-            "replayed_steps": float(replayed), "faults_planned": float(len(record)),
-            "faults_landed": float(landed), "restarts": float(len(attempts) - 1)}
+    return {
+        "attempted_steps": float(attempted),
+        "retained_steps": float(final - first),
+        "lost_steps": float(lost),
+        "replayed_steps": float(replayed),
+        "faults_planned": float(len(record)),
+        "faults_landed": float(landed),
+        "restarts": float(len(attempts) - 1),
+    }
 
 
 def fault_record(faults: list[Fault], attempts: list[Attempt]) -> list[dict[str, Any]]:
@@ -163,13 +193,25 @@ def fault_record(faults: list[Fault], attempts: list[Attempt]) -> list[dict[str,
     out = []
     for f in faults:
         restart = f.attempt + 1 if f.attempt is not None and f.attempt + 1 < len(attempts) else None
-        row: dict[str, Any] = {"index": f.index, "planned": f.planned, "fired_s": None, "step": f.step,
-                               "attempt": f.attempt, "restart": restart, "landed": False, "why": ""}
+        row: dict[str, Any] = {
+            "index": f.index,
+            "planned": f.planned,
+            "fired_s": None,
+            "step": f.step,
+            "attempt": f.attempt,
+            "restart": restart,
+            "landed": False,
+            "why": "",
+        }
         if f.fired_ns is None:
             last = attempts[-1].finished
-            row["why"] = ("the run timed out before it" if last.timed_out else
-                          "the program had finished before it" if last.returncode == 0 else
-                          "the program had failed before it")
+            row["why"] = (
+                "the run timed out before it"
+                if last.timed_out
+                else "the program had finished before it"
+                if last.returncode == 0
+                else "the program had failed before it"
+            )
         else:
             row["fired_s"] = round((f.fired_ns - origin) / 1e9, 6)
             ended = attempts[f.attempt].finished if f.attempt is not None else None
@@ -185,23 +227,38 @@ def fault_record(faults: list[Fault], attempts: list[Attempt]) -> list[dict[str,
     return out
 
 
-def event_rows(attempts: list[Attempt], faults: list[Fault], reports: list[Report],
-               phases: list[MarkedPhase]) -> list[dict[str, Any]]:
+def event_rows(
+    attempts: list[Attempt], faults: list[Fault], reports: list[Report], phases: list[MarkedPhase]
+) -> list[dict[str, Any]]:
     """The run's event trace rows (``collect.traces.events``): each start, fault, restart and phase,
     in ns from the run's first start, job-wide (``site`` null)."""
     origin = attempts[0].finished.start_ns
     rows: list[dict[str, Any]] = []
 
     def add(kind: str, start: int, end: int, **extra: Any) -> None:
-        rows.append({"id": len(rows), "kind": kind, "site": None, "start_ns": max(0, start - origin),
-                     "end_ns": max(0, end - origin), **extra})
+        rows.append(
+            {
+                "id": len(rows),
+                "kind": kind,
+                "site": None,
+                "start_ns": max(0, start - origin),
+                "end_ns": max(0, end - origin),
+                **extra,
+            }
+        )
 
     by_attempt = {f.attempt: f for f in faults if f.fired_ns is not None}
     for a in attempts:
         fault = by_attempt.get(a.index)
         last = [r.step for r in reports if r.attempt == a.index and r.kind == "step"]
-        add("attempt", a.finished.start_ns, a.finished.end_ns, aborted=a.fault is not None, attempt=a.index,
-            step=last[-1] if last else None)
+        add(
+            "attempt",
+            a.finished.start_ns,
+            a.finished.end_ns,
+            aborted=a.fault is not None,
+            attempt=a.index,
+            step=last[-1] if last else None,
+        )
         if fault is not None and fault.fired_ns is not None:
             add("failure", fault.fired_ns, fault.fired_ns, attempt=a.index, step=fault.step, planned=fault.planned)
         if a.index + 1 < len(attempts):
@@ -214,8 +271,9 @@ def event_rows(attempts: list[Attempt], faults: list[Fault], reports: list[Repor
     return rows
 
 
-def merged_phases(phases: list[MarkedPhase], attempts: list[Attempt] | None = None,
-                  ) -> list[tuple[str, int, int, int, int, int]]:
+def merged_phases(
+    phases: list[MarkedPhase], attempts: list[Attempt] | None = None
+) -> list[tuple[str, int, int, int, int, int]]:
     """(name, start_ns, end_ns, depth, count, attempt): runs of consecutive phases of one name at one
     depth, within one start of the program, merged into one span (a ``compute`` mark per step is one
     band until another phase, or a restart, comes). ``attempt``: the start the phase began in."""
@@ -247,9 +305,20 @@ def merged_phases(phases: list[MarkedPhase], attempts: list[Attempt] | None = No
 
 def progress_rows(reports: list[Report], origin_ns: int) -> list[Progress]:
     """Each ``step`` report as a row of the run's progress trace, t from the run's first start."""
-    return [Progress(round((r.t_ns - origin_ns) / 1e9, 6), r.attempt, r.step, r.tokens, r.loss)
-            for r in reports if r.kind == "step"]
+    return [
+        Progress(round((r.t_ns - origin_ns) / 1e9, 6), r.attempt, r.step, r.tokens, r.loss)
+        for r in reports
+        if r.kind == "step"
+    ]
 
 
-__all__ = ["FAULT_METRICS", "Attempt", "combined", "event_rows", "fault_record", "progress_rows", "run_attempts",
-           "work_metrics"]
+__all__ = [
+    "FAULT_METRICS",
+    "Attempt",
+    "combined",
+    "event_rows",
+    "fault_record",
+    "progress_rows",
+    "run_attempts",
+    "work_metrics",
+]

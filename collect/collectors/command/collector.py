@@ -133,8 +133,10 @@ def check_sensor_spec(spec: str, energy_signal: str) -> None:
         except SensorError as err:
             raise ParamError(f"sensor {spec!r}: {err}") from None
         if energy_signal not in offered:
-            raise ParamError(f"energy_signal = {energy_signal} is not offered by sensor {spec!r} "
-                             f"(it offers {', '.join(sorted(offered))})")
+            raise ParamError(
+                f"energy_signal = {energy_signal} is not offered by sensor {spec!r} "
+                f"(it offers {', '.join(sorted(offered))})"
+            )
 
 
 def validate(params: Mapping[str, Any], stratum: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -162,8 +164,7 @@ def _error_with_stderr(reason: str, finished: Finished) -> RunFailure:
 
 def _check_finished(finished: Finished, timeout_s: float) -> None:
     if finished.timed_out:
-        raise _error_with_stderr(f"timed out after {timeout_s:g} s (timeout_s); its process group was killed",
-                                 finished)
+        raise _error_with_stderr(f"timed out after {timeout_s:g} s (timeout_s); its process group was killed", finished)
     code = finished.returncode
     if code == EXIT_NOT_STARTED:
         raise _error_with_stderr("the program could not be started (exit status 127)", finished)
@@ -251,23 +252,46 @@ class CommandCollector(Collector):
         with RunFolder(ctx.trace_dir, folder.name) as run_folder:
             return self._run_in(ctx, p, identity, folder, run_folder)
 
-    def _run_in(self, ctx: RunContext, p: dict[str, Any], identity: dict[str, Any], folder: Path,
-                run_folder: RunFolder) -> RunResult:
+    def _run_in(
+        self, ctx: RunContext, p: dict[str, Any], identity: dict[str, Any], folder: Path, run_folder: RunFolder
+    ) -> RunResult:
         """The run in its fresh folder (:class:`RunFolder`: created, and read back, through its descriptor)."""
         has_failures = FAILURES in p  # the plan injects failures (None: this stratum is a control)
         spec = p.pop(FAILURES, None)
         own, program = split_params(p)
         workdir = Path(own["workdir"])
-        run_folder.write_new(RUN_FILE, readable_bytes({
-            "run_id": ctx.run_id, "prereg_sha256": ctx.plan_sha256 or None, "stratum": dict(ctx.stratum),
-            "arm": ctx.arm, "replicate": ctx.replicate, "seed": ctx.seed, "params": program,
-        }))
+        run_folder.write_new(
+            RUN_FILE,
+            readable_bytes(
+                {
+                    "run_id": ctx.run_id,
+                    "prereg_sha256": ctx.plan_sha256 or None,
+                    "stratum": dict(ctx.stratum),
+                    "arm": ctx.arm,
+                    "replicate": ctx.replicate,
+                    "seed": ctx.seed,
+                    "params": program,
+                }
+            ),
+        )
         where = folder.absolute()
-        values = {**p, **ctx.stratum, "seed": ctx.seed, "run_id": ctx.run_id, "arm": ctx.arm,
-                  "replicate": ctx.replicate, "run_dir": str(where)}
+        values = {
+            **p,
+            **ctx.stratum,
+            "seed": ctx.seed,
+            "run_id": ctx.run_id,
+            "arm": ctx.arm,
+            "replicate": ctx.replicate,
+            "run_dir": str(where),
+        }
         argv = format_argv(own["argv"], values)
-        env = {**os.environ, "PREREG_RUN": str(where / RUN_FILE), "PREREG_METRICS": str(where / METRICS_FILE),
-               "PREREG_MARKS": str(where / MARKS_FILE), "PREREG_RUN_DIR": str(where)}
+        env = {
+            **os.environ,
+            "PREREG_RUN": str(where / RUN_FILE),
+            "PREREG_METRICS": str(where / METRICS_FILE),
+            "PREREG_MARKS": str(where / MARKS_FILE),
+            "PREREG_RUN_DIR": str(where),
+        }
         num_cpus = float(ctx.resources.get("num_cpus", 1.0))
         threads, kept_threads = thread_env(num_cpus, env), inherited_threads(env)
         env.update(threads)  # OMP_NUM_THREADS and friends: the run's CPUs, unless collect run's environment sets them
@@ -276,31 +300,41 @@ class CommandCollector(Collector):
         injector = None
         if has_failures:
             shape = spec or {}
-            injector = FaultInjector(planned, shape.get("unit", "step"), shape.get("action", "kill_tree"),
-                                     int(shape.get("rank", 0)))
+            injector = FaultInjector(
+                planned, shape.get("unit", "step"), shape.get("action", "kill_tree"), int(shape.get("rank", 0))
+            )
         attempts: list[Attempt] = []
         # created before the program starts: whatever it does to these names, the output goes here
         stdout_fd, stderr_fd = run_folder.create(STDOUT_FILE), run_folder.create(STDERR_FILE)
         try:
+
             def launch(on_tick: Any) -> Finished:
                 attempts[:] = run_attempts(argv, str(workdir), env, own["timeout_s"], injector, run_folder, on_tick)
                 return combined(attempts)
 
             energy_names = energy_metrics(own)
             telemetry: dict[str, Any] = {}
-            info: dict[str, Any] = {"command": identity, "argv": own["argv"], "sensor": own["sensor"],
-                                    "threads": {"num_cpus": run_threads(num_cpus), "set": threads,
-                                                "kept": kept_threads}}
+            info: dict[str, Any] = {
+                "command": identity,
+                "argv": own["argv"],
+                "sensor": own["sensor"],
+                "threads": {"num_cpus": run_threads(num_cpus), "set": threads, "kept": kept_threads},
+            }
             kept: list[str] = []
             if own["sensor"] == "none":
                 finished = launch(None)
             else:
                 spec_s, device = sensor_for_env(own["sensor"], env)
-                recorded = record_program(spec_s, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"],
-                                          run_folder, launch)
+                recorded = record_program(
+                    spec_s, own["energy_signal"], own["poll_ms"], own["idle_baseline_ms"], run_folder, launch
+                )
                 finished = recorded.finished
-                info.update(sensor=spec_s, energy_signal=own["energy_signal"], energy_evidence=recorded.evidence,
-                            **({"sensor_device": device} if device else {}))
+                info.update(
+                    sensor=spec_s,
+                    energy_signal=own["energy_signal"],
+                    energy_evidence=recorded.evidence,
+                    **({"sensor_device": device} if device else {}),
+                )
             RunFolder.rewrite(stdout_fd, finished.stdout)
             RunFolder.rewrite(stderr_fd, finished.stderr)
         finally:
@@ -313,8 +347,12 @@ class CommandCollector(Collector):
         faults = injector.faults if injector is not None else []
         record = fault_record(faults, attempts)
         if injector is not None:
-            info["faults"] = {**{k: v for k, v in (spec or {}).items() if k in ("unit", "action", "rank")},
-                              "planned": planned, "starts": len(attempts), "record": record}
+            info["faults"] = {
+                **{k: v for k, v in (spec or {}).items() if k in ("unit", "action", "rank")},
+                "planned": planned,
+                "starts": len(attempts),
+                "record": record,
+            }
         run_folder.check_intact()
         _check_finished(finished, own["timeout_s"])
         phases = phases_of(read_marks_in(run_folder))
@@ -326,8 +364,10 @@ class CommandCollector(Collector):
         info.update(undeclared_info(data, [*expected, *counted], energy_names))  # kept as descriptive, never gated
         written = sorted(set(counted) & written_names(data))
         if written:
-            raise RunFailure(f"metrics file: metric(s) {', '.join(written)} are counted by the collector from the "
-                             "progress reports (experiment.failures); the program must not write them")
+            raise RunFailure(
+                f"metrics file: metric(s) {', '.join(written)} are counted by the collector from the "
+                "progress reports (experiment.failures); the program must not write them"
+            )
         if counted:
             work = work_metrics(reports, attempts, record)
             metrics.update({m: work[m] for m in counted})

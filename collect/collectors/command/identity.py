@@ -162,8 +162,15 @@ def python_interpreter(argv0: str, workdir: Path, env: Mapping[str, str]) -> Pat
 def _ask(interpreter: Path, workdir: Path, env: Mapping[str, str], packages: list[str]) -> dict[str, Any]:
     """The interpreter's answer to :data:`_SNIPPET`; ``NotAsked`` when it fails or times out."""
     try:
-        proc = subprocess.run([str(interpreter), "-c", _SNIPPET, json.dumps(packages)], cwd=workdir, env=dict(env),
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=ASK_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            [str(interpreter), "-c", _SNIPPET, json.dumps(packages)],
+            cwd=workdir,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=ASK_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise NotAsked(f"{interpreter} did not answer within {ASK_TIMEOUT_S:g} s") from None
     except OSError as err:
@@ -173,20 +180,26 @@ def _ask(interpreter: Path, workdir: Path, env: Mapping[str, str], packages: lis
         tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["nothing on stderr"]
         raise NotAsked(f"{interpreter} could not say (exit status {proc.returncode}: {tail[0][:200]})")
     try:
-        answer = loads(lines[-1][len(ANSWER_MARKER):])
+        answer = loads(lines[-1][len(ANSWER_MARKER) :])
         packages_found = {str(k): (None if v is None else str(v)) for k, v in answer["packages"].items()}
-        return {"interpreter": str(answer["executable"] or interpreter),
-                "python": {"version": str(answer["version"]), "implementation": str(answer["implementation"])},
-                "packages": {name: packages_found.get(name) for name in packages}, "source": ASKED}
+        return {
+            "interpreter": str(answer["executable"] or interpreter),
+            "python": {"version": str(answer["version"]), "implementation": str(answer["implementation"])},
+            "packages": {name: packages_found.get(name) for name in packages},
+            "source": ASKED,
+        }
     except (ToolkitError, ValueError, KeyError, TypeError, AttributeError):
         raise NotAsked(f"{interpreter} answered something other than its identity") from None
 
 
 def collector_identity(packages: list[str], why: str) -> dict[str, Any]:
     """The collector's own Python and packages, with ``source`` saying why the program's were not asked."""
-    return {"interpreter": None,
-            "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
-            "packages": package_versions(packages), "source": COLLECTORS.format(why=why)}
+    return {
+        "interpreter": None,
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
+        "packages": package_versions(packages),
+        "source": COLLECTORS.format(why=why),
+    }
 
 
 def forget_answers() -> None:

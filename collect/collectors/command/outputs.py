@@ -75,8 +75,9 @@ def _metrics_object(data: bytes | None, name: str) -> dict[str, Any]:
     except JSONFormatError as err:
         raise RunFailure(f"metrics file {name} is not valid JSON ({err})") from None
     if not isinstance(doc, dict):
-        raise RunFailure(f"metrics file {name} must hold one JSON object {{\"metric\": number, ...}}, "
-                         f"not a {type(doc).__name__}")
+        raise RunFailure(
+            f'metrics file {name} must hold one JSON object {{"metric": number, ...}}, not a {type(doc).__name__}'
+        )
     return doc
 
 
@@ -102,8 +103,9 @@ def _kept_value(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def undeclared_info(data: bytes | None, expected: list[str], sensor_metrics: Collection[str] = (),
-                    name: str = "metrics.json") -> dict[str, Any]:
+def undeclared_info(
+    data: bytes | None, expected: list[str], sensor_metrics: Collection[str] = (), name: str = "metrics.json"
+) -> dict[str, Any]:
     """What the run's record keeps of the metrics the program wrote but the plan does not declare
     (``expected``: the declared ones it writes): ``{}`` when none, else ``{"undeclared_metrics": {name:
     finite float or None}}`` in file order (``None``: not a finite number, not kept), the first
@@ -114,8 +116,9 @@ def undeclared_info(data: bytes | None, expected: list[str], sensor_metrics: Col
     doc = _metrics_object(data, name)
     clash = [k for k in doc if k in sensor_metrics]
     if clash:
-        raise RunFailure(f"metrics file {name}: metric(s) {', '.join(clash)} come from the sensor; "
-                         "the program must not write them")
+        raise RunFailure(
+            f"metrics file {name}: metric(s) {', '.join(clash)} come from the sensor; the program must not write them"
+        )
     unknown = [k for k in doc if k not in expected]
     if not unknown:
         return {}
@@ -223,8 +226,10 @@ def phases_of(marks: list[Mark]) -> list[MarkedPhase]:
             continue
         if not stack or stack[-1][0].name != m.name:
             open_name = stack[-1][0].name if stack else None
-            raise RunFailure(f"marks file line {m.line}: 'end {m.name}' but "
-                             + (f"the open phase is {open_name!r}" if open_name else "no phase is open"))
+            raise RunFailure(
+                f"marks file line {m.line}: 'end {m.name}' but "
+                + (f"the open phase is {open_name!r}" if open_name else "no phase is open")
+            )
         begin, at = stack.pop()
         out.append((at, MarkedPhase(m.name, begin.after_ns, m.before_ns, len(stack))))
     if stack:

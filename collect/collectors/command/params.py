@@ -49,29 +49,73 @@ def _p(kind: Any, default: Any, help: str, check: Any = None, text: str = "") ->
 
 
 PARAMS: dict[str, Param] = {
-    "argv": _p(list, None, "the program's command line: a non-empty list of strings with {name} placeholders",
-               lambda v: bool(v) and _strings(v), "must be a non-empty list of non-empty strings"),
-    "timeout_s": _p(float, 3600.0, "wall-clock limit of one run (s); past it the program's process group is "
-                    "killed and the run recorded as failed", lambda v: 0 < v <= MAX_TIMEOUT_S,
-                    f"must be in (0, {MAX_TIMEOUT_S:g}] s"),
-    "code": _p(list, [], "files hashed into every record (globs relative to workdir; '**' recurses)",
-               _strings, "must be a list of non-empty strings (globs)"),
-    "workdir": _p(str, "", "folder the program runs in and code globs are relative to (default: the working "
-                  "directory of collect run)"),
-    "packages": _p(list, ["numpy", "torch"], "distributions whose installed versions every record carries "
-                   "(read from their metadata, never imported)", _strings, "must be a list of names"),
-    "sensor": _p(str, "none", "telemetry sensor sampled outside the program: none, sim:..., nvml[:index=N], "
-                 "replay:PATH or a sensor plugin"),
-    "energy_signal": _p(str, "energy_counter", "signal the energy metrics come from: energy_counter | "
-                        "power_average | power_instant", lambda v: v in ENERGY_SIGNALS,
-                        f"must be one of {', '.join(ENERGY_SIGNALS)}"),
-    "poll_ms": _p(float, 50.0, "requested telemetry poll interval (ms)", lambda v: 0.1 <= v <= 60_000,
-                  "must be in [0.1, 60000] ms"),
-    "idle_baseline_ms": _p(float, 0.0, "idle window recorded before the program starts: the baseline of "
-                           "idle_power and the *_net energies (ms; 0: none)", lambda v: 0 <= v <= 600_000,
-                           "must be in [0, 600000] ms"),
-    "metrics": _p(list, None, "the plan's metric names (set by the engine from the plan, never by the plan)",
-                  lambda v: bool(v) and _strings(v), "must be a non-empty list of names"),
+    "argv": _p(
+        list,
+        None,
+        "the program's command line: a non-empty list of strings with {name} placeholders",
+        lambda v: bool(v) and _strings(v),
+        "must be a non-empty list of non-empty strings",
+    ),
+    "timeout_s": _p(
+        float,
+        3600.0,
+        "wall-clock limit of one run (s); past it the program's process group is killed and the run recorded as failed",
+        lambda v: 0 < v <= MAX_TIMEOUT_S,
+        f"must be in (0, {MAX_TIMEOUT_S:g}] s",
+    ),
+    "code": _p(
+        list,
+        [],
+        "files hashed into every record (globs relative to workdir; '**' recurses)",
+        _strings,
+        "must be a list of non-empty strings (globs)",
+    ),
+    "workdir": _p(
+        str,
+        "",
+        "folder the program runs in and code globs are relative to (default: the working directory of collect run)",
+    ),
+    "packages": _p(
+        list,
+        ["numpy", "torch"],
+        "distributions whose installed versions every record carries (read from their metadata, never imported)",
+        _strings,
+        "must be a list of names",
+    ),
+    "sensor": _p(
+        str,
+        "none",
+        "telemetry sensor sampled outside the program: none, sim:..., nvml[:index=N], replay:PATH or a sensor plugin",
+    ),
+    "energy_signal": _p(
+        str,
+        "energy_counter",
+        "signal the energy metrics come from: energy_counter | power_average | power_instant",
+        lambda v: v in ENERGY_SIGNALS,
+        f"must be one of {', '.join(ENERGY_SIGNALS)}",
+    ),
+    "poll_ms": _p(
+        float,
+        50.0,
+        "requested telemetry poll interval (ms)",
+        lambda v: 0.1 <= v <= 60_000,
+        "must be in [0.1, 60000] ms",
+    ),
+    "idle_baseline_ms": _p(
+        float,
+        0.0,
+        "idle window recorded before the program starts: the baseline of "
+        "idle_power and the *_net energies (ms; 0: none)",
+        lambda v: 0 <= v <= 600_000,
+        "must be in [0, 600000] ms",
+    ),
+    "metrics": _p(
+        list,
+        None,
+        "the plan's metric names (set by the engine from the plan, never by the plan)",
+        lambda v: bool(v) and _strings(v),
+        "must be a non-empty list of names",
+    ),
 }
 
 
@@ -97,11 +141,17 @@ def check_program_params(program: Mapping[str, Any]) -> None:
     """Program parameters are plain data and do not shadow the run's own fields."""
     for name, value in program.items():
         if name in RUN_FIELDS:
-            raise ParamError(f"parameter {name!r} is the run's own placeholder ({', '.join(RUN_FIELDS)}), set by "
-                             "the collector; give the program parameter another name", retry={name: DROP})
+            raise ParamError(
+                f"parameter {name!r} is the run's own placeholder ({', '.join(RUN_FIELDS)}), set by "
+                "the collector; give the program parameter another name",
+                retry={name: DROP},
+            )
         if not _plain(value):
-            raise ParamError(f"program parameter {name} = {value!r} must be a string, finite number, boolean, "
-                             "null, or a list or mapping of them", retry={name: DROP})
+            raise ParamError(
+                f"program parameter {name} = {value!r} must be a string, finite number, boolean, "
+                "null, or a list or mapping of them",
+                retry={name: DROP},
+            )
 
 
 def _literal(template: str) -> str:
@@ -146,8 +196,10 @@ def check_argv(argv: list[str], known: set[str]) -> None:
             if name not in known:
                 close = difflib.get_close_matches(name, sorted(known), n=1)
                 hint = f" (did you mean {{{close[0]}}}?)" if close else ""
-                raise ParamError(f"argv[{i}] = {element!r}: unknown placeholder {{{name}}}{hint}; known: "
-                                 f"{', '.join(sorted(known))}", retry={"argv": _argv_without(argv, i, name)})
+                raise ParamError(
+                    f"argv[{i}] = {element!r}: unknown placeholder {{{name}}}{hint}; known: {', '.join(sorted(known))}",
+                    retry={"argv": _argv_without(argv, i, name)},
+                )
 
 
 def render(value: Any) -> str:
@@ -187,8 +239,9 @@ def code_files(patterns: list[str], root: Path) -> list[Path]:
         for path in matches:
             real = path.resolve()
             if not real.is_relative_to(root):
-                raise ParamError(f"code glob {pattern!r} reaches {real}, outside {root} (through a symbolic link)",
-                                 retry=rest)
+                raise ParamError(
+                    f"code glob {pattern!r} reaches {real}, outside {root} (through a symbolic link)", retry=rest
+                )
             found.add(path.absolute())
     return sorted(found)
 
@@ -211,14 +264,18 @@ def energy_metrics(own: Mapping[str, Any]) -> list[str]:
 
 def where_globs() -> str:
     """Where ``code`` globs and a relative ``workdir`` are read from, in words (for messages)."""
-    return (f"code globs are relative to workdir, and a relative workdir (or none) to the folder the command "
-            f"is started from, here {os.getcwd()}")
+    return (
+        f"code globs are relative to workdir, and a relative workdir (or none) to the folder the command "
+        f"is started from, here {os.getcwd()}"
+    )
 
 
 def resolve_workdir(value: str) -> str:
     """``workdir`` made absolute ('' is the current working directory); ``ParamError`` if it is no folder."""
     folder = Path(value or os.getcwd()).absolute()
     if not folder.is_dir():
-        raise ParamError(f"workdir {folder} is not a folder (a relative workdir is read from the folder the "
-                         f"command is started from, here {os.getcwd()})")
+        raise ParamError(
+            f"workdir {folder} is not a folder (a relative workdir is read from the folder the "
+            f"command is started from, here {os.getcwd()})"
+        )
     return str(folder)

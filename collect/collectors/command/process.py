@@ -99,7 +99,7 @@ class _Tail:
     def result(self) -> bytes:
         self.thread.join(READER_JOIN_S)
         data = b"".join(self.chunks)
-        return data[-self.limit:] if len(data) > self.limit else data
+        return data[-self.limit :] if len(data) > self.limit else data
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -208,8 +208,12 @@ def kill_tree(pid: int) -> None:
 
 
 def run_program(
-    argv: list[str], cwd: str, env: Mapping[str, str], timeout_s: float,
-    on_tick: Callable[[], None] | None = None, tick_s: float = 0.05,
+    argv: list[str],
+    cwd: str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    on_tick: Callable[[], None] | None = None,
+    tick_s: float = 0.05,
     on_pid: Callable[[int], None] | None = None,
 ) -> Finished:
     """Run ``argv`` in ``cwd`` with ``env`` (see the module doc); ``on_tick`` is called about every
@@ -221,8 +225,12 @@ def run_program(
     info = _Info(info_read)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), str(info_write), *argv], cwd=cwd,
-            env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), str(info_write), *argv],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             pass_fds=(info_write,),
         )
     except BaseException:

@@ -50,7 +50,7 @@ def _kind(mode: int) -> str:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def remove_entry(parent_fd: int, name: str) -> None:
@@ -83,8 +83,9 @@ class RunFolder:
             self.fd = os.open(name, _DIR_FLAGS, dir_fd=self.parent_fd)
         except OSError as err:
             os.close(self.parent_fd)
-            raise RunFailure(f"the run's folder {name!r} cannot be made afresh ({err.strerror or err}); "
-                             "nothing was run") from None
+            raise RunFailure(
+                f"the run's folder {name!r} cannot be made afresh ({err.strerror or err}); nothing was run"
+            ) from None
         except BaseException:
             os.close(self.parent_fd)
             raise
@@ -208,8 +209,10 @@ class RunFolder:
         except FileNotFoundError:
             raise RunFailure(f"the run's folder {self.name!r} was removed while the program ran") from None
         if (st.st_dev, st.st_ino) != self.identity:
-            raise RunFailure(f"the run's folder {self.name!r} was replaced (now {_kind(st.st_mode)}) while the "
-                             "program ran; nothing was written through it")
+            raise RunFailure(
+                f"the run's folder {self.name!r} was replaced (now {_kind(st.st_mode)}) while the "
+                "program ran; nothing was written through it"
+            )
         for name, identity in self._created.items():
             try:
                 mine = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
@@ -217,8 +220,10 @@ class RunFolder:
                 raise RunFailure(f"{name} in the run's folder was removed by the program") from None
             if (mine.st_dev, mine.st_ino) != identity:
                 now = "another file" if stat.S_ISREG(mine.st_mode) else _kind(mine.st_mode)
-                raise RunFailure(f"{name} in the run's folder was replaced by the program (now {now}); "
-                                 "the toolkit writes it, never through another name")
+                raise RunFailure(
+                    f"{name} in the run's folder was replaced by the program (now {now}); "
+                    "the toolkit writes it, never through another name"
+                )
 
     def files(self) -> list[str]:
         """Every file in the folder as a path relative to it (sorted), walked through descriptors;
@@ -237,15 +242,18 @@ class RunFolder:
                     try:
                         sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
                     except OSError as err:
-                        raise RunFailure(f"the run's folder holds {rel!r}, which cannot be opened "
-                                         f"({err.strerror or err})") from None
+                        raise RunFailure(
+                            f"the run's folder holds {rel!r}, which cannot be opened ({err.strerror or err})"
+                        ) from None
                     self._walk(sub, f"{rel}/", out)
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     raise RunFailure(f"the run's folder holds {rel!r}, {_kind(st.st_mode)}: traces are regular files")
                 if st.st_nlink != 1:
-                    raise RunFailure(f"the run's folder holds {rel!r}, a file with {st.st_nlink} names (a hard "
-                                     "link): traces are files of their own")
+                    raise RunFailure(
+                        f"the run's folder holds {rel!r}, a file with {st.st_nlink} names (a hard "
+                        "link): traces are files of their own"
+                    )
                 out.append(rel)
         finally:
             os.close(fd)
@@ -257,5 +265,13 @@ def read_marks_in(folder: RunFolder) -> list[Mark]:
     return [] if data is None else parse_marks(data)
 
 
-__all__ = ["MARKS_FILE", "METRICS_FILE", "RUN_FILE", "STDERR_FILE", "STDOUT_FILE", "RunFolder", "read_marks_in",
-           "remove_entry"]
+__all__ = [
+    "MARKS_FILE",
+    "METRICS_FILE",
+    "RUN_FILE",
+    "STDERR_FILE",
+    "STDOUT_FILE",
+    "RunFolder",
+    "read_marks_in",
+    "remove_entry",
+]

@@ -51,10 +51,15 @@ def sensor_for_env(spec: str, env: Mapping[str, str]) -> tuple[str, dict[str, An
         return spec, {}
     devices = [d.strip() for d in visible.split(",") if d.strip()]
     if len(devices) != 1 or not devices[0].isdigit():
-        raise RunFailure(f"sensor nvml reads one GPU, but CUDA_VISIBLE_DEVICES={visible!r} does not name exactly one "
-                         "GPU by index; name the GPU to read: sensor: nvml:index=N")
-    note = {"cuda_visible_devices": visible, "nvml_index": int(devices[0]),
-            "cuda_device_order": env.get("CUDA_DEVICE_ORDER")}
+        raise RunFailure(
+            f"sensor nvml reads one GPU, but CUDA_VISIBLE_DEVICES={visible!r} does not name exactly one "
+            "GPU by index; name the GPU to read: sensor: nvml:index=N"
+        )
+    note = {
+        "cuda_visible_devices": visible,
+        "nvml_index": int(devices[0]),
+        "cuda_device_order": env.get("CUDA_DEVICE_ORDER"),
+    }
     return f"nvml:index={int(devices[0])}", note
 
 
@@ -126,8 +131,14 @@ def _replay_timeline(rec: Any, finished: Finished, marks: list[Mark]) -> None:
     rec.advance((finished.end_ns - cursor) / 1e6)
 
 
-def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, folder: RunFolder,
-                   launch: Callable[[Callable[[], None] | None], Finished]) -> Recorded:
+def record_program(
+    spec: str,
+    signal: str,
+    poll_ms: float,
+    idle_ms: float,
+    folder: RunFolder,
+    launch: Callable[[Callable[[], None] | None], Finished],
+) -> Recorded:
     """Run the program through ``launch(on_tick)`` with ``spec``'s sensor recording ``signal`` around it
     (see the module doc). The marks must nest (``RunFailure`` otherwise, after the program ran)."""
     from collect.telemetry.recording.recorder import Recorder  # lazy: numpy
@@ -167,5 +178,6 @@ def record_program(spec: str, signal: str, poll_ms: float, idle_ms: float, folde
             marked = phases_of(read_marks_in(folder))
             trace.phases = sorted(
                 [*trace.phases, *(Phase(p.name, p.start_ns - offset, p.end_ns - offset, p.depth + 1) for p in marked)],
-                key=lambda p: (p.start_ns, p.depth))
+                key=lambda p: (p.start_ns, p.depth),
+            )
         return Recorded(finished, trace, sensor.power_range_w(), sensor.evidence)

@@ -17,8 +17,13 @@ from collections.abc import Mapping
 from typing import Final
 
 #: the variables set, in the order they are listed in a record
-THREAD_VARIABLES: Final = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-                           "VECLIB_MAXIMUM_THREADS")
+THREAD_VARIABLES: Final = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
 
 
 def run_threads(num_cpus: float) -> int:

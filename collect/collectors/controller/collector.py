@@ -32,13 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from collect.collectors.base import Collector, Param, ParamError, RunContext, RunResult, check_params
-from collect.collectors.controller.params import (
-    COMMON_PARAMS,
-    METRICS,
-    check_common,
-    metric_evidence,
-    run_result,
-)
+from collect.collectors.controller.params import COMMON_PARAMS, METRICS, check_common, metric_evidence, run_result
 from collect.collectors.controller.stress import draw_stress
 
 
@@ -51,11 +45,13 @@ PARAMS: dict[str, Param] = {
     "context": _p(int, 4, "model context: tokens in the input window"),
     "emb": _p(int, 16, "embedding width"),
     "width": _p(int, 128, "hidden layer width"),
-    "lr": Param(float, 0.01, "Adam learning rate (inner optimizer of every replica)", lambda v: 0 < v < 10,
-                "must be in (0, 10)"),
+    "lr": Param(
+        float, 0.01, "Adam learning rate (inner optimizer of every replica)", lambda v: 0 < v < 10, "must be in (0, 10)"
+    ),
     "vocab": Param(int, 32, "Markov source vocabulary", lambda v: 2 <= v <= 256, "must be in [2, 256]"),
-    "markov_order": Param(int, 2, "Markov source order k (vocab ** k <= 65536)", lambda v: 1 <= v <= 4,
-                          "must be in [1, 4]"),
+    "markov_order": Param(
+        int, 2, "Markov source order k (vocab ** k <= 65536)", lambda v: 1 <= v <= 4, "must be in [1, 4]"
+    ),
     "markov_support": _p(int, 4, "likely successors per Markov context"),
     "source_seed": _p(int, 0, "seed of the Markov source itself (the same source in every run)", 0),
     "train_tokens": _p(int, 131072, "training corpus size (tokens; chains of 2048)", 4096),
@@ -93,7 +89,9 @@ class TorchControllerCollector(Collector):
 
         stress = draw_stress(p, ctx.seed)
         result, identity = train(p, ctx.seed, stress)
-        return run_result(ctx, p, result, stress, identity["nll_floor"], "torch.controller/v1", ("measured", "measured"),
-                          identity)
+        return run_result(
+            ctx, p, result, stress, identity["nll_floor"], "torch.controller/v1", ("measured", "measured"), identity
+        )
+
 
 __all__ = ["PARAMS", "TorchControllerCollector", "validate"]

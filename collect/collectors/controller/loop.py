@@ -36,13 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from collect.collectors.controller.policy import (
-    CycleReport,
-    Decision,
-    allreduce_bytes,
-    allreduce_ms,
-    parse_mode,
-)
+from collect.collectors.controller.policy import CycleReport, Decision, allreduce_bytes, allreduce_ms, parse_mode
 from collect.collectors.controller.stress import Stress
 from collect.collectors.sim.accounting import InvariantError
 
@@ -136,10 +130,33 @@ def run_cycles(cfg: LoopConfig, stress: Stress, worker: Worker, policy: Policy, 
     wan_t = dict.fromkeys(TRAFFIC, 0.0)
     decision = policy.start()
     init = Decision(decision.mode, "init", "initial state (commit 0: the lineage root)")
-    rows: list[dict[str, Any]] = [_row(0, None, 0.0, 0.0, 0, 0, init, "init", [], list(range(n)), list(range(n)), 0, 0, 0.0,
-                                       dict.fromkeys(["useful", "attempted", "replayed", "computed"], 0), tot,
-                                       dict.fromkeys(TRAFFIC, 0), dict.fromkeys(TRAFFIC, 0.0), 0.0,
-                                       worker.nll(), mb, nll_evidence, decision)]
+    rows: list[dict[str, Any]] = [
+        _row(
+            0,
+            None,
+            0.0,
+            0.0,
+            0,
+            0,
+            init,
+            "init",
+            [],
+            list(range(n)),
+            list(range(n)),
+            0,
+            0,
+            0.0,
+            dict.fromkeys(["useful", "attempted", "replayed", "computed"], 0),
+            tot,
+            dict.fromkeys(TRAFFIC, 0),
+            dict.fromkeys(TRAFFIC, 0.0),
+            0.0,
+            worker.nll(),
+            mb,
+            nll_evidence,
+            decision,
+        )
+    ]
     logical = switches = 0
     abstentions = int(decision.action == "abstain")
     mode_cycles: dict[str, int] = {}
@@ -185,7 +202,7 @@ def run_cycles(cfg: LoopConfig, stress: Stress, worker: Worker, policy: Policy, 
                     if state[i] == "sync" and not (c.up[i] and c.reachable[i]):
                         state[i] = "lost"  # left behind: needs the consensus again
                 members = [i for i in range(n) if state[i] == "sync"]
-                take = members[:max(0, remaining)]
+                take = members[: max(0, remaining)]
                 if not take:
                     break
                 worker.sync_step([(i, cursor[i]) for i in take])
@@ -288,66 +305,158 @@ def run_cycles(cfg: LoopConfig, stress: Stress, worker: Worker, policy: Policy, 
         prev_mode = mode
         nll = worker.nll()
         members = sorted(active)
-        report = CycleReport(len(rows), mode, steps, compute_site_ms / max(1, cyc["computed"]),
-                             obs_bw[-1] if obs_bw else None, obs_lat[-1] if obs_lat else None,
-                             tuple(members), age, dis)
+        report = CycleReport(
+            len(rows),
+            mode,
+            steps,
+            compute_site_ms / max(1, cyc["computed"]),
+            obs_bw[-1] if obs_bw else None,
+            obs_lat[-1] if obs_lat else None,
+            tuple(members),
+            age,
+            dis,
+        )
         done = tot["useful"] >= cfg.target_units
         queued = decision if done else policy.decide(report)  # the next cycle's mode
-        rows.append(_row(len(rows), len(rows) - 1, start, t, logical, steps, decision, mode, members,
-                         [i for i in range(n) if c.up[i]], reach, age, len(rows) - 1 - min(
-                             (fork_at[i] for i in merge), default=len(rows) - 1), dis, cyc, tot, cb, ct,
-                         stall, nll, mb, nll_evidence, None if done else queued))
+        rows.append(
+            _row(
+                len(rows),
+                len(rows) - 1,
+                start,
+                t,
+                logical,
+                steps,
+                decision,
+                mode,
+                members,
+                [i for i in range(n) if c.up[i]],
+                reach,
+                age,
+                len(rows) - 1 - min((fork_at[i] for i in merge), default=len(rows) - 1),
+                dis,
+                cyc,
+                tot,
+                cb,
+                ct,
+                stall,
+                nll,
+                mb,
+                nll_evidence,
+                None if done else queued,
+            )
+        )
         stall = 0.0
         if not done:
             abstentions += queued.action == "abstain"
             decision = queued
     else:
         raise InvariantError(f"no completion within {MAX_CYCLES} cycles")
-    result = LoopResult(rows, now, tot["useful"], tot["attempted"], tot["replayed"], tot["computed"], wan_b,
-                        wan_t, sum(r["stall_ms"] for r in rows), energy, abstentions, switches, mode_cycles)
+    result = LoopResult(
+        rows,
+        now,
+        tot["useful"],
+        tot["attempted"],
+        tot["replayed"],
+        tot["computed"],
+        wan_b,
+        wan_t,
+        sum(r["stall_ms"] for r in rows),
+        energy,
+        abstentions,
+        switches,
+        mode_cycles,
+    )
     check_ledger(result, cfg)
     return result
 
 
-def _row(commit: int, parent: int | None, start: float, end: float, logical: int, steps: int, decision: Decision,
-         mode: str, members: list[int], up: list[int], reach: list[int], age: int, behind: int, dis: float,
-         cyc: dict[str, int], tot: dict[str, int], cb: dict[str, int], ct: dict[str, float], stall: float,
-         nll: float, mb: int, nll_evidence: str, queued: Decision | None = None) -> dict[str, Any]:
+def _row(
+    commit: int,
+    parent: int | None,
+    start: float,
+    end: float,
+    logical: int,
+    steps: int,
+    decision: Decision,
+    mode: str,
+    members: list[int],
+    up: list[int],
+    reach: list[int],
+    age: int,
+    behind: int,
+    dis: float,
+    cyc: dict[str, int],
+    tot: dict[str, int],
+    cb: dict[str, int],
+    ct: dict[str, float],
+    stall: float,
+    nll: float,
+    mb: int,
+    nll_evidence: str,
+    queued: Decision | None = None,
+) -> dict[str, Any]:
     return {
-        "commit": commit, "parent": parent, "wall_start_ms": round(start, 6), "wall_tick_ms": round(end, 6),
-        "logical_step": logical, "inner_steps": steps, "mode": mode, "action": decision.action,
-        "reason": decision.reason, "queued_mode": None if queued is None else queued.mode,
+        "commit": commit,
+        "parent": parent,
+        "wall_start_ms": round(start, 6),
+        "wall_tick_ms": round(end, 6),
+        "logical_step": logical,
+        "inner_steps": steps,
+        "mode": mode,
+        "action": decision.action,
+        "reason": decision.reason,
+        "queued_mode": None if queued is None else queued.mode,
         "queued_action": None if queued is None else queued.action,
         "queued_reason": None if queued is None else queued.reason,
-        "members": members, "up_sites": up, "reachable_sites": reach,
-        "update_age_steps": age, "update_age_commits": behind, "disagreement": dis,
-        "useful_tokens": cyc["useful"] * mb, "attempted_tokens": cyc["attempted"] * mb,
-        "replayed_tokens": cyc["replayed"] * mb, "computed_tokens": cyc["computed"] * mb,
-        "total_useful_tokens": tot["useful"] * mb, "total_attempted_tokens": tot["attempted"] * mb,
+        "members": members,
+        "up_sites": up,
+        "reachable_sites": reach,
+        "update_age_steps": age,
+        "update_age_commits": behind,
+        "disagreement": dis,
+        "useful_tokens": cyc["useful"] * mb,
+        "attempted_tokens": cyc["attempted"] * mb,
+        "replayed_tokens": cyc["replayed"] * mb,
+        "computed_tokens": cyc["computed"] * mb,
+        "total_useful_tokens": tot["useful"] * mb,
+        "total_attempted_tokens": tot["attempted"] * mb,
         "total_replayed_tokens": tot["replayed"] * mb,
-        "wan_bytes": dict(cb), "wan_ms": {k: round(v, 6) for k, v in ct.items()}, "stall_ms": round(stall, 6),
+        "wan_bytes": dict(cb),
+        "wan_ms": {k: round(v, 6) for k, v in ct.items()},
+        "stall_ms": round(stall, 6),
         "heldout_nll": nll,
-        "evidence": {"heldout_nll": nll_evidence, "tokens": "measured" if nll_evidence == "measured" else "modeled",
-                     "wall_tick_ms": "modeled", "wan": "modeled", "disagreement": nll_evidence},
+        "evidence": {
+            "heldout_nll": nll_evidence,
+            "tokens": "measured" if nll_evidence == "measured" else "modeled",
+            "wall_tick_ms": "modeled",
+            "wan": "modeled",
+            "disagreement": nll_evidence,
+        },
     }
 
 
 def check_ledger(r: LoopResult, cfg: LoopConfig) -> None:
     """Raise :class:`InvariantError` unless the ledger's accounting is exact (module doc)."""
+
     def need(ok: bool, what: str) -> None:
         if not ok:
             raise InvariantError(f"commit ledger: {what}")
 
     mb = cfg.micro_batch
     for row in r.rows:
-        need(row["attempted_tokens"] == row["useful_tokens"] + row["replayed_tokens"],
-             f"commit {row['commit']}: attempted != useful + replayed")
+        need(
+            row["attempted_tokens"] == row["useful_tokens"] + row["replayed_tokens"],
+            f"commit {row['commit']}: attempted != useful + replayed",
+        )
         need(row["parent"] == (None if row["commit"] == 0 else row["commit"] - 1), "lineage is not a chain")
     need(r.attempted_units == r.useful_units + r.replayed_units, "total attempted != useful + replayed")
     need(r.useful_units == cfg.target_units, f"useful units {r.useful_units} != target {cfg.target_units}")
     need(r.computed_units == r.attempted_units, f"computed {r.computed_units} != resolved {r.attempted_units}")
-    for key, total in (("useful_tokens", r.useful_units), ("attempted_tokens", r.attempted_units),
-                       ("replayed_tokens", r.replayed_units)):
+    for key, total in (
+        ("useful_tokens", r.useful_units),
+        ("attempted_tokens", r.attempted_units),
+        ("replayed_tokens", r.replayed_units),
+    ):
         need(sum(row[key] for row in r.rows) == total * mb, f"rows' {key} do not sum to the run's")
     for k in TRAFFIC:
         need(sum(row["wan_bytes"][k] for row in r.rows) == r.wan_bytes[k], f"rows' {k} bytes != the run's")

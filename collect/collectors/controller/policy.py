@@ -125,8 +125,11 @@ class Controller:
     def comm_ms(self, mode: str, m: int, bw: float, lat: float) -> float:
         """Modeled WAN time of one cycle of ``mode`` per step: sync all-reduces every step."""
         h = parse_mode(mode)
-        return allreduce_ms(self.cfg.sync_bytes, m, bw, lat) * h if h == 1 else allreduce_ms(
-            self.cfg.outer_bytes, m, bw, lat)
+        return (
+            allreduce_ms(self.cfg.sync_bytes, m, bw, lat) * h
+            if h == 1
+            else allreduce_ms(self.cfg.outer_bytes, m, bw, lat)
+        )
 
     def decide(self, report: CycleReport) -> Decision:
         safe = self.cfg.safe_mode
@@ -134,7 +137,7 @@ class Controller:
             self.history = [report]
             return Decision(safe, "abstain", f"membership changing ({list(self.history[0].members)})")
         self.history.append(report)
-        window = [r for r in self.history[-self.cfg.window:] if r.observed_bandwidth_mbps is not None]
+        window = [r for r in self.history[-self.cfg.window :] if r.observed_bandwidth_mbps is not None]
         if len(window) < self.cfg.min_observations:
             return Decision(safe, "abstain", f"too few observations ({len(window)} < {self.cfg.min_observations})")
         bws = [r.observed_bandwidth_mbps for r in window if r.observed_bandwidth_mbps is not None]
@@ -146,8 +149,9 @@ class Controller:
         m = len(report.members)
         local = [r for r in self.history if parse_mode(r.mode) > 1 and r.disagreement > 0]
         per_step = local[-1].disagreement / parse_mode(local[-1].mode) if local else 0.0
-        candidates: Sequence[str] = [c for c in self.cfg.modes if parse_mode(c) == 1
-                                     or per_step * parse_mode(c) <= self.cfg.max_disagreement]
+        candidates: Sequence[str] = [
+            c for c in self.cfg.modes if parse_mode(c) == 1 or per_step * parse_mode(c) <= self.cfg.max_disagreement
+        ]
         candidates = candidates or [min(self.cfg.modes, key=parse_mode)]
 
         def score(mode: str) -> tuple[float, int]:

@@ -96,11 +96,19 @@ class Replicas:
         return evaluate_nll(self.model, self.hx, self.hy)
 
 
-def train(p: Mapping[str, Any], seed: int, stress: Stress, policy_of: Any = make_policy) -> tuple[LoopResult, dict[str, Any]]:
+def train(
+    p: Mapping[str, Any], seed: int, stress: Stress, policy_of: Any = make_policy
+) -> tuple[LoopResult, dict[str, Any]]:
     """One run: data, model, the cycle loop; returns the loop's result and the run's identity."""
     spec = SourceSpec(vocab=p["vocab"], order=p["markov_order"], support=p["markov_support"], seed=p["source_seed"])
-    corpora = make_corpora(spec, seed, max(1, p["train_tokens"] // TRAIN_CHAIN), TRAIN_CHAIN,
-                           max(1, p["heldout_tokens"] // HELDOUT_CHAIN), HELDOUT_CHAIN + p["context"])
+    corpora = make_corpora(
+        spec,
+        seed,
+        max(1, p["train_tokens"] // TRAIN_CHAIN),
+        TRAIN_CHAIN,
+        max(1, p["heldout_tokens"] // HELDOUT_CHAIN),
+        HELDOUT_CHAIN + p["context"],
+    )
     with deterministic(seed, p["threads"]):
         model = WindowMLP(p["vocab"], p["context"], p["emb"], p["width"])
         hx, hy = heldout_windows(corpora.heldout, p["context"])
@@ -111,11 +119,21 @@ def train(p: Mapping[str, Any], seed: int, stress: Stress, policy_of: Any = make
         result = run_cycles(cfg, stress, worker, policy, "measured")
         final_state = state_sha256(model, worker.opt)
     identity = {
-        "data": corpora.identity(), "nll_floor": corpora.source.entropy_rate,
-        "net": {"kind": "window-mlp", "vocab": p["vocab"], "context": p["context"], "emb": p["emb"],
-                "width": p["width"], "params": param_count(model), "optimizer": "adam", "lr": p["lr"],
-                "outer": "parameter and Adam-moment averaging (outer lr 1)"},
-        "initial_state_sha256": initial_state, "final_state_sha256": final_state,
+        "data": corpora.identity(),
+        "nll_floor": corpora.source.entropy_rate,
+        "net": {
+            "kind": "window-mlp",
+            "vocab": p["vocab"],
+            "context": p["context"],
+            "emb": p["emb"],
+            "width": p["width"],
+            "params": param_count(model),
+            "optimizer": "adam",
+            "lr": p["lr"],
+            "outer": "parameter and Adam-moment averaging (outer lr 1)",
+        },
+        "initial_state_sha256": initial_state,
+        "final_state_sha256": final_state,
         "torch": {"version": torch.__version__, "deterministic_algorithms": True, "threads": p["threads"]},
     }
     return result, identity

@@ -42,18 +42,30 @@ def _gt0() -> tuple[Any, str]:
 
 PARAMS: dict[str, Param] = {
     **COMMON_PARAMS,
-    "model_params": Param(int, 12960, "parameters of the modeled model (payload bytes = 4 x this; the torch "
-                          "collector's default model has 12960)", *_gt0()),
+    "model_params": Param(
+        int,
+        12960,
+        "parameters of the modeled model (payload bytes = 4 x this; the torch collector's default model has 12960)",
+        *_gt0(),
+    ),
     "prior_initial_nll": Param(float, math.log(32), "prior: held-out NLL of the initial state (nats/token)", *_gt0()),
-    "prior_floor_nll": Param(float, 1.193, "prior: the NLL floor (nats/token; the torch default source's "
-                             "entropy rate)", *_gt0()),
-    "prior_tokens_scale": Param(float, 12288.0, "prior: effective tokens at which the excess NLL has fallen by "
-                                "2^-exponent", *_gt0()),
+    "prior_floor_nll": Param(
+        float, 1.193, "prior: the NLL floor (nats/token; the torch default source's entropy rate)", *_gt0()
+    ),
+    "prior_tokens_scale": Param(
+        float, 12288.0, "prior: effective tokens at which the excess NLL has fallen by 2^-exponent", *_gt0()
+    ),
     "prior_exponent": Param(float, 0.47, "prior: power-law exponent of the excess NLL in effective tokens", *_gt0()),
-    "prior_staleness_penalty": Param(float, 0.02, "prior: efficiency loss per extra local step",
-                                     lambda v: v >= 0, "must be >= 0"),
-    "prior_disagreement_per_step": Param(float, 0.01, "prior: replica disagreement after one local step "
-                                         "(grows as sqrt of the steps)", lambda v: v >= 0, "must be >= 0"),
+    "prior_staleness_penalty": Param(
+        float, 0.02, "prior: efficiency loss per extra local step", lambda v: v >= 0, "must be >= 0"
+    ),
+    "prior_disagreement_per_step": Param(
+        float,
+        0.01,
+        "prior: replica disagreement after one local step (grows as sqrt of the steps)",
+        lambda v: v >= 0,
+        "must be >= 0",
+    ),
 }
 
 

@@ -38,8 +38,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-FAMILIES = ("calm", "bandwidth_collapse", "latency_spikes", "site_outage", "straggler", "flapping_membership",
-            "partition_heals", "congestion", "compound", "rolling_outages")
+FAMILIES = (
+    "calm",
+    "bandwidth_collapse",
+    "latency_spikes",
+    "site_outage",
+    "straggler",
+    "flapping_membership",
+    "partition_heals",
+    "congestion",
+    "compound",
+    "rolling_outages",
+)
 STRESS_FAMILIES = FAMILIES[1:]  # the stress families proper (calm is the control)
 REGIONS = ("all", "low", "high")
 EPISODE_KINDS = ("bandwidth", "latency", "down", "unreachable", "slow")
@@ -60,8 +70,13 @@ class Episode:
         return self.start_ms <= t_ms < self.end_ms
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "start_ms": self.start_ms, "end_ms": self.end_ms, "value": self.value,
-                "site": self.site}
+        return {
+            "kind": self.kind,
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+            "value": self.value,
+            "site": self.site,
+        }
 
 
 @dataclass(frozen=True)
@@ -117,9 +132,14 @@ class Stress:
         return min(later) if later else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"family": self.family, "base_bandwidth_mbps": self.base_bandwidth_mbps,
-                "base_latency_ms": self.base_latency_ms, "outage_rate_per_min": self.outage_rate_per_min,
-                "horizon_ms": self.horizon_ms, "episodes": [e.as_dict() for e in self.episodes]}
+        return {
+            "family": self.family,
+            "base_bandwidth_mbps": self.base_bandwidth_mbps,
+            "base_latency_ms": self.base_latency_ms,
+            "outage_rate_per_min": self.outage_rate_per_min,
+            "horizon_ms": self.horizon_ms,
+            "episodes": [e.as_dict() for e in self.episodes],
+        }
 
 
 def region_range(lo: float, hi: float, region: str, geometric: bool = False) -> tuple[float, float]:

@@ -11,10 +11,25 @@ from itertools import pairwise
 from prereg.errors import EXIT_INTERNAL, ToolkitError
 
 POLICIES = ("wait", "restart", "continue", "oracle")
-BYTE_CLASSES = ("gradient_sync", "parameter_broadcast", "checkpoint_upload", "restore_download",
-                "rejoin_transfer", "control")
-EVENT_KINDS = ("compute", "collective", "state_transfer", "checkpoint", "failure", "preemption",
-               "restore", "replay", "rejoin")
+BYTE_CLASSES = (
+    "gradient_sync",
+    "parameter_broadcast",
+    "checkpoint_upload",
+    "restore_download",
+    "rejoin_transfer",
+    "control",
+)
+EVENT_KINDS = (
+    "compute",
+    "collective",
+    "state_transfer",
+    "checkpoint",
+    "failure",
+    "preemption",
+    "restore",
+    "replay",
+    "rejoin",
+)
 FRONTIER_VERSION = b"sim.multisite/frontier/v1"
 STATE_VERSION = b"sim.multisite/frontier-state/v1"
 WORK_FATES = ("retained", "lost", "replayed")
@@ -113,8 +128,11 @@ class Event:
         ids attempted before, whatever its own fate) and 0 otherwise. Summed over a run's events
         these are its retained, lost and replayed work exactly."""
         w = self.work
-        return {"retained": w if self.fate == "retained" else 0, "lost": w if self.fate == "lost" else 0,
-                "replayed": w if self.kind == "replay" else 0}
+        return {
+            "retained": w if self.fate == "retained" else 0,
+            "lost": w if self.fate == "lost" else 0,
+            "replayed": w if self.kind == "replay" else 0,
+        }
 
 
 @dataclass
@@ -196,6 +214,7 @@ def set_frontier(r: SimResult, count: str, target: int, segments: list[Segment])
 
 def check_invariants(r: SimResult, cfg: SimConfig) -> None:
     """Raise :class:`InvariantError` unless the run's accounting is exact."""
+
     def need(ok: bool, what: str) -> None:
         if not ok:
             raise InvariantError(f"{cfg.policy}: {what}")
@@ -222,11 +241,15 @@ def check_invariants(r: SimResult, cfg: SimConfig) -> None:
         for k, v in e.work_fate().items():
             fates[k] += v
         need(e.work == 0 or e.fate in ("retained", "lost"), f"work event without a fate: {e}")
-    need((fates["retained"], fates["lost"], fates["replayed"]) == (r.retained, r.lost, r.replayed),
-         f"event work fates {fates} != retained {r.retained}, lost {r.lost}, replayed {r.replayed}")
+    need(
+        (fates["retained"], fates["lost"], fates["replayed"]) == (r.retained, r.lost, r.replayed),
+        f"event work fates {fates} != retained {r.retained}, lost {r.lost}, replayed {r.replayed}",
+    )
     need(r.frontier_steps_sha256 == frontier_hash(cfg.target_steps, r.retained_step_ids), "stale frontier steps hash")
-    need(r.frontier_sha256 == frontier_state_hash("steps", cfg.target_steps, r.retained_segments),
-         "stale frontier state hash")
+    need(
+        r.frontier_sha256 == frontier_state_hash("steps", cfg.target_steps, r.retained_segments),
+        "stale frontier state hash",
+    )
     need(0 <= r.up_site_ticks <= cfg.sites * r.end_tick, "up site-ticks outside [0, sites x end tick]")
     if cfg.policy == "oracle":
         need(r.lost == 0, "the oracle lost work")

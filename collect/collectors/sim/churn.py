@@ -20,17 +20,17 @@ import math
 import re
 from typing import Any, ClassVar
 
-from collect.collectors.base import (
-    Collector,
-    Param,
-    RunContext,
-    RunResult,
-    check_params,
-)
+from collect.collectors.base import Collector, Param, RunContext, RunResult, check_params
 from collect.collectors.sim import churn_law as law
 
-__all__ = ["INTERVAL_NAMES", "TABLE_INTERVALS", "ChurnCollector", "churn_table", "render_churn_table",
-           "resolve_interval"]
+__all__ = [
+    "INTERVAL_NAMES",
+    "TABLE_INTERVALS",
+    "ChurnCollector",
+    "churn_table",
+    "render_churn_table",
+    "resolve_interval",
+]
 
 INTERVAL_NAMES = ("exact", "young", "daly", "daly1")
 TABLE_INTERVALS = ("exact", "young", "daly", "daly1", "0.5x", "2x")
@@ -104,15 +104,26 @@ class ChurnCollector(Collector):
     PARAMS: ClassVar[dict[str, Param]] = {
         "mtbf_s": Param(float, None, "mean time between preemptions of one worker (s)", _positive, "must be > 0"),
         "checkpoint_s": Param(float, None, "time to write one checkpoint (s)", _positive, "must be > 0"),
-        "restart_s": Param(float, None, "time to restart after a preemption (s)",
-                           lambda v: math.isfinite(v) and v >= 0, "must be >= 0"),
-        "workers": Param(int, 1, "workers in the synchronous job (job rate = workers / mtbf_s)",
-                         lambda v: 1 <= v <= 10**7, "must be between 1 and 10**7"),
-        "work_s": Param(float, 1_000_000.0, "useful work each run completes (s), equal across arms",
-                        _positive, "must be > 0"),
-        "interval": Param((str, float), "exact",
-                          "work between checkpoints: exact | young | daly | daly1 | seconds | '<k>x'",
-                          _interval_ok, "must be exact, young, daly, daly1, seconds > 0, or '<k>x' with k > 0"),
+        "restart_s": Param(
+            float, None, "time to restart after a preemption (s)", lambda v: math.isfinite(v) and v >= 0, "must be >= 0"
+        ),
+        "workers": Param(
+            int,
+            1,
+            "workers in the synchronous job (job rate = workers / mtbf_s)",
+            lambda v: 1 <= v <= 10**7,
+            "must be between 1 and 10**7",
+        ),
+        "work_s": Param(
+            float, 1_000_000.0, "useful work each run completes (s), equal across arms", _positive, "must be > 0"
+        ),
+        "interval": Param(
+            (str, float),
+            "exact",
+            "work between checkpoints: exact | young | daly | daly1 | seconds | '<k>x'",
+            _interval_ok,
+            "must be exact, young, daly, daly1, seconds > 0, or '<k>x' with k > 0",
+        ),
     }
     METRICS: ClassVar[dict[str, str]] = {
         "efficiency": "fraction",  # useful work / wall time
@@ -127,8 +138,11 @@ class ChurnCollector(Collector):
         rate = p["workers"] / p["mtbf_s"]
         w = resolve_interval(p["interval"], rate, p["checkpoint_s"], p["restart_s"])
         metrics = _job_run(rate, p["checkpoint_s"], p["restart_s"], w, p["work_s"], ctx.seed)
-        info = {"interval_s": w, "job_rate_per_s": rate,
-                "law_efficiency": law.efficiency(w, rate, p["checkpoint_s"], p["restart_s"])}
+        info = {
+            "interval_s": w,
+            "job_rate_per_s": rate,
+            "law_efficiency": law.efficiency(w, rate, p["checkpoint_s"], p["restart_s"]),
+        }
         return RunResult(metrics=metrics, info=info)
 
 
@@ -140,22 +154,39 @@ MAX_RATE_COST = 50.0  # n C / MTBF beyond this: a checkpoint almost never comple
 
 def _check_range(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: int, segments: int) -> None:
     """Refuse inputs outside what the closed forms and the Monte Carlo can compute (``ValueError``)."""
-    for name, value, zero_ok in (("mtbf_s", mtbf_s, False), ("checkpoint_s", checkpoint_s, False),
-                                 ("restart_s", restart_s, True)):
-        ok = isinstance(value, (int, float)) and math.isfinite(value) and (
-            (zero_ok and value == 0) or MIN_SECONDS <= value <= MAX_SECONDS)
+    for name, value, zero_ok in (
+        ("mtbf_s", mtbf_s, False),
+        ("checkpoint_s", checkpoint_s, False),
+        ("restart_s", restart_s, True),
+    ):
+        ok = (
+            isinstance(value, (int, float))
+            and math.isfinite(value)
+            and ((zero_ok and value == 0) or MIN_SECONDS <= value <= MAX_SECONDS)
+        )
         if not ok:
-            raise ValueError(f"{name} = {value!r} must be a number from {MIN_SECONDS:g} to {MAX_SECONDS:g} s"
-                             + (" (or 0)" if zero_ok else ""))
+            raise ValueError(
+                f"{name} = {value!r} must be a number from {MIN_SECONDS:g} to {MAX_SECONDS:g} s"
+                + (" (or 0)" if zero_ok else "")
+            )
     if not isinstance(segments, int) or not 100 <= segments <= MAX_SEGMENTS:
         raise ValueError(f"segments = {segments!r} must be an integer from 100 to {MAX_SEGMENTS}")
     if workers * checkpoint_s / mtbf_s > MAX_RATE_COST:
-        raise ValueError(f"workers x checkpoint_s / mtbf_s = {workers * checkpoint_s / mtbf_s:.3g} exceeds "
-                         f"{MAX_RATE_COST:g}: a checkpoint would almost never complete; no interval is meaningful")
+        raise ValueError(
+            f"workers x checkpoint_s / mtbf_s = {workers * checkpoint_s / mtbf_s:.3g} exceeds "
+            f"{MAX_RATE_COST:g}: a checkpoint would almost never complete; no interval is meaningful"
+        )
 
 
-def churn_table(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: int = 1,
-                segments: int = 20_000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+def churn_table(
+    mtbf_s: float,
+    checkpoint_s: float,
+    restart_s: float,
+    workers: int = 1,
+    segments: int = 20_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """Closed-form and Monte Carlo efficiency of each interval rule, as a JSON-ready dict.
 
     ``intervals.<name>`` for names exact, young, daly (higher order), daly1 (first order), 0.5x,
@@ -181,15 +212,17 @@ def churn_table(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: i
                 mc_row = {"estimate": mc.estimate, "lower": mc.lower, "upper": mc.upper, "n": mc.n}
             except ValueError:  # an unlucky history past MAX_GAPS failures
                 pass
-        rows[name] = {
-            "interval_s": w,
-            "efficiency": eff,
-            "mc": mc_row,
-            "loss_vs_exact": 1.0 - eff / best,
-        }
+        rows[name] = {"interval_s": w, "efficiency": eff, "mc": mc_row, "loss_vs_exact": 1.0 - eff / best}
     return {
-        "params": {"mtbf_s": float(mtbf_s), "checkpoint_s": C, "restart_s": R, "workers": workers,
-                   "segments": segments, "seed": seed, "confidence": confidence},
+        "params": {
+            "mtbf_s": float(mtbf_s),
+            "checkpoint_s": C,
+            "restart_s": R,
+            "workers": workers,
+            "segments": segments,
+            "seed": seed,
+            "confidence": confidence,
+        },
         "job_rate_per_s": rate,
         "job_mtbf_s": 1.0 / rate,
         "evidence": "modeled",
@@ -207,13 +240,19 @@ def render_churn_table(table: dict[str, Any]) -> str:
     p = table["params"]
     conf = f"{100 * p['confidence']:g}%"
     lines = [
-        (f"churn law (modeled): worker MTBF {p['mtbf_s']:g} s x {p['workers']} worker(s)"
-         f" = job MTBF {table['job_mtbf_s']:.6g} s"),
-        (f"checkpoint {p['checkpoint_s']:g} s, restart {p['restart_s']:g} s; Monte Carlo: "
-         f"{p['segments']} segments, seed {p['seed']}, {conf} CI"),
+        (
+            f"churn law (modeled): worker MTBF {p['mtbf_s']:g} s x {p['workers']} worker(s)"
+            f" = job MTBF {table['job_mtbf_s']:.6g} s"
+        ),
+        (
+            f"checkpoint {p['checkpoint_s']:g} s, restart {p['restart_s']:g} s; Monte Carlo: "
+            f"{p['segments']} segments, seed {p['seed']}, {conf} CI"
+        ),
         "",
-        (f"{'interval':<8} {'every (s)':>11} {'efficiency':>10} {'MC estimate':>11} "
-         f"{'MC ' + conf + ' CI':>19} {'loss vs exact':>13}"),
+        (
+            f"{'interval':<8} {'every (s)':>11} {'efficiency':>10} {'MC estimate':>11} "
+            f"{'MC ' + conf + ' CI':>19} {'loss vs exact':>13}"
+        ),
     ]
     for name, row in table["intervals"].items():
         mc = row["mc"]
@@ -221,7 +260,9 @@ def render_churn_table(table: dict[str, Any]) -> str:
             est, ci = "n/a", "too many failures"
         else:
             est, ci = _num(mc["estimate"]), f"[{_num(mc['lower'])}, {_num(mc['upper'])}]"
-        lines.append(f"{name:<8} {row['interval_s']:>11.5g} {_num(row['efficiency']):>10} "
-                     f"{est:>11} {ci:>19} {100 * row['loss_vs_exact']:>12.3f}%")
+        lines.append(
+            f"{name:<8} {row['interval_s']:>11.5g} {_num(row['efficiency']):>10} "
+            f"{est:>11} {ci:>19} {100 * row['loss_vs_exact']:>12.3f}%"
+        )
     lines.append("efficiency = useful work / wall time; loss = 1 - efficiency / exact optimum's")
     return "\n".join(lines)

@@ -33,10 +33,26 @@ from scipy.optimize import brentq
 from scipy.special import lambertw
 
 __all__ = [
-    "MAX_GAPS", "GapStream", "JobHistory", "MCEstimate", "admission_threshold", "break_even_rate",
-    "check_number", "daly_first_order_interval", "daly_interval", "efficiency", "efficiency_loss", "job_rate",
-    "mc_efficiency", "optimal_curves", "optimal_efficiency", "optimal_interval", "pool_throughput", "segment_time",
-    "simulate_job", "young_interval",
+    "MAX_GAPS",
+    "GapStream",
+    "JobHistory",
+    "MCEstimate",
+    "admission_threshold",
+    "break_even_rate",
+    "check_number",
+    "daly_first_order_interval",
+    "daly_interval",
+    "efficiency",
+    "efficiency_loss",
+    "job_rate",
+    "mc_efficiency",
+    "optimal_curves",
+    "optimal_efficiency",
+    "optimal_interval",
+    "pool_throughput",
+    "segment_time",
+    "simulate_job",
+    "young_interval",
 ]
 
 MAX_GAPS = 1 << 24  # failures one simulated history may draw (128 MiB of float64)
@@ -189,14 +205,16 @@ def pool_throughput(rates: list[float] | np.ndarray, C: float, R: float) -> floa
     return float(r.size * optimal_efficiency(job_rate(r), C, R))
 
 
-def _throughput_curve(n_base: int, base_rate: float, flaky_rate: float, C: float, R: float,
-                      k: np.ndarray) -> np.ndarray:
+def _throughput_curve(
+    n_base: int, base_rate: float, flaky_rate: float, C: float, R: float, k: np.ndarray
+) -> np.ndarray:
     rate = n_base * base_rate + k * flaky_rate
     return (n_base + k) * _optimal_x(rate * C)[1] / (1.0 + rate * R)
 
 
-def admission_threshold(base_rate: float, n_base: int, flaky_rate: float, C: float, R: float,
-                        max_flaky: int = 10**7) -> int:
+def admission_threshold(
+    base_rate: float, n_base: int, flaky_rate: float, C: float, R: float, max_flaky: int = 10**7
+) -> int:
     """How many workers of rate ``flaky_rate`` to admit to ``n_base`` workers of rate ``base_rate``.
 
     Throughput with ``k`` admitted is ``T(k) = (n_base + k) * E*(n_base base_rate + k flaky_rate)``,
@@ -227,8 +245,11 @@ def admission_threshold(base_rate: float, n_base: int, flaky_rate: float, C: flo
             best_k, best = lo + i, float(t[i])
         nxt_lo = hi + 1
         nxt_hi = min(nxt_lo + min(2 * size, 1 << 20) - 1, max_flaky)
-        bound = (n_base + nxt_hi) / (n_base + nxt_lo) * _throughput_curve(
-            n_base, base_rate, flaky_rate, C, R, np.array([float(nxt_lo)]))[0]
+        bound = (
+            (n_base + nxt_hi)
+            / (n_base + nxt_lo)
+            * _throughput_curve(n_base, base_rate, flaky_rate, C, R, np.array([float(nxt_lo)]))[0]
+        )
         if bound <= best:
             break
         lo, size = nxt_lo, min(2 * size, 1 << 20)
@@ -266,8 +287,10 @@ class GapStream:
     def take(self, n: int) -> np.ndarray:
         """The first ``n`` gaps (read-only view)."""
         if n > MAX_GAPS:
-            raise ValueError(f"this history needs more than {MAX_GAPS:,} failures (the interval is far too long "
-                             "for this failure rate, or the work too large); simulate less work")
+            raise ValueError(
+                f"this history needs more than {MAX_GAPS:,} failures (the interval is far too long "
+                "for this failure rate, or the work too large); simulate less work"
+            )
         while self._gaps.size < n:
             new = self._rng.standard_exponential(4096 << self._chunks)
             self._chunks += 1
@@ -288,8 +311,9 @@ class JobHistory:
     segment_stats: tuple[float, float] | None  # mean, sample variance of full segments' wall times
 
 
-def simulate_job(stream: GapStream, rate: float, T: float, n_full: int, R: float,
-                 T_last: float = 0.0, stats: bool = False) -> JobHistory:
+def simulate_job(
+    stream: GapStream, rate: float, T: float, n_full: int, R: float, T_last: float = 0.0, stats: bool = False
+) -> JobHistory:
     """Simulate ``n_full`` segments of length ``T`` (work + checkpoint, s), then one of ``T_last``
     (if > 0), under failures at ``stream``'s gaps / ``rate`` on the exposed clock; restart ``R`` s.
 
@@ -313,7 +337,7 @@ def simulate_job(stream: GapStream, rate: float, T: float, n_full: int, R: float
             s = float(Fp[J] + (n_full - before) * T)
             end, failures = s, J
             if T_last > 0 and s + T_last > F[J]:
-                fits = np.flatnonzero(G[J + 1:] >= T_last)
+                fits = np.flatnonzero(G[J + 1 :] >= T_last)
                 end, failures = (float(Fp[J + 1 + fits[0]] + T_last), J + 1 + int(fits[0])) if fits.size else (-1.0, 0)
             elif T_last > 0:
                 end = s + T_last
@@ -347,8 +371,9 @@ class MCEstimate:
     n: int
 
 
-def mc_efficiency(w: float, rate: float, C: float, R: float, segments: int = 20_000, seed: int = 0,
-                  confidence: float = 0.95) -> MCEstimate:
+def mc_efficiency(
+    w: float, rate: float, C: float, R: float, segments: int = 20_000, seed: int = 0, confidence: float = 0.95
+) -> MCEstimate:
     """Efficiency at interval ``w`` from one seeded history of ``segments`` segments.
 
     Segment wall times are i.i.d. (each completion is a renewal point: Poisson failures are

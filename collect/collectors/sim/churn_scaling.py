@@ -48,11 +48,16 @@ class Pool:
 
 
 def _seconds(name: str, value: float, zero_ok: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and math.isfinite(value) and (
-        (zero_ok and value == 0) or MIN_SECONDS <= value <= MAX_SECONDS)
+    ok = (
+        isinstance(value, (int, float))
+        and math.isfinite(value)
+        and ((zero_ok and value == 0) or MIN_SECONDS <= value <= MAX_SECONDS)
+    )
     if not ok:
-        raise ValueError(f"{name} = {value!r} must be a number from {MIN_SECONDS:g} to {MAX_SECONDS:g} s"
-                         + (" (or 0)" if zero_ok else ""))
+        raise ValueError(
+            f"{name} = {value!r} must be a number from {MIN_SECONDS:g} to {MAX_SECONDS:g} s"
+            + (" (or 0)" if zero_ok else "")
+        )
     return float(value)
 
 
@@ -68,10 +73,14 @@ def parse_pool(spec: str) -> Pool:
     try:
         rate = float(rate_text)
     except ValueError:
-        raise ValueError(f"pool {spec!r}: RATE {rate_text!r} is not a number (failures per second per worker)") from None
+        raise ValueError(
+            f"pool {spec!r}: RATE {rate_text!r} is not a number (failures per second per worker)"
+        ) from None
     if not (math.isfinite(rate) and 1.0 / MAX_SECONDS <= rate <= 1.0 / MIN_SECONDS):
-        raise ValueError(f"pool {spec!r}: RATE must be from {1 / MAX_SECONDS:g} to {1 / MIN_SECONDS:g} failures per "
-                         "second per worker (a worker MTBF from 1e-06 to 1e+09 s)")
+        raise ValueError(
+            f"pool {spec!r}: RATE must be from {1 / MAX_SECONDS:g} to {1 / MIN_SECONDS:g} failures per "
+            "second per worker (a worker MTBF from 1e-06 to 1e+09 s)"
+        )
     return Pool(int(count_text), rate)
 
 
@@ -106,22 +115,40 @@ def worker_scan(mtbf_s: float, checkpoint_s: float, restart_s: float, workers: S
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_WORKERS:
             raise ValueError(f"workers = {n!r} must be an integer from 1 to {MAX_WORKERS}")
         if n * C / M > MAX_RATE_COST:
-            raise ValueError(f"workers x checkpoint_s / mtbf_s = {n * C / M:.3g} exceeds {MAX_RATE_COST:g} (at "
-                             f"{n} workers): a checkpoint would almost never complete; no interval is meaningful")
+            raise ValueError(
+                f"workers x checkpoint_s / mtbf_s = {n * C / M:.3g} exceeds {MAX_RATE_COST:g} (at "
+                f"{n} workers): a checkpoint would almost never complete; no interval is meaningful"
+            )
         rate = n / M
         w = law.optimal_interval(rate, C)
         young, daly = law.young_interval(rate, C), law.daly_interval(rate, C)
         eff = law.optimal_efficiency(rate, C, R)
-        rows.append({
-            "workers": n, "job_rate_per_s": rate, "job_mtbf_s": M / n, "lambda_c": rate * C, "interval_s": w,
-            "young_s": young, "daly_s": daly, "young_overshoot": young / w - 1.0, "daly_overshoot": daly / w - 1.0,
-            "efficiency": eff, "loss_half": law.efficiency_loss(0.5 * w, rate, C, R),
-            "loss_double": law.efficiency_loss(2.0 * w, rate, C, R), "throughput": n * eff,
-        })
+        rows.append(
+            {
+                "workers": n,
+                "job_rate_per_s": rate,
+                "job_mtbf_s": M / n,
+                "lambda_c": rate * C,
+                "interval_s": w,
+                "young_s": young,
+                "daly_s": daly,
+                "young_overshoot": young / w - 1.0,
+                "daly_overshoot": daly / w - 1.0,
+                "efficiency": eff,
+                "loss_half": law.efficiency_loss(0.5 * w, rate, C, R),
+                "loss_double": law.efficiency_loss(2.0 * w, rate, C, R),
+                "throughput": n * eff,
+            }
+        )
     half, peak, peak_thr = _half_and_peak(1.0 / M, C, R)
-    return {"params": {"mtbf_s": M, "checkpoint_s": C, "restart_s": R, "workers": list(workers)},
-            "evidence": "modeled", "rows": rows, "half_efficiency_workers": half,
-            "peak_throughput_workers": peak, "peak_throughput": peak_thr if peak is not None else None}
+    return {
+        "params": {"mtbf_s": M, "checkpoint_s": C, "restart_s": R, "workers": list(workers)},
+        "evidence": "modeled",
+        "rows": rows,
+        "half_efficiency_workers": half,
+        "peak_throughput_workers": peak,
+        "peak_throughput": peak_thr if peak is not None else None,
+    }
 
 
 def _pct(x: float) -> str:
@@ -132,21 +159,32 @@ def _pct(x: float) -> str:
 def render_worker_scan(t: dict[str, Any]) -> str:
     """A plain-text rendering of :func:`worker_scan` (at most 80 columns)."""
     p = t["params"]
-    lines = ["churn law (modeled, closed forms) over worker counts",
-             f"worker MTBF {p['mtbf_s']:g} s, checkpoint {p['checkpoint_s']:g} s, restart {p['restart_s']:g} s", "",
-             f"{'workers':>7} {'lambda*C':>9} {'w* (s)':>9} {'Young':>8} {'Daly':>8} {'effic.':>7} {'loss .5x':>8} "
-             f"{'loss 2x':>8} {'thruput':>8}"]
+    lines = [
+        "churn law (modeled, closed forms) over worker counts",
+        f"worker MTBF {p['mtbf_s']:g} s, checkpoint {p['checkpoint_s']:g} s, restart {p['restart_s']:g} s",
+        "",
+        f"{'workers':>7} {'lambda*C':>9} {'w* (s)':>9} {'Young':>8} {'Daly':>8} {'effic.':>7} {'loss .5x':>8} "
+        f"{'loss 2x':>8} {'thruput':>8}",
+    ]
     for r in t["rows"]:
-        lines.append(f"{r['workers']:>7} {r['lambda_c']:>9.3g} {r['interval_s']:>9.5g} {_pct(r['young_overshoot']):>8} "
-                     f"{_pct(r['daly_overshoot']):>8} {r['efficiency']:>7.4f} {100 * r['loss_half']:>7.3f}% "
-                     f"{100 * r['loss_double']:>7.3f}% {r['throughput']:>8.5g}")
+        lines.append(
+            f"{r['workers']:>7} {r['lambda_c']:>9.3g} {r['interval_s']:>9.5g} {_pct(r['young_overshoot']):>8} "
+            f"{_pct(r['daly_overshoot']):>8} {r['efficiency']:>7.4f} {100 * r['loss_half']:>7.3f}% "
+            f"{100 * r['loss_double']:>7.3f}% {r['throughput']:>8.5g}"
+        )
     lines.append("Young, Daly: their interval / w* - 1; loss: efficiency lost at w*/2, 2 w*;")
     lines.append("thruput = workers x efficiency; w* and losses do not depend on restart cost")
     half, peak = t["half_efficiency_workers"], t["peak_throughput_workers"]
-    lines.append(f"efficiency at w* falls to 50% at n = {half} workers" if half is not None
-                 else "efficiency at w* stays above 50% for every n searched")
-    lines.append(f"throughput peaks at n = {peak} workers ({t['peak_throughput']:.5g} worker-equivalents)"
-                 if peak is not None else "throughput does not peak within the n searched")
+    lines.append(
+        f"efficiency at w* falls to 50% at n = {half} workers"
+        if half is not None
+        else "efficiency at w* stays above 50% for every n searched"
+    )
+    lines.append(
+        f"throughput peaks at n = {peak} workers ({t['peak_throughput']:.5g} worker-equivalents)"
+        if peak is not None
+        else "throughput does not peak within the n searched"
+    )
     return "\n".join(lines)
 
 
@@ -169,8 +207,10 @@ def admission(pools: Sequence[Pool], checkpoint_s: float, restart_s: float) -> d
         raise ValueError(f"the pools hold {total} workers; at most {MAX_WORKERS} in all")
     order = sorted(range(len(pools)), key=lambda i: (pools[i].rate, i))
     if pools[order[0]].rate * C > MAX_RATE_COST:
-        raise ValueError(f"even one worker of the most reliable pool has rate x checkpoint_s = "
-                         f"{pools[order[0]].rate * C:.3g} > {MAX_RATE_COST:g}: a checkpoint would almost never complete")
+        raise ValueError(
+            f"even one worker of the most reliable pool has rate x checkpoint_s = "
+            f"{pools[order[0]].rate * C:.3g} > {MAX_RATE_COST:g}: a checkpoint would almost never complete"
+        )
     parts, start = [], 0.0
     for i in order:  # job rate with the first k admitted, built pool by pool (no long running sum)
         parts.append(start + pools[i].rate * np.arange(1, pools[i].count + 1, dtype=float))
@@ -187,21 +227,33 @@ def admission(pools: Sequence[Pool], checkpoint_s: float, restart_s: float) -> d
             if take:
                 admitted[str(i + 1)] = take
             left -= take
-        return {"label": label, "admitted": admitted, "workers": k, "job_rate_per_s": float(rates[k - 1]),
-                "interval_s": float(w[k - 1]), "efficiency": float(eff[k - 1]), "throughput": float(thr[k - 1])}
+        return {
+            "label": label,
+            "admitted": admitted,
+            "workers": k,
+            "job_rate_per_s": float(rates[k - 1]),
+            "interval_s": float(w[k - 1]),
+            "efficiency": float(eff[k - 1]),
+            "throughput": float(thr[k - 1]),
+        }
 
-    rows = [job(int(b), ("pool " if j == 0 else "pools ") + "+".join(str(i + 1) for i in order[:j + 1]))
-            for j, b in enumerate(bounds)]
+    rows = [
+        job(int(b), ("pool " if j == 0 else "pools ") + "+".join(str(i + 1) for i in order[: j + 1]))
+        for j, b in enumerate(bounds)
+    ]
     k_best = int(np.argmax(thr)) + 1
     best = job(k_best, "")
     best["label"] = "best: " + " + ".join(
-        f"pool {i}" if n == pools[int(i) - 1].count else f"{n} of pool {i}" for i, n in best["admitted"].items())
+        f"pool {i}" if n == pools[int(i) - 1].count else f"{n} of pool {i}" for i, n in best["admitted"].items()
+    )
     everyone, first = rows[-1]["throughput"], rows[0]["throughput"]
     return {
         "params": {"checkpoint_s": C, "restart_s": R},
         "evidence": "modeled",
-        "pools": [{"pool": i + 1, "workers": p.count, "rate_per_s": p.rate, "mtbf_s": 1.0 / p.rate}
-                  for i, p in enumerate(pools)],
+        "pools": [
+            {"pool": i + 1, "workers": p.count, "rate_per_s": p.rate, "mtbf_s": 1.0 / p.rate}
+            for i, p in enumerate(pools)
+        ],
         "order": [i + 1 for i in order],
         "rows": rows,
         "best": best,
@@ -214,21 +266,29 @@ def admission(pools: Sequence[Pool], checkpoint_s: float, restart_s: float) -> d
 def render_admission(t: dict[str, Any]) -> str:
     """A plain-text rendering of :func:`admission` (at most 80 columns)."""
     p = t["params"]
-    lines = ["churn law (modeled, closed forms): which workers to admit to one synchronous job",
-             f"checkpoint {p['checkpoint_s']:g} s, restart {p['restart_s']:g} s; each job checkpoints at its own "
-             "exact w*", "", f"{'pool':>4} {'workers':>8} {'rate (1/s)':>11} {'worker MTBF (s)':>16}"]
+    lines = [
+        "churn law (modeled, closed forms): which workers to admit to one synchronous job",
+        f"checkpoint {p['checkpoint_s']:g} s, restart {p['restart_s']:g} s; each job checkpoints at its own exact w*",
+        "",
+        f"{'pool':>4} {'workers':>8} {'rate (1/s)':>11} {'worker MTBF (s)':>16}",
+    ]
     for q in t["pools"]:
         lines.append(f"{q['pool']:>4} {q['workers']:>8} {q['rate_per_s']:>11.4g} {q['mtbf_s']:>16.6g}")
-    lines += ["", f"{'admitted':<28} {'workers':>7} {'job MTBF (s)':>12} {'w* (s)':>9} {'effic.':>7} "
-                  f"{'thruput':>9}"]
+    lines += ["", f"{'admitted':<28} {'workers':>7} {'job MTBF (s)':>12} {'w* (s)':>9} {'effic.':>7} {'thruput':>9}"]
     for r in [*t["rows"], t["best"]]:
         label = r["label"] if len(r["label"]) <= 28 else r["label"][:25] + "..."
-        lines.append(f"{label:<28} {r['workers']:>7} {1 / r['job_rate_per_s']:>12.5g} {r['interval_s']:>9.5g} "
-                     f"{r['efficiency']:>7.4f} {r['throughput']:>9.5g}")
+        lines.append(
+            f"{label:<28} {r['workers']:>7} {1 / r['job_rate_per_s']:>12.5g} {r['interval_s']:>9.5g} "
+            f"{r['efficiency']:>7.4f} {r['throughput']:>9.5g}"
+        )
     lines.append("thruput = workers x efficiency (worker-equivalents of useful work)")
     b = t["best"]
-    lines.append(f"admission threshold: admit the {b['workers']} most reliable workers (up to "
-                 f"{t['threshold_rate_per_s']:.4g} /s)")
-    lines.append(f"admitting every pool: throughput {_pct(t['all_vs_best'])} vs the best, "
-                 f"{_pct(t['all_vs_first'])} vs pool {t['order'][0]} alone")
+    lines.append(
+        f"admission threshold: admit the {b['workers']} most reliable workers (up to "
+        f"{t['threshold_rate_per_s']:.4g} /s)"
+    )
+    lines.append(
+        f"admitting every pool: throughput {_pct(t['all_vs_best'])} vs the best, "
+        f"{_pct(t['all_vs_first'])} vs pool {t['order'][0]} alone"
+    )
     return "\n".join(lines)

@@ -60,16 +60,30 @@ def _nonnegative(v: float) -> bool:
 
 
 ENERGY_PARAM_SPECS: dict[str, tuple[float, str, Any, str]] = {  # name -> default, help, check, check text
-    "site_idle_w": (ENERGY_DEFAULTS.site_idle_w, "power of each up site over the whole wall time (W)",
-                    _nonnegative, "must be a finite number >= 0"),
-    "site_compute_w": (ENERGY_DEFAULTS.site_compute_w, "power above idle of a site computing a step (W); "
-                       "a site-step costs site_compute_w x tick_ms / 1000 J", _nonnegative,
-                       "must be a finite number >= 0"),
-    "transfer_j_per_byte": (ENERGY_DEFAULTS.transfer_j_per_byte, "energy per checkpoint / restore / rejoin byte "
-                            "moved (J/byte); 0: not modeled", _nonnegative, "must be a finite number >= 0"),
-    "facility_pue": (ENERGY_DEFAULTS.facility_pue, "facility energy / IT energy (power usage effectiveness, "
-                     "dimensionless); 1.0: IT energy only", lambda v: math.isfinite(v) and v >= 1.0,
-                     "must be a finite number >= 1"),
+    "site_idle_w": (
+        ENERGY_DEFAULTS.site_idle_w,
+        "power of each up site over the whole wall time (W)",
+        _nonnegative,
+        "must be a finite number >= 0",
+    ),
+    "site_compute_w": (
+        ENERGY_DEFAULTS.site_compute_w,
+        "power above idle of a site computing a step (W); a site-step costs site_compute_w x tick_ms / 1000 J",
+        _nonnegative,
+        "must be a finite number >= 0",
+    ),
+    "transfer_j_per_byte": (
+        ENERGY_DEFAULTS.transfer_j_per_byte,
+        "energy per checkpoint / restore / rejoin byte moved (J/byte); 0: not modeled",
+        _nonnegative,
+        "must be a finite number >= 0",
+    ),
+    "facility_pue": (
+        ENERGY_DEFAULTS.facility_pue,
+        "facility energy / IT energy (power usage effectiveness, dimensionless); 1.0: IT energy only",
+        lambda v: math.isfinite(v) and v >= 1.0,
+        "must be a finite number >= 1",
+    ),
 }
 
 

@@ -80,8 +80,16 @@ class Harness:
     modeled time pass.
     """
 
-    def __init__(self, cfg: SimConfig, outages: Sequence[Outage], worker: Worker, target: int,
-                 site_tokens: int = 1, count: str = "tokens", phase: PhaseHook = _no_phase) -> None:
+    def __init__(
+        self,
+        cfg: SimConfig,
+        outages: Sequence[Outage],
+        worker: Worker,
+        target: int,
+        site_tokens: int = 1,
+        count: str = "tokens",
+        phase: PhaseHook = _no_phase,
+    ) -> None:
         if cfg.policy not in POLICIES:
             raise ValueError(f"policy {cfg.policy!r} must be one of {', '.join(POLICIES)}")
         if count not in ("tokens", "steps"):
@@ -137,7 +145,7 @@ class Harness:
         return self.timeline[self.next_ev][0] if self.next_ev < len(self.timeline) else None
 
     def _next_onset(self, sites: set[int]) -> int | None:
-        for tick, onset, site, _ in self.timeline[self.next_ev:]:
+        for tick, onset, site, _ in self.timeline[self.next_ev :]:
             if onset and site in sites and tick > self.now:
                 return tick
         return None
@@ -192,8 +200,19 @@ class Harness:
             self.durable, self.durable_work = self.progress, self.work
         else:
             r.checkpoints_aborted += 1
-        r.events.append(Event("checkpoint", min(self.members), start, self.now, steps=steps, checkpoint=ckpt,
-                              parent=parent, bytes={"checkpoint_upload": nbytes}, aborted=not done))
+        r.events.append(
+            Event(
+                "checkpoint",
+                min(self.members),
+                start,
+                self.now,
+                steps=steps,
+                checkpoint=ckpt,
+                parent=parent,
+                bytes={"checkpoint_upload": nbytes},
+                aborted=not done,
+            )
+        )
 
     def _restore(self, sites: set[int]) -> None:
         cfg, r = self.cfg, self.r
@@ -209,8 +228,11 @@ class Harness:
         each = _prorate(self.ckpt_size or cfg.checkpoint_bytes, elapsed, cfg.restore_ticks)
         for s in sorted(sites):
             r.bytes["restore_download"] += each
-            r.events.append(Event("restore", s, start, self.now, checkpoint=ckpt,
-                                  bytes={"restore_download": each}, aborted=not done))
+            r.events.append(
+                Event(
+                    "restore", s, start, self.now, checkpoint=ckpt, bytes={"restore_download": each}, aborted=not done
+                )
+            )
         if done:
             self.members |= sites
             self.needs_restore = False
@@ -228,8 +250,17 @@ class Harness:
         each = _prorate(cfg.rejoin_bytes, elapsed, cfg.rejoin_ticks)
         for s in sorted(joiners):
             r.bytes["rejoin_transfer"] += each
-            r.events.append(Event("state_transfer", s, start, self.now, parent=r.lineage[-1].id,
-                                  bytes={"rejoin_transfer": each}, aborted=not done))
+            r.events.append(
+                Event(
+                    "state_transfer",
+                    s,
+                    start,
+                    self.now,
+                    parent=r.lineage[-1].id,
+                    bytes={"rejoin_transfer": each},
+                    aborted=not done,
+                )
+            )
             r.events.append(Event("rejoin", s, start, self.now, aborted=not done))
         if done:
             self.members |= joiners
@@ -281,8 +312,16 @@ class Harness:
         grad, buf = 2 * (m - 1) * cfg.gradient_bytes * n, (m - 1) * cfg.buffer_bytes * n
         r.bytes["gradient_sync"] += grad
         r.bytes["parameter_broadcast"] += buf
-        r.events.append(Event("collective", None, self.now, self.now + n, steps=(first, last),
-                              bytes={"gradient_sync": grad, "parameter_broadcast": buf}))
+        r.events.append(
+            Event(
+                "collective",
+                None,
+                self.now,
+                self.now + n,
+                steps=(first, last),
+                bytes={"gradient_sync": grad, "parameter_broadcast": buf},
+            )
+        )
         self.pending.append(batch)
         r.attempted += site_steps
         r.attempted_tokens += tokens

@@ -76,8 +76,18 @@ from collect.collectors.sim.accounting import (
 from collect.collectors.sim.harness import Harness
 from collect.collectors.sim.outages import Outage
 
-__all__ = ["BYTE_CLASSES", "EVENT_KINDS", "POLICIES", "InvariantError", "SimConfig", "SimResult",
-           "check_invariants", "frontier_hash", "frontier_state_hash", "simulate"]
+__all__ = [
+    "BYTE_CLASSES",
+    "EVENT_KINDS",
+    "POLICIES",
+    "InvariantError",
+    "SimConfig",
+    "SimResult",
+    "check_invariants",
+    "frontier_hash",
+    "frontier_state_hash",
+    "simulate",
+]
 
 
 class NullWorker:

@@ -53,24 +53,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from collect.collectors.base import (
-    Collector,
-    Param,
-    ParamError,
-    RunContext,
-    RunResult,
-    SharedInputs,
-    check_params,
-)
+from collect.collectors.base import Collector, Param, ParamError, RunContext, RunResult, SharedInputs, check_params
 from collect.collectors.sim.accounting import InvariantError
 from collect.collectors.sim.multisite import ORACLE_NOTE, event_records
 from collect.collectors.sim.multisite import PARAMS as SIM_PARAMS
-from collect.collectors.sim.outages import (
-    OUTAGE_PARAMS,
-    draw_outages,
-    outage_settings,
-    scripted_outages,
-)
+from collect.collectors.sim.outages import OUTAGE_PARAMS, draw_outages, outage_settings, scripted_outages
 from collect.collectors.sim.recovery import POLICIES
 from collect.collectors.torchrun.warmstart import SHARED_DIR, make_warm_start, warm_key, warm_path
 from collect.telemetry.analysis.energy import ENERGY_METRICS, ENERGY_SIGNALS
@@ -93,16 +80,18 @@ def _ge(lo: float) -> tuple[Any, str]:
 PARAMS: dict[str, Param] = {
     "policy": SIM_PARAMS["policy"],
     "sites": SIM_PARAMS["sites"],
-    "useful_tokens": _p(int, 65536, "durable (retained) tokens every policy must reach; a multiple of micro_batch",
-                        *_ge(1)),
+    "useful_tokens": _p(
+        int, 65536, "durable (retained) tokens every policy must reach; a multiple of micro_batch", *_ge(1)
+    ),
     "micro_batch": _p(int, 128, "windows (= predicted tokens) per site per step", *_ge(1)),
     "context": _p(int, 4, "model context: tokens in the input window", *_ge(1)),
     "emb": _p(int, 16, "embedding width", *_ge(1)),
     "width": _p(int, 128, "hidden layer width", *_ge(1)),
     "lr": _p(float, 0.01, "Adam learning rate", lambda v: 0 < v < 10, "must be in (0, 10)"),
     "vocab": _p(int, 32, "Markov source vocabulary", lambda v: 2 <= v <= 256, "must be in [2, 256]"),
-    "markov_order": _p(int, 2, "Markov source order k (vocab ** k <= 65536)", lambda v: 1 <= v <= 4,
-                       "must be in [1, 4]"),
+    "markov_order": _p(
+        int, 2, "Markov source order k (vocab ** k <= 65536)", lambda v: 1 <= v <= 4, "must be in [1, 4]"
+    ),
     "markov_support": _p(int, 4, "likely successors per Markov context", *_ge(1)),
     "source_seed": _p(int, 0, "seed of the Markov source itself (the same source in every run)", *_ge(0)),
     "train_tokens": _p(int, 262144, "training corpus size (tokens; chains of 2048)", *_ge(4096)),
@@ -113,37 +102,84 @@ PARAMS: dict[str, Param] = {
     "rejoin_ticks": SIM_PARAMS["rejoin_ticks"],
     "tick_ms": SIM_PARAMS["tick_ms"],
     **{k: SIM_PARAMS[k] for k in OUTAGE_PARAMS if k not in ("sites", "target_steps")},
-    "eval_every_ticks": _p(int, 0, "held-out evaluation interval for the trajectory (ticks); 0: about 32 points",
-                           *_ge(0)),
+    "eval_every_ticks": _p(
+        int, 0, "held-out evaluation interval for the trajectory (ticks); 0: about 32 points", *_ge(0)
+    ),
     "sensor": _p(str, "sim:clock=virtual", "telemetry sensor spec: sim:... (modeled) or nvml (measured)"),
-    "energy_signal": _p(str, "energy_counter", "signal the energy metrics come from: energy_counter (cumulative "
-                        "counter) | power_average | power_instant (a power-only meter: energy by integration)",
-                        lambda v: v in ENERGY_SIGNALS, f"must be one of {', '.join(ENERGY_SIGNALS)}"),
-    "idle_baseline_ms": _p(float, 2000.0, "idle window recorded before training: the baseline of the idle-subtracted "
-                           "energies (ms; 0: none, and no *_net metrics)", lambda v: 0 <= v <= 600_000,
-                           "must be in [0, 600000] ms"),
+    "energy_signal": _p(
+        str,
+        "energy_counter",
+        "signal the energy metrics come from: energy_counter (cumulative "
+        "counter) | power_average | power_instant (a power-only meter: energy by integration)",
+        lambda v: v in ENERGY_SIGNALS,
+        f"must be one of {', '.join(ENERGY_SIGNALS)}",
+    ),
+    "idle_baseline_ms": _p(
+        float,
+        2000.0,
+        "idle window recorded before training: the baseline of the idle-subtracted "
+        "energies (ms; 0: none, and no *_net metrics)",
+        lambda v: 0 <= v <= 600_000,
+        "must be in [0, 600000] ms",
+    ),
     "poll_ms": _p(float, 50.0, "requested telemetry poll interval (ms)", lambda v: v > 0, "must be > 0"),
-    "device": _p(str, "cpu", "cpu | cuda | auto (cuda when available)", lambda v: v in ("cpu", "cuda", "auto"),
-                 "must be cpu, cuda or auto"),
+    "device": _p(
+        str,
+        "cpu",
+        "cpu | cuda | auto (cuda when available)",
+        lambda v: v in ("cpu", "cuda", "auto"),
+        "must be cpu, cuda or auto",
+    ),
     "threads": _p(int, 1, "torch intra-op threads inside the run (the engine parallelises runs)", *_ge(1)),
     "keep_checkpoint": _p(bool, False, "keep <run_id>.ckpt after the run"),
-    "warm_start_steps": _p(int, 0, "train one shared state for this many steps before the study and start every "
-                           "run from it (0: every run starts from its own fresh initialisation)", *_ge(0)),
-    "warm_start_seed": _p(int, 0, "seed of the warm start's corpus and initialisation (domain-separated from "
-                          "run seeds)", *_ge(0)),
+    "warm_start_steps": _p(
+        int,
+        0,
+        "train one shared state for this many steps before the study and start every "
+        "run from it (0: every run starts from its own fresh initialisation)",
+        *_ge(0),
+    ),
+    "warm_start_seed": _p(
+        int, 0, "seed of the warm start's corpus and initialisation (domain-separated from run seeds)", *_ge(0)
+    ),
 }
 METRICS: dict[str, str] = {
-    "final_nll": "nats/token", "initial_nll": "nats/token", "nll_floor": "nats/token", "excess_nll": "nats/token",
-    "attempted_tokens": "token", "retained_tokens": "token", "lost_tokens": "token", "replayed_tokens": "token",
-    "attempted_flop": "FLOP", "retained_flop": "FLOP", "progress_per_flop": "nats/FLOP",
-    "completion_ticks": "tick", "ticks": "tick", "completion_time": "s", "compute_ticks": "tick",
-    "checkpoint_ticks": "tick", "stall_ticks": "tick", "attempted_steps": "step", "lost_steps": "step",
-    "replayed_steps": "step", "checkpoints": "count", "checkpoints_aborted": "count", "checkpoint_bytes": "byte",
-    "restores": "count", "rejoins": "count", "failures": "count", "state_losses": "count", "energy": "J",
-    "goodput": "ratio", **{m: "J" for m in ENERGY_METRICS if m != "energy"}, "idle_power": "W",
+    "final_nll": "nats/token",
+    "initial_nll": "nats/token",
+    "nll_floor": "nats/token",
+    "excess_nll": "nats/token",
+    "attempted_tokens": "token",
+    "retained_tokens": "token",
+    "lost_tokens": "token",
+    "replayed_tokens": "token",
+    "attempted_flop": "FLOP",
+    "retained_flop": "FLOP",
+    "progress_per_flop": "nats/FLOP",
+    "completion_ticks": "tick",
+    "ticks": "tick",
+    "completion_time": "s",
+    "compute_ticks": "tick",
+    "checkpoint_ticks": "tick",
+    "stall_ticks": "tick",
+    "attempted_steps": "step",
+    "lost_steps": "step",
+    "replayed_steps": "step",
+    "checkpoints": "count",
+    "checkpoints_aborted": "count",
+    "checkpoint_bytes": "byte",
+    "restores": "count",
+    "rejoins": "count",
+    "failures": "count",
+    "state_losses": "count",
+    "energy": "J",
+    "goodput": "ratio",
+    **{m: "J" for m in ENERGY_METRICS if m != "energy"},
+    "idle_power": "W",
 }
 _MODELED = {"completion_ticks", "ticks", "completion_time", "compute_ticks", "checkpoint_ticks", "stall_ticks"}
-METRIC_EVIDENCE: dict[str, str] = {m: "modeled" if m in _MODELED or m in ENERGY_METRICS else "measured" for m in METRICS}
+METRIC_EVIDENCE: dict[str, str] = {
+    m: "modeled" if m in _MODELED or m in ENERGY_METRICS else "measured" for m in METRICS
+}
 
 
 def target_steps_of(p: Mapping[str, Any]) -> int:
@@ -177,8 +213,10 @@ def validate(params: Mapping[str, Any]) -> dict[str, Any]:
         except SensorError as err:
             raise ParamError(f"sensor {p['sensor']!r}: {err}") from None
         if p["energy_signal"] not in offered:
-            raise ParamError(f"energy_signal = {p['energy_signal']} is not offered by sensor {p['sensor']!r} "
-                             f"(it offers {', '.join(sorted(offered))})")
+            raise ParamError(
+                f"energy_signal = {p['energy_signal']} is not offered by sensor {p['sensor']!r} "
+                f"(it offers {', '.join(sorted(offered))})"
+            )
     return p
 
 
@@ -295,8 +333,7 @@ class TorchMultisiteCollector(Collector):
             ckpt = ctx.trace_path(CKPT_SUFFIX)
             outages = draw_outages(outage_params(p), ctx.seed)
             t0 = time.perf_counter()
-            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry,
-                                         runs_dir=ctx.trace_dir.parent)
+            out = train_through_failures(p, ctx.seed, outages, ckpt, sensor, _Telemetry, runs_dir=ctx.trace_dir.parent)
             wall = time.perf_counter() - t0
         frontier = _frontier_state(ckpt, out.state_sha256)
         if not p["keep_checkpoint"]:
@@ -308,33 +345,60 @@ class TorchMultisiteCollector(Collector):
         write_trajectory(trajectory, out.trajectory)  # durable as the ledger that points at it
         train = out.flop["train"]
         metrics: dict[str, float] = {
-            "final_nll": out.final_nll, "initial_nll": out.initial_nll, "nll_floor": out.nll_floor,
+            "final_nll": out.final_nll,
+            "initial_nll": out.initial_nll,
+            "nll_floor": out.nll_floor,
             "excess_nll": out.final_nll - out.nll_floor,
-            "attempted_tokens": r.attempted_tokens, "retained_tokens": r.retained_tokens,
-            "lost_tokens": r.lost_tokens, "replayed_tokens": r.replayed_tokens,
-            "attempted_flop": r.attempted_tokens * train, "retained_flop": r.retained_tokens * train,
+            "attempted_tokens": r.attempted_tokens,
+            "retained_tokens": r.retained_tokens,
+            "lost_tokens": r.lost_tokens,
+            "replayed_tokens": r.replayed_tokens,
+            "attempted_flop": r.attempted_tokens * train,
+            "retained_flop": r.retained_tokens * train,
             "progress_per_flop": (out.initial_nll - out.final_nll) / (r.attempted_tokens * train),
-            "completion_ticks": r.end_tick, "ticks": r.end_tick, "completion_time": r.end_tick * p["tick_ms"] / 1e3,
-            "compute_ticks": r.compute_ticks, "checkpoint_ticks": r.checkpoint_ticks, "stall_ticks": r.stall_ticks,
-            "attempted_steps": r.attempted_steps, "lost_steps": r.lost_steps, "replayed_steps": r.replayed_steps,
-            "checkpoints": len(r.lineage) - 1, "checkpoints_aborted": r.checkpoints_aborted,
-            "checkpoint_bytes": r.checkpoint_bytes_written, "restores": r.restores, "rejoins": r.rejoins,
-            "failures": r.failures, "state_losses": r.state_losses, "energy": out.energy_j,
-            "goodput": r.retained_tokens / r.attempted_tokens, **out.energy_metrics,
+            "completion_ticks": r.end_tick,
+            "ticks": r.end_tick,
+            "completion_time": r.end_tick * p["tick_ms"] / 1e3,
+            "compute_ticks": r.compute_ticks,
+            "checkpoint_ticks": r.checkpoint_ticks,
+            "stall_ticks": r.stall_ticks,
+            "attempted_steps": r.attempted_steps,
+            "lost_steps": r.lost_steps,
+            "replayed_steps": r.replayed_steps,
+            "checkpoints": len(r.lineage) - 1,
+            "checkpoints_aborted": r.checkpoints_aborted,
+            "checkpoint_bytes": r.checkpoint_bytes_written,
+            "restores": r.restores,
+            "rejoins": r.rejoins,
+            "failures": r.failures,
+            "state_losses": r.state_losses,
+            "energy": out.energy_j,
+            "goodput": r.retained_tokens / r.attempted_tokens,
+            **out.energy_metrics,
         }
         metrics = {k: float(v) for k, v in metrics.items()}
         bad = [k for k, v in metrics.items() if not math.isfinite(v)]
         if bad:
             raise RuntimeError(f"non-finite metric(s) {', '.join(bad)} (training diverged?)")
         info: dict[str, Any] = {
-            "model": "torch.multisite/v1", "policy": p["policy"], "deployable": p["policy"] != "oracle",
-            "final_state_sha256": out.state_sha256, "initial_state_sha256": out.initial_state_sha256,
-            "warm_start": out.warm_start, "frontier_sha256": frontier,
-            "frontier_lineage_sha256": r.frontier_sha256, "frontier_steps_sha256": r.frontier_steps_sha256,
-            "data": out.data_identity, "net": out.net,
-            "flop_per_token": out.flop, "torch": out.torch_info, "outages": [o.as_dict() for o in outages],
-            "target_steps": target_steps_of(p), "work_unit": "token",
-            "energy_evidence": out.energy_evidence, "sensor": p["sensor"],
+            "model": "torch.multisite/v1",
+            "policy": p["policy"],
+            "deployable": p["policy"] != "oracle",
+            "final_state_sha256": out.state_sha256,
+            "initial_state_sha256": out.initial_state_sha256,
+            "warm_start": out.warm_start,
+            "frontier_sha256": frontier,
+            "frontier_lineage_sha256": r.frontier_sha256,
+            "frontier_steps_sha256": r.frontier_steps_sha256,
+            "data": out.data_identity,
+            "net": out.net,
+            "flop_per_token": out.flop,
+            "torch": out.torch_info,
+            "outages": [o.as_dict() for o in outages],
+            "target_steps": target_steps_of(p),
+            "work_unit": "token",
+            "energy_evidence": out.energy_evidence,
+            "sensor": p["sensor"],
             "metric_evidence": {**METRIC_EVIDENCE, **dict.fromkeys(ENERGY_METRICS, out.energy_evidence)},
             "energy_signal": p["energy_signal"],
             "timing_s": {"wall": round(wall, 3), **out.timing},
@@ -345,15 +409,12 @@ class TorchMultisiteCollector(Collector):
         from collect.traces.telemetry import write_trace  # lazy: numpy
 
         kept = [path.name for path in write_trace(out.trace, ctx.trace_path("telemetry"))]
-        return RunResult(metrics=metrics, telemetry={p["energy_signal"]: out.telemetry},
-                         traces=[events.name, trajectory.name, *kept], info=info)
+        return RunResult(
+            metrics=metrics,
+            telemetry={p["energy_signal"]: out.telemetry},
+            traces=[events.name, trajectory.name, *kept],
+            info=info,
+        )
 
 
-__all__ = [
-    "METRICS",
-    "METRIC_EVIDENCE",
-    "PARAMS",
-    "POLICIES",
-    "TorchMultisiteCollector",
-    "validate",
-]
+__all__ = ["METRICS", "METRIC_EVIDENCE", "PARAMS", "POLICIES", "TorchMultisiteCollector", "validate"]

@@ -45,7 +45,7 @@ class SourceSpec:
     def __post_init__(self) -> None:
         if self.vocab < 2 or self.order < 1 or not 1 <= self.support <= self.vocab:
             raise ValueError("need vocab >= 2, order >= 1, 1 <= support <= vocab")
-        if self.vocab ** self.order > 1 << 16:
+        if self.vocab**self.order > 1 << 16:
             raise ValueError("vocab ** order must be <= 65536 contexts")
         if not 0 < self.eps <= 1 or not self.alpha > 0:
             raise ValueError("need 0 < eps <= 1 and alpha > 0")
@@ -57,7 +57,7 @@ class MarkovSource:
     def __init__(self, spec: SourceSpec) -> None:
         self.spec = spec
         v, k = spec.vocab, spec.order
-        n_ctx = v ** k
+        n_ctx = v**k
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([0x4D41524B, spec.seed])))
         probs = np.full((n_ctx, v), spec.eps / v)
         for c in range(n_ctx):
@@ -77,7 +77,7 @@ class MarkovSource:
     def stationary(self) -> np.ndarray:
         """The stationary distribution over contexts (exact up to float64 linear algebra)."""
         v, k = self.spec.vocab, self.spec.order
-        n = v ** k
+        n = v**k
         # transition matrix over contexts: c -> next_context(c, x) with probability probs[c, x]
         T = np.zeros((n, n))
         ctx = np.repeat(np.arange(n), v)
@@ -143,8 +143,11 @@ class MarkovSource:
 def corpus_sha256(spec: SourceSpec, corpus: np.ndarray, role: str, seed: int) -> str:
     """sha256 of the source parameters, the corpus role and seed, its shape and its tokens."""
     h = hashlib.sha256(SOURCE_VERSION.encode())
-    h.update(json.dumps({"source": asdict(spec), "role": role, "seed": int(seed),
-                         "shape": list(corpus.shape)}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {"source": asdict(spec), "role": role, "seed": int(seed), "shape": list(corpus.shape)}, sort_keys=True
+        ).encode()
+    )
     h.update(np.ascontiguousarray(corpus, dtype="<i8").tobytes())
     return h.hexdigest()
 
@@ -165,18 +168,30 @@ class Corpora:
             "source_version": SOURCE_VERSION,
             "source": asdict(self.source.spec),
             "entropy_rate_nats": self.source.entropy_rate,
-            "train": {"seed": self.train_seed, "shape": list(self.train.shape),
-                      "sha256": corpus_sha256(self.source.spec, self.train, "train", self.train_seed)},
-            "heldout": {"seed": self.heldout_seed, "shape": list(self.heldout.shape),
-                        "sha256": corpus_sha256(self.source.spec, self.heldout, "heldout", self.heldout_seed)},
+            "train": {
+                "seed": self.train_seed,
+                "shape": list(self.train.shape),
+                "sha256": corpus_sha256(self.source.spec, self.train, "train", self.train_seed),
+            },
+            "heldout": {
+                "seed": self.heldout_seed,
+                "shape": list(self.heldout.shape),
+                "sha256": corpus_sha256(self.source.spec, self.heldout, "heldout", self.heldout_seed),
+            },
         }
 
 
-def make_corpora(spec: SourceSpec, data_seed: int, train_chains: int, train_length: int,
-                 heldout_chains: int, heldout_length: int) -> Corpora:
+def make_corpora(
+    spec: SourceSpec, data_seed: int, train_chains: int, train_length: int, heldout_chains: int, heldout_length: int
+) -> Corpora:
     """Training corpus from one seed, held-out corpus from another (both derived from ``data_seed``)."""
     source = MarkovSource(spec)
     train_seed = (int(data_seed) * 2 + 0) & (2**63 - 1)
     heldout_seed = (int(data_seed) * 2 + 1) & (2**63 - 1)
-    return Corpora(source, source.sample(train_chains, train_length, train_seed),
-                   source.sample(heldout_chains, heldout_length, heldout_seed), train_seed, heldout_seed)
+    return Corpora(
+        source,
+        source.sample(train_chains, train_length, train_seed),
+        source.sample(heldout_chains, heldout_length, heldout_seed),
+        train_seed,
+        heldout_seed,
+    )

@@ -103,8 +103,8 @@ def evaluate_nll(model: nn.Module, x: torch.Tensor, y: torch.Tensor, chunk: int 
     """Mean held-out negative log-likelihood, nats/token (summed in float64 over fixed chunks)."""
     total = 0.0
     for i in range(0, x.shape[0], chunk):
-        logits = model(x[i:i + chunk])
-        total += float(nn.functional.cross_entropy(logits, y[i:i + chunk], reduction="sum").double())
+        logits = model(x[i : i + chunk])
+        total += float(nn.functional.cross_entropy(logits, y[i : i + chunk], reduction="sum").double())
     return total / x.shape[0]
 
 

@@ -62,8 +62,9 @@ class Outcome:
 class _Worker:
     """The trainer seen by the harness, plus the NLL trajectory every ``every`` ticks."""
 
-    def __init__(self, trainer: Trainer, tel: Any, every: int, site_tokens: int,
-                 hx: torch.Tensor, hy: torch.Tensor) -> None:
+    def __init__(
+        self, trainer: Trainer, tel: Any, every: int, site_tokens: int, hx: torch.Tensor, hy: torch.Tensor
+    ) -> None:
         self.t, self.tel, self.every, self.site_tokens = trainer, tel, every, site_tokens
         self.hx, self.hy = hx, hy
         self.step_id = self.tokens = 0
@@ -98,15 +99,30 @@ class _Worker:
 def sim_config(p: Mapping[str, Any], state_bytes: int, ckpt_bytes: int) -> SimConfig:
     """The harness settings: the simulator's, with byte sizes taken from the real model."""
     return SimConfig(
-        p["policy"], sites=p["sites"], target_steps=1, checkpoint_every_steps=p["checkpoint_every_steps"],
-        checkpoint_ticks=p["checkpoint_ticks"], restore_ticks=p["restore_ticks"], rejoin_ticks=p["rejoin_ticks"],
-        param_bytes=state_bytes, gradient_bytes=state_bytes, buffer_bytes=0, checkpoint_bytes=ckpt_bytes,
+        p["policy"],
+        sites=p["sites"],
+        target_steps=1,
+        checkpoint_every_steps=p["checkpoint_every_steps"],
+        checkpoint_ticks=p["checkpoint_ticks"],
+        restore_ticks=p["restore_ticks"],
+        rejoin_ticks=p["rejoin_ticks"],
+        param_bytes=state_bytes,
+        gradient_bytes=state_bytes,
+        buffer_bytes=0,
+        checkpoint_bytes=ckpt_bytes,
         rejoin_bytes=ckpt_bytes,
     )
 
 
-def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Outage], ckpt: Path,
-                           sensor: Sensor, telemetry_cls: Any, runs_dir: Path | None = None) -> Outcome:
+def train_through_failures(
+    p: Mapping[str, Any],
+    seed: int,
+    outages: Sequence[Outage],
+    ckpt: Path,
+    sensor: Sensor,
+    telemetry_cls: Any,
+    runs_dir: Path | None = None,
+) -> Outcome:
     """Run one policy of one stratum (see :mod:`collect.collectors.torchrun.collector`)."""
     timing: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -116,8 +132,14 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
     # bits with OpenBLAS's thread count, which follows the machine's cores, and Ray sets it to one in
     # its workers: the data and the NLL floor are now the same bits on every machine and executor
     with threadpool_limits(1, user_api="blas"):
-        corpora = make_corpora(spec, seed, max(1, p["train_tokens"] // TRAIN_CHAIN), TRAIN_CHAIN,
-                               max(1, p["heldout_tokens"] // HELDOUT_CHAIN), HELDOUT_CHAIN + p["context"])
+        corpora = make_corpora(
+            spec,
+            seed,
+            max(1, p["train_tokens"] // TRAIN_CHAIN),
+            TRAIN_CHAIN,
+            max(1, p["heldout_tokens"] // HELDOUT_CHAIN),
+            HELDOUT_CHAIN + p["context"],
+        )
         floor = corpora.source.entropy_rate
     timing["data"] = time.perf_counter() - t0
     device = resolve_device(p["device"])
@@ -142,8 +164,15 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
         worker = _Worker(trainer, tel, every, p["micro_batch"], hx, hy)
         worker.rows.append((0, 0, initial, 0))
         tel.on_advance = worker.advanced
-        harness = Harness(sim_config(p, state_bytes, init_bytes), outages, worker, p["useful_tokens"],
-                          site_tokens=p["micro_batch"], count="tokens", phase=tel.phase)
+        harness = Harness(
+            sim_config(p, state_bytes, init_bytes),
+            outages,
+            worker,
+            p["useful_tokens"],
+            site_tokens=p["micro_batch"],
+            count="tokens",
+            phase=tel.phase,
+        )
         t1 = time.perf_counter()
         with rec:
             if p["idle_baseline_ms"] > 0:  # the idle baseline, before any training load
@@ -163,15 +192,37 @@ def train_through_failures(p: Mapping[str, Any], seed: int, outages: Sequence[Ou
     timing.update(save=trainer.save_s, load=trainer.load_s, eval=worker.eval_s)
     timing = {k: round(v, 4) for k, v in timing.items()}
     return Outcome(
-        result=result, initial_nll=initial, final_nll=final, nll_floor=floor, state_sha256=digest,
+        result=result,
+        initial_nll=initial,
+        final_nll=final,
+        nll_floor=floor,
+        state_sha256=digest,
         data_identity=corpora.identity(),
-        net={"kind": "window-mlp", "vocab": p["vocab"], "context": p["context"], "emb": p["emb"],
-             "width": p["width"], "params": param_count(model), "optimizer": "adam", "lr": p["lr"],
-             "device": device},
+        net={
+            "kind": "window-mlp",
+            "vocab": p["vocab"],
+            "context": p["context"],
+            "emb": p["emb"],
+            "width": p["width"],
+            "params": param_count(model),
+            "optimizer": "adam",
+            "lr": p["lr"],
+            "device": device,
+        },
         flop=flop_per_token(p["vocab"], p["context"], p["emb"], p["width"]),
-        torch_info={"version": torch.__version__, "deterministic_algorithms": True, "threads": p["threads"],
-                    "cuda": torch.version.cuda if device == "cuda" else None},
-        energy_j=energy.metrics["energy"], energy_evidence=sensor.evidence, telemetry=energy.summary,
-        trajectory=worker.rows, timing=timing, energy_metrics=energy.metrics, trace=trace,
-        initial_state_sha256=start_state, warm_start=warm,
+        torch_info={
+            "version": torch.__version__,
+            "deterministic_algorithms": True,
+            "threads": p["threads"],
+            "cuda": torch.version.cuda if device == "cuda" else None,
+        },
+        energy_j=energy.metrics["energy"],
+        energy_evidence=sensor.evidence,
+        telemetry=energy.summary,
+        trajectory=worker.rows,
+        timing=timing,
+        energy_metrics=energy.metrics,
+        trace=trace,
+        initial_state_sha256=start_state,
+        warm_start=warm,
     )

@@ -97,9 +97,13 @@ def _find_plain_step(cls: type) -> Any | None:
     use_grad = getattr(_optim_base, "_use_grad_for_differentiable", None)
     step = getattr(cls, "step", None)
     inner = getattr(step, "__wrapped__", None)
-    if (hooked is None or use_grad is None or inner is None
-            or getattr(step, "__code__", None) is not hooked(_probe).__code__
-            or getattr(inner, "__code__", None) is not use_grad(_probe).__code__):
+    if (
+        hooked is None
+        or use_grad is None
+        or inner is None
+        or getattr(step, "__code__", None) is not hooked(_probe).__code__
+        or getattr(inner, "__code__", None) is not use_grad(_probe).__code__
+    ):
         return None
     return getattr(inner, "__wrapped__", None)
 
@@ -142,9 +146,12 @@ def _dynamo_left_unloaded() -> Iterator[bool]:
 def optimizer_step(opt: torch.optim.Optimizer) -> None:
     """``opt.step()``; while Dynamo is not loaded, without the wrapper that imports it (module doc)."""
     plain = None if "torch._dynamo" in sys.modules else _plain_step(type(opt))
-    hooks = (getattr(opt, "_optimizer_step_pre_hooks", None), getattr(opt, "_optimizer_step_post_hooks", None),
-             getattr(_optim_base, "_global_optimizer_pre_hooks", None),
-             getattr(_optim_base, "_global_optimizer_post_hooks", None))
+    hooks = (
+        getattr(opt, "_optimizer_step_pre_hooks", None),
+        getattr(opt, "_optimizer_step_post_hooks", None),
+        getattr(_optim_base, "_global_optimizer_pre_hooks", None),
+        getattr(_optim_base, "_global_optimizer_post_hooks", None),
+    )
     if plain is None or any(h is None or len(h) for h in hooks):
         opt.step()
         return
@@ -186,8 +193,9 @@ def save_atomic(obj: dict[str, Any], path: Path) -> int:
 class Trainer:
     """The replica state and its real operations (implements :class:`collect.collectors.sim.harness.Worker`)."""
 
-    def __init__(self, model: WindowMLP, batches: Batches, lr: float, ckpt_path: Path | None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, model: WindowMLP, batches: Batches, lr: float, ckpt_path: Path | None, device: str = "cpu"
+    ) -> None:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         self.batches = batches
@@ -216,8 +224,10 @@ class Trainer:
             "format": CKPT_FORMAT,
             "model": self.model.state_dict(),
             "optimizer": self.opt.state_dict(),
-            "rng": {"torch": torch.get_rng_state(),
-                    **({"cuda": torch.cuda.get_rng_state(self.device)} if self.device.type == "cuda" else {})},
+            "rng": {
+                "torch": torch.get_rng_state(),
+                **({"cuda": torch.cuda.get_rng_state(self.device)} if self.device.type == "cuda" else {}),
+            },
             "counters": {"checkpoint": int(ckpt_id), "step": int(step_id), "tokens": int(tokens)},
         }
 

@@ -34,8 +34,22 @@ from prereg.jsoncodec import loads
 SHARED_DIR = "shared"
 FORMAT = "torchrun/warmstart/v1"
 #: the parameters that shape the warm-start state (and so its key)
-KEY_PARAMS = ("vocab", "markov_order", "markov_support", "source_seed", "context", "emb", "width", "lr",
-              "micro_batch", "train_tokens", "warm_start_steps", "warm_start_seed", "device", "threads")
+KEY_PARAMS = (
+    "vocab",
+    "markov_order",
+    "markov_support",
+    "source_seed",
+    "context",
+    "emb",
+    "width",
+    "lr",
+    "micro_batch",
+    "train_tokens",
+    "warm_start_steps",
+    "warm_start_seed",
+    "device",
+    "threads",
+)
 TRAIN_CHAIN = 2048
 
 
@@ -86,8 +100,13 @@ def _train(p: Mapping[str, Any]) -> tuple[Any, str]:
     corpora = make_corpora(spec, seed, max(1, p["train_tokens"] // TRAIN_CHAIN), TRAIN_CHAIN, 1, 64)
     with deterministic(seed, p["threads"]):
         model = WindowMLP(p["vocab"], p["context"], p["emb"], p["width"])
-        trainer = Trainer(model, Batches(corpora.train, p["context"], p["micro_batch"], seed), p["lr"], None,
-                          resolve_device(p["device"]))
+        trainer = Trainer(
+            model,
+            Batches(corpora.train, p["context"], p["micro_batch"], seed),
+            p["lr"],
+            None,
+            resolve_device(p["device"]),
+        )
         for step in range(1, p["warm_start_steps"] + 1):
             trainer.step(step, [0])
         return trainer, state_sha256(trainer.model, trainer.opt)
@@ -120,27 +139,44 @@ def make_warm_start(runs_dir: Path, p: Mapping[str, Any]) -> dict[str, Any]:
         identity = check_warm_start(path)
         recorded = recorded_identities(runs_dir, warm_key(p))
         if recorded:
-            if not any(identity.get("state_sha256") == r.get("state_sha256")
-                       and identity.get("file_sha256") == r.get("file_sha256") for r in recorded):
-                raise IntegrityError(f"warm start {path}: not the state the runs in the ledger started from (their "
-                                     f"records hold state SHA-256 {recorded[0].get('state_sha256')}); refusing to "
-                                     "start runs from it")
+            if not any(
+                identity.get("state_sha256") == r.get("state_sha256")
+                and identity.get("file_sha256") == r.get("file_sha256")
+                for r in recorded
+            ):
+                raise IntegrityError(
+                    f"warm start {path}: not the state the runs in the ledger started from (their "
+                    f"records hold state SHA-256 {recorded[0].get('state_sha256')}); refusing to "
+                    "start runs from it"
+                )
             return identity
         _, digest = _train(p)
         if digest != identity.get("state_sha256"):
-            raise IntegrityError(f"warm start {path}: its state is not the one this plan's parameters make (made again "
-                                 f"here: state SHA-256 {digest}); refusing to start runs from it (remove both files "
-                                 "to make it anew)")
+            raise IntegrityError(
+                f"warm start {path}: its state is not the one this plan's parameters make (made again "
+                f"here: state SHA-256 {digest}); refusing to start runs from it (remove both files "
+                "to make it anew)"
+            )
         return identity
     from collect.collectors.torchrun.trainer import save_atomic  # lazy: torch
 
     trainer, digest = _train(p)
-    payload = {"format": FORMAT, "model": trainer.model.state_dict(), "optimizer": trainer.opt.state_dict(),
-               "steps": int(p["warm_start_steps"])}
+    payload = {
+        "format": FORMAT,
+        "model": trainer.model.state_dict(),
+        "optimizer": trainer.opt.state_dict(),
+        "steps": int(p["warm_start_steps"]),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     save_atomic(payload, path)
-    identity = {"state_sha256": digest, "file": f"{SHARED_DIR}/{path.name}", "file_sha256": _file_sha256(path),
-                "steps": int(p["warm_start_steps"]), "seed": int(p["warm_start_seed"]), "key": warm_key(p)}
+    identity = {
+        "state_sha256": digest,
+        "file": f"{SHARED_DIR}/{path.name}",
+        "file_sha256": _file_sha256(path),
+        "steps": int(p["warm_start_steps"]),
+        "seed": int(p["warm_start_seed"]),
+        "key": warm_key(p),
+    }
     atomic_write(_sidecar(path), json.dumps(identity, sort_keys=True, indent=1).encode())
     return identity
 
@@ -154,15 +190,19 @@ def check_warm_start(path: Path) -> dict[str, Any]:
         if not isinstance(identity, dict):
             raise ValueError("not a JSON object")
     except ValueError as err:
-        raise IntegrityError(f"warm start {path}: its description {_sidecar(path).name} cannot be read ({err}); "
-                             "remove both files to make it anew") from None
+        raise IntegrityError(
+            f"warm start {path}: its description {_sidecar(path).name} cannot be read ({err}); "
+            "remove both files to make it anew"
+        ) from None
     try:
         actual = _file_sha256(path)
     except ValueError:
         actual = None
     if actual is None or actual != identity.get("file_sha256"):
-        raise IntegrityError(f"warm start {path} does not match the SHA-256 recorded when it was made; "
-                             "refusing to start runs from it (remove both files to make it anew)")
+        raise IntegrityError(
+            f"warm start {path} does not match the SHA-256 recorded when it was made; "
+            "refusing to start runs from it (remove both files to make it anew)"
+        )
     return identity
 
 

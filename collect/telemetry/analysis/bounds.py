@@ -87,8 +87,10 @@ def _range_only(a_ns: int, b_ns: int, p_min: float, p_max: float, note: str) -> 
 
 
 #: what the split of a counter's bound assumes (no log shows it)
-COUNTER_PHASE_ASSUMED = ("the counter's update phase at a run's start and end is uniform and independent of "
-                         "the arm (runs do not synchronise with the counter)")
+COUNTER_PHASE_ASSUMED = (
+    "the counter's update phase at a run's start and end is uniform and independent of "
+    "the arm (runs do not synchronise with the counter)"
+)
 
 
 def _low(x: np.ndarray, p_min: float, p_max: float) -> np.ndarray:
@@ -128,8 +130,11 @@ def _near(sorted_ns: np.ndarray, a_ns: int, b_ns: int) -> np.ndarray:
     """Indices of the :data:`NEAR` entries on each side of ``a`` and of ``b`` in a sorted array."""
     ia, ib = int(np.searchsorted(sorted_ns, a_ns)), int(np.searchsorted(sorted_ns, b_ns))
     n = int(sorted_ns.size)
-    return np.unique(np.concatenate([np.arange(max(0, ia - NEAR), min(n, ia + NEAR)),
-                                     np.arange(max(0, ib - NEAR), min(n, ib + NEAR))]))
+    return np.unique(
+        np.concatenate(
+            [np.arange(max(0, ia - NEAR), min(n, ia + NEAR)), np.arange(max(0, ib - NEAR), min(n, ib + NEAR))]
+        )
+    )
 
 
 def _reads(trace: Trace, signal: str, u: Updates, a_ns: int, b_ns: int) -> _Reads:
@@ -166,10 +171,15 @@ def _reads(trace: Trace, signal: str, u: Updates, a_ns: int, b_ns: int) -> _Read
         # there (a stalled counter): such a read is placed by the value changes alone
         seen = np.where(idx >= 0, u.hi_ns[np.maximum(idx, 0)] if u.hi_ns.size else ta[0], ta[0])
         lo = np.where((ta_p - seen) <= period * _MS, tb_p - period * _MS, -np.inf)
-    return _Reads(np.concatenate([u.lo_ns[changes].astype(np.float64), lo]),
-                  np.concatenate([u.hi_ns[changes].astype(np.float64), ta_p.astype(np.float64)]),
-                  np.concatenate([u.value[changes] / 1000.0, value]), joins, joins_read_ns,
-                  tb_p.astype(np.float64), value)
+    return _Reads(
+        np.concatenate([u.lo_ns[changes].astype(np.float64), lo]),
+        np.concatenate([u.hi_ns[changes].astype(np.float64), ta_p.astype(np.float64)]),
+        np.concatenate([u.value[changes] / 1000.0, value]),
+        joins,
+        joins_read_ns,
+        tb_p.astype(np.float64),
+        value,
+    )
 
 
 def _edge(reads: _Reads, t_ns: int, p_min: float, p_max: float) -> tuple[float, float]:
@@ -181,8 +191,15 @@ def _edge(reads: _Reads, t_ns: int, p_min: float, p_max: float) -> tuple[float, 
 
 
 def energy_from_counter(
-    trace: Trace, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float, signal: str = "energy_counter",
-    quantum_mj: float = 1.0, wrap_mj: int | None = None, updates: Updates | None = None,
+    trace: Trace,
+    a_ns: int,
+    b_ns: int,
+    p_min_w: float,
+    p_max_w: float,
+    signal: str = "energy_counter",
+    quantum_mj: float = 1.0,
+    wrap_mj: int | None = None,
+    updates: Updates | None = None,
 ) -> EnergyEstimate:
     """Energy of [a, b] from a cumulative mJ counter with guaranteed bounds and its arm-dependent
     part (module doc). ``updates``: ``value_changes(trace, signal, wrap_mj)`` when the caller has it."""
@@ -212,8 +229,16 @@ def energy_from_counter(
     ranged = lower == p_min_w * dt or upper == p_max_w * dt
     share = (p_max_w - p_min_w) / (2.0 * p_max_w) if p_max_w > 0 else 1.0
     systematic = None if ranged or not math.isfinite(edges) else share * edges / 2.0 + q + joins_systematic_j
-    return EnergyEstimate(float(estimate), float(lower), float(upper), support, "counter", notes,
-                          systematic, () if systematic is None else (COUNTER_PHASE_ASSUMED,))
+    return EnergyEstimate(
+        float(estimate),
+        float(lower),
+        float(upper),
+        support,
+        "counter",
+        notes,
+        systematic,
+        () if systematic is None else (COUNTER_PHASE_ASSUMED,),
+    )
 
 
 def _join_slack(info: SignalInfo | None, reads: _Reads, p_max_w: float) -> tuple[float, float]:
@@ -253,8 +278,14 @@ def _interpolated(u: Updates, a_ns: int, b_ns: int) -> float | None:
 
 
 def energy_from_power(
-    trace: Trace, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float, signal: str = "power_average",
-    quantum_w: float = 0.01, updates: Updates | None = None,
+    trace: Trace,
+    a_ns: int,
+    b_ns: int,
+    p_min_w: float,
+    p_max_w: float,
+    signal: str = "power_average",
+    quantum_w: float = 0.01,
+    updates: Updates | None = None,
 ) -> EnergyEstimate:
     """Energy of [a, b] from power readings: a step-function estimate, bounds from averaging windows.
 
@@ -306,19 +337,24 @@ def energy_from_power(
     upper = min(p_max_w * dt, known_j + slack_j + p_max_w * rest_s)
     estimate = min(max(estimate, lower), upper)
     share = covered_ns / (b_ns - a_ns) if b_ns > a_ns else 0.0
-    note = (f"integrated power: averaging windows cover {100 * share:.3g}% of the interval; the rest is "
-            "bounded by the power range")
+    note = (
+        f"integrated power: averaging windows cover {100 * share:.3g}% of the interval; the rest is "
+        "bounded by the power range"
+    )
     systematic, assumed = _average_systematic(info, t, a_ns, b_ns, window_ns, p_max_w - p_min_w)
     return EnergyEstimate(estimate, float(lower), float(upper), support, "power", (note,), systematic, assumed)
 
 
 #: what the split of a true average's bound assumes (no log shows it)
-AVERAGE_ASSUMED = ("the power signal is the mean over its whole averaging window (NVML's documentation), not a "
-                   "part-time sample", "its update and poll phase at a run's start and end is independent of the arm")
+AVERAGE_ASSUMED = (
+    "the power signal is the mean over its whole averaging window (NVML's documentation), not a part-time sample",
+    "its update and poll phase at a run's start and end is independent of the arm",
+)
 
 
-def _average_systematic(info: SignalInfo | None, t: np.ndarray, a_ns: int, b_ns: int, window_ns: int,
-                        spread_w: float) -> tuple[float | None, tuple[str, ...]]:
+def _average_systematic(
+    info: SignalInfo | None, t: np.ndarray, a_ns: int, b_ns: int, window_ns: int, spread_w: float
+) -> tuple[float | None, tuple[str, ...]]:
     """The arm-dependent part of a step-integrated true average (J) and what it assumes (module doc):
     the integral of the readings is the power convolved with the window and shifted by at most two
     poll gaps, so it differs from the energy only near the edges, by at most (W / 2 + 2 g) times the
@@ -332,7 +368,7 @@ def _average_systematic(info: SignalInfo | None, t: np.ndarray, a_ns: int, b_ns:
 
 
 def phase_energy(
-    trace: Trace, phase: str, p_min_w: float, p_max_w: float, wrap_mj: int | None = None,
+    trace: Trace, phase: str, p_min_w: float, p_max_w: float, wrap_mj: int | None = None
 ) -> EnergyEstimate:
     """Energy of a marked phase: from the counter when the trace has one, else from power."""
     mark = trace.phase(phase)
@@ -348,15 +384,24 @@ def idle_subtracted(energy: EnergyEstimate, idle: EnergyEstimate, idle_s: float,
     """A sensitivity figure: energy above the idle baseline (idle power from an idle window)."""
     p_lo, p_est, p_hi = idle.lower_j / idle_s, idle.estimate_j / idle_s, idle.upper_j / idle_s
     return EnergyEstimate(
-        energy.estimate_j - p_est * duration_s, energy.lower_j - p_hi * duration_s,
-        energy.upper_j - p_lo * duration_s, energy.updates, energy.method + "-idle",
+        energy.estimate_j - p_est * duration_s,
+        energy.lower_j - p_hi * duration_s,
+        energy.upper_j - p_lo * duration_s,
+        energy.updates,
+        energy.method + "-idle",
         ("idle-subtracted: a sensitivity figure, not the measured energy",),
     )
 
 
 def ledger_summary(
-    trace: Trace, signal: str, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float,
-    joules_per_unit: float = 1.0, wrap_mj: int | None = None,
+    trace: Trace,
+    signal: str,
+    a_ns: int,
+    b_ns: int,
+    p_min_w: float,
+    p_max_w: float,
+    joules_per_unit: float = 1.0,
+    wrap_mj: int | None = None,
 ) -> dict[str, object]:
     """The run's telemetry summary for the ledger (``collect.ledger.store.TelemetrySummary`` fields).
 
@@ -384,4 +429,11 @@ def ledger_summary(
     }
 
 
-__all__ = ["EnergyEstimate", "energy_from_counter", "energy_from_power", "idle_subtracted", "ledger_summary", "phase_energy"]
+__all__ = [
+    "EnergyEstimate",
+    "energy_from_counter",
+    "energy_from_power",
+    "idle_subtracted",
+    "ledger_summary",
+    "phase_energy",
+]

@@ -60,8 +60,9 @@ def _bound(e: EnergyEstimate) -> float:
     return e.bound_j if math.isfinite(e.bound_j) else math.inf
 
 
-def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float,
-               phases: Sequence[str] = RUN_PHASES) -> RunEnergy:
+def run_energy(
+    trace: Trace, signal: str, p_min_w: float, p_max_w: float, phases: Sequence[str] = RUN_PHASES
+) -> RunEnergy:
     """Energy metrics of one run's trace (see the module doc); ``phases``: the phase names to
     summarise (a collected run's :data:`RUN_PHASES` by default; ``collect.measure`` passes the ones
     its block marked). ``idle`` is always the baseline window, never one of them."""
@@ -98,7 +99,8 @@ def run_energy(trace: Trace, signal: str, p_min_w: float, p_max_w: float,
     finite = {k: v for k, v in bounds.items() if math.isfinite(v)}
     summary["metric_bounds"] = finite
     # the arm-dependent part of each (docs/estimators.md, measurement error); capped by the bound
-    summary["metric_systematic_bounds"] = {k: min(v, finite[k]) for k, v in systematic.items()
-                                           if math.isfinite(v) and k in finite}
+    summary["metric_systematic_bounds"] = {
+        k: min(v, finite[k]) for k, v in systematic.items() if math.isfinite(v) and k in finite
+    }
     summary["phases"] = support_summary(per_phase)
     return RunEnergy(metrics, bounds, summary, per_phase, total)

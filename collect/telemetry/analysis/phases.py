@@ -56,8 +56,16 @@ def intervals_of(trace: Trace, phase: str) -> list[tuple[int, int]]:
     return out
 
 
-def interval_energy(trace: Trace, signal: str, a_ns: int, b_ns: int, p_min_w: float, p_max_w: float,
-                    wrap_mj: int | None = None, updates: Updates | None = None) -> EnergyEstimate:
+def interval_energy(
+    trace: Trace,
+    signal: str,
+    a_ns: int,
+    b_ns: int,
+    p_min_w: float,
+    p_max_w: float,
+    wrap_mj: int | None = None,
+    updates: Updates | None = None,
+) -> EnergyEstimate:
     """Energy of [a, b] from ``signal``: the counter method for a counter, integration for power
     (``updates``: the signal's ``value_changes`` when already computed)."""
     from collect.telemetry.analysis.bounds import energy_from_counter, energy_from_power  # lazy: numpy
@@ -68,8 +76,9 @@ def interval_energy(trace: Trace, signal: str, a_ns: int, b_ns: int, p_min_w: fl
     return energy_from_power(trace, a_ns, b_ns, p_min_w, p_max_w, signal, updates=updates)
 
 
-def phase_energy_total(trace: Trace, signal: str, phase: str, p_min_w: float, p_max_w: float,
-                       wrap_mj: int | None = None) -> PhaseEnergy:
+def phase_energy_total(
+    trace: Trace, signal: str, phase: str, p_min_w: float, p_max_w: float, wrap_mj: int | None = None
+) -> PhaseEnergy:
     """Summed energy, bounds, duration and support of every interval of ``phase`` (module doc)."""
     from collect.telemetry.analysis.bounds import EnergyEstimate  # lazy: numpy
     from collect.telemetry.analysis.resolution import value_changes  # lazy: numpy
@@ -92,8 +101,14 @@ def phase_energy_total(trace: Trace, signal: str, phase: str, p_min_w: float, p_
     return PhaseEnergy(phase, energy, duration_ms, len(spans), updates)
 
 
-def run_phase_energies(trace: Trace, signal: str, p_min_w: float, p_max_w: float,
-                       phases: tuple[str, ...] = RUN_PHASES, wrap_mj: int | None = None) -> dict[str, PhaseEnergy]:
+def run_phase_energies(
+    trace: Trace,
+    signal: str,
+    p_min_w: float,
+    p_max_w: float,
+    phases: tuple[str, ...] = RUN_PHASES,
+    wrap_mj: int | None = None,
+) -> dict[str, PhaseEnergy]:
     """:func:`phase_energy_total` of each phase (absent phases: zero energy, zero duration)."""
     return {name: phase_energy_total(trace, signal, name, p_min_w, p_max_w, wrap_mj) for name in phases}
 
@@ -110,7 +125,10 @@ def net_of(phase: PhaseEnergy, idle: PhaseEnergy) -> EnergyEstimate | None:
 def support_summary(phases: dict[str, PhaseEnergy]) -> dict[str, dict[str, float | int]]:
     """The ledger's per-phase support: ``{phase: {updates, intervals, duration_ms}}``."""
     return {
-        name: {"updates": pe.updates, "intervals": pe.intervals,
-               "duration_ms": round(pe.duration_ms, 6) if math.isfinite(pe.duration_ms) else 0.0}
+        name: {
+            "updates": pe.updates,
+            "intervals": pe.intervals,
+            "duration_ms": round(pe.duration_ms, 6) if math.isfinite(pe.duration_ms) else 0.0,
+        }
         for name, pe in phases.items()
     }

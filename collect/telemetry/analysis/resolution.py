@@ -146,7 +146,11 @@ def achieved_poll_worst(poll_ns: np.ndarray, requested_poll_ms: float) -> float 
     starts = np.asarray(poll_ns, dtype=np.int64)
     if starts.size < 2:
         return None
-    k = max(MIN_STRETCH_POLLS, math.ceil(STRETCH_MS / requested_poll_ms)) if requested_poll_ms > 0 else MIN_STRETCH_POLLS
+    k = (
+        max(MIN_STRETCH_POLLS, math.ceil(STRETCH_MS / requested_poll_ms))
+        if requested_poll_ms > 0
+        else MIN_STRETCH_POLLS
+    )
     if starts.size - 1 <= k:
         return float((starts[-1] - starts[0]) / (starts.size - 1) / _MS)
     return float(np.max(starts[k:] - starts[:-k]) / k / _MS)
@@ -189,9 +193,17 @@ def update_period(trace: Trace, signal: str, wrap_mj: int | None = None) -> Peri
     stamps = trace.rows(signal)["driver_ts_us"]
     stamps = np.unique(stamps[np.isfinite(stamps)])
     driver = float(np.median(np.diff(stamps)) / 1e3) if stamps.size >= 3 else None
-    return PeriodEstimate(signal, period, int(u.lo_ns.size), driver, trace.requested_poll_ms, med, p95,
-                          period_lower_ms=lower,
-                          achieved_poll_worst_ms=achieved_poll_worst(trace.poll_ns, trace.requested_poll_ms))
+    return PeriodEstimate(
+        signal,
+        period,
+        int(u.lo_ns.size),
+        driver,
+        trace.requested_poll_ms,
+        med,
+        p95,
+        period_lower_ms=lower,
+        achieved_poll_worst_ms=achieved_poll_worst(trace.poll_ns, trace.requested_poll_ms),
+    )
 
 
 def updates_in(trace: Trace, signal: str, a_ns: int, b_ns: int, wrap_mj: int | None = None) -> int:
@@ -200,5 +212,13 @@ def updates_in(trace: Trace, signal: str, a_ns: int, b_ns: int, wrap_mj: int | N
     return int(np.count_nonzero((u.lo_ns >= a_ns) & (u.hi_ns <= b_ns)))
 
 
-__all__ = ["PeriodEstimate", "Updates", "achieved_poll", "achieved_poll_worst", "conservative_period_ns", "update_period",
-           "updates_in", "value_changes"]
+__all__ = [
+    "PeriodEstimate",
+    "Updates",
+    "achieved_poll",
+    "achieved_poll_worst",
+    "conservative_period_ns",
+    "update_period",
+    "updates_in",
+    "value_changes",
+]

@@ -40,8 +40,7 @@ def epoch_ns(seconds: float, where: str, line: int, what: str) -> int:
     """``seconds`` since the Unix epoch as ns; ``LogError`` naming the line unless it is a finite
     time from 1970 to 2200 (module doc)."""
     if not (math.isfinite(seconds) and 0 <= seconds <= LATEST_S):
-        raise LogError(f"{where} line {line}: {what} {seconds!r} s is not a time from 1970 to 2200 "
-                       "(Unix seconds)")
+        raise LogError(f"{where} line {line}: {what} {seconds!r} s is not a time from 1970 to 2200 (Unix seconds)")
     return round(seconds * 1_000_000_000)
 
 
@@ -59,8 +58,10 @@ def check_epoch_ms(ms: np.ndarray, where: str, line_of: np.ndarray | None) -> No
     bad = np.flatnonzero((ms < 0) | (ms > LATEST_S * 1000))
     if bad.size:
         k = int(bad[0])
-        raise LogError(f"{where} {_at(line_of, k)}: the time is not from 1970 to 2200 "
-                       "(a corrupted timestamp, or one past what the toolkit's ns clock holds)")
+        raise LogError(
+            f"{where} {_at(line_of, k)}: the time is not from 1970 to 2200 "
+            "(a corrupted timestamp, or one past what the toolkit's ns clock holds)"
+        )
 
 
 def check_times(t_before_ns: np.ndarray, t_after_ns: np.ndarray, where: str, line_of: np.ndarray | None) -> None:
@@ -70,8 +71,9 @@ def check_times(t_before_ns: np.ndarray, t_after_ns: np.ndarray, where: str, lin
         raise LogError(f"{where} {_at(line_of, int(bad[0]))}: the time is not from 1970 to 2200")
 
 
-def check_power(values: np.ndarray, name: str, where: str, line_of: np.ndarray | None,
-                power_range_w: tuple[float, float]) -> None:
+def check_power(
+    values: np.ndarray, name: str, where: str, line_of: np.ndarray | None, power_range_w: tuple[float, float]
+) -> None:
     """``LogError`` at the first power reading (W; NaN: not a reading) outside the device's range."""
     p_min, p_max = power_range_w
     with np.errstate(invalid="ignore"):
@@ -80,14 +82,23 @@ def check_power(values: np.ndarray, name: str, where: str, line_of: np.ndarray |
         return
     k = int(bad[0])
     value = float(values[k])
-    why = ("is negative: no power reading can be" if value < 0 else
-           f"is outside the device's power range {p_min:g} to {p_max:g} W (a wrong unit in the header, a corrupted "
-           "line, or a range to state with --power-range-w MIN,MAX)")
+    why = (
+        "is negative: no power reading can be"
+        if value < 0
+        else f"is outside the device's power range {p_min:g} to {p_max:g} W (a wrong unit in the header, a corrupted "
+        "line, or a range to state with --power-range-w MIN,MAX)"
+    )
     raise LogError(f"{where} {_at(line_of, k)}: {name} = {value:g} W {why}; refused, never clipped")
 
 
-def check_counter(values: np.ndarray, t_before_ns: np.ndarray, t_after_ns: np.ndarray, where: str,
-                  line_of: np.ndarray | None, power_range_w: tuple[float, float]) -> None:
+def check_counter(
+    values: np.ndarray,
+    t_before_ns: np.ndarray,
+    t_after_ns: np.ndarray,
+    where: str,
+    line_of: np.ndarray | None,
+    power_range_w: tuple[float, float],
+) -> None:
     """``LogError`` at the first energy-counter reading (mJ; NaN: not a reading) that is negative or
     that moved more (or less) than the power range allows since an earlier update (module doc)."""
     ok = np.flatnonzero(np.isfinite(values))
@@ -95,8 +106,10 @@ def check_counter(values: np.ndarray, t_before_ns: np.ndarray, t_after_ns: np.nd
     negative = np.flatnonzero(v < 0)
     if negative.size:
         k = int(ok[negative[0]])
-        raise LogError(f"{where} {_at(line_of, k)}: the energy counter reads {float(values[k]):g} mJ: negative; "
-                       "a cumulative counter never is")
+        raise LogError(
+            f"{where} {_at(line_of, k)}: the energy counter reads {float(values[k]):g} mJ: negative; "
+            "a cumulative counter never is"
+        )
     if v.size < 2:
         return
     changed = np.flatnonzero(v[1:] != v[:-1]) + 1  # updates, placed as the analysis places them
@@ -122,8 +135,11 @@ def check_counter(values: np.ndarray, t_before_ns: np.ndarray, t_after_ns: np.nd
             bad = np.flatnonzero(gap > 0)
             if bad.size:
                 j = int(bad[0]) + 1
-                i = int(np.argmin(seg_v[:j] - p_max * 1000 * seg_lo[:j]) if word == "more"
-                        else np.argmax(seg_v[:j] - p_min * 1000 * seg_hi[:j]))
+                i = int(
+                    np.argmin(seg_v[:j] - p_max * 1000 * seg_lo[:j])
+                    if word == "more"
+                    else np.argmax(seg_v[:j] - p_min * 1000 * seg_hi[:j])
+                )
                 seconds = float(seg_hi[j] - seg_lo[i]) if word == "more" else float(seg_lo[j] - seg_hi[i])
                 power = p_max if word == "more" else p_min
                 raise LogError(
@@ -131,8 +147,18 @@ def check_counter(values: np.ndarray, t_before_ns: np.ndarray, t_after_ns: np.nd
                     f"{float(seg_v[j] - seg_v[i]):g} mJ since {_at(line_of, int(rows[a + i]))}, {word} than "
                     f"{power:g} W (the power range's {'maximum' if word == 'more' else 'minimum'}) gives in the "
                     f"{seconds:g} s between them: a corrupted reading, a counter in another unit, or a wrong poll "
-                    "interval or power range (--poll-ms, --power-range-w)")
+                    "interval or power range (--poll-ms, --power-range-w)"
+                )
 
 
-__all__ = ["LATEST_NS", "LATEST_S", "QUANTUM_MJ", "check_counter", "check_epoch_ms", "check_power", "check_times",
-           "duration_ns", "epoch_ns"]
+__all__ = [
+    "LATEST_NS",
+    "LATEST_S",
+    "QUANTUM_MJ",
+    "check_counter",
+    "check_epoch_ms",
+    "check_power",
+    "check_times",
+    "duration_ns",
+    "epoch_ns",
+]

@@ -39,8 +39,9 @@ def _time(text: str, source: str, line: int) -> int:
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise LogError(f"{source} line {line}: timestamp {text!r} is not an ISO-8601 time "
-                       "(2024-07-19T15:57:43)") from None
+        raise LogError(
+            f"{source} line {line}: timestamp {text!r} is not an ISO-8601 time (2024-07-19T15:57:43)"
+        ) from None
     value = value.replace(tzinfo=UTC) if value.tzinfo is None else value
     try:
         seconds = value.timestamp()
@@ -73,7 +74,8 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
         duration = cell_number(row, "duration", source, line)
         duration_ns(duration, source, line, "duration")
         trackers.setdefault(row["run_id"], []).append(
-            (end, duration, cell_number(row, "gpu_energy", source, line) * KWH_J, line))
+            (end, duration, cell_number(row, "gpu_energy", source, line) * KWH_J, line)
+        )
     if not trackers:
         raise LogError(f"{source}: a header and no measurements")
     windows = Windows()
@@ -81,14 +83,17 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
         rows.sort()
         start = rows[0][0] - round(rows[0][1] * _S)
         if start < 0:
-            raise LogError(f"{source} line {rows[0][3]}: duration {rows[0][1]!r} s puts the tracker's start before "
-                           "1970")
+            raise LogError(
+                f"{source} line {rows[0][3]}: duration {rows[0][1]!r} s puts the tracker's start before 1970"
+            )
         at, energy = start, 0.0
         for _, duration, cumulative, line in rows:
             end = start + round(duration * _S)  # the tracker's clock: its durations, finer than the timestamps
             if cumulative < energy:
-                raise LogError(f"{source} line {line}: gpu_energy of run {run} went down ({cumulative / KWH_J:g} kWh "
-                               f"after {energy / KWH_J:g}); a tracker's energies are cumulative")
+                raise LogError(
+                    f"{source} line {line}: gpu_energy of run {run} went down ({cumulative / KWH_J:g} kWh "
+                    f"after {energy / KWH_J:g}); a tracker's energies are cumulative"
+                )
             windows.add(Window(at, end, cumulative - energy, run, line))
             at, energy = end, cumulative
     order = windows.by_start(source, "tracker", "convert one tracker's lines")

@@ -37,14 +37,36 @@ from collect.traces.telemetry import Phase, Trace
 
 LOG_PHASE = "log"
 #: cells that say "no value" in the tools' logs (compared stripped and lower-cased)
-UNAVAILABLE = {"": "error", "n/a": "not_supported", "[n/a]": "not_supported", "[not supported]": "not_supported",
-               "not supported": "not_supported", "[unknown error]": "error", "[no permission]": "no_permission",
-               "[insufficient permissions]": "no_permission", "nan": "error", "-": "error", "[gpu is lost]": "error",
-               "[requires pending reboot]": "error"}
+UNAVAILABLE = {
+    "": "error",
+    "n/a": "not_supported",
+    "[n/a]": "not_supported",
+    "[not supported]": "not_supported",
+    "not supported": "not_supported",
+    "[unknown error]": "error",
+    "[no permission]": "no_permission",
+    "[insufficient permissions]": "no_permission",
+    "nan": "error",
+    "-": "error",
+    "[gpu is lost]": "error",
+    "[requires pending reboot]": "error",
+}
 #: unit spellings in headers and cells -> (the toolkit's unit, the factor to it)
-UNITS = {"w": ("W", 1.0), "mw": ("W", 1e-3), "kw": ("W", 1e3), "mj": ("mJ", 1.0), "j": ("mJ", 1e3),
-         "kj": ("mJ", 1e6), "kwh": ("mJ", 3.6e9), "wh": ("mJ", 3.6e6), "%": ("%", 1.0), "mhz": ("MHz", 1.0),
-         "c": ("C", 1.0), "mib": ("MiB", 1.0), "s": ("s", 1.0)}
+UNITS = {
+    "w": ("W", 1.0),
+    "mw": ("W", 1e-3),
+    "kw": ("W", 1e3),
+    "mj": ("mJ", 1.0),
+    "j": ("mJ", 1e3),
+    "kj": ("mJ", 1e6),
+    "kwh": ("mJ", 3.6e9),
+    "wh": ("mJ", 3.6e6),
+    "%": ("%", 1.0),
+    "mhz": ("MHz", 1.0),
+    "c": ("C", 1.0),
+    "mib": ("MiB", 1.0),
+    "s": ("s", 1.0),
+}
 #: the longest interval a logger may have been asked for (ms): an hour
 MAX_POLL_MS = 3_600_000.0
 
@@ -94,10 +116,17 @@ class LogOptions:
 
     def __post_init__(self) -> None:
         """``LogError`` for an option no log could be converted with (a library caller's too)."""
-        for name, value, high in (("poll_ms", self.poll_ms, MAX_POLL_MS), ("power_window_ms", self.power_window_ms,
-                                  MAX_POLL_MS), ("max_gap_ms", self.max_gap_ms, MAX_POLL_MS),
-                                  ("counter_period_ms", self.counter_period_ms, MAX_POLL_MS)):
-            if value is not None and not (math.isfinite(value) and 0 <= value <= high and (value > 0 or name not in ("poll_ms", "counter_period_ms"))):
+        for name, value, high in (
+            ("poll_ms", self.poll_ms, MAX_POLL_MS),
+            ("power_window_ms", self.power_window_ms, MAX_POLL_MS),
+            ("max_gap_ms", self.max_gap_ms, MAX_POLL_MS),
+            ("counter_period_ms", self.counter_period_ms, MAX_POLL_MS),
+        ):
+            if value is not None and not (
+                math.isfinite(value)
+                and 0 <= value <= high
+                and (value > 0 or name not in ("poll_ms", "counter_period_ms"))
+            ):
                 least = "above 0" if name in ("poll_ms", "counter_period_ms") else "from 0"
                 raise LogError(f"{name} = {value!r} must be a number {least} to {high:g} ms")
         if self.power_model not in (None, "average", "part-time"):
@@ -123,8 +152,9 @@ class Column:
     status: np.ndarray | None = None
 
 
-def cell_number(row: dict[str, str], key: str, source: str, line: int, *, nonnegative: bool = True,
-                missing: str | None = None) -> float:
+def cell_number(
+    row: dict[str, str], key: str, source: str, line: int, *, nonnegative: bool = True, missing: str | None = None
+) -> float:
     """The cell ``key`` of a log row as a finite float (``>= 0`` unless ``nonnegative`` is off);
     ``LogError`` naming the file and line otherwise (``missing``: what the log should hold)."""
     try:
@@ -148,7 +178,7 @@ def split_unit(header: str) -> tuple[str, str | None]:
     text = header.strip()
     for open_, close in (("[", "]"), ("(", ")")):
         if text.endswith(close) and open_ in text:
-            name, _, unit = text[: -1].rpartition(open_)
+            name, _, unit = text[:-1].rpartition(open_)
             return name.strip(), unit.strip()
     return text, None
 
@@ -159,19 +189,26 @@ def check_order(t_ns: np.ndarray, where: str, line_of: np.ndarray) -> None:
     back = np.flatnonzero(np.diff(t_ns) < 0)
     if back.size:
         k = int(back[0]) + 1
-        raise LogError(f"{where} line {int(line_of[k])}: its time is earlier than the line before it "
-                       f"(line {int(line_of[k - 1])}); the log is not in time order or the clock was set back")
+        raise LogError(
+            f"{where} line {int(line_of[k])}: its time is earlier than the line before it "
+            f"(line {int(line_of[k - 1])}); the log is not in time order or the clock was set back"
+        )
 
 
-def with_meter(options: LogOptions, counter_period_ms: float | None, power_model: str | None,
-               source: str = "the plan") -> LogOptions:
+def with_meter(
+    options: LogOptions, counter_period_ms: float | None, power_model: str | None, source: str = "the plan"
+) -> LogOptions:
     """``options`` with what ``source`` (the plan's metric ``meter``) declares; ``LogError`` where an
     option given with the log contradicts it (a frozen plan's meter is not changed at import)."""
-    for name, declared_value, given in (("counter_period_ms", counter_period_ms, options.counter_period_ms),
-                                        ("power_model", power_model, options.power_model)):
+    for name, declared_value, given in (
+        ("counter_period_ms", counter_period_ms, options.counter_period_ms),
+        ("power_model", power_model, options.power_model),
+    ):
         if declared_value is not None and given is not None and given != declared_value:
-            raise LogError(f"{name} = {given!r} contradicts {source}, which declares {declared_value!r}; "
-                           "leave the option out (the frozen plan's meter applies)")
+            raise LogError(
+                f"{name} = {given!r} contradicts {source}, which declares {declared_value!r}; "
+                "leave the option out (the frozen plan's meter applies)"
+            )
     changes: dict[str, object] = {}
     if counter_period_ms is not None:
         changes.update(counter_period_ms=float(counter_period_ms), period_basis=f"{source} (meter.counter_period_ms)")
@@ -195,9 +232,17 @@ def declared(info: SignalInfo, options: LogOptions) -> SignalInfo:
     return info
 
 
-def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[str, Column], tool: str,
-                options: LogOptions, phases: list[Phase] | None = None, *, source: str | None = None,
-                line_of: np.ndarray | None = None) -> Trace:
+def build_trace(
+    t_before_ns: np.ndarray,
+    t_after_ns: np.ndarray,
+    columns: dict[str, Column],
+    tool: str,
+    options: LogOptions,
+    phases: list[Phase] | None = None,
+    *,
+    source: str | None = None,
+    line_of: np.ndarray | None = None,
+) -> Trace:
     """The trace of ``columns`` read at the polls ``[t_before_ns, t_after_ns]`` (one row per poll
     and signal, signal by signal), sensor ``log:<tool>``, evidence ``measured``, the ``log`` phase.
     Each signal carries what :func:`declared` adds.
@@ -218,9 +263,14 @@ def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[s
     tb = np.tile(np.asarray(t_before_ns, dtype=np.int64), len(names))
     ta = np.tile(np.asarray(t_after_ns, dtype=np.int64), len(names))
     value = np.concatenate([columns[s].values.astype(np.float64) for s in names])
-    status = np.concatenate([columns[s].status if columns[s].status is not None
-                             else np.where(np.isfinite(columns[s].values), "ok", "error").astype(object)
-                             for s in names])
+    status = np.concatenate(
+        [
+            columns[s].status
+            if columns[s].status is not None
+            else np.where(np.isfinite(columns[s].values), "ok", "error").astype(object)
+            for s in names
+        ]
+    )
     value[status != "ok"] = np.nan
     signal_col = np.repeat(np.array(names, dtype=object), n)
     polls = np.asarray(t_before_ns, dtype=np.int64)
@@ -229,11 +279,21 @@ def build_trace(t_before_ns: np.ndarray, t_after_ns: np.ndarray, columns: dict[s
         gaps = np.diff(polls)
         requested = float(np.median(gaps)) / 1e6 if gaps.size and np.median(gaps) > 0 else 1000.0
     marks = [Phase(LOG_PHASE, int(polls[0]), int(max(int(t_after_ns.max()), int(polls[-1]))), 0), *(phases or [])]
-    return Trace(signal=signal_col, t_before_ns=tb, t_after_ns=ta, value=value, status=status,
-                 driver_ts_us=np.full(tb.size, np.nan),
-                 signals={s: declared(columns[s].info, options) for s in names},
-                 requested_poll_ms=float(requested), poll_ns=polls, phases=marks, sensor=f"log:{tool}",
-                 evidence="measured", power_range_w=options.power_range_w)
+    return Trace(
+        signal=signal_col,
+        t_before_ns=tb,
+        t_after_ns=ta,
+        value=value,
+        status=status,
+        driver_ts_us=np.full(tb.size, np.nan),
+        signals={s: declared(columns[s].info, options) for s in names},
+        requested_poll_ms=float(requested),
+        poll_ns=polls,
+        phases=marks,
+        sensor=f"log:{tool}",
+        evidence="measured",
+        power_range_w=options.power_range_w,
+    )
 
 
 def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
@@ -249,5 +309,19 @@ def choose_device(devices: list[str], options: LogOptions, where: str) -> str:
     return distinct[0]
 
 
-__all__ = ["LOG_PHASE", "MAX_LOG_BYTES", "MAX_POLL_MS", "Column", "LogError", "LogOptions", "build_trace",
-           "check_order", "choose_device", "declared", "with_meter", "log_lines", "signal", "split_unit"]
+__all__ = [
+    "LOG_PHASE",
+    "MAX_LOG_BYTES",
+    "MAX_POLL_MS",
+    "Column",
+    "LogError",
+    "LogOptions",
+    "build_trace",
+    "check_order",
+    "choose_device",
+    "declared",
+    "with_meter",
+    "log_lines",
+    "signal",
+    "split_unit",
+]

@@ -32,13 +32,7 @@ import numpy as np
 
 from collect.telemetry.logs.checks import check_power
 from collect.telemetry.logs.common import Column, LogError, LogOptions, build_trace, choose_device, signal
-from collect.telemetry.logs.gpus import (
-    first_rows,
-    polls_by_rank,
-    refuse_gpu_with_all,
-    sum_over_gpus,
-    summed_options,
-)
+from collect.telemetry.logs.gpus import first_rows, polls_by_rank, refuse_gpu_with_all, sum_over_gpus, summed_options
 from collect.telemetry.logs.numbers import Numbers
 from collect.telemetry.logs.reading import Cells, LogText, text_lines
 from collect.telemetry.sensors.base import Kind
@@ -51,10 +45,15 @@ _CHUNK = 16_384  # readings parsed this many at a time
 
 def _tags(options: LogOptions) -> dict[str, tuple[str, str, Kind, float | None]]:
     """dmon tag -> (signal, unit, kind, window_ms)."""
-    return {"POWER": ("power_average", "W", "gauge", options.power_window_ms),
-            "POWINST": ("power_instant", "W", "gauge", 0.0), "TOTEC": ("energy_counter", "mJ", "counter", None),
-            "GPUTL": ("utilization_gpu", "%", "gauge", None), "TMPTR": ("temperature_gpu", "C", "gauge", None),
-            "SMCLK": ("clock_sm", "MHz", "gauge", None), "MMCLK": ("clock_mem", "MHz", "gauge", None)}
+    return {
+        "POWER": ("power_average", "W", "gauge", options.power_window_ms),
+        "POWINST": ("power_instant", "W", "gauge", 0.0),
+        "TOTEC": ("energy_counter", "mJ", "counter", None),
+        "GPUTL": ("utilization_gpu", "%", "gauge", None),
+        "TMPTR": ("temperature_gpu", "C", "gauge", None),
+        "SMCLK": ("clock_sm", "MHz", "gauge", None),
+        "MMCLK": ("clock_mem", "MHz", "gauge", None),
+    }
 
 
 def _read(text: LogText, source: str, units: dict[str, str]) -> tuple[list[str], Cells, dict[int, Numbers], np.ndarray]:
@@ -81,8 +80,9 @@ def _read(text: LogText, source: str, units: dict[str, str]) -> tuple[list[str],
         if words[0] in ("#Entity", "#") and (words[0] == "#Entity" or words[1:2] == ["Entity"]):
             tags = words[1:] if words[0] == "#Entity" else words[2:]
             if header is not None and tags != header:
-                raise LogError(f"{source} line {number}: the fields changed mid-log ({' '.join(tags)} after "
-                               f"{' '.join(header)})")
+                raise LogError(
+                    f"{source} line {number}: the fields changed mid-log ({' '.join(tags)} after {' '.join(header)})"
+                )
             header = tags
             if not columns:
                 columns = {j: Numbers(units[tag], source) for j, tag in enumerate(tags) if tag in units}
@@ -93,8 +93,10 @@ def _read(text: LogText, source: str, units: dict[str, str]) -> tuple[list[str],
         if header is None:
             raise LogError(f"{source} line {number}: a reading before the '#Entity' header line")
         if len(words) != len(header) + 2:
-            raise LogError(f"{source} line {number}: {len(words)} words where 'ENTITY ID' and the {len(header)} "
-                           f"fields {' '.join(header)} make {len(header) + 2}")
+            raise LogError(
+                f"{source} line {number}: {len(words)} words where 'ENTITY ID' and the {len(header)} "
+                f"fields {' '.join(header)} make {len(header) + 2}"
+            )
         devices.add(f"{words[0]} {words[1]}")
         for j in columns:
             block[j].append(words[j + 2])
@@ -133,14 +135,27 @@ def _trace(out: dict[str, Column], lines: np.ndarray, header: list[str], source:
         raise LogError(f"{source}: no power or energy field among {' '.join(header)} (dmon -e 155,156)")
     delay_ns = int(round((options.poll_ms or DEFAULT_DELAY_MS) * 1e6))
     t_before = np.arange(lines.size, dtype=np.int64) * delay_ns
-    return build_trace(t_before, t_before + delay_ns, out, TOOL,
-                       LogOptions(**{**options.__dict__, "poll_ms": options.poll_ms or DEFAULT_DELAY_MS}),
-                       source=source, line_of=lines)
+    return build_trace(
+        t_before,
+        t_before + delay_ns,
+        out,
+        TOOL,
+        LogOptions(**{**options.__dict__, "poll_ms": options.poll_ms or DEFAULT_DELAY_MS}),
+        source=source,
+        line_of=lines,
+    )
 
 
-def _summed(header: list[str], device: np.ndarray, columns: dict[int, Numbers], line_of: np.ndarray,
-            known: dict[str, tuple[str, str, Kind, float | None]], source: str, options: LogOptions,
-            gpus: int) -> Trace:
+def _summed(
+    header: list[str],
+    device: np.ndarray,
+    columns: dict[int, Numbers],
+    line_of: np.ndarray,
+    known: dict[str, tuple[str, str, Kind, float | None]],
+    source: str,
+    options: LogOptions,
+    gpus: int,
+) -> Trace:
     """The trace of every entity summed (module doc): sample ``k`` is each entity's ``k``-th line."""
     poll = polls_by_rank(device)
     polls = int(poll.max()) + 1

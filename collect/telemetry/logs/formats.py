@@ -30,12 +30,24 @@ from collect.traces.telemetry import Trace, write_trace
 
 Converter = Callable[[LogText, str, LogOptions], Trace]
 #: format name -> its converter (each one module, one signature)
-FORMATS: dict[str, Converter] = {"nvidia-smi": nvidia_smi.convert, "dcgm": dcgm.convert, "zeus": zeus.convert,
-                                 "codecarbon": codecarbon.convert}
+FORMATS: dict[str, Converter] = {
+    "nvidia-smi": nvidia_smi.convert,
+    "dcgm": dcgm.convert,
+    "zeus": zeus.convert,
+    "codecarbon": codecarbon.convert,
+}
 #: file-name suffix -> format (the longest suffix that matches wins)
-SUFFIXES = {".nvidia-smi.csv": "nvidia-smi", ".smi.csv": "nvidia-smi", ".dcgm.txt": "dcgm", ".dcgmi.txt": "dcgm",
-            ".dcgm": "dcgm", ".zeus.csv": "zeus", ".zeus.jsonl": "zeus", ".emissions.csv": "codecarbon",
-            ".codecarbon.csv": "codecarbon"}
+SUFFIXES = {
+    ".nvidia-smi.csv": "nvidia-smi",
+    ".smi.csv": "nvidia-smi",
+    ".dcgm.txt": "dcgm",
+    ".dcgmi.txt": "dcgm",
+    ".dcgm": "dcgm",
+    ".zeus.csv": "zeus",
+    ".zeus.jsonl": "zeus",
+    ".emissions.csv": "codecarbon",
+    ".codecarbon.csv": "codecarbon",
+}
 
 
 #: a ``LogOptions`` field set away from its default -> (its command-line option, the formats that use it, why)
@@ -57,8 +69,9 @@ def check_options(fmt: str, options: LogOptions, where: str | None = None) -> No
     prefix = f"{where}: " if where else ""
     for name, (flag, formats, why) in APPLIES.items():
         if fmt not in formats and getattr(options, name) != default[name]:
-            raise LogError(f"{prefix}{flag} does not apply to {fmt} logs ({why}); it applies to "
-                           f"{', '.join(formats)} logs")
+            raise LogError(
+                f"{prefix}{flag} does not apply to {fmt} logs ({why}); it applies to {', '.join(formats)} logs"
+            )
     refuse_gpu_with_all(options, where or "the options")
 
 
@@ -101,13 +114,16 @@ def format_of(path: Path, fmt: str | None) -> str:
         return fmt
     found = recognise(path.name)
     if found is None:
-        raise LogError(f"{path}: the format is not recognised from the name (suffixes: {', '.join(SUFFIXES)}); "
-                       f"give it with --format ({'|'.join(FORMATS)})")
+        raise LogError(
+            f"{path}: the format is not recognised from the name (suffixes: {', '.join(SUFFIXES)}); "
+            f"give it with --format ({'|'.join(FORMATS)})"
+        )
     return found[0]
 
 
-def convert_log(path: str | Path, fmt: str | None = None, options: LogOptions | None = None,
-                notes: list[str] | None = None) -> Trace:
+def convert_log(
+    path: str | Path, fmt: str | None = None, options: LogOptions | None = None, notes: list[str] | None = None
+) -> Trace:
     """The trace of the power log at ``path`` (format ``fmt`` or recognised; module doc), read one
     line at a time (memory: :mod:`collect.telemetry.logs.reading`). What the user should know of
     the conversion (a truncated last line dropped) is appended to ``notes``."""
@@ -126,12 +142,16 @@ def convert_log(path: str | Path, fmt: str | None = None, options: LogOptions | 
             raise
         trace = FORMATS[name](islice(log_lines(path), cut - 1), source, options)
         if notes is not None:
-            notes.append(f"dropped the truncated last line {cut} of {source} (it has no line ending and "
-                         f"{str(err)[len(prefix):].strip()}: the logger was stopped while writing it)")
+            notes.append(
+                f"dropped the truncated last line {cut} of {source} (it has no line ending and "
+                f"{str(err)[len(prefix) :].strip()}: the logger was stopped while writing it)"
+            )
         return trace
     if lines.unterminated is not None and notes is not None:
-        notes.append(f"the last line {lines.unterminated} of {source} has no line ending (was the logger stopped "
-                     "while writing it?); it reads as a whole line and was kept")
+        notes.append(
+            f"the last line {lines.unterminated} of {source} has no line ending (was the logger stopped "
+            "while writing it?); it reads as a whole line and was kept"
+        )
     return trace
 
 
@@ -143,8 +163,13 @@ def default_trace_base(path: Path) -> Path:
     return path.with_name((stem or "log") + ".telemetry")
 
 
-def convert_to_trace(path: str | Path, out: str | Path | None = None, fmt: str | None = None,
-                     options: LogOptions | None = None, notes: list[str] | None = None) -> tuple[Trace, list[Path]]:
+def convert_to_trace(
+    path: str | Path,
+    out: str | Path | None = None,
+    fmt: str | None = None,
+    options: LogOptions | None = None,
+    notes: list[str] | None = None,
+) -> tuple[Trace, list[Path]]:
     """Convert the log at ``path`` and write its trace (``write_trace``) at ``out`` (a base name;
     default :func:`default_trace_base`): the trace and the files written (``notes``: as
     :func:`convert_log`'s)."""
@@ -156,5 +181,16 @@ def convert_to_trace(path: str | Path, out: str | Path | None = None, fmt: str |
     return trace, write_trace(trace, base)
 
 
-__all__ = ["APPLIES", "FORMATS", "SUFFIXES", "LogError", "LogOptions", "check_options", "convert_log", "convert_to_trace",
-           "default_trace_base", "format_of", "recognise"]
+__all__ = [
+    "APPLIES",
+    "FORMATS",
+    "SUFFIXES",
+    "LogError",
+    "LogOptions",
+    "check_options",
+    "convert_log",
+    "convert_to_trace",
+    "default_trace_base",
+    "format_of",
+    "recognise",
+]

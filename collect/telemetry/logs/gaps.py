@@ -54,8 +54,10 @@ def reading_gaps(trace: Trace, signal: str) -> list[Gap]:
     at = np.flatnonzero(space > limit)
     origin = int(trace.poll_ns[0]) if trace.poll_ns.size else int(before[0])
     counter = trace.signals[signal].kind == "counter"
-    gaps = [Gap(int(after[k]) - origin, int(before[k + 1]) - origin, not counter or bool(value[k + 1] < value[k]))
-            for k in at.tolist()]
+    gaps = [
+        Gap(int(after[k]) - origin, int(before[k + 1]) - origin, not counter or bool(value[k + 1] < value[k]))
+        for k in at.tolist()
+    ]
     return sorted(gaps, key=lambda g: g.end_ns - g.start_ns, reverse=True)
 
 
@@ -67,11 +69,16 @@ def gap_note(trace: Trace, signal: str) -> str | None:
         return None
     g = gaps[0]
     low, high = trace.power_range_w or DEFAULT_POWER_RANGE_W
-    how = (f"bounded by the power range ({low:g} to {high:g} W)" if g.reset else
-           "the counter's difference across it holds its energy")
+    how = (
+        f"bounded by the power range ({low:g} to {high:g} W)"
+        if g.reset
+        else "the counter's difference across it holds its energy"
+    )
     more = f" ({len(gaps) - 1} more gaps over {GAP_POLLS} poll intervals)" if len(gaps) > 1 else ""
-    return (f"has no {signal} reading for {g.seconds:.1f} s ({g.start_ns / 1e9:.1f} s to {g.end_ns / 1e9:.1f} s into the "
-            f"log, over {GAP_POLLS} poll intervals of {trace.requested_poll_ms:g} ms): {how}{more}")
+    return (
+        f"has no {signal} reading for {g.seconds:.1f} s ({g.start_ns / 1e9:.1f} s to {g.end_ns / 1e9:.1f} s into the "
+        f"log, over {GAP_POLLS} poll intervals of {trace.requested_poll_ms:g} ms): {how}{more}"
+    )
 
 
 def end_gap_s(trace: Trace, signal: str, finished_at: str | None) -> float | None:
@@ -100,8 +107,10 @@ def end_note(trace: Trace, signal: str, finished_at: str | None) -> str | None:
     if tail is None:
         return None
     zone = " (the log's zone-less times read as UTC)" if trace.sensor in ZONELESS else ""
-    return (f"ends {tail:.1f} s before the run's finished_at {finished_at}{zone}: no reading covers that "
-            "stretch, and the energy taken from the log (with its bound) does not include it")
+    return (
+        f"ends {tail:.1f} s before the run's finished_at {finished_at}{zone}: no reading covers that "
+        "stretch, and the energy taken from the log (with its bound) does not include it"
+    )
 
 
 __all__ = ["GAP_POLLS", "Gap", "end_gap_s", "end_note", "gap_note", "reading_gaps"]

@@ -36,8 +36,10 @@ def summed_options(options: LogOptions, gpus: int) -> LogOptions:
 def refuse_gpu_with_all(options: LogOptions, where: str) -> None:
     """``LogError`` when both one GPU and every GPU are asked for."""
     if options.all_gpus and options.gpu is not None:
-        raise LogError(f"{where}: --gpu {options.gpu} and --gpus all contradict each other (one GPU, or the sum of "
-                       "every GPU); give one of them")
+        raise LogError(
+            f"{where}: --gpu {options.gpu} and --gpus all contradict each other (one GPU, or the sum of "
+            "every GPU); give one of them"
+        )
 
 
 def polls_by_order(position: np.ndarray) -> np.ndarray:
@@ -61,8 +63,9 @@ def polls_by_rank(device: np.ndarray) -> np.ndarray:
     return rank
 
 
-def sum_over_gpus(values: np.ndarray, status: np.ndarray | None, poll: np.ndarray, polls: int,
-                  gpus: int) -> tuple[np.ndarray, np.ndarray]:
+def sum_over_gpus(
+    values: np.ndarray, status: np.ndarray | None, poll: np.ndarray, polls: int, gpus: int
+) -> tuple[np.ndarray, np.ndarray]:
     """``(summed values, statuses)`` per poll of one additive column read one row per GPU per poll
     (``poll``: each row's poll, each GPU at most once per poll): the sum where all ``gpus`` GPUs
     have an ok reading in the poll, NaN with a status that is not ok elsewhere (a GPU's own status
@@ -94,5 +97,12 @@ def last_rows(poll: np.ndarray, polls: int) -> np.ndarray:
     return last
 
 
-__all__ = ["first_rows", "last_rows", "polls_by_order", "polls_by_rank", "refuse_gpu_with_all", "sum_over_gpus",
-           "summed_options"]
+__all__ = [
+    "first_rows",
+    "last_rows",
+    "polls_by_order",
+    "polls_by_rank",
+    "refuse_gpu_with_all",
+    "sum_over_gpus",
+    "summed_options",
+]

@@ -54,15 +54,27 @@ def meter_bounds(run_s: float, counter_period_ms: float | None = None) -> tuple[
     seconds = round(run_s, 3)
     smi = nvidia_smi_log(seconds, na_lines=())  # one log, read under each averaging model
     return (
-        MeterBound("counter read at the run's ends",
-                   _systematic("zeus", zeus_log([(0.0, seconds, "run")]), "energy_counter", counter)),
-        MeterBound("DCGM counter every 1 s",
-                   _systematic("dcgm", dcgm_log(seconds, delay_ms=1000.0, na_samples=(), header_every=10**9),
-                               "energy_counter", LogOptions(poll_ms=1000.0, counter_period_ms=period))),
-        MeterBound("nvidia-smi 100 ms, average",
-                   _systematic("nvidia-smi", smi, "power_average", LogOptions(power_model="average"))),
-        MeterBound("nvidia-smi 100 ms, part-time",
-                   _systematic("nvidia-smi", smi, "power_average", LogOptions(power_model="part-time"))),
+        MeterBound(
+            "counter read at the run's ends",
+            _systematic("zeus", zeus_log([(0.0, seconds, "run")]), "energy_counter", counter),
+        ),
+        MeterBound(
+            "DCGM counter every 1 s",
+            _systematic(
+                "dcgm",
+                dcgm_log(seconds, delay_ms=1000.0, na_samples=(), header_every=10**9),
+                "energy_counter",
+                LogOptions(poll_ms=1000.0, counter_period_ms=period),
+            ),
+        ),
+        MeterBound(
+            "nvidia-smi 100 ms, average",
+            _systematic("nvidia-smi", smi, "power_average", LogOptions(power_model="average")),
+        ),
+        MeterBound(
+            "nvidia-smi 100 ms, part-time",
+            _systematic("nvidia-smi", smi, "power_average", LogOptions(power_model="part-time")),
+        ),
     )
 
 

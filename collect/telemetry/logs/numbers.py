@@ -58,13 +58,16 @@ class Numbers:
         if cell_unit not in self.units:
             self.units[cell_unit] = line()
             if len(self.units) > 1:
-                raise LogError(f"{self.where} line {line()}: the column mixes units "
-                               f"({', '.join(repr(u) for u in sorted(self.units))})")
+                raise LogError(
+                    f"{self.where} line {line()}: the column mixes units "
+                    f"({', '.join(repr(u) for u in sorted(self.units))})"
+                )
         try:
             value = float(number)
         except ValueError:
-            raise LogError(f"{self.where} line {line()}: {text!r} is not a number"
-                           + (f" in {self.unit}" if self.unit else "")) from None
+            raise LogError(
+                f"{self.where} line {line()}: {text!r} is not a number" + (f" in {self.unit}" if self.unit else "")
+            ) from None
         return (value, 0) if np.isfinite(value) else (np.nan, 1)
 
     def extend(self, cells: list[str], lines: list[int]) -> None:

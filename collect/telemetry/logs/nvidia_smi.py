@@ -71,9 +71,15 @@ from collect.telemetry.sensors.base import SignalInfo
 from collect.traces.telemetry import Trace
 
 TOOL = "nvidia-smi"
-GAUGES = {"utilization.gpu": "utilization_gpu", "temperature.gpu": "temperature_gpu", "clocks.sm": "clock_sm",
-          "clocks.current.sm": "clock_sm", "clocks.mem": "clock_mem",
-          "clocks.current.memory": "clock_mem", "memory.used": "memory_used"}
+GAUGES = {
+    "utilization.gpu": "utilization_gpu",
+    "temperature.gpu": "temperature_gpu",
+    "clocks.sm": "clock_sm",
+    "clocks.current.sm": "clock_sm",
+    "clocks.mem": "clock_mem",
+    "clocks.current.memory": "clock_mem",
+    "memory.used": "memory_used",
+}
 _READ = {"power.draw", "power.draw.average", "power.draw.instant", "pstate", *GAUGES}
 _CHUNK = 16_384  # rows split and coded this many at a time
 
@@ -110,8 +116,10 @@ class _Times:
                 try:
                     np.datetime64(c, "ms")
                 except ValueError:
-                    raise LogError(f"{self.source} line {line}: timestamp {cell.strip()!r} is not a time like "
-                                   "2026/12/03 10:15:01.123") from None
+                    raise LogError(
+                        f"{self.source} line {line}: timestamp {cell.strip()!r} is not a time like "
+                        "2026/12/03 10:15:01.123"
+                    ) from None
             raise
         ms = stamps.astype(np.int64)
         check_epoch_ms(ms, self.source, np.array(self.lines, dtype=np.int64))
@@ -136,8 +144,9 @@ def _query_field(text: str) -> tuple[str, str | None]:
     return name, unit
 
 
-def _header(lines: Iterator[str], source: str,
-            query_fields: tuple[str, ...] | None) -> tuple[str, str, list[tuple[str, str | None]], Iterator[str], int]:
+def _header(
+    lines: Iterator[str], source: str, query_fields: tuple[str, ...] | None
+) -> tuple[str, str, list[tuple[str, str | None]], Iterator[str], int]:
     """``(where header messages point, the header line's text, its fields, the data lines, the line
     before the first data line)``: the log's header, or for a headerless log the ``query_fields``."""
     for number, line in enumerate(lines, start=1):
@@ -151,39 +160,52 @@ def _header(lines: Iterator[str], source: str,
     if "timestamp" in names:
         wanted = None if query_fields is None else [split_unit(f)[0] for f in query_fields]
         if wanted is not None and wanted != names:
-            raise LogError(f"{source} line {first_line}: the log has a header line naming {', '.join(names)}, not the "
-                           f"--query-fields {', '.join(wanted)}; a log with a header needs no --query-fields")
+            raise LogError(
+                f"{source} line {first_line}: the log has a header line naming {', '.join(names)}, not the "
+                f"--query-fields {', '.join(wanted)}; a log with a header needs no --query-fields"
+            )
         return f"{source} line {first_line}", first, fields, lines, first_line
     if query_fields is None:
         if first[:1].isdigit():
-            raise LogError(f"{source} line {first_line}: the log has no header line (--format=csv,noheader); give its "
-                           "--query-gpu fields in order with --query-fields timestamp,index,power.draw,...")
-        raise LogError(f"{source} line {first_line}: no 'timestamp' column in the header ({first.strip()!r}); log "
-                       "with --query-gpu=timestamp,index,power.draw,... --format=csv (keep the header)")
+            raise LogError(
+                f"{source} line {first_line}: the log has no header line (--format=csv,noheader); give its "
+                "--query-gpu fields in order with --query-fields timestamp,index,power.draw,..."
+            )
+        raise LogError(
+            f"{source} line {first_line}: no 'timestamp' column in the header ({first.strip()!r}); log "
+            "with --query-gpu=timestamp,index,power.draw,... --format=csv (keep the header)"
+        )
     fields = [_query_field(f) for f in query_fields]
     if "timestamp" not in [name for name, _ in fields]:
-        raise LogError(f"--query-fields {','.join(query_fields)}: no timestamp field; the log's times are needed "
-                       "(query timestamp,index,power.draw,...)")
+        raise LogError(
+            f"--query-fields {','.join(query_fields)}: no timestamp field; the log's times are needed "
+            "(query timestamp,index,power.draw,...)"
+        )
     header = ", ".join(f"{name} [{unit}]" if unit else name for name, unit in fields)
     return f"{source} (--query-fields)", header, fields, chain([line], lines), first_line - 1
 
 
-def _read(text: LogText, source: str, query_fields: tuple[str, ...] | None = None
-          ) -> tuple[str, Cells | None, dict[str, Numbers], _Times, np.ndarray]:
+def _read(
+    text: LogText, source: str, query_fields: tuple[str, ...] | None = None
+) -> tuple[str, Cells | None, dict[str, Numbers], _Times, np.ndarray]:
     """Where header messages point, the GPU index column, the wanted columns parsed, the timestamps
     and each row's line, read a block of lines at a time; a line without the header's cells is
     named. A headerless log is read with ``query_fields`` (module doc)."""
     where, header, fields, lines, header_line = _header(text_lines(text), source, query_fields)
     names = [name for name, _ in fields]
     wanted = [(i, name, unit) for i, (name, unit) in enumerate(fields) if name in _READ or "energy" in name]
-    twice = sorted({name for name in names if names.count(name) > 1 and (name in _READ or "energy" in name
-                                                                          or name in ("timestamp", "index"))})
+    twice = sorted(
+        {
+            name
+            for name in names
+            if names.count(name) > 1 and (name in _READ or "energy" in name or name in ("timestamp", "index"))
+        }
+    )
     if twice:
         raise LogError(f"{where}: the header names {', '.join(twice)} more than once")
     for _, name, unit in wanted:
         if "energy" in name and unit is None and name not in _READ:
-            hint = (f"give it in --query-fields ('{name} [mJ]')" if where.endswith("(--query-fields)")
-                    else "[mJ] or [J]")
+            hint = f"give it in --query-fields ('{name} [mJ]')" if where.endswith("(--query-fields)") else "[mJ] or [J]"
             raise LogError(f"{where}: the energy column {name!r} names no unit ({hint})")
     index = Cells() if "index" in names else None
     columns = {name: Numbers(unit, source, _pstate if name == "pstate" else None) for _, name, unit in wanted}
@@ -232,8 +254,9 @@ def _info(name: str, column: Numbers, averaged: bool, options: LogOptions) -> Si
     return signal("energy_counter", "mJ", "counter")
 
 
-def _finish(name: str, column: Numbers, info: SignalInfo, keep: np.ndarray | None,
-            where: str) -> tuple[np.ndarray, np.ndarray]:
+def _finish(
+    name: str, column: Numbers, info: SignalInfo, keep: np.ndarray | None, where: str
+) -> tuple[np.ndarray, np.ndarray]:
     """A column's values in the signal's unit and their statuses; ``LogError`` for a wrong unit."""
     values, status, unit = column.finish(keep)
     if info.name == "energy_counter" and unit != "mJ":
@@ -245,8 +268,9 @@ def _finish(name: str, column: Numbers, info: SignalInfo, keep: np.ndarray | Non
 
 def _no_power(out: dict[str, Column], where: str) -> None:
     if not any(s in out for s in ("energy_counter", "power_average", "power_usage", "power_instant")):
-        raise LogError(f"{where}: no power or energy column (query power.draw, power.draw.average "
-                       "or power.draw.instant)")
+        raise LogError(
+            f"{where}: no power or energy column (query power.draw, power.draw.average or power.draw.instant)"
+        )
 
 
 def convert(text: LogText, source: str, options: LogOptions) -> Trace:
@@ -279,8 +303,17 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
     return build_trace(t_ns, t_ns + resolution, out, TOOL, options, source=source, line_of=line_of)
 
 
-def _summed(position: np.ndarray, gpus: int, columns: dict[str, Numbers], t_ns: np.ndarray, resolution: int,
-            line_of: np.ndarray, where: str, source: str, options: LogOptions) -> Trace:
+def _summed(
+    position: np.ndarray,
+    gpus: int,
+    columns: dict[str, Numbers],
+    t_ns: np.ndarray,
+    resolution: int,
+    line_of: np.ndarray,
+    where: str,
+    source: str,
+    options: LogOptions,
+) -> Trace:
     """Every GPU's power and energy summed per poll (module doc); each GPU's readings checked
     against the per-GPU power range first."""
     check_order(t_ns, source, line_of)
@@ -299,8 +332,15 @@ def _summed(position: np.ndarray, gpus: int, columns: dict[str, Numbers], t_ns: 
         total, total_status = sum_over_gpus(values, status, poll, polls, gpus)
         out[info.name] = Column(info, total, total_status)
     _no_power(out, where)
-    return build_trace(t_ns[first], t_ns[last] + resolution, out, TOOL, summed_options(options, gpus),
-                       source=source, line_of=line_of[first])
+    return build_trace(
+        t_ns[first],
+        t_ns[last] + resolution,
+        out,
+        TOOL,
+        summed_options(options, gpus),
+        source=source,
+        line_of=line_of[first],
+    )
 
 
 __all__ = ["TOOL", "convert"]

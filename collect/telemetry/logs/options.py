@@ -16,12 +16,25 @@ from typing import Any
 from collect.telemetry.logs.common import MAX_POLL_MS, LogError, LogOptions
 
 #: a ``LogOptions`` field (``gpus`` stands for ``all_gpus``) -> its command-line option
-FLAGS = {"gpu": "--gpu", "gpus": "--gpus", "poll_ms": "--poll-ms", "power_window_ms": "--power-window-ms",
-         "power_range_w": "--power-range-w", "window": "--window", "max_gap_ms": "--max-gap-ms",
-         "counter_period_ms": "--counter-period-ms", "power_model": "--power-model", "query_fields": "--query-fields"}
+FLAGS = {
+    "gpu": "--gpu",
+    "gpus": "--gpus",
+    "poll_ms": "--poll-ms",
+    "power_window_ms": "--power-window-ms",
+    "power_range_w": "--power-range-w",
+    "window": "--window",
+    "max_gap_ms": "--max-gap-ms",
+    "counter_period_ms": "--counter-period-ms",
+    "power_model": "--power-model",
+    "query_fields": "--query-fields",
+}
 #: the numbers' allowed ranges (ms)
-RANGES = {"poll_ms": (0.1, MAX_POLL_MS), "power_window_ms": (0.0, 60_000.0), "max_gap_ms": (0.0, MAX_POLL_MS),
-          "counter_period_ms": (0.1, MAX_POLL_MS)}
+RANGES = {
+    "poll_ms": (0.1, MAX_POLL_MS),
+    "power_window_ms": (0.0, 60_000.0),
+    "max_gap_ms": (0.0, MAX_POLL_MS),
+    "counter_period_ms": (0.1, MAX_POLL_MS),
+}
 #: where a counter period given on the command line comes from, as the trace records it
 COMMAND_LINE_BASIS = "command line (--counter-period-ms)"
 
@@ -41,8 +54,10 @@ def query_fields(text: str) -> tuple[str, ...]:
     """``"timestamp, index,power.draw"`` -> its fields, stripped; ``LogError`` for an empty one."""
     fields = tuple(f.strip() for f in text.split(","))
     if not all(fields):
-        raise LogError(f"--query-fields {text!r} must name nvidia-smi's --query-gpu fields in order, comma-separated "
-                       "(timestamp,index,power.draw,...)")
+        raise LogError(
+            f"--query-fields {text!r} must name nvidia-smi's --query-gpu fields in order, comma-separated "
+            "(timestamp,index,power.draw,...)"
+        )
     return fields
 
 

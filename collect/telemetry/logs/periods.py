@@ -91,8 +91,10 @@ def check_period_table(table: dict[str, tuple[float, str]], conservative_ms: flo
         if gen not in known:
             raise ValueError(f"counter period table: unknown generation {gen!r} (known: {', '.join(sorted(known))})")
         if not (0 < period_ms <= conservative_ms):
-            raise ValueError(f"counter period table: {gen} has {period_ms} ms; it must be above 0 and at most the "
-                             f"conservative default {conservative_ms:g} ms")
+            raise ValueError(
+                f"counter period table: {gen} has {period_ms} ms; it must be above 0 and at most the "
+                f"conservative default {conservative_ms:g} ms"
+            )
         if not source.strip():
             raise ValueError(f"counter period table: {gen} has no source")
 
@@ -112,15 +114,25 @@ def default_counter_period(gpu_name: str | None) -> tuple[float, str]:
     elif generation is None:
         which = f"GPU {gpu_name!r} is of no generation this toolkit knows"
     elif generation in NO_COUNTER_GENERATIONS:
-        which = (f"{gpu_name} is a {generation.capitalize()} GPU, for which NVML documents no energy counter "
-                 "(Volta or newer)")
+        which = (
+            f"{gpu_name} is a {generation.capitalize()} GPU, for which NVML documents no energy counter "
+            "(Volta or newer)"
+        )
     else:
         which = f"no source gives the counter period of {generation.capitalize()} GPUs ({gpu_name})"
     return CONSERVATIVE_COUNTER_PERIOD_MS, (
         f"default {CONSERVATIVE_COUNTER_PERIOD_MS:g} ms, the longest period public sources give for NVML's energy "
         f"counter (Zeus, ML.ENERGY, PETSc: collect/telemetry/logs/periods.py); {which}; give --counter-period-ms "
-        "as collect probe measures it on the same GPU model")
+        "as collect probe measures it on the same GPU model"
+    )
 
 
-__all__ = ["CONSERVATIVE_COUNTER_PERIOD_MS", "CONSERVATIVE_SOURCE", "COUNTER_PERIOD_MS", "NO_COUNTER_GENERATIONS",
-           "check_period_table", "default_counter_period", "gpu_generation"]
+__all__ = [
+    "CONSERVATIVE_COUNTER_PERIOD_MS",
+    "CONSERVATIVE_SOURCE",
+    "COUNTER_PERIOD_MS",
+    "NO_COUNTER_GENERATIONS",
+    "check_period_table",
+    "default_counter_period",
+    "gpu_generation",
+]

@@ -58,8 +58,9 @@ def energy(a: float, b: float) -> float:
     return 250 * (b - a) + swing + 60 * (_square(b) - _square(a))
 
 
-def counter_mj(t: float, counter_update_ms: float = 100.0, stuck: tuple[float, float] | None = None,
-               scale: float = 1.0) -> int:
+def counter_mj(
+    t: float, counter_update_ms: float = 100.0, stuck: tuple[float, float] | None = None, scale: float = 1.0
+) -> int:
     """The energy counter read at ``t`` (mJ): the floor of the energy at its last update (``scale``
     times the curve's)."""
     step = counter_update_ms / 1000
@@ -78,9 +79,16 @@ def _stamp(t: float, start: datetime = START) -> str:
     return moment.strftime("%Y/%m/%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 
-def nvidia_smi_log(seconds: float, poll_ms: float = 100.0, update_ms: float = 100.0, units_in_cells: bool = True,
-                   na_lines: tuple[int, ...] = (7,), gpus: tuple[int, ...] = (0,), scale: float = 1.0,
-                   start: datetime = START) -> str:
+def nvidia_smi_log(
+    seconds: float,
+    poll_ms: float = 100.0,
+    update_ms: float = 100.0,
+    units_in_cells: bool = True,
+    na_lines: tuple[int, ...] = (7,),
+    gpus: tuple[int, ...] = (0,),
+    scale: float = 1.0,
+    start: datetime = START,
+) -> str:
     """``nvidia-smi --query-gpu=timestamp,index,power.draw,power.draw.instant,utilization.gpu,memory.used
     --format=csv[,nounits] -lms POLL``; polls 3 ms past each interval; the ``na_lines``-th data lines
     read ``[N/A]`` for the instant power and ``[N/A]`` for power.draw on the first of them. ``scale``
@@ -103,9 +111,15 @@ def nvidia_smi_log(seconds: float, poll_ms: float = 100.0, update_ms: float = 10
     return "\n".join(lines) + "\n"
 
 
-def dcgm_log(seconds: float, delay_ms: float = 100.0, counter_update_ms: float = 100.0,
-             stuck: tuple[float, float] | None = None, na_samples: tuple[int, ...] = (3,),
-             header_every: int = 50, scale: float = 1.0) -> str:
+def dcgm_log(
+    seconds: float,
+    delay_ms: float = 100.0,
+    counter_update_ms: float = 100.0,
+    stuck: tuple[float, float] | None = None,
+    na_samples: tuple[int, ...] = (3,),
+    header_every: int = 50,
+    scale: float = 1.0,
+) -> str:
     """``dcgmi dmon -e 155,156 -d DELAY``: sample k taken at ``(k + 0.5) DELAY``; ``POWER`` reads ``N/A``
     at the ``na_samples``; the header pair repeats every ``header_every`` samples; ``scale``
     multiplies the curve (its energy is ``scale * energy(...)``)."""
@@ -138,10 +152,12 @@ def zeus_log(windows: list[tuple[float, float, str]], counter_update_ms: float =
 def codecarbon_log(seconds: float, every_s: float = 15.0, run_id: str = "9adda612-4ce8-49d0-9a55-e3b071a7b885") -> str:
     """CodeCarbon's ``emissions.csv`` for one tracker started at t = 0, saved every ``every_s``:
     cumulative energies in kWh (GPU from the counter; CPU a TDP estimate; RAM a constant)."""
-    header = ("timestamp,project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,"
-              "cpu_energy,gpu_energy,ram_energy,energy_consumed,country_name,country_iso_code,region,cloud_provider,"
-              "cloud_region,os,python_version,codecarbon_version,cpu_count,cpu_model,gpu_count,gpu_model,longitude,"
-              "latitude,ram_total_size,tracking_mode,on_cloud,pue")
+    header = (
+        "timestamp,project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,"
+        "cpu_energy,gpu_energy,ram_energy,energy_consumed,country_name,country_iso_code,region,cloud_provider,"
+        "cloud_region,os,python_version,codecarbon_version,cpu_count,cpu_model,gpu_count,gpu_model,longitude,"
+        "latitude,ram_total_size,tracking_mode,on_cloud,pue"
+    )
     lines = [header]
     t = every_s
     while t <= seconds + 1e-9:
@@ -149,13 +165,33 @@ def codecarbon_log(seconds: float, every_s: float = 15.0, run_id: str = "9adda61
         cpu_kwh = 42.5 * t / 3.6e6
         ram_kwh = 10.0 * t / 3.6e6
         stamp = (START + timedelta(seconds=t)).strftime("%Y-%m-%dT%H:%M:%S")
-        lines.append(f"{stamp},codecarbon,{run_id},{t!r},0.001,1e-06,42.5,300.0,10.0,{cpu_kwh!r},{gpu_kwh!r},"
-                     f"{ram_kwh!r},{cpu_kwh + gpu_kwh + ram_kwh!r},Canada,CAN,quebec,,,Linux,3.11.7,2.3.5,16,"
-                     "Intel(R) Xeon(R),1,1 x NVIDIA H100,-71.2,46.8,128.0,machine,N,1.0")
+        lines.append(
+            f"{stamp},codecarbon,{run_id},{t!r},0.001,1e-06,42.5,300.0,10.0,{cpu_kwh!r},{gpu_kwh!r},"
+            f"{ram_kwh!r},{cpu_kwh + gpu_kwh + ram_kwh!r},Canada,CAN,quebec,,,Linux,3.11.7,2.3.5,16,"
+            "Intel(R) Xeon(R),1,1 x NVIDIA H100,-71.2,46.8,128.0,machine,N,1.0"
+        )
         t += every_s
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["START", "WARM_S", "EnergyCounter", "PowerGauge", "PowerPattern", "SyntheticLog", "codecarbon_csv",
-           "codecarbon_log", "counter_mj", "dcgm_dmon", "dcgm_log", "dmon_sample_times", "energy", "nvidia_smi_csv",
-           "nvidia_smi_log", "power", "smi_poll_times", "zeus_csv", "zeus_log"]
+__all__ = [
+    "START",
+    "WARM_S",
+    "EnergyCounter",
+    "PowerGauge",
+    "PowerPattern",
+    "SyntheticLog",
+    "codecarbon_csv",
+    "codecarbon_log",
+    "counter_mj",
+    "dcgm_dmon",
+    "dcgm_log",
+    "dmon_sample_times",
+    "energy",
+    "nvidia_smi_csv",
+    "nvidia_smi_log",
+    "power",
+    "smi_poll_times",
+    "zeus_csv",
+    "zeus_log",
+]

@@ -103,8 +103,9 @@ class PowerPattern:
         """The exact energy from the run's start to ``t`` (J; negative before it)."""
         x = np.asarray(t, dtype=np.float64)
         inside = self._inside(np.clip(x, 0.0, self.run_s))
-        return np.asarray(self.idle_w * (np.minimum(x, 0.0) + np.maximum(x - self.run_s, 0.0)) + inside,
-                          dtype=np.float64)
+        return np.asarray(
+            self.idle_w * (np.minimum(x, 0.0) + np.maximum(x - self.run_s, 0.0)) + inside, dtype=np.float64
+        )
 
     def energy(self, a: ArrayLike, b: ArrayLike) -> Floats:
         """The exact energy of ``[a, b]`` (J)."""
@@ -142,8 +143,7 @@ class EnergyCounter:
     def last_update(self, t: ArrayLike) -> Floats:
         """The time of the last update at or before ``t`` (s)."""
         x = np.asarray(t, dtype=np.float64)
-        return np.asarray(np.floor((x - self.phase_s) / self.period_s) * self.period_s + self.phase_s,
-                          dtype=np.float64)
+        return np.asarray(np.floor((x - self.phase_s) / self.period_s) * self.period_s + self.phase_s, dtype=np.float64)
 
     def read_mj(self, t: ArrayLike) -> NDArray[np.int64]:
         """The counter as read at ``t`` (mJ, an integer)."""

@@ -65,8 +65,9 @@ class Windows:
     def window(self, k: int, order: np.ndarray) -> Window:
         """The ``k``-th window in ``order``."""
         i = int(order[k])
-        return Window(self.start_ns[i], self.end_ns[i], self.energy_j[i], self.names.distinct[self.names.codes[i]],
-                      self.line[i])
+        return Window(
+            self.start_ns[i], self.end_ns[i], self.energy_j[i], self.names.distinct[self.names.codes[i]], self.line[i]
+        )
 
     def by_start(self, source: str, what: str, hint: str) -> np.ndarray:
         """The windows' order by start time (ties in log order); ``LogError`` naming both lines where
@@ -77,13 +78,24 @@ class Windows:
         overlap = np.flatnonzero(start[order][1:] < end[:-1])
         if overlap.size:
             before, after = self.window(int(overlap[0]), order), self.window(int(overlap[0]) + 1, order)
-            raise LogError(f"{source} line {after.line}: {what} {after.name!r} starts before {what} {before.name!r} "
-                           f"(line {before.line}) ends; {hint}")
+            raise LogError(
+                f"{source} line {after.line}: {what} {after.name!r} starts before {what} {before.name!r} "
+                f"(line {before.line}) ends; {hint}"
+            )
         return order
 
 
-def windows_trace(windows: Windows, order: np.ndarray, tool: str, options: LogOptions, resolution_ns: int,
-                  source: str, phases: bool = True, *, lossy_joins: bool = False) -> Trace:
+def windows_trace(
+    windows: Windows,
+    order: np.ndarray,
+    tool: str,
+    options: LogOptions,
+    resolution_ns: int,
+    source: str,
+    phases: bool = True,
+    *,
+    lossy_joins: bool = False,
+) -> Trace:
     """The counter trace of the non-overlapping ``windows`` taken in ``order`` (by start; module
     doc); with ``phases``, each window is also a phase named after it; ``lossy_joins``: a window's
     end and the next one's start are separate reads (Zeus; module doc). Every window's energy is
@@ -112,10 +124,12 @@ def windows_trace(windows: Windows, order: np.ndarray, tool: str, options: LogOp
     t_after[end_row[joined]] = np.maximum(t_after[end_row[joined]], start[joined + 1] + resolution_ns)
     column = Column(replace(signal("energy_counter", "mJ", "counter"), lossy_joins=lossy_joins), values)
     names, codes = windows.names.distinct, windows.names.code_array()[order]
-    marks = [Phase(names[c], s, e, 0) for c, s, e in zip(codes.tolist(), start.tolist(), end.tolist(), strict=True)] \
-        if phases else []
-    return build_trace(t, t_after, {"energy_counter": column}, tool, options, marks, source=source,
-                       line_of=line_of)
+    marks = (
+        [Phase(names[c], s, e, 0) for c, s, e in zip(codes.tolist(), start.tolist(), end.tolist(), strict=True)]
+        if phases
+        else []
+    )
+    return build_trace(t, t_after, {"energy_counter": column}, tool, options, marks, source=source, line_of=line_of)
 
 
 __all__ = ["Window", "Windows", "windows_trace"]

@@ -76,10 +76,15 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
         if columns is None:
             gpus = [k[3:-7] for k in row if k.startswith("gpu") and k.endswith("_energy")]
             if not gpus:
-                raise LogError(f"{source} line 1: no gpu<i>_energy column (a Zeus log has start_time,window_name,"
-                               "elapsed_time,gpu0_energy,...)")
-            chosen = gpus if options.all_gpus else [
-                choose_device(gpus, options, source) if options.gpu is not None or len(gpus) > 1 else gpus[0]]
+                raise LogError(
+                    f"{source} line 1: no gpu<i>_energy column (a Zeus log has start_time,window_name,"
+                    "elapsed_time,gpu0_energy,...)"
+                )
+            chosen = (
+                gpus
+                if options.all_gpus
+                else [choose_device(gpus, options, source) if options.gpu is not None or len(gpus) > 1 else gpus[0]]
+            )
             columns = [f"gpu{g}_energy" for g in chosen]
         name = row.get("window_name", "")
         if options.window is not None and name != options.window:
@@ -95,8 +100,9 @@ def convert(text: LogText, source: str, options: LogOptions) -> Trace:
         raise LogError(f"{source}: no measurement windows")
     if not len(windows):
         raise LogError(f"{source}: no window named {options.window!r}")
-    order = windows.by_start(source, "window", "concurrent windows cannot share one counter series: convert one "
-                             "window name (--window NAME)")
+    order = windows.by_start(
+        source, "window", "concurrent windows cannot share one counter series: convert one window name (--window NAME)"
+    )
     summed = summed_options(options, len(columns)) if options.all_gpus else options
     return windows_trace(windows, order, TOOL, summed, 1000, source, lossy_joins=True)
 

@@ -75,8 +75,26 @@ def probe_trace(trace: Trace, unavailable: dict[str, str], window_s: float = 1.0
         if name not in set(trace.signal) and name not in unavailable:
             continue
         if name in unavailable:
-            out.append(SignalProbe(name, info.unit, unavailable[name], "unavailable", trace.requested_poll_ms,
-                                   med, p95, None, None, 0, power, window_s, None, None, None, worst))
+            out.append(
+                SignalProbe(
+                    name,
+                    info.unit,
+                    unavailable[name],
+                    "unavailable",
+                    trace.requested_poll_ms,
+                    med,
+                    p95,
+                    None,
+                    None,
+                    0,
+                    power,
+                    window_s,
+                    None,
+                    None,
+                    None,
+                    worst,
+                )
+            )
             continue
         period = update_period(trace, name)
         resolvable = fraction = None
@@ -84,16 +102,31 @@ def probe_trace(trace: Trace, unavailable: dict[str, str], window_s: float = 1.0
             quantum_j = 0.002 if info.kind == "counter" else 0.0
             resolvable = 2 * power * period.effective_period_ms / 1000.0 + quantum_j
             fraction = resolvable / (power * window_s) if power > 0 else None
-        out.append(SignalProbe(
-            name, info.unit, "ok", trace.evidence if info.evidence != "unavailable" else "unavailable",
-            trace.requested_poll_ms, med, p95, period.effective_period_ms, period.driver_period_ms,
-            period.updates, power, window_s, resolvable, fraction, period.period_lower_ms, worst,
-        ))
+        out.append(
+            SignalProbe(
+                name,
+                info.unit,
+                "ok",
+                trace.evidence if info.evidence != "unavailable" else "unavailable",
+                trace.requested_poll_ms,
+                med,
+                p95,
+                period.effective_period_ms,
+                period.driver_period_ms,
+                period.updates,
+                power,
+                window_s,
+                resolvable,
+                fraction,
+                period.period_lower_ms,
+                worst,
+            )
+        )
     return out
 
 
 def probe_sensor(
-    spec: str, poll_ms: float, seconds: float, window_s: float = 1.0, signals: list[str] | None = None,
+    spec: str, poll_ms: float, seconds: float, window_s: float = 1.0, signals: list[str] | None = None
 ) -> list[SignalProbe]:
     """Open the sensor ``spec``, poll ``signals`` (default: all) for ``seconds`` and probe each one.
 
@@ -127,14 +160,18 @@ def recorded_summaries(trace: Trace) -> dict[str, dict[str, Any]]:
         if signal in trace.signals and trace.rows(signal)["value"].size:
             energy = run_energy(trace, signal, p_min, p_max)
             info = trace.signals[signal]
-            meter = {k: v for k, v in (("period_basis", info.period_basis), ("power_model", info.power_model))
-                     if v is not None}
+            meter = {
+                k: v
+                for k, v in (("period_basis", info.period_basis), ("power_model", info.power_model))
+                if v is not None
+            }
             out[signal] = {**energy.summary, "metrics": energy.metrics, **meter}
     return out
 
 
-def probe_recorded(path: str, window_s: float = 1.0, signals: list[str] | None = None) -> tuple[
-        list[SignalProbe], dict[str, dict[str, Any]], str | None]:
+def probe_recorded(
+    path: str, window_s: float = 1.0, signals: list[str] | None = None
+) -> tuple[list[SignalProbe], dict[str, dict[str, Any]], str | None]:
     """``replay:PATH`` probed as recorded (no re-polling, which could only show less): the probe of
     each signal over the whole trace, the recorded run's summaries (:func:`recorded_summaries`),
     and a note when the trace lies outside a runs folder (so no record checked it). A trace in a
@@ -148,8 +185,9 @@ def probe_recorded(path: str, window_s: float = 1.0, signals: list[str] | None =
     return probes, {k: v for k, v in recorded_summaries(trace).items() if k in keep}, note
 
 
-def probe_json(probes: list[SignalProbe], sensor: str, seconds: float | None,
-               recorded: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def probe_json(
+    probes: list[SignalProbe], sensor: str, seconds: float | None, recorded: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The ``--json`` object: ``signals.<name>.<field>`` (and ``recorded.<signal>`` for a replay)."""
     out: dict[str, Any] = {"sensor": sensor, "seconds": seconds, "signals": {p.signal: asdict(p) for p in probes}}
     if recorded is not None:
@@ -168,13 +206,18 @@ def recorded_sentence(signal: str, summary: dict[str, Any]) -> str:
         meter = f" (counter update period {summary['counter_period_ms']:g} ms: {summary.get('period_basis')})"
     elif summary.get("power_model") is not None:
         meter = f" (power_model {summary['power_model']})"
-    text = (f"{signal} (as recorded): energy {metrics.get('energy', float('nan')):.6g} J"
-            + (f" +/- {bound:.3g} J" if bound is not None else " (no bound)")
-            + (f", of which {part:.3g} J may differ by arm{meter}" if part is not None else meter)
-            + f", {summary.get('updates')} updates, effective period {summary.get('effective_period_ms')} ms")
+    text = (
+        f"{signal} (as recorded): energy {metrics.get('energy', float('nan')):.6g} J"
+        + (f" +/- {bound:.3g} J" if bound is not None else " (no bound)")
+        + (f", of which {part:.3g} J may differ by arm{meter}" if part is not None else meter)
+        + f", {summary.get('updates')} updates, effective period {summary.get('effective_period_ms')} ms"
+    )
     phases = summary.get("phases") or {}
-    parts = [f"{name} {ph['updates']} updates in {ph['intervals']} interval(s)" for name, ph in phases.items()
-             if ph["intervals"]]
+    parts = [
+        f"{name} {ph['updates']} updates in {ph['intervals']} interval(s)"
+        for name, ph in phases.items()
+        if ph["intervals"]
+    ]
     return text + ("; " + ", ".join(parts) if parts else "") + "."
 
 
@@ -189,7 +232,9 @@ def probe_sentence(p: SignalProbe) -> str:
     if p.status != "ok":
         return f"{p.signal}: unavailable ({p.status}); it cannot back any claim"
     achieved = f"{p.achieved_poll_ms:.3g} ms" if p.achieved_poll_ms is not None else "n/a"
-    worst = f", {p.achieved_poll_worst_ms:.3g} ms over its worst stretch" if p.achieved_poll_worst_ms is not None else ""
+    worst = (
+        f", {p.achieved_poll_worst_ms:.3g} ms over its worst stretch" if p.achieved_poll_worst_ms is not None else ""
+    )
     text = f"{p.signal}: polled every {achieved} (asked {p.requested_poll_ms:g} ms{worst}); the value changed {p.updates} times"
     if p.effective_period_ms is None:
         text += ", too few to tell how often it updates"
@@ -201,6 +246,8 @@ def probe_sentence(p: SignalProbe) -> str:
     if notes:
         text += f" ({'; '.join(notes)})"
     if p.resolvable_j is not None and p.observed_power_w is not None:
-        text += (f". Over a {p.window_s:g} s window at {p.observed_power_w:.4g} W it resolves energy differences "
-                 f"of about {p.resolvable_j:.3g} J or more ({_percent(p.resolvable_fraction or 0)} of the window)")
+        text += (
+            f". Over a {p.window_s:g} s window at {p.observed_power_w:.4g} W it resolves energy differences "
+            f"of about {p.resolvable_j:.3g} J or more ({_percent(p.resolvable_fraction or 0)} of the window)"
+        )
     return text + "."

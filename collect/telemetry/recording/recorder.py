@@ -48,8 +48,7 @@ class Recorder:
     """See the module doc. ``poll_ms`` is the requested poll interval in milliseconds."""
 
     def __init__(
-        self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "", nice: int = 10,
-        mode: str = "auto",
+        self, sensor: Sensor, signals: Sequence[str], poll_ms: float, spec: str = "", nice: int = 10, mode: str = "auto"
     ) -> None:
         if mode not in ("auto", "process", "thread"):
             raise ValueError("mode must be 'auto', 'process' or 'thread'")
@@ -87,8 +86,7 @@ class Recorder:
             self._poll_once()
             return self
         if self.mode == "process":
-            child = ProcessPoller(self.spec, self.signals, self.poll_ms, self.nice,
-                                  getattr(self.sensor, "_t0", None))
+            child = ProcessPoller(self.spec, self.signals, self.poll_ms, self.nice, getattr(self.sensor, "_t0", None))
             child.start()  # SensorError when the child cannot open the sensor (it is joined)
             self._child = child
             return self
@@ -205,12 +203,23 @@ class Recorder:
             self._child.snapshot()
             self._poll_ns, self._columns = list(self._child.poll_ns), self._child.columns
         if self._columns is not None:
-            trace = trace_from_columns(self._columns, self.sensor.signals(), self.poll_ms, self._poll_ns, phases,
-                                       self.spec, self.sensor.evidence)
+            trace = trace_from_columns(
+                self._columns,
+                self.sensor.signals(),
+                self.poll_ms,
+                self._poll_ns,
+                phases,
+                self.spec,
+                self.sensor.evidence,
+            )
         else:
             trace = Trace.from_readings(
-                list(self._readings), self.sensor.signals(), self.poll_ms, list(self._poll_ns),
-                [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases], self.spec,
+                list(self._readings),
+                self.sensor.signals(),
+                self.poll_ms,
+                list(self._poll_ns),
+                [Phase(p.name, p.start_ns, p.end_ns, p.depth) for p in self._phases],
+                self.spec,
                 self.sensor.evidence,
             )
         trace.power_range_w = self.sensor.power_range_w()
@@ -236,17 +245,30 @@ class Recorder:
 
 
 def trace_from_columns(
-    cols: dict[str, list[Any]], signals: dict[str, Any], requested_poll_ms: float, poll_ns: list[int],
-    phases: list[Phase], sensor: str, evidence: str,
+    cols: dict[str, list[Any]],
+    signals: dict[str, Any],
+    requested_poll_ms: float,
+    poll_ns: list[int],
+    phases: list[Phase],
+    sensor: str,
+    evidence: str,
 ) -> Trace:
     """The Trace of the child's columns (the same arrays :meth:`Trace.from_readings` builds)."""
+
     def floats(values: list[Any]) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
     return Trace(
-        signal=np.array(cols["signal"], dtype=object), t_before_ns=np.array(cols["t_before_ns"], dtype=np.int64),
-        t_after_ns=np.array(cols["t_after_ns"], dtype=np.int64), value=floats(cols["value"]),
-        status=np.array(cols["status"], dtype=object), driver_ts_us=floats(cols["driver_ts_us"]),
-        signals=signals, requested_poll_ms=requested_poll_ms, poll_ns=np.array(poll_ns, dtype=np.int64),
-        phases=phases, sensor=sensor, evidence=evidence,
+        signal=np.array(cols["signal"], dtype=object),
+        t_before_ns=np.array(cols["t_before_ns"], dtype=np.int64),
+        t_after_ns=np.array(cols["t_after_ns"], dtype=np.int64),
+        value=floats(cols["value"]),
+        status=np.array(cols["status"], dtype=object),
+        driver_ts_us=floats(cols["driver_ts_us"]),
+        signals=signals,
+        requested_poll_ms=requested_poll_ms,
+        poll_ns=np.array(poll_ns, dtype=np.int64),
+        phases=phases,
+        sensor=sensor,
+        evidence=evidence,
     )

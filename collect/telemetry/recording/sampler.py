@@ -57,8 +57,10 @@ CHILD_KINDS = ("sim", "nvml")
 JOIN_S = 10.0
 #: the folder holding the ``collect`` package this module belongs to: the child imports the same code
 _ROOT = str(Path(__file__).resolve().parents[3])
-_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
-         "from collect.telemetry.recording.sampler_main import main; main(int(sys.argv[2]))")
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from collect.telemetry.recording.sampler_main import main; main(int(sys.argv[2]))"
+)
 
 
 Columns = dict[str, list[Any]]
@@ -68,8 +70,9 @@ def _empty_columns() -> Columns:
     return {"signal": [], "t_before_ns": [], "t_after_ns": [], "value": [], "status": [], "driver_ts_us": []}
 
 
-def child_main(conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int,
-               t0: int | None, parent_pid: int) -> None:
+def child_main(
+    conn: Connection, spec: str, signals: list[str], poll_ms: float, nice: int, t0: int | None, parent_pid: int
+) -> None:
     """The child's whole life: open the sensor, poll until told to stop, send everything back."""
     set_parent_death_signal(signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's Ctrl-C is the parent's to handle
@@ -167,8 +170,7 @@ def _wait(conn: Connection, timeout: float | None) -> bool:
 class ProcessPoller:
     """The parent's handle on the polling child (see the module doc)."""
 
-    def __init__(self, spec: str, signals: list[str], poll_ms: float, nice: int = 10,
-                 t0: int | None = None) -> None:
+    def __init__(self, spec: str, signals: list[str], poll_ms: float, nice: int = 10, t0: int | None = None) -> None:
         self.spec, self.signals, self.poll_ms, self.nice, self.t0 = spec, list(signals), poll_ms, nice, t0
         self._conn: Connection | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -180,8 +182,11 @@ class ProcessPoller:
         """Start the child and wait until its sensor is open (``SensorError`` if it cannot be)."""
         parent, child = mp.Pipe()
         try:
-            proc = subprocess.Popen([sys.executable, "-c", _BOOT, _ROOT, str(child.fileno())],
-                                    pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, _ROOT, str(child.fileno())],
+                pass_fds=(child.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
         except OSError as err:
             parent.close()
             raise SensorError(f"cannot start the telemetry sampler for {self.spec!r}: {err}") from None

@@ -352,9 +352,7 @@ class NvmlSensor(Sensor):
             if ret != NVML_SUCCESS:
                 out.append(self._failed(name, t0, t1, *classify_nvml_error(ret)))
             elif raw is None:
-                out.append(
-                    self._failed(name, t0, t1, "error", f"unknown NVML value type {int(fv.valueType)}")
-                )
+                out.append(self._failed(name, t0, t1, "error", f"unknown NVML value type {int(fv.valueType)}"))
             else:
                 out.append(Reading(name, t0, t1, raw / 1000.0, "W", driver_ts_us=int(fv.timestamp)))
         return out

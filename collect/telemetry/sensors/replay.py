@@ -56,7 +56,8 @@ class ReplaySensor(Sensor):
     def unavailable(self) -> dict[str, str]:
         """Signals the original run could not read (no ok reading at all)."""
         return {
-            name: str(self._status[name][0]) for name in self.trace.signals
+            name: str(self._status[name][0])
+            for name in self.trace.signals
             if self._status[name].size and not np.any(self._status[name] == "ok")
         }
 
@@ -82,13 +83,24 @@ class ReplaySensor(Sensor):
             k = int(np.searchsorted(rows["t_before_ns"], self._t, side="right")) - 1
             unit = self.trace.signals[name].unit
             if k < 0:
-                out.append(Reading(name, self._t, self._t, None, unit, "error", None, "before the first recorded reading"))
+                out.append(
+                    Reading(name, self._t, self._t, None, unit, "error", None, "before the first recorded reading")
+                )
                 continue
             value = float(rows["value"][k])
             stamp = rows["driver_ts_us"][k]
             ok = not np.isnan(value)
-            out.append(Reading(name, self._t, self._t, value if ok else None, unit, "ok" if ok else "error",
-                               None if np.isnan(stamp) else int(stamp)))
+            out.append(
+                Reading(
+                    name,
+                    self._t,
+                    self._t,
+                    value if ok else None,
+                    unit,
+                    "ok" if ok else "error",
+                    None if np.isnan(stamp) else int(stamp),
+                )
+            )
         return out
 
 
@@ -108,7 +120,9 @@ def read_replay_trace(path: str) -> tuple[Trace, str | None]:
     meta = meta_path_of(base)
     runs = runs_folder_of(meta)
     if runs is None:
-        return read_trace(base), (f"{meta}: not in a runs folder's traces/ (beside a ledger.jsonl), so no ledger "
-                                  "record can vouch for it; re-analysed as it is")
+        return read_trace(base), (
+            f"{meta}: not in a runs folder's traces/ (beside a ledger.jsonl), so no ledger "
+            "record can vouch for it; re-analysed as it is"
+        )
     record, _ = trace_record(runs, meta, read_ledger(runs).records)
     return read_trace(meta, load=verified_loader(runs, record)), None

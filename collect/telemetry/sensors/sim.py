@@ -42,23 +42,40 @@ from itertools import pairwise
 
 import numpy as np
 
-from collect.telemetry.sensors.base import (
-    Reading,
-    Sensor,
-    SensorError,
-    SignalInfo,
-    parse_spec_options,
-)
+from collect.telemetry.sensors.base import Reading, Sensor, SensorError, SignalInfo, parse_spec_options
 
 OPTIONS: dict[str, type] = {
-    "update_ms": float, "window_ms": float, "power_w": float, "idle_w": float, "checkpoint_w": float,
-    "noise_w": float, "counter_update_ms": float, "cell_ms": float, "wrap_mj": int, "reset_at_ms": float,
-    "clock": str, "seed": int, "read_cost_us": float, "signals": str, "read_latency_ms": float,
+    "update_ms": float,
+    "window_ms": float,
+    "power_w": float,
+    "idle_w": float,
+    "checkpoint_w": float,
+    "noise_w": float,
+    "counter_update_ms": float,
+    "cell_ms": float,
+    "wrap_mj": int,
+    "reset_at_ms": float,
+    "clock": str,
+    "seed": int,
+    "read_cost_us": float,
+    "signals": str,
+    "read_latency_ms": float,
 }
 DEFAULTS: dict[str, object] = {
-    "update_ms": 100.0, "window_ms": 25.0, "power_w": 300.0, "idle_w": 60.0, "checkpoint_w": 150.0,
-    "noise_w": 5.0, "counter_update_ms": 100.0, "cell_ms": 10.0, "wrap_mj": 0, "reset_at_ms": 0.0,
-    "clock": "real", "seed": 0, "read_cost_us": 20.0, "signals": "energy_counter+power_average+power_instant",
+    "update_ms": 100.0,
+    "window_ms": 25.0,
+    "power_w": 300.0,
+    "idle_w": 60.0,
+    "checkpoint_w": 150.0,
+    "noise_w": 5.0,
+    "counter_update_ms": 100.0,
+    "cell_ms": 10.0,
+    "wrap_mj": 0,
+    "reset_at_ms": 0.0,
+    "clock": "real",
+    "seed": 0,
+    "read_cost_us": 20.0,
+    "signals": "energy_counter+power_average+power_instant",
     "read_latency_ms": 0.0,
 }
 PHASE_LEVEL = {"idle": "idle_w", "stall": "idle_w", "checkpoint": "checkpoint_w"}  # others: power_w
