@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from collect.collectors.sim import churn_law as law
+from prereg_seed_studies.multisite import churn_law as law
 
 
 def simpy_segments(simpy: object, rate: float, T: float, R: float, segments: int, seed: int) -> np.ndarray:

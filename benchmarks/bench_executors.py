@@ -1,55 +1,37 @@
-"""Executors of ``collect run`` on short simulated runs, and a torch worker's first run against its later ones.
+"""Executors of ``collect run``: short simulated runs (part 1) and second-long ``command`` runs (part 2).
 
-Run from the repository root (inside the venv, with the ``ray`` and ``torch`` extras):
-    python benchmarks/bench_executors.py [--repeats 5] [--torch-repeats 3] [--seed 0] [--skip-torch] [--only CONDS]
+Run from the repository root (inside the venv, with the ``ray`` extra):
+    python benchmarks/bench_executors.py [--repeats 5] [--seconds-repeats 3] [--seed 0] [--only CONDS] [--skip-short]
 
-Part 1, short simulated runs: ``examples/multisite-recovery.yaml`` with 50 seeds (600
-``sim.multisite`` runs of about 5 ms, each writing an fsynced event trace), frozen once. Every
-condition is the console script end to end (``collect run LOCK --out RUNS ...`` in a fresh process:
-interpreter, imports, lock check, runs, ledger), into a new runs folder:
+Every condition is the console script end to end (``collect run LOCK --out RUNS ...`` in a fresh
+process), into a new runs folder, timed in interleaved rounds (every condition once a round, in a
+shuffled order); median [range] over rounds, ratios paired inside rounds.
 
-* ``local -j1``: in-process; ``local -j2``: the local process pool, 2 workers;
-* ``ray own -j2``: ``--executor ray --jobs 2`` starting (and stopping) its own Ray instance;
-* ``ray attached``: ``--executor ray --address`` joining a running one-node Ray instance of 2 CPUs,
-  whose warm runners (``collect.engine.ray_pool``) an earlier sweep started;
-* ``ray att. cold``: the same, as the first sweep on the instance (it starts the warm runners);
-* ``ray att. tasks``: the same as ``ray attached`` with ``PREREG_RAY_WARM=0`` (every batch a Ray
-  task on workers started for the sweep);
-* ``ray 2 nodes``: joining a cluster of two nodes of 1 CPU each;
-* ``ray 3 nodes``: joining a cluster of three nodes: a head with no CPU and two of 1 CPU each.
+Part 1: ``examples/multisite-recovery.yaml`` with 50 seeds (600 ``sim.multisite`` runs of a few ms,
+each writing an fsynced event trace). Conditions: ``local -j1`` (in-process), ``local -j2`` (the
+process pool), ``ray own -j2`` (``--executor ray --jobs 2``, its own Ray instance), ``ray attached``
+(``--address``: a running one-node instance of 2 CPUs), ``ray 2 nodes`` (two of 1 CPU), ``ray 3 nodes``
+(a head of 0 CPUs and two of 1): 2 CPUs everywhere. Clusters are ``collect.engine.local_cluster``
+clusters on this machine (each node its own raylet and temporary folder), started before the
+condition, warmed by one untimed 48-run sweep, and torn down after it. Printed beside the seconds:
+the CPU seconds of every process of the condition (``/proc``, sampled every 0.1 s) and the seconds
+after ``collect run``'s ``running N with ...`` line (the sweep itself).
 
-All Ray conditions have 2 CPUs, as the local pool has 2 workers (equal cores). The clusters are
-``collect.engine.local_cluster`` clusters on this one machine (each node its own raylet and
-temporary folder), started before the condition, warmed (all but ``ray att. cold``) by one untimed
-48-run sweep (as a cluster already in use), and torn down after it; the local conditions run with
-no Ray process up.
-Conditions are timed in ``--repeats`` interleaved rounds (every condition once per round, in a
-shuffled order), each with the CPU seconds it cost (Linux ``/proc``, sampled every 0.1 s: ``collect
-run`` and its pool workers; for a cluster also the cluster's processes during the run, Ray's
-workers included: the work done, less sensitive to other jobs than the seconds), and the seconds
-after its ``running N with ...`` line (the lock verified and the ledger read; for an attached
-sweep, Ray imported and joined: the sweep itself). Printed:
-the load average around each round, median and range over rounds, ratios taken inside each round
-(paired), and the verdict: the median paired ratio ``local -j2`` / ``ray attached``, with how many
-rounds Ray won. ``--only 'local -j2,ray attached'`` times just those (e.g. to compare two versions of
-the code: copy this script into the other checkout). The records of every condition are checked equal (all fields but times, chain
-fields, the run's seconds and the git commit, which a commit during the benchmark would change).
-
-Part 2, torch. Fresh processes, as a worker is, each execute 3 runs of ``examples/
-equal-work-torch.yaml`` (the README demo's runs) one after another through ``execute_run``:
-``lean`` is the code as it is; ``stock`` patches the trainer back to torch's own calls
-(``torch.use_deterministic_algorithms`` and ``Optimizer.step``, which load ``torch._dynamo`` and
-``torch._inductor``). Printed: the import of the trainer (torch), the first run, the median later
-run, and the one-off cost of a worker (import + first - later), alternating lean and stock.
-
-The machine is shared (2 cores, other people's jobs running): the load average is printed before
-and after each round; read the ranges.
+Part 2: 24 ``command`` runs of a program that sleeps 1 s (``time.sleep(1)``: it holds a CPU slot,
+not a core) and writes its metric. Conditions: ``local -j2``, ``ray own -j2``, ``ray attached`` (one
+node of 2 CPUs) and ``ray 3x2`` (three nodes of 2 CPUs each). The *fixed cost*: from launching
+``collect run`` to the first program's start; the
+*cost per run*, ``(end - first start - waves x the median program's seconds) / runs`` with ``waves =
+runs / slots``: what the collector and executor add to each run beyond the program itself. Start and
+end times are the program's own (it logs them; one machine, one clock). Ray's against the local
+pool's, and the 3-node cluster's seconds against the pool's.
+The records of every condition of a part are checked equal (all fields but times, chain fields,
+the run's seconds and the git commit). The machine is shared: the load average is printed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -69,24 +51,52 @@ from collect.engine.local_cluster import start_local_cluster  # noqa: E402
 from collect.ledger.store import read_ledger  # noqa: E402
 
 SEEDS = 50
-# condition -> (nodes, CPUs per node, head CPUs, warmed by an earlier sweep, environment of collect run)
-CLUSTERS: dict[str, tuple[int, float, float, bool, dict[str, str]]] = {
-    "ray attached": (1, 2.0, 2.0, True, {}),
-    "ray att. cold": (1, 2.0, 2.0, False, {}),
-    "ray att. tasks": (1, 2.0, 2.0, True, {"PREREG_RAY_WARM": "0"}),
-    "ray 2 nodes": (2, 1.0, 1.0, True, {}),
-    "ray 3 nodes": (3, 1.0, 0.0, True, {}),
+# condition -> (nodes, CPUs per node, head CPUs)
+CLUSTERS: dict[str, tuple[int, float, float]] = {
+    "ray attached": (1, 2.0, 2.0),
+    "ray 2 nodes": (2, 1.0, 1.0),
+    "ray 3 nodes": (3, 1.0, 0.0),
+    "ray 3x2": (3, 2.0, 2.0),
 }
 LOCAL = {
     "local -j1": ["--jobs", "1"],
     "local -j2": ["--jobs", "2"],
     "ray own -j2": ["--executor", "ray", "--jobs", "2"],
 }
+SHORT = ["local -j1", "local -j2", "ray own -j2", "ray attached", "ray 2 nodes", "ray 3 nodes"]
+SECONDS = ["local -j2", "ray own -j2", "ray attached", "ray 3x2"]
+SLOTS = {"local -j2": 2, "ray own -j2": 2, "ray attached": 2, "ray 3x2": 6}
+SLEEP_PROGRAM = """import json, os, time
+start = time.time()
+time.sleep(1.0)
+json.dump({"value": 1.0}, open(os.environ["PREREG_METRICS"], "w"))
+open(LOG, "a").write(f"{start} {time.time()}\\n")  # one machine, one clock: when the program ran
+"""
+SLEEP_PLAN = """schema: prereg/v1
+study: executor-seconds
+title: Second-long runs through each executor
+hypothesis: Nothing; a benchmark.
+experiment:
+  collector: command
+  params: {argv: [python, sleep1.py], workdir: WORKDIR, code: [sleep1.py], sensor: none}
+arms:
+  a: {}
+  b: {}
+strata:
+  factors:
+    seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+  replicates: 1
+metrics:
+  value: {unit: unit, better: higher, evidence: measured}
+gates:
+  - {id: same, metric: value, contrast: b - a, method: t, confidence: 0.9, pass_if: lower > -1.0}
+decision: {claim: b is no worse}
+"""
 
 
 def comparable(runs: Path) -> list[dict[str, Any]]:
     """The records, less what may differ between conditions: times, the chain fields, the run's
-    seconds, and the git commit (a commit made to the repository during the benchmark changes it)."""
+    seconds, the git commit (a commit during the benchmark changes it), a command run's timings."""
     out = []
     for r in read_ledger(runs).records:
         d = r.model_dump(mode="json", exclude_none=True)
@@ -94,6 +104,9 @@ def comparable(runs: Path) -> list[dict[str, Any]]:
             d.pop(key, None)
         d["env"].pop("seconds", None)
         d["code"].pop("git", None)
+        d["code"].pop("threads", None)  # Ray presets OMP_NUM_THREADS on its workers (a command run records it)
+        if d["code"].pop("timing_s", None) is not None:  # a command run: its timings, and its event trace
+            d["trace_sha256"] = {k: v for k, v in d["trace_sha256"].items() if not k.endswith(".events.jsonl")}
         out.append(d)
     return sorted(out, key=lambda d: d["run_id"])
 
@@ -181,12 +194,11 @@ def freeze(work: Path, seeds: int) -> Path:
     return lock
 
 
-def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """Seconds of ``collect run`` end to end, the CPU seconds it cost (:class:`CpuSampler`: the
-    command, its pool workers, and for a cluster its processes, Ray's workers included), and the
-    seconds from its ``running N with ...`` line (printed once the lock is verified and the ledger
-    read, just before the executor starts) to its end: the sweep itself, less the process's start."""
-    sampler, t0 = CpuSampler(), time.perf_counter()
+def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> dict[str, float]:
+    """``collect run`` end to end: ``seconds``, ``cpu`` (:class:`CpuSampler`: the command, its pool
+    workers, a cluster's processes), ``sweep`` (from its ``running N with ...`` line, printed once the
+    lock is verified and the ledger read, to its end), and the wall-clock ``swept`` (that line) and ``ended``."""
+    sampler, t0, sweep_start = CpuSampler(), time.perf_counter(), 0.0
     proc = subprocess.Popen(
         [script("collect"), "run", str(lock), "--out", str(out), *extra],
         env=env,
@@ -199,29 +211,29 @@ def timed_run(lock: Path, out: Path, extra: list[str], env: dict[str, str]) -> t
     for line in proc.stderr:
         lines.append(line)
         if started is None and "; running " in line:
-            started = time.perf_counter()
+            started, sweep_start = time.perf_counter(), time.time()
     proc.wait()
-    end = time.perf_counter()
+    end, ended = time.perf_counter(), time.time()
     cpu = sampler.stop()
     if proc.returncode != 0 or started is None:
         raise SystemExit(f"collect run {' '.join(extra)} failed: {''.join(lines)[-2000:]}")
-    return end - t0, cpu, end - started
+    return {"seconds": end - t0, "cpu": cpu, "sweep": end - started, "swept": sweep_start, "ended": ended}
 
 
-def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) -> None:
-    conditions = [c for c in [*LOCAL, *CLUSTERS] if not only or c in only]
-    rng = random.Random(seed)
-    lock, warm = freeze(work, SEEDS), work / "ms.lock.json"
-    subprocess.run(
-        [script("prereg"), "freeze", str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(warm)],
-        check=True,
-        capture_output=True,
-    )
+def rounds(
+    conditions: list[str],
+    repeats: int,
+    rng: random.Random,
+    lock: Path,
+    warm: Path | None,
+    work: Path,
+    log: Path | None = None,
+) -> tuple[dict[str, list[dict[str, float]]], list[tuple[float, float]], bool]:
+    """Each condition once a round, shuffled; per condition the rounds' measures (plus ``runs``: the
+    folder's comparable records are checked equal, then the folder removed)."""
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
-    times: dict[str, list[float]] = {}
-    cpus: dict[str, list[float]] = {}
-    sweeps: dict[str, list[float]] = {}
+    got: dict[str, list[dict[str, float]]] = {}
     loads: list[tuple[float, float]] = []
     reference: list[dict[str, Any]] | None = None
     same = True
@@ -232,175 +244,141 @@ def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) ->
         for cond in order:
             out = work / f"{cond.replace(' ', '_')}-{r}"
             if cond in LOCAL:
-                t, c, sw = timed_run(lock, out, LOCAL[cond], env)
+                m = timed_run(lock, out, LOCAL[cond], env)
             else:
-                nodes, node_cpus, head, warmed, extra_env = CLUSTERS[cond]
-                cluster = start_local_cluster(nodes, node_cpus, head)
+                cluster = start_local_cluster(*CLUSTERS[cond])
                 try:
                     joined = ["--executor", "ray", "--address", cluster.address]
-                    if warmed:
-                        timed_run(warm, work / f"warm-{cond.replace(' ', '_')}-{r}", joined, {**env, **extra_env})
-                    t, c, sw = timed_run(lock, out, joined, {**env, **extra_env})
+                    if warm is not None:  # as a cluster already in use
+                        timed_run(warm, work / f"warm-{cond.replace(' ', '_')}-{r}", joined, env)
+                    m = timed_run(lock, out, joined, env)
                 finally:
                     cluster.shutdown()
-            times.setdefault(cond, []).append(t)
-            cpus.setdefault(cond, []).append(c)
-            sweeps.setdefault(cond, []).append(sw)
-            got = comparable(out)
-            same = same and (reference is None or got == reference)
-            reference = got if reference is None else reference
+            if log is not None:  # the program's own start and end times
+                spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+                log.unlink()
+                m["starts"], m["last_end"] = [a for a, _ in spans], max(b for _, b in spans)  # type: ignore[assignment]
+                m["run_s"] = statistics.median(b - a for a, b in spans)
+            got.setdefault(cond, []).append(m)
+            comparable_records = comparable(out)
+            same = same and (reference is None or comparable_records == reference)
+            reference = comparable_records if reference is None else reference
             shutil.rmtree(out)
         loads.append((before, load()))
         print(
             f"round {r + 1}/{repeats} done (load {before:.1f} -> {loads[-1][1]:.1f}): "
-            + ", ".join(f"{c} {times[c][-1]:.2f} s" for c in order),
+            + ", ".join(f"{c} {got[c][-1]['seconds']:.2f} s" for c in order),
             file=sys.stderr,
         )
+    return got, loads, same
 
-    def med(xs: list[float], unit: str = " s") -> str:
-        return f"{statistics.median(xs):6.2f}{unit} [{min(xs):.2f}-{max(xs):.2f}]"
 
-    def ratios(table: dict[str, list[float]], a: str, b: str) -> list[float]:
-        return [x / y for x, y in zip(table[a], table[b], strict=True)]
+def med(xs: list[float], unit: str = " s", scale: float = 1.0) -> str:
+    return f"{statistics.median(xs) * scale:.2f}{unit} [{min(xs) * scale:.2f}-{max(xs) * scale:.2f}]"
 
+
+def ratios(got: dict[str, list[dict[str, float]]], a: str, b: str, key: str = "seconds") -> list[float]:
+    return [x[key] / y[key] for x, y in zip(got[a], got[b], strict=True)]
+
+
+def part1(repeats: int, seed: int, work: Path, only: list[str] | None = None) -> None:
+    conditions = [c for c in SHORT if not only or c in only]
+    lock, warm = freeze(work, SEEDS), work / "ms.lock.json"
+    subprocess.run(
+        [script("prereg"), "freeze", str(REPO / "examples" / "multisite-recovery.yaml"), "-o", str(warm)],
+        check=True,
+        capture_output=True,
+    )
+    got, loads, same = rounds(conditions, repeats, random.Random(seed), lock, warm, work)
     low, high = min(min(pair) for pair in loads), max(max(pair) for pair in loads)
     print(
-        f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds "
-        f"(conditions shuffled in each), load average {low:.1f}-{high:.1f}; median [range] over rounds"
+        f"\nPart 1: {SEEDS * 12} sim.multisite runs, collect run end to end, {repeats} interleaved rounds, "
+        f"load average {low:.1f}-{high:.1f}; median [range] over rounds"
     )
     print(f"{'condition':<14} {'seconds':>22} {'CPU seconds':>22} {'after the running line':>24}")
     for cond in conditions:
-        print(f"{cond:<14} {med(times[cond]):>22} {med(cpus[cond]):>22} {med(sweeps[cond]):>24}")
-    print("\nratios inside each round (the first's / the second's; > 1: the second is faster or costs less CPU)")
-    print(f"{'':<30} {'seconds':>20} {'CPU seconds':>20}")
-    for a, b in (
-        ("local -j2", "ray attached"),
-        ("local -j2", "ray att. cold"),
-        ("local -j2", "ray att. tasks"),
-        ("local -j2", "ray own -j2"),
-        ("local -j2", "ray 2 nodes"),
-        ("local -j2", "ray 3 nodes"),
-        ("ray own -j2", "ray attached"),
-        ("ray att. tasks", "ray attached"),
-        ("local -j1", "local -j2"),
-    ):
-        if a not in times or b not in times:
-            continue
-        print(f"{a + ' vs ' + b:<30} {med(ratios(times, a, b), 'x'):>20} {med(ratios(cpus, a, b), 'x'):>20}")
-    if "local -j2" not in times or "ray attached" not in times:
-        return
-    attached = ratios(times, "local -j2", "ray attached")
-    wins = sum(x >= 1 for x in attached)
-    verdict = "yes" if statistics.median(attached) >= 1 else "no"
-    print(
-        f"attached Ray at least as fast as the local pool at equal cores (median of the {repeats} paired ratios "
-        f">= 1): {verdict} ({statistics.median(attached):.2f}x [{min(attached):.2f}-{max(attached):.2f}], "
-        f"Ray as fast or faster in {wins} of {repeats} rounds; load {low:.1f}-{high:.1f} on "
-        f"{os.cpu_count()} cores)"
-    )
-    print(
-        f"records equal across every condition and round (less times, chain fields, seconds, git commit): "
-        f"{'yes' if same else 'NO'}"
-    )
-
-
-TORCH_CHILD = r"""
-import contextlib, json, sys, tempfile, time
-from pathlib import Path
-t0 = time.perf_counter()
-import torch
-import collect.collectors.torchrun.trainer as T
-imported = time.perf_counter() - t0
-if sys.argv[1] == "stock":  # torch's own calls, as the trainer made them before
-    T.set_deterministic_algorithms = lambda mode, warn_only=False: torch.use_deterministic_algorithms(
-        mode, warn_only=warn_only)
-    T.optimizer_step = lambda opt: opt.step()
-    T._dynamo_left_unloaded = lambda: contextlib.nullcontext(False)
-import collect.engine.runner as engine
-from prereg.plan import parse_plan
-lp = parse_plan(Path(sys.argv[2]).read_bytes())
-collector, planned = engine.expand_plan(lp.plan, lp.plan_sha256)
-runs = tempfile.mkdtemp()
-identity = {"git": None, "python": "", "platform": ""}
-secs = []
-for p in planned[: int(sys.argv[3])]:
-    t = time.perf_counter()
-    rec = engine.execute_run(collector.name, p, lp.plan_sha256, runs, identity)
-    assert rec["status"] == "complete", rec.get("error")
-    secs.append(time.perf_counter() - t)
-print(json.dumps({"import": imported, "runs": secs,
-                  "dynamo": "torch._dynamo" in sys.modules, "inductor": "torch._inductor" in sys.modules}))
-"""
-
-
-def part2(repeats: int, runs: int) -> None:
-    plan = REPO / "examples" / "equal-work-torch.yaml"
-    got: dict[str, list[dict[str, Any]]] = {"lean": [], "stock": []}
-    for r in range(repeats):
-        for mode in ("lean", "stock") if r % 2 == 0 else ("stock", "lean"):
-            proc = subprocess.run(
-                [sys.executable, "-c", TORCH_CHILD, mode, str(plan), str(runs)],
-                cwd=REPO,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            got[mode].append(json.loads(proc.stdout.splitlines()[-1]))
-        print(f"torch round {r + 1}/{repeats} done", file=sys.stderr)
-    print(
-        f"\nPart 2: torch demo runs in a fresh worker process, {repeats} processes per mode, {runs} runs each "
-        "(median [range] over processes)"
-    )
-    print(
-        f"{'mode':<6} {'import trainer':>20} {'first run':>20} {'later runs':>20} {'one-off per worker':>20}"
-        f" {'(import+first)/later':>21} {'dynamo/inductor':>16}"
-    )
-
-    def m(xs: list[float], unit: str = " s") -> str:
-        return f"{statistics.median(xs):.2f}{unit} [{min(xs):.2f}-{max(xs):.2f}]"
-
-    one_off: dict[str, list[float]] = {}
-    first_cost: dict[str, list[float]] = {}
-    for mode, rows in got.items():
-        imp = [g["import"] for g in rows]
-        first = [g["runs"][0] for g in rows]
-        later = [statistics.median(g["runs"][1:]) for g in rows]
-        one_off[mode] = [i + f - lt for i, f, lt in zip(imp, first, later, strict=True)]
-        first_cost[mode] = [i + f for i, f in zip(imp, first, strict=True)]
-        ratio = [(i + f) / lt for i, f, lt in zip(imp, first, later, strict=True)]
-        loaded = ",".join(sorted({f"{g['dynamo']}/{g['inductor']}" for g in rows}))
+        rows = got[cond]
         print(
-            f"{mode:<6} {m(imp):>20} {m(first):>20} {m(later):>20} {m(one_off[mode]):>20} {m(ratio, 'x'):>21}"
-            f" {loaded:>16}"
+            f"{cond:<14} {med([m['seconds'] for m in rows]):>22} {med([m['cpu'] for m in rows]):>22} "
+            f"{med([m['sweep'] for m in rows]):>24}"
         )
-    saved = [s - lean for s, lean in zip(one_off["stock"], one_off["lean"], strict=True)]
-    faster = [s / lean for s, lean in zip(first_cost["stock"], first_cost["lean"], strict=True)]
+    print("ratios inside each round (local -j2's / the other's; > 1: the other is faster or costs less CPU)")
+    for other in conditions:
+        if other != "local -j2" and "local -j2" in got:
+            print(
+                f"  local -j2 vs {other:<14} seconds {med(ratios(got, 'local -j2', other), 'x')}, "
+                f"CPU {med(ratios(got, 'local -j2', other, 'cpu'), 'x')}"
+            )
+    print(f"records equal across every condition and round: {'yes' if same else 'NO'}")
+
+
+def part2(repeats: int, seed: int, work: Path) -> None:
+    folder = work / "seconds"
+    folder.mkdir()
+    (folder / "sleep1.py").write_text(f"LOG = {str(folder / 'spans.log')!r}\n" + SLEEP_PROGRAM)
+    (folder / "plan.yaml").write_text(SLEEP_PLAN.replace("WORKDIR", str(folder)))
+    lock = folder / "plan.lock.json"
+    subprocess.run([script("prereg"), "freeze", str(folder / "plan.yaml")], check=True, capture_output=True)
+    got, loads, same = rounds(SECONDS, repeats, random.Random(seed), lock, None, work, folder / "spans.log")
+    low, high = min(min(pair) for pair in loads), max(max(pair) for pair in loads)
+    runs = 24
+
+    def fixed(m: dict[str, Any]) -> float:  # the sweep's start (the running line) to the first program's
+        return float(m["starts"][0] - m["swept"])
+
+    def per_run(m: dict[str, Any], slots: int) -> float:  # steady state: starts after the first wave (with 6
+        # slots whose workers start one after another, the first waves overlap: not estimated there)
+        later = m["starts"][slots:]
+        return slots * (later[-1] - later[0]) / (len(later) - 1) - m["run_s"]
+
+    def teardown(m: dict[str, Any]) -> float:  # the last program's end to collect run's
+        return float(m["ended"] - m["last_end"])
+
     print(
-        f"paired by round, stock vs lean: one-off cost saved per worker {m(saved)}; "
-        f"import + first run {m(faster, 'x')} faster"
+        f"\nPart 2: {runs} command runs of a program that sleeps 1 s, collect run end to end, {repeats} "
+        f"interleaved rounds, load average {low:.1f}-{high:.1f}; median [range] over rounds"
     )
+    print(f"{'condition':<12} {'seconds':>20} {'fixed cost':>20} {'cost per run':>24} {'teardown':>20} {'a run':>20}")
+    for cond in SECONDS:
+        rows = got[cond]
+        print(
+            f"{cond:<12} {med([m['seconds'] for m in rows]):>20} {med([fixed(m) for m in rows]):>20} "
+            f"{med([per_run(m, SLOTS[cond]) for m in rows], ' ms', 1000) if SLOTS[cond] == 2 else '-':>24} "
+            f"{med([teardown(m) for m in rows]):>20} "
+            f"{med([m['run_s'] for m in rows]):>20}"
+        )
+    pool = got["local -j2"]
+    for cond in ("ray own -j2", "ray attached"):
+        extra_fixed = [fixed(m) - fixed(p) for m, p in zip(got[cond], pool, strict=True)]
+        extra_run = [per_run(m, 2) - per_run(p, 2) for m, p in zip(got[cond], pool, strict=True)]
+        print(
+            f"{cond} against local -j2, paired: fixed cost {med([fixed(m) for m in got[cond]])} (goal <= 1.5 s; "
+            f"{med(extra_fixed)} more than the pool's), cost per run {med(extra_run, ' ms', 1000)} more (goal <= 20 ms)"
+        )
+    speed = ratios(got, "local -j2", "ray 3x2")
+    print(
+        f"ray 3x2 (3 nodes of 2 logical CPUs) against local -j2: {med(speed, 'x')} faster "
+        f"(goal >= 2x: {'yes' if statistics.median(speed) >= 2 else 'no'})"
+    )
+    print(f"records equal across every condition and round: {'yes' if same else 'NO'}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--torch-repeats", type=int, default=3)
-    ap.add_argument("--torch-runs", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5, help="rounds of part 1")
+    ap.add_argument("--seconds-repeats", type=int, default=3, help="rounds of part 2")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--skip-short", action="store_true", help="part 2 only")
     ap.add_argument("--only", help="comma-separated conditions of part 1 (default all), e.g. 'local -j2,ray attached'")
     args = ap.parse_args()
     os.environ.pop("RAY_ADDRESS", None)
-    print(
-        f"machine: shared, {os.cpu_count()} cores, other engineers' jobs running; load average before: "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-    )
+    print(f"machine: shared, {os.cpu_count()} cores; load average before: {load():.2f}")
     work = Path(tempfile.mkdtemp(prefix="bench-executors-"))
     try:
-        part1(args.repeats, args.seed, work, args.only.split(",") if args.only else None)
-        print(f"load average after part 1: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        if not args.skip_torch:
-            part2(args.torch_repeats, args.torch_runs)
+        if not args.skip_short:
+            part1(args.repeats, args.seed, work, args.only.split(",") if args.only else None)
+        part2(args.seconds_repeats, args.seed, work)
+        print(f"load average after: {load():.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

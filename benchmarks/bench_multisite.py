@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from collect.collectors.base import RunContext
-from collect.collectors.sim.multisite import MultisiteCollector, run_params
-from collect.collectors.sim.recovery import POLICIES, SimResult
+from prereg_seed_studies.multisite.multisite import MultisiteCollector, run_params
+from prereg_seed_studies.multisite.recovery import POLICIES, SimResult
 
 
 def main() -> None:

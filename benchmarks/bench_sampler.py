@@ -3,7 +3,7 @@
 Run: python benchmarks/bench_sampler.py [--seconds S] [--repeats R] [--sensor SPEC] [--rows N]
      (needs torch: pip install torch==2.13.0)
 
-Part 1 (throughput, steps/s): the toolkit's own trainer (:class:`collect.collectors.torchrun.trainer.Trainer`,
+Part 1 (throughput, steps/s): the toolkit's own trainer (:class:`prereg_seed_studies.torch.trainer.Trainer`,
 the collector's default WindowMLP, Adam, 3 sites' micro-batches per step, one torch thread,
 deterministic algorithms) runs optimizer steps for S seconds per segment under six conditions,
 interleaved in a shuffled order R times: no recorder, no recorder again (a control: this
@@ -33,14 +33,14 @@ import numpy as np
 import torch
 from _baseline_telemetry import old_value_changes, synthetic_trace  # benchmarks/ is sys.path[0] as a script
 
-from collect.collectors.torchrun.collector import PARAMS
-from collect.collectors.torchrun.markov import SourceSpec, make_corpora
-from collect.collectors.torchrun.model import Batches, WindowMLP
-from collect.collectors.torchrun.trainer import Trainer, deterministic
 from collect.telemetry.analysis import bounds
 from collect.telemetry.analysis import resolution as analysis
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.registry import open_sensor
+from prereg_seed_studies.torch.collector import PARAMS
+from prereg_seed_studies.torch.markov import SourceSpec, make_corpora
+from prereg_seed_studies.torch.model import Batches, WindowMLP
+from prereg_seed_studies.torch.trainer import Trainer, deterministic
 
 D = {k: v.default for k, v in PARAMS.items()}
 SITES = [0, 1, 2]

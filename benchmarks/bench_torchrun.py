@@ -28,14 +28,14 @@ from pathlib import Path
 
 import torch
 
-from collect.collectors.sim.accounting import SimConfig
-from collect.collectors.sim.harness import Harness
-from collect.collectors.torchrun.collector import PARAMS, _Telemetry
-from collect.collectors.torchrun.markov import SourceSpec, make_corpora
-from collect.collectors.torchrun.model import Batches, WindowMLP, param_count
-from collect.collectors.torchrun.trainer import Trainer, deterministic
 from collect.telemetry.recording.recorder import Recorder
 from collect.telemetry.sensors.registry import open_sensor
+from prereg_seed_studies.multisite.accounting import SimConfig
+from prereg_seed_studies.multisite.harness import Harness
+from prereg_seed_studies.torch.collector import PARAMS, _Telemetry
+from prereg_seed_studies.torch.markov import SourceSpec, make_corpora
+from prereg_seed_studies.torch.model import Batches, WindowMLP, param_count
+from prereg_seed_studies.torch.trainer import Trainer, deterministic
 
 D = {k: v.default for k, v in PARAMS.items()}
 SITES = 3

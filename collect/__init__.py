@@ -1,21 +1,12 @@
 """Producing runs: collectors, telemetry sensors and samplers, the run ledger (``collect``).
 
-Public Python API (what a notebook calls; see ``docs/api.md``)::
-
-    summary = collect.run_plan(lock, "runs/", jobs=4)          # lock: a prereg.Lock or a lock path
-    records = collect.import_table(lock, "runs.csv", "runs/")
-    ledger = collect.read_ledger("runs/")
-    with collect.open_sensor("sim:clock=virtual") as sensor: ...
-    with collect.measure("nvml") as m: ...                     # m.summary, m.result(), m.trace
-
-The package imports lazily (PEP 562): ``import collect`` loads nothing heavy until a name is used.
+Public API (``run_plan``, ``import_table``, ``read_ledger``, ``measure``, ``open_sensor``...): ``docs/api.md``.
+Names load on first use (:mod:`estimators.lazy`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from estimators.lazy import LazyExports
+from estimators.lazy import lazy_exports
 
 _LOCATIONS: dict[str, str] = {
     "COLLECTORS": "plugins",
@@ -39,16 +30,7 @@ _LOCATIONS: dict[str, str] = {
 }
 
 
-_exports = LazyExports(__name__, _LOCATIONS)
-
-
-def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
-    return _exports.load(name)
-
-
-def __dir__() -> list[str]:
-    return _exports.names()
+__getattr__, __dir__ = lazy_exports(__name__, _LOCATIONS)
 
 
 __all__ = sorted(_LOCATIONS)

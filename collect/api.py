@@ -1,26 +1,6 @@
 """Producing runs from Python: run a frozen plan, import a table of runs, read a ledger.
 
-What a notebook calls (re-exported lazily by ``import collect``)::
-
-    summary = collect.run_plan("study.lock.json", "runs/", jobs=4)     # -> RunSummary
-    records = collect.import_table("study.lock.json", "runs.csv", "runs/")
-    runs = collect.planned_runs("study.lock.json")                     # -> [PlannedRun] (collect plan)
-    ledger = collect.read_ledger("runs/")                              # -> Ledger
-
-Rules (the ``collect`` CLI only prints what these return):
-
-* every entry point takes a :class:`prereg.Lock` or a lock path, and a path is used only if the
-  lock verifies (``prereg.load_lock``: ``IntegrityError``, exit 3, otherwise);
-* every parameter of every run is checked before anything runs (``EngineError``, exit 2), and
-  the runs folder's writer lock is held while the ledger grows (``RunsBusy`` if another writer has it);
-* an imported table is validated whole before any row is appended (``ImportProblem``, exit 2,
-  naming each offending row); rows already in the ledger are skipped, never duplicated;
-* a runs folder holds one plan's runs: appending to a ledger that holds runs of a plan outside
-  the lock's amendment chain is refused (``collect.ledger.folder_plan.OtherPlanRuns``, exit 3);
-* a resume of a ``command`` plan whose code files changed since the folder's first run is refused
-  before any run starts (``collect.engine.resume_check.CodeChanged``, exit 3).
-
-Imports no ``*.cli`` module.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -31,14 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from collect.engine.ray_warm import release as release_early
-from collect.engine.ray_warm import start_early
 from collect.engine.resume_check import check_code_unchanged
 from collect.engine.runner import check_jobs, expand_plan
 from collect.engine.runner import run_plan as engine_run_plan
 from collect.importing.importer import ImportProblem, frame_rows, import_rows
 from collect.importing.importer import import_table as import_file
-from collect.importing.planned import PLAN_FORMATS, plan_text
+from collect.importing.planned import plan_listing as plan_listing  # part of this API
 from collect.importing.planned import planned_runs as list_planned_runs
 from collect.importing.time_order import EarlyRunsWarning, early_runs_message
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
@@ -89,35 +67,30 @@ def run_plan(
     ``command`` plan that its code files still hash as its first run recorded
     (``collect.engine.resume_check``: ``CodeChanged``, exit 3, naming the files and the ways on).
     """
-    if executor == "ray":
-        start_early(address)  # a cluster's workers start while the lock is verified (collect.engine.ray_warm)
-    try:
-        verified = load_lock(lock)
-        runs = _runs_folder(out)
-        refuse_try_folder(runs, "collect run")
-        check_jobs(jobs, executor)
-        existing = _check_folder(verified, runs)  # one plan per runs folder
-        collector, planned = expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked first
-        if address is not None and executor != "ray":
-            raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
-        if only is None and verified.plan.monitoring is not None:  # a monitored plan runs in its frozen order
-            only = frozen_order(verified.plan, planned)
-        if existing is not None and _runs_to_do(existing, verified.plan_sha256, planned, only):
-            check_code_unchanged(verified.plan, collector.name, planned, existing.records, runs, str(verified.path))
-        return engine_run_plan(
-            verified.plan,
-            verified.plan_sha256,
-            runs,
-            jobs,
-            executor,
-            progress,
-            lock_seal=verified.seal,
-            address=address,
-            only=only,
-            resume_lock=str(verified.path),
-        )
-    finally:
-        release_early()  # a connection no sweep took over (the lock was refused, ...)
+    verified = load_lock(lock)
+    runs = _runs_folder(out)
+    refuse_try_folder(runs, "collect run")
+    check_jobs(jobs, executor)
+    existing = _check_folder(verified, runs)  # one plan per runs folder
+    collector, planned = expand_plan(verified.plan, verified.plan_sha256)  # every parameter checked first
+    if address is not None and executor != "ray":
+        raise InputError("address names a Ray cluster: it goes with executor='ray' (--executor ray)")
+    if only is None and verified.plan.monitoring is not None:  # a monitored plan runs in its frozen order
+        only = frozen_order(verified.plan, planned)
+    if existing is not None and _runs_to_do(existing, verified.plan_sha256, planned, only):
+        check_code_unchanged(verified.plan, collector.name, planned, existing.records, runs, str(verified.path))
+    return engine_run_plan(
+        verified.plan,
+        verified.plan_sha256,
+        runs,
+        jobs,
+        executor,
+        progress,
+        lock_seal=verified.seal,
+        address=address,
+        only=only,
+        resume_lock=str(verified.path),
+    )
 
 
 def frozen_order(plan: Any, planned: list[PlannedRun]) -> list[str]:
@@ -218,14 +191,6 @@ def planned_runs(lock: LockLike) -> list[PlannedRun]:
     replicate, derived seed and merged parameters (``collect.importing.planned``; ``collect plan``)."""
     verified = load_lock(lock)
     return list_planned_runs(verified.plan, verified.plan_sha256)
-
-
-def plan_listing(lock: LockLike, fmt: str = "csv") -> str:
-    """``collect plan``'s listing of :func:`planned_runs` as ``csv`` or ``json`` text."""
-    if fmt not in PLAN_FORMATS:
-        raise InputError(f"unknown listing format {fmt!r}; use {' or '.join(PLAN_FORMATS)}")
-    verified = load_lock(lock)
-    return plan_text(verified.plan, verified.plan_sha256, fmt)
 
 
 def _warn_early(records: list[RunRecord], verified: Lock) -> None:

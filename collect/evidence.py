@@ -1,9 +1,6 @@
 """What a ledger record says about the evidence class of its metrics.
 
-The classes themselves and how they combine (a number is as weak as its weakest source) are
-defined once, in :mod:`estimators.vocabulary` (``EVIDENCE_ORDER``, ``weakest``, ``stronger``). A
-gate reports the weakest of the plan's declaration and what the collector or sensor recorded; a
-plan may not declare a metric stronger than its collector gives.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

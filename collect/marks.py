@@ -1,53 +1,7 @@
 """The program's client: phase marks and progress reports from inside a program run by the
 ``command`` collector (standard library only).
 
-**Phase marks.**
-A program that ``collect run`` starts (``experiment.collector: command``) marks its phases so the
-telemetry sampled outside it can be split by phase::
-
-    from collect.marks import phase
-
-    with phase("checkpoint"):
-        save_checkpoint()
-
-Each ``with`` block appends two lines to the file named by ``$PREREG_MARKS`` (the collector sets
-it): ``begin NAME T_BEFORE_NS T_AFTER_NS`` on entry and ``end NAME T_BEFORE_NS T_AFTER_NS`` on
-exit. The two times are the host's ``CLOCK_MONOTONIC`` in integer nanoseconds read just before and
-just after the line is written (the bounds of the mark, as a sensor poll has), so the block itself
-runs after the begin line's second time and before the end line's first. Phases nest (an inner
-``end`` closes the innermost open phase of that name). ``NAME`` is letters, digits, ``_``, ``-``
-and ``.``. Each line is written with one ``write`` on a file opened for appending, so lines from
-threads or child processes of the program do not interleave inside a line.
-
-Outside ``collect run`` (``$PREREG_MARKS`` unset or empty) every call does nothing, silently, so the
-same program runs bare. A program in another language writes the same lines itself (see
-``docs/command-collector.md``).
-
-**Progress reports.** A program that ``collect run`` starts reports how far it got, so the collector can fire a planned
-fault "at step N" and account the work retained, lost and replayed (``experiment.failures``)::
-
-    from collect.marks import resumed, step
-
-    start = load_checkpoint_if_any()        # 0 on a fresh start
-    resumed(start)                          # where this start of the program picks up
-    for n in range(start + 1, steps + 1):
-        train_one_step()
-        step(n, loss=loss.item())           # n steps are done; the model holds them
-
-``step(n)`` says the model's state holds ``n`` completed steps; call it after each step (a fault
-planned at step N fires as soon as a report reaches N, before the program goes on: the collector
-answers each report, and kills the program instead of answering when a fault is due). ``tokens``
-and ``loss`` are kept for the run's progress trace. ``resumed(n)`` says a start of the program
-picks up from ``n`` completed steps (its checkpoint); without it the first report of a start ``m``
-implies ``m - 1``. ``restart()`` is ``$PREREG_RESTART`` (0 on the first start, ``k`` after the k-th
-fault). Report from one process (rank 0 of a multi-process job).
-
-Outside ``collect run`` (``$PREREG_PROGRESS`` unset) every call does nothing and ``restart()`` is 0.
-The protocol is one line per report on a Unix socket,
-``step N [tokens=T] [loss=L]`` or ``resumed N``, answered by one byte ``k``; a program in another
-language speaks it itself (docs/command-collector.md).
-
-This module imports nothing of the toolkit: it can be copied into a project as a single file.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

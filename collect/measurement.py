@@ -1,29 +1,6 @@
 """Measure a notebook cell or your own training loop: energy with guaranteed bounds, per phase.
 
-    with collect.measure("nvml") as m:              # any spec ``collect probe`` takes
-        with m.phase("compute"):
-            train_a_while()
-        m.begin("checkpoint"); save(); m.end("checkpoint")   # the same, without a with block
-    m.summary        # the telemetry summary a collected run carries (dict)
-    m.result()       # Measured: energy (J, lower/upper), effective update period (ms), per phase
-    m.trace          # every poll and the phases (write it with collect.traces.telemetry.write_trace)
-
-The toolkit's :class:`~collect.telemetry.recording.recorder.Recorder` does the polling, so a
-measurement is recorded and summarised exactly as a collected run is
-(:func:`collect.telemetry.analysis.energy.run_energy`, on the phases the block marked):
-
-* ``sim:...`` and ``nvml`` on a real clock: a child process polls
-  (:mod:`collect.telemetry.recording.sampler`, started from its own entry module, so a script
-  without an ``if __name__ == "__main__":`` guard works); the training process holds the GIL only
-  to mark a phase. ``mode="thread"`` polls from a thread in this process instead.
-* a virtual clock (``sim:clock=virtual``, ``replay:PATH``): nothing runs in the background; time
-  passes only through :meth:`Measurement.advance` (deterministic, for tests and re-analysis).
-
-A phase called ``idle`` is the baseline window, as in a collected run: the whole measurement's
-``energy`` counts from its end, and ``*_net`` metrics (energy above the idle power) are added.
-Misuse (an unknown sensor or signal, a phase ended twice or out of order, a result read while the
-block runs) is one :class:`MeasureError` or ``SensorError`` (both ``InputError``, exit 2) with a
-clear message. Units: energy J, power W, times ms (ns in the trace).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Collectors and sensors as plugins: one loader for the built-ins and for third-party packages.
+"""Plugins: one loader for collectors, sensors, and a study's report sections and plot views.
 
-A plugin is found the same way whoever wrote it:
-
-* by an **entry point** of an installed distribution, in the group ``prereg_toolkit.collectors``
-  (the plan's ``experiment.collector`` name, e.g. ``sim.multisite``) or ``prereg_toolkit.sensors``
-  (a sensor spec's prefix, e.g. ``nvml`` in ``nvml:index=1``); the toolkit registers its own
-  built-ins there too (``pyproject.toml``, ``[project.entry-points]``);
-* or by a ``module:Class`` name written in the plan (``collector: mylab.collectors:TrainGPT``).
-
-Either way the object loaded must be a subclass of the kind's one public base class
-(:class:`collect.collectors.base.Collector`, :class:`collect.telemetry.sensors.base.Sensor`);
-anything else -- an unknown name, a plugin that fails to import, a wrong type -- is one
-:class:`PluginError` (bad input, exit 2) naming what is installed. Nothing is imported until a
-name is asked for, so listing names costs no plugin's import (torch stays unloaded).
+Each kind is a :class:`Registry` of one entry-point group (``prereg_toolkit.collectors``,
+``prereg_toolkit.sensors``; ``prereg_toolkit.report_sections`` and ``prereg_toolkit.plot_views`` in
+:mod:`reports.sections`) plus ``module:Class`` names; what loads must subclass (or implement) the kind's
+base. Every failure is one :class:`PluginError` (exit 2). Listing names imports no plugin (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -33,7 +24,7 @@ _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-
 
 
 class PluginError(InputError, ValueError):
-    """A collector or sensor that cannot be found, imported, or is not of the kind's base class."""
+    """A plugin that cannot be found, imported, or is not of its kind's base class (or protocol)."""
 
 
 def is_target(name: str) -> bool:
@@ -48,14 +39,15 @@ def _entry_points(group: str) -> dict[str, str]:
 
 
 class Registry(MutableMapping[str, str]):
-    """The plugins of one kind: ``name -> "module:Class"``, from entry points plus in-process additions.
+    """The plugins of one kind: ``name -> "module:Class"``, from entry points plus in-process additions;
+    ``base_path`` names the kind's base class, or its runtime-checkable protocol when ``protocol``.
 
     Assigning a name (``registry["test.slow"] = "pkg.mod:Cls"``) registers it for this process only
     (tests, notebooks); the installed entry points are read lazily on first use.
     """
 
-    def __init__(self, group: str, base_path: str, kind: str) -> None:
-        self.group, self.kind = group, kind
+    def __init__(self, group: str, base_path: str, kind: str, protocol: bool = False) -> None:
+        self.group, self.kind, self._protocol = group, kind, protocol
         self._base_path = base_path  # "module:Class" of the kind's base class (imported on first load)
         self._added: dict[str, str] = {}
         self._removed: set[str] = set()
@@ -111,11 +103,12 @@ class Registry(MutableMapping[str, str]):
 
     def load(self, name: str) -> type:
         """The class registered under ``name`` (or named ``module:Class``), checked against the base class."""
-        return load_target(self.target(name), self._base_path, f"{self.kind} {name!r}")
+        return load_target(self.target(name), self._base_path, f"{self.kind} {name!r}", self._protocol)
 
 
-def load_target(target: str, base_path: str, what: str) -> type:
-    """Import ``module:Class`` and check it subclasses the class at ``base_path``; ``PluginError`` otherwise."""
+def load_target(target: str, base_path: str, what: str, protocol: bool = False) -> type:
+    """Import ``module:Class`` and check it subclasses the class at ``base_path`` (implements it, for a
+    runtime-checkable ``protocol``); ``PluginError`` otherwise."""
     module, _, attr = target.partition(":")
     try:
         obj = getattr(importlib.import_module(module), attr)
@@ -128,7 +121,8 @@ def load_target(target: str, base_path: str, what: str) -> type:
     base_module, _, base_attr = base_path.partition(":")
     base = getattr(importlib.import_module(base_module), base_attr)
     if not (isinstance(obj, type) and issubclass(obj, base)):
-        raise PluginError(f"{what}: {target} is not a subclass of {base_module}.{base_attr}")
+        relation = "does not implement" if protocol else "is not a subclass of"
+        raise PluginError(f"{what}: {target} {relation} {base_module}.{base_attr}")
     return obj
 
 

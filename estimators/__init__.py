@@ -1,33 +1,13 @@
 """Pure statistics on arrays: paired intervals, ratios, noninferiority, multiplicity, resolution.
 
-Arrays (or one long table) in, frozen result objects out; no files, YAML, plans or gates. From a
-table, one call::
-
-    res = compare(runs, metric="energy_j", arm="policy", block="seed",
-                  contrast="continue / restart", rule="upper < 1.05", method="t", confidence=0.90)
-    res.estimate, res.confidence_interval(), res.pvalue, res.verdict
-
-From arrays::
-
-    d = paired_contrast(outcomes, [1, -1], scale="ratio")     # per-block log ratios
-    res = interval("signflip", d, confidence=0.90, scale="ratio")
-    rule_pvalue("upper < 1.05", res)
-
-:mod:`estimators.vocabulary` defines the words every package shares (scales, methods, the one
-:class:`Rule` type, verdicts, decisions, evidence classes); :mod:`estimators.expressions` parses a
-contrast's text. This package imports no other package of the toolkit (it is the leaf every other
-one may import). See ``docs/estimators.md`` for the constructions and conventions.
-
-The package imports lazily (PEP 562): ``import estimators`` is cheap, and a name's module (and
-numpy / scipy) is loaded on first use, so ``prereg validate`` can ask
-:mod:`estimators.feasibility` without importing scipy.
+Arrays or one long table in, frozen results out; no files, plans or gates, and no other toolkit package
+imported (the leaf). Usage: ``docs/estimators.md``. Names load on first use (:mod:`estimators.lazy`), so
+``import estimators`` loads no numpy or scipy.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from .lazy import LazyExports
+from .lazy import lazy_exports
 
 _LOCATIONS: dict[str, str] = {
     "DegenerateContrastWarning": "rules",
@@ -81,16 +61,7 @@ _LOCATIONS: dict[str, str] = {
 }
 
 
-_exports = LazyExports(__name__, _LOCATIONS)
-
-
-def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
-    return _exports.load(name)
-
-
-def __dir__() -> list[str]:
-    return _exports.names()
+__getattr__, __dir__ = lazy_exports(__name__, _LOCATIONS)
 
 
 __all__ = sorted(_LOCATIONS)

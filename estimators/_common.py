@@ -1,13 +1,6 @@
 """Shared pieces of the estimators: the result object, argument checks, degenerate data.
 
-Conventions used by every interval function:
-
-* ``d`` is the vector of per-block contrasts on the *analysis* scale: plain differences for
-  ``scale="difference"``, natural-log ratios for ``scale="ratio"`` (see
-  :func:`estimators.paired_contrast`).
-* ``confidence`` is two-sided; each tail gets ``alpha = (1 - confidence) / 2``. A one-sided test at
-  level ``alpha`` therefore uses the matching bound of the two-sided ``1 - 2 alpha`` interval.
-* Results are reported on the *reported* scale: ratio results are exponentiated back.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Bootstrap resample indices: exact-uniform integers in ``[0, n)`` from a PCG64 stream.
 
-:func:`uniform_indices` defines the draws (unchanged since before issue 14): one call for ``need``
-indices draws ``_words(n, need)`` raw 64-bit words, cuts each into ``64 // L`` bit fields of
-``L = bit_length(n - 1)`` bits, takes field 0 of every word, then field 1, ..., keeps the fields
-``< n`` (acceptance ``n / 2^L >= 1/2``) and returns the first ``need``; if too few were kept it
-tops up with a further call for the remainder. :class:`Sampler` replays exactly that stream with
-preallocated buffers; tests compare the two call by call. :class:`ChunkSums` is the bootstrap's
-hot loop: the row sums ``d[uniform_indices(bg, n, rows * n)].reshape(rows, n).sum(axis=1)`` of one
-chunk, bit for bit, without materialising the index array where acceptance is high.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """One resampling per gate: a small cache of reference distributions keyed on their inputs.
 
-A gate asks for the interval, the rule's p-value (one or two one-sided tests) and the resolution
-bound on the same block contrasts with the same method, resamples and seed. Each of those needs
-the same reference distribution: the bootstrap means (``bootstrap`` and ``bca`` share them), the
-sign-flip subset means (enumerated, or the seeded Monte Carlo beyond n = 20) or the Walsh
-averages. They are computed once and looked up here by
-
-    (kind, contrasts' dtype, shape and bytes, resamples, seed)
-
-so every caller gets the identical draws it would have computed itself (the draws are a
-deterministic function of exactly that key). ``seed=None`` (fresh OS entropy) is never cached:
-each such call draws anew, as before. The cache is bounded (least recently used first out: at
-most :data:`MAX_ENTRIES` entries and :data:`MAX_BYTES` bytes), thread-safe, and stores read-only
-arrays, so no caller can alter another's draws. ``disabled()`` turns it off (benchmarks measure
-the saving with it).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -3,43 +3,7 @@
 Valid for *any* distribution inside a declared range ``bounds = (lo, hi)`` (analysis scale), at a
 fixed n and at every look: it is a confidence sequence, so looks need no alpha spending.
 
-Construction ("Estimating means of bounded random variables by betting", JRSS-B 86(1), 2024;
-the fixed-horizon predictable plug-in empirical-Bernstein bets, "PrPl-EB"). The contrasts, in the
-plan's order, are rescaled to ``x = (d - lo) / (hi - lo)`` in [0, 1]. The bets are predictable
-(bet i uses x_1..x_{i-1} only) and do not depend on the candidate mean::
-
-    mu_hat_i  = (1/2 + sum_{j<=i} x_j) / (i + 1)
-    var_hat_i = (1/4 + sum_{j<=i} (x_j - mu_hat_j)^2) / (i + 1),   var_hat_0 = 1/4
-    lambda_i  = sqrt(2 log(1/alpha) / (N var_hat_{i-1}))
-
-with ``alpha = (1 - confidence) / 2`` the one-sided level and ``N`` the ``horizon`` (planned number
-of units; default n). For a candidate mean m in [0, 1] the two capital processes are ::
-
-    K+_t(m) = prod_{i<=t} (1 + min(lambda_i, c/m)     (x_i - m))   bets the mean is above m
-    K-_t(m) = prod_{i<=t} (1 - min(lambda_i, c/(1-m)) (x_i - m))   bets the mean is below m
-
-with ``c = 1/2``; every factor is at least ``1 - c = 1/2 > 0``. Under H0 (mean <= m for K+, >= m
-for K-) each is a nonnegative supermartingale with K_0 = 1, so by Ville's inequality the p-values
-``p_greater = min(1, 1 / max_{t<=n} K+_t)`` and ``p_less = min(1, 1 / max_t K-_t)`` are valid at
-every n, whether or not n = N. Each factor of K+ is continuous and nonincreasing in m (slope
-``-lambda`` below the truncation point ``c/lambda``, ``-c x / m^2`` above it) and each factor of K-
-nondecreasing, so the rejected means form half-lines: ``lower`` is the end of ``{m : p_greater(m)
-<= alpha}`` and ``upper`` that of ``{m : p_less(m) <= alpha}``, found by bisection (to about one
-ulp) on ``max_t log K``. A threshold lies outside the closed interval exactly when its one-sided
-p-value is at most alpha (up to that tolerance; the returned ends are the rejected side of it, so
-the interval is never narrower than the exact one).
-
-Means at or beyond the range: ``p_less(mu) = 1`` for ``mu <= lo`` (theta >= lo is certain) and
-``p_less(mu) = 0`` for ``mu > hi`` (theta >= mu is impossible); ``p_greater(mu) = 1`` for
-``mu >= hi`` and ``0`` for ``mu < lo``. At ``mu = lo`` (resp. ``hi``) ``p_greater`` (``p_less``) is
-the formula with no truncation (``c/0 = inf``): it tests that every contrast equals ``lo``.
-
-A constant sample is not special: n contrasts all equal to ``lo`` give an upper end with
-``(1 - m)^n <= alpha`` at best (each factor of K- is at most ``1/(1 - m)``), i.e. never tighter than
-the exact bound ``1 - alpha^(1/n)`` of the rescaled mean. Because the interval is an intersection
-over every prefix, data whose early and late parts disagree can exclude the sample mean, and in an
-extreme case give ``lower > upper`` (every mean rejected: a warning says so); each one-sided
-p-value stays valid.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """Percentile and BCa bootstrap intervals for the mean contrast (seeded, vectorised).
 
-The bootstrap under-covers at small n (a percentile interval for the mean has the width of a
-z interval with the plug-in sd, i.e. it ignores both the t quantile and the n/(n-1) factor);
-results with n < 30 carry a warning, and gates refuse to decide below n = 20
-(``estimators.feasibility``, from the coverage study). Prefer ``t``, ``signflip`` or ``wilcoxon``.
-
-Resampling. ``resamples`` bootstrap means are drawn in blocks of :data:`BLOCK` = 1024; block ``i``
-uses its own bit generator ``PCG64(SeedSequence(seed).spawn(...)[i])`` and draws its resamples
-in chunks of ``_CHUNK_ELEMENTS // n`` (65 at n = 1000), one ``estimators._draws.uniform_indices`` call
-(exact rejection sampling of bit fields) per chunk. Those sizes are part of the stream: the
-same seed gives the same draws, bit for bit, as before issue 14 (``ChunkSums`` computes each
-chunk's sums without the index array; tests compare with the kept baseline). The draws -- and
-the interval -- are identical whatever the number of worker threads (numpy releases the GIL
-while generating and gathering, so ``workers > 1`` uses more cores). ``workers=None`` uses up
-to 4 threads for large problems (resamples x n >= 2e6) and 1 otherwise.
-
-BCa (Efron & Tibshirani 1993, ch. 14): ``z0 = Phi^-1((#{theta* < theta} + #{theta* = theta} / 2)
-/ B)``, clipped to ``[1/(2B), 1 - 1/(2B)]`` so it is finite; acceleration from the jackknife
-of the mean (closed form ``theta_(i) = (sum - d_i) / (n - 1)``), ``a = sum u^3 / (6 (sum
-u^2)^{3/2})``, 0 when the jackknife has no spread. Quantiles use numpy's linear method (as
-scipy does).
-
-p-values (``pvalue`` and the rule p-values) come from inverting the interval itself: the
-one-sided p-value at ``mu`` is the tail level at which the interval's bound reaches ``mu``
-(percentile: ``F(mu)`` and ``1 - F(mu)`` with ``F`` the inverse of the linear quantile
-function; BCa: the same after undoing the BCa level map). So "bound beyond mu at level alpha"
-and "p < alpha" agree. They are floored at ``1 / (B + 1)``.
-
-Degenerate data never give NaN or an exception: all contrasts equal -> the single value
-(``degenerate``, the only case so marked); all but one equal -> the interval is computed with a
-warning (its bootstrap distribution is a scaled binomial, so its ends are a few lattice points).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

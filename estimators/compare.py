@@ -1,30 +1,6 @@
 """One call from a table of runs to a paired interval, the rule's p-value and a verdict.
 
-::
-
-    import pandas as pd
-    from estimators import compare
-
-    runs = pd.read_csv("runs.csv")            # one row per block and arm
-    res = compare(runs, metric="energy_j", arm="policy", block="seed",
-                  contrast="continue / restart", rule="upper < 1.05", method="t", confidence=0.90)
-    res.estimate, res.confidence_interval(), res.pvalue, res.verdict
-
-``data`` is a long table: a pandas DataFrame or any mapping of column name -> sequence, one row
-per block and arm. ``block`` names the column(s) that identify a block (a list for several, e.g.
-``["site", "seed"]``); every block must have exactly one row for every arm the contrast names
-(average replicates first, or put the replicate in ``block``). Values are the metric's raw values:
-a ratio contrast (``a / b``) takes positive values and logs them itself, so a zero or negative
-value (a sign of values already log-transformed or differenced) is refused with the row named.
-
-The verdict follows the toolkit's one decision rule (:func:`estimators.decide_rule`): ``pass``
-exactly when the rule's one-sided p-value is at most ``alpha = (1 - confidence) / 2``; ``fail``
-otherwise; for a constant sample (every block contrast equal): ``vacuous`` when the rule holds and
-the metric is ``deterministic`` (it could not have failed), judged on the widest mean n identical
-values cannot rule out when a ``metric_range`` is given (:mod:`estimators.unseen`), else
-``unresolvable`` (``reason`` says why); ``refused`` when the method cannot decide with so few
-blocks (the interval is then a diagnostic). ``method="betting"`` (needs ``metric_range``) is valid
-for any distribution in the range, constant samples included. Measurement resolution and invalidators are judged by ``gates``, not here.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The parser for a gate's ``contrast`` string (a real tokenizer and parser, no eval).
 
-Contrast grammar (arms are identifiers, numbers are decimal literals)::
-
-    expr    := term (('+' | '-') term)*
-    term    := unary (('*' | '/') unary)*
-    unary   := '-' unary | primary
-    primary := NUMBER | ARM | '(' expr ')'
-
-Two forms are accepted, never mixed:
-
-* **linear** (``+ - ( )`` and numeric coefficients): ``adaptive - fixed``,
-  ``(a - b) - (c - d)``, ``a - 0.5*b - 0.5*c``. The coefficients must sum to zero and no constant
-  term is allowed (put offsets in ``pass_if``). Analysed on the metric's own scale.
-* **ratio** (``/ * ( )`` between arms, no numbers): ``a / b``, ``(a / b) / (c / d)``. The arms'
-  exponents must sum to zero, so the result is a dimensionless ratio. Analysed on the log scale
-  (a linear contrast of log outcomes with the exponents as coefficients) and reported as a ratio.
-
-``pass_if`` rules are the one :class:`estimators.vocabulary.Rule` type (``Rule.parse``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

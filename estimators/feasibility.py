@@ -1,38 +1,6 @@
 """Can a method decide anything with n blocks? Minimum block counts and data diagnostics.
 
-Minimum blocks (refused at freeze time and at evaluation below them):
-
-* ``t``: 2 (one degree of freedom).
-* ``signflip`` and ``wilcoxon``: the smallest attainable one-sided p-value is ``2^-n`` (all
-  signs agree), so a finite interval at per-tail level ``alpha`` needs ``2^-n <= alpha``:
-  n >= 4 at 80%, 5 at 90% (alpha 0.05), 6 at 95%, 8 at 99%. Sign-flip beyond n = 20 is
-  sampled: it also needs ``floor(alpha (resamples + 1)) >= 1``.
-* ``bootstrap`` and ``bca``: :data:`MIN_BOOTSTRAP_N` = 20 blocks. The coverage study
-  (``benchmarks/bench_coverage.py``, 2000 reps, nominal 90%, table in docs/estimators.md) measured
-  the worse one-sided miss rate (nominal 0.05) of the percentile bootstrap at 0.103 / 0.073 /
-  0.070 / 0.075 / 0.061 on normal contrasts at n = 6 / 10 / 15 / 20 / 30 and 0.114 / 0.103 /
-  0.078 / 0.072 / 0.068 on t3 contrasts: 20 is the smallest n studied where both are at most
-  1.5 x nominal. BCa is no better at these sizes (0.076 normal and 0.087 t3 at n = 20). Between
-  20 and 30 blocks the intervals carry a warning (:data:`BOOTSTRAP_WARN_N`).
-
-Diagnostics (:func:`contrast_warnings`) read the block contrasts and warn where the coverage
-study showed intervals for the mean under-cover: strongly skewed contrasts. With lognormal
-contrasts t, sign-flip and both bootstraps cover 0.71-0.82 at nominal 0.90 for n = 6-20, their
-upper bound missing the mean 13-26% of the time. The skew check tests the sample skewness G1 in
-the direction that threatens the rule's bound (right skew for ``upper``, left skew for ``lower``;
-either for ``within`` or no rule) at 10% under normality: G1 beyond 1.2816 (one direction) or
-1.645 (either) standard errors. ``benchmarks/bench_skew.py`` measured (20000 samples per n): false
-alarms 9-10% on normal contrasts; detection on lognormal(0, 1) contrasts 51 / 74 / 90 / 96% at
-n = 6 / 10 / 15 / 20; and for a t gate at 90% whose true mean sits exactly on the margin, false
-passes with no warning 15.7 / 9.4 / 4.2 / 1.8% (the pass rate itself is 23 / 20 / 19 / 17%,
-nominal 5%). :data:`SKEW_CHECK_MIN_N` = 15 is the smallest n where that unwarned rate is below
-the nominal 5%; below it a mean-targeting gate's verdict says its coverage rests on
-near-symmetric contrasts the data cannot check (:func:`symmetry_unchecked`).
-
-The rare-event check (:func:`rare_event_flagged`) reads ties: when at least half of the units show
-one exact value and others depart from it on the side that threatens the rule, the contrasts look
-like a discrete variable with rare departures (a restart, a lost site), whose mean the sample can
-badly under-state. ``betting`` needs neither check: it is valid for any distribution in its range.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

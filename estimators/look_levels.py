@@ -1,49 +1,7 @@
 """The level each planned look of a gate may use, by the gate's method (from the spending of
 :mod:`estimators.sequential`).
 
-* **boundary** (t gates, at least :data:`T_BOUNDARY_MIN_BLOCKS` blocks at the first look): the
-  group-sequential boundary of :mod:`estimators.sequential`, calibrated to the t statistic.
-  A t gate does not use the canonical level ``1 - Phi(b_k)`` as is: its
-  statistic estimates the variance, and applying ``1 - Phi(b_k)`` to t-test p-values lets more
-  than alpha through (measured, 200 000 null sequences of normal contrasts, one-sided 0.05, five
-  looks of 6 blocks each: 0.0514 with O'Brien-Fleming, 0.0526 with Pocock; 0.0575 with 2 blocks
-  per look). So a t gate spends the same alpha increments on the joint law of the *sequential t
-  statistics* (:func:`t_levels`): look 1 at its increment (a t test is exact under normality),
-  look k at the level at which the null sequences not stopped before cross with probability
-  ``alpha(t_k) - alpha(t_{k-1})``, found from :data:`T_SEQUENCES` seeded null sequences (the law
-  depends only on the block counts; Jennison & Turnbull 1991 compute it exactly). Measured with
-  those levels (independent seed): 0.0497 / 0.0502 at 6 blocks per look, 0.0488 / 0.0499 at 2.
-* **increment** (sign-flip, Wilcoxon, bootstrap, BCa): ``alpha_k = alpha(t_k) - alpha(t_{k-1})``. By the
-  union bound the chance of a false pass at any look is at most ``sum alpha_k = alpha`` for *any*
-  valid level-``alpha_k`` tests, whatever their correlation: valid for exact tests on few blocks,
-  and conservative (it gives up the correlation between looks that the boundary uses).
-
-From nominal level to the gate's interval (how a look slots into :func:`estimators.decide_rule`).
-A look's nominal one-sided level ``a_k`` replaces the gate's ``alpha``: the gate is evaluated with
-``confidence_k = 1 - 2 a_k`` (:attr:`LookLevel.confidence`), so the interval is the two-sided
-``1 - 2 a_k`` interval of the gate's own method, and the rule passes exactly when its one-sided
-p-value is at most ``a_k`` (:func:`estimators.clears`), boundary included. ``within [l, h]`` is
-two one-sided tests, each at ``a_k`` (an intersection-union test: each side's sequential test
-has level alpha, so the pair does). A look with nothing to spend (``a_k = 0``) cannot pass
-(``confidence_k`` is None); the plan's freeze check refuses such a look, or one where the
-method's smallest attainable p-value exceeds ``a_k`` (:func:`look_feasibility`).
-
-Looks too small to pass. O'Brien-Fleming spending releases ``2 - 2 Phi(z_{1-alpha/2} / sqrt(t))``
-by fraction ``t``: 6.9e-19 at 3 of 30 blocks with confidence 0.99, 7e-27 at 2 of 60 with 0.90.
-Such a level is a correct level, but no interval can be computed at it: ``1 - 2 a_k`` is 1 in
-double precision below ``a_k`` of about ``2**-54`` (and a t gate on 3 blocks would need
-``t > 10^8`` at 6.9e-19). Rounding the level up would spend alpha the plan did not release, so
-:func:`look_confidence` gives such a look no confidence, like a look with nothing to spend: the
-gate can never pass there, and the freeze check refuses the look by number (exit 2) with
-"move the look later, spend more alpha early, or drop it". Smaller levels that still have a
-confidence are kept as they are: recovering ``a_k`` from ``1 - 2 a_k`` errs by at most ``2**-55``
-(3e-17) in absolute terms, nothing for type I error.
-
-* **anytime** (betting, :mod:`estimators.betting`): the whole alpha at every look. Its p-value is
-  ``1 / max_t K_t`` of a test supermartingale, so by Ville's inequality the chance that it ever
-  clears alpha, at any look or between looks, is at most alpha: no spending is needed.
-
-Units: levels are probabilities, block counts integers.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

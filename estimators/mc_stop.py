@@ -1,48 +1,6 @@
 """Sequential stop of the sign-flip Monte Carlo: draw only until the rule's decision is settled.
 
-A sign-flip gate beyond n = 20 blocks tests its rule with ``N`` (the gate's ``resamples``) seeded random
-sign patterns: with ``C_N`` of them at least as extreme as the data (the empty pattern included), the
-rule's p-value is ``(1 + C_N) / (N + 1)`` and the gate passes when it clears ``alpha``. Drawing all ``N``
-is wasted when the p-value is far from every level that matters: with 50 000 blocks and a clear effect,
-no pattern of the first thousand is as extreme, and the other 99 000 will not change the verdict.
-
-The procedure (a curtailed, group-sequential Monte Carlo test in the spirit of Besag and Clifford 1991
-and Gandy 2009, with a finite maximum ``N`` and its risk bounded against the full draw):
-
-* ``levels``: the p-value thresholds the verdict can depend on. ``alpha`` alone for a gate whose
-  p-value is not adjusted; with Holm or Bonferroni over ``K`` primary gates also ``alpha / K`` (a p-value
-  at most ``alpha / K`` passes at any rank of Holm's step-down and leaves every other gate's verdict as it
-  is, whatever its exact value). Write ``t_lo`` and ``t_hi`` for the smallest and largest, and ``c_lo``,
-  ``c_hi`` for the largest counts whose p-value clears them with the full draw.
-* Looks at ``m = m0, 2 m0, 4 m0, ... < N`` patterns (``m0`` = 1024, or more when ``t_lo`` needs it), the
-  first ``m`` patterns of the seeded stream (:mod:`estimators._signs`: a draw of ``m`` is the start of a
-  draw of ``N``). With ``C_m`` exceedances among them:
-
-  - *settled against*: ``C_m > c_hi``: the full draw cannot clear ``t_hi`` either (counts only grow). No risk.
-  - *probably for*: the ``m``-pattern p-value clears ``t_lo`` and ``B_for(m, C_m) <= eps``, where
-    ``B_for(m, a) = max_i P_{p_i}(S_m <= a) P_{p_(i+1)}(Bin(N - m) >= c_lo - a + 1)`` over a grid
-    ``0 = p_0 < ... < p_L = 1``;
-  - *probably against*: the ``m``-pattern p-value misses ``t_hi`` and ``B_against(m, C_m) <= eps``, with
-    ``B_against(m, a) = max_i P_{p_(i+1)}(S_m >= a) P_{p_i}(Bin(N - m) <= c_hi - a)``;
-
-  otherwise the next look, and at ``N`` the full draw decides (no risk). ``eps`` = ``risk / (2 K)`` for
-  ``K`` looks (``K`` tails for ``within`` rules: each tail's count is followed, ``risk / 2`` each).
-
-The risk bound. The patterns' exceedance indicators are independent Bernoulli(``p``), ``p`` the unknown
-exceedance probability of one random pattern. At look ``m`` the stop *for* happens exactly when ``C_m <=
-a_m`` (``B_for`` increases with ``a``), and it is wrong only if ``C_N > c_lo``, i.e. the ``N - m`` later
-patterns hold at least ``c_lo - a_m + 1`` exceedances: ``P(C_m <= a_m, C_N > c_lo) <= P(S_m <= a_m)
-P(Bin(N - m, p) >= c_lo - a_m + 1)``. On ``[p_i, p_(i+1)]`` the first factor is at most its value at
-``p_i`` (it falls with ``p``) and the second at most its value at ``p_(i+1)`` (it rises), so the product
-is at most ``B_for <= eps`` for *every* ``p``; likewise *against*. Summing over looks, sides and tails,
-the probability that the stopped decision differs from the full ``N``-pattern decision (at every level in
-``levels``) is at most ``risk`` (:data:`RISK`), uniformly in the data. (The full draw's own Monte Carlo
-error against the exact test is unchanged: it is the ``N``-pattern test it always was.)
-
-What a stopped gate reports: the interval and p-values of the ``m``-pattern Monte Carlo (the sign-flip
-construction with ``resamples = m``, the same seed: one construction, so its verdict is its p-value
-against alpha), and a warning naming ``m``, ``N`` and the risk. A gate that is not stopped reports the full
-``N``-pattern result exactly as without this procedure.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -2,33 +2,7 @@
 
 Conventions (all on the analysis scale: differences, or natural-log ratios for ratio contrasts).
 
-* ``sd`` is the **standard deviation of the paired differences** (one per block: the block
-  contrasts the gate analyses), not of either arm; ``delta`` is the assumed true mean contrast.
-* A gate at one-sided level ``alpha`` (its ``(1 - confidence) / 2``) with rule ``upper < u`` tests
-  H0 theta >= u, ``lower > l`` tests H0 theta <= l, ``within [l, h]`` is TOST: both at ``alpha``.
-* t gates: exact power from the noncentral t. One-sided, ``n`` blocks, ``df = n - 1``,
-  ``t_c = t_{1 - alpha, df}``: ``P(pass) = P(T'(df, ncp) <= -t_c)`` with
-  ``ncp = (delta - u) sqrt(n) / sd`` (``upper``), mirrored for ``lower``. TOST: with mean ``m`` and
-  SD ``s`` of the contrasts, the gate passes when ``l + t_c s / sqrt(n) < m < h - t_c s / sqrt(n)``;
-  ``m`` is normal and independent of ``s``, so the power is the expectation over
-  ``(n - 1) s^2 / sd^2 ~ chi2(df)`` of the normal probability of that window (Owen's Q by
-  numerical integration; TOSTER ``power_t_TOST(..., type = "paired")`` values in the tests).
-* The pilot SD is uncertain: its one-sided upper ``level`` confidence limit is
-  ``s sqrt(df / chi2_{1 - level}(df))`` (Browne 1995 suggests planning at the 80% limit).
-  **Expected power** averages the power over ``sigma^2 ~ s^2 df / chi2(df)`` (the fiducial /
-  flat-prior posterior of the variance given the pilot, ``df = m - 1`` for ``m`` pilot blocks;
-  the "expected power" of Julious & Owen 2006 and PowerTOST's ``exppower.TOST``), by a 400-point
-  midpoint rule on the chi-square quantiles.
-* Exact, resampling and betting gates (sign-flip, Wilcoxon, bootstrap, BCa, betting): **simulated power**. The pilot
-  contrasts are centred on the method's own estimate (the mean; the Hodges-Lehmann pseudo-median
-  for Wilcoxon), shifted to ``delta``, and ``n`` of them drawn with replacement per simulated study;
-  each study is decided by :func:`estimators.decide_rule` (seeded). The share that passes is the
-  power, with its binomial standard error.
-* **Minimum detectable margin** at ``n`` blocks: the threshold the gate's rule would need for the
-  t power at ``delta`` and ``sd`` to reach the target (``upper``: ``u``; ``lower``: ``l``;
-  ``within``: the half-width around the plan's centre).
-
-Pure functions of numbers and arrays; scipy.stats does the distributions.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

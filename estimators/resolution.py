@@ -1,10 +1,6 @@
 """Resolution: could the measurement bounds of the values change a rule's outcome?
 
-Each measured value is known only to within +-b (absolute, metric units). Its effect on a block
-contrast is bounded by :func:`estimators.propagate_bounds`; its effect on an interval end by
-:func:`interval_bound` (per method: see :mod:`estimators.rules`' module doc). ``betting`` has no
-such bound (its bets depend on every earlier value): its bound is infinite, so a signal-backed
-metric cannot be judged with it (refused at freeze).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

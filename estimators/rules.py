@@ -1,50 +1,6 @@
 """Decision helpers: pass_if rules on intervals, their p-values, multiplicity, resolution.
 
-Rules. A :class:`Rule` (defined in :mod:`estimators.vocabulary`) is a parsed ``pass_if``: ``upper < 0.02``, ``lower > -0.01``,
-``estimate <= 1.1`` or ``within [0.8, 1.25]`` (TOST: both bounds strictly inside). Thresholds
-are on the *reported* scale (ratios for ratio contrasts). A rule is evaluated on the two-sided
-interval at confidence ``c``, so a one-sided claim at level ``alpha`` uses the matching bound of
-the two-sided ``1 - 2 alpha`` interval (design: statistics conventions).
-
-Rule p-values. Each bound rule implies a shifted one-sided null, tested with the interval's
-own method at the threshold (on the analysis scale):
-
-* ``upper < u`` (or ``<=``): H0: theta >= u; p = ``p_less(u)``.
-* ``lower > l`` (or ``>=``): H0: theta <= l; p = ``p_greater(l)``.
-* ``within [l, h]``: TOST, p = ``max(p_greater(l), p_less(h))``.
-* ``estimate ...`` and the non-test directions (``upper > u``, ``lower < l``) imply no null and
-  have no p-value (ValueError).
-
-theta is the mean contrast (t, signflip, bootstrap, bca) or the pseudo-median (wilcoxon). One
-decision rule (:func:`decide_rule`, :func:`clears`): a tested rule holds at confidence ``c``
-exactly when its p-value is at most ``(1 - c) / 2``; every interval is the closed set of centres
-its test does not reject, so the threshold must lie outside it (``upper <= u`` and ``upper < u``
-are one test). Bootstrap p-values come from inverting the bootstrap interval itself.
-
-Multiplicity. With several gates the plan states ``none``, ``holm`` or ``bonferroni``;
-:func:`adjust_p_values` applies it to the rule p-values (report raw and adjusted). A decision
-that needs *every* gate to pass (``require: all``) is an intersection-union test: the claim is
-the intersection of the gates' alternatives, so testing each at level alpha gives an overall
-level-alpha test with no multiplicity adjustment (Berger 1982). Adjustment is needed when any
-one of several gates suffices (a union of alternatives).
-
-Resolution. Each measured value is known only to within +-b (absolute, metric units). Its
-effect on a block contrast is bounded by :func:`estimators.propagate_bounds` (``sum |c_j| b_j``;
-log-scale terms ``-log(1 - b/x)`` for ratios). The effect on an interval end is bounded by
-
-* signflip, wilcoxon, bootstrap: ``max_i b_i`` -- every end is an order statistic of averages
-  of block contrasts (subset means, Walsh averages, resample means with the seeded indices
-  fixed), and each average moves by at most the largest block bound;
-* t: ``mean(b) + t_q ||b||_2 / sqrt(n (n - 1))`` -- the mean moves by at most ``mean(b)`` and
-  the standard deviation by at most ``||b||_2 / sqrt(n - 1)`` (triangle inequality);
-* bca: ``max_i b_i`` plus how far the end can move as the bias correction ``z0`` and the
-  acceleration ``a`` range over the values the perturbed data can give
-  (:func:`estimators.bootstrap.bca_end_bound`; a guaranteed bound, tested under perturbations).
-
-:func:`estimators.resolution.resolution_check` evaluates the rule on the extreme intervals: shifted down and up by
-that bound (for ``within``, whose two ends can move independently: widened and narrowed). If the
-outcomes differ, the instrument cannot resolve the rule (``could_change``; gates report
-``unresolvable``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

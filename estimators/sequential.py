@@ -1,35 +1,6 @@
 """Group-sequential boundaries: the nominal level each planned look of a gate may use.
 
-Setting. A gate tests a one-sided null at level ``alpha = (1 - confidence) / 2`` (its pass rule
-``upper < u``, ``lower > l``, or each side of ``within [l, h]``). With interim looks after
-``n_1 < ... < n_K`` complete blocks (the last is the plan's full count) the information fractions
-are ``t_k = n_k / n_K`` and a spending function (:mod:`estimators.spending`) says how much of
-``alpha`` may be spent by each look. Two ways to turn that into a per-look nominal level:
-
-* **boundary** (t gates): the canonical joint distribution. The standardised statistics
-  ``Z_k`` of a mean of iid contrasts are jointly normal with ``corr(Z_j, Z_k) = sqrt(t_j / t_k)``
-  and means ``drift * sqrt(t_k)`` (Jennison & Turnbull 2000, ch. 3). The efficacy bounds
-  ``b_k`` solve ``P_0(Z_1 < b_1, ..., Z_{k-1} < b_{k-1}, Z_k >= b_k) = alpha(t_k) - alpha(t_{k-1})``
-  by the Armitage-McPherson-Rowe recursion: the sub-density of the score ``S_k = Z_k sqrt(t_k)``
-  on the continuation region is carried from look to look by numerical integration (Simpson's
-  rule on a fine grid, Jennison & Turnbull ch. 19), and each ``b_k`` is found by root finding.
-  The canonical design's nominal one-sided level is ``1 - Phi(b_k)``
-  (:attr:`LookBoundary.nominal_alpha`; the gsDesign values). What each gate's method uses at a look
-  (the t boundary, alpha increments, or the whole alpha for betting) is :mod:`estimators.look_levels`.
-
-Futility (optional, non-binding). A lower bound ``a_k`` on the Z scale from beta-spending: at a
-design drift ``delta`` (the mean of ``Z_K``),
-``P_delta(continue to k, Z_k < a_k) = beta(t_k) - beta(t_{k-1})``, and ``delta`` is solved so that
-the last futility bound meets the last efficacy bound, ``a_K = b_K``: the design then has power
-exactly ``1 - beta`` at ``delta`` when the futility stops are taken (gsDesign's non-binding
-construction, with the plan's fixed blocks in place of its sample-size inflation). The efficacy bounds are computed ignoring the futility bound, so stopping for futility
-(or not) never raises the type I error: the futility bound may be overruled. A gate stops for
-futility at look ``k < K`` when its rule's one-sided p-value exceeds ``1 - Phi(a_k)``
-(:attr:`LookBoundary.futility_p`).
-
-Multiplicity across gates composes by calling these functions with each gate's share: with
-Bonferroni over ``m`` gates pass ``alpha / m``; ``require: all`` (intersection-union) needs no
-share. Units: fractions are dimensionless, levels are probabilities, z values standard-normal.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

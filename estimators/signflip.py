@@ -1,34 +1,6 @@
 """Exact sign-flip randomisation interval for the mean contrast, by test inversion.
 
-Construction (derived here and checked against brute-force inversion in the tests).
-Under H0 the contrasts are symmetric about ``mu``; the statistic is the sum
-``T(s) = sum_i s_i (d_i - mu)`` over the ``2^n`` sign patterns ``s``, and the observed value is
-the all-plus pattern. Write a pattern by the set ``S`` of flipped blocks (``s_i = -1``). Then
-``T(s) = T_obs - 2 sum_{i in S} (d_i - mu)``, so ``T(s) >= T_obs`` iff ``sum_{i in S}(d_i - mu)
-<= 0`` iff (for ``S`` non-empty) ``mean_S(d) <= mu``. The empty set always counts. Hence
-
-    p_greater(mu) = P(T >= T_obs) = (1 + #{non-empty S : mean_S(d) <= mu}) / 2^n
-    p_less(mu)    = P(T <= T_obs) = (1 + #{non-empty S : mean_S(d) >= mu}) / 2^n
-
--- Hartigan's "typical values" are the ``2^n - 1`` subset means. With ``alpha`` per tail and
-``k = floor(alpha 2^n)``, ``mu`` is rejected by the lower-tail test iff fewer than ``k``
-subset means lie at or below it, so the interval is
-
-    [ k-th smallest subset mean , k-th largest subset mean ]   (closed)
-
-and it covers with probability exactly ``1 - 2k / 2^n`` for continuous contrasts symmetric
-about their mean (ties only make it conservative); that is ``attained_confidence``. If
-``k = 0`` (n too small for the level) the interval is unbounded and a warning says so.
-
-Exact enumeration is used for n <= 20: the 2^n subset sums are built by doubling (20 array
-additions, no Python loop over patterns) and the two order statistics are found by
-``np.partition``. Beyond n = 20 a seeded Monte Carlo over ``resamples`` random patterns is used
-(the observed pattern counted once, so the randomisation test stays valid; result flagged
-``monte_carlo``, with a warning); its attained confidence is ``1 - 2 floor(alpha N) / N`` with
-``N = resamples + 1``. The patterns are packed random bits summed through per-byte lookup tables
-(:mod:`estimators._signs`); a gate may stop drawing once its rule is settled
-(:func:`sequential_reference`, :mod:`estimators.mc_stop`), and then reports the Monte Carlo of the
-patterns drawn.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Alpha-spending functions and the plan's spending spec: standard library only.
 
-A spending function ``f(t; alpha)`` gives the cumulative one-sided type I error a sequential test
-may have spent by information fraction ``t`` in [0, 1]; ``f(0) = 0``, ``f(1) = alpha``, and it is
-non-decreasing. The families (Lan & DeMets 1983; Kim & DeMets 1987), for a one-sided level
-``alpha`` (the gate's per-tail level, ``(1 - confidence) / 2``):
-
-* ``obrien_fleming`` (Lan-DeMets O'Brien-Fleming type), as in gsDesign's ``sfLDOF``:
-  ``f(t) = 2 - 2 Phi(z_{1 - alpha/2} / sqrt(t))``; it spends almost nothing early.
-  (One-sided ``alpha``, so the quantile is ``z_{1 - alpha/2}``: at ``t = 1`` this gives
-  ``2 - 2 (1 - alpha/2) = alpha``.)
-* ``pocock`` (Lan-DeMets Pocock type): ``f(t) = alpha ln(1 + (e - 1) t)``; it spends early.
-* ``power:RHO`` (Kim-DeMets power family): ``f(t) = alpha t^rho``, ``rho > 0`` (``rho = 1``
-  spends linearly; ``rho = 3`` is close to O'Brien-Fleming, ``rho = 1`` to Pocock).
-
-The same functions serve as beta-spending functions for a non-binding futility bound (with
-``beta`` in place of ``alpha``). :func:`parse_spending` reads the plan's text (``obrien_fleming``,
-``pocock``, ``power:2``) and :meth:`Spending.spec` writes it back canonically. Nothing here needs
-numpy or scipy, so the plan's validation can parse a spec without loading them
-(:mod:`estimators.sequential` computes the boundaries).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The paired contrast's linear trend over a covariate, fitted at the covariate's two ends.
 
-Used to show how a ranking changes across a region of infrastructure uncertainty: ordinary least
-squares ``d_i = a + b (x_i - mean(x)) + e_i`` (normal errors, constant variance), and the t
-interval of the fitted *mean* contrast at ``x_lo = min(x)`` and ``x_hi = max(x)``, with
-``se(x0) = s sqrt(1/n + (x0 - mean(x))^2 / Sxx)`` and ``df = n - 2`` (the same numbers as
-statsmodels ``OLS(...).get_prediction(...).conf_int()``; tested). ``d`` is on the analysis
-scale (log ratios for ``scale="ratio"``, reported back as ratios).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """What n identical contrasts cannot rule out: the bound a constant sample gives inside a known range.
 
-When every one of ``n`` units shows the same contrast ``c`` (analysis scale), a method that
-estimates spread from the data has nothing to work with, yet the population need not be constant:
-an event of probability ``p`` is missed by all ``n`` units with probability ``(1 - p)^n``. Inside a
-declared range ``[low, high]`` the worst case is an atom at ``c`` plus a rare atom at the range's
-far end. The largest mean consistent with the sample at one-sided level ``alpha`` is therefore
-
-    upper = c + (1 - alpha^(1/n)) (high - c),      lower = c - (1 - alpha^(1/n)) (c - low),
-
-and the rule's p-value at a threshold ``mu > c`` of ``H0: theta >= mu`` is
-``((high - mu) / (high - c))^n`` (the largest chance that n draws of a distribution on the range
-with mean ``mu`` all equal ``c``; the same holds when ``c`` is data-chosen, since the masses of the
-values a test rejects at add up to at most ``alpha^(1/n)``). ``lower`` mirrors it. With ``n = 30``
-zeros on ``[-20, 20]`` at ``alpha = 0.05`` the upper bound is 1.90 (1.9007); it is the "rule of three" for a
-proportion (3 / n) scaled by the range.
-
-This bound needs nothing but the range; it is what a constant sample can show. A metric whose value
-is fixed by the design (a simulator's exact accounting) is declared ``deterministic`` in the plan
-instead, and its constant sample is reported as vacuous by ``gates``.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The toolkit's shared words, defined once: scales, methods, pass rules, verdicts, decisions, evidence.
 
-Every package imports these from here (``estimators`` is the leaf package: it imports no other
-package of the toolkit, so this module can be shared without an import circle). Standard library
-only, so ``prereg validate`` and ``--help`` stay fast.
-
-Pass rules. A :class:`Rule` is the one representation of a ``pass_if``. The plan's text
-(``upper < 0.02``, ``lower >= -0.01``, ``estimate > 1``, ``within [0.8, 1.25]``) is parsed into it
-once, when the plan is loaded (:meth:`Rule.parse`), and written back in one canonical spelling
-(``str(rule)``; numbers as Python's shortest float repr). Thresholds are on the *reported* scale
-(a ratio for ratio contrasts). The plan grammar allows ``upper <``/``<=``, ``lower >``/``>=``,
-``estimate <``/``>`` and ``within``; a rule built in Python may also use the untested directions
-(``upper >``, ``lower <``), which imply no null hypothesis and have no p-value.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

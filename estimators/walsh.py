@@ -1,28 +1,6 @@
 """Order statistics and counts of the Walsh averages in O(n) memory, O(n log n) time.
 
-The ``M = n(n+1)/2`` Walsh averages of contrasts ``d`` are ``w_ij = (d_i + d_j) * 0.5`` for
-``i <= j`` (analysis-scale units, the units of ``d``). With ``s = sort(d)`` they form an implicit
-upper-triangular matrix ``w_ij = (s_i + s_j) * 0.5`` whose rows and columns are non-decreasing.
-That holds for the *computed* floating-point values, not only in exact arithmetic: IEEE
-round-to-nearest addition and halving are monotone, and ``a + b == b + a`` exactly, so every
-value used here is bit for bit one of the averages the materialising path computes.
-
-* Counting ``#{w <= t}`` (or ``< t``): in row ``i`` the columns with ``w_ij <= t`` form a prefix.
-  Its length is guessed by ``searchsorted(s, 2 t - s_i)``, then verified with the exact
-  comparison of the computed averages; rows whose guess is off (rounding, runs of ties) are
-  settled by a vectorised bisection. O(n log n) time, O(n) memory.
-* Selection of the k-th smallest (Floyd-Rivest style selection over the implicit sorted matrix,
-  in the spirit of Johnson & Mizoguchi 1978 and Monahan 1984, "Algorithm 616"): each row keeps a
-  window of candidate columns (values strictly between two pivots); a uniform sample of the
-  candidates gives two pivots that bracket the wanted rank with high probability; exact counts at
-  a pivot either return it (it is the answer: ``#{w < p} < k <= #{w <= p}``) or shrink the
-  windows by at least one element (the pivot itself), so the loop always terminates, and it
-  needs two or three rounds in practice. Once at most ``max(2^16, 8 n)`` candidates remain they
-  are materialised and ``np.partition`` finishes. The sampler's seed is fixed; the result is the
-  exact order statistic whatever the sample, only the running time depends on it.
-
-``DIRECT_MAX_N``: below it the averages are simply materialised (faster for small n); both
-paths return the same floats (tested against each other with ties and zeros).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """Hodges–Lehmann estimate with the Wilcoxon signed-rank interval: one construction.
 
-Test, interval, p-value and resolution bound all come from one statistic, the count of Walsh
-averages ``w_ij = (d_i + d_j) / 2`` (``i <= j``, ``M = n(n+1)/2`` of them) on each side of a null
-centre ``mu`` (Lehmann 1975, ch. 4; Tukey's identity):
-
-    T_gt(mu) = #{w > mu}        T_lt(mu) = #{w < mu}
-
-Without ties or zeros ``T_gt`` is the signed-rank statistic ``V`` (the sum of the ranks of the
-positive ``d - mu``). The reference distribution is the untied signed-rank distribution of ``V``
-(exact by dynamic programming for n <= 400, normal with continuity correction beyond):
-
-    p_greater(mu) = P(V >= T_gt(mu))    (H0: theta <= mu)
-    p_less(mu)    = P(V >= T_lt(mu))    (H0: theta >= mu; V is symmetric about M / 2)
-
-Both are monotone in ``mu``, so the set of non-rejected ``mu`` is an interval, and it is exactly
-``[w_(k), w_(M+1-k)]`` with ``k`` the largest integer such that ``P(V <= k - 1) <= alpha``
-(R's ``wilcox.test`` construction for untied data). Hence a rule's p-value clears alpha exactly
-when the interval excludes its threshold, and every end is an order statistic of Walsh averages,
-so it moves by at most the largest per-block measurement bound (the resolution bound).
-
-Ties and zeros. A Walsh average equal to ``mu`` is counted on neither side, so ties only lower
-the counts; adding an arbitrarily small symmetric jitter to the data would raise them to the
-continuous case. The test and the interval are therefore conservative with ties: for contrasts
-symmetric about their centre the coverage is at least ``attained_confidence`` (a warning says
-so). This replaces an earlier exact midrank inversion, whose accepted set was not an interval
-(its hull disagreed with its own p-values, and one tie could move an end by much more than the
-data moved).
-
-``attained_confidence = 1 - 2 P(V <= k - 1)``. If ``k = 0`` (``2^-n > alpha``: n too small for
-the level) the interval is unbounded. Estimate: the Hodges–Lehmann median of the Walsh averages,
-a pseudo-median (the centre of symmetry), which is not the mean for skewed contrasts.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

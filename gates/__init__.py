@@ -1,21 +1,12 @@
 """Matching runs to the plan, invalidators, verdicts and the decision: the evaluation artifact (``gates``).
 
-Public Python API (what a notebook calls; see ``docs/api.md``)::
-
-    ev = gates.evaluate(lock, "runs/")          # -> gates.Evaluation (nothing written unless out=...)
-    ev.decision; ev.to_frame()                  # one row per gate; a table in Jupyter once reports is imported
-    gates.write_evaluation("evaluation.json", ev)
-    ev = gates.read_evaluation("runs/evaluation.json")
-
-The package imports lazily (PEP 562): ``import gates`` loads nothing heavy until a name is used.
-The per-gate verdicts and the decision are computed in :mod:`gates.verdicts`.
+Public API (``evaluate``, ``read_evaluation``, ``write_evaluation``): ``docs/api.md``. Names load on first
+use (:mod:`estimators.lazy`); the verdicts and the decision are computed in :mod:`gates.verdicts`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from estimators.lazy import LazyExports
+from estimators.lazy import lazy_exports
 
 _LOCATIONS: dict[str, str] = {
     "Evaluation": "artifact",
@@ -28,16 +19,7 @@ _LOCATIONS: dict[str, str] = {
 }
 
 
-_exports = LazyExports(__name__, _LOCATIONS)
-
-
-def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
-    return _exports.load(name)
-
-
-def __dir__() -> list[str]:
-    return _exports.names()
+__getattr__, __dir__ = lazy_exports(__name__, _LOCATIONS)
 
 
 __all__ = sorted(_LOCATIONS)

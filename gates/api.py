@@ -1,29 +1,6 @@
 """Evaluating a frozen plan from Python: the library path of ``gates evaluate``.
 
-What a notebook calls (re-exported lazily by ``import gates``)::
-
-    ev = gates.evaluate("study.lock.json", "runs/")        # -> gates.artifact.Evaluation
-    ev.decision, ev.gates[0].verdict
-    ev.to_frame()                                           # one row per gate (pandas)
-    gates.write_evaluation("runs/evaluation.json", ev)      # or evaluate(..., out=...)
-
-Rules (the ``gates`` CLI only prints what these return):
-
-* the lock must verify (``prereg.load_lock``: ``IntegrityError``, exit 3); ``plan_version`` picks
-  an earlier version from its amendment chain (the artifact says it was superseded);
-* ``runs`` is the folder holding ``ledger.jsonl``; anything else is refused with what is expected;
-* a ledger whose hash chain does not verify refuses the evaluation (``LedgerTampered``, exit 3);
-  runs whose lock seal is not the lock's (``gates.seals``) refuse the decision;
-* a monitored plan (``monitoring:``): the runs folder's look ledger must verify with the ledger
-  (``LooksTampered``, exit 3), and every evaluation appends its look record there
-  (``collect.ledger.looks``; ``gates.looks``: a planned look's decision or an interim reading);
-* nothing else is written unless ``out`` is given; ``out`` is checked before anything is computed
-  (``prereg.fileio.check_output``: never a ledger, lock, plan, trace, link, device or anything in a
-  runs folder the toolkit did not write; a foreign file elsewhere only with ``force``), and an
-  existing evaluation is replaced only by an evaluation of the same study (the same lock lineage:
-  its genesis plan hash), so another study's lock never replaces a runs folder's evaluation.
-
-Imports no ``*.cli`` module and draws nothing.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
-"""The evaluation artifact (``evaluation.json``, schema ``gates/evaluation/v2``).
+"""The evaluation artifact (``evaluation.json``, schema ``gates/evaluation/v2``): its pydantic models document it.
 
-Format history:
-
-* ``gates/evaluation/v1``: the first format (p-values as ``p_raw`` / ``p_adjusted``, refusal
-  reasons as free strings mixing invalidator ids and sentences, ranking outcome ``adaptive``).
-* ``gates/evaluation/v2``: renamed keys (a gate's ``pvalue`` and ``pvalue_adjusted``, scipy's
-  names; a family gate's ``pvalue_adjusted``; the ranking outcome ``challenger``), typed refusals
-  (every ``refused_by`` and ``decision_refused_by`` entry an object ``{kind, id, reason}``,
-  :mod:`gates.refusal`), and ``ledger.chain`` always present. A v1 file is not read: reading
-  one raises a single :class:`EvaluationError` saying to re-run ``gates evaluate`` on its runs.
-  Also ``code_identity`` (:class:`CodeIdentity`): whether the matched runs were made by the same
-  code, the parts that differ with two example runs each, and the plan's declaration.
-  Also ``monitoring`` (:class:`gates.artifact_monitoring.MonitoringResult`), present only for
-  plans with ``monitoring:`` (absent, not null, otherwise): the look or interim reading evaluated.
-  Also ``failed_runs`` and ``descriptive_metrics`` (:mod:`gates.artifact_runs`): each failed run's
-  reason in words, and every metric per arm, descriptive (empty lists in an artifact written before).
-
-This module owns the format: the pydantic models below are its documentation, ``write_evaluation``
-writes it atomically and ``read_evaluation`` reads it back (for ``reports show``). Every number in
-the terminal and Markdown reports comes from this file.
-
-Non-finite numbers (an interval end at infinity when too few pairs exist for the level) are
-stored as the strings ``"Infinity"`` / ``"-Infinity"`` (JSON has no infinity) and read back as
-floats by :func:`as_float`. Recorded values in the per-block rows may also be ``"NaN"`` (a
-diverged run); computed results never are.
+``write_evaluation`` writes it atomically and ``read_evaluation`` reads it back; a ``gates/evaluation/v1``
+file is refused with one :class:`EvaluationError`. Non-finite numbers are stored as the strings
+``"Infinity"`` / ``"-Infinity"`` (recorded values in the per-block rows may also be ``"NaN"``) and read
+back by :func:`as_float`. The format's history: docs/integrity.md.
 """
 
 from __future__ import annotations
@@ -335,7 +315,7 @@ class Evaluation(_Model):
         "runs recorded no per-phase telemetry).",
     )
     comparator: ComparatorChoice | None = Field(
-        default=None, description="The fixed comparator chosen from calibration runs only (controller studies)."
+        default=None, description="The fixed comparator chosen from calibration runs only (plans with a comparator)."
     )
     families: list[FamilyResult] = Field(
         default_factory=list, description="Every gate judged on each held-out family alone (plans with family_factor)."
@@ -425,11 +405,11 @@ def write_encoded(path: str | os.PathLike[str], encoded: bytes) -> None:
 
 
 class EvaluationError(InputError, ValueError):
-    """A file that is not a readable ``gates/evaluation/v2`` artifact (a v1 file included: see the module doc)."""
+    """A file that is not a readable ``gates/evaluation/v2`` artifact (a v1 file included)."""
 
 
 def v1_message(path: str | os.PathLike[str]) -> str:
-    """The one message for a ``gates/evaluation/v1`` file (module doc: format history), worded as
+    """The one message for a ``gates/evaluation/v1`` file (its history: docs/integrity.md), worded as
     every retired format's (``prereg.errors.RetiredFormat``)."""
     return str(
         RetiredFormat(

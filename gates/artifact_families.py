@@ -1,10 +1,7 @@
-"""The controller-study parts of the evaluation artifact: the comparator, families and the ranking.
+"""The comparator, held-out families and ranking parts of the evaluation artifact.
 
-Owned with :mod:`gates.artifact` (which embeds these models in ``Evaluation``); nobody else
-parses them. Sampling intervals (``estimate`` / ``lower`` / ``upper`` at ``confidence``) and
-infrastructure uncertainty (``infrastructure``: where in its region each run's drawn
-infrastructure fell, and the contrast fitted at the two ends) are separate fields and are
-never merged into one number.
+Owned with :mod:`gates.artifact` (which embeds these models in ``Evaluation``); nobody else parses
+them. Sampling intervals and infrastructure uncertainty are separate fields, never merged into one number.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The evaluation artifact's ``monitoring`` section (part of ``gates/evaluation/v2``, owned by :mod:`gates.artifact`).
 
-Present only for plans with ``monitoring:`` (absent otherwise, so unmonitored artifacts are as
-before). It says which point of the frozen run order was evaluated, whether that point is a
-planned look (a *decision*, reached with the alpha spent there) or not (an *interim reading*:
-never a decision; the artifact's ``decision`` is then ``refused`` with a refusal of kind
-``interim``), what the plan says to do next (``action``), every gate's boundary at every look, and
-the looks recorded before this one in the runs folder's look ledger (``collect.ledger.looks``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

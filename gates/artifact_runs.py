@@ -1,14 +1,6 @@
 """Parts of the evaluation artifact (``gates.artifact``) that describe the runs rather than test them.
 
-* ``failed_runs`` (:class:`FailedRunEntry`): every failed run of a planned cell, with its reason in
-  words and the last lines of its program's stderr (``collect.ledger.failed_runs``); whether a
-  complete run of the same cell stands beside it (a retry: the failure then refuses nothing).
-* ``descriptive_metrics`` (:class:`DescriptiveMetric`): every declared metric per arm (n, mean,
-  median, sd, min, max over the matched complete runs; failed runs excluded), then the metrics
-  the runs wrote that the plan does not declare. Descriptive only: no test, no verdict, never
-  read by a gate.
-
-Both default to empty lists, so an artifact written before these fields existed still reads.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

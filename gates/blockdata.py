@@ -1,9 +1,6 @@
 """A gate's values, bounds and evidence read from the ledger's columns (``collect.ledger.columns``) by the blocks' rows.
 
-The same values, problems (in the same order) and classes as reading each block's records one by
-one: a block's ``rows`` name its records' indices in the columns, so a metric is turned into floats
-once per evaluation (``RunRecord.metric``: NaN and infinities restored, NaN where not recorded)
-and each gate gathers its blocks x arms matrix by index.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

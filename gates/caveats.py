@@ -1,9 +1,6 @@
 """Which of a gate's warnings are data-driven coverage caveats (standard library only: read by the look logic).
 
-``estimators.feasibility`` warns when the units' contrasts look skewed or look like rare events
-(ties with departures on the side that threatens the rule): what a small sample understates. A
-pass carrying either is named in the decision line, and at a look before the last it does not stop
-the study (``gates.looks``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

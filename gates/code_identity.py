@@ -1,29 +1,6 @@
 """Code identity: the runs of one study were made by the same code.
 
-Every collected record's ``code`` carries the toolkit version (``toolkit_version``) and the git
-commit and dirty flag of the repository ``collect run`` was started in (``git``); a ``command``
-record adds ``command``: its code files' hashes (``files_sha256``), the git identity of its
-workdir (``files_git``), the Python it ran under (``python.version``) and its packages' versions
-(``packages``). Over the matched runs (calibration included), each of these parts
-(``prereg.schema.CODE_PARTS``) is compared across every run that carries a code identity:
-
-* a part that differs between two runs refuses the decision (a :class:`~gates.refusal.Refusal` of
-  kind ``code_identity`` naming the part and two runs that differ), unless the plan declares up
-  front that it may differ (``code_identity: {may_differ: [...], reason: ...}``); then the decision
-  stands and every report says, in one sentence, that the code differed and why;
-* a part no run records (``files`` outside the ``command`` collector, ``git`` outside a
-  repository) is not compared; one that some runs record and others do not differs ("not
-  recorded" against a value);
-* runs carrying no code identity (imported rows, ``code: {imported: true}``; records written by
-  library callers without ``code``) are never compared: when every run is such, the status is
-  ``not_recorded`` (nothing to compare, nothing refused); when they are mixed with collected runs,
-  only the collected ones are compared and a note counts the others;
-* a dirty working tree (tracked files changed) means the commit does not pin the code: a note says
-  so (for ``command`` runs the file hashes do);
-* whose Python and packages a ``command`` run recorded (``code.command.source``,
-  ``collect.collectors.command.identity.program_identity``): a note says, in one sentence, whether
-  they are the program's (its interpreter asked, named) or the collector's and why (records that do
-  not say, ``source`` absent, give no note).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The fixed comparator of a controller study, chosen by the frozen rule from calibration runs only.
+"""The fixed comparator of a plan with ``comparator:``, chosen by its frozen rule from calibration runs only.
 
-:func:`choose_comparator` reads only the blocks of ``strata.calibration`` (held-out runs are
-never looked at: the choice is computed from a match restricted to calibration strata), refuses
-when a candidate's calibration run is missing, duplicated or failed, when a value is not finite,
-or when an invalidator fired on the calibration runs, and otherwise picks the best candidate by
-``statistic`` of ``metric`` (by the metric's ``better``), breaking ties by each ``tie_break``
-metric in turn, then by the order the candidates are listed. :func:`resolve_gates` puts the
-chosen arm into the gates' contrasts; gates naming the comparator are refused when none was chosen.
+:func:`choose_comparator` reads only the calibration strata's blocks and refuses on a missing,
+duplicated or failed candidate run, a non-finite value or a fired invalidator; :func:`resolve_gates`
+puts the chosen arm into the gates' contrasts; gates naming the comparator are refused when none was chosen.
 """
 
 from __future__ import annotations
@@ -58,7 +54,10 @@ def _fired(plan: Plan, cal: Match, audit: TraceAudit | None, full: list[Invalida
 def choose_comparator(
     plan: Plan, match: Match, audit: TraceAudit | None = None, full_checks: list[InvalidatorCheck] | None = None
 ) -> ComparatorChoice:
-    """The chosen comparator and how it was chosen (module doc); ``audit``: the traces re-hashed
+    """The chosen comparator and how it was chosen: the best candidate by ``statistic`` of ``metric`` (by
+    the metric's ``better``) on calibration runs, ties broken by each ``tie_break`` metric in turn, then
+    by the candidates' order; refused when a candidate's calibration run is missing, duplicated or
+    failed, a value is not finite, or an invalidator fired on calibration runs. ``audit``: the traces re-hashed
     (:func:`gates.traces.audit_traces`; None: not checked);
     ``full_checks`` are the invalidators on the whole match (for checks whose blocks lie elsewhere)."""
     rule = plan.comparator

@@ -1,21 +1,6 @@
 """Is an evaluation artifact consistent with itself? (``reports show`` refuses one that is not.)
 
-An ``evaluation.json`` is sealed when written (``gates.artifact.seal_status``); an edit that does
-not recompute the seal is caught by it. An edit that does (or an artifact from before seals) is
-still checked against the rules the artifact must obey:
-
-* the decision follows from the primary gates' verdicts and the reasons outside the gates
-  (refused if ``decision_refused_by`` names any, or a primary gate is refused or unresolvable,
-  else not supported if any failed, else supported);
-* a ``pass`` or ``vacuous`` verdict holds its rule on its own interval (or estimate);
-* a ``fail`` whose interval robustly holds the rule is only possible when the plan's multiplicity
-  rule demoted it (an adjusted p-value is recorded);
-* a gate blocked by a fired invalidator, or with reasons in ``refused_by``, is ``refused``;
-  a ``refused`` gate names its reasons;
-* interval ends are ordered (lower <= upper; a betting interval that rejects every mean says so in its
-  warnings, and its gate is refused) and the run accounting adds up.
-
-Comparisons allow a relative slack of 1e-9 (values pass through the log scale for ratios).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

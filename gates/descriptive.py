@@ -2,15 +2,7 @@
 
 Descriptive, never a test: nothing here feeds a gate, an invalidator or the decision.
 
-* :func:`failed_run_entries`: every failed record of a planned cell of the plan (under its hash,
-  inside the match: a monitored look's prefix only), in ledger order, with its reason in words and
-  the last lines of stderr its error quotes (:mod:`collect.ledger.failed_runs`).
-* :func:`descriptive_metrics`: each declared metric by name, per arm (by name) over the matched
-  complete runs (every planned cell's standing run, calibration and control strata included;
-  failed runs excluded): n, mean, median, sample sd, min, max, and how many values were not
-  finite or missing; then each metric the runs' programs wrote that the plan does not declare
-  (``code.undeclared_metrics``), by name (a run that did not write it counts as
-  missing; one whose value was not a finite number, as not finite).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Held-out families judged one by one, the hindsight yardstick, and the ranking under uncertainty.
 
-For a plan with ``strata.family_factor``:
-
-* each held-out family's blocks are matched, checked (invalidators and trace integrity on that
-  family's runs only) and every gate evaluated on them alone (``gates.verdicts``, multiplicity
-  within the family); a missing run, a duplicate or a fired invalidator refuses that family's
-  gates and nobody else's (the pooled gates, which use every held-out block, are refused too);
-* the *hindsight* yardstick: the best fixed candidate on the family's held-out runs by the
-  comparator's statistic -- reported, never a gate;
-* the *ranking* for each family x uncertainty region (the levels of ``strata.region_factors``):
-  the challenger against the chosen comparator on ``comparator.ranking.metric``, paired per
-  block. ``flip`` when the contrast fitted at the lowest and at the highest drawn value of a
-  region's parameter (:func:`estimators.trend_ends`) orders them in opposite directions, each
-  end's interval excluding the null; otherwise ``challenger`` / ``comparator`` when the cell's
-  paired interval excludes the null; otherwise ``abstain``, as also when evidence is missing.
-* the claim (:func:`combine_decisions`) needs the pooled gates and every family's gates.
+For a plan with ``strata.family_factor``: every gate on each held-out family alone (a refusal stays
+in its family, and refuses the pooled gates), the best fixed candidate in hindsight (reported, never a
+gate), the ranking per family x region (:mod:`gates.ranking`), and the claim
+(:func:`combine_decisions`) needing the pooled gates and every family.
 """
 
 from __future__ import annotations

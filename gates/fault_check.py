@@ -1,13 +1,6 @@
 """The ``faults_landed`` invalidator: every arm of a stratum met the same planned faults, and each landed.
 
-A run collected under ``experiment.failures`` records in ``code.faults`` its planned fault points
-(drawn from the stratum's seed) and, per fault, whether it landed (``collect.collectors.command.
-attempts.fault_record``). The check fires, naming the blocks, when the arms of a block planned
-different points, when a planned fault did not land (it fired after the program finished, or the
-program never started again), or when a run of a stratum that meets failures records none at all
-(collected without the plan's failures). Control strata (``when`` does not select them) plan none:
-they pass when every arm planned none. The detail says how many planned faults landed per arm. observed = the faults that did not land plus the blocks whose
-arms differ.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """An evaluation as a table: one row per gate, for notebooks (``Evaluation.to_frame``).
 
-Rules: the rows carry the artifact's numbers unchanged (stored infinities become ``float('inf')``);
-one column per quantity: ``pvalue`` is the rule's p-value, ``pvalue_adjusted`` the same after the plan's
-multiplicity rule (None without one), as in the artifact.
-pandas is imported only inside :func:`evaluation_frame`; without it a ``ToolkitError`` says how to
-install it. Nothing here renders or draws.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -7,10 +7,13 @@ until one is registered, ``Evaluation._repr_html_`` shows a short escaped text s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: renders an evaluation as an HTML fragment, every value escaped
-HtmlView = Callable[[Any], str]
+HtmlView = Callable[["Any"], str]
 
 _view: HtmlView | None = None
 

@@ -1,12 +1,6 @@
 """The ledger's hash chain as ``gates evaluate`` checks it: a broken chain refuses the decision.
 
-``collect.ledger.store.verify_chain`` does the re-hashing; this module turns its report into the
-refusal (``LedgerTampered``, exit 3 at the CLI) and into the words reviewers read; a monitored
-plan's look ledger (``collect.ledger.looks``) is checked the same way (``LooksTampered``), and
-refused when looks vanished: a look record that run records saw when they were appended, or that
-``RUNS/evaluation.json`` names as its look ledger head, no longer in it. A ledger
-written before the chain existed is evaluated, with a plain statement that edits to it cannot be
-detected; a chain that is present but does not verify is never evaluated.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

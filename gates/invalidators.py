@@ -1,20 +1,6 @@
 """Checking a plan's invalidators on the matched runs.
 
-Every kind is conservative: telemetry an invalidator needs but a run lacks fires it ("no
-telemetry for energy_counter in run r7"), never silently passes. All matched runs count,
-calibration strata included (the instruments must hold everywhere).
-
-* ``metric_bounds``: fires on a non-finite value or one outside [min, max]; observed = the worst.
-* ``counter_support``: fires when a run saw fewer than ``min_updates`` updates; observed = fewest.
-* ``sensor_update_period``: fires when a run's effective update period exceeds ``max_ms``.
-* ``logger_calibration``: fires when achieved / requested poll interval exceeds ``max_ratio``; the
-  achieved interval is the run's worst stretch (mean poll gap over about one second,
-  ``achieved_poll_worst_ms``) where its summary has one, so a logger that fell behind for a
-  stretch is not hidden by its median, else the recorded ``achieved_poll_ms``.
-* ``faults_landed``: fires unless every arm of each block met the same planned faults and each landed
-  (:mod:`gates.fault_check`).
-* ``controls_identical``: fires unless, in every control block (``where``), all arms' values of
-  the metric are exactly equal; observed = the largest difference. No control runs: fires.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

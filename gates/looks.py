@@ -1,27 +1,6 @@
 """Evaluating a monitored plan at a point of its frozen run order: a planned look or an interim reading.
 
-A plan with ``monitoring:`` runs its strata in the order frozen in the lock (``prereg.monitoring``).
-An evaluation locates its *point* on the ledger: the strata of that order up to the last one any
-run of this plan has reached (:func:`locate`). Only that prefix is evaluated: the strata after it
-are not yet collected, so their runs are not missing; inside it every planned run must be there,
-as without monitoring (a missing run refuses the gates that need it). So evaluating a monitored
-plan with fewer blocks than the plan differs from an unmonitored one in one way only: the strata
-the run order has not reached are left out instead of refusing.
-
-* When the prefix holds exactly a planned look's pairing blocks, the evaluation is that look's
-  *decision*: each primary gate's rule p-value must clear the nominal level the spending function
-  gives it there (``prereg.monitoring.look_levels``); multiplicity across gates is applied as
-  frozen, on those levels (Holm and Bonferroni compare adjusted p-values with the look's level).
-  Supported at a look before the last stops the study for success -- unless a primary gate warns of
-  skewed or rare-event contrasts (``estimators.feasibility``: what a small sample understates), when the
-  look is not supported and the plan continues; with ``futility: nonbinding``
-  a primary gate above its futility bound stops it for futility (not supported); otherwise it
-  continues to the next look; the last look is final.
-* Anywhere else -- between looks, or after a look stopped the study for success -- it is an
-  *interim reading*: the gates are computed against the next planned look's levels so the reading
-  can be shown, but the decision is ``refused`` (refusal kind ``interim``): never ``supported``.
-
-Sensitivity gates decide nothing and are read at their frozen confidence at every point.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Matching a run ledger to a frozen plan: every (stratum, arm, replicate) exactly once.
 
-Calibration strata (``strata.calibration``) are matched and checked by invalidators but give no
-pairs to the gates, so a missing calibration run refuses nothing (it is still listed).
-Control strata (``strata.controls``, and those a ``controls_identical`` invalidator selects) are
-matched and checked by invalidators but give no pairs to the gates unless ``strata.pair_controls``
-is true: a no-failure block's contrast is zero by construction and would narrow the interval.
-
-A *cell* is one planned run: a stratum (a combination of factor levels), an arm and a replicate.
-A *block* is a stratum and a replicate: the unit inside which arms are paired. Records that are
-complete, under the plan's hash, and name a planned cell fill it; everything else is accounted for
-by name: missing cells, failed runs, duplicates, unplanned runs and runs recorded under another
-plan hash. Problems touch the arms they name, and gates are refused for the arms they use.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Planning an energy gate's meter: the per-run bound its margin needs, and which logs reach it.
 
-For each tested gate on a signal-backed metric, before any data: the resolution check
-(``estimators.resolution``) moves the interval's end by ``k`` times the per-unit contrast bound
-(``k = estimators.end_shift_per_bound``: 1 + t_q / sqrt(n - 1) for t at the planned n), and a
-pair's contrast bound is ``sum |c_j| b_j`` over its runs' (on a ratio's log scale, each about the run's bound
-as a share of its energy). Taking "decidable" to mean that the meter may use at most half the
-distance between no effect and the threshold, a run's arm-dependent bound must stay below
-``distance / (2 * runs * k)``. Which logs reach that at the plan's run length comes from
-:func:`collect.telemetry.logs.meters.meter_bounds` (the analysis itself on synthetic logs).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

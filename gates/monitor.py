@@ -1,26 +1,6 @@
 """``collect run`` for a monitored plan: run the strata look by look, evaluate at each look, stop when the plan says.
 
-What ``collect run`` calls for a plan with ``monitoring:`` (it sits at the gates layer because it
-evaluates; the collection itself is ``collect.api.run_plan``)::
-
-    result = gates.monitor.run_monitored("study.lock.json", "runs/")   # -> MonitoredRun
-
-For each planned look in turn: the runs of the strata the frozen run order gives that look
-(``prereg.monitoring.look_prefix``) not yet complete are run (every arm and replicate of a stratum
-together), then the runs folder is evaluated (``gates.api.evaluate``: the look is recorded in the
-look ledger, ``RUNS/evaluation.json`` written). The study stops at the first look that is
-supported (success) or, with ``futility: nonbinding``, futile; the last look is final. A look at
-which runs failed stops collection too (the look is refused: missing runs), so a re-run can retry
-them.
-
-Resuming (a re-run, ``--resume``) continues from the last look: looks already recorded as
-decisions are not evaluated again unless their runs changed since (a failed run retried), a look
-whose runs completed before a crash is evaluated, and a study the look ledger shows stopped runs
-nothing more. ``kill -9`` at any moment leaves both ledgers consistent: each run record and each
-look record is one atomic, fsynced append (``collect.ledger.store``, ``collect.ledger.looks``),
-and a look is recorded only after its evaluation read the ledger it names. Each look's line (``say``)
-ends with the look ledger's head once it is recorded: publish the last one with the run ledger's
-head. A look ledger that lost looks the run records saw refuses the resume (``LooksTampered``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Per-phase counter support across the matched runs: which phases the meter resolves.
 
-From each run's telemetry summary (``TelemetrySummary.phases``: updates inside each phase's
-intervals, written by the collector from its kept trace). A phase that never occurred in a run
-(zero intervals) is counted apart: it has no energy to resolve. ``required`` comes from the plan's
-``counter_support`` invalidators that name the phase, so the report can say in words "checkpoint
-phases have enough counter updates; restore phases do not" (``reports.words.phase_support``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,60 +1,6 @@
 """Plausibility of a gate's values: the metric's declared range, and unit mix-ups a contrast would hide.
 
-Checked for every gate on the values of its contrast's arms in the blocks that give it pairs:
-
-* **range** (a refusal): a metric may declare ``range: [min, max]`` (its unit). Any finite value
-  outside it refuses the gate, naming up to three of them (``collect import`` already refuses such
-  rows; collected runs are recorded as measured and refused here).
-* **arm medians more than 50x apart** (a warning; ratio gates, and difference gates on a metric
-  whose unit is an amount -- energy, time, bytes, FLOP, tokens, power, steps; ``AMOUNT_UNITS``):
-  one arm's median over another's above ``MEDIAN_RATIO_LIMIT`` (or below its inverse) is what a
-  unit mix-up gives (one arm in kJ, the other in J: 1000x; minutes and seconds: 60x), not what a
-  policy change usually does.
-* **values that look like natural logs** (a warning; ratio and difference gates on an amount):
-  every value at least 1 and at most the largest log of its unit (:func:`log_ceiling`), the largest
-  at most ``LOG_SPREAD`` (1.5) times the smallest and at most ``ln(LOG_AMOUNT_FOLD)`` (6.9) above
-  it. Logs of such amounts (about 6.9 for 1000 J, 57.6 for 1e25 FLOP) look like that even when the
-  amounts vary 30-fold, and a ratio of logs understates the ratio of the amounts by a factor of
-  about the log itself (log(1050) / log(1000) = 1.007, where 1050 / 1000 = 1.05); a difference of
-  logs is a log-ratio read in the wrong unit. The largest log is ``GENERIC_LOG_MAX`` (60) for every
-  amount, and ``TIME_LOG_MAX`` (10) for a time: a time of ten or more of its unit (tens of seconds,
-  of milliseconds, of minutes) is read as a time, never as a log -- a log of 10 would be a time of
-  22026 of the unit (6.1 h in s), so logs of times beyond that are not recognised. Values spread
-  more than 6.9 apart would be logs of amounts more than 1000-fold apart, which one metric of one
-  study does not record. Genuine amounts in so narrow a band (6.9 J +- 5%, 5 s +- 5%) give the
-  same warning: it says what to check. Measured on simulated 10-block, 2-arm tables (5000 each, arm
-  a 5% above arm b, lognormal across blocks): logs of times near 150 s (sd 0.5) in ``s`` are
-  flagged 85%, near 1 h 100%, near a day 0% (past the time ceiling); logs of energies near 5000 J
-  and of FLOP near 1e22 (sd 0.5) 100%; genuine times near 12 s (sd 0.05), 30 s or 70 s (sd 0.1)
-  and energies near 70 J (sd 0.1) 0%; genuine times near 5 s and energies near 20 J (sd 0.05) 100%.
-* **ratio gates on values that look like natural logs, whatever the unit** (a warning): a ratio of
-  logs is never the ratio of the amounts, so a ratio gate on a metric whose unit names no amount
-  (``units``, ``score``, ``examples``) is checked too, on evidence from the values alone
-  (:func:`logged_evidence`): every value in [1, ``GENERIC_LOG_MAX``] (60: the natural log of
-  1.1e26, above the logs of any amount an ML-systems study records: 1e25 FLOP is 57.6, 1e7 J is
-  16.1, 1e12 tokens 27.6), the largest at most ``LOG_SPREAD`` times the smallest, and the values
-  at most ``ln(LOG_AMOUNT_FOLD)`` (6.9) apart, so that the amounts they would be logs of vary at
-  most 1000-fold over every block and arm, as one metric of one study does. Genuine values of a
-  generic unit in that band mostly fail the last test (percentages 60-90 would be logs of amounts
-  varying 1e13-fold); plain positive metrics outside [1, 60] (times of 100-200 s, token counts,
-  energies in J) or spread more than 1.5x never reach it. A metric declared on a log scale
-  (``LOG_UNITS``: nats, bits, dB) is exempt: its values are logs by declaration. Difference gates
-  of a unit that names no amount are not checked (a difference of logs is a log ratio, a usual
-  analysis). Measured on simulated 10-block, 2-arm tables (5000 each, arms 5% apart): logs of
-  energies near 5000 J, tokens near 1e9, FLOP near 1e22 or times near 150 s (lognormal across
-  blocks, sd 0.5) are flagged 100%, logs of times near 20 s with sd 0.5 only 18% (their logs,
-  1.6-4.4, spread more than 1.5x); times uniform in 100-200 s, energies near 5000 J, token counts
-  near 1e6 and accuracies of 80 +- 3 % 0%, times near 30 s with sd 0.1 3%. Genuine values packed
-  in a narrow band inside [1, 60] cannot be told from logs by their values: times of 10 s +- 5%,
-  a score of 27 +- 1.5 (95%) and losses near 2.3 under a generic unit are flagged; the warning says
-  what to check, and a loss declared in ``nats`` is exempt.
-
-Warnings do not change the verdict; they appear in the gate's notes in every report. A primary gate's
-likely unit mix-up is also put in the decision's reason (``decision_warning``), as are its skew or
-rare-event warning and a passing mean-targeting gate's "symmetry unchecked" note (fewer units than the
-skew check needs; ``estimators.feasibility``). "Likely transformed values" is not: it is read from the
-values alone, and genuine values in a narrow band give it too, so it stays with its gate; a declared
-``range`` turns a mix-up into a refusal.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
 """Sample size from a pilot: the library path of ``prereg power PLAN.yaml --pilot RUNS``.
 
-The pilot is a runs folder collected under its own plan (its runs are never reused for the claim).
-For each tested gate of the plan being designed, its contrast is formed from the pilot's complete
-runs: records are paired by (stratum, replicate), the gate's arms must all be there with a finite
-value of its metric (and > 0 for a ratio), and the pairs are averaged per stratum unless the plan's
-``analysis_unit`` is ``replicate``; that gives the pilot's **paired contrasts** (analysis scale:
-differences, or log ratios). Their SD (``ddof = 1``) is the SD of the paired differences.
-
-Per gate (:class:`GatePower`), at the gate's one-sided alpha (``(1 - confidence) / 2``, divided by
-the number of primary gates under Holm or Bonferroni: planning at the Bonferroni level, which Holm
-only improves), with the assumed effect ``delta`` (``assume``: reported scale; default no
-difference -- 0, or ratio 1 -- when that satisfies the rule, else the pilot's estimate when that
-does, else none and the gate is reported without power):
-
-* blocks needed for the target power at the pilot SD and at its upper 80% confidence limit, and
-  the power and the expected power (over the SD's uncertainty) at the plan's blocks -- exact t
-  power (:mod:`estimators.power`); for other methods the same t figures as a guide plus the
-  **simulated** power of the gate's own method at the plan's blocks, from the pilot contrasts
-  shifted to ``delta``;
-* the minimum detectable margin at the plan's blocks (t power at the pilot SD);
-* with ``monitoring:`` in the plan, the sequential design's power and expected blocks at ``delta``
-  with the per-look levels of :func:`estimators.look_levels.gate_levels` (simulated, seeded).
-
-Only the pilot strata that give the plan's gates pairs are used: a stratum the plan marks
-calibration, or a no-failure control it does not pair (``strata.controls``, ``controls_identical``'s
-``where``), would pull the contrasts toward zero and ask for blocks the gates never use; a note
-counts the strata left out. A gate the pilot cannot plan (its metric or arms absent from the pilot,
-fewer than :data:`MIN_PILOT_PAIRS` pairs) is listed in ``not_planned`` with why, and the others are
-planned.
-
-Errors (``InputError``, exit 2): no pilot folder or no ledger in it, a ledger with invalid lines,
-no tested gate that the pilot can plan (each one's reason named). Draws nothing;
-``reports.terminal.power`` prints the table.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

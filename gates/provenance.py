@@ -1,12 +1,6 @@
 """Where the plan and its inputs come from: predecessors, the YAML beside the lock, runs of other plans.
 
-* ``check_predecessors``: each earlier evaluation the plan names must still have the stated
-  SHA-256; a missing or mismatched one refuses the decision. Each predecessor's own recorded
-  conclusion (decision, claim, time) is read from it when it is an evaluation artifact.
-* ``check_plan_yaml``: the ``<stem>.yaml`` beside the lock is compared with the locked plan as
-  ``prereg verify`` does; the locked plan is what is evaluated, but a changed YAML is reported.
-* ``other_plan_note``: one sentence with the next step when runs were recorded under another
-  plan hash (typically the parent plan of a post-data amendment), instead of one line per run.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

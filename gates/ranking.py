@@ -1,23 +1,9 @@
 """One cell of the ranking under uncertainty: the challenger vs the comparator in a family x region.
 
-The order of the checks (see :mod:`gates.families` for the whole):
-
-1. ``abstain`` when no comparator was chosen, a run of the cell is missing, duplicated,
-   unplanned or under another plan, an invalidator fired on the family's runs, a value is not
-   finite (or not positive for a ratio), a pair's drawn infrastructure differs between its two
-   arms (not common random numbers), or the method cannot decide with the cell's units (pairs,
-   or strata with their replicates averaged, by ``strata.analysis_unit``);
-2. ``flip`` when, for some region factor, the contrast fitted at the lowest and at the highest
-   drawn value of its parameter (least squares on the log of a positive parameter; t interval of
-   the fitted mean, df = n - 2) has intervals that both exclude the null, on opposite sides;
-3. ``challenger`` (the challenger is better) or ``comparator`` when the cell's paired interval
-   (the ranking's method and confidence) excludes the null; when every unit gives the same
-   contrast the reason says the order rests on that one value (no sampling variability), and an
-   exact straight-line fit infers no flip;
-4. ``abstain`` otherwise: the paired interval cannot order them.
-
-The sampling interval (``estimate``/``lower``/``upper``) and the infrastructure spread (the drawn
-parameter values and the fitted ends) are reported side by side, never combined.
+Checks in order: ``abstain`` (missing evidence), ``flip`` (the ends' fitted contrasts exclude the null
+on opposite sides), ``challenger`` / ``comparator`` (the paired interval excludes the null), else
+``abstain``. The sampling interval and the infrastructure spread are reported apart, never combined
+(:func:`rank_cell`).
 """
 
 from __future__ import annotations
@@ -131,7 +117,20 @@ def rank_cell(
     missing: list[str],
     fired: list[str],
 ) -> RankingCell:
-    """The ranking of one family x region (module doc)."""
+    """The ranking of one family x region, by the first check that applies:
+
+    1. ``abstain`` when no comparator was chosen, a run of the cell is missing, duplicated, unplanned
+       or under another plan, an invalidator fired on the family's runs, a value is not finite (or not
+       positive for a ratio), a pair's drawn infrastructure differs between its two arms, or the method
+       cannot decide with the cell's units (``strata.analysis_unit``);
+    2. ``flip`` when, for some region factor, the contrast fitted at the lowest and at the highest drawn
+       value of its parameter (least squares, on the log of a positive parameter; t interval of the
+       fitted mean, df = n - 2) has intervals that both exclude the null, on opposite sides;
+    3. ``challenger`` or ``comparator`` when the cell's paired interval excludes the null (when every
+       unit gives the same contrast the reason says the order rests on that one value, and an exact
+       straight-line fit infers no flip);
+    4. ``abstain`` otherwise: the paired interval cannot order them.
+    """
     rule = plan.comparator
     assert rule is not None
     rr = rule.ranking

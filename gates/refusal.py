@@ -1,37 +1,6 @@
 """Why a gate, the comparator or the decision was refused: one typed reason per entry.
 
-Every ``refused_by`` list in the evaluation artifact (a gate's, a family gate's, the comparator
-choice's, and the decision's ``decision_refused_by``) holds :class:`Refusal` objects
-``{kind, id, reason}``. ``reason`` is the sentence reports print as it stands; ``kind`` says what
-refused, so no report has to guess; ``id`` names the invalidator for kind ``invalidator`` and is
-null for every other kind.
-
-The kinds (what the code produces; :data:`REFUSAL_KINDS` documents each):
-
-* ``invalidator``: a preregistered invalidator blocking the gate fired (``id``: its id; the
-  built-in ``trace_integrity`` check counts as one); for the comparator, one fired on the
-  calibration runs.
-* ``run``: the runs the gate needs are missing, duplicated, unplanned, or recorded under another
-  plan hash (``gates.matching``; the run accounting names every run).
-* ``data``: a recorded value is absent, not finite, not positive in a ratio contrast, or outside
-  the metric's declared range (``gates.plausibility``).
-* ``pairs``: too few complete units of analysis for a paired interval, or for the method to
-  decide at the gate's confidence (``estimators.insufficient_blocks``).
-* ``comparator``: the gate names the comparator and none could be chosen from the calibration
-  runs, or with the chosen arm its contrast compares nothing.
-* ``seal``: (decision) runs carry another lock seal than the lock's for their plan version, or
-  none, or an amendment not recorded as post-data came after runs of an earlier version
-  (``gates.seals``).
-* ``time_order``: (decision) runs started before the plan version they are judged under, and the
-  plan does not declare pre-existing data (``gates.timeorder``).
-* ``predecessor``: (decision) an earlier evaluation the plan builds on is missing or does not have
-  the SHA-256 the plan states (``gates.provenance``).
-* ``code_identity``: (decision) the runs' code identity (code files, git commit, Python, packages,
-  toolkit version) differs between runs in a part the plan does not declare may differ
-  (``gates.code_identity``).
-* ``interim``: (decision; monitored plans only) the evaluation is not at a planned look, or comes
-  after a look that stopped the study for success: an interim reading, never a decision
-  (``gates.looks``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The lock's seal in the runs: the records were recorded under this lock, as it stands.
 
-Every ledger record carries the seal (``prereg.lock_seal``) of the lock version it was collected
-or imported under: a hash over the freeze time and the amendment chain up to that version. A lock
-resealed after the runs were recorded -- ``frozen_at`` moved, an amendment entry rewritten, every
-hash recomputed -- verifies on its own, but no longer has the seal its runs carry. Each record
-under a plan version of this lock is checked here:
-
-* a record whose seal is not the lock's seal of its version refuses the decision (the lock was
-  resealed after it was recorded, or it was recorded under another freeze of the plan);
-* a record that carries no seal refuses it too (which freeze it followed cannot be shown);
-* an amendment that does not record itself as post-data, while this ledger holds runs of an
-  earlier version that started before it, refuses it (the amendment followed data, and its entry
-  says otherwise).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """Time order: the plan precedes the data.
 
-Every matched run's ``started_at`` (UTC ISO-8601, in the ledger) is compared with the time the
-plan it is judged under was fixed: ``frozen_at``, and every amendment's ``amended_at`` (a run
-judged under an amended plan must have started after that amendment too). A run that started
-earlier refuses the decision unless the plan declares ``data: {pre_existing: true, reason: ...}``;
-then the decision stands and every report calls it an analysis of pre-existing data. A run whose
-start is not recorded (``started_at`` absent, as in imported tables without that column) refuses
-nothing, but is counted and named: that it followed the plan cannot be shown.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Trace integrity as ``gates evaluate`` checks it: a changed trace refuses the gates whose numbers it sourced.
 
-Every trace a run wrote beside the ledger is hashed in its record (``collect.ledger.store``). The
-record chain proves the records; this check re-hashes the traces of the matched runs. What a
-changed (or missing) trace refuses depends on its *role* -- the numbers it is the source of --
-decided here, in :func:`trace_role`, by its name:
-
-* ``sensor``: a run's telemetry trace (``<run_id>.telemetry.*``, the raw sensor polls) and the
-  ``command`` program's phase marks (``<run_id>.run/marks.txt``, which split the energy into
-  phases): every gate on a sensor-sourced metric is refused (:func:`sensor_metrics`);
-* ``program``: the ``command`` program's metrics file (``<run_id>.run/metrics.json``): every gate
-  on a metric the program wrote is refused (:func:`program_metrics`: the plan's metrics that do
-  not come from the sensor);
-* ``None``: every other trace -- the program's ``stdout.txt``, ``stderr.txt``, ``run.json`` (the
-  toolkit's note of the run's inputs) and any other file it left, event timelines, NLL
-  trajectories -- sources no gate's number: a change there is reported (the check fires, naming
-  each file) but refuses nothing.
-
-Refused gates carry ``refused_by: trace_integrity``; a required one refuses the decision. The
-check appears among the invalidators as ``trace_integrity`` whenever the matched runs have traces.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -27,8 +10,8 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from collect.ledger.columns import Record
+from collect.ledger.trace_check import trace_problems
 from collect.telemetry.analysis.energy import ENERGY_METRICS
-from collect.traces.check import trace_problems
 from gates.invalidators import InvalidatorCheck
 from prereg.schema import Plan
 

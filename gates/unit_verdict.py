@@ -1,16 +1,6 @@
 """One gate's verdict from its units' contrasts alone: the rule decided, the coverage warnings, constant samples.
 
-:func:`judge_contrasts` is the part of a gate's evaluation that needs nothing but the contrasts and the
-gate's statistics (``gates.verdicts`` adds the runs, refusals and the measurement resolution around it;
-``benchmarks/bench_false_support.py`` calls it on simulated data sets, so the rates it prints are the
-product's). A sample whose units all show one contrast (``estimators`` ``is_constant``; never for
-``betting``, whose interval needs no spread) is
-
-* **vacuous** when the metric is declared ``deterministic`` (fixed by the design) and the rule holds on
-  that value (a miss is a fail): it could not have failed;
-* else, with a declared range (``bounds``), pass / fail on the widest mean n identical values cannot rule
-  out (``estimators.unseen``);
-* else **unresolvable**: n identical values cannot show what occurs in fewer than about 1 in n units.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,38 +1,6 @@
 """Evaluating a frozen plan on a ledger: each gate's interval and verdict, then the decision.
 
-Per gate (blocks = pairing strata x replicates, in plan order: not calibration, not controls
-unless ``strata.pair_controls``):
-
-1. the block contrasts are averaged into units of analysis: one per stratum (its replicates'
-   contrasts averaged, log scale for ratios) unless ``strata.analysis_unit: replicate``.
-2. **refused** when an invalidator blocking it fired, or the runs it needs are missing,
-   duplicated, unplanned, recorded under another plan hash, lack the metric, hold a non-finite
-   value, or (ratio contrasts) a value <= 0, or there are fewer units than the method needs to
-   decide (``estimators.insufficient_blocks``). Diagnostics (arm medians and, when the data
-   allow, the interval) are still computed and marked as such.
-3. ``estimators.decide_rule`` gives the interval, the rule's one-sided p-value and whether the
-   rule holds: for tested rules exactly when the p-value clears alpha = (1 - c) / 2.
-4. **unresolvable** when the metric is backed by a telemetry signal and the runs' measurement
-   ``bound`` s (metric units) could change the rule's outcome (``estimators.resolution_check``),
-   or when a run lacks the bound (the resolution cannot be shown). Checked before vacuous.
-5. **constant contrasts** (``estimators`` ``is_constant``: bitwise equal, or a standard deviation that
-   underflows to 0; never for ``betting``, whose interval needs no spread): **vacuous** when the metric is
-   declared ``deterministic`` (fixed by the design) and the rule holds on that single value (it could not
-   have failed; no p-value; a miss is a fail); else, with a declared ``range``, pass / fail on the widest
-   mean n identical values cannot rule out (``estimators.unseen``); else **unresolvable** (n identical
-   values cannot show what occurs in fewer than about 1 in n units).
-6. **pass** / **fail** otherwise; with ``multiplicity: holm|bonferroni`` a primary gate passes
-   only if its adjusted p-value also clears alpha. The family is every primary gate; primary gates
-   without a p-value (refused, vacuous) enter it with p = 1, which is conservative. Sensitivity
-   gates are never adjusted, and ``estimate`` rules (descriptive, allowed only on sensitivity
-   gates: refused at freeze on a primary one) never enter.
-
-Notes (:func:`plan_notes`) state what a verdict rests on: a descriptive rule, a confidence below
-0.80 with the plan's reason, a measured metric with no signal (no resolution check), and a
-mean-targeting method on fewer units than the skew check needs.
-
-The decision (over primary gates): ``refused`` if any is refused or unresolvable, else
-``supported`` if all pass (vacuous counts as passed, flagged), else ``not_supported``.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Re-verifying an evaluation artifact: evaluate again from the lock and the runs, and compare.
 
-An ``evaluation.json`` is sealed, but a seal is a hash anyone can recompute: a FAIL rewritten to
-PASS, or a claim rewritten, and the seal recomputed, is a consistent file. What it cannot fake is
-the evaluation itself: ``verify_evaluation`` evaluates the lock on the runs folder again (the
-plan version the artifact names) and compares what the artifact says -- study, title, claim,
-scope, plan hashes, the lock's seal, the decision and its reasons, every gate's verdict, estimate,
-interval, p-values and refusals, invalidators, family results and the run accounting -- with the
-re-evaluation. Fields that differ between two honest evaluations (when and by which toolkit it was
-made, paths as given, the YAML beside the lock, its own seal) are not compared. A monitored plan's
-artifact (``monitoring``) is re-evaluated as the look it records -- with the looks recorded before
-it, recording nothing -- and only while the run ledger is the one that look saw: re-evaluating a
-grown ledger would be a look nobody recorded, so that is reported as stale, with no numbers.
-
-A reviewer also holds the lock and runs to what the author published (``Published``: ``gates
-verify --published SEAL [--head HASH] [--looks-head HASH]``): a lock with no version (up to the
-artifact's) of that seal (``gates.seals.published_seal``, as ``gates evaluate --published``), a run
-ledger or look ledger whose head is not the published one is a failed verification, and nothing
-is re-evaluated. A monitored artifact's ``looks_head`` must be the hash of the look record it is.
-
-``find_lock`` looks for the lock of an artifact whose runs folder is known: the path it recorded,
-then ``*.lock.json`` in the runs folder and in the folder above it, taking the first that verifies
-and has the plan version the artifact was evaluated under. ``reports show`` and ``reports html``
-use both (:mod:`reports.data.reverify`).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

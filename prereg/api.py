@@ -1,24 +1,6 @@
 """The plan's Python API: freeze, verify, amend and load locks, with the integrity rules built in.
 
-What a notebook calls (re-exported lazily by ``import prereg``)::
-
-    lock = prereg.freeze("study.yaml")               # writes study.lock.json beside it
-    lock = prereg.load_lock("study.lock.json")       # a lock that verifies, or IntegrityError
-    report = prereg.verify("study.lock.json")        # a VerifyReport (never raises on a broken lock)
-    lock = prereg.amend("study.yaml", reason="...", runs="runs/")
-
-Rules (the ``prereg`` CLI only prints what these return; library callers get the same refusals):
-
-* freezing over an existing lock that locks a different plan is refused (``InputError``, exit 2):
-  a change is recorded with :func:`amend`, never by re-freezing; the same plan is a no-op, unless
-  that lock does not verify (``IntegrityError``, exit 3: it is never reported as "already frozen");
-* amending needs a reason, an existing lock that verifies (else ``IntegrityError``, exit 3) and a
-  plan that actually changed; naming a runs folder records whether data already existed
-  (``post_data``), and naming one that does not exist is refused;
-* :func:`load_lock` returns only a lock that verifies (``IntegrityError`` otherwise); a file that
-  is not a lock at all is ``prereg.lock.LockError`` (exit 2).
-
-Imports only :mod:`prereg` modules; never a ``*.cli`` module.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

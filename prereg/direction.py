@@ -1,16 +1,6 @@
 """Which way a gate's rule points, and how big its margin is, in words.
 
-A gate compares the contrast's *first arm(s)* (positive coefficients; the numerator of a ratio)
-with the others. Its rule passes either when the contrast is small (``upper <``, ``upper <=``,
-``estimate <``) or when it is large (``lower >``, ``lower >=``, ``estimate >``); ``within`` is
-two-sided. With the metric's ``better``, that says what a pass shows: for ``better: lower`` a rule
-that passes on a large contrast passes however much *worse* the first arm is. Such a rule is
-refused at validation (``direction_problem``) unless the gate declares
-``direction: first_arm_worse``. An interaction (two or more arms on each side, e.g.
-``(a - b) - (c - d)``) is a difference of differences: no arm is "better", so it is not checked.
-
-Ratio margins are also stated as percentage changes (``ratio_margin_words``), and margins far from
-1 (outside [0.5, 2]) are warned about (``plan_warnings``): ``upper < 5`` allows 400% higher.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

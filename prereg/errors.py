@@ -1,24 +1,13 @@
 """The toolkit's one exception base and its exit codes.
 
-Every error the toolkit raises on purpose derives from :class:`ToolkitError`, which carries the
-exit code a console script returns for it and, optionally, machine-readable ``details`` (a list of
-problems, say). Library callers catch ``ToolkitError`` (or a subclass); the console scripts map it
-to ``prog: message`` on stderr and its ``exit_code`` in one place (``prereg_toolkit_cli.kit.run_main``).
-
-Exit codes (documented in the README, used by every console script):
-
-* ``EXIT_OK`` (0): success (for ``gates evaluate``: the claim is supported).
-* ``EXIT_NOT_SUPPORTED`` (1): ``gates evaluate`` decided the claim is not supported.
-* ``EXIT_BAD_INPUT`` (2): bad input or usage -- :class:`InputError`.
-* ``EXIT_INTEGRITY`` (3): an integrity failure or a refused decision -- :class:`IntegrityError`.
-* ``EXIT_INTERNAL`` (4): a bug in the toolkit (anything that is not a ``ToolkitError``).
-
-Import-light on purpose (no third-party imports): every package may import it.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_OK = 0
 EXIT_NOT_SUPPORTED = 1

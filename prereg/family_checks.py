@@ -1,10 +1,6 @@
 """Cross-reference checks of held-out families, uncertainty regions and the comparator rule.
 
-A plan with ``strata.family_factor`` promises, before any data, that every stratum is either
-calibration or held out, that no family is both (held-out families are never seen by the
-comparator's choice), and that each family alone gives its gates enough units to decide. A plan
-with ``comparator`` names real arms and metrics, a placeholder that is not an arm, and has
-calibration strata to choose from. Problems are ``(path, message)`` as in :mod:`prereg.checks`.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """Durable, atomic file writes shared by every writer in the toolkit, and the one rule for outputs.
 
-``atomic_write(path, data)`` writes to a temporary file beside ``path`` (created exclusively, never
-through a link), fsyncs it, optionally makes it read-only, renames it over ``path`` and fsyncs the
-folder, so a reader sees either the old file or the whole new one, never a half-written file. It is
-the primitive of the toolkit's own files (traces, checkpoints) in folders it manages. The ledger is
-append-only and has its own writer (``collect.ledger.store``).
-
-Every file a *command* writes where its user asks (``-o``, ``--out``, ``--markdown``, a lock, a
-report, a figure) goes through the output rule instead: :func:`check_output` before anything is
-computed, then :func:`write_output` (or :func:`write_text_atomically`), which creates a new file
-with ``link(2)`` (fails if anything appeared at the name: no overwrite, no following of links) and
-replaces an existing one only if it is still the very file the check approved (same device and
-inode, still a regular file) just before the rename. What the rule refuses is in
-:func:`check_output`; docs/integrity.md ("Outputs overwrite nothing") has the table per command.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -75,7 +62,7 @@ def fsync_dir(folder: str | os.PathLike[str]) -> None:
 
 
 def _temp_name(name: str) -> str:
-    return f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    return f".{name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes, read_only: bool = False) -> None:

@@ -1,21 +1,6 @@
 """The one JSON codec of the project's file formats (plan hash, lock, ledger, traces, evaluation).
 
-* **Canonical form** (what hashes are computed over): sorted keys, no whitespace, UTF-8 (no ASCII
-  escapes), finite numbers only -- :func:`canonical_bytes`, :func:`canonical_text`.
-* **Readable form** (files people open): sorted keys, two-space indent -- :func:`readable_bytes`;
-  :func:`readable_json` (the evaluation artifact, terminal output) stays fast for large lists.
-* **Non-finite numbers**: JSON has none; a NaN or infinity is stored as the string ``"NaN"``,
-  ``"Infinity"`` or ``"-Infinity"`` (:func:`encode_float`, :func:`decode_float`).
-* **Reading** (:func:`loads`): a key written twice (``DuplicateKey``), a bare ``NaN``/``Infinity``
-  literal (``NonFiniteLiteral``, unless ``allow_nonfinite``), an input over ``limit_bytes``
-  (``JSONTooLarge``), nesting too deep (``NestedTooDeep``), an integer literal longer than Python
-  reads (4300 digits) or text that is not UTF-8 JSON (``NotJSON``) are each a ``JSONFormatError``
-  (a ``ValueError``), never a silent value.
-* **Numbers past a double** (inputs made by other tools: a program's metrics, an imported table):
-  ``loads(..., mark_overflow=True)`` reads a float literal beyond about 1.8e308 (``1e400``) as an
-  :class:`OverflowedLiteral` (infinity that keeps its text) instead of a bare infinity, and
-  :func:`oversized_number` says, in words naming the value's size, why an integer (JSON reads
-  ``10**400`` exactly) or such a literal is no finite double; the readers refuse it by name.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

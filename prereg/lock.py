@@ -1,35 +1,6 @@
 """The lock file format (``prereg/lock/v1``): a frozen plan, its hashes and its amendment chain.
 
-This module owns ``*.lock.json``; nothing else parses it. A lock is a JSON object::
-
-    format           "prereg/lock/v1"
-    plan             the canonical plan (see prereg.plan)            -- the current version
-    plan_sha256      SHA-256 of the canonical plan's canonical bytes
-    yaml_sha256      SHA-256 of the raw YAML bytes it came from
-    yaml_file        the YAML's file name (informative)
-    frozen_at        UTC ISO-8601 time of the first freeze
-    toolkit_version  the toolkit that froze it
-    environment      python, platform, git {commit, dirty} of the YAML's repository (or null)
-    run_order        monitored plans only: every stratum in the order it is run (``prereg.monitoring``),
-                     frozen with the plan; checked against the plan whenever the lock is verified
-    amendments       the chain, oldest first; each entry:
-        version, parent_plan_sha256, parent_yaml_sha256, parent_plan (the whole parent plan, so
-        the chain can be re-hashed end to end), plan_sha256, yaml_sha256, reason, amended_at,
-        post_data (a ledger existed in the runs folder named), runs_checked, runs
-        ({dir, ledger_sha256, ledger_lines} or null), changed (field paths that differ),
-        toolkit_version, environment, parent_entry_sha256 (the previous entry's hash, or null)
-        and entry_sha256 (SHA-256 of the entry's canonical bytes without this field)
-
-    lock_sha256      SHA-256 of the canonical bytes of everything above (set by ``write_lock``)
-
-Locks are written atomically (temporary file, fsync, rename, fsync of the folder) and made
-read-only. ``verify_lock`` re-hashes everything; nothing here trusts a stored hash.
-
-What this protects against: any edit made without re-running the toolkit (a changed margin, a
-dropped amendment, a rewritten reason) fails verification. A lock is a self-contained file, so
-someone who recomputes every hash can forge a consistent one; the defences are the *seal*
-(``prereg.lock_seal``: freeze time and amendment chain, carried by every ledger record and printed
-by ``prereg freeze`` to publish) and the *genesis* hash (the plan as first frozen).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The lock's seal: one SHA-256 per plan version over the freeze and the amendment chain (part of ``prereg.lock``).
 
-``lock_seal(lock, version)`` is the SHA-256 of the canonical bytes of::
-
-    {"seal": "prereg/seal/v1",
-     "genesis": {format, plan_sha256, yaml_sha256 (both as first frozen), frozen_at,
-                 toolkit_version, environment},
-     "amendments": [the amendment entries that made versions 2 .. version, whole, oldest first]}
-
-So it covers the freeze time and every amendment up to that version (its time, reason, whether
-data existed, the parent plan), but nothing of later amendments. Every ledger record carries the
-seal of the version it was collected or imported under (the ledger record's ``lock_seal``): a
-lock whose freeze time or amendment entries are rewritten -- even with every hash recomputed --
-has other seals, and no longer matches the runs recorded under it. The seal printed by
-``prereg freeze`` (and ``prereg amend``) is what to publish: a published seal pins the freeze in
-time, which a timestamp inside the lock cannot (it is only the clock of the machine that froze it).
-
-Reads a lock as ``prereg.lock.read_lock`` returns it; meaningful for a lock that verifies.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Plan checks of what a gate's method may rest on: a bounded method's range, a small first look.
 
-* ``method: betting`` is valid for any distribution inside a known range, so it needs the metric's
-  ``range`` (positive for a ratio contrast, whose log ratios it bounds); it has no measurement
-  resolution bound, so it cannot judge a metric backed by a telemetry signal; a comparator's ranking
-  has no metric range to use and may not name it.
-* A monitored plan whose first look has fewer units than the skew check needs
-  (``estimators.feasibility.SKEW_CHECK_MIN_N``) is refused for a primary gate with a mean-targeting
-  method (t, signflip, bootstrap, bca) unless ``monitoring.first_look_reason`` says why: a small first
-  look is where skewed and rare-event contrasts pass most often (docs/estimators.md). With a metric
-  ``range`` the message offers ``betting``, which is anytime-valid and needs no symmetry.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Interim looks of a monitored plan: the frozen run order, each look's strata, the freeze-time checks.
 
-A plan with ``monitoring:`` (:mod:`prereg.schema_monitoring`) is run stratum by stratum in an
-order fixed before any data (:func:`run_order`): the calibration and control strata first, in the
-order they are written (they give no pairs, and the invalidators that read them are then ready at
-the first look), then the pairing strata sorted by the SHA-256 of ``{"seed": monitoring.seed,
-"stratum": ...}`` (a seeded random order that needs no random-number library, the same on every
-machine and version). Every arm and replicate of a stratum runs together. The order is stored in
-the lock at freeze (``run_order``) and checked against this function whenever the lock is read.
-
-Look ``k`` is the shortest prefix of that order holding ``looks[k]`` pairing blocks
-(:func:`look_prefix`). The freeze-time checks (:func:`monitoring_problems`) refuse a plan whose
-last look is not its full number of blocks, whose looks do not fall on whole strata, that declares
-what monitoring does not support here (held-out families, a comparator chosen on calibration
-strata, held-out strata), or in which a primary gate's method could never pass at a look with the
-alpha spent there (the minimum-n check of :func:`prereg.family_checks.power_problem` at the look's
-nominal level, multiplicity included). Problems are ``(path, message)`` as in :mod:`prereg.checks`.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -2,15 +2,7 @@
 
 This module owns the plan format; nothing else parses plan YAML.
 
-* ``load_plan(path)`` -> ``LoadedPlan`` (the model, its canonical form and both hashes), or
-  ``PlanError`` listing every problem with its file, line:column and field path.
-* ``canonical_plan(plan)`` is the plan as plain JSON data with every default filled and optional
-  fields left out when unset; ``canonical_bytes`` serialises it with sorted keys and no
-  whitespace, and ``sha256_hex(canonical_bytes(...))`` is the plan hash. Contrasts and rules are
-  re-spelled canonically (``adaptive-fixed`` and ``adaptive - fixed`` hash the same), numbers are
-  normalised by type (a float field holds ``0.9`` whether written ``0.90`` or ``9e-1``; free-form
-  values keep their YAML type, so ``1`` and ``1.0`` in arm settings differ), and comments, key order
-  and layout do not matter.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

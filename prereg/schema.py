@@ -85,7 +85,7 @@ class Experiment(StrictModel):
         ),
     ] = Field(
         description="The collector: a name registered in the entry-point group 'prereg_toolkit.collectors' "
-        "(built in: 'sim.churn', 'sim.multisite', 'sim.controller', 'torch.multisite', 'torch.controller') "
+        "(built in: 'command'; installed plugins add their own) "
         "or a class named directly as 'package.module:Class' (docs/extending.md)."
     )
     params: dict[Identifier, JsonValue] = Field(
@@ -346,7 +346,7 @@ class ComparatorRule(StrictModel):
 
     name: Identifier = Field(default="comparator", description="The placeholder gate contrasts use for the chosen arm.")
     candidates: Annotated[list[Identifier], Field(min_length=2)] = Field(description="The fixed arms it chooses from.")
-    challenger: Identifier = Field(description="The arm judged against the comparator (e.g. the adaptive controller).")
+    challenger: Identifier = Field(description="The arm judged against the comparator (e.g. an adaptive policy).")
     metric: Identifier = Field(description="The selection metric, e.g. 'time_to_target'.")
     statistic: Literal["median", "mean"] = Field(
         default="median", description="Per candidate, over its calibration runs."
@@ -427,8 +427,7 @@ class Plan(StrictModel):
     decision: Decision
     scope: Text | None = Field(default=None, description="What the evidence will not cover, shown to reviewers.")
     comparator: ComparatorRule | None = Field(
-        default=None,
-        description="A fixed comparator chosen from the calibration strata by a frozen rule (controller studies).",
+        default=None, description="A fixed comparator chosen from the calibration strata by a frozen rule."
     )
     predecessors: list[Predecessor] = Field(default_factory=list)
     data: DataDeclaration | None = Field(

@@ -1,17 +1,6 @@
 """The plan's failures (``experiment.failures``): faults the collector puts into every run.
 
-A schedule of fault points in one unit -- ``step`` (the program's own progress, reported through
-:mod:`collect.marks`) or ``s`` (wall seconds from the run's first start) -- given as fixed points
-(``at``), as fractions of a ``horizon`` (``fractions``), or drawn as a Poisson process at
-``poisson_rate`` faults per unit over ``(0, horizon)``. The draw comes from the stratum's seed
-(``collect.engine.failures``): every arm of a stratum meets the same faults (common random numbers).
-Strata ``when`` does not select are controls: no fault. A number may instead be ``"{factor}"``,
-the stratum's level of a numeric factor (a rate or fault step that varies by stratum).
-
-Each fault is an ``action``: ``kill_tree`` (SIGKILL of the program's whole process tree) or
-``kill_rank`` (SIGKILL of the one process of it whose environment has ``RANK=<rank>``, e.g. one
-rank of a ``torchrun`` job); then the same command starts again with ``PREREG_RESTART=<k>`` so the
-program resumes from its own checkpoint. At most ``max_restarts`` faults are planned per run.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The plan's ``monitoring:`` section: preregistered interim looks (part of the ``prereg/v1`` schema).
 
-::
-
-    monitoring:
-      looks: [6, 12, 18]          # complete pairing blocks per gate at each look; the last is the full plan
-      spending: obrien_fleming    # or pocock, or power:RHO (Kim-DeMets alpha * t^RHO)
-      futility: none              # or nonbinding
-      seed: 0                     # seeds the frozen order in which the strata are run
-
-Only the shape is checked here (looks positive and strictly increasing, a known spending
-function, spelled canonically: ``power:2.0`` and ``power:2`` hash the same). What needs the whole
-plan -- the last look equal to the plan's pairing blocks, a look at which a gate could never pass
-at its spent alpha, the plans monitoring does not support -- is checked in
-:mod:`prereg.monitoring`.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

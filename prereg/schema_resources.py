@@ -1,26 +1,6 @@
 """What each run needs to be placed: ``experiment.resources`` of a ``prereg/v1`` plan.
 
-.. code-block:: yaml
-
-    experiment:
-      collector: torch.multisite
-      resources:
-        num_cpus: 1             # CPUs each run holds (default 1)
-        num_gpus: 0             # GPUs each run holds (default 0; fractions share a GPU)
-        custom: {site_a: 1}     # a Ray custom resource each run holds (a node label, a licence...)
-        overrides:              # later entries win; each sets only what it names
-          - when: {device: cuda}      # a stratum factor's level ...
-            num_gpus: 1
-          - when: {arm: large}        # ... or an arm (the key 'arm'), or both
-            num_cpus: 4
-
-A run's demand is the top-level values, then every override whose ``when`` matches its cell (each
-key a stratum factor, or ``arm``; every pair must match), in the order written. The executor places
-runs by it: Ray schedules each run on a node with the demand free; a plan asking for more than any
-node of the cluster has is refused before a run starts, naming what is missing. The local executor
-checks ``num_cpus`` and ``num_gpus`` against this machine (custom resources are Ray's node labels:
-not checked there). The demand never enters a run's parameters, seed or record: where a run
-executes never changes what it records. Optional: a plan without it asks for one CPU per run.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Strict, position-tracking YAML loading for plans.
 
-PyYAML's ``safe_load`` still accepts several things a preregistration must not contain, so this
-loader is stricter:
-
-* **Aliases and anchors** are refused (a plan has no use for them and they enable expansion bombs).
-* **Explicit tags** (``!!python/object``, ``!!str``, ``!custom``) are refused.
-* **Duplicate keys** in a mapping are refused (PyYAML silently keeps the last one).
-* **Scalars resolve by the YAML 1.2 core schema**, not YAML 1.1: ``yes``/``no``/``on``/``off``
-  stay strings, ``1e-3`` is a float, ``1:20`` is not sexagesimal 80, ``0777`` is not octal.
-* **Non-finite numbers** (``.inf``, ``.nan``) are refused everywhere.
-* Size (``MAX_BYTES``) and nesting depth (``MAX_DEPTH``) are bounded.
-
-Every value's position is kept: ``load_yaml`` returns the data and a map from field path
-(``("gates", 1, "pass_if")``) to ``(line, column)``, both 1-based, so errors can name the line.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 Subcommands: ``run`` (execute a frozen plan), ``plan`` (list its planned runs, ids and seeds, for
 work done elsewhere), ``import`` (runs made elsewhere), ``telemetry`` (a power log another tool
-wrote, as a trace), ``probe`` (what a telemetry sensor can resolve), ``churn`` (the churn law: the checkpoint-interval table, a scan over
-worker counts, the admission of heterogeneous worker pools; docs/churn-law.md).
-Argparse + one call of :mod:`collect.api` (or the churn / probe modules) + printing; every error
+wrote, as a trace), ``probe`` (what a telemetry sensor can resolve).
+Argparse + one call of :mod:`collect.api` (or the probe module) + printing; every error
 is a ``prereg.errors.ToolkitError`` mapped once by ``run_main``.
 Exit codes: 0 ok, 1 some runs failed (recorded as failed in the ledger) or the Ray control plane was lost
 mid-sweep (the finished runs kept), 2 bad input or usage,
@@ -17,15 +16,17 @@ import argparse
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from collect.engine.ray_warm import start_early
-from collect.importing.outputs import check_trace_outputs, write_plan_listing
-from collect.ledger.failed_runs import FailedRun, failed_run_lines, failed_runs, undeclared_metrics, undeclared_words
 from prereg_toolkit_cli.collect_try import add_try_parser
 from prereg_toolkit_cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
+
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from collect.ledger.failed_runs import FailedRun
 
 EXIT_RUNS_FAILED = 1  # collect run: some runs raised and were recorded as failed
 EXIT_INTERRUPTED = 130  # collect run: Ctrl-C (128 + SIGINT); the ledger keeps every finished run
@@ -98,6 +99,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """List every planned run on stdout (``collect.api.plan_listing``) or into ``-o FILE``
     (``collect.importing.outputs.write_plan_listing``: the output rule checked before the lock is read)."""
     from collect.api import plan_listing  # lazy: pydantic
+    from collect.importing.outputs import write_plan_listing  # lazy: startup
 
     if args.output:
         write_plan_listing(args.lock, args.output, args.format, args.force)
@@ -113,11 +115,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     Says what it is doing from the start (on stderr, unless ``--json``); on Ctrl-C it says how many
     runs the ledger kept and the command that finishes the rest, and exits 130.
     """
-    if args.executor == "ray":  # first: a cluster's workers start while the toolkit loads and the lock is verified
-        start_early(args.address)
     from collect.api import run_plan  # lazy: pydantic
-    from collect.engine.ray_executor import LeftoverWorkersWarning  # lazy: pydantic
-    from collect.engine.ray_instance import RayStartCostWarning  # lazy: pydantic
+    from collect.engine.ray_executor import RayStartCostWarning  # lazy: pydantic
 
     runs = Path(args.out)
     talk = not args.json
@@ -132,11 +131,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress, finish = _progress(sys.stderr.isatty() and talk, talk, args.jobs, args.executor)
     try:
         with warnings.catch_warnings(record=True) as caught:
-            notes = (RayStartCostWarning, LeftoverWorkersWarning)
-            for note in notes:
-                warnings.simplefilter("always", note)
+            notes = (RayStartCostWarning,)
+            warnings.simplefilter("always", RayStartCostWarning)
             summary = run_plan(args.lock, runs, args.jobs, args.executor, progress, address=args.address)
-        for warning in caught:  # the engine's notes (Ray's start cost, workers a killed driver left)
+        for warning in caught:  # the engine's note on Ray's start cost
             if issubclass(warning.category, notes):
                 _say(textwrap.fill(f"collect run: warning: {warning.message}", 100), file=sys.stderr)
             else:
@@ -181,6 +179,7 @@ def _sweep(runs: Path, appended: int) -> tuple[str | None, list[FailedRun], dict
     the ledger's head, the failed runs in words, run id -> the undeclared metrics it kept
     (``collect.ledger.failed_runs``), and the warnings naming them."""
     from collect.api import read_ledger  # lazy: pydantic
+    from collect.ledger.failed_runs import failed_runs, undeclared_metrics, undeclared_words  # lazy: startup
     from collect.ledger.store import verify_chain  # lazy: pydantic
 
     if not (runs / "ledger.jsonl").exists():
@@ -194,6 +193,8 @@ def _sweep(runs: Path, appended: int) -> tuple[str | None, list[FailedRun], dict
 def _say_sweep(failed: list[FailedRun], undeclared: list[str], as_json: bool) -> None:
     """After the summary: each failed run (why, its stderr's last lines; not with --json, which lists
     them), then on stderr each undeclared-metrics warning."""
+    from collect.ledger.failed_runs import failed_run_lines  # lazy: startup
+
     if failed and not as_json:
         _say(
             f"failed run{'s' if len(failed) != 1 else ''} (the ledger keeps each whole error; a re-run with "
@@ -327,80 +328,6 @@ def _progress(on_tty: bool, talk: bool, jobs: int, executor: str) -> tuple[Any, 
     return (update if talk else None), finish
 
 
-def _churn_mode(args: argparse.Namespace) -> str:
-    """``pools``, ``scan`` or ``table``, refusing options that do not belong together (``UserError``)."""
-    mc = [
-        f
-        for f, v in (("--workers", args.workers), ("--segments", args.segments), ("--seed", args.seed))
-        if v is not None
-    ]
-    if args.pool:
-        given = [f for f, v in (("--mtbf-s", args.mtbf_s), ("--scan-workers", args.scan_workers)) if v is not None]
-        if given + mc:
-            raise UserError(f"--pool gives each pool's workers and rate; it does not take {', '.join(given + mc)}")
-        return "pools"
-    if args.mtbf_s is None:
-        raise UserError("give --mtbf-s (one kind of worker) or --pool COUNT:RATE (heterogeneous pools)")
-    if args.scan_workers is not None:
-        if mc:
-            raise UserError(f"--scan-workers is closed forms only; it does not take {', '.join(mc)}")
-        return "scan"
-    return "table"
-
-
-def _worker_counts(text: str) -> list[int]:
-    try:
-        counts = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise UserError(f"--scan-workers {text!r} must be whole numbers separated by commas, e.g. 1,10,100") from None
-    return counts
-
-
-def cmd_churn(args: argparse.Namespace) -> int:
-    """The churn law: the interval table (closed forms and Monte Carlo), a scan over worker counts,
-    or the admission of heterogeneous pools (``collect.collectors.sim.churn`` / ``collect.collectors.sim.churn_scaling``)."""
-    from collect.collectors.sim.churn import churn_table, render_churn_table  # lazy: scipy
-    from collect.collectors.sim.churn_scaling import (  # lazy: scipy
-        admission,
-        parse_pool,
-        render_admission,
-        render_worker_scan,
-        worker_scan,
-    )
-
-    mode = _churn_mode(args)
-    for name in ("mtbf_s", "checkpoint_s"):
-        value = getattr(args, name)
-        if value is not None and not value > 0:
-            raise UserError(f"--{name.replace('_', '-')} must be > 0")
-    workers = 1 if args.workers is None else args.workers
-    segments = 20_000 if args.segments is None else args.segments
-    if args.restart_s < 0 or workers < 1 or segments < 100:
-        raise UserError("--restart-s must be >= 0, --workers >= 1 and --segments >= 100")
-    text: Callable[[dict[str, Any]], str]
-    try:
-        if mode == "pools":
-            table = admission([parse_pool(spec) for spec in args.pool], args.checkpoint_s, args.restart_s)
-            text = render_admission
-        elif mode == "scan":
-            table = worker_scan(args.mtbf_s, args.checkpoint_s, args.restart_s, _worker_counts(args.scan_workers))
-            text = render_worker_scan
-        else:
-            table = churn_table(
-                args.mtbf_s, args.checkpoint_s, args.restart_s, workers, segments, 0 if args.seed is None else args.seed
-            )
-            text = render_churn_table
-    except ValueError as err:
-        raise UserError(str(err)) from None
-    except (ArithmeticError, MemoryError) as err:  # a last guard: numbers past what can be computed
-        raise UserError(f"these numbers are too extreme to compute ({type(err).__name__})") from None
-    if args.json:
-        emit_json(table)
-    else:
-        print(text(table))
-    return EXIT_OK
-
-
 def cmd_probe(args: argparse.Namespace) -> int:
     """Poll a sensor and say, per signal, what it can resolve."""
     from collect.telemetry.recording.probe import (  # lazy: numpy
@@ -465,6 +392,7 @@ def _gap_note(trace: Any) -> str | None:
 
 def cmd_telemetry(args: argparse.Namespace) -> int:
     """Convert a power log another tool wrote into a telemetry trace (``collect.telemetry.logs``)."""
+    from collect.importing.outputs import check_trace_outputs  # lazy: startup
     from collect.telemetry.logs.formats import convert_to_trace, default_trace_base  # lazy: numpy
     from collect.telemetry.recording.probe import probe_trace, recorded_sentence, recorded_summaries  # lazy: numpy
 
@@ -666,41 +594,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     _add_log_options(p)
     p.set_defaults(handler=cmd_telemetry)
-    p = sub.add_parser(
-        "churn",
-        help="checkpoint intervals under Poisson preemption: exact, Young, Daly, MC",
-        description="The churn law (modeled). With --mtbf-s: the interval table for one job "
-        "(closed forms and Monte Carlo), or with --scan-workers a closed-form scan over worker "
-        "counts. With --pool (repeatable): which workers of heterogeneous pools to admit to one "
-        "synchronous job. Examples and their output: docs/churn-law.md.",
-    )
-    p.add_argument("--mtbf-s", dest="mtbf_s", type=float, help="mean time between failures per worker, s")
-    p.add_argument("--checkpoint-s", dest="checkpoint_s", type=float, required=True, help="checkpoint cost C, s")
-    p.add_argument("--restart-s", dest="restart_s", type=float, required=True, help="restart cost R, s")
-    p.add_argument("--workers", type=int, help="synchronous workers (job failure rate = N / MTBF; default 1)")
-    p.add_argument("--segments", type=int, help="Monte Carlo segments per interval (default 20000)")
-    p.add_argument("--seed", type=int, help="Monte Carlo seed (default 0)")
-    p.add_argument(
-        "--scan-workers",
-        dest="scan_workers",
-        metavar="N1,N2,...",
-        help="closed forms for each worker count: w*, Young/Daly overshoot, efficiency, losses at w*/2 and "
-        "2w*, throughput; plus where efficiency falls to 50%% and where throughput peaks",
-    )
-    p.add_argument(
-        "--pool",
-        action="append",
-        metavar="COUNT:RATE",
-        help="a pool of COUNT workers each failing RATE times per second (1/MTBF_s), e.g. 600:1e-6; "
-        "repeat for each pool: shows which workers to admit and the throughput with and without them",
-    )
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="the table as JSON (intervals.<name>.*; or rows / half_efficiency_workers with "
-        "--scan-workers; or pools / rows / best / threshold_rate_per_s with --pool)",
-    )
-    p.set_defaults(handler=cmd_churn)
     p = sub.add_parser("probe", help="poll a sensor: effective update period and the energy it can resolve")
     p.add_argument("--sensor", default="nvml", help="nvml[:index=N], sim:key=value,... or replay:PATH (default nvml)")
     p.add_argument("--poll-ms", type=float, default=20.0, help="requested poll interval, ms (default 20)")

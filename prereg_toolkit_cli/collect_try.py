@@ -1,16 +1,16 @@
 """``collect try``: one cell of a plan (or lock) run into a scratch folder, before the freeze.
 
-Argparse + one call of :func:`collect.engine.trial.try_cell` + printing. ``prereg_toolkit_cli/collect.py`` registers it
-with :func:`add_try_parser`. Exit codes: 0 every arm of the cell completed, 1 an arm failed (its
-reason and the last lines of its stderr printed), 2 bad input (a plan the collector refuses, every
-problem listed; a sensor this machine cannot open), 3 a lock that does not verify.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any
 
 from prereg_toolkit_cli.kit import EXIT_OK, emit_json, safe
 

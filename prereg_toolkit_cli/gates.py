@@ -3,11 +3,7 @@
 Argparse + one call of :func:`gates.api.evaluate` (or :func:`gates.verify.verify_evaluation`) +
 printing (the report is drawn by ``reports``).
 
-Exit codes of ``evaluate``: 0 supported, 1 not supported, 3 refused (or the lock does not verify,
-or does not have the ``--published`` seal); of ``verify``: 0 the artifact matches a re-evaluation,
-3 it does not (or carries no seal, or the lock or runs differ from the ``--published`` seal,
-``--head`` or ``--looks-head``); both: 2 bad input or usage (one clear message, never a
-traceback), 4 internal error.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from prereg.fileio import write_text_atomically
 from prereg_toolkit_cli.kit import (
     EXIT_INTEGRITY,
     EXIT_NOT_SUPPORTED,
@@ -62,7 +57,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             lock_as_of(data, args.plan_version) if args.plan_version else data, args.published
         )
     if args.markdown:
-        from reports.terminal.evaluation import evaluation_markdown  # lazy: pydantic
+        from prereg.fileio import write_text_atomically  # lazy: startup
+        from reports.markdown.evaluation import evaluation_markdown  # lazy: pydantic
 
         write_text_atomically(Path(args.markdown), evaluation_markdown(evaluation, show_blocks=args.blocks))
     if args.json:

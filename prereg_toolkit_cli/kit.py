@@ -11,7 +11,10 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 from prereg.errors import (  # noqa: F401 - re-exported for the console scripts
     EXIT_BAD_INPUT,
@@ -23,8 +26,6 @@ from prereg.errors import (  # noqa: F401 - re-exported for the console scripts
     IntegrityError,
     ToolkitError,
 )
-from prereg.jsoncodec import as_json_data, readable_json
-from reports.words.safe_text import clean, clean_json_text
 
 _OOM_MESSAGE = b"out of memory: the input is too large for this machine\n"
 
@@ -43,12 +44,17 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def emit_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout (strict: no NaN/Infinity; control characters escaped)."""
+    from prereg.jsoncodec import as_json_data, readable_json  # lazy: startup
+    from reports.words.safe_text import clean_json_text  # lazy: startup
+
     # through json once: keys sorted and made strings, tuples made lists, exactly as json.dumps does
     print(clean_json_text(readable_json(as_json_data(obj))))
 
 
 def safe(text: str) -> str:
     """``text`` with terminal control characters escaped (``reports.words.safe_text.clean``)."""
+    from reports.words.safe_text import clean  # lazy: startup
+
     return clean(text)
 
 

@@ -1,9 +1,6 @@
 """The ``prereg`` console script: init, validate, freeze, verify, amend, show, power, schema.
 
-Argparse + one call of the library (:mod:`prereg.api`, :mod:`prereg.plan`, :mod:`prereg.lock`) + printing:
-the integrity rules (no re-freezing a changed plan, no amending a broken lock) live in
-:mod:`prereg.api`. Heavy modules are imported inside the handlers so ``prereg --help`` starts instantly. Exit codes: 0 ok, 2 bad input or usage, 3 integrity
-failure (a lock that does not verify), 4 internal error.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -11,19 +8,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
-from collect.plugins import COLLECTORS
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any
+
 from prereg._version import __version__
 from prereg.errors import InputError
-from prereg.fileio import write_output
 from prereg_toolkit_cli.kit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 
 
 def _load(path: str) -> Any:
     """The loaded plan; a collector it names that is not installed here is refused (``PluginError``, exit 2)."""
+    from collect.plugins import COLLECTORS  # lazy: startup
     from prereg.plan import load_plan  # lazy: pydantic
 
     loaded = load_plan(path)
@@ -82,6 +80,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         raise UserError(f"{target}: already exists; choose another path (nothing was overwritten)")
     if not target.parent.is_dir():
         raise UserError(f"{target.parent}: no such folder")
+    from importlib.resources import files  # lazy: startup
+
+    from prereg.fileio import write_output  # lazy: startup
+
     text = files("prereg").joinpath("templates/starter.yaml").read_bytes()
     write_output(target, text)  # the output rule: created new (link(2)), never over what appeared meanwhile
     if args.json:

@@ -1,21 +1,8 @@
-"""The ``reports`` console script: the reviewer's report of an evaluation.
+"""The ``reports`` console script: ``show`` (terminal, Markdown, JSON), ``plot`` and ``html`` of an evaluation.
 
-``reports show EVALUATION_JSON`` prints the report (plain when not a terminal or NO_COLOR is
-set), ``--blocks`` adds the per-block paired rows, ``--markdown FILE`` also writes it as
-GitHub-flavoured Markdown with its SVG figures beside it (``FILE``'s stem + ``.forest.svg`` and
-``.strata.svg``, linked from it; ``-`` prints the Markdown instead of the terminal report), ``--json``
-prints the artifact itself. ``reports plot EVALUATION_JSON`` draws the forest plot of every gate;
-``reports plot RUNS --run ID`` the recovery timeline (and NLL trajectories) of ID's stratum, every
-arm on one axis (for ``command`` runs: each run's attempts, faults and restarts above its phase marks,
-and the step and loss its program reported), and ``reports plot RUNS --run ID --telemetry`` that run's kept telemetry trace
-with its phases shaded and its updates marked (``reports.plots.command``; needs the ``plot``
-extra). Before ``show`` and ``html`` draw an evaluation whose folder holds its runs, they evaluate
-its lock on them again and compare (``reports.data.reverify``); otherwise they say it could not be
-re-verified. Exit codes: 0 shown, 2 a missing, non-JSON or malformed artifact, trace or run id, a run
-without a kept telemetry trace, matplotlib missing (or bad usage), 3 an artifact that contradicts
-itself or its seal (``gates.consistency``), differs from its re-evaluation or carries no seal beside
-its runs, or a telemetry trace that does not match its ledger hash, 4 internal error. ``reports html RUNS_OR_EVALUATION [-o FILE]`` writes the report as one
-self-contained HTML file (``reports.html.page``): exit 0 written, 2 bad input, 3 an inconsistent artifact.
+Argparse and one library call per command (docs/cli.md). ``plot`` also takes the options of every
+installed plot view (:mod:`reports.sections`), loaded only when ``plot`` runs so ``--help`` stays fast.
+Exit codes: 0 shown, 2 bad input or usage, 3 an artifact or trace that does not match its seal or hash.
 """
 
 from __future__ import annotations
@@ -25,16 +12,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from prereg.fileio import check_output, write_text_atomically
+from prereg.errors import EXIT_BAD_INPUT, ToolkitError
 from prereg_toolkit_cli.kit import EXIT_INTEGRITY, EXIT_OK, ArgumentParser, UserError, emit_json, run_main
-from reports.html.figures import check_figure_outputs, write_figures
-from reports.plots.command import cmd_plot as run_plot
-from reports.words.safe_text import clean_model
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Print an evaluation for a reviewer (and write Markdown, or print the artifact as JSON)."""
     from gates.api import read_evaluation  # lazy: pydantic
+    from prereg.fileio import check_output, write_text_atomically  # lazy: startup
+    from reports.html.figures import check_figure_outputs, write_figures  # lazy: startup
+    from reports.words.safe_text import clean_model  # lazy: startup
 
     if args.json and args.markdown == "-":
         raise UserError("--json and --markdown - both print on stdout; give --markdown a file")
@@ -94,6 +81,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_plot(args: argparse.Namespace) -> int:
     """Write the plots of an evaluation or of one block of runs, and print their text equivalents."""
+    from reports.plots.command import cmd_plot as run_plot  # lazy: startup
+
     return run_plot(args)
 
 
@@ -118,8 +107,8 @@ LOCK_HELP = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``reports`` argument parser."""
+def build_parser(with_plot_views: bool = False) -> argparse.ArgumentParser:
+    """The ``reports`` argument parser; ``with_plot_views`` adds the installed plot views' options to ``plot``."""
     parser = ArgumentParser(
         prog="reports",
         description="Render evaluations for people: the reviewer's report in the terminal or as Markdown, "
@@ -153,16 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="figures (PNG/SVG) with text equivalents: the forest plot of an evaluation.json, "
         "the recovery timeline and NLL trajectories of one run's stratum (RUNS --run ID; command "
         "runs: attempts, faults, restarts, and the progress and loss the program reported), one "
-        "run's telemetry trace (RUNS --run ID --telemetry), or controller runs' commit timeline "
-        "(RUNS --run ID --commits, or EVALUATION_JSON --family F)",
+        "run's telemetry trace (RUNS --run ID --telemetry), or an installed study's own figures "
+        "(their options: reports plot --help)",
         description="Write plots and print each one's text equivalent. Needs matplotlib: "
         "pip install 'prereg-toolkit[plot]'.",
     )
     p.add_argument(
         "input",
         metavar="EVALUATION_JSON|RUNS",
-        help="an evaluation.json (forest plot; with --family a commit timeline), or a runs folder "
-        "holding ledger.jsonl (with --run)",
+        help="an evaluation.json (forest plot), or a runs folder holding ledger.jsonl (with --run)",
     )
     p.add_argument(
         "--run",
@@ -178,27 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
         "that does not match its ledger hash is refused (exit 3)",
     )
     p.add_argument(
-        "--commits",
-        action="store_true",
-        help="with RUNS --run ID: plot the optimizer-commit ledgers of ID's stratum and replicate "
-        "(controller runs only) on one wall-time axis: modes, abstentions, membership, WAN, "
-        "held-out NLL; a commit ledger that does not match its ledger hash is refused (exit 3)",
-    )
-    p.add_argument(
-        "--arms", metavar="A,B", help="with --commits: only these arms, in this order (default: every arm of the block)"
-    )
-    p.add_argument(
-        "--family",
-        metavar="FAMILY",
-        help="with EVALUATION_JSON: the commit timeline of the challenger and the chosen comparator "
-        "in the first block of that family (the evaluation's comparator)",
-    )
-    p.add_argument(
         "--out",
         metavar="DIR",
         help="folder for the files (created if needed; default: beside the evaluation, or RUNS itself)",
     )
     p.add_argument("--format", choices=("png", "svg", "both"), default="both", help="file format(s) (default: both)")
+    if with_plot_views:  # each installed study's plot options (loaded only for `reports plot`)
+        from reports.plots.command import add_view_arguments  # lazy: startup
+
+        add_view_arguments(p)
     p.set_defaults(handler=cmd_plot)
     p = sub.add_parser(
         "html",
@@ -238,7 +214,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reports``."""
-    return run_main("reports", build_parser, argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args if not a.startswith("-")), None)
+    try:
+        parser = build_parser(with_plot_views=command == "plot")
+    except ToolkitError as err:  # an installed plot view that cannot load
+        print(f"reports: {err.message}", file=sys.stderr)
+        return err.exit_code
+    except argparse.ArgumentError as err:  # two installed plot views adding the same option
+        print(f"reports: the installed plot views' options clash: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return run_main("reports", lambda: parser, args)
 
 
 if __name__ == "__main__":

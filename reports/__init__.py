@@ -1,22 +1,17 @@
 """Rendering plans, evaluations and telemetry for people: rich terminal, Markdown, HTML, plots.
 
-Public Python API (what a notebook calls; see ``docs/api.md``)::
-
-    text = reports.markdown_report(ev, show_blocks=True)   # GitHub-flavoured Markdown
-    html = reports.html_report(ev)                          # what ev._repr_html_() shows
-    reports.render_evaluation(ev)                               # a rich renderable for a console
-
-The package imports lazily (PEP 562): ``import reports`` loads no rich or matplotlib until used.
-Importing it registers the Jupyter table of an ``Evaluation`` (``gates.htmlview``).
+Public API (``markdown_report``, ``html_report``, ``render_evaluation``): ``docs/api.md``. Names load on
+first use (:mod:`estimators.lazy`); importing ``reports`` registers an ``Evaluation``'s Jupyter table.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from estimators.lazy import LazyExports
+from estimators.lazy import lazy_exports
 from gates.htmlview import register_html_view
-from reports.html.jupyter import evaluation_html
+
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from gates.artifact import Evaluation
 
 _LOCATIONS: dict[str, str] = {
     "html_report": "html.jupyter:evaluation_html",
@@ -24,17 +19,17 @@ _LOCATIONS: dict[str, str] = {
     "render_evaluation": "terminal.evaluation",
 }  # "module:attribute" where the public name differs from the function's (never a submodule's name)
 
-_exports = LazyExports(__name__, _LOCATIONS)
-register_html_view(evaluation_html)  # what Evaluation._repr_html_ shows once reports is imported
+__getattr__, __dir__ = lazy_exports(__name__, _LOCATIONS)
 
 
-def __getattr__(name: str) -> Any:
-    """Load ``name`` from its module on first use (:mod:`estimators.lazy`)."""
-    return _exports.load(name)
+def _evaluation_html(evaluation: Evaluation) -> str:
+    """What ``Evaluation._repr_html_`` shows once ``reports`` is imported (the page code loads on first use)."""
+    from reports.html.jupyter import evaluation_html  # lazy: jinja2
+
+    return evaluation_html(evaluation)
 
 
-def __dir__() -> list[str]:
-    return _exports.names()
+register_html_view(_evaluation_html)
 
 
 __all__ = sorted(_LOCATIONS)

@@ -13,10 +13,9 @@
 * train.py and resumable.py import nothing of the toolkit but its client, and the committed tables and logs are
   what examples/make_smi_logs.py and examples/make_dcgm_logs.py write.
 
-Both are checked on the one run of docs/byo.md's runnable blocks of the session (a job of
-tests/helpers/prefetch.py, begun in the background when the tests are collected), in a copy of
-examples/, so nothing is written into the checkout and the 16 training runs run once: each test first
-checks that the page's block holds exactly the commands it checks.
+All are checked on one run of docs/byo.md's marked blocks for this module (checked as tests/test_docs.py
+checks every page), in a copy of examples/, so nothing is written into the checkout and the 16 training
+runs run once: each test first checks that the page's block holds exactly the commands it checks.
 """
 
 from __future__ import annotations
@@ -32,14 +31,13 @@ from collect.ledger.store import read_ledger
 from collect.plugins import COLLECTORS
 from gates.api import read_evaluation
 from tests.helpers import requires
-from tests.helpers.docs import Block, PageRun
-from tests.helpers.prefetch import Prefetcher
+from tests.helpers.docs import Block, PageRun, check_page_run, run_page
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 TRAIN = EXAMPLES / "byo" / "train.py"
 RESUMABLE = EXAMPLES / "byo" / "resumable.py"
-BYO_JOB = "page:docs/byo.md"
+BYO = ROOT / "docs" / "byo.md"
 COMMAND_CLASS = "collect.collectors.command.collector:CommandCollector"
 
 
@@ -65,10 +63,22 @@ def test_the_scripts_import_torch_and_the_client_only(script: Path) -> None:
         assert not {"signal", "subprocess"} & imported and "os.kill" not in script.read_text()
 
 
-def byo_page(prefetched: Prefetcher) -> PageRun:
-    """docs/byo.md's blocks after their one run of the session (a job of tests/helpers/prefetch.py): the
-    example's commands, as documented, in a copy of examples/."""
-    ran: PageRun = prefetched.result(BYO_JOB)
+@pytest.fixture(scope="module")
+def byo_run(tmp_path_factory: pytest.TempPathFactory) -> PageRun:
+    """docs/byo.md's marked blocks, run once for this module: the example's commands, as documented, in a
+    copy of examples/."""
+    return run_page(BYO, tmp_path_factory.mktemp("byo"))
+
+
+@pytest.mark.subprocess
+def test_the_page_runs_as_written(byo_run: PageRun) -> None:
+    """docs/byo.md as tests/test_docs.py checks every page: each runnable block exits 0 with no traceback,
+    each output block shows only lines the block before printed."""
+    check_page_run(byo_run)
+
+
+def byo_page(ran: PageRun) -> PageRun:
+    """The page's run, after checking that every block that ran exited 0."""
     failed = [b for b in ran.blocks if b.proc is not None and b.proc.returncode != 0]
     assert not failed, f"docs/byo.md block {failed[0].number} exited {failed[0].proc.returncode}:\n" + (
         failed[0].proc.stdout[-3000:] + failed[0].proc.stderr[-3000:]
@@ -89,17 +99,17 @@ def evaluation_of(runs: Path) -> dict:
     return read_evaluation(runs / "evaluation.json").model_dump(mode="json", by_alias=True)
 
 
+@pytest.mark.subprocess
 @requires("torch")
-@pytest.mark.prefetch(BYO_JOB)
-def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(prefetched: Prefetcher) -> None:
+def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(byo_run: PageRun) -> None:
     """The byo.yaml commands of docs/byo.md, exactly as written there and run once by its runnable block
-    (tests/test_docs.py checks the same run's exit codes and shown output): every planned run ran the
+    (test_the_page_runs_as_written checks the same run's exit codes and shown output): every planned run ran the
     script to completion, left its checkpoint and marks, and the claim is supported."""
     assert "  collector: command\n" in (EXAMPLES / "byo.yaml").read_text()  # the documented name
     assert "command" in COLLECTORS and COLLECTORS.get("command") == COMMAND_CLASS, (
         "the installed metadata lacks the `command` entry point of pyproject.toml: reinstall the toolkit"
     )
-    ran = byo_page(prefetched)
+    ran = byo_page(byo_run)
     block = ran.runnable("prereg freeze examples/byo.yaml -o demo/byo.lock.json")
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo.yaml -o demo/byo.lock.json",
@@ -129,10 +139,10 @@ def test_byo_plan_runs_the_script_for_every_planned_run_and_is_supported(prefetc
     }
 
 
-@pytest.mark.prefetch(BYO_JOB)
-def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim(prefetched: Prefetcher) -> None:
+@pytest.mark.subprocess
+def test_byo_smi_imports_each_runs_log_and_refuses_the_unresolvable_energy_claim(byo_run: PageRun) -> None:
     """The byo-smi.yaml commands of docs/byo.md, as written there and run once by its runnable block."""
-    ran = byo_page(prefetched)
+    ran = byo_page(byo_run)
     block = ran.runnable("prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json")
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo-smi.yaml -o demo/byo-smi.lock.json",
@@ -180,15 +190,16 @@ def _committed_runs_are_generated(script: str, stem: str, tmp_path: Path) -> lis
     return written
 
 
+@pytest.mark.subprocess
 def test_the_committed_smi_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
     written = _committed_runs_are_generated("make_smi_logs.py", "byo-smi", tmp_path)
     assert sum((EXAMPLES / "runs" / "byo-smi-logs" / n).stat().st_size for n in written) < 200_000
 
 
-@pytest.mark.prefetch(BYO_JOB)
-def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetcher) -> None:
+@pytest.mark.subprocess
+def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(byo_run: PageRun) -> None:
     """The byo-dcgm.yaml commands of docs/byo.md, as written there and run once by its runnable block."""
-    ran = byo_page(prefetched)
+    ran = byo_page(byo_run)
     block = ran.runnable("prereg freeze examples/byo-dcgm.yaml -o demo/byo-dcgm.lock.json")
     assert block.commands.splitlines() == [
         "prereg freeze examples/byo-dcgm.yaml -o demo/byo-dcgm.lock.json",
@@ -217,19 +228,20 @@ def test_byo_dcgm_counter_logs_decide_a_five_percent_margin(prefetched: Prefetch
     }
 
 
+@pytest.mark.subprocess
 def test_the_committed_dcgm_runs_are_what_the_generator_writes(tmp_path: Path) -> None:
     written = _committed_runs_are_generated("make_dcgm_logs.py", "byo-dcgm", tmp_path)
     assert sum((EXAMPLES / "runs" / "byo-dcgm-logs" / n).stat().st_size for n in written) < 500_000
 
 
+@pytest.mark.subprocess
 @requires("torch")
-@pytest.mark.prefetch(BYO_JOB)
-def test_byo_faults_plan_injects_the_same_faults_in_every_arm_and_each_lands(prefetched: Prefetcher) -> None:
+def test_byo_faults_plan_injects_the_same_faults_in_every_arm_and_each_lands(byo_run: PageRun) -> None:
     """The byo-faults.yaml commands of docs/byo.md, as written there and run once by its runnable blocks:
     every run was killed once at its stratum's step and restarted; both arms of each stratum met the same
     planned fault at the same reported step; attempted = retained + lost, replayed = lost; the event trace
     holds each start, fault and restart, and the HTML report and plot draw them."""
-    ran = byo_page(prefetched)
+    ran = byo_page(byo_run)
     tried = ran_clean(ran.runnable("prereg validate examples/byo-faults.yaml"))
     assert "2 of 2 arm(s) ok" in tried and "faults_landed=1" in tried
     block = ran.runnable("prereg freeze examples/byo-faults.yaml -o demo/byo-faults.lock.json")

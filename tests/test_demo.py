@@ -9,20 +9,22 @@ import re
 import pytest
 
 from tests.conftest import OWN_EXAMPLES, REPO
-from tests.helpers.prefetch import Prefetcher
+from tests.helpers import freeze_collect_evaluate
 
-pytestmark = pytest.mark.skipif(os.environ.get("SKIP_DEMO") == "1", reason="SKIP_DEMO=1")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("SKIP_DEMO") == "1", reason="SKIP_DEMO=1"),
+    pytest.mark.subprocess,  # the console scripts, with two training runs at a time
+]
 
 
-@pytest.mark.prefetch("demo")
-def test_readme_demo_pipeline(prefetched: Prefetcher):
-    """examples/equal-work-torch.yaml frozen, collected with two jobs and evaluated (a job of
-    tests/helpers/prefetch.py, begun in the background when the tests are collected)."""
+def test_readme_demo_pipeline(tmp_path):
+    """examples/equal-work-torch.yaml frozen, collected with two jobs and evaluated."""
     pytest.importorskip("torch")
     readme = (REPO / "README.md").read_text()
     first = re.findall(r"```\n(python3 -m venv[^\n]*)\n```", readme)[0]
     assert "examples/equal-work-torch.yaml" in first and "collect run" in first and "gates evaluate" in first
-    work, (frozen, collected, report) = prefetched.result("demo")
+    work = tmp_path
+    frozen, collected, report = freeze_collect_evaluate(OWN_EXAMPLES / "equal-work-torch.yaml", work)
     for proc in (frozen, collected, report):
         assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert frozen.args[1:3] == ["freeze", str(OWN_EXAMPLES / "equal-work-torch.yaml")]

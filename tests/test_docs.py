@@ -13,9 +13,9 @@ Markers a page may use (each on the line right before a fenced block):
   printed (trailing spaces aside), so an excerpt of real output cannot go stale.
 
 Each page gets one fresh working folder holding a copy of ``examples/`` and
-``tests/fixtures/shared_examples/``; its marked blocks are handled in page order, once per session
-(a job of tests/helpers/prefetch.py, begun in the background when the tests are collected): a test of a worked example may check the folder the page's
-commands made instead of running the example again (tests/test_byo_example.py does for docs/byo.md).
+``tests/fixtures/shared_examples/``; its marked blocks are handled in page order. A worked example's
+page is run and checked by that example's own module (``CHECKED_BY``), which then checks the folder the
+page's commands made instead of running the example again.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.docs import PageRun, marked_blocks, script
-from tests.helpers.prefetch import Prefetcher
+from tests.helpers.docs import check_page_run, marked_blocks, run_page, script
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
@@ -141,38 +140,22 @@ def test_marked_blocks_are_found():
 
 
 RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
+# pages whose blocks a worked example's module runs once, checks with check_page_run, and then checks further
+CHECKED_BY = {"docs/byo.md": "test_byo_example.py"}
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess  # each runnable block is a bash child running the console scripts
 @pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(p, id=str(p.relative_to(ROOT)), marks=pytest.mark.prefetch(f"page:{p.relative_to(ROOT)}"))
-        for p in RUNNABLE
-    ],
+    "page", [p for p in RUNNABLE if str(p.relative_to(ROOT)) not in CHECKED_BY], ids=lambda p: str(p.relative_to(ROOT))
 )
-def test_runnable_blocks_run(page: Path, prefetched: Prefetcher):
-    """The page's blocks, run once per session (a job of tests/helpers/prefetch.py, started early in the
-    background; tests/test_byo_example.py checks the runs folder docs/byo.md makes): every runnable block
-    exits 0 with no traceback, every output block shows only lines the runnable block before it printed."""
-    ran: PageRun = prefetched.result(f"page:{page.relative_to(ROOT)}")
-    name_of_page, printed = page.relative_to(ROOT), set[str]()
-    for block in ran.blocks:
-        if block.kind == "output":
-            stale = [line for line in block.body.splitlines() if line.rstrip() not in printed and line != "..."]
-            assert not stale, f"{name_of_page} block {block.number} shows lines the block before did not print: {stale}"
-        elif block.kind == "runnable":
-            proc = block.proc
-            assert proc is not None
-            assert proc.returncode == 0, (
-                f"{name_of_page} runnable block {block.number} exited {proc.returncode}:\n"
-                f"{block.commands}\n--- stdout\n{proc.stdout[-3000:]}\n"
-                f"--- stderr\n{proc.stderr[-3000:]}"
-            )
-            assert "Traceback" not in proc.stdout + proc.stderr, (
-                f"{name_of_page} runnable block {block.number} printed a traceback:\n{proc.stderr[-3000:]}"
-            )
-            printed = {line.rstrip() for line in proc.stdout.splitlines()}
-    assert [(b.kind, b.name, b.body) for b in ran.blocks] == marked_blocks(page.read_text(encoding="utf-8")), (
-        f"{name_of_page}: the blocks that ran are not the page's blocks"
-    )
+def test_runnable_blocks_run(page: Path, tmp_path: Path):
+    """Every runnable block exits 0 with no traceback, every output block shows only lines the runnable
+    block before it printed."""
+    check_page_run(run_page(page, tmp_path))
+
+
+def test_pages_checked_elsewhere_are_checked_there():
+    for page, module in CHECKED_BY.items():
+        assert ROOT / page in RUNNABLE, page
+        text = (ROOT / "tests" / module).read_text(encoding="utf-8")
+        assert "check_page_run(" in text and page in text, f"tests/{module} does not check {page}'s run"

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
-from tests.helpers.prefetch import Prefetcher
+from tests.conftest import OWN_EXAMPLES
+from tests.helpers import freeze_collect_evaluate
 
-pytestmark = pytest.mark.skipif(os.environ.get("SKIP_DEMO") == "1", reason="SKIP_DEMO=1")
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("SKIP_DEMO") == "1", reason="SKIP_DEMO=1"),
+    pytest.mark.subprocess,  # the console scripts, with two training runs at a time
+]
 
 
-def _study(prefetched: Prefetcher, name: str) -> tuple[dict, str, int]:
-    """The study as its header says: frozen, collected with two jobs, evaluated (a job of
-    tests/helpers/prefetch.py, begun in the background when the tests are collected)."""
+def _study(work: Path, name: str) -> tuple[dict, str, int]:
+    """The study as its header says: frozen, collected with two jobs, evaluated."""
     pytest.importorskip("torch")
-    work, (frozen, collected, report) = prefetched.result(name)
+    frozen, collected, report = freeze_collect_evaluate(OWN_EXAMPLES / f"{name}.yaml", work, runs=name)
     for proc in (frozen, collected, report):
         assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert frozen.returncode == 0, frozen.stderr
@@ -26,9 +30,8 @@ def _study(prefetched: Prefetcher, name: str) -> tuple[dict, str, int]:
     return json.loads((work / name / "evaluation.json").read_text()), report.stdout, report.returncode
 
 
-@pytest.mark.prefetch("energy-study1")
-def test_study1_power_only_meter_refuses_the_energy_gates(prefetched):
-    ev, text, code = _study(prefetched, "energy-study1")
+def test_study1_power_only_meter_refuses_the_energy_gates(tmp_path):
+    ev, text, code = _study(tmp_path, "energy-study1")
     assert code == 3 and ev["decision"] == "refused"
     fired = {i["id"] for i in ev["invalidators"] if i["fired"]}
     assert {"counter_period", "checkpoint_support", "replay_support", "logger_keeps_up"} <= fired
@@ -41,9 +44,8 @@ def test_study1_power_only_meter_refuses_the_energy_gates(prefetched):
     assert "do not" in text  # the phases the meter cannot resolve are named
 
 
-@pytest.mark.prefetch("energy-study2")
-def test_study2_counter_decides_with_group_tallies_and_a_vacuous_gate(prefetched):
-    ev, text, code = _study(prefetched, "energy-study2")
+def test_study2_counter_decides_with_group_tallies_and_a_vacuous_gate(tmp_path):
+    ev, text, code = _study(tmp_path, "energy-study2")
     gates = {g["id"]: g for g in ev["gates"]}
     assert ev["groups"]["mechanism"]["total"] == 3 and ev["groups"]["sparse_continuation"]["total"] == 4
     assert gates["continuation_replays_nothing"]["verdict"] == "vacuous"

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("estimators", "prereg", "collect", "gates", "reports", "prereg_toolkit_cli")
+PACKAGES = ("estimators", "prereg", "collect", "gates", "reports", "prereg_toolkit_cli", "studies/prereg_seed_studies")
 CODEC = "prereg/jsoncodec.py"
 #: module -> the format whose bytes it parses with the codec
 READERS = {
@@ -29,7 +29,7 @@ READERS = {
     "collect/ledger/runlock.py": "the runs folder's writer lock (.collect.lock)",
     "collect/traces/lines.py": "the JSON-lines traces (events, commits) and JSON-lines Zeus logs",
     "collect/traces/telemetry.py": "the telemetry trace's meta file",
-    "collect/collectors/torchrun/warmstart.py": "the warm start's sidecar",
+    "studies/prereg_seed_studies/torch/warmstart.py": "the warm start's sidecar",
     "collect/importing/importer.py": "a user's JSON-lines table of runs",
     "collect/collectors/command/outputs.py": "a command run's metrics file (metrics.json)",
     "collect/collectors/command/identity.py": "the program interpreter's answer (its Python and packages)",

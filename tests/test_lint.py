@@ -18,6 +18,7 @@ CHECKED = (
     "gates",
     "reports",
     "prereg_toolkit_cli",
+    "studies",
     "tests",
     "benchmarks",
     "conftest.py",

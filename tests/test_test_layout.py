@@ -1,4 +1,6 @@
-"""The tests' own layout: shared helpers live in conftest.py or tests/helpers, never in a test module."""
+"""The tests' own layout: shared helpers live in conftest.py or tests/helpers, never in a test module; test
+modules mirror the source tree (tests/collect/engine/ holds the tests of collect/engine/), and the few at
+the top level are the named cross-cutting ones."""
 
 from __future__ import annotations
 
@@ -7,7 +9,34 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
+
+from tests import conftest
+
 TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+SOURCE_ROOTS = (REPO, REPO / "studies")  # the core's packages, and the seed studies' distribution
+# Test modules of no one package: the documentation, the examples, the benchmarks, the whole project's rules.
+CROSS_CUTTING = {
+    "test_api.py",
+    "test_api_docs.py",
+    "test_architecture.py",
+    "test_bench_energy_logs.py",
+    "test_byo_example.py",
+    "test_core_alone.py",
+    "test_demo.py",
+    "test_docs.py",
+    "test_energy_examples.py",
+    "test_fixtures.py",
+    "test_format_owners.py",
+    "test_gpu_energy_check.py",
+    "test_kill.py",
+    "test_lint.py",
+    "test_project.py",
+    "test_test_layout.py",
+    "test_tutorial_python.py",
+    "test_typecheck.py",
+}
 DOTTED = re.compile(r"""["'](tests(?:\.\w+)+):(\w+)["']""")  # a plugin-style "module:Name" inside tests
 
 
@@ -55,3 +84,80 @@ def test_dotted_names_in_tests_resolve() -> None:
             assert hasattr(importlib.import_module(module), name), f"{path.name}: {module}:{name}"
             seen += 1
     assert seen, "the pattern found no dotted name at all"
+
+
+def misplaced(tests: Path) -> list[str]:
+    """Test modules under ``tests`` whose folder is no package of the source tree, or that sit at the top
+    level without being a named cross-cutting test."""
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = path.relative_to(tests).parts[:-1]
+        if "fixtures" in folder:
+            continue
+        if not folder:
+            if path.name not in CROSS_CUTTING:
+                found.append(f"{path.name}: top level, but not a named cross-cutting test")
+        elif not any((root.joinpath(*folder) / "__init__.py").is_file() for root in SOURCE_ROOTS):
+            found.append(f"{path.relative_to(tests)}: no source package {'/'.join(folder)}")
+        elif not (path.parent / "__init__.py").is_file():
+            found.append(f"{path.relative_to(tests)}: its folder has no __init__.py")
+    return found
+
+
+def test_test_modules_mirror_the_source_tree() -> None:
+    assert not misplaced(TESTS), "move each test beside its source module's folder (tests/<package>/<sub>/)"
+
+
+def test_the_mirror_rule_finds_a_stray_module(tmp_path: Path) -> None:
+    """The rule itself: a folder the source does not have, and an unnamed top-level test, are found."""
+    (tmp_path / "telemetry").mkdir()
+    (tmp_path / "telemetry" / "__init__.py").write_text("")
+    (tmp_path / "telemetry" / "test_a.py").write_text("")
+    (tmp_path / "collect" / "engine").mkdir(parents=True)
+    for init in (tmp_path / "collect" / "__init__.py", tmp_path / "collect" / "engine" / "__init__.py"):
+        init.write_text("")
+    (tmp_path / "collect" / "engine" / "test_b.py").write_text("")
+    (tmp_path / "test_c.py").write_text("")
+    (tmp_path / "test_docs.py").write_text("")
+    assert sorted(misplaced(tmp_path)) == [
+        "telemetry/test_a.py: no source package telemetry",
+        "test_c.py: top level, but not a named cross-cutting test",
+    ]
+
+
+class _Item:
+    """What tests/conftest.py's tier hook reads of a collected test."""
+
+    def __init__(self, *marks: pytest.MarkDecorator) -> None:
+        self.own = [m.mark for m in marks]
+
+    def get_closest_marker(self, name: str) -> pytest.Mark | None:
+        return next((m for m in self.own if m.name == name), None)
+
+    def add_marker(self, marker: pytest.MarkDecorator) -> None:
+        self.own.append(marker.mark)
+
+
+def test_child_process_tests_are_slow_unless_quick() -> None:
+    items = [
+        _Item(pytest.mark.subprocess),
+        _Item(pytest.mark.subprocess(quick=True)),
+        _Item(),
+        _Item(pytest.mark.slow, pytest.mark.subprocess),
+    ]
+    conftest.pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert [[m.name for m in item.own] for item in items] == [
+        ["subprocess", "slow"],
+        ["subprocess"],
+        [],
+        ["slow", "subprocess"],
+    ]
+
+
+def test_the_ray_modules_are_the_ones_that_start_ray() -> None:
+    """Every module that names Ray's executor or starts Ray is one the Ray lock covers (tests/conftest.py)."""
+    uses_ray = re.compile(r"ray\.init\(|\"--executor\", \"ray\"|executor=\"ray\"|\"ray\", \"start\"|cluster_utils")
+    found = sorted(
+        p.name for p in modules() if p.name != Path(__file__).name and uses_ray.search(p.read_text(encoding="utf-8"))
+    )
+    assert found and all(conftest.starts_ray(TESTS / name) for name in found), found

@@ -1,15 +1,6 @@
 """The collector interface: one run in, metrics (and optional traces and telemetry) out.
 
-A collector is a class with a ``name`` (the plan's ``experiment.collector``), a table of the
-parameters it reads (``PARAMS``: name -> ``Param``), and ``run(ctx) -> RunResult``. The engine
-(``collect run``) merges a run's parameters -- the plan's ``experiment.params`` (defaults),
-overridden by the stratum's factor levels, overridden by the arm's settings -- checks them with
-``check_run`` (by default :func:`check_params`: unknown names are refused; types and ranges
-checked), derives the seed from
-the stratum and replicate (never the arm: common random numbers), and calls ``run``.
-
-Collectors are deterministic given ``ctx.params`` and ``ctx.seed``. They may write files only
-under ``ctx.trace_dir`` and only with names starting ``f"{ctx.run_id}."`` (see ``trace_path``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

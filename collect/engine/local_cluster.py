@@ -1,14 +1,9 @@
-"""A Ray cluster of several nodes on this one machine: to try ``--executor ray --address`` end to end.
+"""A Ray cluster of several nodes on this one machine, to try ``--executor ray --address`` end to end.
 
-    python -m collect.engine.local_cluster --nodes 3 -- \\
-        collect run study.lock.json --out runs --executor ray
+    python -m collect.engine.local_cluster --nodes 3 -- collect run study.lock.json --out runs --executor ray
 
-starts a head and ``--nodes - 1`` worker nodes (``ray.cluster_utils.Cluster``: one raylet each,
-``--cpus-per-node`` CPUs each, the head ``--head-cpus``), gives every node its own temporary
-folder (``TMPDIR``, so no node's files are another's: as on separate machines), optionally fake
-GPUs on the last node (``--gpus``), runs the command with ``RAY_ADDRESS`` set to the head, and tears
-everything down when the command ends (its exit status is returned). Without a command it prints
-the address and waits for Ctrl-C. Ray is imported lazily; nothing here writes a run.
+Each node (``ray.cluster_utils.Cluster``) has its own raylet and temporary folder (``TMPDIR``), as on
+separate machines; the command runs with ``RAY_ADDRESS`` set and the cluster is torn down after it.
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ from typing import Any
 
 @dataclass
 class LocalCluster:
-    """A running local cluster: its head's address, its nodes, the folder holding the nodes' temp folders."""
+    """A running local cluster: its nodes, the folder holding their temporary folders."""
 
     cluster: Any
     root: Path
@@ -61,22 +56,15 @@ class LocalCluster:
 def start_local_cluster(
     nodes: int = 3, cpus_per_node: float = 1, head_cpus: float | None = None, gpus_on_last: float = 0
 ) -> LocalCluster:
-    """A head plus ``nodes - 1`` worker nodes (see the module doc)."""
+    """A head plus ``nodes - 1`` worker nodes, fake GPUs on the last one."""
     from ray.cluster_utils import Cluster  # lazy: ray
 
     root = Path(tempfile.mkdtemp(prefix="prereg-cluster-"))
     head = root / "node-0"
     head.mkdir()
-    cpus = cpus_per_node if head_cpus is None else head_cpus
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": cpus,
-            "num_gpus": gpus_on_last if nodes == 1 else 0,
-            "include_dashboard": False,
-            "env_vars": {"TMPDIR": str(head)},
-        },
-    )
+    cpus, gpus = cpus_per_node if head_cpus is None else head_cpus, gpus_on_last if nodes == 1 else 0
+    args = {"num_cpus": cpus, "num_gpus": gpus, "include_dashboard": False, "env_vars": {"TMPDIR": str(head)}}
+    cluster = Cluster(initialize_head=True, head_node_args=args)
     local = LocalCluster(cluster, root)
     try:
         for i in range(1, nodes):
@@ -90,7 +78,7 @@ def start_local_cluster(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m collect.engine.local_cluster",
-        description=("Start a Ray cluster of several nodes on this machine, run a command against it, tear it down."),
+        description="Start a Ray cluster of several nodes on this machine, run a command against it, tear it down.",
     )
     parser.add_argument("--nodes", type=int, default=3, help="nodes, the head included (default 3)")
     parser.add_argument("--cpus-per-node", type=float, default=1, help="CPUs each node offers (default 1)")

@@ -7,15 +7,13 @@ Each planned run carries its demand ``{num_cpus, num_gpus, custom}`` (``prereg.s
   (``visible_gpus``), is refused. Custom resources are Ray's node labels and are not checked here.
 * On Ray, every distinct demand must fit on at least one alive node (its total resources: a run
   never spans nodes); otherwise :class:`ResourcesMissing` names each demand, the cells that ask for
-  it, and the most any node has of what is missing. ``capacity`` counts how many runs of a demand
-  the cluster holds at once (the executor sizes its batches by it).
+  it, and the most any node has of what is missing.
 
 ``ResourcesMissing`` is an ``EngineError``: exit 2, nothing was run.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -129,23 +127,4 @@ def check_cluster(runs: list[PlannedRun], nodes: list[dict[str, float]], where: 
         )
 
 
-def capacity(key: Demand, nodes: list[dict[str, float]]) -> int:
-    """How many runs of demand ``key`` the nodes hold at once (at least 1)."""
-    needs = ray_needs(key)
-    total = 0
-    for node in nodes:
-        fits = [math.floor(node.get(k, 0.0) / v + 1e-9) for k, v in needs.items()]
-        total += min(fits) if fits else max(1, int(node.get("CPU", 1.0)))
-    return max(1, total)
-
-
-__all__ = [
-    "ResourcesMissing",
-    "by_demand",
-    "capacity",
-    "check_cluster",
-    "check_local",
-    "demand_key",
-    "ray_needs",
-    "visible_gpus",
-]
+__all__ = ["ResourcesMissing", "by_demand", "check_cluster", "check_local", "demand_key", "ray_needs", "visible_gpus"]

@@ -10,22 +10,22 @@
    numbers). Run ids derive from the plan hash, stratum, arm and replicate, so a re-run knows them.
 3. Runs execute in-process (``jobs=1``), in a local process pool (``jobs=N``) or on Ray
    (``executor="ray"``, a cluster joined at ``address`` or a local instance of its own:
-   :mod:`collect.engine.ray_executor`). On Ray the runs are placed by their resources, dealt into
-   batches, one streaming task each, run in a private folder on their node; records and trace bytes
-   come back here, where the traces are written and hashed (:mod:`collect.engine.transfer`). Only this
+   :mod:`collect.engine.ray_executor`). On Ray each run is a task placed by its resources, run in a
+   private folder on its node; its record and trace bytes come back here, where the traces are
+   written and hashed (:mod:`collect.engine.transfer`). Only this
    process appends to the ledger: the records that have finished by the time it looks, in one
    atomic, fsynced write (see ``collect.ledger.store``), in completion order. A ``kill -9`` at any moment
    loses at most the runs in flight; a re-run (``--resume`` is the same) skips runs already complete
    under this plan hash, redoes the rest, and never duplicates. A run that raises is recorded as
    ``failed`` with its error and does not stop the others; a later re-run retries it. The records
-   are the same whatever the executor, batching and job count, but for times and the run's seconds.
+   are the same whatever the executor and job count, but for times and the run's seconds.
    A Ray sweep whose control plane is lost (``collect.engine.ray_control.ControlPlaneLost``, exit 1)
    keeps what was appended; its message names the ledger's head, the runs not recorded and the
    resume command.
 4. The runs folder's writer lock (``collect.ledger.runlock``) is held for the whole run: a second writer
    is refused naming the holder. Runs asking for resources the executor lacks are refused before
-   any run (``collect.engine.resources``). Pool workers, and the workers of a Ray instance started here, die
-   with this process (``collect.engine.workers``). Each record is chained to the ledger's head and carries
+   any run (``collect.engine.resources``). Pool workers die with this process (``collect.engine.workers``);
+   Ray ends the tasks of a driver that died. Each record is chained to the ledger's head and carries
    its traces' SHA-256 (``collect.ledger.store``). A resume first re-hashes the traces of the runs it
    would skip: one that no longer matches its record refuses the resume (exit 3, naming the file).
 """
@@ -59,7 +59,7 @@ from collect.engine.runs import (
 from collect.engine.workers import worker_init
 from collect.ledger.runlock import held_descriptors, runs_lock
 from collect.ledger.store import TRACES_DIR, Ledger, LedgerAppender, RunRecord, read_ledger
-from collect.traces.check import trace_problems
+from collect.ledger.trace_check import trace_problems
 from prereg.errors import IntegrityError
 from prereg.lock import environment_info
 from prereg.schema import Plan
@@ -164,7 +164,7 @@ def check_jobs(jobs: int, executor: str = "local") -> None:
 
 def _check_kept_traces(ledger: Ledger, done: set[str], runs_dir: Path) -> None:
     """Before a resume skips the complete runs: each of their traces must still match the SHA-256 its
-    record holds (``collect.traces.check``); an ``IntegrityError`` (exit 3) naming the files otherwise."""
+    record holds (``collect.ledger.trace_check``); an ``IntegrityError`` (exit 3) naming the files otherwise."""
     bad = [
         (r.run_id, name, why)
         for r in ledger.records

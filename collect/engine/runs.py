@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from collect.collectors.base import Collector, ParamError, RunContext, Shipped
-from collect.engine.failures import PARAM as FAILURES_PARAM
-from collect.engine.failures import failure_spec
+from collect.collectors.failures import PARAM as FAILURES_PARAM
+from collect.collectors.failures import failure_spec
 from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
@@ -367,6 +367,6 @@ class Job:
 
 
 def run_batch(job: Job, batch: list[PlannedRun]) -> Iterator[dict[str, Any]]:
-    """The records of ``batch``'s runs, one by one as each finishes (a Ray task streams them)."""
+    """The records of ``batch``'s runs, one by one as each finishes."""
     for planned in batch:
         yield execute_run(job.collector, planned, job.plan_sha256, job.runs_dir, job.identity, job.spec)

@@ -1,20 +1,9 @@
-"""Runs' traces carried from a worker to the driver as bytes: nothing assumes a shared filesystem.
+"""Runs' traces carried from a Ray worker to the driver as bytes: nothing assumes a shared filesystem.
 
-A Ray worker runs its batch in a private runs folder of its own machine. After each run it turns
-the record and the trace files the record lists into *pieces* (:func:`record_pieces`): each file's
-bytes in chunks of at most ``chunk_bytes`` (``("data", run_id, name, chunk, last)``), then the record
-with the SHA-256 the worker computed of each file (``("record", record, hashes)``). The pieces travel
-in the task's stream, grouped into items of about ``chunk_bytes`` (``collect.engine.ray_worker``),
-so neither side ever holds a large trace in memory whole.
-
-The driver's :class:`Receiver` (one per stream) writes each file's chunks as they arrive to a
-hidden partial file in ``RUNS/traces/.incoming`` while hashing them; when the record comes, every
-file it lists must have arrived whole and hash, on the driver, to the worker's value (a torn
-transfer is refused, never recorded). The files are then fsynced and renamed to their place
-(``RUNS/traces/<name>``: atomic, never through a link, never outside ``RUNS/traces``), entries a
-previous attempt of the run left are removed first, and the record carries the driver's hashes as
-its ``trace_sha256``. A stream that breaks (its node died) drops its partial files: the run is
-redone and its files written anew. Only the driver writes into the runs folder.
+The worker turns a finished run into pieces (:func:`record_pieces`: each trace in chunks, then the
+record with its SHA-256 of each file); the driver's :class:`Receiver` writes the chunks to hidden
+partial files in ``RUNS/traces/.incoming``, refuses a trace whose hash differs, and installs whole
+files (fsynced, renamed, never through a link) before the record is returned. Details: docs/cluster.md.
 """
 
 from __future__ import annotations
@@ -33,7 +22,7 @@ from collect.ledger.files import trace_path
 from collect.ledger.store import TRACES_DIR
 from prereg.fileio import fsync_dir
 
-CHUNK_BYTES = 4 << 20  # a piece of a trace file (and about the size of one stream item)
+CHUNK_BYTES = 4 << 20  # a piece of a trace file
 INCOMING = ".incoming"  # RUNS/traces/.incoming: partial files while they arrive
 
 Piece = tuple[Any, ...]
@@ -85,7 +74,7 @@ class Leftovers:
 
 
 class Receiver:
-    """The driver's end of one stream: writes arriving trace files, returns finished records.
+    """The driver's end: writes arriving trace files, returns finished records.
     ``leftovers``: the sweep's one listing of what earlier attempts left (one per receiver if not given)."""
 
     def __init__(self, runs_dir: Path, leftovers: Leftovers | None = None) -> None:
@@ -169,7 +158,7 @@ class Receiver:
             fsync_dir(folder)
 
     def abort(self) -> None:
-        """Drop the partial files of a broken stream (its runs are redone)."""
+        """Drop the partial files of a result that will not complete (its runs are redone)."""
         for f, _, partial in self.open.values():
             f.close()
             partial.unlink(missing_ok=True)
@@ -184,7 +173,7 @@ class Receiver:
         try:
             self.incoming.rmdir()
         except OSError:
-            pass  # absent, or another stream's partial file is still in it
+            pass  # absent, or a partial file is still in it
 
 
 def _fsync_path(path: Path) -> None:

@@ -1,28 +1,7 @@
 """``collect import``'s column-wise fast path: a table checked and turned into ledger lines without a
 model per row -- or ``Declined``: "take the row-by-row path".
 
-The row-by-row path (``collect.importing.importer.build_records``) parses every cell of a row, validates a
-``RunRecord`` per row, and the writer then dumps and serialises each one; at 100 000 rows those
-steps were most of an import's time. Here:
-
-* each column is parsed once per distinct cell with the row path's own cell functions
-  (``collect.importing.rows``: a factor of 10 000 levels costs 10 000 look-ups, not 100 000);
-  numbers go through ``float`` and, when it refuses a cell, through ``parse_number``;
-* each row's record is built directly in its stored form (what ``model_dump(mode="json",
-  exclude_none=True)`` gives for the record the row path builds), and its canonical JSON is put
-  together from the texts of its cells (``collect.importing.text``; each distinct cell encoded once)
-  as the two runs of items around the chain fields, which ``collect.ledger.hashing.chained`` seals
-  and chains one record after another;
-* the whole batch, chained, is validated by the record model in one call.
-
-The lines written are the row path's, byte for byte, and so are the records returned
-(``tests/collect/test_import_fast.py`` checks both on generated tables).
-
-It declines, before anything is written, whenever anything does not fit: a cell the cell functions
-refuse, a repeated row, a run id or cell already in the ledger with other content, a batch the
-model refuses, or a telemetry number that is not finite (its stored form would not read back as
-written). The row path then says what is wrong in its own words, so every refusal and message is
-the row path's.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

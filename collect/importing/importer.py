@@ -1,46 +1,6 @@
 """``collect import``: bring a table of runs made elsewhere into a ledger under a frozen plan.
 
-Accepted tables: CSV (``.csv``, ``.csv.gz``), JSON Lines (``.jsonl``, ``.ndjson``) and Parquet
-(``.parquet``, needs pandas with pyarrow). Columns:
-
-* ``arm`` (required), one column per stratum factor (required), ``replicate`` (optional, default 0),
-  ``run_id`` (optional; default a stable id derived from the plan hash, stratum, arm and replicate),
-  ``status`` (optional, ``complete`` | ``failed``, default complete), ``seed``, ``started_at``,
-  ``finished_at`` (optional);
-* one column per metric, named as the plan names it (an empty cell: not recorded; ``nan``/``inf``
-  are kept as non-finite values for the invalidators to see);
-* (Parquet: a null in a float column reads back as NaN, i.e. a non-finite value, not a missing one)
-* telemetry columns ``<signal>.<field>`` for the plan's signals, with fields ``updates``,
-  ``effective_period_ms``, ``requested_poll_ms``, ``achieved_poll_ms``, ``bound``, ``evidence``;
-* ``<metric>.bound`` per signal-backed metric: that metric's measurement bound (its unit; stored in
-  the signal's ``metric_bounds``). ``<signal>.bound`` is accepted only when exactly one metric uses
-  the signal; with several it is refused (one bound cannot say whose it is), so a bound is never
-  applied to a metric it was not measured for.
-
-A metric value outside the metric's declared ``range`` is refused naming the row; a runs folder
-holding another plan's runs is refused (``collect.ledger.folder_plan``).
-
-Every row is checked before anything is written: an unknown column, arm or level, a replicate
-outside the plan, a value that is not a number, a row repeated in the file or a cell already in the
-ledger with other content is an error naming the row, and nothing is imported. CSV cells are text,
-so a level matches when its written form matches (``1`` matches the plan level ``1``). A problem of a whole column (an
-unknown header such as ``final_nll (nats)`` or a pandas index column, a column of whole numbers
-written as ``101.0``, an evidence class weaker than the plan declares) is said once, naming the
-column, the expected columns and the closest match. ``started_at`` is a UTC ISO-8601 time; a
-table without it records that the start is unknown.
-
-Resumable: a row whose record is already in the ledger *identically* (same run id and content,
-e.g. from an import that was interrupted, or run twice) is skipped, not refused, so re-running an
-interrupted import finishes it. The new records are appended in one write under the runs folder's
-writer lock (``collect.ledger.runlock``), chained to the ledger's head.
-
-Bounds (refused with a message, never a memory exhaustion): ``MAX_TABLE_BYTES`` on disk and after
-gzip decompression, ``MAX_ROWS`` rows, JSON nested deeper than Python can parse.
-
-Two paths, one result: a table is first taken column by column (``collect.importing.columns``, what
-makes 100 000 rows take seconds); anything it does not take -- every table with a problem among
-them -- goes row by row (``build_records`` and ``collect.importing.rows``), which says what is wrong.
-Both write the same bytes (``tests/collect/test_import_fast.py``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

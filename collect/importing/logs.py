@@ -1,40 +1,6 @@
 """``collect import --telemetry DIR``: each run's power log fills its telemetry columns and becomes its trace.
 
-One log per run in ``DIR``, named after the run: ``<run_id><suffix>``, with the suffix of its format
-(``collect.telemetry.logs.formats.SUFFIXES``: ``.nvidia-smi.csv``, ``.dcgm.txt``, ``.zeus.csv``,
-``.emissions.csv``, ...), or any suffix when the format is given (``--telemetry-format``). The run
-id looked for is the row's ``run_id`` when the table gives one, else the id ``collect plan`` lists
-for the row's cell (what ``collect run`` would use) or the import's own id for it.
-
-For each signal the plan names, the converted trace's ledger summary -- computed by the same
-function as a recorded run's (``collect.telemetry.analysis.energy.run_energy``) -- fills the row's
-``<signal>.<field>`` columns and each backed metric's bound (``<metric>.bound``, or
-``<signal>.bound`` where the signal backs one metric named like no column); a backed metric the row
-leaves empty is filled with the log's energy (J). A column that the log fills and the table also
-gives is refused (one of them would be silently ignored). The trace is kept as
-``RUNS/traces/<run_id>.telemetry.*`` and listed in the record's ``traces``, with its SHA-256 in
-``trace_sha256`` (hashed as the record is appended), so ``collect probe --sensor
-replay:RUNS/traces/<run_id>.telemetry.meta.json`` re-analyses it checked against the ledger.
-
-Each log is converted by the same readers as ``collect telemetry``'s
-(:func:`collect.telemetry.logs.formats.convert_log`: read a block of lines at a time, bounded in
-memory): a log they refuse -- a malformed line, a reading outside the power range, a counter
-rising faster than it allows, a time outside 1970-2200 -- is one error naming the row, the file and
-the line, and nothing is imported.
-
-The options a log cannot state (``TelemetryLogs.options``, a
-:class:`~collect.telemetry.logs.common.LogOptions`: the poll interval, the GPU or every GPU summed,
-the power range, the counter's period, the power model, a headerless nvidia-smi log's fields) apply
-to every log; one its format cannot use is refused once, before any log is converted
-(:func:`collect.telemetry.logs.formats.check_options`). What the user should know of a run's log
-is said as a :class:`LogNote` warning, one line per run and matter, naming the run: a truncated
-last line dropped, a gap of over 10 poll intervals with no reading (bounded by the power range, or
-held by a counter's difference), a log that ends well before the row's ``finished_at``
-(:mod:`collect.telemetry.logs.gaps`); and once per signal, what the bounds took of the meter (the
-counter's update period and where it comes from, a power signal's averaging model).
-
-The traces are written to a staging folder inside ``RUNS`` first and moved into ``traces/`` only
-for the records appended; a refused import leaves none behind. Energies J, powers W, times ms.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The output rule (``prereg.fileio.check_output``) applied to the outputs for runs made elsewhere.
 
-* :func:`write_plan_listing`: ``collect plan LOCK -o FILE``. The path is checked before the lock is
-  read: never over a ledger, lock, plan, trace, evaluation, link, FIFO or device, nor over anything
-  in a runs folder but an earlier listing; another existing file only with ``force``.
-* :func:`check_trace_outputs`: ``collect telemetry LOG -o TRACE``: none of the trace's files
-  (``TRACE.meta.json``, ``TRACE.polls.parquet``, ``TRACE.polls.csv.gz``) may exist; a trace, in a
-  runs folder or not, is never written over.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -31,7 +26,7 @@ def write_plan_listing(
     lock: str | os.PathLike[str], path: str | os.PathLike[str], fmt: str = "csv", force: bool = False
 ) -> None:
     """Write ``collect plan``'s listing of ``lock`` (``csv`` or ``json``) to ``path`` under the output rule."""
-    from collect.api import plan_listing  # lazy: pydantic
+    from collect.importing.planned import plan_listing  # lazy: pydantic
 
     check_output(path, force, is_plan_listing)  # before the lock is read
     write_text_atomically(path, plan_listing(lock, fmt), force, is_plan_listing)

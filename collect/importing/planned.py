@@ -1,35 +1,19 @@
 """``collect plan``: every run a frozen plan asks for, for work done elsewhere.
 
-One row per planned run, in the order ``collect run`` executes them (stratum, then replicate,
-then arm): the ``run_id`` ``collect run`` would record (``collect.ledger.records.run_id``), the
-stratum's factor levels, the arm, the replicate, the ``seed`` ``collect run`` passes to that run
-(``collect.engine.runs.stratum_seed``: from the stratum and replicate only, never the arm, so
-every arm of a stratum meets the same failures) and the run's merged parameters (the plan's
-``experiment.params``, overridden by the stratum's non-blocking factor levels, overridden by the
-arm's settings).
-
-The expansion is ``collect.engine.runs.expand_plan``'s: with an ``experiment``, its collector
-checks and completes each run's parameters (defaults filled in), so the list is exactly what
-``collect run`` executes (tested against ``expand_plan``). The checks ``expand_plan`` adds about
-what the collector can record (evidence classes, telemetry signals) are left out: a plan whose
-runs are made elsewhere may declare measured energy a built-in collector would only model. A plan
-without an ``experiment`` (its runs are imported) is expanded by the same rules, its parameters
-merged but checked by no collector.
-
-A harness that runs the plan elsewhere reads this list, runs each row with its seed and params,
-and writes a table for ``collect import``, which checks a ``seed`` column against the same derived
-seed (``collect.importing.rows.seed_cell``). When the plan has a stratum factor called ``seed``,
-that column is the factor's level and the derived seed is listed as ``run_seed`` instead.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 from typing import Any
 
 from collect.engine.runs import BLOCKING_FACTORS, PlannedRun, load_collector, run_params, stratum_seed
 from collect.ledger.store import run_id
+from prereg.api import Lock, load_lock
+from prereg.errors import InputError
 from prereg.jsoncodec import canonical_text, readable_bytes
 from prereg.schema import Plan
 
@@ -126,3 +110,11 @@ def plan_text(plan: Plan, plan_sha256: str, fmt: str) -> str:
 
 
 __all__ = ["PLAN_FORMATS", "plan_columns", "plan_csv", "plan_json", "plan_text", "planned_runs", "seed_column"]
+
+
+def plan_listing(lock: Lock | str | os.PathLike[str], fmt: str = "csv") -> str:
+    """``collect plan``'s listing of :func:`planned_runs` as ``csv`` or ``json`` text."""
+    if fmt not in PLAN_FORMATS:
+        raise InputError(f"unknown listing format {fmt!r}; use {' or '.join(PLAN_FORMATS)}")
+    verified = load_lock(lock)
+    return plan_text(verified.plan, verified.plan_sha256, fmt)

@@ -1,9 +1,6 @@
 """One row of an imported table -> one ``RunRecord``: the cell rules and the row-by-row reference path.
 
-``collect.importing.importer`` documents the table format; ``row_record`` is how a row becomes a record (every
-cell parsed, the record validated by its model) and every message a cell can earn is written here.
-The column-wise fast path (``collect.importing.columns``) applies these same cell functions and falls
-back to this path whenever anything does not fit, so the messages are always these.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

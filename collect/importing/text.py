@@ -3,17 +3,7 @@
 The canonical encoder (``prereg.jsoncodec.canonical_text``: the settings of
 ``prereg.jsoncodec.canonical_bytes``) writes
 
-* an object as ``{``, its ``"key":value`` items in key order (``sorted`` of the keys) joined by
-  ``,``, and ``}``; a list as ``[``, its items joined by ``,``, and ``]``;
-* a string (key or value) as ``json.encoder.encode_basestring`` gives it (the C encoder calls the
-  same function, or its C twin, when ``ensure_ascii`` is off); ``None`` as ``null``, booleans as
-  ``true``/``false``;
-* an int with ``int.__repr__`` and a finite float with ``float.__repr__`` (it refuses others).
-
-So the text of a record can be put together from the texts of its values, each value encoded
-where that is cheapest: once per distinct cell by the encoder itself (``value_text``), or per row
-with the functions it calls (``string_text``, ``float_text``). ``tests/collect/test_import_fast.py``
-checks the assembled lines against the encoder on generated tables.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
 """``collect import``'s time-order warning: rows whose runs started before the plan they are imported under.
 
-``gates evaluate`` refuses the decision on a run that started before the plan was frozen (or
-before an amendment it is judged under) unless the plan declares ``data: {pre_existing: true,
-reason: ...}`` (``gates.timeorder``). An import says so at once: the rows it appended whose
-``started_at`` precedes the lock's ``frozen_at`` or its last amendment's ``amended_at`` are
-counted and a warning (``EarlyRunsWarning``, a ``UserWarning``) names how many, and the time, and
-what can still be done once the plan is frozen. Rows without ``started_at`` are not counted here
-(the evaluation names them as starts not recorded).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The one rule for a cell recorded more than once, used by the importer, gates and reports alike.
 
-A *cell* is one (plan hash, stratum, arm, replicate) of the ledger; strata compare type-aware
-(``1``, ``1.0``, ``"1"`` and ``true`` are different levels). A failed record fills nothing (a later
-run of the cell is a retry). Among a cell's complete records the first stands and each later one is
-a *repeat*; a cell with a repeat is ambiguous -- which run is the real one cannot be told -- so
-neither is chosen: ``collect import`` refuses to add one, ``gates evaluate`` refuses the gates using
-the arm, and reports refuse to draw it (``DuplicateCell``, exit 2).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

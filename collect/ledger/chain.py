@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from collect.ledger.records import GENESIS
-from collect.traces.check import trace_problems
+from collect.ledger.trace_check import trace_problems
 
 if TYPE_CHECKING:
     from collect.ledger.columns import LedgerColumns, Record

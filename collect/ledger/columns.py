@@ -1,18 +1,6 @@
 """The ledger read column-wise (part of ``collect.ledger.store``, which documents the format): what ``gates evaluate`` reads.
 
-:func:`read_ledger_columns` reads the lines through the one line reader (``collect.ledger.reading``:
-the file's hash, torn tail, copies, lines that are not JSON or not records, the chain fields, the
-stop after ``MAX_BAD_LINES``) and validates the records' fields a chunk of lines at a time, each
-field as one list against the ``RunRecord`` field's own type (the same constraints, strict, a
-missing optional field given its default), instead of building one model object per line. A line
-with a key that is not a field, a missing required field, or any value the field's type refuses
-makes the chunk fail: the whole ledger is then read by ``read_ledger`` (one ``RunRecord`` per line),
-so every refusal carries the same message as there, and the columns are taken from its records. So
-a clean ledger and a damaged one give the same columns, problems and hashes either way.
-
-``LedgerColumns.columns[field][i]`` is the validated value of record ``i`` (ledger order, parallel
-to ``hashes`` and ``record_lines``); ``row(i)`` is a :class:`RecordRow`, a view with the
-``RunRecord`` attributes read from the columns, for the checks that look at a few runs.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

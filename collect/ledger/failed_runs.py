@@ -1,13 +1,6 @@
 """Failed runs and undeclared metrics in the user's words, read from ledger records.
 
-A failed run's ``error`` (``collect.engine.runs.failure_reason``) is kept in the ledger as written:
-a toolkit reason in words, or an exception of a collector's own code with its type and the source
-line it came from (`` at runs.py:176``), and for a ``command`` run whose program failed, the tail
-of its stderr quoted as a Python string literal (``; stderr ends: '...'``). :func:`failure_words`
-splits that text into what a person reads first -- the reason's first line, without the source
-location -- and the last lines of stderr. :func:`undeclared_words` says which metrics a run wrote
-that its plan does not declare (``code.undeclared_metrics``: kept as descriptive, never analysed).
-Nothing here changes a record: the ledger keeps the full text.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

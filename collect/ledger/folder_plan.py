@@ -1,12 +1,6 @@
 """One runs folder, one plan: the check ``collect run`` and ``collect import`` make before appending.
 
-A ledger is append-only, so rows of an unrelated plan appended to a folder that holds another
-plan's runs could never be taken out again (and each plan's evaluation would then list the other's
-runs). Before anything is appended, every record already in the ledger must be under the lock's
-plan or a plan of its amendment chain (the versions before an amendment; their runs stay where they
-were collected). Otherwise the append is refused (``OtherPlanRuns``, exit 3), naming the folder's
-plan: its hash prefix, how many runs it has there, and its study name when a lock for it lies in
-the runs folder, beside it, or in the working directory.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

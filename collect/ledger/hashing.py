@@ -1,24 +1,6 @@
 """The ledger's record hash, computed from one serialisation (part of ``collect.ledger.store``'s format).
 
-A record's ``record_sha256`` is the SHA-256 of its canonical JSON (sorted keys, no whitespace,
-UTF-8) *without* that field. The canonical JSON of an object is ``{``, its ``"key":value`` items in
-key order joined by commas, and ``}``; so an object's items split by key at ``record_sha256`` are two
-runs of items, *before* and *after*, and
-
-* the hashed bytes are ``{`` before ``,`` after ``}``, and
-* the stored line is ``{`` before ``,"record_sha256":"<hash>",`` after ``}``
-
-(``seal``; a comma only between non-empty runs). Each run is the canonical JSON of the sub-object
-holding just those keys, braces dropped (``canonical_items``): the same encoder, so the same bytes.
-The writer serialises a record once that way, and the reader hashes a stored line without
-re-serialising it by cutting the one item out.
-
-Reading: the cut line's hash is used only when it *equals* the hash the line carries at its top
-level; otherwise (an edited or reformatted line, an older ledger) the caller re-serialises
-canonically as before. For every line a writer produced the two agree (tested on every kind of
-edit). They can differ only for a non-canonical line whose carried hash was recomputed over its own
-bytes -- a forger who can do that can as well write the canonical form and its hash, and either way
-the next record's ``prev_sha256`` (or the published head) no longer matches.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

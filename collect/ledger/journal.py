@@ -1,28 +1,7 @@
 """A batch of records appended to the ledger whole or not at all, even across ``kill -9`` (part of
 ``collect.ledger.store``).
 
-One ``write`` of a large batch is not atomic: a process killed with SIGKILL while the kernel copies
-it stops between pages, leaving the first part of the batch (complete lines, which a reader takes
-as records) and a torn line. So the writer of a batch -- holding the runs folder's lock
-(``collect.ledger.runlock``), and the ledger's own ``flock`` exclusively while it appends --
-
-1. writes the journal ``RUNS/.ledger.pending``: a header line (``offset``: the ledger's size before
-   the batch, the batch's ``length`` and ``sha256``) and the batch's bytes, to a temporary name,
-   fsynced and renamed into place (the folder fsynced): from then on the batch is *committed*;
-2. appends the batch to the ledger and fsyncs it;
-3. removes the journal.
-
-A committed batch whose journal is still there (its writer died in step 2 or 3) is *completed*: by
-every reader as it reads (``completed_view``: the ledger is read as if the rest of the batch were
-there) and by the next writer on disk, before it appends (``complete_on_disk``: only the part of
-the batch the ledger lacks is appended; no byte before it is touched). So a batch is in the ledger
-whole from its commit on, or not at all before it, and no reader sees a part of it or a torn line
-from it. Readers hold the ledger's ``flock`` shared while they read, so they never see a live
-writer between steps 1 and 3 either.
-
-A journal that does not continue the ledger (the ledger was changed since, or the journal was) is
-never applied: readers ignore it (``Ledger.pending`` says so), writers refuse to append until a
-person has looked (the message names the file).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -2,46 +2,7 @@
 
 This module owns the format (``collect/looks/v1``); every writer and reader goes through it.
 
-A plan with ``monitoring:`` may be evaluated at its preregistered interim looks; every evaluation
-of its runs folder -- ``gates evaluate``, ``gates.evaluate`` from Python, each look of ``collect
-run`` -- appends one line here, so nobody can look at the data without it showing. Each line is a
-:class:`LookRecord`:
-
-* ``seq`` (1, 2, ... in order), ``evaluated_at`` (UTC), ``prereg_sha256`` and ``lock_seal`` of the
-  lock version evaluated;
-* ``ledger_head`` and ``ledger_records``: the run ledger's head hash (``GENESIS`` for an empty
-  ledger) and record count the evaluation read -- which runs it saw;
-* ``point_blocks``: the pairing blocks per gate in the evaluated prefix of the frozen run order;
-  ``blocks``: gate id -> complete units of analysis it had;
-* ``look``: the planned look (1-based) it is, or null; ``status``: ``decision`` (a planned look:
-  decided with the alpha spent there) or ``interim_reading`` (any other point: never a decision);
-* ``decision`` (supported | not_supported | refused) and ``action`` (``stop_success``,
-  ``stop_futility``, ``continue``, ``final``; ``none`` for an interim reading);
-* ``nominal_alpha``: gate id -> the one-sided level it used; ``spent_alpha``: gate id -> the
-  alpha spent up to this look; ``pvalue``: gate id -> its rule p-value (gates that had one);
-* the hash chain: ``prev_sha256`` (the previous record's ``record_sha256``; ``GENESIS`` for the
-  first) and ``record_sha256`` (SHA-256 of the record's canonical JSON without this field), as in
-  the run ledger (``collect.ledger.hashing``).
-
-Appends are atomic at the line level, as the run ledger's: the record is one line written with
-``O_APPEND`` in one ``write`` under the file's exclusive ``flock``, then fsynced (the folder too
-when the file is created); a failed write is truncated back. A ``kill -9`` can leave at most a
-torn last line, reported and never read as a record; the next append starts on a fresh line, so
-the fragment stays visible on a line of its own (``torn_lines``: not JSON, so not a record, and no
-evidence of an edit; a complete JSON line that is not a valid record is).
-
-:func:`verify_looks` re-hashes every record and follows the links, the sequence numbers and the
-times, and checks each record against the run ledger: its ``ledger_head`` must be a record of the
-ledger's chain (or ``GENESIS``), ``ledger_records`` its position, and later looks never see fewer
-runs. A run ledger truncated or rewritten after a look, or a look record edited, removed,
-inserted or reordered, breaks it.
-
-Looks cannot vanish unseen either: every run record appended while the look ledger holds records
-carries its head and count then (``looks_head``, ``looks_count``: :func:`looks_evidence`, set by
-``collect.ledger.store.LedgerAppender``), inside the run ledger's hash chain; a look ledger that
-no longer holds that record at that number (deleted, emptied, cut back, replaced) breaks it too.
-Looks taken after the last run record and then erased leave no such evidence: the evaluation
-names its look ledger head (:func:`look_sha256`), and the head the author published catches it.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Reading the ledger (part of ``collect.ledger.store``, which documents the format): the one parser of its lines.
 
-Every reader goes through :func:`read_lines`: the file's hash, torn last line, copies of a chained
-line, lines that are not JSON or not records, the retired format, the chain fields every stored
-line must carry, and the stop after ``MAX_BAD_LINES``. What becomes of a line that passes those is
-the *sink*'s: :func:`read_ledger` validates it into a ``RunRecord`` (``Ledger.records``);
-``collect.ledger.columns`` keeps the validated fields as columns.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The runs folder's writer lock: one writer at a time, never outliving it, never defeated by a deleted file.
 
-This module owns ``RUNS/.collect.lock``. ``collect run`` and ``collect import`` (the library functions
-behind them: ``collect.engine.runner.run_plan``, ``collect.importing.importer.import_table``) hold an
-exclusive ``flock`` on **the runs folder itself** (a descriptor of the folder, ``O_DIRECTORY``) for as
-long as they may append to the ledger, and one on ``RUNS/.collect.lock``. The folder's lock is the
-one that decides: a program that unlinks (or replaces) ``.collect.lock`` makes a second writer create
-a new file and lock that, but it still meets the lock on the folder, which nothing in the folder can
-remove; the folder keeps its lock when it is renamed (the lock is on the folder, not its name). The
-file's content only *describes* the holder (pid, host, command, since) so a second writer can be told
-who is in the way; it is never trusted to decide anything.
-
-The kernel drops a ``flock`` when the last descriptor of the open file goes away, so a holder killed
-with ``kill -9`` (or its machine rebooting) never leaves a stale lock behind: there is no pid file to
-clean up. Both descriptors are ``O_CLOEXEC`` (a program the toolkit starts never inherits them); worker
-processes *forked* while the lock is held inherit them and must close them (``close_inherited``), never
-unlock them, since an unlock from a child would release the parent's lock too (the lock belongs to the
-shared open file description).
-
-Limits: ``flock`` is advisory and local; on NFS it is emulated with POSIX locks by Linux and works
-only between clients of a server that supports them, and there a folder cannot be locked (a POSIX
-write lock needs a descriptor open for writing): only the file's lock holds, as before. A runs folder given through a symbolic link is
-locked as the folder the link names (two writers naming it by different paths still exclude each other).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

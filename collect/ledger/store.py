@@ -2,54 +2,7 @@
 
 This module owns the ledger format; every writer and reader goes through it.
 
-Format history (``record``):
-
-* ``collect/run/v1`` (toolkit 0.1.x): the run's cell, status, metrics, telemetry and traces; the
-  hash chain, the trace hashes, the lock's seal and the per-metric evidence were added to it as
-  optional fields. No longer read: a v1 line stops the read with one message (exit 2) saying to
-  collect or import the runs again.
-* ``collect/run/v2`` (toolkit 0.2): the same fields; every stored line carries the chain
-  (``record_sha256``, ``prev_sha256``) -- a line without it is refused, never read as unprotected.
-
-Each line is a ``RunRecord`` (``record: "collect/run/v2"``). Appends are atomic at the line level:
-the record is serialised to one line, written with ``O_APPEND`` in a single ``write``, flushed and
-fsynced (and the folder fsynced when the file is created). A crash can leave at most a torn last
-line; readers report it (with its line number) and never parse it as data, and the next append
-starts on a fresh line so the torn fragment stays visible. An append that fails while the writer
-lives (disk full, an I/O error) is undone: the ledger is truncated back to its size before the
-append and fsynced (``AppendFailed``), so it is exactly as it was and a resume shows no torn line.
-Nothing else is ever rewritten or deleted.
-A batch of records (an import) is atomic as a whole: it is committed to a journal first
-(``collect.ledger.journal``), so a crash leaves it whole or absent, and no torn line. The writer
-holds the ledger's ``flock`` exclusively while it appends, readers hold it shared while they read.
-
-Non-finite metric values (a diverged loss) are kept, not dropped: JSON has no NaN, so they are
-stored as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and read back as floats;
-``null`` means the metric was not recorded.
-
-**The hash chain** (on every stored line):
-
-* ``record_sha256``: SHA-256 of the record's canonical JSON (sorted keys, no whitespace, UTF-8)
-  without this field -- a record edited after it was written no longer matches it;
-* ``prev_sha256``: the previous record's hash (``GENESIS``, 64 zeros, for the first record);
-* ``trace_sha256``: trace path (``traces/...``) -> SHA-256 of the trace file, hashed (and fsynced)
-  by the writer just before the record is appended.
-
-**The looks seen** (``looks_head``, ``looks_count``; absent while the runs folder has no look
-record): the look ledger's head and record count (``collect.ledger.looks``) when the writer
-started, so a monitored study's looks cannot vanish without breaking this chain's evidence
-(the column-wise import path writes the same fields).
-
-**The lock's seal** (``lock_seal``; absent only for runs collected without a lock): the seal
-(``prereg.lock_seal``) of the lock version the run was collected or imported under; ``gates
-evaluate`` refuses a decision on records whose seal does not match the lock's, or that carry none.
-
-``verify_chain`` re-hashes every record and follows the links: a changed, removed, inserted or
-reordered record breaks it, and it names the first record that does not fit. The *head* hash (the
-last record's) is what a reviewer compares with one published when collection ended: someone who
-rewrites the whole chain consistently (or drops records from its end) is caught only that way.
-Lines holding a key twice are refused (a reader could otherwise see either value). The ledger and
-its traces are never opened through a symbolic link.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

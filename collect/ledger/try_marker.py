@@ -1,9 +1,6 @@
 """The mark of a ``collect try`` scratch folder, and the refusal of one where a study's runs folder is expected.
 
-``collect try`` (:mod:`collect.engine.trial`) runs one cell of a plan into a scratch folder holding
-:data:`TRY_MARKER`; its records carry a try hash instead of the plan's. Commands that take a study's
-runs folder call :func:`refuse_try_folder` first, so a try folder is refused in words (``TryFolder``,
-exit 3) rather than as a folder of another plan's runs. Import-light: the marker is one file name.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

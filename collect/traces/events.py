@@ -1,7 +1,7 @@
 """The event trace ``traces/<run_id>.events.jsonl``: its writer and its reader (the format's owner).
 
-One JSON object per line, in start order, written by ``sim.multisite`` and the torch collector
-(:func:`collect.collectors.sim.multisite.event_records` builds the rows): ``id``, ``kind``, ``site``
+One JSON object per line, in start order, written by a collector that records a run's events (a
+study's outages, checkpoints and restarts, through :func:`write_events`): ``id``, ``kind``, ``site``
 (null for job-wide events), ``start_ns`` / ``end_ns`` (integers, nanoseconds from the run's start),
 ``work``, ``steps``, ``checkpoint``, ``parent``, ``bytes``, ``aborted`` and ``work_fate``. The
 ``command`` collector writes the same rows for the researcher's program, with two more fields:

@@ -1,13 +1,6 @@
 """The progress trace ``traces/<run_id>.progress.csv``: its writer and its reader (the format's owner).
 
-Written by the ``command`` collector from what the program reported through the progress client
-(:mod:`collect.marks`): a header ``t_s,attempt,step,tokens,loss`` and one row per report, in the
-order they arrived. ``t_s``: seconds from the run's first start (a finite float, ``repr``); ``attempt``:
-which start of the program made the report (0 the first, k after the k-th restart); ``step``: the
-program's own step count (an integer >= 0); ``tokens``: tokens processed so far (an integer >= 0)
-or empty; ``loss``: the training loss then (``repr``, so a diverged run's ``nan`` is kept exactly)
-or empty. The reader returns the rows in file order; a row that breaks any of these rules, or a
-header lacking ``t_s``, ``attempt`` or ``step``, is one ``InputError`` naming the line.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

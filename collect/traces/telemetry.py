@@ -1,28 +1,6 @@
 """The telemetry trace format: every poll of every signal, and the phase marks.
 
-This module owns trace files. A trace is written as two files beside each other:
-
-* ``<base>.polls.parquet`` (with pyarrow) or ``<base>.polls.csv.gz`` (without): one row per
-  reading, columns ``signal``, ``t_before_ns``, ``t_after_ns``, ``value`` (empty when not ok),
-  ``status``, ``driver_ts_us`` (empty when the driver gives none);
-* ``<base>.meta.json``: ``format`` (``collect/trace/v2``), the sensor spec and evidence class,
-  each signal's unit, kind and (when known) averaging ``window_ms``, a counter's declared update
-  ``period_ms`` with its ``period_basis`` (and ``lossy_joins`` when true) and a power gauge's ``power_model``, ``requested_poll_ms``, the
-  poll start times (``poll_ns``), the phases as ``[name, start_ns, end_ns, depth]`` and (when
-  known) the sensor's physical ``power_range_w`` ``[min, max]``, so that a kept trace can be
-  re-analysed to the same summary without the sensor.
-
-Format history (``format`` in the meta file):
-
-* ``collect/trace/v1`` (toolkit 0.1.x): the sensor spec, evidence class and power range were
-  added as optional keys (a meta without ``evidence`` read as ``measured``). No longer read: one
-  message (exit 2) says to record the trace again.
-* ``collect/trace/v2`` (toolkit 0.2): ``sensor`` and ``evidence`` are required; ``power_range_w``
-  is null when the sensor does not know its range. A signal's ``period_ms``, ``period_basis``,
-  ``power_model`` and ``lossy_joins`` are optional keys (absent: undeclared).
-
-Times are ns on the sensor's clock (monotonic). Nothing is summarised away: the analysis
-functions in :mod:`collect.telemetry.analysis.resolution` and :mod:`~collect.telemetry.analysis.bounds` work from these rows.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -38,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from collect.telemetry.sensors.base import Reading, SignalInfo
+from collect.traces.readings import Reading, SignalInfo
 from prereg.errors import InputError, RetiredFormat
 from prereg.fileio import atomic_write, read_regular_file
 from prereg.jsoncodec import loads
@@ -254,7 +232,7 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
     """Read a trace written by :func:`write_trace` (``base`` without the suffixes, or the meta file).
 
     ``load`` reads each of its files (default: a bounded regular-file read); a runs folder's reader
-    passes one that checks each file against its ledger record (``collect.traces.check``).
+    passes one that checks each file against its ledger record (``collect.ledger.trace_check``).
     """
     base = Path(base)
     if not base.name:

@@ -1,10 +1,6 @@
 """The learning trajectory ``traces/<run_id>.trajectory.csv``: its writer and its reader (the owner).
 
-Written by the torch collector: a header ``tick,useful_steps,heldout_nll,state_tokens`` and one row
-per evaluation of the held-out loss (``heldout_nll`` with ``repr``, so a diverged run's ``nan`` is
-kept exactly). The reader needs ``tick`` and ``heldout_nll`` (other columns are ignored) and returns
-(tick, held-out NLL) rows sorted by tick; a row whose tick is not a finite number, or whose NLL is
-not a number, is one ``InputError`` naming the line.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

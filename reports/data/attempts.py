@@ -1,16 +1,6 @@
 """The story of a ``command`` run: its attempts, faults, restarts and phases, and its reported progress.
 
-A command run's event trace (``traces/<run_id>.events.jsonl``, :mod:`collect.traces.events`) holds
-``attempt`` spans (one start of the program to its end; aborted when a fault ended it), ``failure``
-instants (the fault, with the program's ``step`` then), ``restart`` spans (from the kill to the next
-start) and the program's phase marks, every one job-wide (site null). Its progress trace
-(``traces/<run_id>.progress.csv``, :mod:`collect.traces.progress`) holds what the program reported
-through the progress client: time, attempt, step, tokens and loss.
-
-This module turns them into rows a figure or a sentence can use (:func:`attempt_rows`), and writes
-the text equivalents of the timeline (:func:`attempt_lines`), of the progress curve
-(:func:`progress_text`) and of the loss curve (:func:`loss_text`). Times are seconds from the run's
-first start. Nothing here reads a file or imports matplotlib.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Where runs came from, in words, from their records: what a report says when a run kept no trace.
 
-A record names its collector (``code.collector``: ``sim.multisite``, ``torch.multisite``,
-``command``, a plugin's name) or says it was imported (``code.imported``, with ``source`` naming
-the table's row). The reports say of each run what it actually is ("12 runs collected by command",
-"4 imported runs") rather than guessing from the kind of trace that is missing.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Before an evaluation is shown: is it what its lock and runs give? (``reports show`` and ``reports html``.)
 
-A sealed artifact can still be forged (a verdict or the claim rewritten, the seal recomputed).
-When the artifact's runs folder is known -- the folder holding it also holds ``ledger.jsonl``, as
-``gates evaluate`` writes it by default -- its lock is looked for (``--lock``, else
-``gates.verify.find_lock``) and the evaluation is made again and compared (``gates.verify``): an
-artifact that differs, or carries no seal, is refused (exit 3). Without a runs folder, or with no
-lock found, the report says plainly that the artifact could not be re-verified.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

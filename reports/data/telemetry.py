@@ -1,16 +1,6 @@
 """The data behind ``reports plot RUNS --run ID --telemetry``: one run's kept telemetry trace, checked.
 
-:func:`load_telemetry` finds the run's record and refuses (one message) a run id not in the
-ledger or a run that kept no telemetry trace (saying what the run is: imported, or collected by
-which collector with which sensor: :mod:`reports.data.origin`): ``InputError``, exit 2; and a trace
-whose files do not match the SHA-256 the run recorded (changed, missing, a link, outside
-``RUNS/traces``): ``IntegrityError``, exit 3, naming the file.
-A tampered trace is never drawn. It reads the trace only through
-:func:`collect.traces.telemetry.read_trace` and takes every number from the telemetry analysis
-(the functions the collector used, with the power range it recorded in the trace), so the
-figures equal the ledger's. :func:`drawn` decimates a long trace's faint poll line for drawing
-(each bin keeps its lowest and highest reading); update markers never are. The text and the
-figure are in :mod:`reports.plots.telemetry`.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -147,8 +137,8 @@ def _phase_names(trace: Trace) -> list[str]:
 def load_telemetry(runs_dir: str | Path, run_id: str) -> TelemetryView:
     """The run's verified telemetry trace and every number the plot shows (see the module doc)."""
     from collect.ledger.store import trace_path, trace_problems  # lazy: pydantic
+    from collect.ledger.trace_check import verified_loader  # lazy: pydantic
     from collect.telemetry.analysis.resolution import update_period, value_changes  # lazy: numpy
-    from collect.traces.check import verified_loader  # lazy: pydantic
     from collect.traces.telemetry import read_trace  # lazy: numpy
 
     folder = Path(runs_dir)

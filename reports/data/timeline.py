@@ -3,18 +3,7 @@
 A *block* is every run in ``RUNS/ledger.jsonl`` with the same plan, stratum and replicate as the run
 asked for: one run per arm (policy), all meeting the same outages. For each run this module reads
 
-* ``traces/<run_id>.events.jsonl`` (written by ``sim.multisite`` and the torch collector): one JSON
-  object per line with ``kind``, ``site`` (null for job-wide events), ``start_ns`` and ``end_ns``
-  (other fields are kept but not needed here);
-* ``traces/<run_id>.trajectory.csv`` when it exists (torch collector): columns ``tick`` and
-  ``heldout_nll`` (``useful_steps`` and any others are ignored);
-* ``traces/<run_id>.progress.csv`` when it exists (``command`` collector): what the program
-  reported through the progress client (:mod:`collect.traces.progress`).
-
-It also writes the plots' text equivalents (a per-arm list of events in seconds, a command run's
-attempts, faults and restarts first: :mod:`reports.data.attempts`; a table of tick vs held-out NLL
-per arm). Nothing here imports matplotlib; every problem is a ``InputError`` with
-one message (exit 2).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -151,7 +140,7 @@ def load_block(runs_dir: str | Path, run_id: str) -> Block:
         for r in ledger.records
         if r.prereg_sha256 == target.prereg_sha256 and r.stratum == target.stratum and r.replicate == target.replicate
     )
-    from collect.traces.check import read_verified_trace  # lazy: pydantic
+    from collect.ledger.trace_check import read_verified_trace  # lazy: pydantic
 
     runs, unlisted = [], []
     for r in sorted(same.values(), key=lambda r: (r.arm, r.run_id)):

@@ -1,13 +1,9 @@
 """The HTML report's one stylesheet and one script, inlined in the page (no file, font or network).
 
-The page's Content-Security-Policy allows exactly these two blocks (by their SHA-256) and nothing
-else: no other script or style runs, nothing is fetched. The script is small and optional: the
-page reads completely without it (every chart has a table or list beside it); with it, tables
-marked ``sortable`` sort on a header button, embedded telemetry traces (gzip + base64 JSON) are
-decompressed with ``DecompressionStream`` and drawn on demand, and every ``<details>`` opens for
-printing. It builds its SVG with ``createElementNS`` and sets text with ``textContent`` only, so
-data never becomes markup. The verdict, decision and ranking colours are generated from
-:mod:`reports.words.palette`.
+The page's Content-Security-Policy allows exactly these two blocks (by SHA-256) and nothing else.
+The script is optional (every chart has a table beside it): it sorts ``sortable`` tables, draws
+embedded telemetry traces on demand (``textContent`` only: data never become markup) and opens
+every ``<details>`` for printing. Verdict colours come from :mod:`reports.words.palette`.
 """
 
 from __future__ import annotations

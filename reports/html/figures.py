@@ -1,21 +1,18 @@
-"""The HTML report's gate figures as standalone SVG files, for ``reports show --markdown FILE``.
+"""The gate figures as standalone SVG files beside ``reports show --markdown FILE``.
 
-``forest`` stacks every gate's forest row (each on its own axis; refused and unresolvable gates
-in grey, titled DIAGNOSTIC) and ``strata`` every gate's per-stratum paired contrasts: the same
-drawings as the HTML page (:mod:`reports.html.svg`), at a fixed width, each row titled in words
-(gate, verdict, contrast, evidence) since no page surrounds them. The Markdown links them beside
-itself; its tables are their text equivalent. Files are written atomically and only over earlier
-figures of this module (``prereg.fileio.check_output``).
+``forest`` and ``strata`` stack every gate's drawing of the HTML page (:mod:`reports.html.svg`) at a
+fixed width, each titled in words; the Markdown's tables are their text equivalent. Written
+atomically, and only over earlier figures of this module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prereg.fileio import check_output, write_output
-from reports.html.axes import block_points, gate_axis
-from reports.html.svg import FONT, TEXT_COLOUR, esc, forest_row, strata_plot
+from reports.data.axes import block_points, gate_axis
 from reports.words import evaluation as et
 from reports.words.palette import DECISION_WORDS
 
@@ -23,39 +20,23 @@ if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
 
 WIDTH = 820
-MARKER = "<!-- prereg-toolkit reports figure -->"
+MARKER = "<!-- prereg-toolkit reports figure -->"  # written by templates/figures.html
 KINDS = ("forest", "strata")
 
 
-def _title_line(ev: Evaluation, g: GateResult, y: float) -> str:
-    v = et.gate_view(g, ev)
-    diagnostic = " (DIAGNOSTIC, not evidence)" if not v.is_evidence else ""
-    role = "" if g.role == "primary" else " [sensitivity: never decides]"
-    return (
-        f'<text x="0" y="{y:g}" font-size="13" fill="{TEXT_COLOUR}"><tspan font-weight="bold">{esc(v.id)} '
-        f"{esc(v.word)}{esc(diagnostic)}</tspan>{esc(role)}  {esc(v.contrast)}; {esc(v.evidence)}</text>"
-    )
-
-
-def _document(ev: Evaluation, title: str, rows: list[tuple[GateResult, str]]) -> str:
+def _document(ev: Evaluation, title: str, rows: Sequence[tuple[GateResult, str]]) -> str:
     """An SVG document: a heading line, then per gate its title line and its drawing."""
-    parts, y = [], 62.0
+    placed, y = [], 62.0
     for g, drawing in rows:
-        parts.append(_title_line(ev, g, y))
-        height = float(drawing.split('height="', 1)[1].split('"', 1)[0])
-        parts.append(f'<g transform="translate(0 {y + 8:g})">{drawing}</g>')
-        y += height + 34
-    word = DECISION_WORDS[ev.decision]
-    head = (
-        f'<text x="0" y="18" font-size="15" font-weight="bold" fill="{TEXT_COLOUR}">{esc(ev.study)}: '
-        f'decision {esc(word)}</text><text x="0" y="38" font-size="12" fill="{TEXT_COLOUR}">{esc(title)}</text>'
-    )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n' + MARKER + "\n"
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y:g}" viewBox="0 0 {WIDTH} {y:g}" '
-        f'font-family="{esc(FONT)}" role="img"><title>{esc(ev.study)}: {esc(title)}</title>'
-        f'<rect width="100%" height="100%" fill="#ffffff"/>{head}' + "".join(parts) + "</svg>\n"
-    )
+        v = et.gate_view(g, ev)
+        diagnostic = " (DIAGNOSTIC, not evidence)" if not v.is_evidence else ""
+        role = "" if g.role == "primary" else " [sensitivity: never decides]"
+        placed.append((v, diagnostic, role, y, drawing))
+        y += float(drawing.split('height="', 1)[1].split('"', 1)[0]) + 34
+    from reports.html.render import macro  # lazy: jinja2 (the CLI's --help imports this module)
+
+    document = macro("figures.html", "document")
+    return str(document(WIDTH, y, ev.study, DECISION_WORDS[ev.decision], title, placed))
 
 
 def _ordered(ev: Evaluation) -> list[GateResult]:
@@ -63,6 +44,8 @@ def _ordered(ev: Evaluation) -> list[GateResult]:
 
 
 def forest_svg(ev: Evaluation) -> str:
+    from reports.html.svg import forest_row  # lazy: jinja2
+
     rows = []
     for i, g in enumerate(_ordered(ev)):
         points = [value for _, value in block_points(g, ev.blocks)]
@@ -74,6 +57,8 @@ def forest_svg(ev: Evaluation) -> str:
 
 
 def strata_svg(ev: Evaluation) -> str:
+    from reports.html.svg import strata_plot  # lazy: jinja2
+
     rows = []
     for i, g in enumerate(_ordered(ev)):
         labelled = block_points(g, ev.blocks)

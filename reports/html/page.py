@@ -1,21 +1,9 @@
 """``reports html RUNS_OR_EVALUATION``: the reviewer's report as one self-contained HTML file.
 
-The page holds everything it shows: one stylesheet and one small script (:mod:`reports.html.assets`,
-allowed by a Content-Security-Policy that lets nothing else run and nothing load), inline SVG
-figures, and the kept telemetry traces compressed inside it. It opens from disk with no network
-and prints to PDF (every ``<details>`` opens for printing). Sections, in order: the decision (claim,
-evidence classes, scope, notices, amendments, predecessors), the primary gates (table, groups,
-forest plot, per-stratum points), invalidators, sensitivity gates, a controller study's
-comparator choice, per-family ledger, ranking and assumptions (:mod:`reports.html.controller`), diagnostics (refused and
-unresolvable gates, visibly apart), notes, how to read the verdicts, the runs (per-run table, work
-conservation, traffic classes), the recovery timeline, the telemetry traces and the provenance.
-
-The artifact is checked as ``reports show`` checks it (an artifact that contradicts itself or its
-seal is refused, exit 3) and every string is escaped; the report computes no statistics. With a
-runs folder (the folder holding ``ledger.jsonl`` and ``evaluation.json``) the run sections are
-drawn from its ledger and traces (:mod:`reports.html.runs`, :mod:`reports.html.timeline`,
-:mod:`reports.html.telemetry`); given an ``evaluation.json`` alone, from the folder it lies in when
-that folder holds a ledger, else they say what is missing.
+The artifact is checked as ``reports show`` checks it (exit 3 when it contradicts itself or its
+seal); the page is rendered from ``templates/page.html`` with autoescaping, a study's own sections
+come from its plugin (:mod:`reports.sections`), the run sections from the runs folder when there is
+one. What the page holds, in order: docs/cli.md (``reports html``).
 """
 
 from __future__ import annotations
@@ -24,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from markupsafe import Markup
 
 from collect.ledger.store import LEDGER_NAME
 from gates.api import read_evaluation
@@ -35,12 +25,12 @@ from prereg.fileio import check_output, read_regular_file, write_output
 from reports.data.reverify import reverify
 from reports.html import evaluation as he
 from reports.html.assets import CSS, JS, content_security_policy
-from reports.html.controller import commit_timeline_section, controller_sections
 from reports.html.looks import looks_section
+from reports.html.render import ENV, macro
 from reports.html.runs import conservation_section, load_runs, runs_provenance, runs_section
-from reports.html.svg import esc
 from reports.html.telemetry import telemetry_section
 from reports.html.timeline import timeline_section
+from reports.sections import study_reports
 from reports.words import evaluation as et
 from reports.words import runs as rt
 from reports.words.palette import DECISION_WORDS
@@ -60,16 +50,11 @@ NAV_WORDS = {
     "invalidators": "Invalidators",
     "meter-support": "Meter support",
     "sensitivity": "Sensitivity",
-    "comparator": "Comparator",
-    "families": "Families",
-    "ranking": "Ranking",
-    "assumptions": "Assumptions",
     "diagnostics": "Diagnostics",
     "notes": "Notes",
     "reading": "Reading the verdicts",
     "runs": "Runs",
     "timeline": "Timeline",
-    "commits": "Commit timeline",
     "telemetry": "Telemetry",
     "provenance": "Provenance",
 }
@@ -132,69 +117,36 @@ SEAL_WORDS = {
 }
 
 
-def _header(ev: Evaluation) -> str:
-    lines = et.run_lines(ev.runs, limit=10)
-    facts = [
-        ("Study", esc(ev.study)),
-        ("Plan", esc(et.plan_text(ev))),
-        ("Runs", esc("; ".join(lines))),
-        ("Evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}")),
-    ]
-    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
-    word = DECISION_WORDS[ev.decision]
-    return (
-        f'<header><p class="study">Preregistered evaluation &middot; decision <strong>{esc(word)}</strong></p>'
-        f'<h1>{esc(ev.title)}</h1><dl class="facts">{dl}</dl>'
-        '<p class="muted">The ledger, its hash chain and every hash are under '
-        '<a href="#provenance">Provenance</a>.</p></header>'
+def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None) -> Markup:
+    return macro("provenance.html", "provenance")(
+        ev,
+        ev.ledger,
+        src,
+        SEAL_WORDS[seal],
+        et.ledger_text(ev).split("; ", 1)[-1],  # the words `reports show` prints
+        __version__,
+        GENERATOR,
+        runs_provenance(ctx) if ctx is not None else "",
     )
-
-
-def _provenance(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None) -> str:
-    led = ev.ledger
-    facts = [
-        ("plan sha256", f'<span class="hash">{esc(ev.prereg_sha256)}</span>'),
-        ("first frozen as", f'<span class="hash">{esc(ev.genesis_plan_sha256)}</span>'),
-        ("frozen at", esc(ev.frozen_at)),
-        ("ledger", esc(f"{led.path}, {led.records} records" + ("; TORN TAIL" if led.torn_tail else ""))),
-        ("ledger sha256", f'<span class="hash">{esc(led.sha256 or "none")}</span>'),
-        ("ledger chain head", f'<span class="hash">{esc(led.head_sha256 or "none")}</span>'),
-        ("ledger chain", esc(et.ledger_text(ev).split("; ", 1)[-1])),  # the words `reports show` prints
-        (
-            "evaluation file",
-            f'{esc(src.evaluation_path)}: sha256 <span class="hash">{esc(src.evaluation_sha256)}</span>',
-        ),
-        (
-            "evaluation seal",
-            esc(SEAL_WORDS[seal]) + (f' <span class="hash">{esc(ev.seal_sha256)}</span>' if ev.seal_sha256 else ""),
-        ),
-        ("evaluated", esc(f"{ev.evaluated_at} with toolkit {ev.toolkit_version}")),
-        ("re-verification", esc(src.verification or "not done")),
-        (
-            "this page",
-            esc(f"written by toolkit {__version__} ({GENERATOR}); it computes nothing, it renders the artifact"),
-        ),
-    ]
-    body = '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
-    if ctx is not None:
-        body += runs_provenance(ctx)
-    return body
 
 
 def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, run_id: str | None = None) -> str:
     """The whole page as text (``ev`` already cleaned of control characters)."""
-    sections: list[tuple[str, str, str]] = [("decision", "Decision", he.decision_section(ev))]
+    sections: list[tuple[str, str, Markup]] = [("decision", "Decision", he.decision_section(ev))]
     if ev.monitoring is not None:  # a monitored plan: the look or interim reading, a small look chart
         sections.append(("looks", "Interim looks", looks_section(ev)))
     failed = he.failed_runs_section(ev)
     if failed:
         sections.append(("failed-runs", rt.FAILED_TITLE, failed))
     primary = et.primary_gates(ev)
-    gates_body = (
-        he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p")
-        + he.group_tallies(ev)
-        + he.forest_figure(ev, primary, "forest-primary")
-        + he.strata_details(ev, [g for g in primary if g.verdict not in ("refused", "unresolvable")], "strata-primary")
+    evidence = [g for g in primary if g.verdict not in ("refused", "unresolvable")]
+    gates_body = Markup().join(
+        (
+            he.gates_table(ev, primary, "gates-table", "Primary gates: verdict, interval, rule, method, p"),
+            he.group_tallies(ev),
+            he.forest_figure(ev, primary, "forest-primary"),
+            he.strata_details(ev, evidence, "strata-primary"),
+        )
     )
     sections.append(("gates", f"Primary gates (decide the claim; multiplicity {ev.multiplicity})", gates_body))
     sections.append(("invalidators", "Invalidators", he.invalidators_section(ev)))
@@ -204,56 +156,50 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
     sensitivity = et.sensitivity_gates(ev)
     if sensitivity:
         evidence = [g for g in sensitivity if g.verdict not in ("refused", "unresolvable")]
-        body = (
-            he.gates_table(ev, sensitivity, "sensitivity-table", "Sensitivity gates")
-            + he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above")
-            + he.strata_details(ev, evidence, "strata-sensitivity")
+        body = Markup().join(
+            (
+                he.gates_table(ev, sensitivity, "sensitivity-table", "Sensitivity gates"),
+                he.forest_figure(ev, sensitivity, "forest-sensitivity", table_name="the sensitivity table above"),
+                he.strata_details(ev, evidence, "strata-sensitivity"),
+            )
         )
         sections.append(("sensitivity", "Sensitivity (reported, never decides)", body))
     descriptive = he.descriptive_section(ev)
     if descriptive:
         sections.append(("metrics", rt.DESCRIPTIVE_TITLE, descriptive))
-
-    sections += controller_sections(ev)  # nothing without a comparator, families or a ranking
+    studies = study_reports(ev)  # a study's own sections (plugins), already safe markup
+    nav_words = dict(NAV_WORDS)
+    for study in studies:
+        sections += study.html_sections(ev)
+        nav_words.update(study.nav_words())
     diagnostics = he.diagnostics_section(ev)
-    tail = he.notes_and_reading(ev)
 
     runs_body = runs_section(ev, ctx) + (conservation_section(ctx) if ctx is not None else "")
-    later = [("runs", "Runs", runs_body)]
+    later = [*he.notes_and_reading(ev), ("runs", "Runs", runs_body)]
     if ctx is not None:
-        if ev.comparator is not None and ev.families:  # controller runs keep commit ledgers, not event traces
-            later.append(("commits", "Commit timeline of one held-out family", commit_timeline_section(ev, ctx.folder)))
-        else:
-            later.append(("timeline", "Recovery timeline", timeline_section(ctx, run_id)))
+        own = [s for study in studies for s in study.html_run_sections(ev, ctx.folder)]
+        later += own or [("timeline", "Recovery timeline", timeline_section(ctx, run_id))]
         later.append(("telemetry", "Telemetry traces", telemetry_section(ctx)))
     later.append(("provenance", "Provenance", _provenance(ev, src, seal, ctx)))
-    anchors = [a for a, _, _ in sections] + (["diagnostics"] if diagnostics else []) + [a for a, _, _ in tail + later]
-    nav = (
-        '<nav class="toc" aria-label="Sections"><ol>'
-        + "".join(f'<li><a href="#{a}">{esc(NAV_WORDS[a])}</a></li>' for a in anchors)
-        + "</ol></nav>"
-    )
-
-    def render(items: list[tuple[str, str, str]]) -> str:
-        return "".join(
-            f'<section id="{a}" aria-labelledby="h-{a}"><h2 id="h-{a}">{esc(h)}</h2>{b}</section>' for a, h, b in items
-        )
-
-    word = DECISION_WORDS[ev.decision]
-    title = f"{ev.study}: {word} - {ev.title}"
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy())}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="generator" content="{GENERATOR}">'
-        f'<meta name="prereg-plan-sha256" content="{esc(ev.prereg_sha256)}">'
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>"
-        + _header(ev)
-        + nav
-        + render(sections)
-        + diagnostics
-        + render(tail + later)
-        + f"</main><script>{JS}</script></body></html>\n"
+    anchors = [a for a, _, _ in sections] + (["diagnostics"] if diagnostics else []) + [a for a, _, _ in later]
+    facts = [
+        ("Study", ev.study),
+        ("Plan", et.plan_text(ev)),
+        ("Runs", "; ".join(et.run_lines(ev.runs, limit=10))),
+        ("Evaluated", f"{ev.evaluated_at} with toolkit {ev.toolkit_version}; multiplicity {ev.multiplicity}"),
+    ]
+    return ENV.get_template("page.html").render(
+        ev=ev,
+        word=DECISION_WORDS[ev.decision],
+        csp=content_security_policy(),
+        generator=GENERATOR,
+        css=Markup(CSS),  # the page's own blocks, allowed by their hashes in the CSP
+        js=Markup(JS),
+        header=facts,
+        nav=[(a, nav_words[a]) for a in anchors],
+        before=sections,
+        diagnostics=diagnostics,
+        after=later,
     )
 
 

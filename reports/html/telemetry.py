@@ -1,16 +1,9 @@
 """The HTML report's telemetry section: each kept trace embedded compressed, drawn on demand.
 
-Every number comes from :func:`reports.data.telemetry.load_telemetry` (which re-hashes the trace
-against its record, refusing a changed one, and reads it only through
-``collect.traces.telemetry.read_trace``) and :func:`reports.data.telemetry.drawn` (the points the
-PNG draws: every update, the polls decimated to their envelope above ``MAX_POLL_POINTS``). The
-text equivalent is :func:`reports.plots.telemetry.telemetry_text`, what ``reports plot RUNS --run ID
---telemetry`` prints; it reads without the script. The points travel as JSON, gzip-compressed and
-base64-encoded in a non-executed ``<script type="application/gzip+base64">`` block; the page's
-script decompresses them with ``DecompressionStream`` when the reader asks and draws polls (a faint
-step line), updates (a circle at the window's midpoint, a bar across the window) and phases (bands,
-named on the wide ones). Embedded data stop at ``EMBED_BUDGET`` bytes; later traces are listed
-with the command that draws them.
+The points are those the PNG draws (:mod:`reports.data.telemetry`, trace re-hashed against its
+record) as gzip + base64 JSON in a non-executed ``<script type="application/gzip+base64">``, drawn
+by the page's script when asked; the text equivalent is ``reports plot RUNS --run ID --telemetry``'s.
+Embedding stops at ``EMBED_BUDGET`` bytes; later traces are listed with the command that draws them.
 """
 
 from __future__ import annotations
@@ -19,12 +12,14 @@ import base64
 import gzip
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from markupsafe import Markup
 
 from prereg.errors import InputError, IntegrityError
 from reports.data.origin import origins_text
 from reports.data.telemetry import drawn, energy_scale, load_telemetry
-from reports.html.svg import esc
+from reports.html.render import macro
 from reports.plots.figures import merge_spans
 from reports.plots.telemetry import OTHER_PHASE, PHASE_STYLE, telemetry_text
 
@@ -34,6 +29,18 @@ if TYPE_CHECKING:
 
 EMBED_BUDGET = 4 << 20  # compressed bytes of embedded traces per page
 META_SUFFIX = ".telemetry.meta.json"
+
+
+class Entry(NamedTuple):
+    """One run's trace on the page: why it is not drawn (and the notice's class), or its summary, points and text."""
+
+    run_id: str
+    error: str = ""
+    cls: str = ""
+    ident: str = ""
+    blob: str = ""
+    summary: str = ""
+    text: str = ""
 
 
 def _round(values: Any) -> list[float | None]:
@@ -97,69 +104,27 @@ def _summary(view: TelemetryView, shown: Drawn) -> str:
     )
 
 
-LEGEND = (
-    '<ul class="legend"><li><svg width="26" height="14" aria-hidden="true" focusable="false"><path '
-    'd="M1,11 L9,11 L9,6 L17,6 L17,3 L25,3" fill="none" stroke="#555"/></svg>every poll (faint step line)</li>'
-    '<li><svg width="26" height="14" aria-hidden="true" focusable="false"><line x1="3" x2="23" y1="7" y2="7" '
-    'stroke="#08306b" stroke-width="1.4"/><circle cx="13" cy="7" r="3" fill="#fff" stroke="#08306b"/></svg>'
-    "update: circle at the window's midpoint, bar across the update window</li>"
-    '<li><svg width="26" height="14" aria-hidden="true" focusable="false"><rect x="1" y="1" width="24" '
-    'height="12" fill="#9ecae1" fill-opacity="0.5"/></svg>phase band (named on wide bands; the text lists '
-    "every interval)</li></ul>"
-)
-
-
-def telemetry_section(ctx: RunsContext) -> str:
+def telemetry_section(ctx: RunsContext) -> Markup:
     """One collapsed entry per run that kept a telemetry trace: its text, and its points on demand."""
     kept = [r for r in ctx.records if any(t.endswith(META_SUFFIX) for t in r.traces)]
-    if not kept:
-        return (
-            f"<p>No run of this plan kept a raw telemetry trace (none of its {esc(origins_text(ctx.records))} "
-            "did; runs collected with a sensor keep one: torch.multisite, or command with <code>sensor</code> "
-            "set).</p>"
-        )
-    used, parts, skipped = 0, [], []
+    used, entries, skipped = 0, list[Entry](), 0
     for i, r in enumerate(kept):
         try:
             view = load_telemetry(ctx.folder, r.run_id)
         except IntegrityError as err:
-            parts.append(f'<p class="alarm">run <code>{esc(r.run_id)}</code>: NOT DRAWN: {esc(err)}</p>')
+            entries.append(Entry(r.run_id, f"NOT DRAWN: {err}", "alarm"))
             continue
         except InputError as err:
-            parts.append(f'<p class="notice">run <code>{esc(r.run_id)}</code>: not drawn: {esc(err)}</p>')
+            entries.append(Entry(r.run_id, f"not drawn: {err}", "notice"))
             continue
         shown = drawn(view)
-        text = telemetry_text(view, shown)
         blob = encode(payload(view, shown))
         if used + len(blob) > EMBED_BUDGET:
-            skipped.append(r.run_id)
-            blob = ""
+            skipped, blob = skipped + 1, ""
         used += len(blob)
-        ident = f"tm{i}"
-        if blob:
-            draw = (
-                f'<p><button type="button" class="draw" data-source="{ident}-data" data-target="{ident}-fig" '
-                f'data-status="{ident}-status">Draw this trace</button> <span id="{ident}-status" '
-                'class="muted" role="status"></span></p>'
-                f'<div id="{ident}-fig" class="trace-figure"></div>{LEGEND}'
-                f'<script type="application/gzip+base64" id="{ident}-data">{blob}</script>'
-            )
-        else:
-            draw = (
-                f'<p class="muted">Not embedded (the page\'s {EMBED_BUDGET >> 20} MiB budget for traces is '
-                f"spent): <code>reports plot RUNS --run {esc(r.run_id)} --telemetry</code> draws it.</p>"
-            )
-        parts.append(
-            f"<details><summary>{esc(_summary(view, shown))}</summary>{draw}"
-            f"<p>Text equivalent (as <code>reports plot RUNS --run ID --telemetry</code> prints it):</p>"
-            f"<pre>{esc(text)}</pre></details>"
+        entries.append(
+            Entry(r.run_id, ident=f"tm{i}", blob=blob, summary=_summary(view, shown), text=telemetry_text(view, shown))
         )
-    intro = (
-        f"<p>{len(kept)} runs kept their raw telemetry trace, each checked against the SHA-256 in its "
-        f"record. The points are embedded compressed ({used / 1024:.0f} KiB in all) and drawn only when "
-        "asked: every poll as a faint step line, every update as a circle at its window's midpoint with a "
-        "bar across the window, phases as bands.</p>"
+    return macro("telemetry.html", "telemetry_section")(
+        len(kept), origins_text(ctx.records), used, skipped, entries, EMBED_BUDGET >> 20
     )
-    if skipped:
-        intro += f'<p class="notice">{len(skipped)} traces are not embedded (size budget); their text is.</p>'
-    return intro + "".join(parts)

@@ -1,14 +1,9 @@
 """The reviewer's report of an evaluation as GitHub-flavoured Markdown (papers, pull requests).
 
-Same content as the terminal report (``reports.terminal.evaluation``): header, decision sentence,
-gate tables, forest bars in a ``text`` code block, invalidators, sensitivity, the failed runs
-and every metric per arm (descriptive), diagnostics, notes, predecessors and (optionally) the per-block rows; a controller study's artifact adds its
-comparator choice, per-family ledger, ranking table and assumptions (words from
-:mod:`reports.words.controller`). User text is escaped so it renders as
-written: Markdown punctuation is backslash-escaped, ``|`` in table cells becomes ``\\|`` and
-line breaks inside a cell become ``<br>``. With ``figures`` (``reports show --markdown FILE``
-writes them beside the file: :mod:`reports.html.figures`) the report links the SVG forest plot and
-per-stratum figures after the primary gates.
+Same content as the terminal report (:mod:`reports.terminal.evaluation`), installed studies' sections
+included (:mod:`reports.sections`). User text is escaped so it renders as written: Markdown punctuation
+backslash-escaped, ``|`` in a table cell as ``\\|``, a line break inside a cell as ``<br>``; with
+``figures`` the report links the SVG forest plot and per-stratum figures after the primary gates.
 """
 
 from __future__ import annotations
@@ -19,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from reports.terminal.forest import LEGEND
-from reports.words import controller as ct
+from reports.sections import study_reports
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import monitoring as mt
 from reports.words import provenance as pt
 from reports.words import runs as rt
+from reports.words.forest import LEGEND
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
 from reports.words.safe_text import clean_model
@@ -181,86 +176,9 @@ def _phase_support(ev: Evaluation) -> list[str]:
     return ["", "## Meter support by phase", "", *(md_escape(line) for line in lines)]
 
 
-def _controller(ev: Evaluation) -> list[str]:
-    """The controller study's sections (``reports.words.controller``); nothing for other artifacts."""
-    if not ct.has_controller(ev):
-        return []
-    lines: list[str] = []
-    if ev.comparator is not None:
-        chosen = md_escape(ct.comparator_chosen(ev))
-        lines += ["", "## Comparator choice (calibration runs only)", "", f"**{chosen}**", ""] + [
-            f"- {md_escape(line)}" for line in ct.comparator_lines(ev)
-        ]
-        header, rows = ct.comparator_table(ev)
-        if rows:
-            lines += ["", "Candidates on the calibration strata:", ""]
-            lines += md_table(
-                [md_escape(h) for h in header],
-                [
-                    [md_escape(c) if i else md_code(c) for i, c in enumerate(r[:-1])]
-                    + [f"**{r[-1]}**" if r[-1] else ""]
-                    for r in rows
-                ],
-            )
-    families = ct.family_rows(ev)
-    if families:
-        lines += ["", "## Per-family ledger (each held-out family judged alone)", ""]
-        lines += md_table(
-            [
-                "family",
-                "decision",
-                "gates: verdict, estimate [interval]",
-                f"descriptive ({md_escape(ct.DESCRIPTIVE_NOTE)})",
-                f"hindsight ({ct.YARDSTICK})",
-                "regions",
-            ],
-            [
-                [
-                    md_code(r.family),
-                    f"**{r.decision_word}**: "
-                    + md_escape(r.reason)
-                    + f"<br>{r.blocks} blocks"
-                    + "".join(f"<br>**{md_escape(x)}**" for x in r.invalidators),
-                    "<br>".join(
-                        f"{md_code(gid)} **{word}**" + (" " if rest.startswith(" ") else "") + md_escape(rest)
-                        for gid, word, rest in r.gate_parts
-                    )
-                    or "-",
-                    "<br>".join(md_escape(x) for x in r.descriptive) or "none recorded",
-                    md_escape(r.hindsight),
-                    md_escape(r.regions),
-                ]
-                for r in families
-            ],
-        )
-    ranking = ct.ranking_rows(ev)
-    if ranking:
-        lines += [
-            "",
-            "## Ranking (challenger vs comparator per family and region)",
-            "",
-            md_escape(ct.ranking_intro(ev)),
-            "",
-        ]
-        lines += md_table(
-            ["family", "region", "ranking", "sampling interval", "infrastructure spread (separate)", "reason"],
-            [
-                [
-                    md_code(r.family),
-                    md_escape(r.region),
-                    (f"_{r.word}_" if r.abstain else f"**{r.word}**") + f"<br>{md_escape(r.meaning)}",
-                    md_escape(r.sampling),
-                    "<br>".join(md_escape(x) for x in r.infrastructure),
-                    md_escape(r.reason),
-                ]
-                for r in ranking
-            ],
-        )
-    assumptions = ct.assumption_lines(ev)
-    if assumptions:
-        lines += ["", "## Assumptions, uncertainty and missing evidence", ""]
-        lines += [f"- {md_escape(line)}" for line in assumptions]
-    return lines
+def _studies(ev: Evaluation) -> list[str]:
+    """The sections of every installed study report that applies (:mod:`reports.sections`)."""
+    return [line for report in study_reports(ev) for line in report.markdown(ev)]
 
 
 def _failed_runs(ev: Evaluation) -> list[str]:
@@ -395,7 +313,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False, figures: Sequ
         lines += ["", "## Sensitivity (reported, never decides)", ""]
         lines += md_table(GATE_COLUMNS, _gate_rows(ev, sensitivity)) + _forest_block(sensitivity)
     lines += _descriptive(ev)
-    lines += _controller(ev) + _diagnostics(ev) + _notes(ev) + _reading(ev) + _predecessors(ev)
+    lines += _studies(ev) + _diagnostics(ev) + _notes(ev) + _reading(ev) + _predecessors(ev)
     if show_blocks:
         lines += _blocks(ev)
     return "\n".join(lines) + "\n"

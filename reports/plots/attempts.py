@@ -1,18 +1,6 @@
 """Figures of ``command`` runs for ``reports plot RUNS --run ID``: the attempt timeline and the progress curves.
 
-* :func:`attempt_timeline_figure`: every arm of the block on one time axis (seconds from each run's
-  first start), two lanes per run: its *attempts* (one bar per start of the program, solid when it
-  ran to its end, hatched when a fault ended it; each fault a red cross labelled "fault at step N";
-  each restart a grey cross-hatched span labelled "restart k") and its *phases* (the program's marks,
-  in the recovery timeline's colours and hatches). A vertical bar marks where each run ended.
-* :func:`progress_figure`: the progress the programs reported. Top: step over time, one colour per
-  run, one line style per attempt, a hollow circle where an attempt resumed and a red cross at each
-  fault (at the program's step then). Bottom (when a loss was reported): training loss over steps,
-  the same colours and line styles, so replayed steps show as overlapping segments.
-
-Words carry every meaning (legend entries, labels, the text equivalents of
-:mod:`reports.data.attempts`); colour only repeats them. matplotlib is imported only inside the
-functions.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

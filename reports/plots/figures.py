@@ -2,20 +2,7 @@
 
 (A run's telemetry trace, ``--telemetry``, is drawn by :mod:`reports.plots.telemetry` with the helpers here.)
 
-matplotlib is an optional extra (``pip install 'prereg-toolkit[plot]'``), imported only here and
-only when a plot is drawn; figures are built with ``matplotlib.figure.Figure`` (no pyplot, no
-display, the Agg renderer for PNG) and written atomically. Words carry every meaning: verdicts are
-printed beside each row, event kinds differ by hatch and marker shape as well as colour.
-
-Forest plot: one row per gate, **each gate on its own axis** (its own unit; ratio gates on a log
-axis, as ratios are analysed on the log scale, with ticks that always include 1x and carry the %
-change below each ratio), because gates of one plan compare different metrics (seconds,
-site-steps, ratios) that share no scale. Each row shows the interval (a bar; an end at infinity is
-an arrow to the axis edge), the estimate (a diamond), the margin (dashed line(s), a ratio margin
-also as % change) and the null (a dotted line), each stratum's paired contrast (hollow circles
-below the bar: which strata drive the result), the interval widened by the meter's bounds when a
-resolution check was made (a light dashed band), and the verdict word on the right. The axes are
-:mod:`reports.html.axes`'s, shared with the HTML report's SVG.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -28,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gates.numbers import as_float
 from prereg.errors import InputError
 from prereg.fileio import file_head, runs_folder_of, write_output
-from reports.data.timeline import MARK_KINDS, SPAN_KINDS, Block
-from reports.html.axes import (
+from reports.data.axes import (
     block_points,
     gate_axis,
     pct_change,
@@ -38,6 +24,7 @@ from reports.html.axes import (
     value_label,
     widened_interval,
 )
+from reports.data.timeline import MARK_KINDS, SPAN_KINDS, Block
 from reports.words.evaluation import EVIDENCE_WORDS, contrast_text, fmt_num, interval_text
 from reports.words.palette import DECISION_WORDS, VERDICT_COLOURS, VERDICT_WORDS
 

@@ -1,32 +1,6 @@
 """``reports plot RUNS --run ID --telemetry``: one run's kept raw telemetry trace, its figure and text.
 
-A torch.multisite run keeps its telemetry trace beside the ledger (``traces/<run_id>.telemetry.meta.json``
-and ``.polls.parquet`` or ``.polls.csv.gz``), listed in the record's ``traces`` and hashed in its
-``trace_sha256``. This module
-
-* finds the run's record and refuses (one message) a run id not in the ledger or a run that kept no
-  telemetry trace (the message says what the run is: imported, or which collector and sensor made
-  it): ``InputError``, exit 2; and a trace
-  whose files do not match the SHA-256 the run recorded (changed, missing, a link, outside
-  ``RUNS/traces``): ``IntegrityError``, exit 3, naming the file. A tampered trace is never drawn.
-  Other traces of the run that fail their hash (events, trajectory) are reported, not refused;
-* reads the trace only through :func:`collect.traces.telemetry.read_trace` and takes every number
-  from the telemetry analysis: the updates (value changes, each with its update window) from
-  :func:`collect.telemetry.analysis.resolution.value_changes`, the effective update period from
-  :func:`~collect.telemetry.analysis.resolution.update_period`, the run's energy from
-  :func:`collect.telemetry.analysis.energy.run_energy` and each phase's intervals, duration, support and
-  energy bounds from :mod:`collect.telemetry.analysis.phases` -- the functions the collector used, with the
-  power range it recorded in the trace, so the figures equal the ledger's;
-* writes the text equivalent (per phase: intervals, total duration, updates inside it, energy
-  with bounds; the effective update period) and the figure: every poll as a faint step line,
-  every update as a marker at its window midpoint with a bar across the window, phases as shaded
-  bands (colour *and* hatch, named in the legend and on wide bands), time in seconds from the
-  first poll. A cumulative counter (mJ) is drawn as joules since the first poll, with a second
-  panel of the mean power between consecutive updates; a power gauge (W) as watts.
-
-The data (the checked trace, its phases and the decimated poll line) comes from
-:mod:`reports.data.telemetry`; numpy and matplotlib are imported only inside the functions
-drawing with them.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

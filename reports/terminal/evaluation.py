@@ -1,10 +1,8 @@
-"""The reviewer's report of an evaluation (``evaluation.json``) for ``reports show``.
+"""The reviewer's report of an evaluation (``evaluation.json``) for ``reports show``: rich renderables, 80 columns.
 
-``render_evaluation(ev)`` returns rich renderables that fit 80 columns; ``evaluation_markdown(ev)``
-(from ``reports.markdown.evaluation``) writes the same content as GitHub-flavoured Markdown. The
-words and numbers come from ``reports.words.evaluation``; the forest bars from ``reports.terminal.forest``.
-User text (claim, scope, reasons, ids, notes) is always wrapped in ``Text``, never parsed as
-markup. Words carry every meaning; colour only repeats them.
+Words and numbers from :mod:`reports.words.evaluation`, forest bars from :mod:`reports.words.forest`,
+a study's own sections from its plugin (:mod:`reports.sections`). User text is always wrapped in
+``Text``, never parsed as markup; words carry every meaning and colour only repeats them.
 """
 
 from __future__ import annotations
@@ -16,14 +14,13 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from reports.markdown.evaluation import evaluation_markdown
-from reports.terminal.controller import controller_sections
-from reports.terminal.forest import LEGEND
+from reports.sections import study_reports
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import monitoring as mt
 from reports.words import provenance as pt
 from reports.words import runs as rt
+from reports.words.forest import LEGEND
 from reports.words.palette import DECISION_STYLES, VERDICT_STYLES
 from reports.words.phase_support import phase_support_lines
 from reports.words.reading import reading_lines
@@ -32,7 +29,7 @@ from reports.words.safe_text import clean_model
 if TYPE_CHECKING:
     from gates.artifact import Evaluation, GateResult
 
-__all__ = ["render_evaluation", "evaluation_markdown", "BAR_WIDTH"]
+__all__ = ["render_evaluation", "BAR_WIDTH"]
 
 BAR_WIDTH = 44
 
@@ -301,7 +298,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
         ]
     parts += descriptive_section(ev)
 
-    parts += controller_sections(ev)  # nothing without a comparator, families or a ranking
+    parts += [part for report in study_reports(ev) for part in report.terminal(ev)]  # installed studies' own
     parts += diagnostics_section(ev, et.diagnostic_gates(ev))
     parts += _notes(ev)
     parts += _reading(ev)

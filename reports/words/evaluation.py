@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from estimators.vocabulary import Rule
 from gates.numbers import as_float
 from prereg.direction import ratio_margin_words
-from reports.terminal.forest import forest_axis, forest_bar
 from reports.words import provenance as pt
+from reports.words.forest import forest_axis, forest_bar
 from reports.words.palette import VERDICT_WORDS
 from reports.words.provenance import predecessor_lines  # noqa: F401 - part of this module's vocabulary
 

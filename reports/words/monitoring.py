@@ -1,10 +1,6 @@
 """The words of a monitored plan's looks, shared by the terminal, Markdown and HTML reports.
 
-Everything is read from the artifact's ``monitoring`` section (``gates.artifact_monitoring``): the
-status of this evaluation (a planned look's decision, or an interim reading that decides nothing),
-what the plan says to do next, one row per planned look and primary gate (its blocks, boundary,
-nominal level, the alpha spent, and what was recorded at that look), and the looks recorded in the
-runs folder's look ledger.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

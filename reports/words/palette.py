@@ -1,14 +1,6 @@
 """The one palette and the one word table for verdicts, decisions and ranking outcomes.
 
-Every renderer reads these tables: the terminal (rich styles, :func:`terminal_style`), the HTML
-page (its CSS rules are generated from them, :func:`css_rules`; the forest SVG takes the hex) and
-the matplotlib figures (the hex). No other module in ``reports/`` defines a verdict colour
-(``tests/reports/test_palette.py`` checks the source). Words always accompany a colour: colour
-only repeats what the word says.
-
-Each entry is a :class:`Swatch`: ``hex`` for HTML, SVG and PNG; ``terminal`` the named colour a
-terminal draws in its own theme (rich), so the same verdict looks alike everywhere while a
-terminal keeps the contrast its user chose.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

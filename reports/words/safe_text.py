@@ -1,20 +1,24 @@
 """Text from plans, ledgers and artifacts made safe to show: no terminal control sequences.
 
-A plan's title, claim, arm names, reasons and notes are written by people and travel through
-files; a string holding ``ESC [2K`` or a carriage return could overwrite the decision line on a
-reviewer's terminal, and a bidirectional override could reorder what is read. ``clean`` escapes
-every C0/C1 control character (except newline and tab), DEL and the Unicode bidi controls as
-visible ``\\xNN`` / ``\\uNNNN`` text; ``clean_tree`` does it to every string (keys included) of a
-JSON-like structure. Every renderer calls it on what it shows; nothing else changes the data.
-Import-light (``re`` only): the CLIs use it for their error messages too.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
+TYPE_CHECKING = False  # typing stays unloaded at --help (mypy treats this name as true)
+if TYPE_CHECKING:
+    from typing import Any
+
+_UNSAFE_CHARS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]"
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    """The pattern of ``_UNSAFE_CHARS``, compiled on first use (not while a console script prints its help)."""
+    return re.compile(_UNSAFE_CHARS)
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -24,7 +28,7 @@ def _escape(match: re.Match[str]) -> str:
 
 def clean(text: str, single_line: bool = False) -> str:
     """``text`` with control characters escaped (newlines too when ``single_line``)."""
-    out = _UNSAFE.sub(_escape, text)
+    out = _unsafe().sub(_escape, text)
     if single_line:
         out = out.replace("\n", "\\n").replace("\t", " ")
     return out
@@ -45,11 +49,11 @@ def clean_tree(value: Any) -> Any:
 
 def has_unsafe(text: str) -> bool:
     """Whether ``text`` holds anything ``clean`` would escape."""
-    return _UNSAFE.search(text) is not None
+    return _unsafe().search(text) is not None
 
 
 # JSON text holds a control character below 0x20 only as one of these escapes (the rest of
-# ``_UNSAFE`` raw); a literal backslash is ``\\\\`` there, so a match is at worst a false alarm
+# ``_UNSAFE_CHARS`` raw); a literal backslash is ``\\\\`` there, so a match is at worst a false alarm
 _JSON_ESCAPED_CONTROL = re.compile(r"\\(?:u00[01]|b|f|r)")
 
 
@@ -60,14 +64,14 @@ def clean_model(model: Any) -> Any:
     of a walk over every string: an evaluation of 10 000 runs holds about 120 000).
     """
     text = model.model_dump_json(by_alias=True)
-    if not _UNSAFE.search(text) and not _JSON_ESCAPED_CONTROL.search(text):
+    if not _unsafe().search(text) and not _JSON_ESCAPED_CONTROL.search(text):
         return model
     return type(model).model_validate(clean_tree(model.model_dump(by_alias=True)))
 
 
 def clean_json_text(text: str) -> str:
     """JSON text with the characters ``json.dumps(ensure_ascii=False)`` leaves raw escaped as ``\\uNNNN``."""
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _unsafe().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def wrap_entries(head: str, entries: list[str], width: int = 100) -> list[str]:

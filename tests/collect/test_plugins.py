@@ -1,4 +1,5 @@
-"""Collectors and sensors as plugins (collect.plugins): entry points or ``module:Class``, one loader."""
+"""Plugins (collect.plugins): collectors, sensors, report sections and plot views; entry points or
+``module:Class``, one loader and one error."""
 
 from __future__ import annotations
 
@@ -12,24 +13,28 @@ import pytest
 
 from collect.collectors.base import Collector
 from collect.engine.runs import EngineError, load_collector
-from collect.plugins import COLLECTORS, SENSORS, PluginError, Registry, is_target
+from collect.plugins import COLLECTORS, SENSORS, PluginError, Registry, is_target, load_target
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor, split_spec
+from reports.sections import PLOT_VIEWS, REPORT_SECTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 DIST = REPO / "tests" / "fixtures" / "plugin_dist"
 BIN = Path(sys.executable).parent
 
 
-def test_the_builtins_are_entry_points() -> None:
+def test_the_builtins_and_the_seed_studies_are_entry_points() -> None:
+    assert "command" in COLLECTORS and {"nvml", "replay", "sim"} <= set(SENSORS)
+    assert COLLECTORS.load("command").__name__ == "CommandCollector"
+    # the seed studies (installed beside the core, README) register like any third party
     assert {"sim.churn", "sim.multisite", "sim.controller", "torch.multisite", "torch.controller"} <= set(COLLECTORS)
-    assert {"nvml", "replay", "sim"} <= set(SENSORS)
-    assert COLLECTORS.load("sim.churn").__name__ == "ChurnCollector"
+    assert "controller" in REPORT_SECTIONS and "commits" in PLOT_VIEWS
+    assert REPORT_SECTIONS.load("controller").__name__ == "ControllerReport"
 
 
 def test_a_class_named_directly_loads_like_an_entry_point() -> None:
-    direct = load_collector("collect.collectors.sim.multisite:MultisiteCollector")
-    assert direct is load_collector("sim.multisite")
+    direct = load_collector("collect.collectors.command.collector:CommandCollector")
+    assert direct is load_collector("command")
     assert is_target("a.b:C") and not is_target("sim.churn") and not is_target("a.b:C:d")
 
 
@@ -52,16 +57,25 @@ def test_a_bad_collector_name_is_one_clear_error(name: str, words: str) -> None:
 
 def test_a_registry_takes_process_local_additions_and_forgets_them() -> None:
     registry = Registry("prereg_toolkit.collectors", "collect.collectors.base:Collector", "collector")
-    registry["test.multi"] = "collect.collectors.sim.multisite:MultisiteCollector"
-    assert registry.load("test.multi").name == "sim.multisite"
-    del registry["test.multi"]
-    del registry["sim.churn"]
-    assert "test.multi" not in registry and "sim.churn" not in registry and "sim.multisite" in registry
-    with pytest.raises(PluginError, match="unknown collector 'sim.churn'"):
-        registry.load("sim.churn")
+    registry["test.cmd"] = "collect.collectors.command.collector:CommandCollector"
+    assert registry.load("test.cmd").name == "command"
+    del registry["test.cmd"]
+    del registry["command"]
+    assert "test.cmd" not in registry and "command" not in registry
+    with pytest.raises(PluginError, match="unknown collector 'command'"):
+        registry.load("command")
     with pytest.raises(ValueError, match="not a 'module:Class'"):
         registry["x"] = "no colon"
-    assert issubclass(COLLECTORS.load("sim.churn"), Collector)  # the shared registry is untouched
+    assert issubclass(COLLECTORS.load("command"), Collector)  # the shared registry is untouched
+
+
+def test_a_protocol_kind_checks_the_methods_not_the_base_class() -> None:
+    """Report sections and plot views implement a protocol (reports.sections); the same loader checks them."""
+    with pytest.raises(PluginError, match=r"report section 'x': collect\.plugins:Registry does not implement"):
+        load_target("collect.plugins:Registry", "reports.sections:StudyReport", "report section 'x'", protocol=True)
+    registry = Registry("prereg_toolkit.report_sections", "reports.sections:StudyReport", "report section", True)
+    registry["toy"] = "tests.reports.test_sections:ToyReport"
+    assert registry.load("toy").__name__ == "ToyReport" and "toy" not in REPORT_SECTIONS
 
 
 def test_sensor_specs_keep_working_and_take_classes_named_directly() -> None:
@@ -79,7 +93,7 @@ def test_sensor_specs_keep_working_and_take_classes_named_directly() -> None:
     with pytest.raises(SensorError, match="unknown sensor 'dcgm'"):
         open_sensor("dcgm")
     with pytest.raises(SensorError, match="is not a subclass of collect.telemetry.sensors.base.Sensor"):
-        open_sensor("collect.collectors.sim.churn:ChurnCollector:x")
+        open_sensor("collect.collectors.command.collector:CommandCollector:x")
 
 
 def _cli(name: str, *args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ or the plan declares up front which parts may differ and why; every report says 
 from __future__ import annotations
 
 import copy
+import html
 import io
 import json
 import sys
@@ -112,7 +113,7 @@ def reports_of(ev: Any, runs: Path) -> dict[str, str]:
     return {
         "terminal": " ".join(console.file.getvalue().replace("│", " ").split()),
         "markdown": " ".join(evaluation_markdown(ev).split()).replace("\\", ""),
-        "html": " ".join(page.split()).replace("&quot;", '"').replace("&#x27;", "'"),
+        "html": html.unescape(" ".join(page.split())),
     }
 
 

@@ -12,6 +12,8 @@ from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, run
 from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
 
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
+
 
 @pytest.fixture
 def equal_work(tmp_path) -> Path:

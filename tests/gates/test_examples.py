@@ -10,6 +10,8 @@ import pytest
 from tests.conftest import OWN_EXAMPLES, shared_example_path
 from tests.helpers import run
 
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
+
 
 def evaluate_example(tmp_path: Path, plan: Path, table: str, *extra: str):
     lock = tmp_path / (plan.stem + ".lock.json")

@@ -13,6 +13,8 @@ import pytest
 from tests.helpers import run
 from tests.helpers.families import PLAN, REGIONS, evaluate, rows
 
+pytestmark = pytest.mark.subprocess  # its tests run the console scripts (one says quick)
+
 
 def test_the_comparator_comes_from_calibration_runs_only(tmp_path: Path) -> None:
     ev = evaluate(tmp_path, rows())

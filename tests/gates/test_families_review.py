@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import run
 from tests.helpers.families import PLAN, evaluate, rows
 
@@ -22,6 +24,7 @@ def _validate(tmp_path: Path, text: str) -> str:
     return proc.stderr
 
 
+@pytest.mark.subprocess
 def test_a_controls_check_whose_blocks_lie_elsewhere_keeps_its_whole_match_result(tmp_path: Path) -> None:
     text = PLAN.replace("  analysis_unit: replicate", "  analysis_unit: replicate\n  pair_controls: true").replace(
         "invalidators:\n",
@@ -36,6 +39,7 @@ def test_a_controls_check_whose_blocks_lie_elsewhere_keeps_its_whole_match_resul
     assert all(f["decision"] == "supported" and f["invalidators_fired"] == [] for f in ev["families"])
 
 
+@pytest.mark.subprocess
 def test_multiplicity_is_part_of_the_freeze_time_power_check(tmp_path: Path) -> None:
     text = PLAN.replace(
         "method: t, confidence: 0.9, pass_if: upper < 1.0", "method: signflip, confidence: 0.9, pass_if: upper < 1.0"
@@ -54,6 +58,7 @@ def test_multiplicity_is_part_of_the_freeze_time_power_check(tmp_path: Path) -> 
     assert "under holm over 4 primary gates" in err and "could never be supported" in err
 
 
+@pytest.mark.subprocess
 def test_a_contrast_that_degenerates_once_the_comparator_is_chosen_is_refused_at_freeze(tmp_path: Path) -> None:
     text = PLAN.replace(
         "gates:\n",
@@ -63,12 +68,14 @@ def test_a_contrast_that_degenerates_once_the_comparator_is_chosen_is_refused_at
     assert "with the comparator chosen as 'fast'" in _validate(tmp_path, text)
 
 
+@pytest.mark.subprocess
 def test_the_ranking_follows_the_unit_of_analysis(tmp_path: Path) -> None:
     # stratum units: one stratum per family x region cell, which no interval can order: refused up front
     err = _validate(tmp_path, PLAN.replace("  analysis_unit: replicate\n", ""))
     assert "the ranking could never order a cell" in err
 
 
+@pytest.mark.subprocess
 def test_constant_contrasts_and_exact_fits_are_flagged_not_ranked_as_evidence(tmp_path: Path) -> None:
     table = rows()
     for r in table:
@@ -91,6 +98,7 @@ def test_constant_contrasts_and_exact_fits_are_flagged_not_ranked_as_evidence(tm
     assert next(g for g in fam["gates"] if g["id"] == "sooner")["verdict"] == "vacuous"
 
 
+@pytest.mark.subprocess
 def test_vacuous_family_gates_are_named_beside_a_supported_decision(tmp_path: Path) -> None:
     table = rows()
     for r in table:
@@ -107,6 +115,7 @@ def test_vacuous_family_gates_are_named_beside_a_supported_decision(tmp_path: Pa
     assert "family held_z: sooner" in shown
 
 
+@pytest.mark.subprocess
 def test_drawn_infrastructure_that_differs_between_the_arms_makes_the_cell_abstain(tmp_path: Path) -> None:
     table = rows()
     for r in table:
@@ -130,6 +139,7 @@ def test_problems_of_an_unknown_family_level_touch_every_family(tmp_path: Path) 
     assert keep_x({"region": "low"}) and keep_x({})
 
 
+@pytest.mark.subprocess
 def test_an_unplanned_run_in_a_cell_makes_that_cell_abstain(tmp_path: Path) -> None:
     from collect.api import read_ledger
     from gates.comparator import choose_comparator, resolve_gates

@@ -58,6 +58,7 @@ def feature_rows(control_gap: float = 0.0) -> list[dict]:
     return rows
 
 
+@pytest.mark.subprocess
 def test_vacuous_sensitivity_groups_and_calibration(tmp_path):
     lock = freeze(tmp_path, FEATURES)
     rc, data = evaluate(lock, imported(tmp_path, lock, feature_rows()))
@@ -74,6 +75,7 @@ def test_vacuous_sensitivity_groups_and_calibration(tmp_path):
     assert data["controls"] == {"blocks": ["outage=none #0"], "paired": False}
 
 
+@pytest.mark.subprocess
 def test_controls_identical_fires(tmp_path):
     lock = freeze(tmp_path, FEATURES)
     rc, data = evaluate(lock, imported(tmp_path, lock, feature_rows(control_gap=1e-9)))
@@ -111,6 +113,7 @@ def cadence_rows(period_ms: float = 100.0, achieved_ms: float = 10.0) -> list[di
     return rows
 
 
+@pytest.mark.subprocess
 def test_cadence_plan_signflip_wilcoxon_interaction_holm(tmp_path, cadence):
     rc, data = evaluate(cadence, imported(tmp_path, cadence, cadence_rows()))
     g = gates_by_id(data)
@@ -127,6 +130,7 @@ def test_cadence_plan_signflip_wilcoxon_interaction_holm(tmp_path, cadence):
     assert not inv["counter_period"]["fired"] and not inv["logger_keeps_up"]["fired"]
 
 
+@pytest.mark.subprocess
 def test_sensor_period_and_logger_calibration_fire(tmp_path, cadence):
     rc, data = evaluate(cadence, imported(tmp_path, cadence, cadence_rows(period_ms=495.0, achieved_ms=20.0)))
     inv = {i["id"]: i for i in data["invalidators"]}
@@ -170,6 +174,7 @@ def test_decision_rules():
     assert decide([_outcome("a", 0.01), _outcome("s", 0.5, "refused", "sensitivity")])[0] == "supported"
 
 
+@pytest.mark.subprocess
 def test_predecessors_are_checked(tmp_path):
     earlier = tmp_path / "pilot-evaluation.json"
     earlier.write_text('{"pilot": true}\n')

@@ -8,6 +8,7 @@ import html
 import json
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from tests.helpers import run
@@ -29,6 +30,7 @@ NOISE = [0.3, -0.5, 0.1, 0.8, -0.2, -0.9, 0.4, -0.1]  # a - b, mean -0.0125: a n
 # 1. a rule on the point estimate cannot decide a claim ------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_estimate_rule_on_primary_gate_is_refused_at_freeze(tmp_path):
     for rule, suggested in (("estimate < 0", "upper < 0.0"), ("estimate > -0.1", "lower > -0.1")):
         rc, out, lock = freeze_text(tmp_path, plan_text(8, gate_line("g", "t", rule)))
@@ -37,6 +39,7 @@ def test_estimate_rule_on_primary_gate_is_refused_at_freeze(tmp_path):
         assert f"use '{suggested}'" in out and "role: sensitivity" in out
 
 
+@pytest.mark.subprocess
 def test_estimate_rule_on_sensitivity_gate_is_descriptive_and_outside_multiplicity(tmp_path):
     gates = "\n".join(
         [gate_line("real", "t", "upper < 0.5"), gate_line("desc", "t", "estimate < 0", extra=", role: sensitivity")]
@@ -69,12 +72,14 @@ def test_old_estimate_rule_rate_is_now_refused_and_the_t_gate_holds_its_level():
 # 2. a confidence floor for claims ----------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_confidence_below_floor_is_refused_without_a_reason(tmp_path):
     rc, out, lock = freeze_text(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0", conf=0.51)))
     assert rc == 2 and not lock.exists()
     assert "gate 'g': confidence 0.51 is below the 0.8 floor" in out and "confidence_reason" in out
 
 
+@pytest.mark.subprocess
 def test_a_blank_reason_is_no_reason(tmp_path):
     gate = gate_line("g", "t", "upper < 0", conf=0.51, extra=", confidence_reason: '   '")
     rc, out, lock = freeze_text(tmp_path, plan_text(8, gate))
@@ -82,6 +87,7 @@ def test_a_blank_reason_is_no_reason(tmp_path):
     assert "confidence_reason: is only white space" in out
 
 
+@pytest.mark.subprocess
 def test_confidence_below_floor_with_a_reason_is_accepted_and_reported(tmp_path):
     reason = "a screening pilot whose pass only selects arms for the real study"
     gate = gate_line("g", "t", "upper < 0", conf=0.51, extra=f", confidence_reason: {reason}")
@@ -96,6 +102,7 @@ def test_confidence_below_floor_with_a_reason_is_accepted_and_reported(tmp_path)
     assert "this gate's interval is only 51% two-sided" in report(lock, runs)
 
 
+@pytest.mark.subprocess
 def test_ordinary_confidence_needs_no_reason(tmp_path):
     rc, out, _ = freeze_text(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0", conf=0.8)))
     assert rc == 0, out
@@ -104,6 +111,7 @@ def test_ordinary_confidence_needs_no_reason(tmp_path):
 # 3. resamples below the estimators' minimum -------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_too_few_resamples_are_refused_at_freeze(tmp_path):
     for method, resamples, conf, need in (
         ("bootstrap", 99, 0.9, 100),
@@ -116,6 +124,7 @@ def test_too_few_resamples_are_refused_at_freeze(tmp_path):
         assert f"resamples {resamples} is below the {need} the {method} estimator needs" in out
 
 
+@pytest.mark.subprocess
 def test_minimum_resamples_evaluate_without_internal_error(tmp_path):
     rng = np.random.default_rng(5)
     d = list(rng.normal(-0.5, 1.0, 25))
@@ -131,6 +140,7 @@ def test_minimum_resamples_evaluate_without_internal_error(tmp_path):
 # 4. a measured metric without a signal: no resolution check, said plainly -------------------------
 
 
+@pytest.mark.subprocess
 def test_measured_metric_without_signal_says_no_resolution_check(tmp_path):
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.5")))
     runs = imported(tmp_path, lock, rows_for(NOISE))
@@ -148,6 +158,7 @@ def test_measured_metric_without_signal_says_no_resolution_check(tmp_path):
     assert words in html.unescape(out.read_text())
 
 
+@pytest.mark.subprocess
 def test_metric_with_a_signal_gets_no_such_note(tmp_path):
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.5"), signal=True))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for(NOISE, bound=1e-6)))
@@ -158,6 +169,7 @@ def test_metric_with_a_signal_gets_no_such_note(tmp_path):
 # 5. mean-targeting gates below the n the skew check needs -----------------------------------------
 
 
+@pytest.mark.subprocess
 def test_mean_targeting_gate_below_skew_check_n_says_symmetry_is_unchecked(tmp_path):
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.5")))
     runs = imported(tmp_path, lock, rows_for(NOISE))
@@ -169,6 +181,7 @@ def test_mean_targeting_gate_below_skew_check_n_says_symmetry_is_unchecked(tmp_p
     assert "symmetry unchecked at this n" in report(lock, runs)
 
 
+@pytest.mark.subprocess
 def test_enough_units_or_wilcoxon_carry_no_symmetry_note(tmp_path):
     rng = np.random.default_rng(9)
     d = list(rng.normal(-0.5, 1.0, 16))
@@ -187,6 +200,7 @@ def _t_upper(d: np.ndarray, conf: float = 0.9) -> float:
     return float(d.mean() + stats.t.ppf((1 + conf) / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
 
 
+@pytest.mark.subprocess
 def test_contrasts_varying_by_1e13_relative_are_tested_and_agree_with_the_t_test(tmp_path):
     d = 0.05 * (1 + 1e-13 * np.arange(-3, 5))
     upper, sd = _t_upper(d), float(d.std(ddof=1))
@@ -203,6 +217,7 @@ def test_contrasts_varying_by_1e13_relative_are_tested_and_agree_with_the_t_test
         assert not any("same value" in n for n in g["notes"])
 
 
+@pytest.mark.subprocess
 def test_exactly_equal_contrasts_of_a_deterministic_metric_stay_vacuous(tmp_path):
     lock = frozen(tmp_path, plan_text(8, gate_line("g", "t", "upper < 0.1"), metric_extra=", deterministic: true"))
     rc, data = evaluate(lock, imported(tmp_path, lock, rows_for([0.05] * 8, base=0.0)))
@@ -210,6 +225,7 @@ def test_exactly_equal_contrasts_of_a_deterministic_metric_stay_vacuous(tmp_path
     assert g["verdict"] == "vacuous" and g["pvalue"] is None
 
 
+@pytest.mark.subprocess
 def test_variation_below_underflow_counts_as_constant(tmp_path):
     """Documented edge: deviations whose squares underflow give a standard deviation of exactly
     0, so no t statistic exists; such contrasts are treated as constant (vacuous or fail on
@@ -222,6 +238,7 @@ def test_variation_below_underflow_counts_as_constant(tmp_path):
     assert g["verdict"] == "vacuous" and g["pvalue"] is None and rc == 0
 
 
+@pytest.mark.subprocess
 def test_a_skew_warning_on_a_passing_primary_gate_reaches_the_decision_line(tmp_path):
     """At n = 20 the check runs; a passing t gate on right-skewed contrasts says so in the decision."""
     rng = np.random.default_rng(2)

@@ -14,9 +14,13 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from collect.ledger.store import append_records, read_ledger
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, run, write_csv
+
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
 
 HEX = re.compile(r"seal ([0-9a-f]{64})")
 

@@ -13,7 +13,7 @@ import estimators as E
 from gates.meter_plan import gate_meter_lines
 from prereg.plan import load_plan
 from prereg_toolkit_cli.prereg import main as prereg_main
-from tests.helpers.prefetch import EXAMPLES
+from tests.conftest import OWN_EXAMPLES as EXAMPLES
 
 
 def _dcgm_plan():

@@ -10,6 +10,8 @@ import pytest
 
 from tests.helpers import frozen_shared, run, write_csv
 
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
+
 PLAN = """\
 schema: prereg/v1
 study: log-energy

@@ -95,6 +95,7 @@ def test_a_difference_gate_of_a_generic_unit_is_not_checked_for_logs():
     assert warnings_for("J", logs, "a - b", "upper < 0.02")[0].startswith(TRANSFORMED)
 
 
+@pytest.mark.subprocess
 def test_the_warning_reaches_the_gate_not_the_decision_line_of_an_evaluation(tmp_path: Path):
     """End to end: the ratio of logs (about 1.007) hides a 5% excess and passes, with the warning in the
     gate's notes; the decision line carries no guess read from the values alone."""

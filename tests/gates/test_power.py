@@ -15,6 +15,8 @@ from prereg.plan import load_plan
 from tests.helpers import run
 from tests.helpers.gates import frozen, gate_line, imported, plan_text, rows_for
 
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
+
 GATES = "\n".join(
     [
         gate_line("g1", "t", "upper < 0.5"),

@@ -15,9 +15,13 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import OWN_EXAMPLES, shared_example_path
 from tests.helpers import equal_work_rows, run, write_csv
 from tests.helpers.gates import evaluate, freeze, gates_by_id, imported
+
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
 
 
 def _shift(stamp: str, **delta: float) -> str:

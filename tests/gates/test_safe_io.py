@@ -30,6 +30,7 @@ def study(tmp_path: Path) -> tuple[Path, Path]:
     return _study(tmp_path)
 
 
+@pytest.mark.subprocess
 def test_outputs_never_replace_a_ledger_lock_plan_trace_or_special_file(study, tmp_path):
     lock, runs = study
     ledger = runs / "ledger.jsonl"
@@ -50,6 +51,7 @@ def test_outputs_never_replace_a_ledger_lock_plan_trace_or_special_file(study, t
     assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
 
 
+@pytest.mark.subprocess
 def test_other_files_need_force_and_own_outputs_are_replaced(study, tmp_path):
     lock, runs = study
     mine = tmp_path / "notes.txt"
@@ -65,6 +67,7 @@ def test_other_files_need_force_and_own_outputs_are_replaced(study, tmp_path):
     assert report.stdout == ""
 
 
+@pytest.mark.subprocess
 def test_control_characters_from_the_plan_never_reach_the_terminal(tmp_path):
     lock, runs = _study(tmp_path, EVIL)
     outputs = [
@@ -94,6 +97,7 @@ def _save(path: Path, data: dict, reseal: bool) -> None:
     path.write_text(json.dumps(data, indent=2))
 
 
+@pytest.mark.subprocess
 def test_reports_show_refuses_an_edited_or_inconsistent_artifact(study):
     path, original = _artifact(study)
     assert run("reports", "show", str(path)).returncode == 0

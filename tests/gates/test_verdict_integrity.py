@@ -27,6 +27,8 @@ from tests.helpers.gates import (
     rows_for,
 )
 
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
+
 # 1. vacuous means exactly: every contrast equal ------------------------------------------------
 
 

@@ -16,6 +16,8 @@ from gates.artifact import seal_hash
 from tests.conftest import shared_example_path
 from tests.helpers import equal_work_rows, run, write_csv
 
+pytestmark = pytest.mark.subprocess  # every test here launches a console script or a python child process
+
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory) -> tuple[Path, Path]:

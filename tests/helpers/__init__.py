@@ -41,6 +41,22 @@ def run(
     return proc
 
 
+STUDY_TIMEOUT_S = 1800  # only to catch a hang: an example of 48 torch runs takes under a minute on an idle machine
+
+
+def freeze_collect_evaluate(plan: Path, work: Path, runs: str = "runs") -> list[subprocess.CompletedProcess]:
+    """An example plan as its header says, in ``work``: frozen, collected with two jobs into ``work/runs``,
+    evaluated on a plain 80-column terminal; the three finished console scripts."""
+    lock = work / f"{plan.stem}.lock.json"
+    frozen = run("prereg", "freeze", str(plan), "-o", str(lock), cwd=work)
+    collected = run(
+        "collect", "run", str(lock), "--out", str(work / runs), "--jobs", "2", cwd=work, timeout=STUDY_TIMEOUT_S
+    )
+    plain = {"NO_COLOR": "1", "COLUMNS": "80"}
+    report = run("gates", "evaluate", str(lock), str(work / runs), cwd=work, env=plain, timeout=STUDY_TIMEOUT_S)
+    return [frozen, collected, report]
+
+
 @contextmanager
 def interruptible_children() -> Iterator[None]:
     """Children started inside the block get SIGINT's default action (Python turns it into

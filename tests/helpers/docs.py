@@ -1,11 +1,8 @@
-"""The documentation's marked blocks, and one run of a page's blocks shared by every test that checks it.
+"""The documentation's marked blocks (tests/test_docs.py's markers), one run of a page's blocks and its check.
 
-A page's marked blocks (see tests/test_docs.py for the markers) run once per test session (a job of
-tests/helpers/prefetch.py), in page order, in one fresh working folder holding a copy of ``examples/``
-and ``tests/fixtures/shared_examples/``: tests/test_docs.py checks that every runnable block exits 0 and
-every output block shows only lines the block before printed; a test of a worked example
-(tests/test_byo_example.py) checks the runs folder the page's own commands made, so the example's
-training runs only once.
+A page's blocks run in page order in one fresh folder holding a copy of ``examples/`` and
+``tests/fixtures/shared_examples/``; a worked example's tests (tests/test_byo_example.py) run their page
+once per module and check both the page and the folder its commands made.
 """
 
 from __future__ import annotations
@@ -99,3 +96,28 @@ def run_page(page: Path, folder: Path) -> PageRun:
             if block.proc.returncode != 0:
                 break
     return result
+
+
+def check_page_run(ran: PageRun) -> None:
+    """Every runnable block of the page ran, exited 0 and printed no traceback; every output block shows
+    only lines the runnable block before it printed."""
+    name_of_page, printed = ran.page.relative_to(ROOT), set[str]()
+    for block in ran.blocks:
+        if block.kind == "output":
+            stale = [line for line in block.body.splitlines() if line.rstrip() not in printed and line != "..."]
+            assert not stale, f"{name_of_page} block {block.number} shows lines the block before did not print: {stale}"
+        elif block.kind == "runnable":
+            proc = block.proc
+            assert proc is not None
+            assert proc.returncode == 0, (
+                f"{name_of_page} runnable block {block.number} exited {proc.returncode}:\n"
+                f"{block.commands}\n--- stdout\n{proc.stdout[-3000:]}\n"
+                f"--- stderr\n{proc.stderr[-3000:]}"
+            )
+            assert "Traceback" not in proc.stdout + proc.stderr, (
+                f"{name_of_page} runnable block {block.number} printed a traceback:\n{proc.stderr[-3000:]}"
+            )
+            printed = {line.rstrip() for line in proc.stdout.splitlines()}
+    assert [(b.kind, b.name, b.body) for b in ran.blocks] == marked_blocks(ran.page.read_text(encoding="utf-8")), (
+        f"{name_of_page}: the blocks that ran are not the page's blocks"
+    )

@@ -78,6 +78,7 @@ def test_look_confidence_is_none_exactly_where_one_minus_twice_the_level_is_one(
     assert look_confidence(1e-15) is not None and (1 - look_confidence(1e-15)) / 2 == pytest.approx(1e-15, rel=1e-1)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(("looks", "confidence", "spent"), SMALL_FIRST_LOOKS)
 def test_freeze_refuses_such_a_look_by_number_with_one_message(tmp_path, looks, confidence, spent):
     path = tmp_path / "plan.yaml"

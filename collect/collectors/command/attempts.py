@@ -1,16 +1,6 @@
 """A ``command`` run as a sequence of starts of the program: planned faults, restarts, and their story.
 
-:func:`run_attempts` starts the program (``PREREG_RESTART=0``), and while a planned fault ends it,
-starts the same command again (``PREREG_RESTART=k``) within the run's one ``timeout_s``. A phase
-the program had open when a fault killed it is closed in its marks file at the kill (``end NAME``
-lines the collector appends), so the marks stay nested; a metrics file a killed start left is
-removed. :func:`fault_record` says of each planned fault whether it *landed* -- fired while the
-program ran, and was followed by a restart (or the program carried on, for ``kill_rank``) -- and
-:func:`work_metrics` accounts the work from the progress reports as the multisite simulator does:
-each start ``k`` covers steps ``start_k .. last_k`` (``start_k``: its ``resumed`` report, else its
-first report minus one); ``attempted = sum(last_k - start_k) = retained + lost`` with ``retained =
-last_K - start_0`` and ``lost`` the steps past the checkpoint the next start resumed from;
-``replayed`` are the steps a start recomputed below an earlier start's high-water mark.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,49 +1,6 @@
 """Collector ``command``: every planned run executes the researcher's own program.
 
-.. code-block:: yaml
-
-    experiment:
-      collector: command
-      params:
-        argv: [python, train.py, --policy, "{policy}", --seed, "{seed}", --out, "{run_dir}"]
-        timeout_s: 3600
-        code: [train.py, "model/**/*.py"]
-        sensor: none
-
-Parameters: :data:`collect.collectors.command.params.PARAMS` (the collector's own); every other
-merged parameter is the program's (placeholders and checks: :mod:`collect.collectors.command.params`).
-Metrics: whatever the plan declares (``PLAN_METRICS``): the program writes them to
-``$PREREG_METRICS``, except the energy metrics (``energy``, ``energy_<phase>``, ``idle_power``,
-``*_net``: :data:`collect.telemetry.analysis.energy.ENERGY_METRICS`), which come from the sensor
-when one is configured. Program metrics are ``measured`` at best (declare ``modeled`` for a
-simulator: a plan may declare weaker evidence, never stronger); energy metrics carry the sensor's.
-
-Each run gets a private folder ``RUNS/traces/<run_id>.run/`` and these environment variables:
-
-* ``PREREG_RUN_DIR``: that folder (also ``{run_dir}``); every file the program leaves there is a
-  trace of the run, listed and hashed in its record (no links, no special files);
-* ``PREREG_RUN``: ``run.json`` there (run_id, prereg_sha256, stratum, arm, replicate, seed, the
-  program's parameters);
-* ``PREREG_METRICS``: ``metrics.json`` there, which the program writes
-  (:mod:`collect.collectors.command.outputs`);
-* ``PREREG_MARKS``: ``marks.txt`` there, the phase marks (:mod:`collect.marks`).
-
-On Ray (no shared filesystem assumed) each worker is sent the files the ``code`` globs match
-(``shared_inputs``), checks their SHA-256 and runs the program in a private copy of ``workdir``
-holding exactly those files, with ``files_git`` as the driver read it: list in ``code`` every file
-the program reads from ``workdir``.
-
-The program's stdout and stderr (the last MiB of each) are kept as ``stdout.txt`` / ``stderr.txt``
-there. A non-zero exit, a signal, the timeout (the whole process group is killed), no metrics file,
-a missing, non-numeric or non-finite declared metric, malformed JSON or marks, a folder the
-program tampered with: the run fails with that reason (the engine records it; the other runs go
-on), never a number. A metric the plan does not declare fails nothing: its value is kept in the
-record's ``code.undeclared_metrics``, descriptive, never gated
-(:func:`collect.collectors.command.outputs.undeclared_info`). No process of the program's tree outlives the run, whatever happens to
-``collect run`` (:mod:`collect.collectors.command.process`, ``supervisor``). The run's folder is
-made afresh before a run starts, so a retried run (``--resume``) starts clean, and is only ever
-accessed through a directory descriptor (:mod:`collect.collectors.command.runfolder`): nothing the
-program does to the names in it redirects a write or a read of the toolkit.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -99,8 +56,8 @@ from collect.collectors.command.runfolder import (
 )
 from collect.collectors.command.telemetry import record_program, sensor_for_env
 from collect.collectors.command.threads import inherited_threads, run_threads, thread_env
-from collect.engine.failures import PARAM as FAILURES
-from collect.engine.failures import planned_faults
+from collect.collectors.failures import PARAM as FAILURES
+from collect.collectors.failures import planned_faults
 from collect.plugins import SENSORS, PluginError
 from collect.telemetry.analysis.energy import ENERGY_METRICS, run_energy
 from collect.telemetry.sensors.base import SensorError
@@ -142,7 +99,7 @@ def check_sensor_spec(spec: str, energy_signal: str) -> None:
 def validate(params: Mapping[str, Any], stratum: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's parameters checked: the collector's own (``check_params``), the program's, the argv
     placeholders (against ``stratum``'s factors too), the code globs and the sensor; ``ParamError``.
-    The plan's ``failures`` (set by the engine, :mod:`collect.engine.failures`) is kept as it is."""
+    The plan's ``failures`` (set by the engine, :mod:`collect.collectors.failures`) is kept as it is."""
     failures = params.get(FAILURES, ...)
     params = {k: v for k, v in params.items() if k != FAILURES}
     own, program = split_params(params)
@@ -187,7 +144,7 @@ class CommandCollector(Collector):
     METRICS = {}  # the plan's own (PLAN_METRICS)
     EVIDENCE = "measured"
     PLAN_METRICS = True
-    FAILURES = True  # takes the plan's experiment.failures (collect.engine.failures) as its ``failures`` parameter
+    FAILURES = True  # takes the plan's experiment.failures (collect.collectors.failures) as its ``failures`` parameter
 
     @classmethod
     def check_run(cls, params: Mapping[str, Any], stratum: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,26 +1,6 @@
 """Code identity of a ``command`` run: what program, at which version, with which packages.
 
-Every record's ``code`` carries (``RunResult.info``):
-
-* ``files``: path (relative to ``workdir``, POSIX separators) -> SHA-256 of each file the ``code``
-  globs match, hashed when the run starts, and ``files_sha256``: the SHA-256 of that mapping's
-  canonical JSON (one value to compare across records);
-* ``files_git``: the git commit and dirty flag (tracked files changed; untracked files are not
-  counted -- their hashes are above) of the repository holding ``workdir``, or null outside one;
-* ``python`` (version and implementation) and ``packages``: name -> installed version (or null)
-  of each distribution in the ``packages`` parameter, read from its metadata
-  (``importlib.metadata``), so torch is never imported to learn its version.
-
-Whose Python and packages those are (:func:`program_identity`, with ``interpreter`` and ``source``):
-the program's interpreter is asked when the program is Python -- ``argv[0]`` resolved on the run's
-``PATH`` (relative to ``workdir`` when it holds a ``/``) is an interpreter (``python``,
-``python3.11``, ``pypy3``...) or a script whose ``#!`` line names one (``torchrun``, a console
-script): that interpreter runs a short ``-c`` snippet in the run's environment and ``workdir`` (so
-``PYTHONPATH`` and a virtual environment count as they do for the program) and prints its
-executable, version and the ``packages``' versions. Otherwise (another program, or asking failed or
-took longer than :data:`ASK_TIMEOUT_S`) the collector's own Python and packages are recorded, and
-``source`` says so and why. One answer per interpreter (path, mtime, packages, ``PYTHONPATH``) per
-process: a study of 100 runs asks once.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

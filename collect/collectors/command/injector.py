@@ -1,14 +1,6 @@
 """The collector's side of a run's planned faults: the progress socket, and the faults fired.
 
-:class:`FaultInjector` listens on a Unix socket in a private temporary folder (``$PREREG_PROGRESS``,
-the :mod:`collect.marks` protocol), records every report with the host's ``CLOCK_MONOTONIC`` and
-the attempt it came from, and fires the next planned fault when it is due: for ``unit: step`` as
-soon as a report reaches the fault's step, *before* answering it (the program waits for the answer,
-so the fault lands exactly there); for ``unit: s`` from :meth:`tick` (called about every 50 ms) once
-the run's wall time since its first start reaches the point. A fault is SIGKILL of the program's
-process tree (``kill_tree``) or of the one process of it whose environment has ``RANK=<rank>``
-(``kill_rank``). Each fault fired is a :class:`Fault` with its time, the progress then, the attempt
-it ended, and whether the kill reached a live process.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

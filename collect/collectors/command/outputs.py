@@ -1,21 +1,6 @@
 """What a ``command`` run's program leaves: its metrics file and its phase marks, read strictly.
 
-**Metrics** (``$PREREG_METRICS``, ``metrics.json`` in the run's folder): one JSON object
-``{"metric": number, ...}`` holding the plan's metrics that the program writes (the energy
-metrics come from the sensor when one is configured). A missing file, text that is not one JSON
-object, a key written twice, a declared metric missing, a declared value that is not a number
-(``true``, ``"3"``, ``null``) or not finite (``NaN``, ``Infinity``, also as strings), or a metric the
-sensor computes written by the program is a :class:`RunFailure` naming it: never a silent number. At
-most ``MAX_METRICS_BYTES``. A metric the plan does not declare fails nothing: :func:`undeclared_info`
-keeps its value (a finite number; ``None`` for anything else) as descriptive, never gated nor in a
-contrast, for the run's record (``code.undeclared_metrics``), at most ``MAX_UNDECLARED`` of them.
-
-**Marks** (``$PREREG_MARKS``, ``marks.txt``): one line per mark, ``begin NAME T_BEFORE_NS
-[T_AFTER_NS]`` or ``end NAME T_BEFORE_NS [T_AFTER_NS]`` (whitespace-separated; times the host's
-``CLOCK_MONOTONIC`` in integer ns, the second optional and then equal to the first; ``NAME``
-letters, digits, ``_``, ``-``, ``.``); blank lines and lines starting with ``#`` are skipped. An
-``end`` closes the innermost open phase and must name it; a phase still open when the program
-ends, a malformed line or times that go backwards fail the run. :mod:`collect.marks` writes them.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

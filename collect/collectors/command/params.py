@@ -1,24 +1,6 @@
 """The ``command`` collector's parameters: its own (``PARAMS``), the program's, and the argv template.
 
-Every parameter of a run that is not one of :data:`PARAMS` is a *program parameter* (an arm's
-``policy``, a stratum factor's level, a default of ``experiment.params``): it is handed to the
-program through ``$PREREG_RUN`` and the argv placeholders, never read by the collector. Program
-parameters must be plain data (string, number, boolean, null, or lists / mappings of them) and may
-not take the names of the run's own placeholders (:data:`RUN_FIELDS`).
-
-Placeholders: ``{name}`` in an ``argv`` element is replaced by the run's value of ``name``: any
-merged parameter, ``seed`` (the run's seed: derived from the stratum and replicate, the same in
-every arm), ``run_id``, ``arm``, ``replicate``, ``run_dir`` (the run's private folder) and each
-stratum factor (the blocking ``block`` too; ``seed`` is always the run's seed). ``{{`` and ``}}``
-are literal braces. A string is substituted as it is, anything else as its canonical JSON
-(``true``, ``0.5``, ``[1,2]``). An unknown name, a format spec or conversion (``{x:3}``,
-``{x!r}``), a positional field (``{}``, ``{0}``) or an unbalanced brace refuses the plan before any
-run starts.
-
-``code`` globs are relative to ``workdir`` (default: the working directory of ``collect run``, made
-absolute when the plan is checked), the folder the program runs in; a glob that matches no file,
-an absolute one, one with ``..``, or one that reaches outside ``workdir`` (through a symbolic link)
-refuses the plan.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

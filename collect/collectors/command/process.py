@@ -1,28 +1,6 @@
 """Start a ``command`` run's program, wait for it with a timeout, and leave no process behind.
 
-The program runs under a tiny supervisor (:mod:`collect.collectors.command.supervisor`, a Python
-started with ``-I -S``: standard library only, about 15 ms), which puts the program in a session
-and process group of its own and kills that whole group when the program ends, when it is told to
-stop (``SIGTERM``) and when this process dies:
-
-* the supervisor asks the kernel for ``SIGTERM`` when the thread that started it exits
-  (``PR_SET_PDEATHSIG`` through ctypes, first thing, then checks that this process is still its
-  parent: nothing runs between fork and exec here, so starting it is safe while other threads
-  run -- the telemetry recorder, the output readers). The calling thread waits
-  here until the supervisor is gone, so it outlives it on every path but its own death -- which
-  is what the signal is for: a ``kill -9`` of ``collect run`` (or of a pool worker) still ends
-  the program and every process that stayed in its group;
-* the timeout, an exception or ``KeyboardInterrupt`` in this thread, and a normal return all end
-  in :func:`_stop` (``SIGTERM`` to the supervisor, ``SIGKILL`` after ``GRACE_S``), so nothing
-  outlives the call;
-* the supervisor tells this side the program's pid (its process group and session id) through a
-  pipe, and ``clean`` once it has killed everything of the program. A supervisor that ends without
-  saying ``clean`` (killed with ``SIGKILL`` by someone, or past ``GRACE_S``) leaves that work to
-  this side: :func:`_kill_program_tree` kills the program's group and every process of its session.
-  (Its daemons that left the session are reparented past the dead supervisor: not reachable then.)
-
-stdout and stderr are read through pipes by two threads that keep only the last ``TAIL_BYTES`` of
-each (bounded memory and disk whatever the program prints), with the byte counts seen.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """A ``command`` run's private folder, handled only through directory file descriptors.
 
-The program may do anything to the names in its folder (replace a file by a symbolic link, by a
-hard link to ``../../ledger.jsonl``, replace the folder itself by a link) while it runs. Nothing it
-does there can redirect a write of the toolkit or make it read another file:
-
-* the folder is created by the toolkit (whatever stood at its name before -- a link, a file, an
-  earlier attempt's folder -- removed without following a link) and opened at once with
-  ``O_DIRECTORY | O_NOFOLLOW``; every later access is relative to that descriptor (``dir_fd``);
-* the files the toolkit writes (``run.json``, ``stdout.txt``, ``stderr.txt``) are created with
-  ``O_CREAT | O_EXCL | O_NOFOLLOW`` before the program starts and written through the descriptors
-  opened then: a name the program later points elsewhere leaves the toolkit writing its own file;
-* every file read back (``metrics.json``, ``marks.txt``) is opened with ``O_NOFOLLOW`` and must be
-  a regular file with one link (a hard link to a ledger is refused) of at most the format's bound,
-  checked with ``fstat`` before a byte is read;
-* after the program, the folder's name must still be this folder, the toolkit's files must still
-  be the ones it created, and every file in it a regular file with one link (:meth:`RunFolder.files`):
-  otherwise :class:`RunFailure` -- the run fails, the other runs go on.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

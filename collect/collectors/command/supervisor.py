@@ -1,31 +1,6 @@
 """The supervisor between ``collect run`` and a ``command`` run's program (standard library only).
 
-Run as a script (``python -I -S supervisor.py PARENT_PID INFO_FD PROGRAM ARGS...``) by
-:mod:`collect.collectors.command.process`. It:
-
-1. asks the kernel for ``SIGTERM`` when the thread that started it exits (``PR_SET_PDEATHSIG``),
-   then exits at once if its parent is already gone (it died before the request took effect), and
-   makes itself a *child subreaper* (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent dies
-   -- a daemon that double-forks and calls ``setsid`` to leave the program's group -- becomes its child
-   instead of init's;
-2. starts the program in a session and process group of its own (``setsid``), the program itself
-   asking for ``SIGKILL`` should the supervisor die, and writes ``pid PID`` to ``INFO_FD`` (a pipe
-   to the parent, so the parent can kill the group itself should the supervisor be killed);
-3. waits for the program *without reaping it* (``waitid`` with ``WNOWAIT``; an orphan reparented
-   here that exits meanwhile is reaped at once), so the program's pid
-   -- its process group's id -- cannot be reused, then kills the whole group (``SIGKILL``: the
-   program's children and grandchildren that stayed in it), reaps the program, then kills every
-   remaining descendant (found by parent pid in ``/proc``, round after round until none is left)
-   and reaps them;
-4. on ``SIGTERM`` (the parent died, or asks to stop the run) or ``SIGINT``/``SIGHUP``, kills the
-   group and every descendant the same way and exits;
-5. writes ``clean`` to ``INFO_FD`` once nothing of the program is left, then exits with the
-   program's status: its exit code, or the signal that ended it (by raising it on itself), so the
-   parent sees what the program did.
-
-Without ``/proc`` (not Linux) or where the subreaper request is refused, only the program's
-process group is killed: a grandchild that leaves the group (``setsid``, a daemon) is then beyond
-its reach.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

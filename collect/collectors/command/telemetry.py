@@ -1,24 +1,6 @@
 """Telemetry around a ``command`` run: the sensor sampled in the collector's process, outside the program.
 
-The recorder, trace files, ledger summary and phase energies (with bounds) are the same as
-``torch.multisite``'s (:mod:`collect.telemetry.recording.recorder`,
-:mod:`collect.telemetry.analysis.energy`). The trace's phases are ``idle`` (the baseline window
-before the program, when ``idle_baseline_ms > 0``), ``program`` (from just before the program is
-started to just after it is seen to end) and, nested inside it, the phases the program marked
-(:mod:`collect.marks`; depth 1 and deeper).
-
-* **Real clock** (``nvml``, ``sim:clock=real``, a plugin): the recorder polls while the program
-  runs (from a child process for ``sim`` and ``nvml``). The marks, stamped with the host's
-  ``CLOCK_MONOTONIC``, are put on the sensor's clock with the offset measured between the two when
-  recording starts (bracketed by two host readings: sub-microsecond). A sensor with a
-  ``set_phase`` hook (the simulator) is told each marked phase as it begins and ends: the marks
-  file is read about every 50 ms while the program runs, so its load follows them that late.
-* **Virtual clock** (``sim:clock=virtual``, ``replay:PATH``): nothing can run alongside the
-  program on a virtual clock, so the program runs first and its timeline -- its wall time and
-  each mark's offset from its start -- is then played on the sensor's clock, the phases marked
-  as they happened. The energy is the sensor's model of that timeline (``modeled``).
-
-``nvml`` without an index follows the program's ``CUDA_VISIBLE_DEVICES`` (:func:`sensor_for_env`).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

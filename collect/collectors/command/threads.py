@@ -1,13 +1,6 @@
 """Thread counts of a ``command`` run's numeric libraries, from the CPUs the run holds.
 
-OpenMP (and so PyTorch's intra-op pool), MKL, OpenBLAS, numexpr and Accelerate each start one
-thread per core of the machine unless told otherwise; runs side by side (``collect run --jobs N``)
-then each use every core and slow one another far more than N-fold. Each run is told to use the
-CPUs its plan gives it: ``experiment.resources.num_cpus`` (per run, overrides per arm or stratum:
-``prereg.schema_resources``; default 1), rounded down, at least 1 (a run that only waits,
-``num_cpus: 0``, still needs one thread). A variable already set in the environment of ``collect
-run`` is the user's choice and is left as it is (``OMP_NUM_THREADS=8 collect run ...``); one set
-to the empty string counts as unset (the libraries read it so).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -2,39 +2,7 @@
 
 Times are ns, energy J, power W; update windows come from :mod:`collect.telemetry.analysis.resolution`.
 
-**Energy of [a, b] from a cumulative counter** (``energy_from_counter``). Let C be the true
-cumulative energy and power bounded by [P_min, P_max]. Every read k returns V_k = C(u_k) (to the
-quantum q, 1 mJ for NVML) for some production time u_k in a window [lo_k, hi_k]: hi_k is the end
-of the read; lo_k is the start of the read before the value changed (the update happened between
-the two reads), and, when the signal declares the counter's update period P
-(``SignalInfo.period_ms``), no earlier than P before the read -- unless the value has stayed
-unchanged for longer than P, which contradicts the declaration there (a stalled counter). So each
-read bounds C at any time t:
-
-* C(t) >= V_k + low(t - hi_k),  C(t) <= V_k + high(t - lo_k)
-
-with low(x) = P_min x, high(x) = P_max x for x >= 0 (and P_max x, P_min x below 0). The tightest
-over all reads of one series (between resets) bound C(a) and C(b), hence
-E = C(b) - C(a) within [C_lo(b) - C_hi(a) - q, C_hi(b) - C_lo(a) + q], intersected with
-[P_min, P_max] (b - a). One window for a whole run (a Zeus or CodeCarbon log) is thus bounded by
-about P at the power range per edge, not by its length. A counter chained from windows whose end
-and next start are separate reads (``lossy_joins``, Zeus) may miss one update per join: up to
-P_max P each is added to the upper bound. With a declared period the estimate interpolates the
-first read of each value at the read's start (the reads' lag cancels between the ends); otherwise C
-is interpolated between update-window midpoints; either is clipped into the bounds.
-
-**What the bound is made of** (docs/estimators.md, measurement error): ``systematic_j`` is the
-part whose mean can differ between arms -- (P_max - P_min) / (2 P_max) of the two edges'
-brackets, plus q and the joins' gaps -- on the assumption (``assumed``) that the counter's update
-phase at a run's edges is uniform and independent of the arm; a bound the power range sets is
-all arm-dependent.
-
-**Without a counter** (``energy_from_power``), the estimate integrates the power readings as a
-step function and the bounds use the averaging windows (below); a windowed average that updates
-every 100 ms and averages over 25 ms of it (``power_model: part-time``) says nothing certain about
-the other 75 ms. Under ``power_model: average`` (a true mean over its window) the arm-dependent
-part is (W / 2 + 2 g) (P_max - P_min), g the longest poll gap: the integral is the power smoothed
-and shifted, wrong only near the edges.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """The energy metrics of a recorded run, from its telemetry trace (J, with bounds).
 
-Used by the torch collector for every run and by ``collect probe --sensor replay:PATH`` to
-re-analyse a kept trace. From the trace and the energy signal (``energy_signal``: the cumulative
-``energy_counter``, or a power-only meter's ``power_average`` / ``power_instant``):
-
-* ``energy``: the run's training energy (from the end of the idle window to the last poll);
-* ``energy_<phase>`` for compute, replay, checkpoint, restore, stall: the phase's summed energy
-  (:mod:`collect.telemetry.analysis.phases`);
-* ``idle_power``: the idle window's mean power (W), the baseline;
-* ``energy_net`` and ``energy_<phase>_net``: the same above the idle baseline (a sensitivity
-  figure). Without an idle window (``idle_baseline_ms: 0``) these are not recorded.
-
-Every energy metric's finite bound goes into the telemetry summary's ``metric_bounds`` (a metric
-absent there has no bound: its gates are unresolvable, never judged by another metric's bound), and each phase's
-support (updates inside it) into ``phases``, so gates can check resolution and counter support
-per phase. Pure functions of the trace: a kept trace re-analysed gives the same numbers.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

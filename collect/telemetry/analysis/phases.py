@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # numpy is loaded only when energies are computed
     from collect.telemetry.analysis.resolution import Updates
     from collect.traces.telemetry import Trace
 
-#: the phases the multi-site harness marks (collect.collectors.sim.harness), in report order
+#: the phases a run's recorder marks (a failure-recovery harness: compute, replay, ...), in report order
 RUN_PHASES = ("compute", "replay", "checkpoint", "restore", "stall")
 IDLE = "idle"
 _S = 1e9

@@ -3,50 +3,7 @@
 Pure functions over a :class:`~collect.traces.telemetry.Trace`. Times are host monotonic ns;
 energy is in J; power in W.
 
-**When did a counter update?** A value first seen at poll k but not at poll k-1 was produced by an
-update inside ``[t_before(k-1), t_after(k)]``: the update *window*. Polling faster narrows the
-windows but cannot add updates. Driver timestamps live on another clock, so they are used only
-to cross-check the period, never to place windows.
-
-**Wraps and resets.** A decrease of the counter is corrected by adding ``wrap_mj`` when the
-modulus is known and the correction makes the series increase; any other decrease is a *reset*:
-it is reported, and an interval overlapping a reset window gets the power-range bound.
-
-**How often does it update? Never faster than it does.** The effective update period is an upper
-bound, so a loaded host (late polls, long reads) can only make the meter look *slower*, never
-finer than it is. Let the seen changes k = 0..m-1 have windows ``[lo_k, hi_k]`` holding their
-update times ``u_k``, and let the meter update every T (periodically, as NVML's counter and the
-simulator do). Then
-
-* ``u_last - u_first`` lies in ``[lo_last - hi_first, hi_last - lo_first]`` and spans N >= m - 1
-  update intervals (a change seen is an update; an update that left the value unchanged, or two
-  updates between polls, only make N larger than the changes show);
-* the gap ``u_{k+1} - u_k`` is ``N_k T`` with ``N_k`` its true intervals and at least
-  ``lo_{k+1} - hi_k`` (the windows' bounds, never their midpoints), so for any P >= T the count
-  ``n_k = max(1, ceil((lo_{k+1} - hi_k) / P - 1/2))`` is at most ``ceil((lo_{k+1} - hi_k) / T)``
-  <= ``N_k``.
-
-Starting from ``P = (hi_last - lo_first) / (m - 1)`` (>= T), each step counts every gap's ``n_k`` with
-the current P and sets ``P = (hi_last - lo_first) / sum(n_k)``; since ``sum(n_k) <= N``, every P
-stays >= (u_last - u_first) / N = T, and P only falls, until no count grows. The result,
-``effective_period_ms``, is >= T whatever the polls did: a late or long poll widens a window, which
-lowers the gaps' lower bounds, which can only count fewer intervals. (The half period of slack in
-``n_k`` keeps the counts honest under update jitter below a quarter period; the estimate is then
-at least the mean interval between the first and last seen updates.) On an idle host (windows of
-about one poll interval) it is exact within ``(w_first + w_last) / N`` (two windows over the whole
-span), and an occasional update that left the value unchanged is counted (its gap's lower bound is
-about two periods). ``period_lower_ms = (lo_last - hi_first) / sum(n_k)`` is the period's lower end
-*if every update was seen*; an unseen one would put the period below it, never the estimate below
-the period.
-
-**Did the logger keep its rate?** ``achieved_poll_ms`` is the median gap between poll starts (what
-a poll usually took); ``achieved_poll_worst_ms`` is the mean gap over the worst stretch of
-consecutive polls that the requested rate fits in one second (at least ten; the whole run when
-shorter): a logger that keeps its schedule shows the requested interval there however single polls
-jitter (a late poll is followed by an early one), and one that falls behind, all along or for a
-stretch (a stall during a checkpoint), shows it, where the median hides it.
-
-Energy with bounds from these windows: :mod:`collect.telemetry.analysis.bounds`.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """What a power log can say and be believed: refusals, never clipping.
 
-A converted log is analysed with the device's power range ``[P_min, P_max]`` (W; the default
-0 to 2000 W): every energy bound assumes no power outside it. A log that contradicts the range
-therefore cannot be bounded -- clipping it would print a bound of 0 J around a number the log does
-not support -- so it is refused (``LogError``, exit 2) at the first line that contradicts it:
-
-* a power reading (W) below 0, or outside ``[P_min, P_max]``: a negative cell, W values under a
-  ``[kW]`` header, a corrupted line;
-* a cumulative energy counter (mJ) below 0, or one that rose faster than ``P_max`` allows (or
-  slower than ``P_min`` requires) between two of its updates. Each update is placed as the
-  analysis places it (:func:`collect.telemetry.analysis.resolution.value_changes`): the value
-  read at poll ``k`` that differs from poll ``k - 1`` was produced in ``[t_before[k - 1],
-  t_after[k]]``, so for any two updates ``i < j`` with no decrease between them
-  ``P_min (lo_j - hi_i) - q <= C_j - C_i <= P_max (hi_j - lo_i) + q`` (``q``: one 1 mJ step and
-  float rounding). A decrease is a counter reset (a driver reload), as the analysis reads it;
-* a time (ns since the Unix epoch) that is not finite or lies outside 1970-01-01 .. 2200-01-01
-  (an int64 of nanoseconds ends in 2262: later times would wrap silently).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

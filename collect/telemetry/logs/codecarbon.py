@@ -1,21 +1,6 @@
 """CodeCarbon ``emissions.csv`` files, as a trace of the GPU energy counter.
 
-What this follows (the file CodeCarbon's ``EmissionsTracker`` writes): a CSV header ``timestamp,
-project_name,run_id,duration,emissions,emissions_rate,cpu_power,gpu_power,ram_power,cpu_energy,
-gpu_energy,ram_energy,energy_consumed,...`` and a line per saved measurement: ``timestamp`` the
-local time it was written (ISO 8601 to the second, ``2024-07-19T15:57:43``), ``duration`` the
-seconds since the tracker started, and the energies in kWh since then (a header may spell units,
-``energy_consumed (kWh)``: they are read). Lines of one ``run_id`` are cumulative readings of one
-tracker; another ``run_id`` is another tracker.
-
-Only ``gpu_energy`` is converted: CodeCarbon reads it from NVML's energy counter (measured), while
-its CPU and RAM energies are often estimated from a TDP or a memory size (``cpu_power`` 42.5 W is
-half a default TDP) and ``energy_consumed`` sums all three; a device counter's trace must not carry
-modeled energy. Each tracker becomes one window per line ([timestamp - duration, timestamp] for the
-first, then each line's stretch), converted as :mod:`collect.telemetry.logs.windows` describes. The
-timestamps hold only the second, so the tracker's start is placed by its first line (to the
-second) and every line after it by its ``duration``, to the millisecond: the reads keep their true
-spacing, the whole log only shifted by under a second. Zone-less timestamps are read as UTC.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

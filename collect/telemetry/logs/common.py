@@ -1,23 +1,6 @@
 """What every power-log converter shares: options, the one error, cells with units, and the trace builder.
 
-A converter reads a tool's log text and returns a :class:`~collect.traces.telemetry.Trace` whose
-rows are the log's readings, each one a *poll*: ``t_before_ns``/``t_after_ns`` bound when the
-value was read (ns since the Unix epoch, on the logging machine's clock as the log states it:
-what the log cannot say -- its time zone, a clock that was stepped -- it cannot say here either),
-and a cell the tool could not fill (``[N/A]``, ``N/A``, ``[Not Supported]``, an empty cell) is a
-reading whose status is not ok and whose value is absent -- never 0.
-
-Nothing is summarised at conversion: the effective update period, the counter's support and the
-energy bounds come from :mod:`collect.telemetry.analysis.resolution` on the converted trace, as for
-a trace this toolkit recorded. So a counter that does not advance between polls is read as "no
-update seen", never as 0 J consumed, and a driver-averaged power signal carries its averaging
-window (``SignalInfo.window_ms``), which is what lets the bounds use it. What the power range or
-the clock cannot hold is refused by :func:`build_trace`, never clipped (:mod:`.checks`); logs are
-read a block of lines at a time into compact columns (:mod:`.reading`, :mod:`.numbers`).
-
-Every trace gets one phase, ``log``, from the first poll to the last reading (``phase_energy(trace,
-"log", ...)`` is the whole log's energy); converters may add more (Zeus: one per window name).
-Units: time ns (ms where named ``_ms``), energy mJ in ``energy_counter``, power W.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -32,7 +15,8 @@ from collect.telemetry.logs.checks import check_counter, check_power, check_time
 from collect.telemetry.logs.errors import LogError
 from collect.telemetry.logs.periods import default_counter_period
 from collect.telemetry.logs.reading import MAX_LOG_BYTES, log_lines
-from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W, Kind, SignalInfo
+from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W
+from collect.traces.readings import Kind, SignalInfo
 from collect.traces.telemetry import Phase, Trace
 
 LOG_PHASE = "log"

@@ -1,27 +1,6 @@
 """``dcgmi dmon -e 155,156,... -d N`` output, as a trace.
 
-What this follows (dcgmi dmon's text output): a header line starting ``#Entity`` followed by the
-fields' short tags (``POWER`` = field 155 ``DCGM_FI_DEV_POWER_USAGE``, W; ``TOTEC`` = field 156
-``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``, mJ; ...), a second line starting ``ID`` (which may list
-units), then one whitespace-separated line per entity per sample, the entity written as two words
-(``GPU 0``); a field the entity cannot give reads ``N/A``. dcgmi repeats the two header lines
-every so often; they are skipped wherever they occur. Lines starting ``#`` elsewhere are comments.
-
-Tags read (others are ignored): ``POWER`` -> ``power_average`` (NVML's ``nvmlDeviceGetPowerUsage``,
-a 1 s average on Ampere and newer: ``window_ms`` = ``LogOptions.power_window_ms``), ``POWINST``
--> ``power_instant`` (instantaneous, ``window_ms`` 0), ``TOTEC`` -> ``energy_counter`` (mJ),
-``GPUTL`` -> ``utilization_gpu``, ``TMPTR`` -> ``temperature_gpu``, ``SMCLK`` -> ``clock_sm``,
-``MMCLK`` -> ``clock_mem``.
-
-Times (an assumption: dmon writes none): sample k of the selected entity was taken during
-``[k d, (k + 1) d)`` from the start of the log, d being dmon's ``-d`` delay (``LogOptions.poll_ms``,
-1000 ms -- dmon's default -- when not given). Durations are therefore as good as dmon's schedule;
-a log of a GPU that was slow to answer is stretched in time, never compressed.
-
-A log of several entities needs one chosen (``LogOptions.gpu``) or all of them summed
-(``LogOptions.all_gpus``, a data-parallel run): sample ``k`` of the summed device is the sum of
-every entity's ``k``-th sample of ``POWER``, ``POWINST`` and ``TOTEC``, ok only where every entity
-has an ok reading there (:mod:`collect.telemetry.logs.gpus`); the other fields are dropped.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -35,7 +14,7 @@ from collect.telemetry.logs.common import Column, LogError, LogOptions, build_tr
 from collect.telemetry.logs.gpus import first_rows, polls_by_rank, refuse_gpu_with_all, sum_over_gpus, summed_options
 from collect.telemetry.logs.numbers import Numbers
 from collect.telemetry.logs.reading import Cells, LogText, text_lines
-from collect.telemetry.sensors.base import Kind
+from collect.traces.readings import Kind
 from collect.traces.telemetry import Trace
 
 TOOL = "dcgm"

@@ -1,18 +1,6 @@
 """The power-log formats by name, how a log file is recognised, and the one entry point.
 
-``convert_log(path, fmt, options)`` reads the file and returns its trace (``LogError``, exit 2,
-naming the file and line, for anything it cannot convert). A format is named by ``fmt`` or
-recognised from the file's name: ``*.nvidia-smi.csv`` / ``*.smi.csv``, ``*.dcgm.txt`` /
-``*.dcgmi.txt`` / ``*.dcgm``, ``*.zeus.csv`` / ``*.zeus.jsonl``, ``*.emissions.csv`` /
-``*.codecarbon.csv`` (and a file called ``emissions.csv``).
-
-Options a format cannot use (:data:`APPLIES`) are refused before the file is read
-(:func:`check_options`), so an option is never silently ignored. A log whose last line has no line
-ending and is refused -- fewer cells than the header, a number cut off, a JSON object cut short:
-the logger killed with the job, the normal case under preemption -- is converted without that line,
-and a note says so (``notes``); a malformed line anywhere else refuses the log. A cut that leaves a
-well-formed line (a unitless number cut between two digits) cannot be told from a reading: the
-note then says the last line had no ending and was read as written.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

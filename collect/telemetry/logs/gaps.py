@@ -1,12 +1,6 @@
 """Stretches of a converted log with no reading: a logger that died (with the job, or before it).
 
-A gap between two readings of a signal longer than :data:`GAP_POLLS` poll intervals (the trace's
-``requested_poll_ms``: the logger's interval, or the median between polls) is shown to the user,
-with how the analysis (:mod:`collect.telemetry.analysis.bounds`) treats it: a power signal's
-energy over it, and a counter's across a reset (a Zeus or CodeCarbon gap, a driver reload), is
-bounded by the power range alone; a counter read on both sides holds the gap's energy in its
-difference. A log that ends well before the run's end (the table's ``finished_at``) is shown too:
-that stretch has no reading, so the energy taken from the log does not cover it. Times ns.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

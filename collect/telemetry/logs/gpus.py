@@ -1,15 +1,6 @@
 """Every GPU of a multi-GPU log summed into one device (``LogOptions.all_gpus``: a data-parallel run).
 
-A poll log (nvidia-smi, dcgmi dmon) writes one line per GPU per poll; the summed device's reading
-at a poll is the sum of its GPUs' readings there -- only where every GPU of the log has an ok
-reading at that poll: a poll missing one GPU (a line the logger never wrote, a truncated last poll,
-an ``[N/A]`` cell) is a reading that is not ok, never a partial sum. Only additive signals are
-summed (power W, energy mJ); utilisation, temperature, clocks and the like are dropped, since
-their sum means nothing.
-
-The summed device's power range is the per-GPU range (``LogOptions.power_range``, W) times the
-number of GPUs summed: each GPU's own readings are checked against the per-GPU range first, the
-sum against the summed range (:func:`collect.telemetry.logs.checks.check_power`).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

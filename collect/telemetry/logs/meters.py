@@ -1,12 +1,6 @@
 """What each kind of log can bound, for planning: the arm-dependent part of a run's energy bound.
 
-``prereg validate`` and ``prereg power`` say, per energy gate, the per-run bound a meter must reach
-for its margin to be decidable at the planned n; this module says which logs reach it at a run
-length. Nothing here is a formula of its own: each figure is the analysis a real import would do
-(the converter, then :func:`collect.telemetry.analysis.energy.run_energy`) on a SYNTHETIC log of
-the known power curve of :mod:`collect.telemetry.logs.synthetic`, as each tool writes it, so it
-follows the bounds' model wherever that goes. The arm-dependent part does not grow with the power
-(it is set by the power range), so a run's share is ``part / (power_w * run_s)``.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

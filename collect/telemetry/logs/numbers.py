@@ -1,11 +1,6 @@
 """A log column's cells parsed as they are read: one float64 and one status byte per row.
 
-A cell may carry its unit (``123.45 W``, ``1024 MiB``, ``45 %``; every cell of a column the same
-one); values are converted to the toolkit's unit (``common.UNITS``) when the column is finished; an
-unavailable cell (``common.UNAVAILABLE``: ``[N/A]``, ``N/A``, an empty cell ...) is NaN with its
-status, never 0. Anything else is a ``LogError`` naming the file and line. Cells are parsed a block
-of rows at a time, each distinct cell of a block once (a log repeats its values), so a column costs
-9 bytes per row however its cells are spelled.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

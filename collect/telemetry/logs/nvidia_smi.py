@@ -1,41 +1,6 @@
 """``nvidia-smi --query-gpu=timestamp,index,power.draw,... --format=csv -lms N`` logs, as a trace.
 
-What this follows (nvidia-smi's CSV query output, as the tool writes it): a header line naming
-the queried fields with their units in brackets (``timestamp, index, power.draw [W],
-utilization.gpu [%], memory.used [MiB]``), then one line per GPU per poll, cells separated by
-``", "``; with ``--format=csv`` the cells carry their units (``123.45 W``, ``45 %``, ``1024 MiB``),
-with ``csv,nounits`` they do not. The timestamp is the local time of the query, to the
-millisecond: ``2026/12/03 10:15:01.123``. A field the GPU cannot give reads ``[N/A]`` or ``[Not
-Supported]``. A ``noheader`` log (``--format=csv,noheader`` or ``csv,noheader,nounits``) is read
-with the ``--query-gpu`` fields given in ``LogOptions.query_fields``, in order; a field may carry
-its unit in brackets (``energy [mJ]``). Without a unit, a ``nounits`` cell is in the unit
-nvidia-smi's documentation gives the field: ``power.*`` W, ``memory.*`` MiB, ``utilization.*``
-%, ``temperature.*`` C, ``clocks.*`` MHz; an energy field's unit is never assumed: it must carry
-one. Without ``query_fields`` such a log is refused with a message asking for them.
-
-Fields read (others are ignored):
-
-* ``power.draw``: NVML's ``nvmlDeviceGetPowerUsage``, which on Ampere (except GA100) and newer is
-  the power averaged over the last second (NVML's documentation of that call): signal
-  ``power_average`` with ``window_ms`` = ``LogOptions.power_window_ms`` (1000 by default; 0 for an
-  older GPU, whose reading is instantaneous). With ``power.draw.average`` in the same log, that one
-  is ``power_average`` and ``power.draw`` becomes ``power_usage``;
-* ``power.draw.instant``: ``power_instant``, an instantaneous sample (``window_ms`` 0);
-* a field naming ``energy`` with a unit (``[mJ]``, ``[J]``): the cumulative ``energy_counter`` (mJ);
-* ``utilization.gpu``, ``temperature.gpu``, ``clocks.sm``/``clocks.current.sm``,
-  ``clocks.mem``/``clocks.current.memory``, ``pstate`` (``P0`` -> 0), ``memory.used`` (MiB).
-
-A log of several GPUs (an ``index`` column) needs one chosen (``LogOptions.gpu``) or all of them
-summed (``LogOptions.all_gpus``, a data-parallel run). nvidia-smi writes every GPU once per poll
-in index order, so a poll is a run of lines whose GPUs come in that order; the summed device's
-poll is read in ``[its first line's timestamp, its last line's timestamp + resolution]`` and its
-power (and energy) is the sum of every GPU's there, ok only where every GPU has an ok reading in
-that poll (:mod:`collect.telemetry.logs.gpus`). Other fields are dropped.
-
-Times (assumptions the log cannot check): the timestamp is read on the logging machine's clock
-just before the query and truncated to its resolution, so the value was produced in
-``[timestamp, timestamp + 1 ms]`` (1 s for a timestamp without milliseconds). The local zone is
-not written, so times are taken as UTC: durations are right, wall-clock times are the log's.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

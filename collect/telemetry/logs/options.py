@@ -1,10 +1,6 @@
 """The power-log options as a command line gives them, checked into a ``LogOptions``.
 
-``collect telemetry LOG`` and ``collect import --telemetry DIR`` take the same options (the
-``LogOptions`` fields a log cannot state): :data:`FLAGS` names each one's option, and
-:func:`options_from` turns the given values (numbers, and the text of ``--power-range-w MIN,MAX``
-and ``--query-fields A,B,C``) into ``LogOptions``, or a ``LogError`` (exit 2) naming the option.
-Which format may use which option is :func:`collect.telemetry.logs.formats.check_options`'s.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """The energy counter's update period when a log does not say it: a default per GPU generation.
 
-A log of counter reads (Zeus, CodeCarbon, DCGM ``TOTEC``) bounds each read's lag behind the true
-counter by the counter's update period, which no log states. It is taken, in this order, from the
-plan's metric (``meter.counter_period_ms``), the command line (``--counter-period-ms``, e.g. as
-``collect probe`` measured it on the same GPU model) or :func:`default_counter_period`: a value
-per GPU generation with its source, and for a GPU the log does not name, or a generation no source
-covers, the conservative default.
-
-What the public sources say about NVML's total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``:
-"Retrieves total energy consumption for this GPU in millijoules (mJ) since the driver was last
-reloaded. For Volta or newer fully supported devices", NVML's reference as cuda-python's
-``cuda.bindings.nvml.device_get_total_energy_consumption`` page reproduces it):
-
-* Zeus (https://github.com/ml-energy/zeus, ``skills/measuring-energy/SKILL.md`` at commit
-  75a8b93): "GPU energy counters update roughly every 100 ms, so a very short window can read zero
-  energy";
-* ML.ENERGY blog, "Thermally Stable Profiling for Accurate GPU Energy Measurement"
-  (https://ml.energy/blog/energy/measurement/thermally-stable-profiling-for-accurate-gpu-energy-measurement):
-  "NVML updates its energy counters at a coarse granularity, approximately every 100 ms on NVIDIA GPUs";
-* PETSc manual, ``PetscLogGpuEnergyMeter`` (https://petsc.org/main/manualpages/Log/PetscLogGpuEnergyMeter):
-  "For newer GPUs, energy readings are updated every 20-100ms".
-
-None of them names a generation, so :data:`COUNTER_PERIOD_MS` holds no entry yet, and every GPU
-gets :data:`CONSERVATIVE_COUNTER_PERIOD_MS`, the longest period these sources report. Yang, Adamek
-and Armour, "Part-time Power Measurements: nvidia-smi's Lack of Attention" (SC24;
-https://arxiv.org/abs/2312.02741; per-GPU data in ``Overall_Results.xlsx`` of
-https://github.com/JimZeyuYang/GPU_Power_Benchmark) measure the update period of ``power.draw``
-(e.g. 20 ms on a GTX 1080 Ti, 100 ms on an RTX 2080 Ti, an RTX 3090 and H100 PCIe cards), not of
-the energy counter, so their figures are not used here. An entry belongs in the table only with a
-source that measured or documents that generation's counter (a run of
-``benchmarks/gpu_energy_check.py`` recorded in docs/performance.md is one).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """A power log read line by line in bounded memory, and columns of cells kept as codes.
 
-The converters never hold a log's text whole: :func:`log_lines` yields the file's lines one at a
-time (UTF-8, a byte-order mark dropped, each line with its ending), and a column's cells are kept
-as :class:`Cells` -- each distinct cell once, then one int32 code per row -- since a log repeats
-its values (a power column to 0.01 W holds at most 200,001 distinct cells however long the log).
-What stays per row is a few compact numbers; the measured peaks are in ``docs/collectors.md``
-(power logs you already have; ``benchmarks/bench_power_logs.py --memory``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

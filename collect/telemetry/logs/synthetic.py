@@ -1,25 +1,7 @@
 """A known power curve, and the log text each power tool would write of it: SYNTHETIC logs for the
 tests and the examples (``examples/make_smi_logs.py``), never a measurement.
 
-The curve (W, t in seconds from the logger's start): ``P(t) = 250 + 80 sin(2 pi t / 7) + 60 [floor(t/3) odd]``,
-a smooth swing with a square wave on top; :func:`energy` is its exact integral (J), so a test can
-check that a converted log's energy bounds hold the truth.
-
-The device behind the logs behaves as NVML documents: the 1 s power average (nvidia-smi
-``power.draw``, DCGM ``POWER``) and the instantaneous sample update every ``update_ms``; the
-cumulative energy counter (mJ, floor of the true energy) every ``counter_update_ms`` -- and not at
-all during ``stuck`` (a driver that stops updating it; it catches up afterwards). Each writer uses
-the tool's real layout (see the converters' docstrings in ``collect/telemetry/logs/``): header
-spellings, units in cells, separators, ``[N/A]`` / ``N/A`` gaps, repeated headers.
-
-For validation against known truth, the synthetic DEVICE (:mod:`.synthetic_device`, re-exported
-here) takes any run's power pattern -- a base power with a scale, a smooth swing, a square wave, a
-different power in the first seconds, a burst at the run's end -- with its exact energy, an energy
-counter of any update period and phase, and the driver's power reading as a true 1 s average or a
-part-time one (Yang et al., SC24); its writers (:mod:`.synthetic_writers`, re-exported here) write
-Zeus (one window or many), CodeCarbon, ``dcgmi dmon -e 155,156`` and nvidia-smi ``power.draw`` logs
-of it, vectorised, each with the trace time of the run's start so that a converted log's bounds can
-be checked against the exact energy (``benchmarks/bench_energy_logs.py``).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

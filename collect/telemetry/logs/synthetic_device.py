@@ -2,20 +2,7 @@
 power average as NVML documents them -- SYNTHETIC, for validating the log converters and the energy
 bounds (tests, ``benchmarks/bench_energy_logs.py``), never a measurement.
 
-Time is in seconds from the run's start (the run is ``[0, run_s]``), power in W, energy in J.
-:class:`PowerPattern` gives the power (base power with a smooth swing, an optional square wave, a
-different power in the first seconds, a burst at the run's end, all times ``scale``; ``idle_w``
-outside the run) and its exact integral (:meth:`PowerPattern.energy`), so every log written of it
-has a known true energy.
-
-:class:`EnergyCounter` is NVML's cumulative energy counter (``nvmlDeviceGetTotalEnergyConsumption``,
-mJ): it updates every ``period_s`` at a random phase and holds the floor of the true cumulative
-energy at each update. :class:`PowerGauge` is ``nvmlDeviceGetPowerUsage`` (nvidia-smi
-``power.draw``, DCGM ``POWER``): updated every ``update_s``, it reads the mean power over the last
-``window_s`` (``"average"``: NVML's documented 1 s average) or, ``"part-time"`` (Yang et al., SC24,
-on A100/H100), the mean over only the last ``covered_s`` of each update period inside that window.
-Every function takes numpy arrays of times, so logs of hour-long runs at 100 ms build in
-milliseconds.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

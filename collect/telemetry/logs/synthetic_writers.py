@@ -1,23 +1,7 @@
 """The log text each power tool writes of a synthetic device (:mod:`.synthetic_device`): SYNTHETIC logs
 with a known true energy, for validating the converters and bounds, never a measurement.
 
-Every writer returns a :class:`SyntheticLog`: the text as the real tool lays it out (the converters'
-docstrings in this package cite each tool), the format name of
-:data:`collect.telemetry.logs.formats.FORMATS`, and ``origin_ns``, the converted trace's time of the
-run's start (t = 0), so that :meth:`SyntheticLog.true_energy_j` can give the exact energy of the
-interval a converted trace covers. Each read the tool makes is placed inside the time window the
-converter gives it (the log's time resolution), so a converter that is right gives bounds that hold
-the truth. Times and values are computed with numpy; only the final text is formatted line by line.
-
-* :func:`zeus_csv`: ``ZeusMonitor(log_file=...)``, one window or back-to-back windows; each window's
-  start and end are separate counter reads ``join_gap_s`` apart (Zeus's ``begin_window`` after the
-  last ``end_window``);
-* :func:`codecarbon_csv`: CodeCarbon's ``emissions.csv``, cumulative GPU kWh read from the counter
-  at the tracker's start, every ``every_s`` and at its stop; timestamps to the second;
-* :func:`dcgm_dmon`: ``dcgmi dmon -e 155,156 -d D``, ``POWER`` (W) and ``TOTEC`` (mJ), sample k read
-  during ``[k D, (k + 1) D)`` of the logger's start;
-* :func:`nvidia_smi_csv`: ``nvidia-smi --query-gpu=timestamp,power.draw --format=csv -lms D``,
-  timestamps to the millisecond, ``power.draw`` to 0.01 W.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Energy measured over windows (Zeus, CodeCarbon) as a cumulative counter read at the windows' ends.
 
-Zeus and CodeCarbon read the GPU's cumulative energy counter (NVML's
-``nvmlDeviceGetTotalEnergyConsumption``) when a window starts and when it ends, and log only the
-difference. The trace gives them back as what they are: readings of an ``energy_counter`` (mJ) at
-each window boundary, each read taken as ``[t, t + resolution]`` (the log's time resolution).
-Contiguous windows (the next starts within ``max_gap_ms`` of the last one's end) chain into one
-cumulative series. Across a longer gap the energy is unknown, so the series restarts at 0 there:
-the analysis reads the decrease as a counter *reset* and bounds any interval overlapping the gap
-by the power range alone -- never 0 J for the gap.
-
-Each read returns the counter as it was at its last update, at most the counter's update period P
-before the read (declared on the signal: the plan, ``--counter-period-ms`` or the default of
-:mod:`collect.telemetry.logs.periods`), so an interval's energy is bounded as any counter's
-(``collect.telemetry.analysis.bounds.energy_from_counter``): each end by about P at the power
-range, however long the windows -- one window for a whole run included.
-
-Zeus reads the counter once when a window ends and again when the next begins: an update between
-the two reads is in neither window (``lossy_joins``), so the chained series may fall short of the
-counter by up to one update's energy per join; the bounds add it above the estimate.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

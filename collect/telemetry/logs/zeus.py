@@ -1,22 +1,6 @@
 """Zeus ``ZeusMonitor(log_file=...)`` logs, as a trace of the GPU energy counter at window boundaries.
 
-What this follows (``zeus/monitor/energy.py`` of ml-energy/zeus, the monitor that writes the log):
-a CSV header ``start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy,...`` and one line per
-ended measurement window: ``start_time`` in Unix seconds (``time.time()``, a float), the window's
-name, ``elapsed_time`` in seconds and each GPU's energy over the window in J (the difference of
-``nvmlDeviceGetTotalEnergyConsumption`` at the window's ends on Volta and newer). A window shorter
-than the counter's update period reads 0 J (Zeus warns of it): here that is "no update seen", and
-the bounds say how much energy the window may still have held. A JSON Lines log of the same fields
-(one object per window) is read too.
-
-Windows are converted as :mod:`collect.telemetry.logs.windows` describes; each window is also a
-phase named after it. Zeus allows concurrent windows (an epoch holding its steps): overlapping
-windows are refused unless ``LogOptions.window`` picks one name. Times are read to 1 microsecond.
-
-A log of several GPUs needs one chosen (``LogOptions.gpu``) or all of them summed
-(``LogOptions.all_gpus``, a data-parallel run: each window's energy is the sum of its
-``gpu<i>_energy`` cells, and the power range is the per-GPU one times the number of GPUs,
-:mod:`collect.telemetry.logs.gpus`).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

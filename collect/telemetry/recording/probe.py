@@ -1,13 +1,6 @@
 """``collect probe``: what a meter can and cannot resolve, before an energy margin is preregistered.
 
-The resolution sentence: the energy of a window is uncertain at each end by about one update
-period's worth of energy at the observed power (the counter moved somewhere inside the last
-update interval), plus one quantum each end. Two windows of ``window_s`` can therefore be told
-apart only when their energies differ by more than about ``2 * P * T_update + 2 * q``; that figure
-is ``resolvable_j`` (and as a share of the window's energy, ``resolvable_fraction``). ``T_update`` is
-the conservative effective period (:mod:`collect.telemetry.analysis.resolution`): never below the
-meter's true period, however late the probe's polls were, so a loaded host can only make the
-resolution look coarser, never finer than the meter has.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

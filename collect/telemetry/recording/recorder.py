@@ -1,28 +1,6 @@
 """The recorder: poll a sensor at a requested interval, keep every poll, mark phases.
 
-    rec = Recorder(open_sensor("sim:clock=real"), ["energy_counter"], poll_ms=20)
-    with rec:                                  # starts the background poller
-        with rec.phase("compute"):
-            train_a_while()
-        with rec.phase("checkpoint"):
-            save()
-    trace = rec.trace()                        # every poll, phases, requested/achieved intervals
-
-On a real clock, when the sensor can be opened from its spec (``sim:...``, ``nvml``; ``mode``
-"auto" or "process"), a child *process* owns its own copy of the sensor and polls it on its own
-clock (:mod:`collect.telemetry.recording.sampler`): no GIL is shared with training, and the parent only
-marks phases (ns timestamps on the sensor's clock). Otherwise (``mode="thread"``, or no spec), a
-daemon thread polls: it appends each reading to a list (no I/O, no locks on the
-training thread's path) and sleeps until the next deadline; a late poll is taken at once and the
-schedule is not caught up with bursts. The thread lowers its own scheduling priority (``nice``,
-default 10, Linux): when the CPU is saturated the training thread wins and polls are late rather
-than the training slow; the achieved poll interval reports it (and ``logger_calibration``
-invalidators refuse claims that need the requested rate). On a *virtual* clock (``sim:clock=virtual``) nothing runs in
-the background: :meth:`advance` lets simulated time pass and polls at every deadline inside it,
-so tests are deterministic and instant; a poll whose answer comes late (the simulator's
-``read_latency_ms``) moves the next deadline to the answer, as a real poller waits for it, so the
-achieved interval shows a logger that cannot keep its requested rate. Phases call the sensor's
-``set_phase`` hook when it has one (the simulator draws that phase's load); a real GPU ignores it.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

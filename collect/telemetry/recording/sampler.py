@@ -1,38 +1,6 @@
 """The out-of-process poller: a child process owns the sensor and polls it on its own clock.
 
-Why: a Python polling *thread* takes the GIL at every poll, and a torch training step (many short
-Python-level ops) pays for each hand-over; polling every 1 ms cost 12-14 % of a real torch step.
-A child process has its own interpreter and GIL, so the training process only pays for the
-phase marks it sends (one small pipe write each, and only to sensors with a ``set_phase`` hook).
-
-Start: a fresh interpreter runs the small entry module :mod:`collect.telemetry.recording.sampler_main`
-(``subprocess``, so nothing of the parent's state, CUDA or torch threads is inherited), handed one
-end of a ``multiprocessing`` pipe by file descriptor. Not ``multiprocessing``'s ``spawn``: that re-runs
-the parent's main script in the child, so a user's script without an ``if __name__ == "__main__":``
-guard would start its own training (and a second sampler) there, and fail. The child ignores SIGINT
-(a Ctrl-C meant for the parent's loop): the parent stops it.
-
-Protocol (one ``multiprocessing`` pipe):
-
-* parent -> child first: ``(spec, signals, poll_ms, nice, t0, parent_pid)``, what to poll.
-* child -> parent then: ``("ready", None)`` once the sensor is open, or ``("error", message)``
-  when :func:`collect.telemetry.sensors.registry.open_sensor` raised; the parent raises
-  ``SensorError(message)``.
-* parent -> child: ``("phase", name)`` (the child calls its sensor's ``set_phase``; the load
-  changes at the next poll, at most one poll interval late), ``("snap", None)`` (send what was
-  recorded so far) and ``("stop", None)``.
-* child -> parent on ``snap``/``stop``: ``("data", columns, poll_ns, error)``: the readings as
-  columns (lists), the poll start times (ns) and the message of a ``SensorError`` raised by a
-  read (polling stopped there), or None.
-
-Times are ns on the sensor's clock: the host monotonic clock for NVML (shared by all processes);
-for the simulator the child's sensor is given the parent sensor's origin (``_t0``), so phases
-marked in the parent and polls taken in the child are on one clock. The child asks the kernel
-for SIGKILL when the parent dies (``PR_SET_PDEATHSIG``, see :mod:`collect.engine.workers`) and exits
-when its pipe closes (the fallback off Linux; note that the kernel's parent-death signal follows
-the *thread* that started the child, so start the recorder from a thread that outlives it);
-:meth:`ProcessPoller.stop` joins it (killing it after a grace period).
-Scheduling: the child lowers its own priority (``nice``) like the thread poller did.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -47,7 +15,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from collect.engine.workers import set_parent_death_signal
+from collect.telemetry.recording.parent_death import set_parent_death_signal
 from collect.telemetry.sensors.base import SensorError
 from collect.telemetry.sensors.registry import open_sensor
 

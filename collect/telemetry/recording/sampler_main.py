@@ -1,9 +1,6 @@
 """Entry point of the polling child (:mod:`collect.telemetry.recording.sampler`), kept small.
 
-The parent starts ``python -c "...; main(FD)"`` with one end of a ``multiprocessing`` pipe open as
-file descriptor ``FD``. This module imports nothing of the parent's program (its ``__main__`` is
-never re-run, unlike ``multiprocessing``'s ``spawn``), reads what to poll from the pipe and runs the
-sampler's child loop until told to stop.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The ``nvml`` sensor: real NVIDIA GPU readings through nvidia-ml-py (module ``pynvml``).
 
-``pynvml`` is imported only when a sensor is opened, so importing this module never needs a driver.
-Spec: ``nvml`` or ``nvml:index=N`` (default 0). Units follow ``base``'s table: NVML's mW become W,
-the energy counter stays in mJ, clocks in MHz, temperature in C, utilisation in %.
-
-Every signal is probed once at open; one that answers NotSupported / NoPermission (or whose
-function this pynvml or driver lacks) goes into ``unavailable`` with the NVML error name as reason
-and is reported on every poll with that status and ``value=None`` -- never as zero. NVML errors are
-mapped to a status and reason in exactly one place, ``classify_nvml_error``.
-
-Driver timestamps (``driver_ts_us``): NVML field values and buffered samples carry the driver's CPU
-timestamp in microseconds (field values: since the Unix epoch); they are passed through unchanged,
-stale or not -- the analysis decides what a repeated timestamp means.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -21,16 +10,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from collect.telemetry.sensors.base import (
-    DEFAULT_POWER_RANGE_W,
-    Kind,
-    Reading,
-    Sensor,
-    SensorError,
-    SignalInfo,
-    Status,
-    parse_spec_options,
-)
+from collect.telemetry.sensors.base import DEFAULT_POWER_RANGE_W, Sensor, SensorError, parse_spec_options
+from collect.traces.readings import Kind, Reading, SignalInfo, Status
 
 # NVML return codes (nvml.h, a stable C ABI; the same values as pynvml's NVML_ERROR_* constants).
 NVML_SUCCESS = 0

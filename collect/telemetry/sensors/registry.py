@@ -1,13 +1,6 @@
 """Telemetry backends by spec, resolved lazily: ``open_sensor("sim:update_ms=100")``.
 
-A spec is ``KIND[:REST]``. ``KIND`` is a sensor registered under the entry-point group
-``prereg_toolkit.sensors`` (built in: ``nvml``, ``replay``, ``sim``), found by the one plugin loader
-(:mod:`collect.plugins`), or a class named directly as ``package.module:Class`` (then the spec is
-``package.module:Class[:REST]``). A backend is imported only when a spec names it, so
-:mod:`collect.telemetry.sensors.base` (the interface) imports no backend. Every backend subclasses
-:class:`~collect.telemetry.sensors.base.Sensor` and has a ``from_spec(rest)`` classmethod taking the
-part of the spec after the kind and raising ``SensorError`` with one clear message. Sensors are context
-managers: ``with open_sensor(spec) as sensor:`` releases the device (e.g. NVML) even when the block raises.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

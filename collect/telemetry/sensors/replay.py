@@ -1,14 +1,6 @@
 """Replay a recorded trace as a sensor (``replay:PATH``): for re-analysis and tests.
 
-A trace in a runs folder (``RUNS/traces/<run_id>.telemetry.meta.json`` beside ``RUNS/ledger.jsonl``)
-is read only after each of its files matches the SHA-256 its ledger record holds
-(:func:`read_replay_trace`; ``collect.traces.check``): a changed trace, or one no record lists, is
-refused (exit 3, naming the file). A trace outside a runs folder has no record to be checked
-against; it is replayed with a note that says so.
-
-The replay runs on a virtual clock that starts at the trace's first poll. Reading a signal at
-time t returns the last value the original run recorded for it at or before t (with the original
-driver timestamp), so a replay can be polled at any rate but never shows more than was recorded.
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations
@@ -114,7 +106,7 @@ def read_replay_trace(path: str) -> tuple[Trace, str | None]:
     if not path.strip():
         raise TraceError("replay: needs the path of a kept trace (replay:RUNS/traces/<run_id>.telemetry.meta.json)")
     from collect.ledger.store import read_ledger  # lazy: pydantic
-    from collect.traces.check import runs_folder_of, trace_record, verified_loader  # lazy: pydantic
+    from collect.ledger.trace_check import runs_folder_of, trace_record, verified_loader  # lazy: pydantic
 
     base = Path(path)
     meta = meta_path_of(base)

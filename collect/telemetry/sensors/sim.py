@@ -2,34 +2,7 @@
 
 Spec: ``sim:update_ms=100,window_ms=25,power_w=300,noise_w=5,counter_update_ms=100,...``
 
-The *true* power is piecewise constant on ``cell_ms`` cells: the load level of the current phase
-(``idle_w``, ``power_w`` for compute/replay/restore, ``checkpoint_w`` for checkpoint, ``idle_w``
-for stall) plus a seeded uniform fluctuation in [-noise_w, +noise_w] per cell. The sensor shows
-it the way NVML does:
-
-* ``power_average`` updates every ``update_ms`` (at multiples of it) with the mean true power over
-  the last ``window_ms`` before the update, stamped with the update time as driver timestamp;
-* ``power_instant`` updates on the same period with the true power at the update instant;
-* ``energy_counter`` (mJ) updates every ``counter_update_ms`` with floor(true cumulative energy),
-  wrapping modulo ``wrap_mj`` when given, and restarting from 0 at ``reset_at_ms`` when given.
-
-``signals=power_average+power_instant`` (``+``-separated; default all three) limits what the meter
-offers, e.g. a power-only meter with no energy counter: ``sim:signals=power_average,update_ms=495``.
-``power_average`` declares its averaging window (``window_ms``), ``power_instant`` a zero window.
-
-``clock=virtual`` runs on a virtual clock that advances only through :meth:`advance` (and by
-``read_cost_us`` per read), so tests are deterministic and instant; ``clock=real`` uses
-``time.monotonic_ns``.
-
-``read_latency_ms`` (default 0) is how long the meter takes to answer a query (a slow meter or
-tool, e.g. one behind a command-line query): the value is the one at the moment asked, the
-reading's ``t_after_ns`` is that much later, and a poller waits for it, so a logger asked to poll
-faster than the meter answers falls behind. On the virtual clock the wait holds up only the poller
-(the answer is stamped ahead of the clock and the recorder polls again no earlier), never the
-workload's time; on the real clock the read sleeps.
-
-The load follows :meth:`set_phase`, which the recorder calls as phases begin and end.
-:meth:`true_energy_j` gives the exact energy between two instants (for tests).
+More in ``docs/internals.md``.
 """
 
 from __future__ import annotations

@@ -1,1 +1,0 @@
-"""Simulators behind the built-in collectors: the churn law and multi-site recovery."""

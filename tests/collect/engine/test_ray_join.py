@@ -1,0 +1,139 @@
+"""Joining a head started as Ray ships it (`ray start --head`): with token authentication on, and bound
+to the loopback. Each head runs in its own session and temporary HOME, and is ended by its process
+group in a finally; `collect run` is a child whose exit status and words are checked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from prereg.api import freeze
+from tests.conftest import REPO
+from tests.helpers.engine import collect_cli, plan_text
+from tests.helpers.ray_procs import descendants
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+ray = pytest.importorskip("ray")
+
+RAY = Path(sys.executable).parent / "ray"
+WAIT_S = 300  # a generous bound on any one step, only to catch a hang
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def _head(home: Path, host: str, env: dict[str, str]) -> Iterator[int]:
+    """`ray start --head --block` on a free port, in a session of its own; yields the port."""
+    port = _free_port()
+    cmd = [str(RAY), "start", "--head", "--block", f"--port={port}", "--num-cpus=1", "--include-dashboard=false"]
+    head_env = {**os.environ, **env, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
+    head_env.pop("RAY_ADDRESS", None)
+    proc = subprocess.Popen(
+        cmd, env=head_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    seen: set[int] = set()
+    try:
+        for _ in range(WAIT_S * 10):
+            seen |= descendants({proc.pid})
+            if proc.poll() is not None or _answers(host, port):
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None and _answers(host, port), "the head did not start"
+        time.sleep(2)  # its raylet registers after the GCS answers
+        yield port
+    finally:
+        seen |= descendants({proc.pid})
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        seen |= descendants({proc.pid})
+        for pid in {proc.pid, *seen}:  # the group, and Ray workers in sessions of their own
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+
+
+def _lock(tmp_path: Path) -> Path:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text())
+    freeze(plan)
+    return tmp_path / "plan.lock.json"
+
+
+def _collect(lock: Path, runs: Path, address: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    child_env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), **env}
+    for name in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        if name not in env:
+            child_env.pop(name, None)
+    args = ("run", str(lock), "--out", str(runs), "--executor", "ray", "--address", address, "--json")
+    return subprocess.run(collect_cli(*args), env=child_env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)
+
+
+def test_a_head_with_token_authentication_is_refused_saying_what_to_set_then_joined_with_its_token(tmp_path):
+    head_home, driver_home = tmp_path / "head-home", tmp_path / "driver-home"
+    head_home.mkdir()
+    driver_home.mkdir()
+    subprocess.run(
+        [str(RAY), "get-auth-token", "--generate"],
+        env={**os.environ, "HOME": str(head_home)},
+        check=True,
+        capture_output=True,
+        timeout=WAIT_S,
+    )
+    token = (head_home / ".ray" / "auth_token").read_text().strip()
+    lock = _lock(tmp_path)
+    host = ray.util.get_node_ip_address()
+    with _head(head_home, host, {"RAY_AUTH_MODE": "token"}) as port:
+        address = f"{host}:{port}"
+        for env in ({}, {"RAY_AUTH_MODE": "token"}):  # no token at all; token mode on, but no token
+            refused = _collect(lock, tmp_path / "refused", address, driver_home, **env)
+            assert refused.returncode == 2, refused.stderr[-3000:]
+            assert f"could not join the Ray cluster at {address}: it requires token authentication" in refused.stderr
+            assert "set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN" in refused.stderr and "Traceback" not in refused.stderr
+            assert not (tmp_path / "refused" / "ledger.jsonl").exists()
+        joined = _collect(lock, tmp_path / "runs", address, driver_home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+        assert joined.returncode == 0, joined.stderr[-3000:]
+        assert '"completed": 24' in joined.stdout
+
+
+def test_a_head_bound_to_the_loopback_is_refused_saying_what_to_set_then_joined_with_it(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    lock = _lock(tmp_path)
+    if ray.util.get_node_ip_address().startswith("127."):
+        pytest.skip("this machine has no network address besides the loopback")
+    loopback = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # Ray's switch for a cluster on the loopback
+    with _head(home, "127.0.0.1", loopback) as port:
+        address = f"127.0.0.1:{port}"
+        refused = _collect(lock, tmp_path / "refused", address, home)  # never ray.init, which would hang
+        assert refused.returncode == 2, refused.stderr[-3000:]
+        assert f"could not join the Ray cluster at {address}: its head listens on the loopback only" in refused.stderr
+        assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0" in refused.stderr and "Traceback" not in refused.stderr
+        joined = _collect(lock, tmp_path / "runs", address, home, **loopback)
+        assert joined.returncode == 0, joined.stderr[-3000:]
+        assert '"completed": 24' in joined.stdout
