@@ -22,7 +22,7 @@ def origin_of(record: Record) -> str:
 
 
 def origins_text(records: Iterable[Record]) -> str:
-    """'12 runs collected by command', '6 runs collected by sim.multisite and 2 imported runs', 'no runs'."""
+    """'12 runs collected by command', '6 runs collected by mylab.train and 2 imported runs', 'no runs'."""
     counts: dict[str, int] = {}
     for r in records:
         origin = origin_of(r)
