@@ -2,8 +2,7 @@
 
     python -m collect.engine.local_cluster --nodes 3 -- collect run study.lock.json --out runs --executor ray
 
-Each node (``ray.cluster_utils.Cluster``) has its own raylet and temporary folder (``TMPDIR``), as on
-separate machines; the command runs with ``RAY_ADDRESS`` set and the cluster is torn down after it.
+Each node (``ray.cluster_utils.Cluster``) has its own raylet and ``TMPDIR``; the command runs with ``RAY_ADDRESS``.
 """
 
 from __future__ import annotations

@@ -94,6 +94,10 @@ class ControlWatch:
                     self.lost = part.name
         return self.lost
 
+    def answering(self) -> bool:
+        """Whether every watched endpoint answers a probe now (the sweep starts no GCS-bound call without it)."""
+        return all(answers(part.host, part.port) for part in self.parts)
+
     def _watch(self) -> None:
         while not self._stop.wait(self.watch_s):
             if self.probe() is not None:
@@ -108,6 +112,3 @@ class ControlWatch:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=self.watch_s + PROBE_S * 2 * len(self.parts) + 1)
-
-
-__all__ = ["LOST_AFTER_S", "PROBE_S", "WATCH_S", "ControlPlaneLost", "ControlWatch", "Endpoint", "answers", "endpoints"]

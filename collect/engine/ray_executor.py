@@ -159,7 +159,8 @@ def run_on_ray(
             else:
                 ready = []
             watch.check()  # the GCS or this node's raylet gone: ControlPlaneLost, not Ray's minute-long wait
-            if not ready and time.monotonic() - checked > NODES_CHECK_S:  # a lost node's runs may fit nowhere now
+            # a lost node's runs may fit nowhere now; asked only while the GCS answers (else Ray waits a minute)
+            if not ready and time.monotonic() - checked > NODES_CHECK_S and watch.answering():
                 lost = f"{where} (after losing a node: the runs recorded so far are kept; --resume once it fits them)"
                 check_cluster(list(pending.values()), alive_nodes(), lost)
                 checked = time.monotonic()

@@ -1,7 +1,6 @@
 """The Ray task of ``collect run --executor ray``: one run in a private folder on its node, sent back whole.
 
-Assumes nothing shared with the driver: the study's shared inputs arrive as bytes (checked against
-the driver's SHA-256), and the record and trace bytes return as the task's result. Imports no Ray.
+Nothing shared with the driver: shared inputs arrive as bytes (checked against its SHA-256). Imports no Ray.
 """
 
 from __future__ import annotations

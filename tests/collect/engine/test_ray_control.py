@@ -59,6 +59,20 @@ def test_an_endpoint_is_lost_only_once_it_failed_every_probe_for_the_whole_grace
         watch.close()
 
 
+def test_answering_is_a_fresh_probe_of_every_endpoint():
+    """The sweep asks Ray for its nodes (a GCS-bound call) only while every endpoint answers now."""
+    server, other = _listening(), _listening()
+    watch = ControlWatch([_endpoint(server), _endpoint(other, "raylet")], watch_s=3600.0, lost_after_s=3600.0)
+    try:
+        assert watch.answering()
+        other.close()  # one endpoint gone: no GCS-bound call, though nothing is declared lost yet
+        assert not watch.answering() and watch.lost is None
+    finally:
+        server.close()
+        other.close()
+        watch.close()
+
+
 def test_an_endpoint_that_answers_again_starts_its_grace_afresh():
     server = _listening()
     host, port = server.getsockname()
