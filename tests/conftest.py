@@ -57,36 +57,13 @@ def starts_ray(module: Path) -> bool:
     return module.name.startswith("test_ray_") or module.name in RAY_MODULES
 
 
-#: the modules of a minute or more, longest first, handed out first (`--no-loadscope-reorder` keeps this order;
-#: pytest-xdist's own order, most tests first, left them to the end where one worker ran them alone); the Ray
-#: modules alternate with others so the worker next in line is rarely the one waiting for Ray
-FIRST = (
-    "collect/engine/test_engine.py",
-    "test_byo_example.py",
-    "collect/engine/test_ray_join.py",
-    "test_energy_examples.py",
-    "prereg_seed_studies/torch/test_torch_executors.py",
-    "test_typecheck.py",
-    "collect/engine/test_ray_control_plane.py",
-    "test_gpu_energy_check.py",
-    "collect/engine/test_ray_cluster.py",
-)
-
-
-def _first_rank(item: pytest.Item) -> int:
-    """The module's place in :data:`FIRST`, or after all of them (collection order kept: the sort is stable)."""
-    relative = item.path.relative_to(REPO / "tests").as_posix()
-    return FIRST.index(relative) if relative in FIRST else len(FIRST)
-
-
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``slow`` on every ``subprocess`` test but the quick ones; the long modules first (:data:`FIRST`)."""
+    """``slow`` on every ``subprocess`` test but the quick ones."""
     for item in items:
         marker = item.get_closest_marker("subprocess")
         if marker is not None and not marker.kwargs.get("quick") and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=_first_rank)
 
 
 def _held(tmp_path_factory: pytest.TempPathFactory, group: str) -> Iterator[None]:

@@ -162,15 +162,3 @@ def test_the_ray_modules_are_the_ones_that_start_ray() -> None:
         p.name for p in modules() if p.name != Path(__file__).name and uses_ray.search(p.read_text(encoding="utf-8"))
     )
     assert found and all(conftest.starts_ray(TESTS / name) for name in found), found
-
-
-def test_the_long_modules_handed_out_first_exist_and_go_first() -> None:
-    """tests/conftest.py's FIRST names modules that exist, and the hook moves their tests ahead, in its order."""
-    assert all((TESTS / name).is_file() for name in conftest.FIRST), conftest.FIRST
-    items = [_Item(), _Item(module=conftest.FIRST[1]), _Item(module=conftest.FIRST[0])]
-    conftest.pytest_collection_modifyitems(items)  # type: ignore[arg-type]
-    assert [item.path for item in items] == [
-        TESTS / conftest.FIRST[0],
-        TESTS / conftest.FIRST[1],
-        TESTS / "test_layout_example.py",
-    ]
