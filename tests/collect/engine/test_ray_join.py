@@ -49,9 +49,9 @@ def _head(home: Path, host: str, env: dict[str, str]) -> Iterator[int]:
     cmd = [str(RAY), "start", "--head", "--block", f"--port={port}", "--num-cpus=1", "--include-dashboard=false"]
     head_env = {**os.environ, **env, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
     head_env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen(
-        cmd, env=head_env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    log = home / f"ray-start-{port}.log"  # what `ray start` said, shown when the head does not start
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=head_env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
     seen: set[int] = set()
     try:
         for _ in range(WAIT_S * 10):
@@ -59,7 +59,7 @@ def _head(home: Path, host: str, env: dict[str, str]) -> Iterator[int]:
             if proc.poll() is not None or _answers(host, port):
                 break
             time.sleep(0.1)
-        assert proc.poll() is None and _answers(host, port), "the head did not start"
+        assert proc.poll() is None and _answers(host, port), "the head did not start: " + log.read_text()[-3000:]
         time.sleep(2)  # its raylet registers after the GCS answers
         yield port
     finally:
