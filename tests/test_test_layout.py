@@ -128,9 +128,8 @@ def test_the_mirror_rule_finds_a_stray_module(tmp_path: Path) -> None:
 class _Item:
     """What tests/conftest.py's tier hook reads of a collected test."""
 
-    def __init__(self, *marks: pytest.MarkDecorator, module: str = "test_layout_example.py") -> None:
+    def __init__(self, *marks: pytest.MarkDecorator) -> None:
         self.own = [m.mark for m in marks]
-        self.path = TESTS / module
 
     def get_closest_marker(self, name: str) -> pytest.Mark | None:
         return next((m for m in self.own if m.name == name), None)
