@@ -47,23 +47,34 @@ def cadence_bytes() -> bytes:
 # A test that launches a console script or a python child process says so: `@pytest.mark.subprocess` (or a
 # module's `pytestmark`); it is then `slow` too (each child pays an interpreter and the numpy/scipy imports),
 # except the smoke tests marked `@pytest.mark.subprocess(quick=True)`, a few per console script.
-# pytest-xdist hands whole modules to workers (`--dist loadscope`: a module's fixtures are made once);
-# the modules that start Ray, and the tests that use a GPU, run one at a time across the workers.
-RAY_MODULES = ("test_engine.py", "test_torch_executors.py")
+# pytest-xdist hands whole groups of tests to workers (`--dist loadgroup`, the groups below): a module's
+# tests go together (its fixtures are made once), and the modules marked `ray_instance` (they start Ray) form
+# one group, run in turn by one worker while the others go on. The tests that use a GPU, and the Ray modules
+# wherever the groups are not honoured (`-p no:xdist`, a pytest whose node ids xdist cannot tag: pytest-xdist
+# issue 1386), run one at a time through locks. A module that names Ray's executor without starting Ray says
+# why in a `# starts no Ray instance:` comment (tests/test_test_layout.py checks).
 
 
-def starts_ray(module: Path) -> bool:
-    """Whether the test module ``module`` starts Ray (then it runs alone among the Ray modules)."""
-    return module.name.startswith("test_ray_") or module.name in RAY_MODULES
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the CPUs this process may use. Several modules wait more than they
+    compute (Ray's start-ups and its agents' exits, kill -9 recoveries, the Ray lock below), and the extra
+    worker keeps the cores busy meanwhile."""
+    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+RAY_GROUP = "ray_instance"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``slow`` on every ``subprocess`` test but the quick ones."""
+    """``slow`` on every ``subprocess`` test but the quick ones; each test's ``xdist_group``: the Ray
+    modules' one group, else its module."""
     for item in items:
         marker = item.get_closest_marker("subprocess")
         if marker is not None and not marker.kwargs.get("quick") and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
+        ray = item.get_closest_marker("ray_instance") is not None
+        item.add_marker(pytest.mark.xdist_group(RAY_GROUP if ray else item.nodeid.split("::")[0]))
 
 
 def _held(tmp_path_factory: pytest.TempPathFactory, group: str) -> Iterator[None]:
@@ -83,9 +94,15 @@ def _held(tmp_path_factory: pytest.TempPathFactory, group: str) -> Iterator[None
 @pytest.fixture(scope="module", autouse=True)
 def _ray_one_module_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A module that starts Ray (clusters, the session folder under /tmp/ray) has Ray to itself, module
-    fixtures included (autouse fixtures come first in their scope)."""
-    if starts_ray(request.path):
-        yield from _held(tmp_path_factory, "ray")
+    fixtures included (autouse fixtures come first in their scope); the environment is restored after it
+    (a local ``ray.init`` sets RAY_AUTH_MODE=token in its process, which a later ``ray start`` inherits)."""
+    if request.node.get_closest_marker("ray_instance") is not None:
+        saved = dict(os.environ)
+        try:
+            yield from _held(tmp_path_factory, "ray")
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
     else:
         yield
 

@@ -128,8 +128,9 @@ def test_the_mirror_rule_finds_a_stray_module(tmp_path: Path) -> None:
 class _Item:
     """What tests/conftest.py's tier hook reads of a collected test."""
 
-    def __init__(self, *marks: pytest.MarkDecorator) -> None:
+    def __init__(self, *marks: pytest.MarkDecorator, nodeid: str = "tests/test_x.py::test_x") -> None:
         self.own = [m.mark for m in marks]
+        self.nodeid = nodeid
 
     def get_closest_marker(self, name: str) -> pytest.Mark | None:
         return next((m for m in self.own if m.name == name), None)
@@ -146,7 +147,7 @@ def test_child_process_tests_are_slow_unless_quick() -> None:
         _Item(pytest.mark.slow, pytest.mark.subprocess),
     ]
     conftest.pytest_collection_modifyitems(items)  # type: ignore[arg-type]
-    assert [[m.name for m in item.own] for item in items] == [
+    assert [[m.name for m in item.own if m.name != "xdist_group"] for item in items] == [
         ["subprocess", "slow"],
         ["subprocess"],
         [],
@@ -154,10 +155,26 @@ def test_child_process_tests_are_slow_unless_quick() -> None:
     ]
 
 
+def test_each_module_is_one_xdist_group_and_the_ray_modules_one_together() -> None:
+    items = [
+        _Item(nodeid="tests/a/test_one.py::test_x[1]"),
+        _Item(nodeid="tests/a/test_one.py::TestK::test_y"),
+        _Item(nodeid="tests/test_two.py::test_z"),
+        _Item(pytest.mark.ray_instance, nodeid="tests/test_ray_a.py::test_r"),
+        _Item(pytest.mark.ray_instance, nodeid="tests/b/test_ray_b.py::test_s"),
+    ]
+    conftest.pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    groups = [[m.args[0] for m in item.own if m.name == "xdist_group"] for item in items]
+    assert groups == [["tests/a/test_one.py"]] * 2 + [["tests/test_two.py"]] + [[conftest.RAY_GROUP]] * 2
+
+
 def test_the_ray_modules_are_the_ones_that_start_ray() -> None:
-    """Every module that names Ray's executor or starts Ray is one the Ray lock covers (tests/conftest.py)."""
+    """Every module that names Ray's executor or starts Ray is marked `ray_instance` (the Ray lock of
+    tests/conftest.py covers it) or says why it starts none; every marked module names Ray."""
     uses_ray = re.compile(r"ray\.init\(|\"--executor\", \"ray\"|executor=\"ray\"|\"ray\", \"start\"|cluster_utils")
-    found = sorted(
-        p.name for p in modules() if p.name != Path(__file__).name and uses_ray.search(p.read_text(encoding="utf-8"))
-    )
-    assert found and all(conftest.starts_ray(TESTS / name) for name in found), found
+    marked = re.compile(r"pytest\.mark\.ray_instance\b")
+    texts = {p.name: p.read_text(encoding="utf-8") for p in modules() if p.name != Path(__file__).name}
+    found = sorted(name for name, text in texts.items() if uses_ray.search(text))
+    unmarked = [n for n in found if not marked.search(texts[n]) and "# starts no Ray instance: " not in texts[n]]
+    assert len(found) >= 5 and not unmarked, unmarked
+    assert all(uses_ray.search(texts[n]) for n in texts if marked.search(texts[n]))

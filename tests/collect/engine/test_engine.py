@@ -21,6 +21,8 @@ from tests.helpers import alive, children, interruptible_children, run
 from tests.helpers.collectors import CRASH_ONCE, SLOW, attempts
 from tests.helpers.engine import collect_cli, contents, loaded, plan_text
 
+pytestmark = pytest.mark.ray_instance  # its Ray tests start instances of their own
+
 
 @pytest.fixture(autouse=True)
 def fake_collector(monkeypatch):

@@ -29,7 +29,11 @@ from tests.helpers.collectors import WHERE, where_ran
 from tests.helpers.engine import collect_cli, contents, loaded, plan_text
 from tests.helpers.ray_procs import session_processes, task_workers
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+pytestmark = [
+    pytest.mark.ray_instance,
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 ray = pytest.importorskip("ray")
 
 

@@ -4,6 +4,7 @@ The end-to-end cases (a real cluster whose GCS or raylet is killed mid-sweep) ar
 ``test_ray_control_plane.py``, in the slow tier.
 """
 
+# starts no Ray instance: the sweep's Ray part is replaced by a generator; probes hit plain sockets
 from __future__ import annotations
 
 import socket

@@ -28,7 +28,11 @@ from tests.helpers import alive
 from tests.helpers.engine import collect_cli, contents, plan_text
 from tests.helpers.ray_procs import cmdline, descendants, session_processes
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+pytestmark = [
+    pytest.mark.ray_instance,
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 ray = pytest.importorskip("ray")
 
 WAIT_S = 300  # a generous bound on any one step, only to catch a hang

@@ -10,22 +10,29 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from collect.ledger.store import read_ledger
 from prereg.api import freeze
 from tests.conftest import REPO
 from tests.helpers.engine import collect_cli, plan_text
 from tests.helpers.ray_procs import descendants
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+pytestmark = [
+    pytest.mark.ray_instance,
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 ray = pytest.importorskip("ray")
 
 RAY = Path(sys.executable).parent / "ray"
 WAIT_S = 300  # a generous bound on any one step, only to catch a hang
+AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")  # set only where a test sets them
 
 
 def _free_port() -> int:
@@ -48,7 +55,9 @@ def _head(home: Path, host: str, env: dict[str, str]) -> Iterator[int]:
     port = _free_port()
     cmd = [str(RAY), "start", "--head", "--block", f"--port={port}", "--num-cpus=1", "--include-dashboard=false"]
     head_env = {**os.environ, **env, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
-    head_env.pop("RAY_ADDRESS", None)
+    for name in ("RAY_ADDRESS", *AUTH_VARS):  # a local ray.init earlier in this process sets RAY_AUTH_MODE=token
+        if name not in env:
+            head_env.pop(name, None)
     log = home / f"ray-start-{port}.log"  # what `ray start` said, shown when the head does not start
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=head_env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
@@ -85,12 +94,14 @@ def _lock(tmp_path: Path) -> Path:
     return tmp_path / "plan.lock.json"
 
 
-def _collect(lock: Path, runs: Path, address: str, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    child_env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), **env}
-    for name in ("RAY_ADDRESS", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+def _collect(
+    lock: Path, runs: Path, address: str, home: Path, *extra: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    child_env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "PYTHONFAULTHANDLER": "1", **env}
+    for name in ("RAY_ADDRESS", *AUTH_VARS):
         if name not in env:
             child_env.pop(name, None)
-    args = ("run", str(lock), "--out", str(runs), "--executor", "ray", "--address", address, "--json")
+    args = ("run", str(lock), "--out", str(runs), "--executor", "ray", "--address", address, "--json", *extra)
     return subprocess.run(collect_cli(*args), env=child_env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)
 
 
@@ -116,9 +127,13 @@ def test_a_head_with_token_authentication_is_refused_saying_what_to_set_then_joi
             assert f"could not join the Ray cluster at {address}: it requires token authentication" in refused.stderr
             assert "set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN" in refused.stderr and "Traceback" not in refused.stderr
             assert not (tmp_path / "refused" / "ledger.jsonl").exists()
-        joined = _collect(lock, tmp_path / "runs", address, driver_home, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
+        auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+        joined = _collect(lock, tmp_path / "runs", address, driver_home, **auth)
+        if joined.returncode < 0:  # the driver died by a signal inside Ray (a SIGSEGV has been seen under load)
+            warnings.warn(f"collect run died by signal {-joined.returncode}: {joined.stderr[-3000:]}", stacklevel=1)
+            joined = _collect(lock, tmp_path / "runs", address, driver_home, "--resume", **auth)
         assert joined.returncode == 0, joined.stderr[-3000:]
-        assert '"completed": 24' in joined.stdout
+        assert len(read_ledger(tmp_path / "runs").records) == 24, joined.stdout
 
 
 def test_a_head_bound_to_the_loopback_is_refused_saying_what_to_set_then_joined_with_it(tmp_path):

@@ -1,6 +1,7 @@
 """The parts of the Ray executor that need no Ray: run demands and their checks, traces carried as
 bytes (the task's pieces -> the driver's receiver), shared inputs checked on arrival, joins refused early."""
 
+# starts no Ray instance: `--executor ray` runs here are refused before ray.init
 from __future__ import annotations
 
 import hashlib

@@ -11,7 +11,7 @@ from tests.conftest import OWN_EXAMPLES
 from tests.helpers import requires, run
 from tests.helpers.engine import contents
 
-pytestmark = requires("torch")
+pytestmark = [requires("torch"), pytest.mark.ray_instance]
 
 SMALL = """    useful_tokens: 12288
     micro_batch: 64
