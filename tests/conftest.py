@@ -94,15 +94,11 @@ def _held(tmp_path_factory: pytest.TempPathFactory, group: str) -> Iterator[None
 @pytest.fixture(scope="module", autouse=True)
 def _ray_one_module_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """A module that starts Ray (clusters, the session folder under /tmp/ray) has Ray to itself, module
-    fixtures included (autouse fixtures come first in their scope); the environment is restored after it
-    (a local ``ray.init`` sets RAY_AUTH_MODE=token in its process, which a later ``ray start`` inherits)."""
+    fixtures included (autouse fixtures come first in their scope). A local ``ray.init`` sets
+    RAY_AUTH_MODE=token in this process for good (Ray keeps its configuration): a test that starts a head of
+    its own says which authentication it has."""
     if request.node.get_closest_marker("ray_instance") is not None:
-        saved = dict(os.environ)
-        try:
-            yield from _held(tmp_path_factory, "ray")
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+        yield from _held(tmp_path_factory, "ray")
     else:
         yield
 
