@@ -24,7 +24,7 @@ def requires(module: str) -> pytest.MarkDecorator:
 
 
 def run(
-    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess:
     """Run an installed console script; never accept a traceback (``timeout`` only catches a hang)."""
     exe = BIN / args[0] if (BIN / args[0]).exists() else shutil.which(args[0])
