@@ -257,7 +257,8 @@ def read_trace(base: str | Path, load: Callable[[Path], bytes] | None = None) ->
         if polls.name.endswith(".parquet"):
             import pyarrow.parquet as pq  # lazy: pyarrow
 
-            cols = pq.read_table(io.BytesIO(read(polls)), use_threads=False).to_pydict()
+            # in memory: no pre-buffering, whose background I/O threads can abort the process at exit
+            cols = pq.read_table(io.BytesIO(read(polls)), use_threads=False, pre_buffer=False).to_pydict()
         else:
             with gzip.open(io.BytesIO(read(polls)), "rb") as gz:
                 text = gz.read(MAX_TRACE_FILE_BYTES + 1)
