@@ -62,7 +62,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
 
 
-RAY_GROUP = "ray_instance"
+RAY_GROUP = "ray_instance"  # the marker of the modules that start Ray, and their xdist group
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects, and before pytest-xdist reads the groups
@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         marker = item.get_closest_marker("subprocess")
         if marker is not None and not marker.kwargs.get("quick") and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
-        ray = item.get_closest_marker("ray_instance") is not None
+        ray = item.get_closest_marker(RAY_GROUP) is not None
         item.add_marker(pytest.mark.xdist_group(RAY_GROUP if ray else item.nodeid.split("::")[0]))
 
 
@@ -97,7 +97,7 @@ def _ray_one_module_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: 
     fixtures included (autouse fixtures come first in their scope). A local ``ray.init`` sets
     RAY_AUTH_MODE=token in this process for good (Ray keeps its configuration): a test that starts a head of
     its own says which authentication it has."""
-    if request.node.get_closest_marker("ray_instance") is not None:
+    if request.node.get_closest_marker(RAY_GROUP) is not None:
         yield from _held(tmp_path_factory, "ray")
     else:
         yield

@@ -41,6 +41,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _ray_env(fixed: dict[str, str], env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with ``fixed`` and ``env``, and no Ray address or authentication but what
+    ``env`` sets (a local ray.init earlier in this process sets RAY_AUTH_MODE=token)."""
+    unset = {"RAY_ADDRESS", *AUTH_VARS} - set(env)
+    return {k: v for k, v in {**os.environ, **fixed, **env}.items() if k not in unset}
+
+
 def _answers(host: str, port: int) -> bool:
     try:
         socket.create_connection((host, port), timeout=1).close()
@@ -54,10 +61,7 @@ def _head(home: Path, host: str, env: dict[str, str]) -> Iterator[int]:
     """`ray start --head --block` on a free port, in a session of its own; yields the port."""
     port = _free_port()
     cmd = [str(RAY), "start", "--head", "--block", f"--port={port}", "--num-cpus=1", "--include-dashboard=false"]
-    head_env = {**os.environ, **env, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
-    for name in ("RAY_ADDRESS", *AUTH_VARS):  # a local ray.init earlier in this process sets RAY_AUTH_MODE=token
-        if name not in env:
-            head_env.pop(name, None)
+    head_env = _ray_env({"HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}, env)
     log = home / f"ray-start-{port}.log"  # what `ray start` said, shown when the head does not start
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=head_env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
@@ -97,10 +101,7 @@ def _lock(tmp_path: Path) -> Path:
 def _collect(
     lock: Path, runs: Path, address: str, home: Path, *extra: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    child_env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "PYTHONFAULTHANDLER": "1", **env}
-    for name in ("RAY_ADDRESS", *AUTH_VARS):
-        if name not in env:
-            child_env.pop(name, None)
+    child_env = _ray_env({"PYTHONPATH": str(REPO), "HOME": str(home), "PYTHONFAULTHANDLER": "1"}, env)
     args = ("run", str(lock), "--out", str(runs), "--executor", "ray", "--address", address, "--json", *extra)
     return subprocess.run(collect_cli(*args), env=child_env, cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)
 
