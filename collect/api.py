@@ -19,6 +19,9 @@ from collect.importing.importer import import_table as import_file
 from collect.importing.planned import plan_listing as plan_listing  # part of this API
 from collect.importing.planned import planned_runs as list_planned_runs
 from collect.importing.time_order import EarlyRunsWarning, early_runs_message
+from collect.importing.trackers.base import ReadOptions, TrackerProblem, parse_source
+from collect.importing.trackers.importing import TrackerImport
+from collect.importing.trackers.importing import import_tracker as import_source
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
 from collect.ledger.store import read_ledger as read
 from collect.ledger.store import verify_chain
@@ -184,6 +187,44 @@ def import_table(
         raise ImportProblem(err.errors, table=str(path)) from None
     _warn_early(records, verified)
     return records
+
+
+def import_tracker(
+    lock: LockLike,
+    source: str,
+    out: PathLike,
+    skipped: list[str] | None = None,
+    *,
+    experiment: str | None = None,
+    filter: str | None = None,  # noqa: A002 - MLflow's own word for its search expression
+    match: list[str] | None = None,
+) -> TrackerImport:
+    """Import the runs of an experiment tracker (``mlflow:URI``, ``tensorboard:DIR``, ``wandb:DIR``,
+    ``raytune:DIR``) into ``out``'s ledger, each matched to its planned run by the tag ``prereg.run_id``
+    (or by ``match``: ``["seed=params.seed", ...]`` for runs made before the plan) and keeping its
+    provenance (``collect.importing.trackers``). ``experiment`` and ``filter`` narrow an MLflow store
+    (an experiment name or id; MLflow's search syntax). Early runs warn as ``import_table``'s do.
+    """
+    parsed = parse_source(source)
+    if parsed is None:
+        raise TrackerProblem(f"{source}: not a tracker source (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR)")
+    verified = load_lock(lock)
+    runs = _runs_folder(out)
+    refuse_try_folder(runs, "collect import")
+    done = import_source(
+        parsed,
+        verified.plan,
+        verified.plan_sha256,
+        runs,
+        skipped,
+        lineage(verified.data),
+        options=ReadOptions(experiment, filter),
+        match=match or [],
+        lock_seal=verified.seal,
+        seals=lock_seals(verified.data),
+    )
+    _warn_early(done.records, verified)
+    return done
 
 
 def planned_runs(lock: LockLike) -> list[PlannedRun]:

@@ -39,6 +39,7 @@ from prereg.schema_invalidators import (  # noqa: F401 - re-exported: the plan's
 from prereg.schema_meter import Meter
 from prereg.schema_monitoring import Monitoring  # noqa: F401 - re-exported: the plan's monitoring section
 from prereg.schema_resources import Resources
+from prereg.schema_tracker import TrackerMetric
 from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text, level_key  # noqa: F401 - re-exported
 
 SCHEMA_ID = "prereg/v1"
@@ -202,6 +203,11 @@ class Metric(StrictModel):
         default=None,
         description="What the logs of this metric's signal cannot say (counter update period, "
         "power averaging model); only on a signal-backed metric.",
+    )
+    tracker: TrackerMetric | None = Field(
+        default=None,
+        description="For 'collect import' from an experiment tracker: the key the metric was logged under and "
+        "which of its values to take (unset: the metric's own name, the last value).",
     )
     description: Text | None = None
 

@@ -19,6 +19,12 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from prereg_toolkit_cli.collect_trackers import (
+    add_tracker_options,
+    cmd_import_tracker,
+    is_tracker_source,
+    print_tracker_snippets,
+)
 from prereg_toolkit_cli.collect_try import add_try_parser
 from prereg_toolkit_cli.kit import EXIT_OK, ArgumentParser, UserError, emit_json, run_main, safe
 
@@ -44,6 +50,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from collect.importing.time_order import EarlyRunsWarning  # lazy: pydantic
     from prereg.api import load_lock  # lazy: pydantic
 
+    if is_tracker_source(args.file):
+        return cmd_import_tracker(args)
+    narrowing = [f"--{d}" for d in ("experiment", "filter", "match") if getattr(args, d) is not None]
+    if narrowing:
+        raise UserError(f"{', '.join(narrowing)}: options of a tracker source (mlflow:URI, tensorboard:DIR, ...)")
     given = [f"--{d.replace('_', '-')}" for d in args.log_options if getattr(args, d) is not None]
     if given and args.telemetry is None:
         raise UserError(f"{', '.join(given)}: options of the power logs; they need --telemetry DIR")
@@ -101,6 +112,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from collect.api import plan_listing  # lazy: pydantic
     from collect.importing.outputs import write_plan_listing  # lazy: startup
 
+    if args.tracker is not None:
+        if args.output or args.format != "csv":
+            raise UserError("--tracker prints each planned run's tags and snippet to the terminal; no -o or --format")
+        return print_tracker_snippets(args.lock, args.tracker)
     if args.output:
         write_plan_listing(args.lock, args.output, args.format, args.force)
         _say(f"wrote the plan's runs to {args.output}", file=sys.stderr)
@@ -504,8 +519,17 @@ def build_parser() -> argparse.ArgumentParser:
         "verify, 4 internal error, 130 interrupted (finished runs are kept; re-run with --resume)",
     )
     sub = parser.add_subparsers(title="subcommands", metavar="COMMAND")
-    p = sub.add_parser("import", help="bring a CSV / JSONL / Parquet table of runs into a ledger under a lock")
-    p.add_argument("file", help="the table (.csv, .csv.gz, .jsonl, .parquet)")
+    p = sub.add_parser(
+        "import",
+        help="bring runs made elsewhere into a ledger under a lock: a CSV / JSONL / Parquet table, or an "
+        "experiment tracker's runs (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR)",
+    )
+    p.add_argument(
+        "file",
+        metavar="SOURCE",
+        help="the table (.csv, .csv.gz, .jsonl, .parquet), or a tracker: mlflow:URI (sqlite:///mlflow.db, an "
+        "mlruns/ folder, http(s)://server), tensorboard:DIR, wandb:DIR (offline run folders), raytune:DIR",
+    )
     p.add_argument("--lock", required=True, help="the frozen plan (*.lock.json)")
     p.add_argument("--out", required=True, metavar="RUNS", help="the runs folder (ledger.jsonl is appended there)")
     p.add_argument(
@@ -521,6 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     _add_log_options(p)
+    add_tracker_options(p)
     p.set_defaults(handler=cmd_import)
     p = sub.add_parser(
         "plan",
@@ -532,6 +557,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("lock", help="the frozen plan (*.lock.json)")
     p.add_argument("--format", choices=("csv", "json"), default="csv", help="csv (default) or json")
+    p.add_argument(
+        "--tracker",
+        choices=("mlflow", "wandb", "tensorboard", "raytune"),
+        help="print, per planned run, the tags to set in that tracker and the line that sets them "
+        "(mlflow.set_tags, wandb.config.update, a TensorBoard run folder, a Ray Tune trial's config)",
+    )
     p.add_argument(
         "-o",
         "--output",

@@ -50,6 +50,8 @@ HEAVY = {
     "matplotlib": "an optional extra",
     "torch": "an optional extra",
     "ray": "an optional extra",
+    "mlflow": "an optional extra (collect import mlflow:)",
+    "tensorboard": "an optional extra (collect import tensorboard:)",
     "pynvml": "binds the GPU driver",
 }
 #: estimators modules every package may import eagerly (no numpy/scipy: checked below)

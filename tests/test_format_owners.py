@@ -22,6 +22,8 @@ PACKAGES = ("estimators", "prereg", "collect", "gates", "reports", "prereg_toolk
 CODEC = "prereg/jsoncodec.py"
 #: module -> the format whose bytes it parses with the codec
 READERS = {
+    "collect/importing/trackers/wandb_offline.py": "W&B's reader's JSON-lines output (wandb leet inspect --json)",
+    "collect/importing/trackers/raytune_dir.py": "a Ray Tune experiment's experiment_state-*.json, params.json and result.json",
     "prereg/lock.py": "the lock (<stem>.lock.json)",
     "collect/ledger/reading.py": "the ledger (ledger.jsonl)",
     "collect/ledger/journal.py": "the ledger's batch journal (.ledger.pending)",

@@ -154,11 +154,13 @@ def build_records(
     *,
     lock_seal: str | None = None,
     traces: Mapping[str, list[str]] | None = None,
+    updates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[RunRecord]:
     """The records of rows not yet in the ledger, or ``ImportProblem`` listing the rows that do not fit.
 
     Rows already in the ledger identically are left out (their run ids go to ``skipped``);
-    ``traces``: run id -> the trace files its record lists (``collect.importing.logs``).
+    ``traces``: run id -> the trace files its record lists (``collect.importing.logs``); ``updates``: run id
+    -> fields its record takes besides the row's (a tracker run's ``source`` and ``provenance``).
     """
     errors: list[str] = []
     records: list[RunRecord] = []
@@ -179,6 +181,8 @@ def build_records(
             record = row_record(row, number, plan, plan_sha256, source, lock_seal=lock_seal)
             if traces and record.run_id in traces:
                 record = record.model_copy(update={"traces": traces[record.run_id]})
+            if updates and record.run_id in updates:
+                record = RunRecord.model_validate({**record.model_dump(), **updates[record.run_id]})
         except CellError as err:
             by_column.setdefault(err.column, []).append((number, str(err)))
             continue
@@ -306,10 +310,14 @@ def import_rows(
     *,
     lock_seal: str | None = None,
     seals: Mapping[str, Collection[str]] | None = None,
+    updates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[RunRecord]:
-    """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records."""
+    """``import_table`` for rows already read (e.g. from a DataFrame); ``source`` names them in records;
+    ``updates``: run id -> fields its record takes besides the row's (``build_records``)."""
     with _gc_paused():
-        return _import_table(None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain, lock_seal, seals)
+        return _import_table(
+            None, plan, plan_sha256, runs_dir, skipped, (rows, source), chain, lock_seal, seals, updates=updates
+        )
 
 
 def _import_table(
@@ -324,6 +332,7 @@ def _import_table(
     seals: Mapping[str, Collection[str]] | None = None,
     telemetry: TelemetryLogs | None = None,
     keep: bool = True,
+    updates: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Any]:
     rows: list[dict[str, Any]] | None
     if given is not None:
@@ -360,14 +369,20 @@ def _import_table(
                     rows or [], plan, plan_sha256, name, Path(runs_dir), existing, skipped, lock_seal, traces, out
                 )
                 return out
-            fast = _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal, keep)
+            fast = (
+                None
+                if updates
+                else _append_fast(columns or rows or [], plan, plan_sha256, name, runs_dir, existing, lock_seal, keep)
+            )
             if fast is not None:
                 records, already = fast
                 if skipped is not None:
                     skipped += already
             else:  # row by row: what does not fit is said there, in its words
                 rows = rows if columns is None else columns.rows()
-                records = build_records(rows or [], plan, plan_sha256, name, existing, skipped, lock_seal=lock_seal)
+                records = build_records(
+                    rows or [], plan, plan_sha256, name, existing, skipped, lock_seal=lock_seal, updates=updates
+                )
                 if records:
                     records = append_records(runs_dir, records, existing, journal=True)
     except BaseException:

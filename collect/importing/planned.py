@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from typing import Any
 
@@ -102,6 +103,42 @@ def plan_json(plan: Plan, plan_sha256: str) -> dict[str, Any]:
     }
 
 
+#: the tag that names a tracker run's planned run (``collect import`` matches on it)
+RUN_ID_TAG = "prereg.run_id"
+TRACKER_SNIPPETS = ("mlflow", "wandb", "tensorboard", "raytune")
+
+
+def planned_tags(plan: Plan, run: PlannedRun) -> dict[str, str]:
+    """The tags a tracker run of ``run`` carries: ``prereg.run_id``, ``prereg.arm``, ``prereg.replicate``,
+    ``prereg.seed`` (the derived seed; not when a factor is called seed) and ``prereg.<factor>`` per level."""
+    tags = {RUN_ID_TAG: run.run_id, "prereg.arm": run.arm, "prereg.replicate": str(run.replicate)}
+    if "seed" not in plan.strata.factors:
+        tags["prereg.seed"] = str(run.seed)
+    tags.update({f"prereg.{factor}": _level_text(level) for factor, level in run.stratum.items()})
+    return tags
+
+
+def tracker_snippets(plan: Plan, plan_sha256: str, tracker: str) -> str:
+    """``collect plan --tracker``: per planned run, a comment naming it and the one line that marks a
+    tracker run as it (MLflow tags, W&B config, a TensorBoard run folder, a Ray Tune trial's config)."""
+    if tracker not in TRACKER_SNIPPETS:
+        raise InputError(f"unknown tracker {tracker!r}; use one of {', '.join(TRACKER_SNIPPETS)}")
+    lines = []
+    for run in planned_runs(plan, plan_sha256):
+        tags = json.dumps(planned_tags(plan, run))
+        levels = " ".join(f"{k}={_level_text(v)}" for k, v in run.stratum.items())
+        lines.append(f"# {run.run_id}: {levels} arm={run.arm} replicate={run.replicate} seed={run.seed}")
+        lines.append(
+            {
+                "mlflow": f"mlflow.set_tags({tags})",
+                "wandb": f"wandb.config.update({tags})",
+                "tensorboard": f'SummaryWriter(log_dir=os.path.join(LOG_DIR, "{run.run_id}"))',
+                "raytune": f"config.update({tags})  # in the trial's param_space entry",
+            }[tracker]
+        )
+    return "\n".join(lines) + "\n"
+
+
 def plan_text(plan: Plan, plan_sha256: str, fmt: str) -> str:
     """The listing in ``fmt`` (``csv`` or ``json``)."""
     if fmt == "csv":
@@ -109,7 +146,19 @@ def plan_text(plan: Plan, plan_sha256: str, fmt: str) -> str:
     return readable_bytes(plan_json(plan, plan_sha256)).decode()
 
 
-__all__ = ["PLAN_FORMATS", "plan_columns", "plan_csv", "plan_json", "plan_text", "planned_runs", "seed_column"]
+__all__ = [
+    "PLAN_FORMATS",
+    "RUN_ID_TAG",
+    "TRACKER_SNIPPETS",
+    "planned_tags",
+    "tracker_snippets",
+    "plan_columns",
+    "plan_csv",
+    "plan_json",
+    "plan_text",
+    "planned_runs",
+    "seed_column",
+]
 
 
 def plan_listing(lock: Lock | str | os.PathLike[str], fmt: str = "csv") -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from collect.ledger.reading import Ledger, LedgerLines, ledger_path, read_into, read_ledger
-from collect.ledger.records import RunRecord, TelemetrySummary
+from collect.ledger.records import Provenance, RunRecord, TelemetrySummary
 from prereg.errors import ToolkitError
 from prereg.jsoncodec import decode_float
 
@@ -172,6 +172,7 @@ class RecordRow:
         error: str | None
         traces: list[str]
         trace_sha256: dict[str, str]
+        provenance: Provenance | None
         looks_head: str | None
         looks_count: int | None
         prev_sha256: str | None
@@ -197,6 +198,7 @@ class RecordRow:
         error = _field("error")
         traces = _field("traces")
         trace_sha256 = _field("trace_sha256")
+        provenance = _field("provenance")
         looks_head = _field("looks_head")
         looks_count = _field("looks_count")
         prev_sha256 = _field("prev_sha256")

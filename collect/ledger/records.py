@@ -108,6 +108,21 @@ class TelemetrySummary(_Strict):
         return whole if part is None else min(part, whole)
 
 
+class Provenance(_Strict):
+    """Where an imported tracker run came from (``collect.importing.trackers``): enough to read it again."""
+
+    tracker: Literal["mlflow", "tensorboard", "wandb", "raytune"]
+    uri: str = Field(description="The source as given to 'collect import', e.g. 'mlflow:sqlite:///mlflow.db'.")
+    run_id: str = Field(description="The tracker's own id of the run.")
+    started_at: str | None = Field(default=None, description="The tracker's start time (UTC ISO-8601).")
+    finished_at: str | None = Field(default=None, description="The tracker's end time (UTC ISO-8601).")
+    git_commit: str | None = Field(default=None, description="The git commit the tracker recorded, if any.")
+    content_sha256: Sha256 = Field(description="SHA-256 of what was read (tags, params, values, times, status).")
+    files: dict[str, Sha256] = Field(
+        default_factory=dict, description="File read (path relative to the source) -> SHA-256 of its bytes."
+    )
+
+
 class RunRecord(_Strict):
     """One finished run."""
 
@@ -144,6 +159,9 @@ class RunRecord(_Strict):
     )
     traces: list[str] = Field(default_factory=list, description="Trace files written beside the ledger (traces/).")
     trace_sha256: dict[str, Sha256] = Field(default_factory=dict, description="Trace path -> SHA-256 of its bytes.")
+    provenance: Provenance | None = Field(
+        default=None, description="For a run imported from an experiment tracker: its source and what was read."
+    )
     looks_head: Sha256 | None = Field(
         default=None,
         description="The runs folder's look ledger head (its last "
