@@ -8,10 +8,13 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collect.importing.trackers.base import ReadOptions, parse_source
+from collect.importing.trackers.importing import changed_runs
 from collect.ledger.looks import read_looks
 from collect.ledger.store import GENESIS, read_ledger
 from gates.api import evaluate, reevaluate_look
@@ -21,6 +24,7 @@ from prereg.api import load_lock
 from prereg.errors import InputError, ToolkitError
 from prereg.lock import LOCK_SUFFIX
 from prereg.lock_seal import plan_hash_of, version_count
+from prereg.schema import Plan
 
 #: top-level fields not compared: they differ between two honest evaluations of the same data
 VOLATILE = frozenset({"evaluated_at", "toolkit_version", "seal_sha256", "plan_yaml", "other_plan_note"})
@@ -51,6 +55,7 @@ class Verification:
     version: int | None = None
     unpublished: bool = False  # the differences are with what the author published: nothing was re-evaluated
     published: str | None = None  # which version has the published seal, in words
+    sources: tuple[str, ...] = ()  # tracker sources read again (their runs unchanged when ok)
 
     def sentence(self) -> str:
         """One line for people."""
@@ -63,11 +68,14 @@ class Verification:
             )
         if self.ok:
             also = f"; {self.published}" if self.published else ""
+            if self.sources:
+                also += f"; the runs imported from {', '.join(self.sources)} read the same there"
             return (
                 f"re-verified: evaluating {self.lock} (version {self.version}) on the runs again gives the same "
                 f"decision, verdicts and numbers{also}"
             )
-        return f"does not match a re-evaluation of its lock and runs:\n- {shown}{more}"
+        against = f" or of the trackers it was imported from ({', '.join(self.sources)})" if self.sources else ""
+        return f"does not match a re-evaluation of its lock and runs{against}:\n- {shown}{more}"
 
 
 def _comparable(ev: Evaluation) -> dict[str, Any]:
@@ -166,11 +174,17 @@ def published_mismatches(
 
 
 def verify_evaluation(
-    ev: Evaluation, lock: str | os.PathLike[str], runs: str | os.PathLike[str], published: Published | None = None
+    ev: Evaluation,
+    lock: str | os.PathLike[str],
+    runs: str | os.PathLike[str],
+    published: Published | None = None,
+    sources: Sequence[str] = (),
 ) -> Verification:
     """Evaluate ``lock`` on ``runs`` again (the plan version ``ev`` names) and compare it with ``ev``;
     with ``published``, first hold the lock and runs to what the author published
-    (:func:`published_mismatches`: any mismatch is a failed verification, nothing re-evaluated).
+    (:func:`published_mismatches`: any mismatch is a failed verification, nothing re-evaluated);
+    ``sources``: tracker sources (``mlflow:URI`` ...) the runs were imported from, read again: a run whose
+    data or files changed since the import is a difference (:func:`source_changes`).
 
     Raises what ``gates.api.evaluate`` raises for a lock or runs folder that cannot be evaluated
     (``IntegrityError`` for a lock or ledger that does not verify, ``InputError`` for bad input).
@@ -207,9 +221,30 @@ def verify_evaluation(
     older = [k for k in ("failed_runs", "descriptive_metrics") if k not in ev.model_fields_set]
     fresh = fresh.model_copy(update=dict.fromkeys(older, []))  # descriptive lists an older artifact lacks
     found += differences(_comparable(ev), _comparable(fresh))
+    found += source_changes(runs, verified.plan, sources)
     return Verification(
-        not found, found, os.fspath(lock), fresh.lock.version if fresh.lock else version, published=seal_words
+        not found,
+        found,
+        os.fspath(lock),
+        fresh.lock.version if fresh.lock else version,
+        published=seal_words,
+        sources=tuple(sources),
     )
+
+
+def source_changes(runs: str | os.PathLike[str], plan: Plan, sources: Sequence[str]) -> list[str]:
+    """For each tracker source, the records imported from it whose tracker run changed or is gone since
+    the import, as an edited trace is said (``collect.importing.trackers.importing.changed_runs``)."""
+    found = []
+    records = read_ledger(runs).records if sources else []
+    for text in sources:
+        source = parse_source(text)
+        if source is None:
+            raise InputError(
+                f"--source {text}: not a tracker source (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR)"
+            )
+        found += [f"run {line}" for line in changed_runs(records, source, plan, ReadOptions())]
+    return found
 
 
 def _as_recorded(fresh: Evaluation, ev: Evaluation, runs: str | os.PathLike[str]) -> Evaluation:

@@ -90,7 +90,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     ev = read_evaluation(args.evaluation)
     check_runs_folder(args.runs, args.lock)
     given = Published(args.published, args.head, args.looks_head)
-    result = verify_evaluation(ev, args.lock, args.runs, given if given != Published() else None)
+    result = verify_evaluation(ev, args.lock, args.runs, given if given != Published() else None, args.source or ())
     if args.json:
         emit_json(
             {
@@ -175,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HASH",
         help="the look ledger head the author published (gates evaluate prints it for a monitored plan): "
         "RUNS/looks.jsonl's head must be it (exit 3 otherwise)",
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        metavar="SOURCE",
+        help="a tracker the runs were imported from (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR), read "
+        "again: a run whose data or files changed since the import fails the verification (exit 3); repeatable",
     )
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.set_defaults(handler=cmd_verify)

@@ -83,13 +83,19 @@ def changed_runs(records: Sequence[RunRecord], source: Source, plan: Plan, optio
         was = record.provenance
         run = now.get(was.run_id)
         if run is None:
-            found.append(f"{record.run_id}: {source.text()} no longer holds {was.tracker} run {was.run_id}")
+            found.append(f"{record.run_id}: {was.tracker} run {was.run_id} is no longer in {source.text()}")
             continue
         edited = sorted(k for k in set(was.files) | set(run.files) if was.files.get(k) != run.files.get(k))
         if edited:
-            found.append(f"{record.run_id}: {run.label()}: files changed since the import: {', '.join(edited)}")
+            found.append(
+                f"{record.run_id}: {run.label()}: {', '.join(edited)} changed after the import "
+                "(SHA-256 differs from the one recorded)"
+            )
         elif run.content_sha256() != was.content_sha256:
-            found.append(f"{record.run_id}: {run.label()}: its data changed since the import (tags, params, values)")
+            found.append(
+                f"{record.run_id}: {run.label()}: its data changed after the import (tags, params, values, times "
+                "or status: SHA-256 differs from the one recorded)"
+            )
     return found
 
 
