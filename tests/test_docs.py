@@ -141,7 +141,7 @@ def test_marked_blocks_are_found():
 
 RUNNABLE = [p for p in PAGES if marked_blocks(p.read_text(encoding="utf-8"))]
 # pages whose blocks a worked example's module runs once, checks with check_page_run, and then checks further
-CHECKED_BY = {"docs/byo.md": "test_byo_example.py"}
+CHECKED_BY = {"docs/byo.md": "test_byo_example.py", "docs/trackers.md": "test_trackers_example.py"}
 
 
 @pytest.mark.subprocess  # each runnable block is a bash child running the console scripts

@@ -19,7 +19,9 @@ ALLOWED = {
     "estimators",  # the package of estimators.lazy, the lazy loader prereg's __init__ uses
     "estimators.lazy",
 }
-OWN_PARTS = {"collect": {"prereg_toolkit_cli.collect_try", "prereg_toolkit_cli.collect_trackers"}}  # a script's subcommand kept in a module of its own
+OWN_PARTS = {
+    "collect": {"prereg_toolkit_cli.collect_try", "prereg_toolkit_cli.collect_trackers"}
+}  # a script's subcommand kept in a module of its own
 
 
 @pytest.mark.subprocess(quick=True)
