@@ -1,10 +1,11 @@
 """MLflow import benchmark: ``collect import mlflow:sqlite:///...`` of 10 000 runs against MLflow's own ``search_runs``.
 
 Run from the repository root (inside the venv, with the ``[mlflow]`` extra):
-python benchmarks/bench_mlflow_import.py [--runs 10000] [--repeat 5] [--store-dir DIR] [--profile FILE]
+python benchmarks/bench_mlflow_import.py [--runs 10000] [--repeat 5] [--nll-take last|step] [--store-dir DIR]
+[--profile FILE]
 
-Set-up (kept in ``--store-dir``, default ``/tmp/prereg-bench-mlflow-import``, and reused while its plan and
-size are the same): a plan without an ``experiment:`` section (two arms, factors ``site`` x ``trial``, one
+Set-up (kept in ``--store-dir``, default ``prereg-bench-mlflow-import-TAKE`` in the temporary folder, and reused
+while its plan is the same): a plan without an ``experiment:`` section (two arms, factors ``site`` x ``trial``, one
 replicate), frozen with ``prereg freeze``; every planned run logged to a sqlite MLflow store with MLflow's own
 client, one run at a time: ``create_run`` with the tags ``collect plan`` hands out (``prereg.run_id`` ...) and
 a git commit tag, one ``log_batch`` of its params and metrics (``nll`` at 5 steps, ``steps`` once), and
@@ -18,6 +19,8 @@ checks every value, hashes what it read, and appends 10 000 sealed, chained reco
 atomic batch. Printed: min / median / max wall seconds and the children's CPU seconds of each, the ratio of
 the medians (goal <= 3x), the load average. Every import is checked: 10 000 records, one per planned run,
 each with its MLflow provenance, and sampled records' metrics equal to the values logged.
+``--nll-take step`` freezes ``nll`` as its value at step 2 (``tracker: {take: step, step: 2}``), which the import
+reads from each run's metric history (one more query per run); search_runs is timed as before.
 ``--profile FILE`` also runs one import under cProfile and prints where its time goes.
 """
 
@@ -41,6 +44,7 @@ BIN = Path(sys.executable).parent
 EXPERIMENT = "mlflow-import-bench"
 SITES = 50
 NLL_STEPS = 5
+TAKE_STEP = 2  # the step --nll-take step reads
 
 PLAN = """schema: prereg/v1
 study: mlflow-import-bench
@@ -55,7 +59,7 @@ strata:
     trial: [{trials}]
   replicates: 1
 metrics:
-  nll:   {{unit: nats, better: lower, evidence: measured}}
+  nll:   {{unit: nats, better: lower, evidence: measured{nll_tracker}}}
   steps: {{unit: steps, better: lower, evidence: measured}}
 invalidators:
   - {{id: sane_nll, kind: metric_bounds, metric: nll, min: 0.0, max: 20.0, blocks: all}}
@@ -90,21 +94,33 @@ def logged_values(seed: int, arm: str) -> tuple[list[float], float]:
     return series, float(1000 + digest[4])
 
 
-def plan_text(runs: int) -> str:
+def plan_text(runs: int, take: str) -> str:
+    """The plan; ``take`` is how ``nll`` is read: ``last`` (MLflow's latest value) or ``step`` (at step 2)."""
     trials = runs // (2 * SITES)
-    return PLAN.format(runs=runs, sites=", ".join(map(str, range(SITES))), trials=", ".join(map(str, range(trials))))
+    return PLAN.format(
+        runs=runs,
+        sites=", ".join(map(str, range(SITES))),
+        trials=", ".join(map(str, range(trials))),
+        nll_tracker=f", tracker: {{take: step, step: {TAKE_STEP}}}" if take == "step" else "",
+    )
 
 
-def build_store(folder: Path, runs: int) -> dict[str, object]:
-    """Plan, lock and sqlite MLflow store with every planned run logged (module doc); reused when complete."""
-    text = plan_text(runs)
+def build_store(folder: Path, runs: int, take: str) -> tuple[dict[str, object], bool]:
+    """Plan, lock and sqlite MLflow store with every planned run logged (module doc), and whether it was
+    reused: a complete store of the same plan is (``complete.json`` is written last)."""
+    text = plan_text(runs, take)
     marker = folder / "complete.json"
     key = hashlib.sha256(text.encode()).hexdigest()
+    uri = f"sqlite:///{(folder / 'mlflow.db').resolve()}"  # four slashes: an absolute path
     if marker.is_file() and json.loads(marker.read_text()).get("plan_sha256") == key:
-        return json.loads(marker.read_text())
+        return {**json.loads(marker.read_text()), "uri": uri}, True
+    building = folder / "building.json"
+    if folder.exists() and any(folder.iterdir()) and not (marker.is_file() or building.is_file()):
+        raise SystemExit(f"{folder}: not empty and not a store this benchmark made; name another --store-dir")
     if folder.exists():
-        shutil.rmtree(folder)
+        shutil.rmtree(folder)  # an unfinished or other-sized store of this benchmark
     folder.mkdir(parents=True)
+    building.write_text("{}")
     (folder / "plan.yaml").write_text(text)
     lock = folder / "plan.lock.json"
     subprocess.run(
@@ -124,7 +140,6 @@ def build_store(folder: Path, runs: int) -> dict[str, object]:
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     plan = load_lock(lock).plan
     planned = planned_runs(lock)
-    uri = f"sqlite:///{(folder / 'mlflow.db').resolve()}"
     start = time.perf_counter()
     client = MlflowClient(tracking_uri=uri)
     experiment_id = client.create_experiment(EXPERIMENT)
@@ -142,13 +157,13 @@ def build_store(folder: Path, runs: int) -> dict[str, object]:
     info: dict[str, object] = {
         "plan_sha256": key,
         "runs": len(planned),
-        "uri": uri,
         "experiment_id": experiment_id,
         "setup_s": round(time.perf_counter() - start, 1),
         "load_at_setup": [round(x, 2) for x in os.getloadavg()],
     }
     marker.write_text(json.dumps(info))
-    return info
+    building.unlink()
+    return {**info, "uri": uri}, False
 
 
 def timed(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
@@ -185,7 +200,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10000, help="runs in the store (a multiple of 100)")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions of each side")
-    parser.add_argument("--store-dir", type=Path, default=Path(tempfile.gettempdir()) / "prereg-bench-mlflow-import")
+    parser.add_argument(
+        "--nll-take",
+        choices=("last", "step"),
+        default="last",
+        help="how the plan reads nll: MLflow's latest value (default) or the value at step 2 (its metric history)",
+    )
+    parser.add_argument("--store-dir", type=Path, help="default: prereg-bench-mlflow-import-TAKE in the temp folder")
     parser.add_argument("--profile", type=Path, help="also profile one import (cProfile) into this file")
     args = parser.parse_args()
     if args.runs <= 0 or args.runs % (2 * SITES):
@@ -195,9 +216,9 @@ def main() -> int:
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         flush=True,
     )
-    built = time.perf_counter()
-    info = build_store(args.store_dir, args.runs)
-    reused = time.perf_counter() - built < 5
+    if args.store_dir is None:
+        args.store_dir = Path(tempfile.gettempdir()) / f"prereg-bench-mlflow-import-{args.nll_take}"
+    info, reused = build_store(args.store_dir, args.runs, args.nll_take)
     print(
         f"store {info['uri']}: {info['runs']} runs, set-up {info['setup_s']} s "
         f"(load then {info['load_at_setup']}){'; reused' if reused else ''}",
@@ -209,24 +230,20 @@ def main() -> int:
     expected = {}
     for run in planned_runs(lock):
         series, steps = logged_values(run.seed, run.arm)
-        expected[run.run_id] = (series[-1], steps)
+        expected[run.run_id] = (series[TAKE_STEP] if args.nll_take == "step" else series[-1], steps)
     source = f"mlflow:{info['uri']}"
     search_cmd = [sys.executable, "-c", SEARCH, str(info["uri"]), str(info["experiment_id"])]
     rng = random.Random(0)
     times: dict[str, list[float]] = {"search_runs": [], "import": []}
     cpus: dict[str, list[float]] = {"search_runs": [], "import": []}
     loads = [os.getloadavg()[0]]
+    import_cmd = [str(BIN / "collect"), "import", source, "--lock", str(lock), "--experiment", EXPERIMENT, "--out"]
     with tempfile.TemporaryDirectory() as tmp:
-
-        def import_cmd(out: Path) -> list[str]:
-            return [str(BIN / "collect"), "import", source, "--lock", str(lock), "--out", str(out)]
-
-        import_cmd_experiment = ["--experiment", EXPERIMENT]
         for i in range(args.repeat + 1):  # round 0 warms the file cache and the bytecode, untimed
             order = ["search_runs", "import"] if i % 2 else ["import", "search_runs"]
             for side in order:
                 out = Path(tmp) / f"runs{i}"
-                cmd = search_cmd if side == "search_runs" else import_cmd(out) + import_cmd_experiment
+                cmd = search_cmd if side == "search_runs" else [*import_cmd, str(out)]
                 wall, cpu, done = timed(cmd)
                 if done.returncode != 0:
                     raise SystemExit(f"{side} failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -262,7 +279,7 @@ def main() -> int:
         )
         if args.profile:
             out = Path(tmp) / "profiled"
-            cmd = [sys.executable, "-m", "cProfile", "-o", str(args.profile), *import_cmd(out), *import_cmd_experiment]
+            cmd = [sys.executable, "-m", "cProfile", "-o", str(args.profile), *import_cmd, str(out)]
             wall, _, done = timed(cmd)
             if done.returncode != 0:
                 raise SystemExit(f"profiled import failed: {done.stderr[-2000:]}")

@@ -34,6 +34,7 @@ CROSS_CUTTING = {
     "test_lint.py",
     "test_project.py",
     "test_test_layout.py",
+    "test_trackers_example.py",
     "test_tutorial_python.py",
     "test_typecheck.py",
 }

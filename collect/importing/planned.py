@@ -118,6 +118,10 @@ def planned_tags(plan: Plan, run: PlannedRun) -> dict[str, str]:
     return tags
 
 
+def _unprefixed(tags: dict[str, str]) -> dict[str, str]:
+    return {k.removeprefix("prereg."): v for k, v in tags.items()}
+
+
 def tracker_snippets(plan: Plan, plan_sha256: str, tracker: str) -> str:
     """``collect plan --tracker``: per planned run, a comment naming it and the one line that marks a
     tracker run as it (MLflow tags, W&B config, a TensorBoard run folder, a Ray Tune trial's config)."""
@@ -133,7 +137,8 @@ def tracker_snippets(plan: Plan, plan_sha256: str, tracker: str) -> str:
                 "mlflow": f"mlflow.set_tags({tags})",
                 "wandb": f"wandb.config.update({tags})",
                 "tensorboard": f'SummaryWriter(log_dir=os.path.join(LOG_DIR, "{run.run_id}"))',
-                "raytune": f"config.update({tags})  # in the trial's param_space entry",
+                "raytune": f"{json.dumps(_unprefixed(planned_tags(plan, run)))},  # in param_space="
+                '{"prereg": tune.grid_search([...])}',
             }[tracker]
         )
     return "\n".join(lines) + "\n"

@@ -66,7 +66,8 @@ class Point:
 
 
 def take_value(points: Sequence[Point], want: Wanted) -> tuple[float | None, str | None]:
-    """``(value, None)`` as ``want`` says, or ``(None, why)`` when the series has no such value."""
+    """``(value, None)`` as ``want`` says, or ``(None, why)`` when the series has no such value. Values logged
+    at one step are ordered by ``order``, then value (MLflow's rule for its latest value)."""
     if not points:
         return None, f"metric {want.key!r} was never logged"
     if want.take == "step":
@@ -75,9 +76,9 @@ def take_value(points: Sequence[Point], want: Wanted) -> tuple[float | None, str
             steps = sorted({p.step for p in points})
             shown = f"{steps[0]}..{steps[-1]}, {len(steps)} steps" if len(steps) > 3 else ", ".join(map(str, steps))
             return None, f"metric {want.key!r} has no value at step {want.step} (steps logged: {shown})"
-        return max(here, key=lambda p: p.order).value, None
+        return max(here, key=lambda p: (p.order, p.value)).value, None
     if want.take == "last":
-        return max(points, key=lambda p: (p.step, p.order)).value, None
+        return max(points, key=lambda p: (p.step, p.order, p.value)).value, None
     values = [p.value for p in points]
     if any(math.isnan(v) for v in values):
         return math.nan, None  # refused as non-finite upstream, naming the run

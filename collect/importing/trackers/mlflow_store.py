@@ -53,6 +53,10 @@ def tracking_uri(location: str) -> tuple[str, Path | None]:
         path = Path(unquote(parsed.path) if parsed.scheme == "file" else location).expanduser()
         if not path.is_dir():
             raise TrackerProblem(f"mlflow:{location}: no such folder (an MLflow file store is a folder like mlruns/)")
+        if not any((child / "meta.yaml").is_file() for child in path.iterdir() if child.is_dir()):
+            raise TrackerProblem(
+                f"mlflow:{location}: not an MLflow file store (no experiment folder holding a meta.yaml)"
+            )
         return path.resolve().as_uri(), path.resolve()
     raise TrackerProblem(f"mlflow:{location}: not a tracking URI this import reads (sqlite:///, a folder, http(s)://)")
 
@@ -66,6 +70,19 @@ def _check_sqlite(path: Path, location: str) -> None:
         raise TrackerProblem(f"mlflow:{location}: not a sqlite database ({err})") from None
     if not {"experiments", "runs"} <= tables:
         raise TrackerProblem(f"mlflow:{location}: a sqlite database without MLflow's tables (experiments, runs)")
+
+
+@contextmanager
+def _file_store_allowed(allowed: bool) -> Iterator[None]:
+    """``MLFLOW_ALLOW_FILE_STORE=true`` while a file store is read (MLflow 3 asks for it), unset again after."""
+    setting = allowed and "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+    if setting:
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    try:
+        yield
+    finally:
+        if setting:
+            os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
 
 
 @contextmanager
@@ -83,14 +100,12 @@ def _quiet() -> Iterator[None]:
 def read_runs(location: str, wanted: Sequence[Wanted], options: ReadOptions) -> list[TrackerRun]:
     """The active runs of the store (of ``options.experiment``, or of every experiment), as ``TrackerRun``."""
     uri, store_folder = tracking_uri(location)
-    if store_folder is not None:
-        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # the file store, read as MLflow 3 allows
     try:
         from mlflow import MlflowClient  # lazy: mlflow
         from mlflow.entities import ViewType  # lazy: mlflow
     except ImportError as err:
         raise needs_extra("mlflow", "mlflow", err) from None
-    with _quiet():
+    with _quiet(), _file_store_allowed(store_folder is not None):
         try:
             client = MlflowClient(tracking_uri=uri)
             experiments = _experiments(client, options.experiment, location)

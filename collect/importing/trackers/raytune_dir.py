@@ -116,8 +116,7 @@ def _read_trial(
         config = _json_file(params_path)
         if not isinstance(config, dict):
             raise TrackerProblem(f"{params_path}: a trial's config must be a JSON object")
-        run.tags = string_map({k: v for k, v in config.items() if k.startswith(TAG_PREFIX)})
-        run.params = dict(_flatten({k: v for k, v in config.items() if not k.startswith(TAG_PREFIX)}))
+        run.tags, run.params = _split_config(config)
         read.append(params_path)
     elif status == "complete":
         raise TrackerProblem(
@@ -139,6 +138,21 @@ def _read_trial(
             run.values, run.missing = {}, {w.metric: f"unreadable while the trial runs ({err})" for w in wanted}
     run.files = {**state_hash, **hash_files(root, read)}
     return run
+
+
+def _split_config(config: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """``(tags, params)``: the tags are the top-level ``prereg.*`` keys and the entries of a ``prereg`` dict
+    (``param_space={"prereg": tune.grid_search([...])}``, as ``collect plan --tracker raytune`` prints them)."""
+    nested = config.get("prereg")
+    tags = {k: v for k, v in config.items() if k.startswith(TAG_PREFIX)}
+    if isinstance(nested, Mapping):
+        tags.update({f"{TAG_PREFIX}{k}": v for k, v in nested.items()})
+    rest = {
+        k: v
+        for k, v in config.items()
+        if not k.startswith(TAG_PREFIX) and not (k == "prereg" and isinstance(nested, Mapping))
+    }
+    return string_map(tags), dict(_flatten(rest))
 
 
 def _take_values(run: TrackerRun, results: Path, wanted: Sequence[Wanted]) -> None:

@@ -1,9 +1,11 @@
-"""TensorBoard runs through TensorBoard's own reader (``EventAccumulator``): a folder of run folders,
-each holding ``events.out.tfevents.*`` files (what ``torch.utils.tensorboard.SummaryWriter(log_dir)`` writes).
+"""TensorBoard runs through TensorBoard's own reader (``plugin_event_accumulator.EventAccumulator``, which
+reads the scalars of ``torch.utils.tensorboard.SummaryWriter``, ``tf.summary`` and TensorBoard's own writer
+alike): a folder of run folders, each holding ``events.out.tfevents.*`` files.
 
 The run's id is its folder's path under DIR; a folder named as a planned run id (``run-`` and 20 hex
-digits: ``collect plan --tracker tensorboard``) carries it as its ``prereg.run_id`` tag. Scalars by tag; a value's step is the step logged with it. Times: the first
-event's wall time and the last scalar's (UTC). Event files carry no tags, parameters or status.
+digits: ``collect plan --tracker tensorboard``) carries it as its ``prereg.run_id`` tag. Scalars by tag;
+a value's step is the step logged with it. Times: the first event's wall time and the last wanted
+scalar's (UTC). Event files carry no tags, parameters or status.
 """
 
 from __future__ import annotations
@@ -40,24 +42,29 @@ def read_runs(location: str, wanted: Sequence[Wanted], options: ReadOptions) -> 
     """One ``TrackerRun`` per run folder under ``location``."""
     root = folder(location, "tensorboard")
     try:
-        from tensorboard.backend.event_processing import event_accumulator  # lazy: tensorboard
+        from tensorboard.backend.event_processing import plugin_event_accumulator  # lazy: tensorboard
+        from tensorboard.util import tensor_util  # lazy: tensorboard
     except ImportError as err:
         raise needs_extra("tensorboard", "tensorboard", err) from None
     folders = run_folders(root)
     if not folders:
         raise TrackerProblem(f"tensorboard:{location}: no event files ({EVENTS_GLOB}) under this folder")
-    return [_run(event_accumulator, root, path, location, wanted) for path in folders]
+    return [_run(plugin_event_accumulator, tensor_util, root, path, location, wanted) for path in folders]
 
 
-def _run(module: Any, root: Path, path: Path, location: str, wanted: Sequence[Wanted]) -> TrackerRun:
+def _run(module: Any, tensor_util: Any, root: Path, path: Path, location: str, wanted: Sequence[Wanted]) -> TrackerRun:
     relative = path.relative_to(root).as_posix()
     name = path.name if relative == "." else relative
     files = [p for p in path.glob(EVENTS_GLOB) if p.is_file()]
     hashes = hash_files(root, files)  # before reading: a file changed while read shows as changed later
-    accumulator = module.EventAccumulator(str(path), size_guidance={module.SCALARS: 0})
+    accumulator = module.EventAccumulator(str(path), size_guidance={module.TENSORS: 0})
     try:
         accumulator.Reload()
-        scalar_tags = set(accumulator.Tags().get("scalars", []))
+        scalar_tags = {
+            tag
+            for tag in accumulator.Tags().get("tensors", [])
+            if accumulator.SummaryMetadata(tag).plugin_data.plugin_name == "scalars"
+        }
         first = accumulator.FirstEventTimestamp()
     except Exception as err:  # noqa: BLE001 - a truncated or foreign file raises the reader's own errors
         raise TrackerProblem(f"tensorboard:{location}: {name}: the event files cannot be read ({err})") from None
@@ -75,8 +82,11 @@ def _run(module: Any, root: Path, path: Path, location: str, wanted: Sequence[Wa
         if want.key not in scalar_tags:
             run.missing[want.metric] = f"no scalar tag {want.key!r} (tags: {', '.join(sorted(scalar_tags)) or 'none'})"
             continue
-        events = accumulator.Scalars(want.key)
-        points = [Point(int(e.step), float(e.value), float(e.wall_time)) for e in events]
+        events = accumulator.Tensors(want.key)
+        points = [
+            Point(int(e.step), float(tensor_util.make_ndarray(e.tensor_proto).item()), float(e.wall_time))
+            for e in events
+        ]
         last_time = max([last_time or 0.0, *(p.order for p in points)])
         value, why = take_value(points, want)
         if value is None:

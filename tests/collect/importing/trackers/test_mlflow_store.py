@@ -229,9 +229,6 @@ def test_a_running_run_has_its_values_and_a_run_without_the_metric_says_so(runs:
     assert runs["b1"].missing["loss_last"] == "metric 'loss' was never logged"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="take_value breaks a tie of step and timestamp by history order, MLflow by value"
-)
 def test_a_step_logged_twice_in_one_millisecond_gives_mlflows_latest_at_that_step(store: Store, tmp_path: Path) -> None:
     import mlflow  # lazy: the module fixture imported it
 
@@ -362,7 +359,6 @@ def test_a_file_store_is_read_without_the_environment_variable(
     assert sorted(read(location)) == ["b1", "r1", "r2", "r3"]
 
 
-@pytest.mark.xfail(strict=True, reason="read_runs leaves MLFLOW_ALLOW_FILE_STORE=true set in the process")
 def test_reading_a_file_store_leaves_the_environment_as_it_was(
     stores: dict[str, Store], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -427,7 +423,6 @@ def test_a_uri_of_another_kind_is_refused() -> None:
         read("s3://bucket/mlruns")
 
 
-@pytest.mark.xfail(strict=True, reason="MLflow's FileStore opens any folder: it adds .trash/ and reads no runs")
 def test_a_folder_that_is_not_an_mlflow_store_is_refused_untouched(tmp_path: Path, allow_file_store: None) -> None:
     # allow_file_store: whatever the reader sets in the environment is undone with the module's fixture
     pytest.importorskip("mlflow")  # lazy: seconds of import

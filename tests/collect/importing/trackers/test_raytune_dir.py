@@ -83,6 +83,18 @@ def test_prereg_keys_are_tags_and_the_rest_params_flattened_as_tune_does(runs: d
         assert run.params == {"seed": 100 + index, "optimizer/name": "sgd", "optimizer/lr": 0.1}
 
 
+def test_a_prereg_dict_in_the_config_gives_the_tags_as_collect_plan_prints_them(tmp_path: Path) -> None:
+    """``param_space={"prereg": tune.grid_search([{"run_id": ...}, ...])}`` (collect plan --tracker raytune)."""
+    root = copy(tmp_path)
+    params = trial_dir(root, "r1") / "params.json"
+    config = json.loads(params.read_text())
+    tags = {k.removeprefix("prereg."): config.pop(k) for k in list(config) if k.startswith("prereg.")}
+    params.write_text(json.dumps({**config, "prereg": tags}))
+    run = read(root)["r1"]
+    assert run.tags == {"prereg.run_id": "r1", "prereg.arm": GEN.ARM["r1"], "prereg.replicate": "1"}
+    assert run.params == {"seed": 100, "optimizer/name": "sgd", "optimizer/lr": 0.1}
+
+
 def test_values_are_what_the_trainable_reported_by_training_iteration(runs: dict[str, TrackerRun]) -> None:
     for run_id, run in runs.items():
         series = [GEN.loss(run_id, i) for i in reported(run_id)]

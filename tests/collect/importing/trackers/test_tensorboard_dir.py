@@ -175,7 +175,6 @@ def test_an_appended_event_changes_the_hash_and_the_content_hash(tmp_path: Path,
     assert after.content_sha256() != before.content_sha256()
 
 
-@pytest.mark.xfail(strict=True, reason="EventAccumulator's 'scalars' holds only simple_value scalars (torch's)")
 def test_scalars_written_by_tensorboards_own_writer_are_read(tmp_path: Path) -> None:
     summary = pytest.importorskip("tensorboard.summary")
     writer = summary.Writer(str(tmp_path / "native"))  # TensorBoard's writer: scalars as tensors, as TF 2 writes
