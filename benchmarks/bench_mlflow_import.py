@@ -1,7 +1,7 @@
 """MLflow import benchmark: ``collect import mlflow:sqlite:///...`` of 10 000 runs against MLflow's own ``search_runs``.
 
 Run from the repository root (inside the venv, with the ``[mlflow]`` extra):
-python benchmarks/bench_mlflow_import.py [--runs 10000] [--repeat 5] [--nll-take last|step] [--store-dir DIR]
+python benchmarks/bench_mlflow_import.py [--runs 10000] [--repeat 5] [--nll-take last|final-step|step] [--store-dir DIR]
 [--profile FILE]
 
 Set-up (kept in ``--store-dir``, default ``prereg-bench-mlflow-import-TAKE`` in the temporary folder, and reused
@@ -19,8 +19,11 @@ checks every value, hashes what it read, and appends 10 000 sealed, chained reco
 atomic batch. Printed: min / median / max wall seconds and the children's CPU seconds of each, the ratio of
 the medians (goal <= 3x), the load average. Every import is checked: 10 000 records, one per planned run,
 each with its MLflow provenance, and sampled records' metrics equal to the values logged.
+``--nll-take final-step`` freezes ``nll`` as its value at its last step, 4 (``tracker: {take: step, step: 4}``):
+MLflow's latest value is that value, so the import reads it from the search as for ``last``.
 ``--nll-take step`` freezes ``nll`` as its value at step 2 (``tracker: {take: step, step: 2}``), which the import
-reads from each run's metric history (one more query per run); search_runs is timed as before.
+reads from each run's metric history (one ``get_metric_history`` per run); a third side is then timed, MLflow's
+own ``search_runs`` followed by ``get_metric_history(run, "nll")`` for every run, the same reads the import makes.
 ``--profile FILE`` also runs one import under cProfile and prints where its time goes.
 """
 
@@ -82,6 +85,9 @@ while True:
     token = page.token
     if not token:
         break
+if len(sys.argv) > 3:  # and each run's history of one metric, as the import reads a value at a step
+    for r in runs:
+        client.get_metric_history(r.info.run_id, sys.argv[3])
 print(len(runs), sum(len(r.data.metrics) + len(r.data.params) + len(r.data.tags) for r in runs))
 """
 
@@ -95,13 +101,18 @@ def logged_values(seed: int, arm: str) -> tuple[list[float], float]:
 
 
 def plan_text(runs: int, take: str) -> str:
-    """The plan; ``take`` is how ``nll`` is read: ``last`` (MLflow's latest value) or ``step`` (at step 2)."""
+    """The plan; ``take`` is how ``nll`` is read: ``last`` (MLflow's latest value), ``final-step`` (at step 4,
+    the last) or ``step`` (at step 2)."""
     trials = runs // (2 * SITES)
     return PLAN.format(
         runs=runs,
         sites=", ".join(map(str, range(SITES))),
         trials=", ".join(map(str, range(trials))),
-        nll_tracker=f", tracker: {{take: step, step: {TAKE_STEP}}}" if take == "step" else "",
+        nll_tracker={
+            "last": "",
+            "final-step": f", tracker: {{take: step, step: {NLL_STEPS - 1}}}",
+            "step": f", tracker: {{take: step, step: {TAKE_STEP}}}",
+        }[take],
     )
 
 
@@ -202,9 +213,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions of each side")
     parser.add_argument(
         "--nll-take",
-        choices=("last", "step"),
+        choices=("last", "final-step", "step"),
         default="last",
-        help="how the plan reads nll: MLflow's latest value (default) or the value at step 2 (its metric history)",
+        help="how the plan reads nll: MLflow's latest value (default), the value at its last step (4), or at "
+        "step 2 (from its metric history)",
     )
     parser.add_argument("--store-dir", type=Path, help="default: prereg-bench-mlflow-import-TAKE in the temp folder")
     parser.add_argument("--profile", type=Path, help="also profile one import (cProfile) into this file")
@@ -234,20 +246,23 @@ def main() -> int:
     source = f"mlflow:{info['uri']}"
     search_cmd = [sys.executable, "-c", SEARCH, str(info["uri"]), str(info["experiment_id"])]
     rng = random.Random(0)
-    times: dict[str, list[float]] = {"search_runs": [], "import": []}
-    cpus: dict[str, list[float]] = {"search_runs": [], "import": []}
+    sides = ["search_runs", "import"] + (["search_runs+history"] if args.nll_take == "step" else [])
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    cpus: dict[str, list[float]] = {side: [] for side in sides}
     loads = [os.getloadavg()[0]]
     import_cmd = [str(BIN / "collect"), "import", source, "--lock", str(lock), "--experiment", EXPERIMENT, "--out"]
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat + 1):  # round 0 warms the file cache and the bytecode, untimed
-            order = ["search_runs", "import"] if i % 2 else ["import", "search_runs"]
+            order = sides if i % 2 else sides[::-1]
             for side in order:
                 out = Path(tmp) / f"runs{i}"
-                cmd = search_cmd if side == "search_runs" else [*import_cmd, str(out)]
+                cmd = {"search_runs": search_cmd, "search_runs+history": [*search_cmd, "nll"]}.get(
+                    side, [*import_cmd, str(out)]
+                )
                 wall, cpu, done = timed(cmd)
                 if done.returncode != 0:
                     raise SystemExit(f"{side} failed ({done.returncode}): {done.stderr[-2000:]}")
-                if side == "search_runs":
+                if side != "import":
                     if int(done.stdout.split()[0]) != len(expected):
                         raise SystemExit(f"search_runs returned {done.stdout.split()[0]} runs")
                 else:
@@ -257,9 +272,9 @@ def main() -> int:
                     times[side].append(wall)
                     cpus[side].append(cpu)
             loads.append(os.getloadavg()[0])
-        for side in ("search_runs", "import"):
+        for side in sides:
             print(
-                f"{side:12s} wall min / median / max {summary(times[side])} s; CPU {summary(cpus[side])} s "
+                f"{side:19s} wall min / median / max {summary(times[side])} s; CPU {summary(cpus[side])} s "
                 f"({args.repeat} fresh processes)"
             )
         ratio = statistics.median(times["import"]) / statistics.median(times["search_runs"])
@@ -274,6 +289,16 @@ def main() -> int:
                     "ratio_cpu_medians": round(cpu_ratio, 2),
                     "load_1min_range": [round(min(loads), 2), round(max(loads), 2)],
                     "imports_checked": args.repeat + 1,
+                    **(
+                        {
+                            "search_runs_history_s_median": round(statistics.median(times["search_runs+history"]), 2),
+                            "ratio_import_to_search_runs_history": round(
+                                statistics.median(times["import"]) / statistics.median(times["search_runs+history"]), 2
+                            ),
+                        }
+                        if args.nll_take == "step"
+                        else {}
+                    ),
                 }
             )
         )

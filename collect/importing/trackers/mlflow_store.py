@@ -2,7 +2,8 @@
 ``mlruns/`` folder (file store, opened with ``MLFLOW_ALLOW_FILE_STORE=true``) or a tracking server.
 
 A store that does not exist is refused rather than created (MLflow would make an empty one). "last" is
-MLflow's own latest value of the run (``run.data.metrics``); min / max / step read the metric's history.
+MLflow's own latest value of the run (``run.data.metrics``), and so is "step" at the run's last step; min,
+max and an earlier step read the metric's history (one query per run).
 Times are MLflow's start and end times (ms since the epoch, UTC).
 """
 
@@ -160,6 +161,7 @@ def _run(client: Any, run: Any, location: str, wanted: Sequence[Wanted], store: 
         status=STATUS.get(str(info.status), "running"),
         git_commit=data.tags.get("mlflow.source.git.commit"),
     )
+    latest: dict[str, tuple[int, float]] | None = None  # key -> (step, value) of MLflow's latest value
     for want in wanted:
         if want.take == "last":
             if want.key in data.metrics:
@@ -167,6 +169,13 @@ def _run(client: Any, run: Any, location: str, wanted: Sequence[Wanted], store: 
             else:
                 out.missing[want.metric] = f"metric {want.key!r} was never logged"
             continue
+        if want.take == "step":
+            if latest is None:
+                latest = {m.key: (int(m.step), float(m.value)) for m in data.to_proto().metrics}
+            here = latest.get(want.key)
+            if here is not None and here[0] == want.step:  # the last step logged: MLflow's latest value is
+                out.values[want.metric] = here[1]  # the latest logged there (then the largest), as take_value
+                continue
         history = client.get_metric_history(info.run_id, want.key)
         points = [Point(int(m.step), float(m.value), float(m.timestamp)) for m in history]
         value, why = take_value(points, want)
