@@ -102,6 +102,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 "differences": result.differences,
                 "unpublished": result.unpublished,
                 "published": result.published,
+                "sources": list(result.sources),
             }
         )
     elif result.ok:
