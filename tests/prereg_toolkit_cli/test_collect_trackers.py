@@ -1,4 +1,4 @@
-"""`collect import mlflow:URI` from the console script: import, evaluate, verify against the store, and
+"""`collect import mlflow:URI` from the console script: import, import again, `collect plan --tracker`, and
 each bad input refused with one message and exit 2, nothing written (prereg_toolkit_cli.collect_trackers)."""
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def study(tmp_path_factory):
     return {"tmp": tmp, "lock": lock, "uri": uri, "planned": planned, "client": client, "exp": exp}
 
 
-def test_import_evaluate_and_verify_against_the_store(study, tmp_path):
+def test_import_then_again_skips_what_is_in(study, tmp_path):
+    """The runs and their provenance; a second import appends nothing (docs/trackers.md's example, checked by
+    tests/test_trackers_example.py, evaluates and verifies against the store)."""
     runs, source = tmp_path / "runs", f"mlflow:{study['uri']}"
     proc = run("collect", "import", source, "--lock", str(study["lock"]), "--out", str(runs), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -61,19 +63,6 @@ def test_import_evaluate_and_verify_against_the_store(study, tmp_path):
     again = run("collect", "import", source, "--lock", str(study["lock"]), "--out", str(runs), "--json")
     assert json.loads(again.stdout)["already_present"] == 16  # the same runs, identically: nothing appended
     assert len(read_ledger(runs).records) == 16
-    evaluation = tmp_path / "evaluation.json"
-    proc = run("gates", "evaluate", str(study["lock"]), str(runs), "--json")
-    assert proc.returncode == 0, proc.stderr
-    evaluation.write_text(proc.stdout)
-    verify = ["gates", "verify", str(evaluation), str(study["lock"]), str(runs), "--source", source]
-    proc = run(*verify)
-    assert proc.returncode == 0 and "read the same there" in proc.stdout, proc.stdout + proc.stderr
-    victim = records[study["planned"][3]["run_id"]].provenance
-    study["client"].set_tag(victim.run_id, "note", "edited after the import")
-    proc = run(*verify)
-    assert proc.returncode == 3
-    said = proc.stdout + proc.stderr
-    assert f"mlflow run {victim.run_id}" in said and "its data changed after the import" in said
 
 
 def test_plan_prints_each_runs_tags_for_a_tracker(study):
