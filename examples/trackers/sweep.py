@@ -69,8 +69,15 @@ def main() -> int:
             with SummaryWriter(log_dir=os.path.join(args.tensorboard, run["run_id"])) as writer:
                 for name, key in METRIC_KEYS.items():
                     writer.add_scalar(key, metrics[name], global_step=steps)
-        rows.append({"run_id": run["run_id"], **run["stratum"], "arm": run["arm"], "seed": run["seed"],
-                     **{name: metrics[name] for name in METRIC_KEYS}})
+        rows.append(
+            {
+                "run_id": run["run_id"],
+                **run["stratum"],
+                "arm": run["arm"],
+                "seed": run["seed"],
+                **{name: metrics[name] for name in METRIC_KEYS},
+            }
+        )
     if args.csv:
         with open(args.csv, "w", newline="") as fh:
             writer_csv = csv.DictWriter(fh, fieldnames=list(rows[0]))
