@@ -19,7 +19,7 @@ from collect.importing.importer import import_table as import_file
 from collect.importing.planned import plan_listing as plan_listing  # part of this API
 from collect.importing.planned import planned_runs as list_planned_runs
 from collect.importing.time_order import EarlyRunsWarning, early_runs_message
-from collect.importing.trackers.base import ReadOptions, TrackerProblem, parse_source
+from collect.importing.trackers.base import ReadOptions, tracker_source
 from collect.importing.trackers.importing import TrackerImport
 from collect.importing.trackers.importing import import_tracker as import_source
 from collect.ledger.folder_plan import check_folder_plan, check_folder_seals, lineage, lock_seals
@@ -205,9 +205,7 @@ def import_tracker(
     provenance (``collect.importing.trackers``). ``experiment`` and ``filter`` narrow an MLflow store
     (an experiment name or id; MLflow's search syntax). Early runs warn as ``import_table``'s do.
     """
-    parsed = parse_source(source)
-    if parsed is None:
-        raise TrackerProblem(f"{source}: not a tracker source (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR)")
+    parsed = tracker_source(source)
     verified = load_lock(lock)
     runs = _runs_folder(out)
     refuse_try_folder(runs, "collect import")

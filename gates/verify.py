@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collect.importing.trackers.base import ReadOptions, parse_source
+from collect.importing.trackers.base import ReadOptions, tracker_source
 from collect.importing.trackers.importing import changed_runs
 from collect.ledger.looks import read_looks
 from collect.ledger.store import GENESIS, read_ledger
@@ -238,11 +238,7 @@ def source_changes(runs: str | os.PathLike[str], plan: Plan, sources: Sequence[s
     found = []
     records = read_ledger(runs).records if sources else []
     for text in sources:
-        source = parse_source(text)
-        if source is None:
-            raise InputError(
-                f"--source {text}: not a tracker source (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR)"
-            )
+        source = tracker_source(text, f"--source {text}")
         found += [f"run {line}" for line in changed_runs(records, source, plan, ReadOptions())]
     return found
 

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from collect.engine.runs import BLOCKING_FACTORS, PlannedRun, load_collector, run_params, stratum_seed
+from collect.importing.trackers.base import TRACKERS
 from collect.ledger.store import run_id
 from prereg.api import Lock, load_lock
 from prereg.errors import InputError
@@ -56,7 +57,7 @@ def plan_columns(plan: Plan) -> list[str]:
     return ["run_id", *plan.strata.factors, "arm", "replicate", seed_column(plan), "params"]
 
 
-def _level_text(value: Any) -> str:
+def level_text(value: Any) -> str:
     """A level as ``collect import`` matches it: its written form (``1``, ``true``, ``x``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -72,7 +73,7 @@ def plan_csv(plan: Plan, plan_sha256: str) -> str:
         writer.writerow(
             [
                 run.run_id,
-                *(_level_text(run.stratum[f]) for f in plan.strata.factors),
+                *(level_text(run.stratum[f]) for f in plan.strata.factors),
                 run.arm,
                 run.replicate,
                 run.seed,
@@ -105,7 +106,6 @@ def plan_json(plan: Plan, plan_sha256: str) -> dict[str, Any]:
 
 #: the tag that names a tracker run's planned run (``collect import`` matches on it)
 RUN_ID_TAG = "prereg.run_id"
-TRACKER_SNIPPETS = ("mlflow", "wandb", "tensorboard", "raytune")
 
 
 def planned_tags(plan: Plan, run: PlannedRun) -> dict[str, str]:
@@ -114,7 +114,7 @@ def planned_tags(plan: Plan, run: PlannedRun) -> dict[str, str]:
     tags = {RUN_ID_TAG: run.run_id, "prereg.arm": run.arm, "prereg.replicate": str(run.replicate)}
     if "seed" not in plan.strata.factors:
         tags["prereg.seed"] = str(run.seed)
-    tags.update({f"prereg.{factor}": _level_text(level) for factor, level in run.stratum.items()})
+    tags.update({f"prereg.{factor}": level_text(level) for factor, level in run.stratum.items()})
     return tags
 
 
@@ -125,12 +125,12 @@ def _unprefixed(tags: dict[str, str]) -> dict[str, str]:
 def tracker_snippets(plan: Plan, plan_sha256: str, tracker: str) -> str:
     """``collect plan --tracker``: per planned run, a comment naming it and the one line that marks a
     tracker run as it (MLflow tags, W&B config, a TensorBoard run folder, a Ray Tune trial's config)."""
-    if tracker not in TRACKER_SNIPPETS:
-        raise InputError(f"unknown tracker {tracker!r}; use one of {', '.join(TRACKER_SNIPPETS)}")
+    if tracker not in TRACKERS:
+        raise InputError(f"unknown tracker {tracker!r}; use one of {', '.join(TRACKERS)}")
     lines = []
     for run in planned_runs(plan, plan_sha256):
         tags = json.dumps(planned_tags(plan, run))
-        levels = " ".join(f"{k}={_level_text(v)}" for k, v in run.stratum.items())
+        levels = " ".join(f"{k}={level_text(v)}" for k, v in run.stratum.items())
         lines.append(f"# {run.run_id}: {levels} arm={run.arm} replicate={run.replicate} seed={run.seed}")
         lines.append(
             {
@@ -154,7 +154,7 @@ def plan_text(plan: Plan, plan_sha256: str, fmt: str) -> str:
 __all__ = [
     "PLAN_FORMATS",
     "RUN_ID_TAG",
-    "TRACKER_SNIPPETS",
+    "level_text",
     "planned_tags",
     "tracker_snippets",
     "plan_columns",

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from collect.collectors.command.identity import file_sha256
 from prereg.errors import InputError
 from prereg.jsoncodec import canonical_bytes
 from prereg.schema import Plan
@@ -37,10 +38,6 @@ class Wanted:
     key: str
     take: Take = "last"
     step: int | None = None
-
-    def words(self) -> str:
-        """``'loss' (last)``, ``'loss' at step 1000``."""
-        return f"{self.key!r} at step {self.step}" if self.take == "step" else f"{self.key!r} ({self.take})"
 
 
 def wanted_of(plan: Plan) -> list[Wanted]:
@@ -155,15 +152,6 @@ def from_epoch(seconds: float | None) -> datetime | None:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def hash_files(root: Path, paths: Iterable[Path]) -> dict[str, str]:
     """Relative path (posix) -> SHA-256 for each file."""
     return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(paths)}
@@ -189,6 +177,16 @@ def parse_source(text: str) -> Source | None:
     if not rest:
         raise TrackerProblem(f"{text}: name the {head} store after the colon (e.g. {head}:{_example(head)})")
     return Source(head, rest)
+
+
+def tracker_source(text: str, said: str | None = None) -> Source:
+    """The tracker source ``text`` names, or ``TrackerProblem`` (exit 2) opening with ``said`` (default: ``text``)."""
+    source = parse_source(text)
+    if source is None:
+        raise TrackerProblem(
+            f"{said or text}: not a tracker source (mlflow:URI, tensorboard:DIR, wandb:DIR, raytune:DIR)"
+        )
+    return source
 
 
 def _example(tracker: str) -> str:
@@ -235,7 +233,6 @@ __all__ = [
     "TrackerProblem",
     "TrackerRun",
     "Wanted",
-    "file_sha256",
     "folder",
     "from_epoch",
     "hash_files",
@@ -244,5 +241,6 @@ __all__ = [
     "parse_source",
     "string_map",
     "take_value",
+    "tracker_source",
     "wanted_of",
 ]

@@ -12,19 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collect.engine.runs import PlannedRun
-from collect.importing.planned import RUN_ID_TAG, planned_runs, planned_tags, seed_column
+from collect.importing.planned import RUN_ID_TAG, level_text, planned_runs, planned_tags, seed_column
 from collect.importing.trackers.base import TrackerProblem, TrackerRun, iso
 from prereg.schema import Plan
 
 MATCH_COLUMNS = ("arm", "replicate", "seed")  # besides the stratum factors
 MAX_ERRORS = 20
-
-
-def text(value: Any) -> str:
-    """A level or value as tags hold it (``true``, ``1``, ``0.1``)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 @dataclass
@@ -71,7 +64,7 @@ def _field(run: TrackerRun, where: str) -> str | None:
         return run.run_id
     kind, _, key = where.partition(".")
     value = (run.params if kind == "params" else run.tags).get(key)
-    return None if value is None else text(value)
+    return None if value is None else level_text(value)
 
 
 def _planned_text(plan: Plan, run: PlannedRun, column: str) -> str:
@@ -81,7 +74,7 @@ def _planned_text(plan: Plan, run: PlannedRun, column: str) -> str:
         return str(run.replicate)
     if column == "seed" and "seed" not in plan.strata.factors:
         return str(run.seed)
-    return text(run.stratum[column])
+    return level_text(run.stratum[column])
 
 
 def _by_tags(run: TrackerRun, plan: Plan, by_id: Mapping[str, PlannedRun]) -> tuple[PlannedRun | None, str | None]:
@@ -205,4 +198,4 @@ def _row(run: TrackerRun, planned: PlannedRun, plan: Plan) -> tuple[dict[str, An
     return {k: v for k, v in row.items() if v is not None}, errors
 
 
-__all__ = ["Matched", "match_runs", "parse_match", "provenance", "text"]
+__all__ = ["Matched", "match_runs", "parse_match", "provenance"]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from collect.importing.trackers.base import ReadOptions, TrackerProblem, TrackerRun, Wanted, file_sha256
+from collect.collectors.command.identity import file_sha256
+from collect.importing.trackers.base import ReadOptions, TrackerProblem, TrackerRun, Wanted
 from collect.importing.trackers.wandb_offline import read_runs
 
 needs_wandb = pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb is not installed")
