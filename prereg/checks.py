@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from estimators.expressions import ExpressionError, check_arms
+from prereg.arm_checks import aa_problems
 from prereg.direction import direction_problem
 from prereg.family_checks import check_families, gate_arms, power_problem
 from prereg.method_checks import bounded_method_problems, first_look_problems
@@ -193,6 +194,7 @@ def check_plan(plan: Plan, *, references_only: bool = False) -> list[Problem]:
             )
         ]
     _check_strata(plan, problems)
+    problems += aa_problems(plan)  # A/A pairs (prereg.arm_checks)
     _check_gates(plan, problems)
     _check_invalidators(plan, problems)
     _check_meters(plan, problems)
