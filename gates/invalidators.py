@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from collect.ledger.columns import Record
 from collect.ledger.records import TelemetrySummary
+from gates.failure_rate import check_failure_rate
 from gates.fault_check import check_faults_landed
 from gates.matching import Match
 from prereg.schema import (
@@ -23,6 +24,7 @@ from prereg.schema import (
     SensorUpdatePeriod,
     Strata,
 )
+from prereg.schema_invalidators import FailureRate
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,8 @@ def check_invalidators(plan: Plan, match: Match) -> list[InvalidatorCheck]:
         elif isinstance(inv, FaultsLanded):
             fired, observed, detail = check_faults_landed(match)
             threshold = "all landed, same in every arm"
+        elif isinstance(inv, FailureRate):
+            fired, observed, threshold, detail = check_failure_rate(plan, inv, records)
         else:
             fired, observed, detail = _controls(inv, match)
             threshold = "identical"

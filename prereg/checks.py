@@ -6,6 +6,7 @@ document (``("gates", 1, "metric")``), so it can be reported with its line numbe
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -16,7 +17,8 @@ from prereg.family_checks import check_families, gate_arms, power_problem
 from prereg.method_checks import bounded_method_problems, first_look_problems
 from prereg.monitoring import monitoring_problems
 from prereg.schema import ControlsIdentical, FaultsLanded, MetricBounds, Plan, Strata, level_key
-from prereg.schema_failures import failure_problems
+from prereg.schema_failures import FACTOR_REF, failure_problems
+from prereg.schema_invalidators import FailureRate
 from prereg.schema_resources import resource_problems
 
 Problem = tuple[tuple[Any, ...], str]
@@ -121,10 +123,98 @@ def _check_invalidators(plan: Plan, problems: list[Problem]) -> None:
                 _check_selector(inv.where, plan.strata, (*path, "where"), problems)
         elif isinstance(inv, FaultsLanded):
             continue  # reads the runs' fault records: no signal, no metric
+        elif isinstance(inv, FailureRate):
+            problems += failure_rate_problems(plan, inv, path)
         elif inv.signal not in signals:
             problems.append(
                 ((*path, "signal"), f"signal {inv.signal!r} backs no metric (metrics name their signal with 'signal:')")
             )
+
+
+#: a Poisson draw of the planned faults cut at max_restarts more often than this biases the count low
+MAX_TRUNCATION = 1e-3
+
+
+def _rate_levels(plan: Plan, rate: float | int | str, path: tuple[Any, ...], problems: list[Problem]) -> list[float]:
+    """The planned rate's values over the strata (one, or the levels of the factor it names)."""
+    if not isinstance(rate, str):
+        return [float(rate)]
+    factor = FACTOR_REF.match(rate).group(1)  # type: ignore[union-attr]  # the field's pattern
+    levels = plan.strata.factors.get(factor)
+    if levels is None:
+        problems.append(((*path, "rate"), _known("factor", factor, plan.strata.factors)))
+        return []
+    numbers = [float(v) for v in levels if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) != len(levels) or not all(math.isfinite(v) and v >= 0 for v in numbers):
+        problems.append(((*path, "rate"), f"rate names factor {factor!r}, whose levels are not all numbers >= 0"))
+        return []
+    if not any(v > 0 for v in numbers):
+        problems.append(((*path, "rate"), f"every level of {factor!r} is 0: no stratum plans a failure to test"))
+    return numbers
+
+
+def failure_rate_problems(plan: Plan, inv: FailureRate, path: tuple[Any, ...]) -> list[Problem]:
+    """A ``failure_rate`` invalidator's references: its metrics exist, and what it leaves out the plan's
+    ``experiment.failures`` gives (the faults the command collector records; a Poisson rate > 0 and
+    its horizon); a planned draw that ``max_restarts`` would cut is refused (the count would be
+    biased low)."""
+    problems: list[Problem] = []
+    failures = plan.experiment.failures if plan.experiment is not None else None
+    for field in ("count", "exposure"):
+        name = getattr(inv, field)
+        if isinstance(name, str) and name not in plan.metrics:
+            problems.append(((*path, field), _known("metric", name, plan.metrics)))
+    if inv.count is not None:
+        if inv.exposure is None:
+            problems.append(((*path, "exposure"), "give each run's exposure: the metric that holds it, or a number"))
+        if inv.rate is None:
+            problems.append(((*path, "rate"), "give the planned rate: failures per unit of exposure"))
+        if inv.landed_share_min is not None:
+            problems.append(
+                (
+                    (*path, "landed_share_min"),
+                    "the landed share is of the faults experiment.failures plans: drop 'count'",
+                )
+            )
+        if inv.rate is not None:
+            _rate_levels(plan, inv.rate, path, problems)
+        return problems
+    if failures is None:
+        problems.append(
+            (
+                (*path, "count"),
+                "name the metric that holds each run's failure count (without 'count' the faults the command "
+                "collector records are counted, which needs experiment.failures)",
+            )
+        )
+        return problems
+    rate = inv.rate if inv.rate is not None else failures.poisson_rate
+    if rate is None:
+        problems.append(
+            ((*path, "rate"), "give the planned rate: experiment.failures plans fixed points, not a 'poisson_rate'")
+        )
+        return problems
+    rates = _rate_levels(plan, rate, path, problems)
+    if inv.rate is None and rates and not any(r > 0 for r in rates):
+        problems.append(((*path, "rate"), "experiment.failures.poisson_rate is 0: no failure is planned to test"))
+    exposure = inv.exposure if inv.exposure is not None else failures.horizon
+    if exposure is None:
+        problems.append(((*path, "exposure"), "give each run's exposure: experiment.failures has no 'horizon'"))
+    if isinstance(exposure, int | float) and rates:
+        from estimators.poisson import poisson_sf  # lazy: numpy, scipy
+
+        mean = max(rates) * float(exposure)
+        cut = poisson_sf(failures.max_restarts, mean)
+        if cut > MAX_TRUNCATION:
+            problems.append(
+                (
+                    (*path, "rate"),
+                    f"a run plans {mean:g} faults on average, and experiment.failures.max_restarts = "
+                    f"{failures.max_restarts} cuts the draw in {cut:.2%} of runs (the count would be biased "
+                    f"low); raise max_restarts",
+                )
+            )
+    return problems
 
 
 def analysis_units_planned(plan: Plan) -> int:

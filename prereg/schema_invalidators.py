@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from prereg.schema_failures import Number
 from prereg.schema_types import Identifier, ItemId, Scalar, StrictModel, Text
 
 
@@ -89,7 +90,59 @@ class FaultsLanded(InvalidatorBase):
     kind: Literal["faults_landed"]
 
 
+class FailureRate(InvalidatorBase):
+    """Fires when the failures the runs met are implausible under the planned Poisson rate: the exact
+    two-sided Poisson test (R's ``poisson.test``) of each arm's total count against ``rate`` x its
+    total exposure, and of all runs pooled when no two runs share a seed, each at ``level`` divided
+    by the number of tests (Bonferroni); also when a run lacks its count or exposure, when a run
+    planned to meet no failure (rate 0) met some, and when fewer than ``landed_share_min`` of the
+    planned faults landed. Runs are assumed independent Poisson counts given their exposure."""
+
+    kind: Literal["failure_rate"]
+    count: Identifier | None = Field(
+        default=None,
+        description="The metric holding each run's failure count; absent: the faults that landed, as the "
+        "command collector records them for a plan with experiment.failures.",
+    )
+    exposure: Identifier | float | None = Field(
+        default=None,
+        description="The metric holding each run's exposure (seconds, steps, worker-seconds: the unit 'rate' "
+        "is per), or one number for every run; absent: experiment.failures.horizon.",
+    )
+    rate: Number | None = Field(
+        default=None,
+        description="Planned failures per unit of exposure (> 0), or '{factor}': the stratum's level (0: "
+        "the stratum plans none); absent: experiment.failures.poisson_rate (faults per its 'unit').",
+    )
+    level: float = Field(
+        default=0.05,
+        gt=0,
+        le=0.5,
+        description="Family-wise level over the per-arm and pooled tests (Bonferroni split).",
+    )
+    landed_share_min: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Fire when a smaller share of the planned faults landed (runs of experiment.failures only).",
+    )
+
+    @model_validator(mode="after")
+    def _positive(self) -> FailureRate:
+        if isinstance(self.exposure, float) and not self.exposure > 0:
+            raise ValueError(f"exposure {self.exposure:g} must be > 0 (or name the metric that holds it)")
+        if isinstance(self.rate, int | float) and not isinstance(self.rate, bool) and not self.rate > 0:
+            raise ValueError(f"rate {self.rate:g} must be > 0 failures per unit of exposure")
+        return self
+
+
 Invalidator = Annotated[
-    CounterSupport | SensorUpdatePeriod | LoggerCalibration | MetricBounds | ControlsIdentical | FaultsLanded,
+    CounterSupport
+    | SensorUpdatePeriod
+    | LoggerCalibration
+    | MetricBounds
+    | ControlsIdentical
+    | FaultsLanded
+    | FailureRate,
     Field(discriminator="kind"),
 ]

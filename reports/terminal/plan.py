@@ -127,6 +127,25 @@ def _blocks(inv: dict[str, Any]) -> str:
     return "blocks all gates" if inv["blocks"] == "all" else "blocks " + ", ".join(inv["blocks"])
 
 
+def _failure_rate_sentence(inv: dict[str, Any]) -> str:
+    """When a ``failure_rate`` invalidator fires (``gates.failure_rate``)."""
+    count = f"the failure counts ({inv['count']})" if inv.get("count") else "the faults that landed"
+    exposure = inv.get("exposure")
+    exposure = (
+        "experiment.failures.horizon" if exposure is None else exposure if isinstance(exposure, str) else _num(exposure)
+    )
+    rate = inv.get("rate")
+    rate = "experiment.failures.poisson_rate" if rate is None else rate if isinstance(rate, str) else _num(rate)
+    text = (
+        f"fires if {count}, per arm or pooled, are implausible at a planned rate of {rate} per unit of "
+        f"exposure (exposure: {exposure}; the exact Poisson test, level {_num(inv.get('level', 0.05))} "
+        "split over its tests), or if a run lacks its count or exposure"
+    )
+    if inv.get("landed_share_min") is not None:
+        text += f", or if fewer than {_num(inv['landed_share_min'])} of the planned faults landed"
+    return text
+
+
 def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
     """One sentence saying when ``inv`` fires and what it refuses."""
     kind = inv["kind"]
@@ -151,6 +170,8 @@ def invalidator_sentence(inv: dict[str, Any], metrics: dict[str, Any]) -> str:
             "fires unless every arm of each block met the same planned faults (experiment.failures) "
             "and each of them landed (fired while the program ran, and the program started again)"
         )
+    elif kind == "failure_rate":
+        text = _failure_rate_sentence(inv)
     else:
         where = ", ".join(f"{k} = {v}" for k, v in inv["where"].items())
         text = f"fires unless all arms agree exactly on {inv['metric']} in the control strata where {where}"

@@ -83,6 +83,7 @@ def _job_run(rate: float, C: float, R: float, w: float, work_s: float, seed: int
         "wasted_time_s": hist.wall_s - work_s,
         "failures": float(hist.failures),
         "checkpoints": float(n_full + 1),
+        "exposed_s": hist.exposed_s,
     }
 
 
@@ -119,6 +120,7 @@ class ChurnCollector(Collector):
         "wasted_time_s": "s",  # wall time - useful work: checkpoints, lost work, restarts
         "failures": "count",  # preemptions of the job (any worker)
         "checkpoints": "count",  # completed checkpoints (one per segment, the last included)
+        "exposed_s": "s",  # time exposed to preemption (wall minus restarts): failures ~ Poisson(job rate * exposed_s)
     }
 
     def run(self, ctx: RunContext) -> RunResult:
