@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from estimators.vocabulary import AnalysisUnit, Decision, Evidence, Multiplicity, Scale, Verdict
+from gates.artifact_aa import AAPairResult
 from gates.artifact_families import ComparatorChoice, FamilyResult, RankingCell
 from gates.artifact_monitoring import MonitoringResult
 from gates.artifact_runs import DescriptiveMetric, FailedRunEntry
@@ -297,7 +298,7 @@ class Evaluation(_Model):
     decision_refused_by: list[Refusal] = Field(
         default_factory=list,
         description="Reasons outside the gates that refuse the decision (kinds seal, time_order, predecessor, "
-        "code_identity).",
+        "code_identity, interim, aa_difference, aa_unchecked).",
     )
     time_order: TimeOrder | None = None
     plan_yaml: PlanYamlCheck | None = Field(default=None, description="None when no YAML lies beside the lock.")
@@ -347,6 +348,12 @@ class Evaluation(_Model):
         description="Every declared metric per arm, then the undeclared ones the runs kept: "
         "descriptive, not a test (gates.artifact_runs).",
     )
+    aa_pairs: list[AAPairResult] = Field(
+        default_factory=list,
+        description="Plans with A/A pairs (an arm and its control copy, 'control_of') only (absent otherwise): "
+        "each pair's paired interval per primary gate's metric; one that excludes no difference, or cannot be "
+        "computed, refuses the decision (gates.aa_pairs, gates.artifact_aa).",
+    )
     seal_sha256: str | None = Field(
         default=None, description="SHA-256 of the artifact's canonical JSON without this field, set when written."
     )
@@ -355,10 +362,13 @@ class Evaluation(_Model):
 
     @model_serializer(mode="wrap")
     def _without_absent_monitoring(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """An unmonitored plan's artifact carries no ``monitoring`` key at all (its bytes and seal as before)."""
+        """An unmonitored plan's artifact carries no ``monitoring`` key at all, and a plan without A/A pairs no
+        ``aa_pairs`` key (their bytes and seal as before)."""
         data: dict[str, Any] = handler(self)
         if data.get("monitoring", 0) is None:
             del data["monitoring"]
+        if data.get("aa_pairs", 0) == []:
+            del data["aa_pairs"]
         return data
 
     def to_frame(self) -> Any:

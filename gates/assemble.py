@@ -8,6 +8,7 @@ from typing import Any
 from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookRecord, look_sha256
 from collect.ledger.store import GENESIS, Ledger
+from gates.aa_pairs import aa_refusals, evaluate_aa_pairs
 from gates.artifact import (
     AmendmentSummary,
     BlockRow,
@@ -152,6 +153,8 @@ def build_evaluation(
     refusals += [Refusal(kind="time_order", reason=late)] if late else []
     refusals += [Refusal(kind="predecessor", reason=changed)] if changed else []
     refusals += [Refusal(kind="code_identity", reason=differs)] if differs else []
+    aa_pairs = evaluate_aa_pairs(plan, match)  # A/A pairs: the pipeline's own false alarms (gates.aa_pairs)
+    refusals += aa_refusals(aa_pairs)
     if refusals:  # outside the gates: the data or the plan's basis cannot be shown to be what it says
         decision = "refused"
         reason = "; ".join(r.reason for r in refusals) + (f"; gates: {reason}" if reason else "")
@@ -268,6 +271,7 @@ def build_evaluation(
         monitoring=monitoring,
         failed_runs=failed_run_entries(plan, lock["plan_sha256"], ledger, match),
         descriptive_metrics=descriptive_metrics(plan, ledger, match),
+        aa_pairs=aa_pairs,
     )
     return _with_looks_head(evaluation, ledger, history or []) if monitoring is not None else evaluation
 

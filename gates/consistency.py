@@ -95,4 +95,23 @@ def consistency_problems(ev: Evaluation) -> list[str]:
             problems.append(f"{who}: verdict fail but its rule '{g.rule}' holds on [{g.lower}, {g.upper}]")
     if ev.runs.matched > ev.runs.planned:
         problems.append(f"{ev.runs.matched} runs matched of only {ev.runs.planned} planned")
+    return problems + _aa_problems(ev)
+
+
+def _aa_problems(ev: Evaluation) -> list[str]:
+    """An A/A check whose verdict contradicts its interval, or that differs or is unchecked without the
+    plan-level refusal it implies (gates.aa_pairs)."""
+    problems = []
+    kinds = {r.kind for r in ev.decision_refused_by}
+    for r in ev.aa_pairs:
+        who = f"A/A pair {r.control} on {r.metric}"
+        lower, upper = as_float(r.lower), as_float(r.upper)
+        if lower is not None and upper is not None and r.verdict != "unchecked":
+            excludes = _lt(r.null, lower) or _lt(upper, r.null)
+            contains = _lt(lower, r.null) and _lt(r.null, upper)
+            if (r.verdict == "differs" and contains) or (r.verdict == "same" and excludes):
+                problems.append(f"{who}: verdict {r.verdict} contradicts its interval [{r.lower}, {r.upper}]")
+        needed = {"differs": "aa_difference", "unchecked": "aa_unchecked"}.get(r.verdict)
+        if needed is not None and needed not in kinds:
+            problems.append(f"{who}: verdict {r.verdict} without the decision refusal ({needed}) it implies")
     return problems

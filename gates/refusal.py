@@ -10,7 +10,18 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 RefusalKind = Literal[
-    "invalidator", "run", "data", "pairs", "comparator", "seal", "time_order", "predecessor", "code_identity", "interim"
+    "invalidator",
+    "run",
+    "data",
+    "pairs",
+    "comparator",
+    "seal",
+    "time_order",
+    "predecessor",
+    "code_identity",
+    "interim",
+    "aa_difference",
+    "aa_unchecked",
 ]
 
 #: each kind and what it means (the module doc, as data for docs and tests)
@@ -25,6 +36,10 @@ REFUSAL_KINDS: Final[dict[str, str]] = {
     "predecessor": "an earlier evaluation the plan builds on is missing or changed",
     "code_identity": "the runs' code identity differs between runs in a part the plan does not declare may differ",
     "interim": "a monitored plan evaluated at a point that is not a planned look: an interim reading, not a decision",
+    "aa_difference": "an A/A pair (an arm and its control copy, the same configuration under two names) differs: "
+    "its interval excludes no difference at the plan's level, so the pipeline itself manufactures differences",
+    "aa_unchecked": "an A/A pair declared by the plan could not be checked (too few complete units, missing or "
+    "unusable runs of either arm): the pipeline's own false-alarm rate is unmeasured",
 }
 
 

@@ -74,7 +74,7 @@ def analysis_units(plan: Plan, blocks: list[Block]) -> list[list[int]]:
     return list(units)
 
 
-def _unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
+def unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
     """Mean of each unit's block values (NaN when any of its blocks is NaN).
 
     Units of one size (every stratum has the plan's replicates) are averaged as one array: numpy
@@ -116,7 +116,7 @@ def _unit_bounds(
         per_block[complete_rows] = propagate_bounds(
             values[complete_rows], coefs, bounds[complete_rows], gate.contrast.scale
         )
-    return _unit_means(per_block, units)[complete]
+    return unit_means(per_block, units)[complete]
 
 
 def plan_notes(gate: Gate, plan: Plan, n: int) -> list[str]:
@@ -194,7 +194,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
         None if not np.isfinite(x) else float(np.exp(x) if contrast.scale == "ratio" else x) for x in per_block
     ]
     units = analysis_units(plan, blocks)
-    unit_d = _unit_means(per_block, units)
+    unit_d = unit_means(per_block, units)
     complete = np.isfinite(unit_d)
     n_complete = int(complete.sum())
     outcome.n_pairs = n_complete

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prereg.schema import Plan
+from prereg.schema import Gate, Plan
 from prereg.schema_types import Scalar, level_key
 
 Problem = tuple[tuple[Any, ...], str]
@@ -36,6 +36,43 @@ def aa_pairs(plan: Plan) -> list[tuple[str, str]]:
             if CONTROL_OF not in plan.arms[original]:
                 pairs.append((arm, original))
     return pairs
+
+
+def aa_checks(plan: Plan) -> list[tuple[str, str, list[Gate]]]:
+    """``(control, original, the primary gates one check mirrors)`` for every A/A pair and every distinct
+    primary gate (metric, scale, method, confidence, resamples, seed), in plan order: the checks
+    ``gates.aa_pairs`` makes, each at confidence ``1 - (1 - c) / len(checks)``."""
+    groups: dict[tuple[Any, ...], list[Gate]] = {}
+    for gate in plan.gates:
+        if gate.role == "primary":
+            key = (gate.metric, gate.contrast.scale, gate.method, gate.confidence, gate.resamples, gate.seed)
+            groups.setdefault(key, []).append(gate)
+    return [(control, original, gates) for control, original in aa_pairs(plan) for gates in groups.values()]
+
+
+def aa_power_problems(plan: Plan) -> list[Problem]:
+    """A/A checks that the plan's units can never compute (the gates' level split over the checks needs
+    more units than the gate itself): each refused at freeze, since it would refuse every decision."""
+    from estimators.feasibility import insufficient_blocks  # lazy: numpy
+
+    checks = aa_checks(plan)
+    units = len(plan.pairing_strata()) * (plan.strata.replicates if plan.strata.analysis_unit == "replicate" else 1)
+    words = "replicate pairs" if plan.strata.analysis_unit == "replicate" else "pairing strata"
+    problems: list[Problem] = []
+    for control, _, gates in checks:
+        gate = gates[0]
+        confidence = 1 - (1 - gate.confidence) / len(checks)
+        why = insufficient_blocks(gate.method, confidence, units, gate.resamples, words)
+        if why:
+            split = f", the gates' level split over the plan's {len(checks)} A/A checks" if len(checks) > 1 else ""
+            problems.append(
+                (
+                    ("arms", control, CONTROL_OF),
+                    f"the A/A check of {control!r} on {gate.metric} (as gate {gate.id!r}{split}) cannot be "
+                    f"computed: {why}",
+                )
+            )
+    return problems
 
 
 def _differing(copy: dict[str, Scalar], original: dict[str, Scalar]) -> list[str]:
@@ -106,7 +143,7 @@ def aa_problems(plan: Plan) -> list[Problem]:
                 if arm in copies:
                     where = ("comparator", key, j) if key == "candidates" else ("comparator", key)
                     problems.append((where, f"arm {arm!r} is a control copy of {copies[arm]!r}: it cannot be compared"))
-    return problems
+    return problems or aa_power_problems(plan)
 
 
-__all__ = ["CONTROL_OF", "aa_pairs", "aa_problems", "arm_params"]
+__all__ = ["CONTROL_OF", "aa_checks", "aa_pairs", "aa_power_problems", "aa_problems", "arm_params"]

@@ -29,6 +29,7 @@ from prereg.schema_failures import Failures
 from prereg.schema_invalidators import (  # noqa: F401 - re-exported: the plan's invalidator models
     ControlsIdentical,
     CounterSupport,
+    FailureRate,
     FaultsLanded,
     Invalidator,
     InvalidatorBase,
@@ -339,6 +340,13 @@ class RankingRule(StrictModel):
     )
     method: Method = Field(default="t", description="Paired interval method of the ranking (t, signflip, ...).")
     confidence: float = Field(default=0.90, gt=0.5, lt=1, description="Two-sided level of the ranking's intervals.")
+    error_control: Literal["holm", "bonferroni", "per_cell"] = Field(
+        default="holm",
+        description="How the error of ordering a cell is held over all the ranking's cells: 'holm' (the "
+        "family-wise error at 1 - confidence by Holm's step-down over the cells), 'bonferroni' (the same "
+        "by a simultaneous band: every cell at (1 - confidence) / cells) or 'per_cell' (each cell alone at "
+        "confidence; the chance that some cell is ordered by chance grows with the number of cells).",
+    )
 
 
 class ComparatorRule(StrictModel):

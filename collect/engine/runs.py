@@ -27,6 +27,7 @@ from collect.ledger.store import TRACES_DIR, run_id
 from collect.plugins import COLLECTORS, PluginError, load_target
 from estimators.vocabulary import stronger, weakest
 from prereg._version import __version__
+from prereg.arm_checks import arm_params
 from prereg.errors import InputError, ToolkitError
 from prereg.jsoncodec import canonical_bytes, oversized_number
 from prereg.lock import utc_now
@@ -99,7 +100,7 @@ def merged_params(plan: Plan, collector: type[Collector], stratum: Mapping[str, 
     assert plan.experiment is not None
     merged = {**plan.experiment.params}
     merged.update({k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS})
-    merged.update(plan.arms[arm])
+    merged.update(arm_params(plan.arms[arm]))  # without control_of: an A/A copy runs its original's parameters
     if collector.PLAN_METRICS:
         if "metrics" in merged:
             raise ParamError(

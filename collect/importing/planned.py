@@ -15,6 +15,7 @@ from collect.engine.runs import BLOCKING_FACTORS, PlannedRun, load_collector, ru
 from collect.importing.trackers.base import TRACKERS
 from collect.ledger.store import run_id
 from prereg.api import Lock, load_lock
+from prereg.arm_checks import arm_params
 from prereg.errors import InputError
 from prereg.jsoncodec import canonical_text, readable_bytes
 from prereg.schema import Plan
@@ -33,7 +34,11 @@ def planned_runs(plan: Plan, plan_sha256: str) -> list[PlannedRun]:
                 if collector is not None:  # checked and completed as collect run does (the command collector too)
                     params = run_params(plan, collector, stratum, arm)
                 else:
-                    params = {**defaults, **{k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS}, **settings}
+                    params = {
+                        **defaults,
+                        **{k: v for k, v in stratum.items() if k not in BLOCKING_FACTORS},
+                        **arm_params(settings),
+                    }
                 runs.append(
                     PlannedRun(
                         run_id(plan_sha256, stratum, arm, replicate),

@@ -24,6 +24,7 @@ from prereg.errors import InputError, IntegrityError
 from prereg.fileio import check_output, read_regular_file, write_output
 from reports.data.reverify import reverify
 from reports.html import evaluation as he
+from reports.html.aa import aa_section
 from reports.html.assets import CSS, JS, content_security_policy
 from reports.html.looks import looks_section
 from reports.html.render import ENV, macro
@@ -31,6 +32,7 @@ from reports.html.runs import conservation_section, load_runs, runs_provenance, 
 from reports.html.telemetry import telemetry_section
 from reports.html.timeline import timeline_section
 from reports.sections import study_reports
+from reports.words import aa as at
 from reports.words import evaluation as et
 from reports.words import runs as rt
 from reports.words.palette import DECISION_WORDS
@@ -48,6 +50,7 @@ NAV_WORDS = {
     "metrics": "Metrics per arm",
     "gates": "Gates",
     "invalidators": "Invalidators",
+    "aa-pairs": "A/A check",
     "meter-support": "Meter support",
     "sensitivity": "Sensitivity",
     "diagnostics": "Diagnostics",
@@ -150,6 +153,9 @@ def build_page(ev: Evaluation, src: Source, seal: str, ctx: RunsContext | None, 
     )
     sections.append(("gates", f"Primary gates (decide the claim; multiplicity {ev.multiplicity})", gates_body))
     sections.append(("invalidators", "Invalidators", he.invalidators_section(ev)))
+    aa = aa_section(ev)  # A/A pairs (reports.html.aa)
+    if aa is not None:
+        sections.append(("aa-pairs", at.AA_HEADING, aa))
     support = he.phase_support_section(ev)
     if support:
         sections.append(("meter-support", "Meter support by phase (updates inside each phase)", support))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from reports.sections import study_reports
+from reports.words import aa as at
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import monitoring as mt
@@ -169,6 +170,19 @@ def _invalidators(ev: Evaluation) -> list[str]:
     )
 
 
+def _aa_pairs(ev: Evaluation) -> list[str]:
+    """The A/A check (``reports.words.aa``): one row per A/A pair and primary metric, then its rule."""
+    rows = at.aa_rows(ev)
+    if not rows:
+        return []
+    lines = ["", f"## {at.AA_HEADING}", ""]
+    lines += md_table(
+        list(at.AA_COLUMNS),
+        [[f"**{r.word}**", md_escape(f"{r.pair}; {r.metric}"), md_escape(r.interval), md_escape(r.test)] for r in rows],
+    )
+    return lines + ["", md_escape(at.aa_rule(ev))]
+
+
 def _phase_support(ev: Evaluation) -> list[str]:
     lines = phase_support_lines(ev)
     if not lines:
@@ -307,6 +321,7 @@ def evaluation_markdown(ev: Evaluation, show_blocks: bool = False, figures: Sequ
     if groups:
         lines += ["", "Groups: " + "; ".join(md_escape(g) for g in groups)]
     lines += _invalidators(ev)
+    lines += _aa_pairs(ev)
     lines += _phase_support(ev)
     sensitivity = [et.gate_view(g, ev, MD_BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:

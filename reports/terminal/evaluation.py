@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reports.sections import study_reports
+from reports.words import aa as at
 from reports.words import decision as dt
 from reports.words import evaluation as et
 from reports.words import monitoring as mt
@@ -172,6 +173,25 @@ def _invalidators(ev: Evaluation) -> list[Any]:
     return [Text(""), table]
 
 
+def _aa_pairs(ev: Evaluation) -> list[Any]:
+    """The A/A check (``reports.words.aa``): one row per A/A pair and primary metric, then its rule."""
+    rows = at.aa_rows(ev)
+    if not rows:
+        return []
+    table = Table(title=at.AA_HEADING, title_justify="left", show_lines=True)
+    table.add_column(at.AA_COLUMNS[0], no_wrap=True)
+    for column in at.AA_COLUMNS[1:]:
+        table.add_column(column, ratio=1)
+    for r in rows:
+        table.add_row(
+            Text(r.word, style=VERDICT_STYLES[at.AA_AS_VERDICT[r.verdict]]),
+            Text(f"{r.pair}\n{r.metric}"),
+            Text(r.interval),
+            Text(r.test),
+        )
+    return [Text(""), table, Text(at.aa_rule(ev), style="dim")]
+
+
 def _failed_runs(ev: Evaluation, verbose: bool) -> list[Any]:
     """Each failed run with its reason and stderr's last lines (the first ten; ``verbose``: all)."""
     if not ev.failed_runs:
@@ -288,6 +308,7 @@ def render_evaluation(ev: Evaluation, show_blocks: bool = False, verbose: bool =
     parts += [Text(""), gate_table(title, primary), forest_section(primary)]
     parts += _groups(ev)
     parts += _invalidators(ev)
+    parts += _aa_pairs(ev)
     parts += _phase_support(ev)
     sensitivity = [et.gate_view(g, ev, BAR_WIDTH) for g in et.sensitivity_gates(ev)]
     if sensitivity:

@@ -13,6 +13,21 @@ from reports.words import provenance as pt
 from reports.words.monitoring import INTERIM_WORD
 from reports.words.palette import DECISION_WORDS
 
+#: what a refusal of the A/A check means for the claim, after its own reason (gates.aa_pairs)
+AA_MEANING = {
+    "aa_difference": "two arms running the same configuration differ, so the measurement pipeline itself makes "
+    "differences, and the gates' differences cannot be told from its own; find what differs between the two "
+    "arms' runs (order, placement, warm-up, caching, logging) before reading any gate",
+    "aa_unchecked": "the plan rests its claim on the A/A check, and without it the pipeline's own false-alarm "
+    "rate is unmeasured",
+}
+
+
+def refusal_words(kind: str, reason: str) -> str:
+    """A plan-level refusal in words: its reason, and for the A/A kinds what it means for the claim."""
+    meaning = AA_MEANING.get(kind)
+    return f"{reason} ({meaning})" if meaning else reason
+
 
 def _gate_list(ids: list[str]) -> str:
     return ("gate " if len(ids) == 1 else "gates ") + ", ".join(ids)
@@ -30,7 +45,7 @@ def decision_explanation(ev: Evaluation) -> str:
             "(see 'Other plan' for what happened and the next step)"
         )
     if ev.decision == "refused":
-        parts = [r.reason for r in ev.decision_refused_by]
+        parts = [refusal_words(r.kind, r.reason) for r in ev.decision_refused_by]
         for g in primary:
             if g.verdict == "refused":
                 why = "; ".join(r.reason for r in g.refused_by) or "no reason recorded"

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gates.verdicts import _unit_means
+from gates.verdicts import unit_means
 from prereg.jsoncodec import readable_json
 
 
@@ -20,7 +20,7 @@ def test_unit_means_equal_the_per_unit_loop(k, units, seed):
     values[rng.random(values.size) < 0.02] = np.nan
     groups = [list(range(i * k, (i + 1) * k)) for i in range(units)]
     loop = np.array([float(np.mean(values[idx])) for idx in groups])
-    assert np.array_equal(_unit_means(values, groups), loop, equal_nan=True)
+    assert np.array_equal(unit_means(values, groups), loop, equal_nan=True)
 
 
 def _plain_sampled_means(d, resamples, seed):
