@@ -16,6 +16,7 @@ from gates.refusal import Refusal
 from prereg.schema_types import Scalar
 
 Ranking = Literal["challenger", "comparator", "flip", "abstain"]
+ErrorControl = Literal["holm", "bonferroni", "per_cell"]
 
 
 class _Model(BaseModel):
@@ -129,3 +130,33 @@ class RankingCell(_Model):
     lower: Number | None = None
     upper: Number | None = None
     infrastructure: list[InfrastructureSpread] = Field(default_factory=list)
+    error_control: ErrorControl | None = Field(
+        default=None,
+        description="How the ordering error is held over the ranking's cells (the plan's ranking.error_control); "
+        "None in artifacts written before the field existed (each cell alone).",
+    )
+    pvalue: float | None = Field(
+        default=None, description="Two-sided p-value of the cell's paired test (method above), unadjusted."
+    )
+    flip_pvalue: float | None = Field(
+        default=None,
+        description="Smallest p-value of a flip claim over the region factors (the larger of the two ends' "
+        "t tests when the fitted ends lie on opposite sides, else 1), unadjusted.",
+    )
+    claims: int | None = Field(
+        default=None, description="Ordering claims tested in the cell: the paired order and one flip per fitted factor."
+    )
+    cells_tested: int | None = Field(default=None, description="Cells of the ranking with a test (the family).")
+    pvalue_adjusted: float | None = Field(
+        default=None,
+        description="The cell's p-value (claims x its smallest claim p-value, capped at 1) adjusted over the "
+        "ranking's cells (Holm or Bonferroni); the cell is ordered only when it is at most 1 - confidence.",
+    )
+    adjusted_level: float | None = Field(
+        default=None, description="The error rate the cell was judged at (its Holm step or alpha / cells)."
+    )
+    adjusted_confidence: float | None = Field(
+        default=None, description="1 - adjusted_level / claims: the two-sided level of each claim's interval."
+    )
+    adjusted_lower: Number | None = Field(default=None, description="The paired interval at adjusted_confidence.")
+    adjusted_upper: Number | None = None

@@ -2,7 +2,8 @@
 
 For a plan with ``strata.family_factor``: every gate on each held-out family alone (a refusal stays
 in its family, and refuses the pooled gates), the best fixed candidate in hindsight (reported, never a
-gate), the ranking per family x region (:mod:`gates.ranking`), and the claim
+gate), the ranking per family x region (:mod:`gates.ranking`, its error held over the cells by
+:mod:`gates.ranking_control`), and the claim
 (:func:`combine_decisions`) needing the pooled gates and every family.
 """
 
@@ -18,7 +19,8 @@ from gates.comparator import statistic
 from gates.invalidators import InvalidatorCheck, check_invalidators_on
 from gates.matching import Block, Match
 from gates.numbers import encode_number
-from gates.ranking import rank_cell
+from gates.ranking import CellEvidence, prepare_cell
+from gates.ranking_control import control_ranking
 from gates.refusal import Refusal
 from gates.traces import TraceAudit, check_traces
 from gates.verdicts import GateOutcome, decide, evaluate_gates, gate_blocks
@@ -179,7 +181,7 @@ def evaluate_families(
     """Every held-out family's result, and the ranking cells of each family x region."""
     metrics = list(plan.metrics)
     families: list[FamilyResult] = []
-    cells: list[RankingCell] = []
+    cells: list[RankingCell | CellEvidence] = []
     for family in held_out_families(plan):
         result, sub, blocking = evaluate_family(plan, match, family, refusals, audit, metrics, full_checks)
         families.append(result)
@@ -194,8 +196,8 @@ def evaluate_families(
                 if arm in (plan.comparator.challenger, choice.arm if choice else None)
                 and _in_region_text(sub, text, region)
             ]
-            cells.append(rank_cell(plan, family, region, cell_blocks, choice, missing, blocking))
-    return families, cells
+            cells.append(prepare_cell(plan, family, region, cell_blocks, choice, missing, blocking))
+    return families, control_ranking(plan, cells) if plan.comparator is not None else []
 
 
 def _in_region_text(sub: Match, text: str, region: dict[str, Scalar]) -> bool:

@@ -169,10 +169,14 @@ def _check_ranking_cells(plan: Plan, problems: list[Problem]) -> None:
     for stratum in plan.pairing_strata():
         cell = tuple(level_key(stratum[f]) for f in [factor, *regions])
         cells[cell] = cells.get(cell, 0) + units
+    # the least stringent level a cell's claim is ever judged at (gates.ranking_control): the whole alpha one
+    # cell at a time; under Holm, its last step, alpha split over the cell's claims (its order and one flip per
+    # region factor); under Bonferroni, alpha over every claim of every cell
+    rr = rule.ranking
+    alpha, claims = 1 - rr.confidence, 1 + len(regions)
+    best = {"per_cell": alpha, "holm": alpha / claims, "bonferroni": alpha / (len(cells) * claims)}[rr.error_control]
     for n in cells.values():
-        why = insufficient_blocks(
-            rule.ranking.method, rule.ranking.confidence, n, None, "pairs in each family x region cell"
-        )
+        why = insufficient_blocks(rr.method, 1 - best, n, None, "pairs in each family x region cell")
         if why:
             problems.append((("comparator", "ranking", "method"), f"the ranking could never order a cell: {why}"))
             return

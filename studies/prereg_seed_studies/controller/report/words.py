@@ -270,7 +270,39 @@ def sampling_text(cell: RankingCell, ev: Evaluation) -> str:
         numbers = "no interval"
     else:
         numbers = _interval(cell.estimate, cell.lower, cell.upper, cell.scale, unit)
-    return f"{numbers}; {cell.n_pairs} pairs, {cell.method}, {fmt_pct(cell.confidence)}"
+    text = f"{numbers}; {cell.n_pairs} pairs, {cell.method}, {fmt_pct(cell.confidence)}"
+    if cell.pvalue is not None:
+        text += f", p {cell.pvalue:.3g}"
+    if cell.adjusted_confidence is None or cell.pvalue_adjusted is None:
+        return text
+    return (
+        f"{text}; {CONTROL_WORDS.get(cell.error_control or '', 'adjusted')} over {cell.cells_tested} cells: "
+        f"{_interval(cell.estimate, cell.adjusted_lower, cell.adjusted_upper, cell.scale, unit)} at "
+        f"{fmt_pct(cell.adjusted_confidence)}, adjusted p {cell.pvalue_adjusted:.3g}"
+    )
+
+
+CONTROL_WORDS = {"holm": "Holm", "bonferroni": "Bonferroni band"}
+
+
+def control_sentence(ev: Evaluation) -> str:
+    """How the ranking holds its error over cells, in one sentence ('' for artifacts without the field)."""
+    c = ev.ranking[0] if ev.ranking else None
+    if c is None or c.error_control is None:
+        return ""
+    alpha = fmt_pct(1 - c.confidence)
+    if c.error_control == "per_cell":
+        return (
+            f"Each cell is judged alone at {fmt_pct(c.confidence)}: over {c.cells_tested} tested cells the chance "
+            f"that some cell is ordered by chance alone exceeds {alpha}."
+        )
+    how = "Holm's step-down" if c.error_control == "holm" else "a Bonferroni band (every cell at the same level)"
+    return (
+        f"The chance of ordering any cell where there is no difference is held at {alpha} over the "
+        f"{c.cells_tested} tested cells by {how}: each cell is judged at its adjusted level, split over its "
+        "claims (the paired order and a flip per region factor); its interval at that level is shown beside "
+        "the unadjusted one."
+    )
 
 
 def _log_fit(spread: InfrastructureSpread) -> bool:
@@ -351,6 +383,7 @@ def ranking_intro(ev: Evaluation) -> str:
     return (
         f"The order of the challenger and the comparator on {c.metric} ({c.contrast}, {c.scale}) per held-out "
         f"family and uncertainty region. {SEPARATE_SENTENCE}"
+        + (f" {control_sentence(ev)}" if control_sentence(ev) else "")
     )
 
 
