@@ -38,6 +38,38 @@ class LookBoundary(_Model):
     )
 
 
+class RepeatedInterval(_Model):
+    """A primary gate's repeated confidence interval at one look taken (reported scale)."""
+
+    look: int = Field(ge=1)
+    blocks: int = Field(description="Complete pairing blocks per gate at this look.")
+    nominal_alpha: float = Field(description="The look's one-sided level: the interval is two-sided 1 - 2 x this.")
+    estimate: Number
+    lower: Number
+    upper: Number
+    source: Literal["this evaluation", "look ledger"] = Field(
+        description="Computed by this evaluation, or as the look ledger recorded it at that look."
+    )
+
+
+class AfterStopEstimate(_Model):
+    """What a primary gate reports once the study stopped (estimators.after_stop; reported scale)."""
+
+    stop_look: int = Field(ge=1, description="The look the study stopped at (the final look when it ran to the end).")
+    stopped_early: bool
+    confidence: float = Field(description="Two-sided level of the final interval: 1 - 2 x the gate's alpha.")
+    null: float = Field(description="The value tested (the rule's threshold), reported scale.")
+    ordering_pvalue: float = Field(
+        description="Stage-wise ordering p-value: the chance under the threshold of stopping at an earlier look, "
+        "or at this look with a statistic at least as extreme."
+    )
+    median_unbiased: Number = Field(description="Median-unbiased estimate under the stage-wise ordering.")
+    final_lower: Number
+    final_upper: Number
+    naive_estimate: Number = Field(description="The stopping look's own estimate (biased away from the null).")
+    meaning: str = Field(description="What these numbers mean, in one sentence.")
+
+
 class GateLooks(_Model):
     """A primary gate's boundaries over the planned looks."""
 
@@ -54,6 +86,17 @@ class GateLooks(_Model):
     looks: list[LookBoundary]
     pvalue: float | None = Field(default=None, description="The gate's rule p-value at this point.")
     futile: bool = Field(default=False, description="Above its futility bound at this look (non-binding futility).")
+    repeated_intervals: list[RepeatedInterval] = Field(
+        default_factory=list,
+        description="Repeated confidence intervals at every planned look taken so far (Jennison & Turnbull): each "
+        "at its look's level, jointly covering the effect with probability at least 1 - 2 alpha.",
+    )
+    after_stop: AfterStopEstimate | None = Field(
+        default=None, description="At a stop for success or the final look: the estimates that account for the stop."
+    )
+    after_stop_note: str | None = Field(
+        default=None, description="Why after_stop is absent at a stop or final look (the gate's method or rule)."
+    )
 
 
 class LookEntry(_Model):
@@ -68,6 +111,10 @@ class LookEntry(_Model):
     action: str
     ledger_records: int
     pvalues: dict[str, float] = Field(default_factory=dict, description="Gate id -> its rule p-value at that look.")
+    intervals: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="Gate id -> [estimate, lower, upper] at that look's level (reported scale), where recorded.",
+    )
 
 
 class MonitoringResult(_Model):
@@ -109,3 +156,16 @@ class MonitoringResult(_Model):
     history: list[LookEntry] = Field(default_factory=list, description="The looks recorded before this one.")
     gates: list[GateLooks] = Field(default_factory=list)
     sensitivity_note: str | None = Field(default=None, description="How sensitivity gates were read.")
+    estimates_note: str | None = Field(
+        default=None, description="What the repeated intervals and the after-stop estimates mean, in one sentence."
+    )
+
+    def without_estimates(self) -> MonitoringResult:
+        """This section without the repeated intervals and after-stop estimates: what an artifact made
+        before they existed holds (``gates verify`` compares such an artifact without them)."""
+        gates = [
+            g.model_copy(update={"repeated_intervals": [], "after_stop": None, "after_stop_note": None})
+            for g in self.gates
+        ]
+        history = [e.model_copy(update={"intervals": {}}) for e in self.history]
+        return self.model_copy(update={"gates": gates, "history": history, "estimates_note": None})

@@ -11,6 +11,7 @@ from typing import Any
 from collect.ledger.columns import LedgerColumns
 from collect.ledger.looks import LookRecord
 from collect.ledger.store import GENESIS, Ledger
+from gates.after_stop import ESTIMATES_NOTE, STOPS, after_stop_estimate, record_intervals, repeated_intervals
 from gates.artifact_monitoring import GateLooks, LookBoundary, LookEntry, MonitoringResult
 from gates.caveats import data_warned
 from gates.matching import Match, stratum_key
@@ -197,15 +198,17 @@ def conclude(
                 action=r.action,
                 ledger_records=r.ledger_records,
                 pvalues=dict(r.pvalue),
+                intervals=dict(r.interval or {}),
             )
             for r in point.history
         ],
-        gates=[_gate_looks(point, o, futile) for o in outcomes if o.gate.id in point.levels],
+        gates=[_gate_looks(point, o, futile, action) for o in outcomes if o.gate.id in point.levels],
         sensitivity_note=(
             "sensitivity gates decide nothing: they are read at their frozen confidence at every look"
             if any(g.role == "sensitivity" for g in point.plan.gates)
             else None
         ),
+        estimates_note=ESTIMATES_NOTE if point.levels else None,
     )
     return decision, reason, refusals, result
 
@@ -216,8 +219,10 @@ def settle(result: MonitoringResult | None, decision: str) -> MonitoringResult |
     if result is None or result.action != "stop_success" or decision == "supported":
         return result
     assert result.look is not None
+    gates = [g.model_copy(update={"after_stop": None, "after_stop_note": None}) for g in result.gates]
     return result.model_copy(
         update={
+            "gates": gates,
             "action": "continue",
             "runs_saved": 0,
             "reason": (
@@ -228,9 +233,11 @@ def settle(result: MonitoringResult | None, decision: str) -> MonitoringResult |
     )
 
 
-def _gate_looks(point: LookPoint, outcome: Any, futile: list[str]) -> GateLooks:
+def _gate_looks(point: LookPoint, outcome: Any, futile: list[str], action: str) -> GateLooks:
     gate = next(g for g in point.plan.gates if g.id == outcome.gate.id)
     levels = point.levels[gate.id]
+    look = point.look if point.status == "decision" else None
+    estimate, note = after_stop_estimate(gate, levels, look, outcome) if look and action in STOPS else (None, None)
     return GateLooks(
         id=gate.id,
         method=gate.method,
@@ -250,6 +257,9 @@ def _gate_looks(point: LookPoint, outcome: Any, futile: list[str]) -> GateLooks:
         ],
         pvalue=outcome.pvalue,
         futile=gate.id in futile,
+        repeated_intervals=repeated_intervals(point.history, levels, gate.id, look, outcome),
+        after_stop=estimate,
+        after_stop_note=note,
     )
 
 
@@ -280,4 +290,5 @@ def look_fields(
         "nominal_alpha": {g.id: g.looks[k].nominal_alpha for g in result.gates},
         "spent_alpha": {g.id: g.looks[k].cumulative_alpha for g in result.gates},
         "pvalue": {g.id: g.pvalue for g in result.gates if g.pvalue is not None},
+        "interval": record_intervals({g.id for g in result.gates}, gates) if result.status == "decision" else None,
     }

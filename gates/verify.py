@@ -220,6 +220,12 @@ def verify_evaluation(
         )
     older = [k for k in ("failed_runs", "descriptive_metrics") if k not in ev.model_fields_set]
     fresh = fresh.model_copy(update=dict.fromkeys(older, []))  # descriptive lists an older artifact lacks
+    if (
+        ev.monitoring is not None
+        and fresh.monitoring is not None
+        and "estimates_note" not in ev.monitoring.model_fields_set
+    ):
+        fresh = fresh.model_copy(update={"monitoring": fresh.monitoring.without_estimates()})  # made before them
     found += differences(_comparable(ev), _comparable(fresh))
     found += source_changes(runs, verified.plan, sources)
     return Verification(

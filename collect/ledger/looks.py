@@ -55,6 +55,8 @@ class LookRecord(BaseModel):
     nominal_alpha: dict[str, float] = Field(default_factory=dict)
     spent_alpha: dict[str, float] = Field(default_factory=dict)
     pvalue: dict[str, float] = Field(default_factory=dict)
+    # gate id -> [estimate, lower, upper] at the look's level, reported scale (finite only); None: not recorded
+    interval: dict[str, list[float]] | None = None
     prev_sha256: Sha256 = GENESIS
     record_sha256: Sha256 | None = None
 

@@ -1,4 +1,6 @@
-"""The HTML page's interim-looks section: the status, a small look chart per primary gate, the look table.
+"""The HTML page's interim-looks section: the status, a small look chart per primary gate, the look table,
+and the estimates that account for the looks (repeated intervals; after a stop, the ordering p-value,
+median-unbiased estimate and final interval).
 
 A chart puts pairing blocks on x (0 to the plan's last look, percent of the width) and the
 evidence ``-log10 p`` on y (px): each planned look's efficacy bound (and non-binding futility
@@ -89,5 +91,8 @@ def looks_section(ev: Evaluation) -> Markup:
         [look_chart(m, g, f"look-chart-{i}") for i, g in enumerate(m.gates)],
         mt.LOOK_COLUMNS,
         mt.look_rows(m),
-        mt.gate_lines(m) + mt.history_lines(m),
+        mt.gate_lines(m, estimates=False) + mt.history_lines(m),
+        mt.INTERVAL_COLUMNS,
+        mt.interval_rows(m),
+        mt.after_stop_lines(m, intervals=False),
     )

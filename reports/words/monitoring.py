@@ -89,9 +89,84 @@ def look_rows(m: MonitoringResult) -> list[list[str]]:
     return rows
 
 
-def gate_lines(m: MonitoringResult) -> list[str]:
-    """Per primary gate: its frozen alpha, how its looks spend it, and its p-value at this point; then
-    the look ledger's head once this look is recorded (to publish with the ledger head)."""
+#: the columns of :func:`interval_rows`
+INTERVAL_COLUMNS = ["gate", "look", "blocks", "level (two-sided)", "estimate", "repeated interval", "from"]
+
+
+def _num(x: float | str) -> str:
+    return f"{float(x):.4g}"
+
+
+def _level(nominal_alpha: float) -> str:
+    """The two-sided level ``1 - 2 nominal_alpha`` in percent, 4 significant digits or as many as keep it
+    below 100 (``95.47%``, ``99.998%``)."""
+    value, digits = 100 * (1 - 2 * nominal_alpha), 4
+    while f"{value:.{digits}g}" == "100" and value < 100 and digits < 12:
+        digits += 1
+    return f"{value:.{digits}g}%"
+
+
+def interval_rows(m: MonitoringResult) -> list[list[str]]:
+    """One row per primary gate and planned look taken: its repeated confidence interval
+    (:data:`INTERVAL_COLUMNS`, reported scale)."""
+    rows = []
+    for g in m.gates:
+        for r in g.repeated_intervals:
+            rows.append(
+                [
+                    g.id,
+                    str(r.look),
+                    str(r.blocks),
+                    _level(r.nominal_alpha),
+                    _num(r.estimate),
+                    f"[{_num(r.lower)}, {_num(r.upper)}]",
+                    r.source,
+                ]
+            )
+    return rows
+
+
+def after_stop_lines(m: MonitoringResult, intervals: bool = True) -> list[str]:
+    """Per primary gate: its repeated intervals (``intervals``) and, at a stop for success or the final
+    look, the stage-wise ordering p-value, the median-unbiased estimate and the final interval (or why
+    they are not computed); then what they mean. Empty when there is nothing to say."""
+    out = []
+    for g in m.gates:
+        if intervals and g.repeated_intervals:
+            parts = [
+                f"look {r.look} at {_level(r.nominal_alpha)}: [{_num(r.lower)}, {_num(r.upper)}]"
+                for r in g.repeated_intervals
+            ]
+            out.append(f"gate {g.id} repeated confidence intervals: " + "; ".join(parts))
+        a = g.after_stop
+        if a is not None:
+            out.append(
+                f"gate {g.id} after the stop at look {a.stop_look}: stage-wise ordering p-value {a.ordering_pvalue:.3g} "
+                f"(of {a.null:g}); median-unbiased estimate {_num(a.median_unbiased)} (the look's own "
+                f"{_num(a.naive_estimate)}); {_level((1 - a.confidence) / 2)} final interval [{_num(a.final_lower)}, "
+                f"{_num(a.final_upper)}]; the decision is the boundaries'"
+            )
+        elif g.after_stop_note:
+            out.append(f"gate {g.id} after the stop: no ordering estimates: {g.after_stop_note}")
+    if out and m.estimates_note:
+        out.append(m.estimates_note[0].upper() + m.estimates_note[1:])
+    return out
+
+
+def gate_lines(m: MonitoringResult, estimates: bool = True) -> list[str]:
+    """Per primary gate: its frozen alpha, how its looks spend it, and its p-value at this point; with
+    ``estimates`` its repeated intervals and after-stop estimates (:func:`after_stop_lines`); then the
+    look ledger's head once this look is recorded (to publish with the ledger head)."""
+    return _gate_lines(m) + (after_stop_lines(m) if estimates else []) + _head_lines(m)
+
+
+def _head_lines(m: MonitoringResult) -> list[str]:
+    if m.looks_head:
+        return [f"look ledger head with this look (look record {m.sequence}): {m.looks_head}"]
+    return []
+
+
+def _gate_lines(m: MonitoringResult) -> list[str]:
     out = []
     for g in m.gates:
         basis = (
@@ -111,8 +186,6 @@ def gate_lines(m: MonitoringResult) -> list[str]:
         )
     if m.sensitivity_note:
         out.append(m.sensitivity_note)
-    if m.looks_head:
-        out.append(f"look ledger head with this look (look record {m.sequence}): {m.looks_head}")
     return out
 
 
@@ -131,9 +204,12 @@ def history_lines(m: MonitoringResult) -> list[str]:
 
 __all__ = [
     "ACTION_WORDS",
+    "INTERVAL_COLUMNS",
     "INTERIM_WORD",
     "LOOK_COLUMNS",
+    "after_stop_lines",
     "gate_lines",
+    "interval_rows",
     "history_lines",
     "look_rows",
     "status_sentence",
