@@ -8,13 +8,13 @@ normal errors with constant variance); the statistic at ``x0`` is ``fit(x0) / se
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._common import special, two_sided
+from .trend import fit_line
 
 
 @dataclass(frozen=True)
@@ -34,33 +34,18 @@ def trend_end_pvalues(d: ArrayLike, x: ArrayLike) -> TrendEndTests | None:
 
     None where ``trend_ends`` returns None (fewer than 3 pairs, a constant ``x``, non-finite values) and
     where the line passes through every point (no residual spread: no sampling test)."""
-    dv = np.asarray(d, dtype=np.float64)
-    xv = np.asarray(x, dtype=np.float64)
-    if dv.shape != xv.shape or dv.ndim != 1 or dv.size < 3:
+    line = fit_line(d, x)
+    if line is None or line.s == 0.0:
         return None
-    if not (np.all(np.isfinite(dv)) and np.all(np.isfinite(xv))):
-        return None
-    xbar = float(np.mean(xv))
-    sxx = float(np.sum((xv - xbar) ** 2))
-    if sxx <= 0 or not math.isfinite(sxx):
-        return None
-    n = int(dv.size)
-    slope = float(np.sum((xv - xbar) * (dv - np.mean(dv))) / sxx)
-    intercept = float(np.mean(dv))
-    resid = dv - (intercept + slope * (xv - xbar))
-    df = n - 2
-    s = math.sqrt(float(np.sum(resid**2)) / df)
-    if s == 0.0:
-        return None
+    stdtr = special().stdtr
 
     def test(x0: float) -> tuple[float, int]:
-        fit = intercept + slope * (x0 - xbar)
-        t = fit / (s * math.sqrt(1.0 / n + (x0 - xbar) ** 2 / sxx))
-        stdtr = special().stdtr
-        return two_sided(float(stdtr(df, -t)), float(stdtr(df, t))), int(np.sign(fit))
+        fit = line.at(x0)
+        t = fit / line.se(x0)
+        return two_sided(float(stdtr(line.df, -t)), float(stdtr(line.df, t))), int(np.sign(fit))
 
-    (p_low, s_low), (p_high, s_high) = test(float(np.min(xv))), test(float(np.max(xv)))
-    return TrendEndTests(p_low, p_high, s_low, s_high, df)
+    (p_low, s_low), (p_high, s_high) = test(line.x_min), test(line.x_max)
+    return TrendEndTests(p_low, p_high, s_low, s_high, line.df)
 
 
 def flip_pvalue(tests: TrendEndTests | None) -> float:

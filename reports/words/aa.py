@@ -7,11 +7,9 @@ an interval that excludes it refuses the decision (the pipeline manufactures dif
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from gates.numbers import as_float
-from reports.words.evaluation import bound_num, fmt_p, fmt_pct
+from reports.words.evaluation import bound_num, ci_text, fmt_p, fmt_pct
 
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
@@ -38,13 +36,7 @@ class AARow(NamedTuple):
 def _ends(r: AAPairResult) -> str:
     """'90% CI [-0.000426, 0.000235] nats' or '90% CI [0.98x, 1.03x]' (an end that would print equal to the
     null without being equal gets the digits that differ)."""
-    null = [r.null]
-    lower, upper = bound_num(r.lower, null), bound_num(r.upper, null)
-    if r.scale == "ratio":
-        x = "" if math.isinf(as_float(r.lower) or 0.0) else "x"
-        y = "" if math.isinf(as_float(r.upper) or 0.0) else "x"
-        return f"{fmt_pct(r.confidence)} CI [{lower}{x}, {upper}{y}]"
-    return f"{fmt_pct(r.confidence)} CI [{lower}, {upper}] {r.unit}".rstrip()
+    return ci_text(r.confidence, r.lower, r.upper, r.scale, r.unit, [r.null])
 
 
 def aa_row(r: AAPairResult) -> AARow:

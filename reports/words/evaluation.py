@@ -104,13 +104,18 @@ def interval_text(gate: GateResult) -> str:
     that would print equal to the rule's threshold without being equal gets the digits that differ."""
     if gate.lower is None or gate.upper is None:
         return f"{fmt_pct(gate.confidence)} CI: none"
-    marks = _thresholds(gate)
-    lower, upper = bound_num(gate.lower, marks), bound_num(gate.upper, marks)
-    if gate.scale == "ratio":
-        x = "" if math.isinf(as_float(gate.lower) or 0.0) else "x"
-        y = "" if math.isinf(as_float(gate.upper) or 0.0) else "x"
-        return f"{fmt_pct(gate.confidence)} CI [{lower}{x}, {upper}{y}]"
-    return f"{fmt_pct(gate.confidence)} CI [{lower}, {upper}] {gate.unit}".rstrip()
+    return ci_text(gate.confidence, gate.lower, gate.upper, gate.scale, gate.unit, _thresholds(gate))
+
+
+def ci_text(confidence: float, lower: Any, upper: Any, scale: str, unit: str, marks: list[Any]) -> str:
+    """'90% CI [-0.001, 0.009] nats' or '90% CI [0.85x, +infx]': ratio ends carry the 'x' (an infinite one
+    none); an end that would print equal to one of ``marks`` without being equal gets the digits that differ."""
+    low, high = bound_num(lower, marks), bound_num(upper, marks)
+    if scale == "ratio":
+        x = "" if math.isinf(as_float(lower) or 0.0) else "x"
+        y = "" if math.isinf(as_float(upper) or 0.0) else "x"
+        return f"{fmt_pct(confidence)} CI [{low}{x}, {high}{y}]"
+    return f"{fmt_pct(confidence)} CI [{low}, {high}] {unit}".rstrip()
 
 
 def rule_text(gate: GateResult) -> str:

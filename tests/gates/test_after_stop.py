@@ -17,9 +17,10 @@ from collect.ledger.looks import LookRecord, read_looks
 from estimators.after_stop import after_stop
 from gates.after_stop import after_stop_estimate
 from gates.artifact import Evaluation
-from gates.artifact_monitoring import AfterStopEstimate, GateLooks, LookEntry, MonitoringResult
+from gates.artifact_monitoring import GateLooks, LookEntry, MonitoringResult
 from gates.looks import settle
 from tests.helpers.looks import frozen, plan_text, run_strata
+from tests.helpers.monitoring import stopped_monitoring
 
 
 def _evaluate(tmp_path, counts, **plan):
@@ -146,43 +147,7 @@ def test_gates_without_an_ordering_say_why(gate, kind, words):
 
 
 def test_a_stop_the_decision_refuses_drops_the_estimates():
-    g = GateLooks(
-        id="g",
-        method="t",
-        alpha=0.05,
-        kind="boundary",
-        looks=[],
-        after_stop=AfterStopEstimate(
-            stop_look=1,
-            stopped_early=True,
-            confidence=0.9,
-            null=0.0,
-            ordering_pvalue=0.01,
-            median_unbiased=0.5,
-            final_lower=0.1,
-            final_upper=0.9,
-            naive_estimate=0.6,
-            meaning="m",
-        ),
-    )
-    m = MonitoringResult(
-        looks=[4, 8],
-        spending="pocock",
-        futility="none",
-        status="decision",
-        look=1,
-        point_blocks=4,
-        total_blocks=8,
-        levels_from_look=1,
-        action="stop_success",
-        reason="r",
-        strata_evaluated=4,
-        strata_total=8,
-        runs_evaluated=8,
-        runs_planned=16,
-        sequence=1,
-        gates=[g],
-    )
+    m = stopped_monitoring()
     settled = settle(m, "refused")
     assert m.gates[0].after_stop is not None
     assert settled is not None and settled.action == "continue" and settled.gates[0].after_stop is None
