@@ -139,7 +139,8 @@ def after_stop_estimate(
 
     where = f"look {look} of {len(levels)}" + (" (an early stop)" if r.stopped_early else " (the final look)")
     meaning = (
-        f"at {where} the stage-wise ordering p-value of {threshold:g} is {r.ordering_pvalue:.3g}; the "
+        f"at {where} the stage-wise ordering p-value against the rule's threshold {threshold:g} is "
+        f"{r.ordering_pvalue:.3g}; the "
         f"median-unbiased estimate {out(r.median_unbiased):.4g} (the look's own {out(r.naive_estimate):.4g}) and "
         f"its {r.confidence:.0%} final interval [{out(r.final_lower):.4g}, {out(r.final_upper):.4g}] account for "
         "where the study stopped" + (" (a ratio: back-transformed from the log scale)" if ratio else "")

@@ -142,7 +142,7 @@ def after_stop_lines(m: MonitoringResult, intervals: bool = True) -> list[str]:
         if a is not None:
             out.append(
                 f"gate {g.id} after the stop at look {a.stop_look}: stage-wise ordering p-value {a.ordering_pvalue:.3g} "
-                f"(of {a.null:g}); median-unbiased estimate {_num(a.median_unbiased)} (the look's own "
+                f"against the rule's threshold {a.null:g}; median-unbiased estimate {_num(a.median_unbiased)} (the look's own "
                 f"{_num(a.naive_estimate)}); {_level((1 - a.confidence) / 2)} final interval [{_num(a.final_lower)}, "
                 f"{_num(a.final_upper)}]; the decision is the boundaries'"
             )

@@ -22,7 +22,7 @@ def test_after_stop_lines_say_every_number_and_what_they_mean() -> None:
         "gate sooner repeated confidence intervals: look 1 at 99.998%: [0.7, 1.2]; look 2 at 95.47%: [0.81, 0.95]"
     )
     assert lines[1] == (
-        "gate sooner after the stop at look 2: stage-wise ordering p-value 0.0236 (of 1); median-unbiased "
+        "gate sooner after the stop at look 2: stage-wise ordering p-value 0.0236 against the rule's threshold 1; median-unbiased "
         "estimate 0.9269 (the look's own 0.8824); 90% final interval [0.8772, 0.986]; the decision is the "
         "boundaries'"
     )
