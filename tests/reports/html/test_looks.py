@@ -14,7 +14,9 @@ def test_the_section_has_the_interval_table_and_the_estimates() -> None:
     assert "<h3>Estimates that account for the looks</h3>" in page
     table = page[page.index('class="looks look-intervals"') :]
     assert "<td>99.998%</td><td>0.92</td><td>[0.7, 1.2]</td><td>look ledger</td>" in table
-    assert "stage-wise ordering p-value 0.0236 against the rule&#39;s threshold 1; median-unbiased estimate 0.9269" in page
+    assert (
+        "stage-wise ordering p-value 0.0236 against the rule&#39;s threshold 1; median-unbiased estimate 0.9269" in page
+    )
     assert "Repeated confidence intervals hold at every look at once" in page
     assert page.count("repeated confidence intervals:") == 0  # said once, by the table
 
