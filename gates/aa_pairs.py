@@ -24,15 +24,14 @@ import warnings
 
 import numpy as np
 
-from estimators import insufficient_blocks, interval, paired_contrast
+from estimators import insufficient_blocks, interval
 from estimators.expressions import parse_contrast
 from gates.artifact_aa import AAPairResult
 from gates.blockdata import outcome_matrix
 from gates.matching import Match
 from gates.numbers import encode_number
 from gates.refusal import Refusal
-from gates.unit_order import betting_order
-from gates.verdicts import analysis_unit, analysis_units, contrast_range, gate_blocks, planned_units, unit_means
+from gates.verdicts import analysis_unit, contrast_range, gate_blocks, planned_units, tested_units, unit_contrasts
 from prereg.arm_checks import aa_checks
 from prereg.schema import Gate, Plan
 
@@ -71,24 +70,15 @@ def _check(plan: Plan, match: Match, control: str, original: str, gates: list[Ga
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         return result.model_copy(update={"reason": problems[0] + more})
-    complete_rows = np.all(np.isfinite(values), axis=1)
-    per_block = np.full(len(blocks), np.nan)
-    coefs = np.array([copy.contrast.coefficients[a] for a in copy.contrast.arms])
-    if complete_rows.any():
-        per_block[complete_rows] = paired_contrast(values[complete_rows], coefs, scale)
-    units = analysis_units(plan, blocks)
-    unit_d = unit_means(per_block, units)
-    complete = np.isfinite(unit_d)
-    n = int(complete.sum())
+    uc = unit_contrasts(copy, plan, blocks, values)
+    n = uc.n
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
     words = "strata" if analysis_unit(plan) == "stratum" else "replicate pairs"
     too_few = insufficient_blocks(gate.method, confidence, n, resamples, f"complete {words}")
     if n < 2 or too_few:
         why = too_few or f"only {n} complete {words}: a paired interval needs 2 or more"
         return result.model_copy(update={"n_pairs": n, "reason": why})
-    d = unit_d[complete]
-    if gate.method == "betting":  # the run order, as the gate reads it (gates.unit_order)
-        d = unit_d[[u for u in betting_order(plan, blocks, units) if complete[u]]]
+    d = tested_units(copy, plan, blocks, uc)  # the betting gate's run order too
     bounds = contrast_range(copy, plan)
     if gate.method == "betting" and (bounds is None or not np.all((d >= bounds[0]) & (d <= bounds[1]))):
         reason = f"method betting needs {gate.metric}'s declared range and every A/A contrast inside it"
@@ -96,7 +86,14 @@ def _check(plan: Plan, match: Match, control: str, original: str, gates: list[Ga
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the gates' own intervals carry the estimator's warnings
         found = interval(
-            gate.method, d, confidence, scale, resamples, seed, bounds=bounds, horizon=planned_units(plan, len(units))
+            gate.method,
+            d,
+            confidence,
+            scale,
+            resamples,
+            seed,
+            bounds=bounds,
+            horizon=planned_units(plan, len(uc.units)),
         )
     differs = bool(found.lower > null or found.upper < null)
     return result.model_copy(

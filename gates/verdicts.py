@@ -87,6 +87,46 @@ def unit_means(per_block: np.ndarray, units: list[list[int]]) -> np.ndarray:
     return np.array([float(np.mean(per_block[idx])) for idx in units])
 
 
+@dataclass(frozen=True)
+class UnitContrasts:
+    """A gate's contrasts on its blocks (analysis scale, log for ratios): per block (NaN where a block lacks
+    a value, or a positive one for a ratio), and per unit of analysis (``units``: block indices)."""
+
+    coefs: np.ndarray
+    complete_rows: np.ndarray  # blocks with every arm's value
+    per_block: np.ndarray
+    units: list[list[int]]
+    unit_d: np.ndarray
+    complete: np.ndarray  # units with a contrast
+
+    @property
+    def n(self) -> int:
+        return int(self.complete.sum())
+
+
+def unit_contrasts(gate: Gate, plan: Plan, blocks: list[Block], values: np.ndarray) -> UnitContrasts:
+    """``gate``'s contrasts per block and per unit from its outcome matrix ``values`` (blocks x arms)."""
+    contrast = gate.contrast
+    complete_rows = np.all(np.isfinite(values), axis=1)
+    if contrast.scale == "ratio":
+        complete_rows &= np.all(values > 0, axis=1)
+    coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
+    per_block = np.full(len(blocks), np.nan)
+    if complete_rows.any():
+        per_block[complete_rows] = paired_contrast(values[complete_rows], coefs, contrast.scale)
+    units = analysis_units(plan, blocks)
+    unit_d = unit_means(per_block, units)
+    return UnitContrasts(coefs, complete_rows, per_block, units, unit_d, np.isfinite(unit_d))
+
+
+def tested_units(gate: Gate, plan: Plan, blocks: list[Block], uc: UnitContrasts) -> np.ndarray:
+    """The complete units' contrasts in the order the method reads them: for betting the run order, never the
+    plan's listing (``gates.unit_order``); for the others the units' order."""
+    if gate.method == "betting":
+        return uc.unit_d[[u for u in betting_order(plan, blocks, uc.units) if uc.complete[u]]]
+    return uc.unit_d[uc.complete]
+
+
 def _unit_bounds(
     gate: Gate,
     plan: Plan,
@@ -183,20 +223,12 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
     for j, arm in enumerate(contrast.arms):
         column = values[:, j][np.isfinite(values[:, j])]
         outcome.arm_medians[arm] = float(np.median(column)) if column.size else None
-    complete_rows = np.all(np.isfinite(values), axis=1)
-    if contrast.scale == "ratio":
-        complete_rows &= np.all(values > 0, axis=1)
-    coefs = np.array([contrast.coefficients[a] for a in contrast.arms])
-    per_block = np.full(len(blocks), np.nan)
-    if complete_rows.any():
-        per_block[complete_rows] = paired_contrast(values[complete_rows], coefs, contrast.scale)
+    uc = unit_contrasts(gate, plan, blocks, values)
+    coefs, complete_rows, units, complete = uc.coefs, uc.complete_rows, uc.units, uc.complete
     outcome.contrasts = [
-        None if not np.isfinite(x) else float(np.exp(x) if contrast.scale == "ratio" else x) for x in per_block
+        None if not np.isfinite(x) else float(np.exp(x) if contrast.scale == "ratio" else x) for x in uc.per_block
     ]
-    units = analysis_units(plan, blocks)
-    unit_d = unit_means(per_block, units)
-    complete = np.isfinite(unit_d)
-    n_complete = int(complete.sum())
+    n_complete = uc.n
     outcome.n_pairs = n_complete
     resamples, seed = gate.resamples or 9999, gate.seed if gate.seed is not None else 0
     bounds = contrast_range(gate, plan)
@@ -212,9 +244,7 @@ def _evaluate_gate(gate: Gate, plan: Plan, match: Match, fired: list[Refusal]) -
         return outcome
     if too_few:
         outcome.refused_by.append(Refusal(kind="pairs", reason=too_few))
-    d = unit_d[complete]
-    if gate.method == "betting":  # the run order, never the plan's listing (gates.unit_order)
-        d = unit_d[[u for u in betting_order(plan, blocks, units) if complete[u]]]
+    d = tested_units(gate, plan, blocks, uc)
     rule = gate.pass_if
     if gate.method == "betting" and (bounds is None or not np.all((d >= bounds[0]) & (d <= bounds[1]))):
         if not outcome.refused_by:  # a value outside the metric's range is refused above (gates.plausibility)
