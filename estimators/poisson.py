@@ -57,8 +57,8 @@ def _cdf(k: float, mean: float) -> float:
     return 0.0 if k < 0 else float(special().pdtr(k, mean))
 
 
-def _upper(k: float, mean: float) -> float:
-    """P(X > k); 1 for k < 0."""
+def poisson_sf(k: float, mean: float) -> float:
+    """P(X > k) for X ~ Poisson(``mean``) (1 for k < 0)."""
     return 1.0 if k < 0 else float(special().pdtrc(k, mean))
 
 
@@ -78,10 +78,10 @@ def poisson_two_sided_p(count: int, expected: float) -> float:
         while float(poisson_pmf(n, m)) > d:
             n *= 2
         y = int(np.count_nonzero(poisson_pmf(np.arange(math.ceil(m), n + 1), m) <= d * REL_ERR))
-        p = _cdf(x, m) + _upper(n - y, m)
+        p = _cdf(x, m) + poisson_sf(n - y, m)
     else:
         y = int(np.count_nonzero(poisson_pmf(np.arange(0, math.floor(m) + 1), m) <= d * REL_ERR))
-        p = _cdf(y - 1, m) + _upper(x - 1, m)
+        p = _cdf(y - 1, m) + poisson_sf(x - 1, m)
     return min(1.0, p)
 
 
@@ -142,10 +142,15 @@ def poisson_test(
     )
 
 
+def _region_top(expected: float) -> int:
+    """The largest count :func:`rejection_region` looks at: far past 10x ``expected`` in Poisson tails."""
+    return int(math.ceil(10 * expected + 20 * math.sqrt(10 * expected + 1) + 20))
+
+
 def rejection_region(expected: float, level: float) -> NDArray[np.int64]:
     """The counts the exact two-sided test rejects at ``level`` under Poisson(``expected``), over
     the counts whose probability under the null or up to 10x it is not negligible (0 .. a bound)."""
-    top = int(math.ceil(10 * expected + 20 * math.sqrt(10 * expected + 1) + 20))
+    top = _region_top(expected)
     return np.array([k for k in range(top + 1) if poisson_two_sided_p(k, expected) <= level], dtype=np.int64)
 
 
@@ -156,12 +161,7 @@ def poisson_test_power(expected: float, true_expected: float, level: float) -> f
     if not 0 < level < 1 or not expected > 0 or not 0 <= true_expected <= 10 * expected:
         raise ValueError("need 0 < level < 1, expected > 0 and 0 <= true_expected <= 10 x expected")
     region = rejection_region(expected, level)
-    top = int(math.ceil(10 * expected + 20 * math.sqrt(10 * expected + 1) + 20))
+    top = _region_top(expected)
     inside = float(np.sum(poisson_pmf(region[region <= top], true_expected))) if region.size else 0.0
-    tail = _upper(top, true_expected) if poisson_two_sided_p(top + 1, expected) <= level else 0.0
+    tail = poisson_sf(top, true_expected) if poisson_two_sided_p(top + 1, expected) <= level else 0.0
     return min(1.0, inside + tail)
-
-
-def poisson_sf(k: float, mean: float) -> float:
-    """P(X > k) for X ~ Poisson(``mean``) (1 for k < 0)."""
-    return _upper(k, mean)

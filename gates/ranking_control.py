@@ -62,7 +62,7 @@ def control_ranking(plan: Plan, prepared: list[RankingCell | CellEvidence]) -> l
     if control == "holm":
         adjusted, levels = step_down_levels(pcell, alpha)
     elif control == "bonferroni":
-        adjusted, levels = [min(1.0, m * p) for p in pcell], [alpha / m] * m
+        adjusted, levels = [float(a) for a in adjust_p_values(pcell, "bonferroni")], [alpha / m] * m
     else:
         adjusted, levels = [], []
     judged: dict[int, RankingCell] = {}
