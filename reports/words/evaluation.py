@@ -54,8 +54,12 @@ def fmt_num(value: Any) -> str:
 
 
 def fmt_pct(value: float) -> str:
-    """A confidence level as a percentage (0.9 -> '90%', 0.975 -> '97.5%')."""
-    return f"{100 * value:.4g}%"
+    """A confidence level as a percentage (0.9 -> '90%', 0.975 -> '97.5%'): 4 significant digits, or as many
+    as keep a level below 1 from printing as 100% (0.99998 -> '99.998%')."""
+    percent, digits = 100 * value, 4
+    while f"{percent:.{digits}g}" == "100" and percent < 100 and digits < 12:
+        digits += 1
+    return f"{percent:.{digits}g}%"
 
 
 def fmt_p(value: float) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from reports.words.evaluation import fmt_pct
+
 if TYPE_CHECKING:
     from gates.artifact import Evaluation
     from gates.artifact_monitoring import MonitoringResult
@@ -100,10 +102,7 @@ def _num(x: float | str) -> str:
 def _level(nominal_alpha: float) -> str:
     """The two-sided level ``1 - 2 nominal_alpha`` in percent, 4 significant digits or as many as keep it
     below 100 (``95.47%``, ``99.998%``)."""
-    value, digits = 100 * (1 - 2 * nominal_alpha), 4
-    while f"{value:.{digits}g}" == "100" and value < 100 and digits < 12:
-        digits += 1
-    return f"{value:.{digits}g}%"
+    return fmt_pct(1 - 2 * nominal_alpha)
 
 
 def interval_rows(m: MonitoringResult) -> list[list[str]]:
